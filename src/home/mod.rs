@@ -1,0 +1,10 @@
+//! The controller-independent home model: rooms, categories, controls ([`model`]), their live
+//! values ([`state`]) and name resolution ([`resolve`]). This is where tools meet the Loxone
+//! adapter; it knows nothing of MCP or HTTP.
+
+pub mod model;
+pub mod resolve;
+pub mod state;
+
+pub use model::{Category, CategoryKind, Control, ControlKind, Family, Home, MsInfo, Room, StateRef};
+pub use state::{StateStore, StateValue, Value};

@@ -1,0 +1,384 @@
+//! The typed home model: rooms, categories and controls as a Loxone structure file
+//! (`LoxAPP3.json`) describes them, independent of how they were fetched.
+//!
+//! The model is immutable once built; live values live in [`super::StateStore`]. Identifiers are
+//! the Miniserver's UUID strings, lowercase, exactly as in the structure file (sub-controls keep
+//! their suffix, e.g. `"<uuid>/masterValue"`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The whole house as read from one structure file.
+#[derive(Debug, Clone, Default)]
+pub struct Home {
+    /// `lastModified` of the structure file, `"YYYY-MM-DD HH:MM:SS"` (Miniserver local time).
+    pub last_modified: String,
+    pub ms_info: MsInfo,
+    /// Rooms sorted by name (then UUID), so every listing is stable.
+    pub rooms: Vec<Room>,
+    /// Categories sorted by name (then UUID).
+    pub categories: Vec<Category>,
+    /// Top-level controls sorted by room name, then control name, then UUID. Sub-controls hang
+    /// below their parent in [`Control::sub_controls`].
+    pub controls: Vec<Control>,
+    /// `globalStates`: state name -> state UUID (operatingMode, sunrise, ...).
+    pub global_states: BTreeMap<String, String>,
+    /// `operatingModes`: id -> name.
+    pub operating_modes: BTreeMap<String, String>,
+}
+
+/// `msInfo` of the structure file: the Miniserver's identity.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MsInfo {
+    pub serial_nr: String,
+    pub ms_name: String,
+    pub project_name: String,
+    pub local_url: String,
+    pub remote_url: String,
+    pub location: String,
+    pub language_code: String,
+    /// 0 Gen 1, 1 Go Gen 1, 2 Gen 2, 3 Go Gen 2, 4 Compact (per Loxone structure file docs).
+    pub miniserver_type: Option<i64>,
+    /// 0 °C, 1 °F.
+    pub temp_unit: Option<i64>,
+    /// Name of the user the structure file was fetched as.
+    pub current_user: Option<String>,
+}
+
+/// A room (`rooms` map of the structure file).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Room {
+    pub uuid: String,
+    pub name: String,
+    pub is_favorite: bool,
+    pub default_rating: i64,
+}
+
+/// A category (`cats` map of the structure file). Loxone categories are user-defined groups
+/// ("Lighting", "Beleuchtung"); [`CategoryKind`] is the Miniserver's own classification.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Category {
+    pub uuid: String,
+    pub name: String,
+    pub kind: CategoryKind,
+    pub is_favorite: bool,
+    pub default_rating: i64,
+}
+
+/// `type` of a category per Loxone structure file docs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CategoryKind {
+    Lights,
+    IndoorTemperature,
+    Shading,
+    Multimedia,
+    Undefined,
+    /// Any other value, kept verbatim.
+    Other(String),
+}
+
+impl CategoryKind {
+    /// Maps the structure file's category `type` string.
+    pub fn from_type(s: &str) -> Self {
+        match s {
+            "lights" => Self::Lights,
+            "indoortemperature" => Self::IndoorTemperature,
+            "shading" => Self::Shading,
+            "multimedia" => Self::Multimedia,
+            "undefined" | "" => Self::Undefined,
+            other => Self::Other(other.to_string()),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Lights => "lights",
+            Self::IndoorTemperature => "indoortemperature",
+            Self::Shading => "shading",
+            Self::Multimedia => "multimedia",
+            Self::Undefined => "undefined",
+            Self::Other(s) => s,
+        }
+    }
+}
+
+/// One control (a Loxone function block as visualised), or a sub-control of one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Control {
+    /// `uuidAction`: the target of commands (`jdev/sps/io/{uuid}/{command}`). Sub-controls may
+    /// carry a suffix (`<uuid>/masterValue`).
+    pub uuid: String,
+    pub name: String,
+    pub kind: ControlKind,
+    /// Room UUID, if the control has one.
+    pub room: Option<String>,
+    /// Category UUID, if the control has one.
+    pub category: Option<String>,
+    /// `isSecured`: commands need the visualisation password (`jdev/sps/ios/...`).
+    pub is_secured: bool,
+    pub is_favorite: bool,
+    pub default_rating: i64,
+    /// `restrictions` bitmap (0x1/0x10 referenced only, 0x2/0x20 read only); 0 when absent.
+    pub restrictions: i64,
+    /// State name -> state UUID(s), as in the structure file.
+    pub states: BTreeMap<String, StateRef>,
+    /// Type-specific `details`, kept as the structure file gives them.
+    pub details: serde_json::Map<String, serde_json::Value>,
+    /// Sub-controls (e.g. ColorPickerV2 or Dimmer circuits of a LightControllerV2), sorted by UUID.
+    pub sub_controls: Vec<Control>,
+}
+
+impl Control {
+    /// UUID of the named state, if the control has it as a single UUID.
+    pub fn state(&self, name: &str) -> Option<&str> {
+        match self.states.get(name)? {
+            StateRef::Uuid(u) => Some(u),
+            StateRef::Uuids(_) => None,
+        }
+    }
+
+    /// The control's device family (lighting, blinds, ...), derived from its type.
+    pub fn family(&self) -> Family {
+        self.kind.family()
+    }
+}
+
+/// A state's reference: normally one UUID, for some states (IRoomController `temperatures`) an
+/// array of UUIDs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateRef {
+    Uuid(String),
+    Uuids(Vec<String>),
+}
+
+/// The device family a control belongs to; used for `devices_by_category`, filters and tools.
+/// Derived from the control type, not from the user-named Loxone category.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Family {
+    Lighting,
+    Blinds,
+    Climate,
+    Audio,
+    Security,
+    Access,
+    Sensors,
+    Energy,
+    Other,
+}
+
+impl Family {
+    pub const ALL: [Family; 9] = [
+        Family::Lighting,
+        Family::Blinds,
+        Family::Climate,
+        Family::Audio,
+        Family::Security,
+        Family::Access,
+        Family::Sensors,
+        Family::Energy,
+        Family::Other,
+    ];
+
+    /// Lowercase name used in tool results and filters (`lighting`, `blinds`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Family::Lighting => "lighting",
+            Family::Blinds => "blinds",
+            Family::Climate => "climate",
+            Family::Audio => "audio",
+            Family::Security => "security",
+            Family::Access => "access",
+            Family::Sensors => "sensors",
+            Family::Energy => "energy",
+            Family::Other => "other",
+        }
+    }
+
+    /// Parses a family name; accepts the lowercase names and a few common synonyms
+    /// (`lights`, `light`, `shading`, `rolladen`, `jalousie`, `heating`, `alarm`, `sensor`).
+    pub fn parse(s: &str) -> Option<Family> {
+        let s = s.trim().to_ascii_lowercase();
+        Some(match s.as_str() {
+            "lighting" | "lights" | "light" => Family::Lighting,
+            "blinds" | "blind" | "shading" | "rolladen" | "jalousie" | "shutters" => Family::Blinds,
+            "climate" | "heating" | "temperature" => Family::Climate,
+            "audio" | "multimedia" | "music" => Family::Audio,
+            "security" | "alarm" => Family::Security,
+            "access" | "gate" | "door" => Family::Access,
+            "sensors" | "sensor" => Family::Sensors,
+            "energy" => Family::Energy,
+            "other" => Family::Other,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+macro_rules! control_kinds {
+    ($($variant:ident => $name:literal, $family:ident;)*) => {
+        /// Control `type` per Loxone structure file docs. Unknown types are kept verbatim in
+        /// [`ControlKind::Unknown`] (with their raw states), never dropped.
+        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        pub enum ControlKind {
+            $($variant,)*
+            Unknown(String),
+        }
+
+        impl ControlKind {
+            /// Maps the structure file's `type` string (exact, case-sensitive as Loxone writes it).
+            pub fn from_type(s: &str) -> Self {
+                match s {
+                    $($name => Self::$variant,)*
+                    other => Self::Unknown(other.to_string()),
+                }
+            }
+
+            /// The Loxone type name, e.g. `"LightControllerV2"`.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $(Self::$variant => $name,)*
+                    Self::Unknown(s) => s,
+                }
+            }
+
+            /// The device family of this type.
+            pub fn family(&self) -> Family {
+                match self {
+                    $(Self::$variant => Family::$family,)*
+                    Self::Unknown(_) => Family::Other,
+                }
+            }
+        }
+    };
+}
+
+control_kinds! {
+    Switch => "Switch", Lighting;
+    Pushbutton => "Pushbutton", Other;
+    TimedSwitch => "TimedSwitch", Lighting;
+    Dimmer => "Dimmer", Lighting;
+    EibDimmer => "EIBDimmer", Lighting;
+    LightController => "LightController", Lighting;
+    LightControllerV2 => "LightControllerV2", Lighting;
+    ColorPickerV2 => "ColorPickerV2", Lighting;
+    ColorPicker => "Colorpicker", Lighting;
+    CentralLightController => "CentralLightController", Lighting;
+    Jalousie => "Jalousie", Blinds;
+    CentralJalousie => "CentralJalousie", Blinds;
+    Gate => "Gate", Access;
+    IRoomController => "IRoomController", Climate;
+    IRoomControllerV2 => "IRoomControllerV2", Climate;
+    ClimateController => "ClimateController", Climate;
+    AudioZone => "AudioZone", Audio;
+    AudioZoneV2 => "AudioZoneV2", Audio;
+    CentralAudioZone => "CentralAudioZone", Audio;
+    Alarm => "Alarm", Security;
+    CentralAlarm => "CentralAlarm", Security;
+    SmokeAlarm => "SmokeAlarm", Security;
+    AalSmartAlarm => "AalSmartAlarm", Security;
+    AalEmergency => "AalEmergency", Security;
+    InfoOnlyAnalog => "InfoOnlyAnalog", Sensors;
+    InfoOnlyDigital => "InfoOnlyDigital", Sensors;
+    InfoOnlyText => "InfoOnlyText", Sensors;
+    TextState => "TextState", Sensors;
+    PresenceDetector => "PresenceDetector", Sensors;
+    WindowMonitor => "WindowMonitor", Sensors;
+    Meter => "Meter", Energy;
+    EnergyManager => "EnergyManager", Energy;
+    EnergyManager2 => "EnergyManager2", Energy;
+    Fronius => "Fronius", Energy;
+    LoadManager => "LoadManager", Energy;
+    CarCharger => "CarCharger", Energy;
+    Intercom => "Intercom", Access;
+    NfcCodeTouch => "NfcCodeTouch", Access;
+    UpDownDigital => "UpDownDigital", Other;
+    LeftRightDigital => "LeftRightDigital", Other;
+    UpDownAnalog => "UpDownAnalog", Other;
+    LeftRightAnalog => "LeftRightAnalog", Other;
+    Slider => "Slider", Other;
+    ValueSelector => "ValueSelector", Other;
+    Radio => "Radio", Other;
+    TextInput => "TextInput", Other;
+}
+
+impl fmt::Display for ControlKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Home {
+    /// The room with this UUID.
+    pub fn room(&self, uuid: &str) -> Option<&Room> {
+        self.rooms.iter().find(|r| r.uuid == uuid)
+    }
+
+    /// The category with this UUID.
+    pub fn category(&self, uuid: &str) -> Option<&Category> {
+        self.categories.iter().find(|c| c.uuid == uuid)
+    }
+
+    /// The control or sub-control with this `uuidAction`.
+    pub fn control(&self, uuid: &str) -> Option<&Control> {
+        fn find<'a>(list: &'a [Control], uuid: &str) -> Option<&'a Control> {
+            for c in list {
+                if c.uuid == uuid {
+                    return Some(c);
+                }
+                if let Some(s) = find(&c.sub_controls, uuid) {
+                    return Some(s);
+                }
+            }
+            None
+        }
+        find(&self.controls, uuid)
+    }
+
+    /// Name of the room a control is in, if any.
+    pub fn room_name(&self, control: &Control) -> Option<&str> {
+        control
+            .room
+            .as_deref()
+            .and_then(|r| self.room(r))
+            .map(|r| r.name.as_str())
+    }
+
+    /// Number of controls including sub-controls (recursively).
+    pub fn count_all_controls(&self) -> usize {
+        fn count(list: &[Control]) -> usize {
+            list.iter().map(|c| 1 + count(&c.sub_controls)).sum()
+        }
+        count(&self.controls)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_round_trip_and_unknown_is_kept() {
+        assert_eq!(
+            ControlKind::from_type("LightControllerV2"),
+            ControlKind::LightControllerV2
+        );
+        assert_eq!(ControlKind::from_type("EIBDimmer").as_str(), "EIBDimmer");
+        let k = ControlKind::from_type("SaunaVapor");
+        assert_eq!(k, ControlKind::Unknown("SaunaVapor".into()));
+        assert_eq!(k.as_str(), "SaunaVapor");
+        assert_eq!(k.family(), Family::Other);
+        assert_eq!(ControlKind::Jalousie.family(), Family::Blinds);
+    }
+
+    #[test]
+    fn family_parse_accepts_synonyms() {
+        assert_eq!(Family::parse("Lights"), Some(Family::Lighting));
+        assert_eq!(Family::parse("rolladen"), Some(Family::Blinds));
+        assert_eq!(Family::parse("nope"), None);
+    }
+}

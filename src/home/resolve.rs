@@ -1,0 +1,1 @@
+//! Name resolution (to be written).

@@ -1,0 +1,16 @@
+//! home-mcp: a small, synchronous MCP server for the Loxone Miniserver.
+//!
+//! Data flows one way: transport ([`http`], [`stdio`]) -> [`mcp`] dispatch -> [`tools`] ->
+//! [`home`] model -> [`loxone`] client. [`sim`] is a Miniserver simulator speaking the real
+//! Loxone HTTP protocol, used by `--demo` and the tests. [`app`] wires the parts.
+
+pub mod app;
+pub mod config;
+pub mod home;
+pub mod http;
+pub mod loxone;
+pub mod mcp;
+pub mod sim;
+pub mod stdio;
+pub mod time;
+pub mod tools;
