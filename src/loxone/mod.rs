@@ -1,1 +1,5 @@
-//! (to be written)
+//! The Miniserver adapter: reads the structure file into the [`crate::home`] model
+//! ([`structure`]) and talks Loxone HTTP to a Miniserver ([`client`]). It knows nothing of MCP.
+
+pub mod client;
+pub mod structure;
