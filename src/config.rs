@@ -1,1 +1,482 @@
-//! (to be written)
+//! Configuration: a TOML file for everything, environment variables for the Miniserver
+//! credentials (`HOME_HOST`, `HOME_USER`, `HOME_PASS`) and a few operational settings.
+//! Precedence, lowest first: built-in defaults, the config file, the environment, command-line
+//! flags (applied by `main`).
+//!
+//! ```toml
+//! [server]
+//! listen = "127.0.0.1:3001"    # address of the HTTP transport
+//! workers = 2                  # request worker threads
+//! max_body_bytes = 1048576     # largest accepted request body
+//! idle_timeout_secs = 30       # idle keep-alive connections are closed after this
+//! allowed_origins = []         # extra browser origins allowed on /mcp
+//! allowed_hosts = []           # Host header values allowed besides loopback names
+//!
+//! [miniserver]
+//! host = "192.168.1.77"        # host, host:port or http(s)://host[:port]
+//! user = "mcp"
+//! password = "..."             # better: HOME_PASS in the environment
+//! connect_timeout_secs = 5
+//! request_timeout_secs = 10
+//! value_max_age_secs = 5       # values older than this are read again from the Miniserver
+//!
+//! [log]
+//! level = "info"               # error, warn, info, debug, trace
+//! ```
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// Default HTTP port, as in the interface spec.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:3001";
+
+/// The complete, validated configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub server: ServerConfig,
+    /// `None` until a host is configured (required unless `--demo`).
+    pub miniserver: Option<MiniserverConfig>,
+    pub miniserver_timeouts: Timeouts,
+    /// Log level name (`error` .. `trace`).
+    pub log_level: log::LevelFilter,
+}
+
+/// The HTTP transport's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    /// Request worker threads, 1-64.
+    pub workers: usize,
+    /// Largest request body in bytes.
+    pub max_body_bytes: usize,
+    pub idle_timeout: Duration,
+    pub allowed_origins: Vec<String>,
+    pub allowed_hosts: Vec<String>,
+}
+
+/// Where the Miniserver is and who we are to it.
+#[derive(Clone, PartialEq)]
+pub struct MiniserverConfig {
+    /// Normalised base URL, `http://host:port` or `https://host:port`, no trailing slash.
+    pub base_url: String,
+    pub user: String,
+    pub password: String,
+}
+
+impl fmt::Debug for MiniserverConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MiniserverConfig")
+            .field("base_url", &self.base_url)
+            .field("user", &self.user)
+            .field("password", &"<redacted>")
+            .finish()
+    }
+}
+
+/// Timeouts and freshness for talking to the Miniserver.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timeouts {
+    pub connect: Duration,
+    /// Whole request, connect included.
+    pub request: Duration,
+    /// A remembered value older than this is read again before it is shown.
+    pub value_max_age: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_secs(5),
+            request: Duration::from_secs(10),
+            value_max_age: Duration::from_secs(5),
+        }
+    }
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: DEFAULT_LISTEN.parse().expect("valid default address"),
+            workers: 2,
+            max_body_bytes: 1024 * 1024,
+            idle_timeout: Duration::from_secs(30),
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+        }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            server: ServerConfig::default(),
+            miniserver: None,
+            miniserver_timeouts: Timeouts::default(),
+            log_level: log::LevelFilter::Info,
+        }
+    }
+}
+
+/// A configuration problem, with the setting it concerns.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConfigError {
+    /// The config file could not be read.
+    Read { path: String, message: String },
+    /// The config file is not valid TOML or has unknown/ill-typed keys.
+    Toml { path: String, message: String },
+    /// A setting has an invalid value; `setting` names it (`server.listen`, `HOME_HOST`, ...).
+    Invalid { setting: String, message: String },
+    /// No Miniserver configured and not in demo mode.
+    MissingMiniserver { missing: Vec<&'static str> },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Read { path, message } => write!(f, "cannot read config file {path}: {message}"),
+            ConfigError::Toml { path, message } => write!(f, "config file {path}: {message}"),
+            ConfigError::Invalid { setting, message } => write!(f, "invalid {setting}: {message}"),
+            ConfigError::MissingMiniserver { missing } => write!(
+                f,
+                "no Miniserver configured: set {} (environment or [miniserver] in the config file), or run with --demo for the built-in simulator",
+                missing.join(", ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    #[serde(default)]
+    server: FileServer,
+    #[serde(default)]
+    miniserver: FileMiniserver,
+    #[serde(default)]
+    log: FileLog,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileServer {
+    listen: Option<String>,
+    workers: Option<usize>,
+    max_body_bytes: Option<usize>,
+    idle_timeout_secs: Option<u64>,
+    allowed_origins: Option<Vec<String>>,
+    allowed_hosts: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileMiniserver {
+    host: Option<String>,
+    user: Option<String>,
+    password: Option<String>,
+    connect_timeout_secs: Option<u64>,
+    request_timeout_secs: Option<u64>,
+    value_max_age_secs: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileLog {
+    level: Option<String>,
+}
+
+impl Config {
+    /// Loads the config: defaults, then `path` (if given), then the environment read through
+    /// `env` (a function so tests need not touch the process environment).
+    ///
+    /// Environment variables: `HOME_HOST`, `HOME_USER`, `HOME_PASS`, `HOME_LISTEN`,
+    /// `HOME_LOG_LEVEL`. The Miniserver stays `None` when no host is set anywhere; the caller
+    /// decides whether that is an error ([`Config::require_miniserver`]).
+    pub fn load(
+        path: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let file = match path {
+            Some(p) => {
+                let text = std::fs::read_to_string(p).map_err(|e| ConfigError::Read {
+                    path: p.display().to_string(),
+                    message: e.to_string(),
+                })?;
+                toml::from_str::<FileConfig>(&text).map_err(|e| ConfigError::Toml {
+                    path: p.display().to_string(),
+                    message: e.to_string().trim().replace('\n', " "),
+                })?
+            }
+            None => FileConfig::default(),
+        };
+        Self::build(file, env)
+    }
+
+    fn build(file: FileConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let mut cfg = Config::default();
+        let env = |k: &str| env(k).filter(|v| !v.trim().is_empty());
+
+        if let Some(l) = env("HOME_LISTEN").or(file.server.listen) {
+            cfg.server.listen = parse_listen(&l, "server.listen")?;
+        }
+        if let Some(w) = file.server.workers {
+            cfg.server.workers = check_workers(w, "server.workers")?;
+        }
+        if let Some(b) = file.server.max_body_bytes {
+            if b < 1024 {
+                return Err(invalid("server.max_body_bytes", "must be at least 1024"));
+            }
+            cfg.server.max_body_bytes = b;
+        }
+        if let Some(s) = file.server.idle_timeout_secs {
+            if s == 0 {
+                return Err(invalid("server.idle_timeout_secs", "must be at least 1"));
+            }
+            cfg.server.idle_timeout = Duration::from_secs(s);
+        }
+        if let Some(o) = file.server.allowed_origins {
+            cfg.server.allowed_origins = o;
+        }
+        if let Some(h) = file.server.allowed_hosts {
+            cfg.server.allowed_hosts = h;
+        }
+
+        let t = &mut cfg.miniserver_timeouts;
+        for (v, slot, name) in [
+            (file.miniserver.connect_timeout_secs, &mut t.connect, "miniserver.connect_timeout_secs"),
+            (file.miniserver.request_timeout_secs, &mut t.request, "miniserver.request_timeout_secs"),
+        ] {
+            if let Some(s) = v {
+                if s == 0 || s > 600 {
+                    return Err(invalid(name, "must be between 1 and 600 seconds"));
+                }
+                *slot = Duration::from_secs(s);
+            }
+        }
+        if let Some(s) = file.miniserver.value_max_age_secs {
+            t.value_max_age = Duration::from_secs(s);
+        }
+
+        let host = env("HOME_HOST").or(file.miniserver.host);
+        let user = env("HOME_USER").or(file.miniserver.user);
+        let password = env("HOME_PASS").or(file.miniserver.password);
+        if let Some(host) = host {
+            let base_url = normalize_host(&host).map_err(|m| invalid("HOME_HOST", &m))?;
+            let mut missing = Vec::new();
+            if user.is_none() {
+                missing.push("HOME_USER");
+            }
+            if password.is_none() {
+                missing.push("HOME_PASS");
+            }
+            if !missing.is_empty() {
+                return Err(ConfigError::MissingMiniserver { missing });
+            }
+            cfg.miniserver = Some(MiniserverConfig {
+                base_url,
+                user: user.unwrap_or_default(),
+                password: password.unwrap_or_default(),
+            });
+        }
+
+        if let Some(level) = env("HOME_LOG_LEVEL").or(file.log.level) {
+            cfg.log_level = level
+                .parse()
+                .map_err(|_| invalid("log.level", "use error, warn, info, debug or trace"))?;
+        }
+        Ok(cfg)
+    }
+
+    /// The Miniserver settings, or [`ConfigError::MissingMiniserver`] naming what is missing.
+    pub fn require_miniserver(&self) -> Result<&MiniserverConfig, ConfigError> {
+        self.miniserver
+            .as_ref()
+            .ok_or(ConfigError::MissingMiniserver {
+                missing: vec!["HOME_HOST", "HOME_USER", "HOME_PASS"],
+            })
+    }
+}
+
+fn invalid(setting: &str, message: &str) -> ConfigError {
+    ConfigError::Invalid {
+        setting: setting.to_string(),
+        message: message.to_string(),
+    }
+}
+
+/// Parses a listen address `ip:port` (IPv6 as `[::1]:3001`).
+pub fn parse_listen(s: &str, setting: &str) -> Result<SocketAddr, ConfigError> {
+    s.trim().parse().map_err(|_| {
+        invalid(
+            setting,
+            &format!("{s:?} is not an address like 127.0.0.1:3001 or [::1]:3001"),
+        )
+    })
+}
+
+/// Checks a worker count (1-64).
+pub fn check_workers(n: usize, setting: &str) -> Result<usize, ConfigError> {
+    if (1..=64).contains(&n) {
+        Ok(n)
+    } else {
+        Err(invalid(setting, &format!("{n} is not between 1 and 64")))
+    }
+}
+
+/// Turns `HOME_HOST` into a base URL: `host`, `host:port`, `[v6]:port`,
+/// `http://host[:port][/]` or `https://host[:port][/]` -> `scheme://host[:port]`.
+/// Errors name what is wrong (empty, unknown scheme, path, bad port, spaces).
+pub fn normalize_host(input: &str) -> Result<String, String> {
+    let s = input.trim();
+    if s.is_empty() {
+        return Err("empty host".into());
+    }
+    let (scheme, rest) = match s.split_once("://") {
+        Some((scheme, rest)) => {
+            let scheme = scheme.to_ascii_lowercase();
+            if scheme != "http" && scheme != "https" {
+                return Err(format!("unsupported scheme {scheme:?}; use http or https"));
+            }
+            (scheme, rest)
+        }
+        None => ("http".to_string(), s),
+    };
+    let authority = rest.trim_end_matches('/');
+    if authority.is_empty() {
+        return Err("no host after the scheme".into());
+    }
+    if authority.contains('/') || authority.contains('?') || authority.contains('#') {
+        return Err(format!(
+            "{input:?} has a path; give only the Miniserver's host and port"
+        ));
+    }
+    if authority.contains('@') {
+        return Err("credentials in the URL are not accepted; use HOME_USER and HOME_PASS".into());
+    }
+    if authority.chars().any(|c| c.is_whitespace()) {
+        return Err(format!("{input:?} contains spaces"));
+    }
+    // Validate the port if there is one (IPv6 literals are bracketed).
+    let port = if let Some(end) = authority.strip_prefix('[') {
+        let (_, after) = end
+            .split_once(']')
+            .ok_or_else(|| format!("{input:?}: unclosed '[' in IPv6 address"))?;
+        after.strip_prefix(':')
+    } else {
+        authority.rsplit_once(':').map(|(_, p)| p)
+    };
+    if let Some(p) = port {
+        match p.parse::<u16>() {
+            Ok(n) if n > 0 => {}
+            _ => return Err(format!("{p:?} is not a port number")),
+        }
+    }
+    if scheme == "https" && !cfg!(feature = "tls") {
+        return Err("https needs a build with the `tls` feature".into());
+    }
+    Ok(format!("{scheme}://{authority}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    fn parse(toml_text: &str, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let file: FileConfig = toml::from_str(toml_text).map_err(|e| ConfigError::Toml {
+            path: "t".into(),
+            message: e.to_string(),
+        })?;
+        Config::build(file, &env_of(env))
+    }
+
+    #[test]
+    fn host_forms_normalise() {
+        assert_eq!(normalize_host("192.168.1.7").unwrap(), "http://192.168.1.7");
+        assert_eq!(normalize_host("ms.local:8080").unwrap(), "http://ms.local:8080");
+        assert_eq!(normalize_host("HTTP://ms/").unwrap(), "http://ms");
+        assert_eq!(normalize_host("[::1]:80").unwrap(), "http://[::1]:80");
+        #[cfg(feature = "tls")]
+        assert_eq!(
+            normalize_host("https://192-168-1-7.504F94A0DDB8.dyndns.loxonecloud.com:443").unwrap(),
+            "https://192-168-1-7.504F94A0DDB8.dyndns.loxonecloud.com:443"
+        );
+    }
+
+    #[test]
+    fn bad_hosts_are_named() {
+        assert!(normalize_host("").unwrap_err().contains("empty"));
+        assert!(normalize_host("ftp://x").unwrap_err().contains("scheme"));
+        assert!(normalize_host("x:99999").unwrap_err().contains("port"));
+        assert!(normalize_host("http://x/jdev").unwrap_err().contains("path"));
+        assert!(normalize_host("http://u:p@x").unwrap_err().contains("credentials"));
+        assert!(normalize_host("[::1:80").unwrap_err().contains("IPv6"));
+    }
+
+    #[test]
+    fn environment_overrides_file() {
+        let cfg = parse(
+            "[miniserver]\nhost = \"10.0.0.1\"\nuser = \"file\"\npassword = \"pw\"\n[server]\nworkers = 3\n",
+            &[("HOME_HOST", "10.0.0.2:81"), ("HOME_USER", "env")],
+        )
+        .unwrap();
+        let ms = cfg.miniserver.unwrap();
+        assert_eq!(ms.base_url, "http://10.0.0.2:81");
+        assert_eq!(ms.user, "env");
+        assert_eq!(ms.password, "pw");
+        assert_eq!(cfg.server.workers, 3);
+        assert_eq!(cfg.server.listen.port(), 3001);
+    }
+
+    #[test]
+    fn missing_credentials_are_named() {
+        let err = parse("", &[("HOME_HOST", "10.0.0.2")]).unwrap_err();
+        assert_eq!(
+            err,
+            ConfigError::MissingMiniserver {
+                missing: vec!["HOME_USER", "HOME_PASS"]
+            }
+        );
+        assert!(err.to_string().contains("--demo"));
+        let cfg = parse("", &[]).unwrap();
+        assert!(cfg.miniserver.is_none());
+        assert!(cfg.require_miniserver().is_err());
+    }
+
+    #[test]
+    fn invalid_values_name_the_setting() {
+        let e = parse("[server]\nworkers = 0\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("server.workers"), "{e}");
+        let e = parse("[server]\nlisten = \"nope\"\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("server.listen"), "{e}");
+        let e = parse("[log]\nlevel = \"loud\"\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("log.level"), "{e}");
+        let e = parse("[server]\nlisten_typo = 1\n", &[]).unwrap_err();
+        assert!(matches!(e, ConfigError::Toml { .. }), "{e}");
+        let e = parse("", &[("HOME_HOST", "ftp://x"), ("HOME_USER", "u"), ("HOME_PASS", "p")]).unwrap_err();
+        assert!(e.to_string().contains("HOME_HOST"), "{e}");
+    }
+
+    #[test]
+    fn password_is_redacted_in_debug() {
+        let ms = MiniserverConfig {
+            base_url: "http://x".into(),
+            user: "u".into(),
+            password: "secret".into(),
+        };
+        assert!(!format!("{ms:?}").contains("secret"));
+    }
+}

@@ -2,9 +2,11 @@
 //! values ([`state`]) and name resolution ([`resolve`]). This is where tools meet the Loxone
 //! adapter; it knows nothing of MCP or HTTP.
 
+pub mod house;
 pub mod model;
 pub mod resolve;
 pub mod state;
 
+pub use house::{Action, Controller, ControllerError, House, Outcome};
 pub use model::{Category, CategoryKind, Control, ControlKind, Family, Home, MsInfo, Room, StateRef};
 pub use state::{StateStore, StateValue, Value};

@@ -61,6 +61,14 @@ impl StateStore {
         map.get(uuid).cloned()
     }
 
+    /// Forgets the value of `uuid`.
+    pub fn remove(&self, uuid: &str) {
+        self.values
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(uuid);
+    }
+
     /// Forgets everything (e.g. after the structure file changed).
     pub fn clear(&self) {
         self.values

@@ -1,1 +1,482 @@
-//! (to be written)
+//! Blocking HTTP client for one Miniserver (ureq), per `loxone-protocol.md` §2 and §3.1.
+//!
+//! Every request carries HTTP Basic auth with UTF-8 credentials. Every answer is checked on
+//! both the HTTP status and the `LL.Code` of the envelope (either spelling `Code`/`code`,
+//! string or number). The client honours the Miniserver's lock-out: after a 403 "temporarily
+//! blocked" it sends nothing until the announced `<remaining>` seconds have passed, and after a
+//! 401 it waits [`AUTH_RETRY_AFTER`] before trying the same credentials again, so a confused
+//! caller cannot walk us into a lock-out.
+
+use std::fmt;
+use std::io::Read;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
+use serde_json::Value as Json;
+
+use crate::config::{MiniserverConfig, Timeouts};
+
+/// Pause after the Miniserver rejected our credentials, before they are tried again.
+pub const AUTH_RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// Largest answer accepted (structure files are 20-200 KB, at most a few MB).
+const MAX_ANSWER_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Characters escaped in one path segment of a command (`hsv(20,100,50)` stays readable,
+/// spaces, `/`, `?`, `#`, `%` and non-ASCII are escaped).
+const SEGMENT: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'/')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'`')
+    .add(b'{')
+    .add(b'}')
+    .add(b'\\')
+    .add(b'^')
+    .add(b'|')
+    .add(b'[')
+    .add(b']');
+
+/// Errors of the Loxone HTTP layer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoxoneError {
+    /// Unreachable: refused, DNS, timeout, connection reset.
+    Connection(String),
+    /// 401: wrong user or password.
+    Unauthorized,
+    /// 403 "temporarily blocked" (or our own remembered lock-out): seconds until retry.
+    LockedOut { remaining_secs: u64 },
+    /// 403 without lock-out: the user lacks rights.
+    Forbidden(String),
+    /// 404 (HTTP or `LL.Code`): unknown control or command.
+    NotFound(String),
+    /// 503: the Miniserver is restarting or updating.
+    Unavailable,
+    /// Any other error status (HTTP or `LL.Code`).
+    Status { code: u16, message: String },
+    /// The answer is not what the protocol promises.
+    BadAnswer(String),
+}
+
+impl fmt::Display for LoxoneError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoxoneError::Connection(m) => write!(f, "connection failed: {m}"),
+            LoxoneError::Unauthorized => f.write_str("401 unauthorized (wrong user or password)"),
+            LoxoneError::LockedOut { remaining_secs } => {
+                write!(f, "temporarily blocked after failed logins, {remaining_secs} s remaining")
+            }
+            LoxoneError::Forbidden(m) => write!(f, "403 forbidden: {m}"),
+            LoxoneError::NotFound(m) => write!(f, "404 not found: {m}"),
+            LoxoneError::Unavailable => f.write_str("503: the Miniserver is restarting"),
+            LoxoneError::Status { code, message } => write!(f, "error {code}: {message}"),
+            LoxoneError::BadAnswer(m) => write!(f, "unexpected answer: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for LoxoneError {}
+
+/// A parsed `{"LL": {...}}` answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlAnswer {
+    /// Echoed command (`dev/sps/io/...`).
+    pub control: String,
+    /// `value`: usually a string (`"75.000"`, `"1"`), sometimes an object.
+    pub value: Json,
+    /// `Code`/`code` as a number.
+    pub code: u16,
+    /// Further members next to the envelope keys (e.g. `output0` objects of `/all`).
+    pub extra: serde_json::Map<String, Json>,
+}
+
+impl LlAnswer {
+    /// `value` as text (numbers are turned into text).
+    pub fn value_text(&self) -> Option<String> {
+        match &self.value {
+            Json::String(s) => Some(s.clone()),
+            Json::Number(n) => Some(n.to_string()),
+            Json::Bool(b) => Some(if *b { "1".into() } else { "0".into() }),
+            _ => None,
+        }
+    }
+
+    /// `value` as a number; trailing unit text is ignored (`"31.0 Liter"` -> 31.0).
+    pub fn value_number(&self) -> Option<f64> {
+        match &self.value {
+            Json::Number(n) => n.as_f64(),
+            Json::String(s) => parse_number_prefix(s),
+            Json::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+            _ => None,
+        }
+    }
+}
+
+/// Reads the leading decimal number of `s` (`"21.500°"` -> 21.5), if any.
+pub fn parse_number_prefix(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let end = s
+        .char_indices()
+        .take_while(|(i, c)| c.is_ascii_digit() || *c == '.' || ((*c == '-' || *c == '+') && *i == 0))
+        .map(|(i, c)| i + c.len_utf8())
+        .last()?;
+    s[..end].parse().ok()
+}
+
+/// `/jdev/cfg/api` contents.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiInfo {
+    /// Serial number with colons, e.g. `50:4F:94:11:12:5F`.
+    pub serial: String,
+    /// Firmware version, e.g. `14.5.12.7`.
+    pub version: String,
+}
+
+/// One Miniserver, reached over HTTP(S) with Basic auth.
+pub struct Client {
+    agent: ureq::Agent,
+    base_url: String,
+    user: String,
+    authorization: String,
+    blocked_until: Mutex<Option<(Instant, BlockReason)>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum BlockReason {
+    LockedOut,
+    BadCredentials,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("base_url", &self.base_url)
+            .field("user", &self.user)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A client for `ms` with the given timeouts. Proxies from the environment are ignored (a
+    /// Miniserver sits on the LAN) and redirects are not followed (ureq would drop the
+    /// `Authorization` header on a cross-host redirect anyway).
+    pub fn new(ms: &MiniserverConfig, timeouts: &Timeouts) -> Self {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_connect(Some(timeouts.connect))
+            .timeout_global(Some(timeouts.request))
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .proxy(None)
+            .user_agent(concat!("home-mcp/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .into();
+        let token = base64::engine::general_purpose::STANDARD
+            .encode(format!("{}:{}", ms.user, ms.password).as_bytes());
+        Self {
+            agent,
+            base_url: ms.base_url.clone(),
+            user: ms.user.clone(),
+            authorization: format!("Basic {token}"),
+            blocked_until: Mutex::new(None),
+        }
+    }
+
+    /// The Miniserver's base URL.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// `/jdev/cfg/api` (no auth): serial and firmware version. Reachability probe.
+    pub fn api_info(&self) -> Result<ApiInfo, LoxoneError> {
+        let ll = self.get_ll("jdev/cfg/api", false)?;
+        let text = ll
+            .value_text()
+            .ok_or_else(|| LoxoneError::BadAnswer("cfg/api value is not a string".into()))?;
+        // The value is pseudo-JSON with single quotes (loxone-protocol.md §2.2).
+        let json: Json = serde_json::from_str(&text.replace('\'', "\""))
+            .map_err(|e| LoxoneError::BadAnswer(format!("cfg/api value: {e}")))?;
+        let field = |k: &str| json.get(k).and_then(Json::as_str).unwrap_or("").to_string();
+        Ok(ApiInfo {
+            serial: field("snr"),
+            version: field("version"),
+        })
+    }
+
+    /// `/data/LoxAPP3.json` (authenticated): the raw structure file.
+    pub fn structure_file(&self) -> Result<Vec<u8>, LoxoneError> {
+        let (status, body) = self.get("data/LoxAPP3.json", true)?;
+        check_status(status, &body, "data/LoxAPP3.json")?;
+        Ok(body)
+    }
+
+    /// `/jdev/sps/LoxAPPversion3`: the structure file's `lastModified`.
+    pub fn structure_version(&self) -> Result<String, LoxoneError> {
+        let ll = self.get_ll("jdev/sps/LoxAPPversion3", true)?;
+        ll.value_text()
+            .ok_or_else(|| LoxoneError::BadAnswer("LoxAPPversion3 value is not a string".into()))
+    }
+
+    /// Sends `command` (e.g. `on`, `manualPosition/40`, `changeTo/778`) to `target` (a
+    /// `uuidAction`, possibly with a sub-control suffix, or a block name):
+    /// `jdev/sps/io/{target}/{command}`. Each segment is percent-encoded.
+    pub fn command(&self, target: &str, command: &str) -> Result<LlAnswer, LoxoneError> {
+        let mut path = format!("jdev/sps/io/{}", encode_path(target));
+        if !command.is_empty() {
+            path.push('/');
+            path.push_str(&encode_path(command));
+        }
+        self.get_ll(&path, true)
+    }
+
+    /// Reads the primary value of `target`: `jdev/sps/io/{target}` without a command.
+    pub fn read_value(&self, target: &str) -> Result<LlAnswer, LoxoneError> {
+        self.command(target, "")
+    }
+
+    fn get_ll(&self, path: &str, auth: bool) -> Result<LlAnswer, LoxoneError> {
+        let (status, body) = self.get(path, auth)?;
+        check_status(status, &body, path)?;
+        let ll = parse_ll(&body)?;
+        match ll.code {
+            200 => Ok(ll),
+            404 => Err(LoxoneError::NotFound(path.to_string())),
+            401 => Err(LoxoneError::Unauthorized),
+            503 => Err(LoxoneError::Unavailable),
+            code => Err(LoxoneError::Status {
+                code,
+                message: format!("{path}: {}", ll.value_text().unwrap_or_default()),
+            }),
+        }
+    }
+
+    /// GETs `path` (relative to the base URL); returns status and body. Refuses to send while
+    /// a lock-out or credential back-off is in force.
+    fn get(&self, path: &str, auth: bool) -> Result<(u16, Vec<u8>), LoxoneError> {
+        if auth {
+            self.check_blocked()?;
+        }
+        let url = format!("{}/{}", self.base_url, path);
+        let mut req = self.agent.get(&url);
+        if auth {
+            req = req.header("Authorization", &self.authorization);
+        }
+        let mut resp = req.call().map_err(map_transport_error)?;
+        let status = resp.status().as_u16();
+        let mut body = Vec::new();
+        resp.body_mut()
+            .as_reader()
+            .take(MAX_ANSWER_BYTES)
+            .read_to_end(&mut body)
+            .map_err(|e| LoxoneError::Connection(format!("reading the answer: {e}")))?;
+        log::debug!("GET /{} -> {status} ({} bytes)", redact(path), body.len());
+        if auth {
+            self.note_auth_result(status, &body);
+        }
+        Ok((status, body))
+    }
+
+    fn check_blocked(&self) -> Result<(), LoxoneError> {
+        let mut guard = self.blocked_until.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((until, reason)) = *guard {
+            let now = Instant::now();
+            if now < until {
+                let remaining_secs = (until - now).as_secs_f64().ceil() as u64;
+                return Err(match reason {
+                    BlockReason::LockedOut => LoxoneError::LockedOut { remaining_secs },
+                    BlockReason::BadCredentials => LoxoneError::Unauthorized,
+                });
+            }
+            *guard = None;
+        }
+        Ok(())
+    }
+
+    fn note_auth_result(&self, status: u16, body: &[u8]) {
+        let mut guard = self.blocked_until.lock().unwrap_or_else(|e| e.into_inner());
+        match status {
+            401 => {
+                log::warn!(
+                    "Miniserver rejected user {:?}; not retrying for {} s",
+                    self.user,
+                    AUTH_RETRY_AFTER.as_secs()
+                );
+                *guard = Some((Instant::now() + AUTH_RETRY_AFTER, BlockReason::BadCredentials));
+            }
+            403 => {
+                if let Some(secs) = lockout_remaining(body) {
+                    log::warn!("Miniserver blocks this client for {secs} s (too many failed logins)");
+                    *guard = Some((Instant::now() + Duration::from_secs(secs), BlockReason::LockedOut));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Hides the token of an `autht=` query or a secured-command hash from logs.
+fn redact(path: &str) -> String {
+    match path.find("autht=") {
+        Some(i) => format!("{}autht=<redacted>", &path[..i]),
+        None => path.to_string(),
+    }
+}
+
+fn encode_path(s: &str) -> String {
+    s.split('/')
+        .map(|seg| utf8_percent_encode(seg, SEGMENT).to_string())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn map_transport_error(e: ureq::Error) -> LoxoneError {
+    LoxoneError::Connection(match e {
+        ureq::Error::Timeout(t) => format!("timeout ({t})"),
+        ureq::Error::HostNotFound => "host not found".into(),
+        ureq::Error::Io(io) => io.to_string(),
+        other => other.to_string(),
+    })
+}
+
+/// Maps an HTTP status (and the HTML error body the Miniserver sends) to an error.
+fn check_status(status: u16, body: &[u8], path: &str) -> Result<(), LoxoneError> {
+    match status {
+        200..=299 => Ok(()),
+        401 => Err(LoxoneError::Unauthorized),
+        403 => match lockout_remaining(body) {
+            Some(remaining_secs) => Err(LoxoneError::LockedOut { remaining_secs }),
+            None => Err(LoxoneError::Forbidden(html_error_text(body))),
+        },
+        404 => Err(LoxoneError::NotFound(path.to_string())),
+        503 => Err(LoxoneError::Unavailable),
+        code => Err(LoxoneError::Status {
+            code,
+            message: html_error_text(body),
+        }),
+    }
+}
+
+/// `<remaining>38</remaining>` of a 403 "temporarily blocked" body (loxone-protocol.md §2.7).
+fn lockout_remaining(body: &[u8]) -> Option<u64> {
+    let text = String::from_utf8_lossy(body);
+    let start = text.find("<remaining>")? + "<remaining>".len();
+    let end = text[start..].find('<')? + start;
+    text[start..end].trim().parse().ok()
+}
+
+/// The human text of an HTML error body, tags removed, at most 200 characters.
+fn html_error_text(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in text.chars() {
+        match c {
+            '<' => {
+                in_tag = true;
+                out.push(' ');
+            }
+            '>' => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    let words: Vec<&str> = out.split_whitespace().collect();
+    words.join(" ").chars().take(200).collect()
+}
+
+/// Parses an `{"LL": {...}}` envelope: `Code` or `code`, string or number.
+pub fn parse_ll(body: &[u8]) -> Result<LlAnswer, LoxoneError> {
+    let json: Json = serde_json::from_slice(body)
+        .map_err(|e| LoxoneError::BadAnswer(format!("not JSON: {e}")))?;
+    let ll = json
+        .get("LL")
+        .and_then(Json::as_object)
+        .ok_or_else(|| LoxoneError::BadAnswer("no LL object".into()))?;
+    let code_v = ll
+        .get("Code")
+        .or_else(|| ll.get("code"))
+        .ok_or_else(|| LoxoneError::BadAnswer("LL has no Code".into()))?;
+    let code = match code_v {
+        Json::String(s) => s.trim().parse::<u16>().ok(),
+        Json::Number(n) => n.as_u64().and_then(|n| u16::try_from(n).ok()),
+        _ => None,
+    }
+    .ok_or_else(|| LoxoneError::BadAnswer(format!("LL.Code {code_v} is not a status code")))?;
+    let mut extra = serde_json::Map::new();
+    for (k, v) in ll {
+        if !matches!(k.as_str(), "control" | "value" | "Code" | "code") {
+            extra.insert(k.clone(), v.clone());
+        }
+    }
+    Ok(LlAnswer {
+        control: ll
+            .get("control")
+            .and_then(Json::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        value: ll.get("value").cloned().unwrap_or(Json::Null),
+        code,
+        extra,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ll_envelope_accepts_both_spellings_and_types() {
+        let a = parse_ll(br#"{"LL": { "control": "dev/sps/io/Akkustand/75", "value": "75.000", "Code": "200"}}"#)
+            .unwrap();
+        assert_eq!(a.code, 200);
+        assert_eq!(a.value_number(), Some(75.0));
+        let b = parse_ll(br#"{"LL":{"control":"jdev/sys/getkey2/showroom","code":200,"value":{"key":"41"}}}"#)
+            .unwrap();
+        assert_eq!(b.code, 200);
+        assert!(b.value.is_object());
+        let c = parse_ll(br#"{"LL":{"control":"x","value":"1","Code":"404"}}"#).unwrap();
+        assert_eq!(c.code, 404);
+    }
+
+    #[test]
+    fn ll_envelope_errors_are_clear() {
+        assert!(matches!(parse_ll(b"<html>"), Err(LoxoneError::BadAnswer(m)) if m.contains("not JSON")));
+        assert!(matches!(parse_ll(b"{}"), Err(LoxoneError::BadAnswer(m)) if m.contains("LL")));
+        assert!(matches!(parse_ll(br#"{"LL":{"value":"1"}}"#), Err(LoxoneError::BadAnswer(m)) if m.contains("Code")));
+        assert!(matches!(parse_ll(br#"{"LL":{"Code":"abc"}}"#), Err(LoxoneError::BadAnswer(_))));
+    }
+
+    #[test]
+    fn units_are_stripped_from_numbers() {
+        assert_eq!(parse_number_prefix("31.0 Liter"), Some(31.0));
+        assert_eq!(parse_number_prefix("-3.5°"), Some(-3.5));
+        assert_eq!(parse_number_prefix("abc"), None);
+    }
+
+    #[test]
+    fn lockout_body_gives_remaining_seconds() {
+        let body = br#"<html><head><title>error</title></head><body><errorcode>403</errorcode> <errordetail><errortext>Forbidden</errortext> <description>IP 192.168.2.240 temporarily blocked, too many failed login attempts;</description> <remaining>38</remaining></errordetail></body></html>"#;
+        assert_eq!(lockout_remaining(body), Some(38));
+        assert_eq!(
+            check_status(403, body, "x"),
+            Err(LoxoneError::LockedOut { remaining_secs: 38 })
+        );
+        let plain = br#"<html><head><title>error</title></head><body><errorcode>401</errorcode> <errordetail>Unauthorized</errordetail></body></html>"#;
+        assert_eq!(check_status(401, plain, "x"), Err(LoxoneError::Unauthorized));
+        assert_eq!(html_error_text(plain), "error 401 Unauthorized");
+    }
+
+    #[test]
+    fn command_segments_are_encoded() {
+        assert_eq!(encode_path("0f86-0200/masterValue"), "0f86-0200/masterValue");
+        assert_eq!(encode_path("Guten Morgen"), "Guten%20Morgen");
+        assert_eq!(encode_path("hsv(20,100,50)"), "hsv(20,100,50)");
+        assert_eq!(encode_path("Küche"), "K%C3%BCche");
+    }
+}

@@ -2,4 +2,6 @@
 //! ([`structure`]) and talks Loxone HTTP to a Miniserver ([`client`]). It knows nothing of MCP.
 
 pub mod client;
+pub mod commands;
+pub mod controller;
 pub mod structure;

@@ -1,1 +1,295 @@
-//! (to be written)
+//! The tool catalogue: every tool is declared once ([`Tool`]: name, description, input and
+//! output schema, annotations, permission, handler) and `tools/list` is generated from that
+//! registry. One file per family; each knows only the [`House`], never HTTP or JSON-RPC.
+//!
+//! Results follow the spec's envelope (§2): the text content is the JSON
+//! `{"status": "success", "data": ..., "timestamp": "<ISO 8601 UTC>"}` and `structuredContent`
+//! carries the same object. Bad arguments are JSON-RPC -32602 naming the field. Failures of the
+//! house (unknown device, Miniserver down) are results with `isError: true` and
+//! `{"status": "error", "error": {"code", "message", "details"}, "timestamp"}`, codes per
+//! spec §7.1 (`DEVICE_NOT_FOUND`, `CONNECTION_ERROR`, `INVALID_PARAMETERS`, ...).
+
+mod args;
+mod climate;
+mod devices;
+mod view;
+
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use crate::home::resolve::ResolveError;
+use crate::home::{ControllerError, House};
+use crate::mcp::{
+    CallToolResult, Content, Handler, Implementation, RequestContext, RpcError, ToolAnnotations,
+    ToolDescriptor,
+};
+
+/// What a caller must be allowed to do to use a tool (enforced by the auth gate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Permission {
+    /// Read the house: rooms, devices, values.
+    Read,
+    /// Operate devices: lights, blinds, climate, audio.
+    Control,
+    /// Security-relevant actions: alarm, gates and doors.
+    Security,
+    /// Server administration (keys, configuration).
+    Admin,
+}
+
+impl Permission {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Permission::Read => "read",
+            Permission::Control => "control",
+            Permission::Security => "security",
+            Permission::Admin => "admin",
+        }
+    }
+}
+
+/// Who is calling, for the audit log of writes.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub label: String,
+}
+
+/// A tool's handler: arguments in, `data` of the envelope out.
+pub type Run = fn(&House, &Map<String, Value>, &Caller) -> Result<Value, ToolError>;
+
+/// One tool, declared once.
+pub struct Tool {
+    pub name: &'static str,
+    pub title: &'static str,
+    /// What it does, with units and ranges.
+    pub description: &'static str,
+    pub permission: Permission,
+    pub annotations: ToolAnnotations,
+    /// JSON Schema of the arguments.
+    pub input_schema: fn() -> Value,
+    /// JSON Schema of the envelope's `data`.
+    pub data_schema: fn() -> Value,
+    pub run: Run,
+}
+
+/// Why a tool call failed.
+#[derive(Debug)]
+pub enum ToolError {
+    /// Arguments that do not fit the schema: JSON-RPC -32602 with this message.
+    InvalidParams(String),
+    /// A device or room name that matches nothing or several things.
+    Resolve(ResolveError),
+    /// The controller failed (unreachable, rejected, unsupported).
+    Controller(ControllerError),
+    /// A deliberate refusal (safety rule); `code` per spec §7.1.
+    Refused { code: &'static str, message: String },
+}
+
+impl From<ResolveError> for ToolError {
+    fn from(e: ResolveError) -> Self {
+        ToolError::Resolve(e)
+    }
+}
+
+impl From<ControllerError> for ToolError {
+    fn from(e: ControllerError) -> Self {
+        ToolError::Controller(e)
+    }
+}
+
+pub(crate) const READ_ONLY: ToolAnnotations = ToolAnnotations {
+    read_only_hint: true,
+    destructive_hint: false,
+    idempotent_hint: true,
+    open_world_hint: false,
+};
+
+pub(crate) const SETTER: ToolAnnotations = ToolAnnotations {
+    read_only_hint: false,
+    destructive_hint: false,
+    idempotent_hint: true,
+    open_world_hint: false,
+};
+
+/// Every tool of the catalogue, in display order.
+pub fn catalogue() -> Vec<Tool> {
+    let mut tools = devices::tools();
+    tools.extend(climate::tools());
+    tools
+}
+
+/// The MCP [`Handler`] of the home server: the catalogue bound to a house.
+pub struct HomeTools {
+    house: Arc<House>,
+    tools: Vec<Tool>,
+}
+
+impl HomeTools {
+    pub fn new(house: Arc<House>) -> Self {
+        Self {
+            house,
+            tools: catalogue(),
+        }
+    }
+
+    /// The tool named `name`.
+    pub fn tool(&self, name: &str) -> Option<&Tool> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// Runs a tool outside MCP (e.g. REST); same validation and envelope.
+    pub fn call(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        caller: &Caller,
+    ) -> Result<CallToolResult, RpcError> {
+        let tool = self.tool(name).ok_or_else(|| {
+            RpcError::invalid_params(format!("unknown tool {name:?}"))
+                .with_details("call tools/list for the available tools")
+        })?;
+        match (tool.run)(&self.house, &arguments, caller) {
+            Ok(data) => Ok(success(data)),
+            Err(ToolError::InvalidParams(m)) => Err(RpcError::invalid_params(format!(
+                "{}: {m}",
+                tool.name
+            ))),
+            Err(e) => Ok(failure(e)),
+        }
+    }
+}
+
+const INSTRUCTIONS: &str = "home-mcp controls a Loxone smart home. Start with list_rooms or \
+list_devices to see what exists; devices and rooms are named as in the Loxone app (German or \
+English, accents optional) or by UUID. When a name exists in several rooms, add the room. \
+control_device switches lights, dims (value 0-100 %), moves blinds (up/down/stop, value = \
+position 0 open .. 100 closed). set_room_temperature sets a room's comfort temperature in °C. \
+Alarms, secured controls and opening gates or doors are not operated through control_device.";
+
+impl Handler for HomeTools {
+    fn server_info(&self) -> Implementation {
+        Implementation {
+            name: "home-mcp".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            title: Some("Loxone home (home-mcp)".into()),
+        }
+    }
+
+    fn instructions(&self) -> String {
+        INSTRUCTIONS.to_string()
+    }
+
+    fn list_tools(&self) -> Vec<ToolDescriptor> {
+        self.tools
+            .iter()
+            .map(|t| ToolDescriptor {
+                name: t.name.into(),
+                title: Some(t.title.into()),
+                description: format!("{} (permission: {})", t.description, t.permission.as_str()),
+                input_schema: (t.input_schema)(),
+                output_schema: Some(envelope_schema((t.data_schema)())),
+                annotations: t.annotations,
+            })
+            .collect()
+    }
+
+    fn call_tool(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> Result<CallToolResult, RpcError> {
+        let caller = Caller {
+            label: match &ctx.session_id {
+                Some(s) => format!("{}:{}", ctx.transport, &s[..s.len().min(8)]),
+                None => ctx.transport.to_string(),
+            },
+        };
+        self.call(name, arguments, &caller)
+    }
+}
+
+/// The output schema: the envelope around a tool's `data` schema.
+fn envelope_schema(data: Value) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "status": {"type": "string", "enum": ["success"]},
+            "data": data,
+            "timestamp": {"type": "string", "description": "ISO 8601 UTC"}
+        },
+        "required": ["status", "data", "timestamp"]
+    })
+}
+
+fn success(data: Value) -> CallToolResult {
+    let envelope = json!({
+        "status": "success",
+        "data": data,
+        "timestamp": crate::time::now_iso8601(),
+    });
+    CallToolResult {
+        content: vec![Content::Text {
+            text: envelope.to_string(),
+        }],
+        structured_content: Some(envelope),
+        is_error: false,
+    }
+}
+
+fn failure(e: ToolError) -> CallToolResult {
+    let (code, message, details) = match e {
+        ToolError::Resolve(ResolveError::NotFound { query, suggestions }) => (
+            "DEVICE_NOT_FOUND",
+            if suggestions.is_empty() {
+                format!("nothing is named {query:?}")
+            } else {
+                format!(
+                    "nothing is named {query:?}; did you mean {}?",
+                    suggestions
+                        .iter()
+                        .map(view::candidate_label)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            },
+            json!({"query": query, "suggestions": suggestions}),
+        ),
+        ToolError::Resolve(ResolveError::Ambiguous { query, candidates }) => (
+            "INVALID_PARAMETERS",
+            format!(
+                "{query:?} matches {} things: {}; name the room or use the UUID",
+                candidates.len(),
+                candidates
+                    .iter()
+                    .map(view::candidate_label)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            json!({"query": query, "reason": "ambiguous", "candidates": candidates}),
+        ),
+        ToolError::Controller(e) => (e.code(), e.to_string(), controller_details(&e)),
+        ToolError::Refused { code, message } => (code, message, json!({})),
+        ToolError::InvalidParams(m) => ("INVALID_PARAMETERS", m, json!({})),
+    };
+    let envelope = json!({
+        "status": "error",
+        "error": {"code": code, "message": message, "details": details},
+        "timestamp": crate::time::now_iso8601(),
+    });
+    CallToolResult {
+        content: vec![Content::Text {
+            text: envelope.to_string(),
+        }],
+        structured_content: None,
+        is_error: true,
+    }
+}
+
+fn controller_details(e: &ControllerError) -> Value {
+    match e {
+        ControllerError::LockedOut { remaining_secs } => json!({"retry_after_secs": remaining_secs}),
+        _ => json!({}),
+    }
+}

@@ -1,0 +1,184 @@
+//! The house as tools see it: the model ([`Home`]), the live values ([`StateStore`]) and a
+//! [`Controller`] that carries [`Action`]s to the real building. Tools call [`House`]; the
+//! Loxone adapter implements [`Controller`]. Every write is logged with the caller's label.
+
+use std::fmt;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime};
+
+use super::model::{Control, Home};
+use super::state::{StateStore, StateValue, Value};
+
+/// A controller-independent command for one control. The adapter maps it to the control
+/// type's own command (per Loxone structure file docs, see `loxone::commands`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Switch on (lights: last level or the "bright" mood).
+    On,
+    /// Switch off.
+    Off,
+    /// Blinds fully up (open), gates open.
+    Up,
+    /// Blinds fully down (closed), gates closed.
+    Down,
+    /// Stop a moving blind or gate.
+    Stop,
+    /// Set a level in percent 0-100: dimmer brightness, light master brightness, blind position
+    /// (0 = fully open, 100 = fully closed, as Loxone's `manualPosition`).
+    Level(f64),
+    /// Set the comfort (target) temperature in °C.
+    Temperature(f64),
+}
+
+/// Why the controller could not act or read. Each variant maps to one error code of the spec
+/// (§7.1) via [`ControllerError::code`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum ControllerError {
+    /// The Miniserver cannot be reached (refused, timeout, DNS). `CONNECTION_ERROR`.
+    Connection(String),
+    /// The Miniserver rejected our credentials. `CONNECTION_ERROR`.
+    Unauthorized(String),
+    /// The Miniserver blocks us after failed logins; no request is sent until it passes.
+    /// `CONNECTION_ERROR`.
+    LockedOut { remaining_secs: u64 },
+    /// The Miniserver does not know the control or command. `DEVICE_NOT_FOUND`.
+    NotFound(String),
+    /// The control type has no command for this action. `INVALID_PARAMETERS`.
+    Unsupported(String),
+    /// The Miniserver answered with an error code. `CONNECTION_ERROR`.
+    Rejected { code: u16, message: String },
+}
+
+impl ControllerError {
+    /// The spec §7.1 error code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ControllerError::NotFound(_) => "DEVICE_NOT_FOUND",
+            ControllerError::Unsupported(_) => "INVALID_PARAMETERS",
+            _ => "CONNECTION_ERROR",
+        }
+    }
+}
+
+impl fmt::Display for ControllerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ControllerError::Connection(m) => write!(f, "cannot reach the Miniserver: {m}"),
+            ControllerError::Unauthorized(m) => write!(f, "the Miniserver rejected the credentials: {m}"),
+            ControllerError::LockedOut { remaining_secs } => write!(
+                f,
+                "the Miniserver blocks this client after failed logins; retry in {remaining_secs} s"
+            ),
+            ControllerError::NotFound(m) => write!(f, "the Miniserver does not know {m}"),
+            ControllerError::Unsupported(m) => f.write_str(m),
+            ControllerError::Rejected { code, message } => {
+                write!(f, "the Miniserver answered {code}: {message}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ControllerError {}
+
+/// The seam to the building automation. Implemented by the Loxone client; tests can plug in
+/// their own.
+pub trait Controller: Send + Sync {
+    /// Carries out `action` on `control`; returns the value the controller reports afterwards,
+    /// if it reports one.
+    fn act(&self, control: &Control, action: &Action) -> Result<Option<Value>, ControllerError>;
+    /// Reads the control's primary value (e.g. a switch's `active`, a dimmer's `position`).
+    fn read(&self, control: &Control) -> Result<Value, ControllerError>;
+}
+
+/// What a command did: the control, the value the controller reported, when.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub value: Option<Value>,
+    pub at: SystemTime,
+}
+
+/// The house: model + live values + controller. Shared as `Arc<House>`.
+pub struct House {
+    home: RwLock<Arc<Home>>,
+    states: StateStore,
+    controller: Arc<dyn Controller>,
+    value_max_age: Duration,
+}
+
+impl House {
+    /// `value_max_age`: remembered values older than this are read again before use.
+    pub fn new(home: Home, controller: Arc<dyn Controller>, value_max_age: Duration) -> Self {
+        Self {
+            home: RwLock::new(Arc::new(home)),
+            states: StateStore::new(),
+            controller,
+            value_max_age,
+        }
+    }
+
+    /// The current model (cheap: an `Arc`).
+    pub fn home(&self) -> Arc<Home> {
+        self.home.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Replaces the model (structure file changed) and forgets remembered values.
+    pub fn replace_home(&self, home: Home) {
+        *self.home.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(home);
+        self.states.clear();
+    }
+
+    /// The live values.
+    pub fn states(&self) -> &StateStore {
+        &self.states
+    }
+
+    /// Sends `action` to `control`. The remembered value of the control is dropped, so the
+    /// next read asks the Miniserver (Loxone warns that a command answer's value is not
+    /// reliably the new state). `caller` labels the audit log line (every write is logged).
+    pub fn act(
+        &self,
+        control: &Control,
+        action: &Action,
+        caller: &str,
+    ) -> Result<Outcome, ControllerError> {
+        let result = self.controller.act(control, action);
+        match &result {
+            Ok(v) => log::info!(
+                "write by {caller}: {} ({}) {:?} -> ok {:?}",
+                control.name,
+                control.uuid,
+                action,
+                v
+            ),
+            Err(e) => log::warn!(
+                "write by {caller}: {} ({}) {:?} -> {e}",
+                control.name,
+                control.uuid,
+                action
+            ),
+        }
+        self.states.remove(&control.uuid);
+        let value = result?;
+        Ok(Outcome {
+            value,
+            at: SystemTime::now(),
+        })
+    }
+
+    /// The control's primary value: the remembered one if younger than the max age, otherwise
+    /// read from the controller (and remembered).
+    pub fn value(&self, control: &Control) -> Result<StateValue, ControllerError> {
+        if let Some(v) = self.states.get(&control.uuid) {
+            let age = v.updated.elapsed().unwrap_or_default();
+            if age <= self.value_max_age {
+                return Ok(v);
+            }
+        }
+        let v = self.controller.read(control)?;
+        self.states.set(&control.uuid, v);
+        Ok(self
+            .states
+            .get(&control.uuid)
+            .expect("value was just stored"))
+    }
+}

@@ -1,0 +1,204 @@
+//! Per control type: which Loxone command carries out an [`Action`], as data in one place.
+//!
+//! Sources: `loxone-protocol.md` §5.3 (Loxone's structure-file docs and maintained clients).
+//! Commands go to `jdev/sps/io/{target}/{command}`; `target` is the control's `uuidAction` or a
+//! sub-control's (e.g. `<uuid>/masterValue`).
+
+use crate::home::{Action, Control, ControlKind};
+
+/// LightControllerV2 mood id "Off" (all circuits off), per Loxone clients (PyLoxone, openHAB).
+pub const MOOD_OFF: u32 = 778;
+/// LightControllerV2 mood id "Bright" (all circuits at 100 %), per Loxone clients.
+pub const MOOD_BRIGHT: u32 = 777;
+
+/// One HTTP command: where it goes and what it says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Command {
+    pub target: String,
+    pub command: String,
+}
+
+/// The command for `action` on `control`, or `Err` with a sentence naming what the type
+/// supports. Values are checked by the caller (percent 0-100, temperature range); here they are
+/// only formatted.
+pub fn command_for(control: &Control, action: &Action) -> Result<Command, String> {
+    use Action::*;
+    use ControlKind as K;
+    let own = |c: &str| {
+        Ok(Command {
+            target: control.uuid.clone(),
+            command: c.to_string(),
+        })
+    };
+    let unsupported = |supported: &str| {
+        Err(format!(
+            "{} ({}) does not support {}; it supports {supported}",
+            control.name,
+            control.kind,
+            action_name(action)
+        ))
+    };
+    match (&control.kind, action) {
+        (K::Switch | K::TimedSwitch, On) => own("on"),
+        (K::Switch | K::TimedSwitch, Off) => own("off"),
+        (K::Switch | K::TimedSwitch, _) => unsupported("on, off"),
+        (K::Pushbutton, On) => own("pulse"),
+        (K::Pushbutton, _) => unsupported("on (pulse)"),
+        (K::Dimmer | K::EibDimmer, On) => own("on"),
+        (K::Dimmer | K::EibDimmer, Off) => own("off"),
+        (K::Dimmer | K::EibDimmer, Level(v)) => own(&number(*v)),
+        (K::Dimmer | K::EibDimmer, _) => unsupported("on, off, a level 0-100"),
+        // v1: scene 9 is "all on", scene 0 "all off" (Loxone docs).
+        (K::LightController, On) => own("on"),
+        (K::LightController, Off) => own("off"),
+        (K::LightController, _) => unsupported("on, off"),
+        (K::LightControllerV2, On) => own(&format!("changeTo/{MOOD_BRIGHT}")),
+        (K::LightControllerV2, Off) => own(&format!("changeTo/{MOOD_OFF}")),
+        (K::LightControllerV2, Level(v)) => Ok(Command {
+            target: master_value_target(control),
+            command: number(*v),
+        }),
+        (K::LightControllerV2, _) => unsupported("on, off, a brightness 0-100"),
+        (K::ColorPickerV2, Level(v)) => own(&format!("setBrightness/{}", number(*v))),
+        (K::ColorPickerV2, Off) => own("setBrightness/0"),
+        (K::ColorPickerV2, On) => own("setBrightness/100"),
+        (K::ColorPickerV2, _) => unsupported("on, off, a brightness 0-100"),
+        (K::CentralLightController, On) => own("on"),
+        (K::CentralLightController, Off) => own("off"),
+        (K::CentralLightController, _) => unsupported("on, off"),
+        (K::Jalousie | K::CentralJalousie, Up) => own("FullUp"),
+        (K::Jalousie | K::CentralJalousie, Down) => own("FullDown"),
+        (K::Jalousie | K::CentralJalousie, Stop) => own("stop"),
+        // 0 = fully open (up), 100 = fully closed (down), as manualPosition takes it.
+        (K::Jalousie, Level(v)) => own(&format!("manualPosition/{}", number(*v))),
+        (K::Jalousie, _) => unsupported("up, down, stop, a position 0-100"),
+        (K::CentralJalousie, _) => unsupported("up, down, stop"),
+        (K::Gate, Up | On) => own("open"),
+        (K::Gate, Down | Off) => own("close"),
+        (K::Gate, Stop) => own("stop"),
+        (K::Gate, _) => unsupported("up (open), down (close), stop"),
+        (K::IRoomControllerV2, Temperature(t)) => {
+            own(&format!("setComfortTemperature/{}", number(*t)))
+        }
+        // v1: temperature index 1 is the comfort heating temperature (Loxone docs).
+        (K::IRoomController, Temperature(t)) => own(&format!("settemp/1/{}", number(*t))),
+        (K::IRoomController | K::IRoomControllerV2, _) => unsupported("a temperature"),
+        (K::AudioZone | K::AudioZoneV2 | K::CentralAudioZone, On) => own("play"),
+        (K::AudioZone | K::AudioZoneV2 | K::CentralAudioZone, Off | Stop) => own("pause"),
+        (K::AudioZone | K::AudioZoneV2, Level(v)) => own(&format!("volume/{}", number(*v))),
+        (K::AudioZone | K::AudioZoneV2 | K::CentralAudioZone, _) => {
+            unsupported("on (play), off (pause), a volume 0-100")
+        }
+        (K::UpDownDigital | K::LeftRightDigital, Up) => own("PulseUp"),
+        (K::UpDownDigital | K::LeftRightDigital, Down) => own("PulseDown"),
+        (K::UpDownDigital | K::LeftRightDigital, _) => unsupported("up, down"),
+        (K::Slider | K::ValueSelector | K::UpDownAnalog | K::LeftRightAnalog, Level(v)) => {
+            own(&number(*v))
+        }
+        (K::Slider | K::ValueSelector | K::UpDownAnalog | K::LeftRightAnalog, _) => {
+            unsupported("a value")
+        }
+        (K::Radio, Off) => own("reset"),
+        (K::Radio, _) => unsupported("off (reset)"),
+        _ => Err(format!(
+            "{} ({}) cannot be controlled with {}",
+            control.name,
+            control.kind,
+            action_name(action)
+        )),
+    }
+}
+
+/// Where a LightControllerV2's master brightness goes: its `…/masterValue` sub-control if the
+/// structure file lists one, else `<uuid>/masterValue` as Loxone clients send it.
+fn master_value_target(control: &Control) -> String {
+    control
+        .sub_controls
+        .iter()
+        .find(|s| s.uuid.ends_with("/masterValue"))
+        .map(|s| s.uuid.clone())
+        .unwrap_or_else(|| format!("{}/masterValue", control.uuid))
+}
+
+fn action_name(action: &Action) -> String {
+    match action {
+        Action::On => "on".into(),
+        Action::Off => "off".into(),
+        Action::Up => "up".into(),
+        Action::Down => "down".into(),
+        Action::Stop => "stop".into(),
+        Action::Level(v) => format!("level {v}"),
+        Action::Temperature(t) => format!("temperature {t}"),
+    }
+}
+
+/// Formats a number the way Loxone commands take it: no exponent, at most 2 decimals, no
+/// trailing zeros (`21.5`, `40`).
+pub fn number(v: f64) -> String {
+    let s = format!("{v:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".into()
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn control(kind: ControlKind) -> Control {
+        Control {
+            uuid: "0f869a64-0200-0a9b-ffffd4c75dbaf53c".into(),
+            name: "Test".into(),
+            kind,
+            room: None,
+            category: None,
+            is_secured: false,
+            is_favorite: false,
+            default_rating: 0,
+            restrictions: 0,
+            states: BTreeMap::new(),
+            details: Default::default(),
+            sub_controls: vec![],
+        }
+    }
+
+    #[test]
+    fn light_controller_v2_uses_moods_and_master_value() {
+        let c = control(ControlKind::LightControllerV2);
+        assert_eq!(command_for(&c, &Action::Off).unwrap().command, "changeTo/778");
+        assert_eq!(command_for(&c, &Action::On).unwrap().command, "changeTo/777");
+        let lvl = command_for(&c, &Action::Level(40.0)).unwrap();
+        assert_eq!(lvl.target, format!("{}/masterValue", c.uuid));
+        assert_eq!(lvl.command, "40");
+    }
+
+    #[test]
+    fn jalousie_maps_percent_positions() {
+        let c = control(ControlKind::Jalousie);
+        assert_eq!(command_for(&c, &Action::Up).unwrap().command, "FullUp");
+        assert_eq!(
+            command_for(&c, &Action::Level(35.5)).unwrap().command,
+            "manualPosition/35.5"
+        );
+        let err = command_for(&c, &Action::On).unwrap_err();
+        assert!(err.contains("up, down, stop"), "{err}");
+    }
+
+    #[test]
+    fn sensors_cannot_be_controlled() {
+        let c = control(ControlKind::InfoOnlyAnalog);
+        assert!(command_for(&c, &Action::On).is_err());
+    }
+
+    #[test]
+    fn numbers_are_plain() {
+        assert_eq!(number(21.5), "21.5");
+        assert_eq!(number(40.0), "40");
+        assert_eq!(number(0.004), "0");
+        assert_eq!(number(-0.001), "0");
+    }
+}

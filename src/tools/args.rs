@@ -1,0 +1,91 @@
+//! Argument parsing at the edge: a tool's arguments are deserialised into its own typed struct
+//! (unknown fields rejected), and ranges are checked here, each error naming the field.
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::ToolError;
+
+/// Deserialises `args` into `T`. Errors read like "missing field `device`",
+/// "unknown field `colour`, expected one of ...", "invalid type: string \"x\", expected f64".
+pub fn parse<T: DeserializeOwned>(args: &Map<String, Value>) -> Result<T, ToolError> {
+    T::deserialize(Value::Object(args.clone()))
+        .map_err(|e| ToolError::InvalidParams(e.to_string()))
+}
+
+/// Checks that `value` of `field` lies in `min..=max` (and is a finite number).
+pub fn in_range(field: &str, value: f64, min: f64, max: f64) -> Result<f64, ToolError> {
+    if value.is_finite() && (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(ToolError::InvalidParams(format!(
+            "{field} must be between {min} and {max} (got {value})"
+        )))
+    }
+}
+
+/// Default and maximum of every list's `limit`.
+pub const DEFAULT_LIMIT: usize = 50;
+pub const MAX_LIMIT: usize = 500;
+
+/// Checks a list `limit` (1..=MAX_LIMIT), defaulting to [`DEFAULT_LIMIT`].
+pub fn limit(value: Option<i64>) -> Result<usize, ToolError> {
+    match value {
+        None => Ok(DEFAULT_LIMIT),
+        Some(n) if n >= 1 && n as usize <= MAX_LIMIT => Ok(n as usize),
+        Some(n) => Err(ToolError::InvalidParams(format!(
+            "limit must be between 1 and {MAX_LIMIT} (got {n})"
+        ))),
+    }
+}
+
+/// Schema fragment for `limit`.
+pub fn limit_schema() -> Value {
+    serde_json::json!({
+        "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT,
+        "description": "Maximum number of entries returned"
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct A {
+        #[allow(dead_code)]
+        device: String,
+    }
+
+    fn err(r: Result<A, ToolError>) -> String {
+        match r {
+            Err(ToolError::InvalidParams(m)) => m,
+            other => panic!("expected InvalidParams, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let m = Map::new();
+        assert!(err(parse::<A>(&m)).contains("`device`"));
+        let mut m = Map::new();
+        m.insert("device".into(), Value::from(3));
+        assert!(err(parse::<A>(&m)).contains("invalid type"));
+        let mut m = Map::new();
+        m.insert("device".into(), Value::from("x"));
+        m.insert("colour".into(), Value::from("red"));
+        assert!(err(parse::<A>(&m)).contains("`colour`"));
+    }
+
+    #[test]
+    fn ranges_and_limits() {
+        assert!(in_range("value", 100.0, 0.0, 100.0).is_ok());
+        assert!(matches!(in_range("value", 150.0, 0.0, 100.0), Err(ToolError::InvalidParams(m)) if m.contains("value must be between 0 and 100 (got 150)")));
+        assert!(in_range("value", f64::NAN, 0.0, 100.0).is_err());
+        assert_eq!(limit(None).unwrap(), DEFAULT_LIMIT);
+        assert!(limit(Some(0)).is_err());
+        assert!(limit(Some(501)).is_err());
+    }
+}
