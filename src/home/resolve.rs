@@ -118,7 +118,11 @@ impl fmt::Display for ResolveError {
             ResolveError::Ambiguous { query, candidates } => {
                 write!(f, "\"{query}\" matches {} entries: ", candidates.len())?;
                 list(f, candidates)?;
-                f.write_str("; name the room (\"<name> in <room>\") or use the uuid")
+                if candidates.iter().all(|c| c.kind == "room") {
+                    f.write_str("; use a longer name or the uuid")
+                } else {
+                    f.write_str("; name the room (\"<name> in <room>\") or use the uuid")
+                }
             }
         }
     }
