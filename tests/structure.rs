@@ -415,6 +415,38 @@ fn lenient_shapes_of_hand_written_document() {
 }
 
 #[test]
+fn null_top_level_sections_are_absent() {
+    let home = parse_structure(
+        r#"{"controls": {}, "rooms": null, "cats": null, "msInfo": null,
+            "globalStates": null, "operatingModes": null, "lastModified": null}"#,
+    )
+    .unwrap();
+    assert!(home.rooms.is_empty() && home.categories.is_empty());
+    assert_eq!(home.ms_info, Default::default());
+    assert!(home.global_states.is_empty() && home.last_modified.is_empty());
+    // A control itself must still be an object.
+    let (path, _, _) = wrong_type(parse_structure(r#"{"controls": {"a": null}}"#));
+    assert_eq!(path, "controls.a");
+}
+
+#[test]
+fn deeply_nested_sub_controls_parse() {
+    let depth = 60;
+    let mut doc = String::from(r#"{"controls": "#);
+    for i in 0..depth {
+        doc.push_str(&format!(
+            r#"{{"c{i}": {{"name": "n{i}", "type": "Switch", "subControls": "#
+        ));
+    }
+    doc.push_str("{}");
+    doc.push_str(&"}}".repeat(depth));
+    doc.push('}');
+    let home = parse_structure(&doc).unwrap();
+    assert_eq!(home.count_all_controls(), depth);
+    assert_eq!(home.control("c59").unwrap().name, "n59");
+}
+
+#[test]
 fn byte_order_mark_is_stripped() {
     let mut bytes = b"\xEF\xBB\xBF".to_vec();
     bytes.extend_from_slice(&fixture_bytes(SHOWROOM));
