@@ -217,7 +217,10 @@ impl Config {
         Self::build(file, env)
     }
 
-    fn build(file: FileConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+    fn build(
+        file: FileConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
         let mut cfg = Config::default();
         let env = |k: &str| env(k).filter(|v| !v.trim().is_empty());
 
@@ -248,8 +251,16 @@ impl Config {
 
         let t = &mut cfg.miniserver_timeouts;
         for (v, slot, name) in [
-            (file.miniserver.connect_timeout_secs, &mut t.connect, "miniserver.connect_timeout_secs"),
-            (file.miniserver.request_timeout_secs, &mut t.request, "miniserver.request_timeout_secs"),
+            (
+                file.miniserver.connect_timeout_secs,
+                &mut t.connect,
+                "miniserver.connect_timeout_secs",
+            ),
+            (
+                file.miniserver.request_timeout_secs,
+                &mut t.request,
+                "miniserver.request_timeout_secs",
+            ),
         ] {
             if let Some(s) = v {
                 if s == 0 || s > 600 {
@@ -406,7 +417,10 @@ mod tests {
     #[test]
     fn host_forms_normalise() {
         assert_eq!(normalize_host("192.168.1.7").unwrap(), "http://192.168.1.7");
-        assert_eq!(normalize_host("ms.local:8080").unwrap(), "http://ms.local:8080");
+        assert_eq!(
+            normalize_host("ms.local:8080").unwrap(),
+            "http://ms.local:8080"
+        );
         assert_eq!(normalize_host("HTTP://ms/").unwrap(), "http://ms");
         assert_eq!(normalize_host("[::1]:80").unwrap(), "http://[::1]:80");
         #[cfg(feature = "tls")]
@@ -421,8 +435,12 @@ mod tests {
         assert!(normalize_host("").unwrap_err().contains("empty"));
         assert!(normalize_host("ftp://x").unwrap_err().contains("scheme"));
         assert!(normalize_host("x:99999").unwrap_err().contains("port"));
-        assert!(normalize_host("http://x/jdev").unwrap_err().contains("path"));
-        assert!(normalize_host("http://u:p@x").unwrap_err().contains("credentials"));
+        assert!(normalize_host("http://x/jdev")
+            .unwrap_err()
+            .contains("path"));
+        assert!(normalize_host("http://u:p@x")
+            .unwrap_err()
+            .contains("credentials"));
         assert!(normalize_host("[::1:80").unwrap_err().contains("IPv6"));
     }
 
@@ -466,7 +484,15 @@ mod tests {
         assert!(e.to_string().contains("log.level"), "{e}");
         let e = parse("[server]\nlisten_typo = 1\n", &[]).unwrap_err();
         assert!(matches!(e, ConfigError::Toml { .. }), "{e}");
-        let e = parse("", &[("HOME_HOST", "ftp://x"), ("HOME_USER", "u"), ("HOME_PASS", "p")]).unwrap_err();
+        let e = parse(
+            "",
+            &[
+                ("HOME_HOST", "ftp://x"),
+                ("HOME_USER", "u"),
+                ("HOME_PASS", "p"),
+            ],
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("HOME_HOST"), "{e}");
     }
 

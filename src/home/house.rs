@@ -64,7 +64,9 @@ impl fmt::Display for ControllerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ControllerError::Connection(m) => write!(f, "cannot reach the Miniserver: {m}"),
-            ControllerError::Unauthorized(m) => write!(f, "the Miniserver rejected the credentials: {m}"),
+            ControllerError::Unauthorized(m) => {
+                write!(f, "the Miniserver rejected the credentials: {m}")
+            }
             ControllerError::LockedOut { remaining_secs } => write!(
                 f,
                 "the Miniserver blocks this client after failed logins; retry in {remaining_secs} s"

@@ -8,5 +8,7 @@ pub mod resolve;
 pub mod state;
 
 pub use house::{Action, Controller, ControllerError, House, Outcome};
-pub use model::{Category, CategoryKind, Control, ControlKind, Family, Home, MsInfo, Room, StateRef};
+pub use model::{
+    Category, CategoryKind, Control, ControlKind, Family, Home, MsInfo, Room, StateRef,
+};
 pub use state::{StateStore, StateValue, Value};

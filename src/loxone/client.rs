@@ -71,7 +71,10 @@ impl fmt::Display for LoxoneError {
             LoxoneError::Connection(m) => write!(f, "connection failed: {m}"),
             LoxoneError::Unauthorized => f.write_str("401 unauthorized (wrong user or password)"),
             LoxoneError::LockedOut { remaining_secs } => {
-                write!(f, "temporarily blocked after failed logins, {remaining_secs} s remaining")
+                write!(
+                    f,
+                    "temporarily blocked after failed logins, {remaining_secs} s remaining"
+                )
             }
             LoxoneError::Forbidden(m) => write!(f, "403 forbidden: {m}"),
             LoxoneError::NotFound(m) => write!(f, "404 not found: {m}"),
@@ -124,7 +127,9 @@ pub fn parse_number_prefix(s: &str) -> Option<f64> {
     let s = s.trim();
     let end = s
         .char_indices()
-        .take_while(|(i, c)| c.is_ascii_digit() || *c == '.' || ((*c == '-' || *c == '+') && *i == 0))
+        .take_while(|(i, c)| {
+            c.is_ascii_digit() || *c == '.' || ((*c == '-' || *c == '+') && *i == 0)
+        })
         .map(|(i, c)| i + c.len_utf8())
         .last()?;
     s[..end].parse().ok()
@@ -307,12 +312,20 @@ impl Client {
                     self.user,
                     AUTH_RETRY_AFTER.as_secs()
                 );
-                *guard = Some((Instant::now() + AUTH_RETRY_AFTER, BlockReason::BadCredentials));
+                *guard = Some((
+                    Instant::now() + AUTH_RETRY_AFTER,
+                    BlockReason::BadCredentials,
+                ));
             }
             403 => {
                 if let Some(secs) = lockout_remaining(body) {
-                    log::warn!("Miniserver blocks this client for {secs} s (too many failed logins)");
-                    *guard = Some((Instant::now() + Duration::from_secs(secs), BlockReason::LockedOut));
+                    log::warn!(
+                        "Miniserver blocks this client for {secs} s (too many failed logins)"
+                    );
+                    *guard = Some((
+                        Instant::now() + Duration::from_secs(secs),
+                        BlockReason::LockedOut,
+                    ));
                 }
             }
             _ => {}
@@ -432,12 +445,16 @@ mod tests {
 
     #[test]
     fn ll_envelope_accepts_both_spellings_and_types() {
-        let a = parse_ll(br#"{"LL": { "control": "dev/sps/io/Akkustand/75", "value": "75.000", "Code": "200"}}"#)
-            .unwrap();
+        let a = parse_ll(
+            br#"{"LL": { "control": "dev/sps/io/Akkustand/75", "value": "75.000", "Code": "200"}}"#,
+        )
+        .unwrap();
         assert_eq!(a.code, 200);
         assert_eq!(a.value_number(), Some(75.0));
-        let b = parse_ll(br#"{"LL":{"control":"jdev/sys/getkey2/showroom","code":200,"value":{"key":"41"}}}"#)
-            .unwrap();
+        let b = parse_ll(
+            br#"{"LL":{"control":"jdev/sys/getkey2/showroom","code":200,"value":{"key":"41"}}}"#,
+        )
+        .unwrap();
         assert_eq!(b.code, 200);
         assert!(b.value.is_object());
         let c = parse_ll(br#"{"LL":{"control":"x","value":"1","Code":"404"}}"#).unwrap();
@@ -446,10 +463,17 @@ mod tests {
 
     #[test]
     fn ll_envelope_errors_are_clear() {
-        assert!(matches!(parse_ll(b"<html>"), Err(LoxoneError::BadAnswer(m)) if m.contains("not JSON")));
+        assert!(
+            matches!(parse_ll(b"<html>"), Err(LoxoneError::BadAnswer(m)) if m.contains("not JSON"))
+        );
         assert!(matches!(parse_ll(b"{}"), Err(LoxoneError::BadAnswer(m)) if m.contains("LL")));
-        assert!(matches!(parse_ll(br#"{"LL":{"value":"1"}}"#), Err(LoxoneError::BadAnswer(m)) if m.contains("Code")));
-        assert!(matches!(parse_ll(br#"{"LL":{"Code":"abc"}}"#), Err(LoxoneError::BadAnswer(_))));
+        assert!(
+            matches!(parse_ll(br#"{"LL":{"value":"1"}}"#), Err(LoxoneError::BadAnswer(m)) if m.contains("Code"))
+        );
+        assert!(matches!(
+            parse_ll(br#"{"LL":{"Code":"abc"}}"#),
+            Err(LoxoneError::BadAnswer(_))
+        ));
     }
 
     #[test]
@@ -468,13 +492,19 @@ mod tests {
             Err(LoxoneError::LockedOut { remaining_secs: 38 })
         );
         let plain = br#"<html><head><title>error</title></head><body><errorcode>401</errorcode> <errordetail>Unauthorized</errordetail></body></html>"#;
-        assert_eq!(check_status(401, plain, "x"), Err(LoxoneError::Unauthorized));
+        assert_eq!(
+            check_status(401, plain, "x"),
+            Err(LoxoneError::Unauthorized)
+        );
         assert_eq!(html_error_text(plain), "error 401 Unauthorized");
     }
 
     #[test]
     fn command_segments_are_encoded() {
-        assert_eq!(encode_path("0f86-0200/masterValue"), "0f86-0200/masterValue");
+        assert_eq!(
+            encode_path("0f86-0200/masterValue"),
+            "0f86-0200/masterValue"
+        );
         assert_eq!(encode_path("Guten Morgen"), "Guten%20Morgen");
         assert_eq!(encode_path("hsv(20,100,50)"), "hsv(20,100,50)");
         assert_eq!(encode_path("Küche"), "K%C3%BCche");

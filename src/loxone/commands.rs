@@ -169,8 +169,14 @@ mod tests {
     #[test]
     fn light_controller_v2_uses_moods_and_master_value() {
         let c = control(ControlKind::LightControllerV2);
-        assert_eq!(command_for(&c, &Action::Off).unwrap().command, "changeTo/778");
-        assert_eq!(command_for(&c, &Action::On).unwrap().command, "changeTo/777");
+        assert_eq!(
+            command_for(&c, &Action::Off).unwrap().command,
+            "changeTo/778"
+        );
+        assert_eq!(
+            command_for(&c, &Action::On).unwrap().command,
+            "changeTo/777"
+        );
         let lvl = command_for(&c, &Action::Level(40.0)).unwrap();
         assert_eq!(lvl.target, format!("{}/masterValue", c.uuid));
         assert_eq!(lvl.command, "40");

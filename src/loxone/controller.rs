@@ -26,7 +26,10 @@ impl From<LoxoneError> for ControllerError {
                 message: m,
             },
             LoxoneError::Status { code, message } => ControllerError::Rejected { code, message },
-            LoxoneError::BadAnswer(m) => ControllerError::Rejected { code: 0, message: m },
+            LoxoneError::BadAnswer(m) => ControllerError::Rejected {
+                code: 0,
+                message: m,
+            },
         }
     }
 }
@@ -38,7 +41,9 @@ fn answer_value(a: &LlAnswer) -> Option<Value> {
     let trimmed = text.trim();
     let numeric_len = trimmed
         .char_indices()
-        .take_while(|(i, c)| c.is_ascii_digit() || *c == '.' || (*i == 0 && (*c == '-' || *c == '+')))
+        .take_while(|(i, c)| {
+            c.is_ascii_digit() || *c == '.' || (*i == 0 && (*c == '-' || *c == '+'))
+        })
         .count();
     let rest = &trimmed[numeric_len..];
     Some(match parse_number_prefix(trimmed) {

@@ -9,8 +9,7 @@ use super::ToolError;
 /// Deserialises `args` into `T`. Errors read like "missing field `device`",
 /// "unknown field `colour`, expected one of ...", "invalid type: string \"x\", expected f64".
 pub fn parse<T: DeserializeOwned>(args: &Map<String, Value>) -> Result<T, ToolError> {
-    T::deserialize(Value::Object(args.clone()))
-        .map_err(|e| ToolError::InvalidParams(e.to_string()))
+    T::deserialize(Value::Object(args.clone())).map_err(|e| ToolError::InvalidParams(e.to_string()))
 }
 
 /// Checks that `value` of `field` lies in `min..=max` (and is a finite number).
@@ -82,7 +81,9 @@ mod tests {
     #[test]
     fn ranges_and_limits() {
         assert!(in_range("value", 100.0, 0.0, 100.0).is_ok());
-        assert!(matches!(in_range("value", 150.0, 0.0, 100.0), Err(ToolError::InvalidParams(m)) if m.contains("value must be between 0 and 100 (got 150)")));
+        assert!(
+            matches!(in_range("value", 150.0, 0.0, 100.0), Err(ToolError::InvalidParams(m)) if m.contains("value must be between 0 and 100 (got 150)"))
+        );
         assert!(in_range("value", f64::NAN, 0.0, 100.0).is_err());
         assert_eq!(limit(None).unwrap(), DEFAULT_LIMIT);
         assert!(limit(Some(0)).is_err());

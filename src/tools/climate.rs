@@ -89,7 +89,10 @@ pub fn tools() -> Vec<Tool> {
 }
 
 fn is_room_controller(c: &Control) -> bool {
-    matches!(c.kind, ControlKind::IRoomController | ControlKind::IRoomControllerV2)
+    matches!(
+        c.kind,
+        ControlKind::IRoomController | ControlKind::IRoomControllerV2
+    )
 }
 
 #[derive(Deserialize)]
@@ -99,7 +102,11 @@ struct Sensors {
     limit: Option<i64>,
 }
 
-fn get_temperature_sensors(house: &House, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
+fn get_temperature_sensors(
+    house: &House,
+    a: &Map<String, Value>,
+    _: &Caller,
+) -> Result<Value, ToolError> {
     let a: Sensors = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let home = house.home();
@@ -123,9 +130,11 @@ fn get_temperature_sensors(house: &House, a: &Map<String, Value>, _: &Caller) ->
             } else {
                 match house.value(c) {
                     Ok(v) => v.value.as_f64().map(view::round1),
-                    Err(e @ (ControllerError::Connection(_)
-                    | ControllerError::Unauthorized(_)
-                    | ControllerError::LockedOut { .. })) => {
+                    Err(
+                        e @ (ControllerError::Connection(_)
+                        | ControllerError::Unauthorized(_)
+                        | ControllerError::LockedOut { .. }),
+                    ) => {
                         warning = Some(format!("current values unavailable: {e}"));
                         None
                     }
@@ -156,9 +165,18 @@ struct SetTemperature {
     temperature: f64,
 }
 
-fn set_room_temperature(house: &House, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
+fn set_room_temperature(
+    house: &House,
+    a: &Map<String, Value>,
+    caller: &Caller,
+) -> Result<Value, ToolError> {
     let a: SetTemperature = args::parse(a)?;
-    let t = in_range("temperature", a.temperature, MIN_TEMPERATURE, MAX_TEMPERATURE)?;
+    let t = in_range(
+        "temperature",
+        a.temperature,
+        MIN_TEMPERATURE,
+        MAX_TEMPERATURE,
+    )?;
     let home = house.home();
     let room = home.resolve_room(&a.room)?;
     let controllers: Vec<&Control> = home
@@ -169,7 +187,10 @@ fn set_room_temperature(house: &House, a: &Map<String, Value>, caller: &Caller) 
     if controllers.is_empty() {
         return Err(ToolError::Refused {
             code: "DEVICE_NOT_FOUND",
-            message: format!("{} has no room controller (Intelligent Room Controller)", room.name),
+            message: format!(
+                "{} has no room controller (Intelligent Room Controller)",
+                room.name
+            ),
         });
     }
     let mut done = Vec::new();

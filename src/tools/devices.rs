@@ -152,7 +152,11 @@ fn list_rooms(house: &House, a: &Map<String, Value>, _: &Caller) -> Result<Value
     let matching: Vec<_> = home
         .rooms
         .iter()
-        .filter(|r| needle.as_ref().is_none_or(|n| fold(&r.name).contains(n.as_str())))
+        .filter(|r| {
+            needle
+                .as_ref()
+                .is_none_or(|n| fold(&r.name).contains(n.as_str()))
+        })
         .collect();
     let rooms: Vec<Value> = matching
         .iter()
@@ -271,9 +275,11 @@ fn list_devices(house: &House, a: &Map<String, Value>, _: &Caller) -> Result<Val
                 match house.value(c) {
                     Ok(v) => d["state"] = view::state(c, &v.value),
                     // Skip further reads once the Miniserver is unreachable: one timeout, not N.
-                    Err(e @ (ControllerError::Connection(_)
-                    | ControllerError::Unauthorized(_)
-                    | ControllerError::LockedOut { .. })) => {
+                    Err(
+                        e @ (ControllerError::Connection(_)
+                        | ControllerError::Unauthorized(_)
+                        | ControllerError::LockedOut { .. }),
+                    ) => {
                         warning = Some(format!("current values unavailable: {e}"));
                         d["state"] = Value::Null;
                     }
@@ -334,9 +340,16 @@ fn dimmable(kind: &ControlKind) -> bool {
     )
 }
 
-fn control_device(house: &House, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
+fn control_device(
+    house: &House,
+    a: &Map<String, Value>,
+    caller: &Caller,
+) -> Result<Value, ToolError> {
     let a: ControlDevice = args::parse(a)?;
-    let value = a.value.map(|v| in_range("value", v, 0.0, 100.0)).transpose()?;
+    let value = a
+        .value
+        .map(|v| in_range("value", v, 0.0, 100.0))
+        .transpose()?;
     let home = house.home();
     let c = home.resolve_control(&a.device, a.room.as_deref(), &|_| true)?;
 
@@ -346,7 +359,11 @@ fn control_device(house: &House, a: &Map<String, Value>, caller: &Caller) -> Res
             message: format!(
                 "{} is {}; control_device does not operate alarms or secured controls",
                 c.name,
-                if c.is_secured { "a secured control (visualisation password)" } else { "part of the security system" }
+                if c.is_secured {
+                    "a secured control (visualisation password)"
+                } else {
+                    "part of the security system"
+                }
             ),
         });
     }
@@ -375,10 +392,9 @@ fn control_device(house: &House, a: &Map<String, Value>, caller: &Caller) -> Res
         (DeviceAction::Stop, _) => Action::Stop,
     };
     if matches!(a.action, DeviceAction::Dim | DeviceAction::Bright) && !dimmable(&c.kind) {
-        return Err(ToolError::Controller(ControllerError::Unsupported(format!(
-            "{} ({}) cannot be dimmed; use on or off",
-            c.name, c.kind
-        ))));
+        return Err(ToolError::Controller(ControllerError::Unsupported(
+            format!("{} ({}) cannot be dimmed; use on or off", c.name, c.kind),
+        )));
     }
     let outcome = house.act(c, &action, &caller.label)?;
     Ok(json!({

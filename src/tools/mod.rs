@@ -151,10 +151,9 @@ impl HomeTools {
         })?;
         match (tool.run)(&self.house, &arguments, caller) {
             Ok(data) => Ok(success(data)),
-            Err(ToolError::InvalidParams(m)) => Err(RpcError::invalid_params(format!(
-                "{}: {m}",
-                tool.name
-            ))),
+            Err(ToolError::InvalidParams(m)) => {
+                Err(RpcError::invalid_params(format!("{}: {m}", tool.name)))
+            }
             Err(e) => Ok(failure(e)),
         }
     }
@@ -289,7 +288,9 @@ fn failure(e: ToolError) -> CallToolResult {
 
 fn controller_details(e: &ControllerError) -> Value {
     match e {
-        ControllerError::LockedOut { remaining_secs } => json!({"retry_after_secs": remaining_secs}),
+        ControllerError::LockedOut { remaining_secs } => {
+            json!({"retry_after_secs": remaining_secs})
+        }
         _ => json!({}),
     }
 }

@@ -73,10 +73,16 @@ pub fn state(c: &Control, v: &Value) -> Json {
         K::Dimmer | K::EibDimmer | K::ColorPickerV2 => json!({"on": x > 0.0, "level": round1(x)}),
         K::LightControllerV2 => json!({"on": x as u32 != MOOD_OFF, "mood_id": x as i64}),
         K::LightController => json!({"on": x != 0.0, "scene": x as i64}),
-        K::Jalousie => json!({"position": round1(x * 100.0), "position_meaning": "percent closed, 0 = fully open"}),
+        K::Jalousie => {
+            json!({"position": round1(x * 100.0), "position_meaning": "percent closed, 0 = fully open"})
+        }
         K::Gate => json!({"open_percent": round1(x * 100.0)}),
-        K::IRoomController | K::IRoomControllerV2 => json!({"temperature": round1(x), "unit": "°C"}),
-        K::AudioZone | K::AudioZoneV2 => json!({"play_state": match x as i64 { 2 => "playing", 1 => "paused", _ => "stopped" }}),
+        K::IRoomController | K::IRoomControllerV2 => {
+            json!({"temperature": round1(x), "unit": "°C"})
+        }
+        K::AudioZone | K::AudioZoneV2 => {
+            json!({"play_state": match x as i64 { 2 => "playing", 1 => "paused", _ => "stopped" }})
+        }
         K::Alarm => json!({"armed": x != 0.0}),
         K::WindowMonitor => json!({"open": x as i64}),
         K::Meter => json!({"power": round1(x), "unit": unit(c).unwrap_or_else(|| "kW".into())}),
@@ -120,13 +126,31 @@ mod tests {
 
     #[test]
     fn units_come_from_format() {
-        assert_eq!(unit(&control(ControlKind::InfoOnlyAnalog, Some("%.1f°"))).as_deref(), Some("°C"));
-        assert_eq!(unit(&control(ControlKind::InfoOnlyAnalog, Some("%.0f%%"))).as_deref(), Some("%"));
-        assert_eq!(unit(&control(ControlKind::InfoOnlyAnalog, Some("%.2f kW"))).as_deref(), Some("kW"));
+        assert_eq!(
+            unit(&control(ControlKind::InfoOnlyAnalog, Some("%.1f°"))).as_deref(),
+            Some("°C")
+        );
+        assert_eq!(
+            unit(&control(ControlKind::InfoOnlyAnalog, Some("%.0f%%"))).as_deref(),
+            Some("%")
+        );
+        assert_eq!(
+            unit(&control(ControlKind::InfoOnlyAnalog, Some("%.2f kW"))).as_deref(),
+            Some("kW")
+        );
         assert_eq!(unit(&control(ControlKind::InfoOnlyAnalog, None)), None);
-        assert!(is_temperature_sensor(&control(ControlKind::InfoOnlyAnalog, Some("%.1f°"))));
-        assert!(!is_temperature_sensor(&control(ControlKind::InfoOnlyAnalog, Some("%.0f%%"))));
-        assert!(is_temperature_sensor(&control(ControlKind::InfoOnlyAnalog, None)));
+        assert!(is_temperature_sensor(&control(
+            ControlKind::InfoOnlyAnalog,
+            Some("%.1f°")
+        )));
+        assert!(!is_temperature_sensor(&control(
+            ControlKind::InfoOnlyAnalog,
+            Some("%.0f%%")
+        )));
+        assert!(is_temperature_sensor(&control(
+            ControlKind::InfoOnlyAnalog,
+            None
+        )));
     }
 
     #[test]
@@ -136,6 +160,9 @@ mod tests {
         let lc = control(ControlKind::LightControllerV2, None);
         assert_eq!(state(&lc, &Value::Number(778.0))["on"], false);
         let dim = control(ControlKind::Dimmer, None);
-        assert_eq!(state(&dim, &Value::Number(60.0)), json!({"on": true, "level": 60.0}));
+        assert_eq!(
+            state(&dim, &Value::Number(60.0)),
+            json!({"on": true, "level": 60.0})
+        );
     }
 }
