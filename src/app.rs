@@ -1,1 +1,98 @@
-//! (to be written)
+//! Wiring: from a [`Config`] to a running house. Connects to the Miniserver (or starts the
+//! built-in simulator for `--demo`), fetches and parses the structure file once, and builds the
+//! [`House`] and the MCP server the transports share.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::config::{Config, ConfigError, MiniserverConfig};
+use crate::home::House;
+use crate::loxone::client::{Client, LoxoneError};
+use crate::loxone::structure::{parse_structure_bytes, StructureError};
+use crate::mcp::server::McpServer;
+use crate::sim::{SimServer, Simulator};
+use crate::tools::HomeTools;
+
+/// Why the server could not start.
+#[derive(Debug)]
+pub enum StartError {
+    Config(ConfigError),
+    /// The Miniserver could not be reached or refused us while fetching the structure file.
+    Miniserver(LoxoneError),
+    /// The structure file the Miniserver sent is not usable.
+    Structure(StructureError),
+    /// The simulator or a listener could not start.
+    Io(std::io::Error),
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StartError::Config(e) => write!(f, "{e}"),
+            StartError::Miniserver(e) => write!(f, "Miniserver: {e}"),
+            StartError::Structure(e) => write!(f, "{e}"),
+            StartError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+/// A started house: the model, its controller, and (in demo mode) the simulator it talks to.
+pub struct App {
+    pub house: Arc<House>,
+    pub mcp: Arc<McpServer>,
+    /// The in-process simulator of `--demo`; dropping it stops it.
+    pub simulator: Option<(Arc<Simulator>, SimServer)>,
+}
+
+impl App {
+    /// Connects to the configured Miniserver, or with `demo` starts the built-in simulator on a
+    /// free loopback port and connects to that with the same client code.
+    pub fn start(config: &Config, demo: bool) -> Result<App, StartError> {
+        let (ms, simulator) = if demo {
+            let sim = Arc::new(Simulator::demo());
+            let server = SimServer::start(sim.clone(), "127.0.0.1:0").map_err(StartError::Io)?;
+            let ms = MiniserverConfig {
+                base_url: server.base_url(),
+                user: crate::sim::DEMO_USER.into(),
+                password: crate::sim::DEMO_PASSWORD.into(),
+            };
+            log::info!("demo: simulated Miniserver at {}", ms.base_url);
+            (ms, Some((sim, server)))
+        } else {
+            (
+                config.require_miniserver().map_err(StartError::Config)?.clone(),
+                None,
+            )
+        };
+        let client = Client::new(&ms, &config.miniserver_timeouts);
+        let api = client.api_info().map_err(StartError::Miniserver)?;
+        log::info!(
+            "Miniserver {} (serial {}, firmware {})",
+            ms.base_url,
+            api.serial,
+            api.version
+        );
+        let bytes = client.structure_file().map_err(StartError::Miniserver)?;
+        let home = parse_structure_bytes(&bytes).map_err(StartError::Structure)?;
+        log::info!(
+            "structure file {}: {} rooms, {} controls ({} with sub-controls)",
+            home.last_modified,
+            home.rooms.len(),
+            home.controls.len(),
+            home.count_all_controls()
+        );
+        let house = Arc::new(House::new(
+            home,
+            Arc::new(client),
+            config.miniserver_timeouts.value_max_age,
+        ));
+        let mcp = Arc::new(McpServer::new(Arc::new(HomeTools::new(house.clone()))));
+        Ok(App {
+            house,
+            mcp,
+            simulator,
+        })
+    }
+}

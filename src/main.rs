@@ -1,1 +1,306 @@
-fn main() {}
+//! `home-mcp`: command line. `serve` (Streamable HTTP), `stdio`, `sim` (a Miniserver simulator).
+//! Usage errors exit with 2, start-up failures with 1.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use home_mcp::app::App;
+use home_mcp::config::{check_workers, parse_listen, Config};
+use home_mcp::http::{HttpConfig, HttpServer};
+use home_mcp::sim::{SimConfig, SimServer, Simulator};
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+const HELP: &str = "home-mcp: an MCP server for the Loxone Miniserver
+
+USAGE:
+  home-mcp serve [--demo] [--listen ADDR] [--config FILE] [--workers N]
+  home-mcp stdio [--demo] [--config FILE]
+  home-mcp sim --structure FILE [--listen ADDR] [--user U --password P]
+  home-mcp --help | --version
+
+COMMANDS:
+  serve   Streamable HTTP on /mcp (default listen 127.0.0.1:3001)
+  stdio   JSON-RPC over stdin/stdout, for Claude Desktop and other local clients
+  sim     a Miniserver simulator speaking Loxone HTTP, loaded from a structure file
+
+Run `home-mcp COMMAND --help` for a command's options.
+
+ENVIRONMENT:
+  HOME_HOST   Miniserver: host, host:port or http(s)://host[:port]
+  HOME_USER   Miniserver user
+  HOME_PASS   Miniserver password
+  HOME_LISTEN, HOME_LOG_LEVEL override the config file";
+
+const SERVE_HELP: &str = "home-mcp serve: MCP over Streamable HTTP (POST/DELETE /mcp), plus GET /health
+
+USAGE:
+  home-mcp serve [--demo] [--listen ADDR] [--config FILE] [--workers N]
+
+OPTIONS:
+  --demo           use the built-in simulated Miniserver with the demo house
+  --listen ADDR    address to listen on (default 127.0.0.1:3001)
+  --config FILE    TOML config file (see README)
+  --workers N      request worker threads, 1-64 (default 2)
+  -h, --help       this help
+  -V, --version    print the version";
+
+const STDIO_HELP: &str = "home-mcp stdio: MCP over stdin/stdout (one JSON-RPC message per line); logs go to stderr
+
+USAGE:
+  home-mcp stdio [--demo] [--config FILE]
+
+OPTIONS:
+  --demo           use the built-in simulated Miniserver with the demo house
+  --config FILE    TOML config file (see README)
+  -h, --help       this help
+  -V, --version    print the version";
+
+const SIM_HELP: &str = "home-mcp sim: a Miniserver simulator (Loxone HTTP API) loaded from a structure file
+
+USAGE:
+  home-mcp sim --structure FILE [--listen ADDR] [--user U --password P]
+
+OPTIONS:
+  --structure FILE  LoxAPP3.json to serve (required)
+  --listen ADDR     address to listen on (default 127.0.0.1:8080)
+  --user U          user for HTTP Basic auth (default demo)
+  --password P      password (default demo)
+  -h, --help        this help
+  -V, --version     print the version";
+
+/// A usage error: message for stderr, exit code 2.
+struct Usage(String);
+
+fn main() -> ExitCode {
+    let mut args = pico_args::Arguments::from_env();
+    let sub = match args.subcommand() {
+        Ok(s) => s,
+        Err(e) => return usage(Usage(e.to_string()), HELP),
+    };
+    let result = match sub.as_deref() {
+        Some("serve") => serve(args),
+        Some("stdio") => stdio(args),
+        Some("sim") => sim(args),
+        Some("-h" | "--help" | "help") => {
+            println!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
+        Some("-V" | "--version") => {
+            println!("home-mcp {VERSION}");
+            return ExitCode::SUCCESS;
+        }
+        Some(other) => Err(Usage(format!("unknown command {other:?}"))),
+        None => Err(Usage("a command is needed".into())),
+    };
+    match result {
+        Ok(code) => code,
+        Err(u) => usage(u, HELP),
+    }
+}
+
+fn usage(u: Usage, help: &str) -> ExitCode {
+    eprintln!("error: {}\n", u.0);
+    let first_usage: String = help
+        .lines()
+        .skip_while(|l| !l.starts_with("USAGE"))
+        .take_while(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
+    eprintln!("{first_usage}\n\nRun with --help for more.");
+    ExitCode::from(2)
+}
+
+/// Handles `--help`/`--version` for a command; `Some(exit)` when one was given.
+fn help_or_version(args: &mut pico_args::Arguments, help: &str) -> Option<ExitCode> {
+    if args.contains(["-h", "--help"]) {
+        println!("{help}");
+        return Some(ExitCode::SUCCESS);
+    }
+    if args.contains(["-V", "--version"]) {
+        println!("home-mcp {VERSION}");
+        return Some(ExitCode::SUCCESS);
+    }
+    None
+}
+
+fn finish(args: pico_args::Arguments) -> Result<(), Usage> {
+    let rest = args.finish();
+    if rest.is_empty() {
+        Ok(())
+    } else {
+        let words: Vec<String> = rest
+            .iter()
+            .map(|s| s.to_string_lossy().into_owned())
+            .collect();
+        Err(Usage(format!("unknown argument(s): {}", words.join(" "))))
+    }
+}
+
+fn opt_string(args: &mut pico_args::Arguments, key: &'static str) -> Result<Option<String>, Usage> {
+    args.opt_value_from_str(key)
+        .map_err(|e| Usage(format!("{key}: {e}")))
+}
+
+fn init_logging(level: log::LevelFilter) {
+    // Logs go to stderr (stdout is reserved for JSON-RPC in stdio mode). Under systemd the
+    // journal adds its own timestamps, so none are printed here.
+    let _ = simple_logger::SimpleLogger::new()
+        .with_level(level)
+        .with_module_level("tiny_http", log::LevelFilter::Warn)
+        .with_module_level("ureq", log::LevelFilter::Warn)
+        .with_module_level("ureq_proto", log::LevelFilter::Warn)
+        .with_module_level("rustls", log::LevelFilter::Warn)
+        .init();
+}
+
+fn load_config(config: Option<PathBuf>) -> Result<Config, ExitCode> {
+    Config::load(config.as_deref(), &|k| std::env::var(k).ok()).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    })
+}
+
+fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
+    if let Some(code) = help_or_version(&mut args, SERVE_HELP) {
+        return Ok(code);
+    }
+    let demo = args.contains("--demo");
+    let listen = opt_string(&mut args, "--listen")?;
+    let config_path: Option<PathBuf> = opt_string(&mut args, "--config")?.map(PathBuf::from);
+    let workers = opt_string(&mut args, "--workers")?;
+    finish(args)?;
+
+    let mut config = match load_config(config_path) {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    if let Some(l) = listen {
+        config.server.listen = parse_listen(&l, "--listen").map_err(|e| Usage(e.to_string()))?;
+    }
+    if let Some(w) = workers {
+        let n: usize = w
+            .parse()
+            .map_err(|_| Usage(format!("--workers: {w:?} is not a number")))?;
+        config.server.workers = check_workers(n, "--workers").map_err(|e| Usage(e.to_string()))?;
+    }
+    init_logging(config.log_level);
+
+    let app = match App::start(&config, demo) {
+        Ok(a) => a,
+        Err(e) => {
+            log::error!("cannot start: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let http = HttpConfig {
+        listen: config.server.listen,
+        workers: config.server.workers,
+        max_body_bytes: config.server.max_body_bytes,
+        idle_timeout: config.server.idle_timeout,
+        allowed_origins: config.server.allowed_origins.clone(),
+        allowed_hosts: config.server.allowed_hosts.clone(),
+    };
+    let house = app.house.clone();
+    let health = Arc::new(move || {
+        let home = house.home();
+        serde_json::json!({
+            "status": "ok",
+            "version": VERSION,
+            "miniserver": {"serial": home.ms_info.serial_nr, "structure": home.last_modified},
+        })
+    });
+    let server = match HttpServer::start(http, app.mcp.clone(), health) {
+        Ok(s) => s,
+        Err(e) => {
+            log::error!("cannot listen on {}: {e}", config.server.listen);
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    log::info!(
+        "MCP over Streamable HTTP at http://{}/mcp ({} workers)",
+        server.addr(),
+        config.server.workers
+    );
+    server.join();
+    drop(app);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn stdio(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
+    if let Some(code) = help_or_version(&mut args, STDIO_HELP) {
+        return Ok(code);
+    }
+    let demo = args.contains("--demo");
+    let config_path: Option<PathBuf> = opt_string(&mut args, "--config")?.map(PathBuf::from);
+    finish(args)?;
+    let config = match load_config(config_path) {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    init_logging(config.log_level);
+    let app = match App::start(&config, demo) {
+        Ok(a) => a,
+        Err(e) => {
+            log::error!("cannot start: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    log::info!("MCP over stdio; end of input stops the server");
+    let result = home_mcp::stdio::serve_stdio(&app.mcp);
+    drop(app);
+    match result {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => {
+            log::error!("stdio: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+fn sim(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
+    if let Some(code) = help_or_version(&mut args, SIM_HELP) {
+        return Ok(code);
+    }
+    let structure = opt_string(&mut args, "--structure")?
+        .ok_or_else(|| Usage("sim needs --structure FILE".into()))?;
+    let listen = opt_string(&mut args, "--listen")?.unwrap_or_else(|| "127.0.0.1:8080".into());
+    let user = opt_string(&mut args, "--user")?;
+    let password = opt_string(&mut args, "--password")?;
+    finish(args)?;
+    parse_listen(&listen, "--listen").map_err(|e| Usage(e.to_string()))?;
+    init_logging(log::LevelFilter::Info);
+
+    let text = match std::fs::read_to_string(&structure) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: cannot read {structure}: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let mut config = SimConfig::default();
+    if let Some(u) = user {
+        config.user = u;
+    }
+    if let Some(p) = password {
+        config.password = p;
+    }
+    let simulator = match Simulator::new(&text, None, config) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            eprintln!("error: {structure}: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let server = match SimServer::start(simulator, &listen) {
+        Ok(s) => s,
+        Err(e) => {
+            log::error!("cannot listen on {listen}: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    log::info!("simulated Miniserver at {}", server.base_url());
+    server.join();
+    Ok(ExitCode::SUCCESS)
+}

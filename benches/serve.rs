@@ -1,0 +1,229 @@
+//! `cargo bench --bench serve`: figures for the closing notes, printed in one run.
+//!
+//! - time from process start to the first successful `initialize` (`serve --demo`)
+//! - `initialize` latency (median of 200, fresh session each)
+//! - `tools/call list_rooms` requests per second over keep-alive HTTP (1 and 4 clients)
+//! - idle and loaded RSS of the server process (Linux `/proc`)
+//! - the same request rate against a bare tiny_http server answering a fixed JSON body of the
+//!   same size, with TCP_NODELAY, as the ceiling on this machine
+//!
+//! Environment: `BENCH_SECS` (default 3) per rate measurement.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A minimal keep-alive HTTP/1.1 client on one connection (no pooling surprises).
+struct Conn {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+}
+
+impl Conn {
+    fn open(addr: SocketAddr) -> Conn {
+        let s = TcpStream::connect(addr).unwrap();
+        s.set_nodelay(true).unwrap();
+        Conn {
+            reader: BufReader::new(s.try_clone().unwrap()),
+            writer: s,
+        }
+    }
+
+    /// POSTs `body`; returns (status, session header, body).
+    fn post(&mut self, path: &str, body: &str, session: Option<&str>) -> (u16, Option<String>, String) {
+        let mut req = format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        if let Some(s) = session {
+            req.push_str(&format!("Mcp-Session-Id: {s}\r\n"));
+        }
+        req.push_str("\r\n");
+        req.push_str(body);
+        self.writer.write_all(req.as_bytes()).unwrap();
+        let mut line = String::new();
+        self.reader.read_line(&mut line).unwrap();
+        let status: u16 = line.split_whitespace().nth(1).unwrap_or("0").parse().unwrap_or(0);
+        let mut len = 0usize;
+        let mut sid = None;
+        loop {
+            line.clear();
+            self.reader.read_line(&mut line).unwrap();
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = l.split_once(':') {
+                if k.eq_ignore_ascii_case("content-length") {
+                    len = v.trim().parse().unwrap();
+                } else if k.eq_ignore_ascii_case("mcp-session-id") {
+                    sid = Some(v.trim().to_string());
+                }
+            }
+        }
+        let mut buf = vec![0; len];
+        self.reader.read_exact(&mut buf).unwrap();
+        (status, sid, String::from_utf8_lossy(&buf).into_owned())
+    }
+}
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+const LIST_ROOMS: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_rooms","arguments":{}}}"#;
+
+fn session(addr: SocketAddr) -> (Conn, String) {
+    let mut c = Conn::open(addr);
+    let (st, sid, _) = c.post("/mcp", INIT, None);
+    assert_eq!(st, 200);
+    let sid = sid.expect("session id");
+    c.post("/mcp", INITIALIZED, Some(&sid));
+    (c, sid)
+}
+
+/// Requests per second with `clients` keep-alive connections for `secs`.
+fn rate(addr: SocketAddr, path: &'static str, body: &'static str, clients: usize, secs: f64, mcp: bool) -> f64 {
+    let stop = Arc::new(AtomicBool::new(false));
+    let handles: Vec<_> = (0..clients)
+        .map(|_| {
+            let stop = stop.clone();
+            thread::spawn(move || {
+                let (mut c, sid) = if mcp {
+                    let (c, s) = session(addr);
+                    (c, Some(s))
+                } else {
+                    (Conn::open(addr), None)
+                };
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let (st, _, _) = c.post(path, body, sid.as_deref());
+                    assert_eq!(st, 200);
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    thread::sleep(Duration::from_secs_f64(secs));
+    stop.store(true, Ordering::Relaxed);
+    let total: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    total as f64 / secs
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    s.lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn bare_server(body: String) -> SocketAddr {
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    sock.set_reuse_address(true).unwrap();
+    sock.set_nodelay(true).unwrap();
+    sock.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into()).unwrap();
+    sock.listen(128).unwrap();
+    let listener: TcpListener = sock.into();
+    let addr = listener.local_addr().unwrap();
+    let server = Arc::new(tiny_http::Server::from_listener(listener, None).unwrap());
+    for _ in 0..2 {
+        let server = server.clone();
+        let body = body.clone();
+        thread::spawn(move || loop {
+            let Ok(mut req) = server.recv() else { return };
+            let mut sink = Vec::new();
+            let _ = req.as_reader().read_to_end(&mut sink);
+            let header = tiny_http::Header::from_bytes("Content-Type", "application/json").unwrap();
+            let _ = req.respond(tiny_http::Response::from_string(body.clone()).with_header(header));
+        });
+    }
+    addr
+}
+
+struct Server(Child);
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn main() {
+    let secs: f64 = std::env::var("BENCH_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(3.0);
+    let bin = env!("CARGO_BIN_EXE_home-mcp");
+    let port = free_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+
+    let started = Instant::now();
+    let child = Command::new(bin)
+        .args(["serve", "--demo", "--listen", &addr.to_string()])
+        .env("HOME_LOG_LEVEL", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start home-mcp");
+    let server = Server(child);
+    let pid = server.0.id();
+    let first_answer = loop {
+        if let Ok(s) = TcpStream::connect(addr) {
+            drop(s);
+            let mut c = Conn::open(addr);
+            let (st, _, _) = c.post("/mcp", INIT, None);
+            if st == 200 {
+                break started.elapsed();
+            }
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            panic!("server did not answer within 30 s");
+        }
+        thread::sleep(Duration::from_millis(2));
+    };
+    thread::sleep(Duration::from_millis(300));
+    let idle_rss = rss_kib(pid);
+
+    let mut c = Conn::open(addr);
+    let mut lat: Vec<Duration> = (0..200)
+        .map(|_| {
+            let t = Instant::now();
+            let (st, _, _) = c.post("/mcp", INIT, None);
+            assert_eq!(st, 200);
+            t.elapsed()
+        })
+        .collect();
+    lat.sort();
+
+    let (mut c, sid) = session(addr);
+    let (_, _, sample) = c.post("/mcp", LIST_ROOMS, Some(&sid));
+    let body_len = sample.len();
+
+    let rps1 = rate(addr, "/mcp", LIST_ROOMS, 1, secs, true);
+    let rps4 = rate(addr, "/mcp", LIST_ROOMS, 4, secs, true);
+    let loaded_rss = rss_kib(pid);
+
+    let bare = bare_server(sample.clone());
+    let bare1 = rate(bare, "/", LIST_ROOMS, 1, secs, false);
+    let bare4 = rate(bare, "/", LIST_ROOMS, 4, secs, false);
+
+    println!("home-mcp serve --demo benchmark ({secs} s per rate, {} cores)", thread::available_parallelism().map(|n| n.get()).unwrap_or(0));
+    println!("start to first initialize answer   {:>10.1} ms", first_answer.as_secs_f64() * 1e3);
+    println!("initialize latency p50 / p99       {:>10.3} ms / {:.3} ms", lat[100].as_secs_f64() * 1e3, lat[197].as_secs_f64() * 1e3);
+    println!("list_rooms answer size             {:>10} bytes", body_len);
+    println!("tools/call list_rooms, 1 client    {:>10.0} req/s", rps1);
+    println!("tools/call list_rooms, 4 clients   {:>10.0} req/s", rps4);
+    println!("bare tiny_http same body, 1 client {:>10.0} req/s", bare1);
+    println!("bare tiny_http same body, 4 clients{:>10.0} req/s", bare4);
+    println!("RSS idle / after load              {:>10} KiB / {} KiB", idle_rss, loaded_rss);
+}
