@@ -842,3 +842,24 @@ fn shutdown_returns() {
     server.shutdown();
     server.join();
 }
+
+#[test]
+fn absurd_content_length_does_not_crash() {
+    // tiny_http 0.12 would allocate the declared length to drain it and abort the process.
+    let server = start(Opts::default());
+    let addr = server.addr();
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 900000000000\r\n\r\n{}",
+    )
+    .unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut buf = [0u8; 64];
+    let n = s.read(&mut buf).unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 413"));
+    drop(s);
+    let r = Conn::open(addr).send("GET", "/health", &[], b"");
+    assert_eq!(r.status, 200);
+    server.shutdown();
+    server.join();
+}

@@ -187,16 +187,19 @@ fn is_initialize(incoming: &Result<Incoming, Response>) -> bool {
     matches!(incoming, Ok(Incoming::Single(Ok(Message::Request(r)))) if r.method == "initialize")
 }
 
+/// 413 naming the limit.
+pub(crate) fn too_large(limit: usize) -> Answer {
+    rpc_error(
+        413,
+        RpcError::INVALID_REQUEST,
+        "Payload Too Large",
+        format!("request body exceeds the limit of {limit} bytes"),
+    )
+}
+
 /// Reads the body, holding at most `limit + 1` bytes.
 fn read_body(request: &mut tiny_http::Request, limit: usize) -> Result<Vec<u8>, Answer> {
-    let too_large = || {
-        rpc_error(
-            413,
-            RpcError::INVALID_REQUEST,
-            "Payload Too Large",
-            format!("request body exceeds the limit of {limit} bytes"),
-        )
-    };
+    let too_large = || too_large(limit);
     if request.body_length().is_some_and(|n| n > limit) {
         return Err(too_large());
     }

@@ -318,11 +318,53 @@ pub(crate) fn header<'a>(request: &'a tiny_http::Request, name: &str) -> Option<
         .map(|h| h.value.as_str())
 }
 
+/// Declared bodies up to this size (or `max_body_bytes` if larger) are refused normally; above
+/// it the connection is quarantined (see [`quarantine_oversized`]).
+const SAFE_DRAIN_BYTES: usize = 64 * 1024 * 1024;
+
+/// Connections given up by [`quarantine_oversized`] since start (logged).
+static QUARANTINED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Answers 413 to a request declaring an absurd `Content-Length`, without ever dropping its
+/// body reader.
+///
+/// tiny_http 0.12 drains an unread `Content-Length` body when the request is dropped, and
+/// allocates a buffer of the whole remaining length to do so: `Content-Length: 900000000000`
+/// aborts the process on allocation failure. The only way around it is to take the reader
+/// out (`upgrade`) and leak it. That leaks the connection's thread and its descriptors until
+/// the process ends, so it is reserved for declared lengths no honest MCP client sends; each
+/// occurrence is logged.
+fn quarantine_oversized(request: tiny_http::Request, answer: Answer) {
+    let n = QUARANTINED.fetch_add(1, Ordering::Relaxed) + 1;
+    log::warn!(
+        "refusing {} {} with Content-Length {:?} from {:?}; connection quarantined ({n} so far)",
+        request.method(),
+        request.url(),
+        request.body_length(),
+        request.remote_addr()
+    );
+    let stream = request.upgrade("none", answer.into_response());
+    std::mem::forget(stream);
+}
+
 fn route(ctx: &Ctx, mut request: tiny_http::Request) {
     let started = Instant::now();
     let method = request.method().clone();
     let url = request.url().to_string();
     let path = url.split('?').next().unwrap_or("").to_string();
+    let limit = ctx.config.max_body_bytes;
+    if request
+        .body_length()
+        .is_some_and(|n| n > limit.max(SAFE_DRAIN_BYTES))
+    {
+        let details = format!("request body exceeds the limit of {limit} bytes");
+        let answer = match path.as_str() {
+            "/mcp" => mcp::too_large(limit),
+            _ => rest_error(413, "PAYLOAD_TOO_LARGE", &details),
+        };
+        quarantine_oversized(request, answer);
+        return;
+    }
     let answer = if !host_allowed(ctx, header(&request, "Host")) {
         match path.as_str() {
             "/mcp" => mcp::forbidden("Host header not allowed"),
