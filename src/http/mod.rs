@@ -1,1 +1,477 @@
-//! (to be written)
+//! The HTTP server: a tiny_http listener with a fixed pool of worker threads, and the router.
+//!
+//! [`HttpServer::start`] binds the listening socket with socket2 before tiny_http takes it, so
+//! that options set there are inherited by every accepted connection (Linux):
+//! * `TCP_NODELAY`, without which answers of a few KB stall ~40 ms on Nagle + delayed ACK;
+//! * `SO_RCVTIMEO`/`SO_SNDTIMEO` = `idle_timeout`, so tiny_http's per-connection threads give
+//!   up on idle keep-alive connections and half-sent requests instead of waiting forever.
+//!
+//! `SO_RCVTIMEO` also bounds `accept(2)` on the listener, and tiny_http's accept thread stops
+//! for good on its first accept error. A small "waker" thread therefore connects to the
+//! listener (and closes at once) more often than `idle_timeout`, so an idle server never sees
+//! that timeout. If the acceptor dies anyway (e.g. out of file descriptors), workers log it and
+//! `/health` answers 503.
+//!
+//! Workers loop on `recv()`; each request is routed inside `catch_unwind`, and a panic answers
+//! 500 (tiny_http does that when the request is dropped) while the worker lives on.
+//!
+//! Routes: `/mcp` (Streamable HTTP, see [`mcp`]), `GET /health` (200 with the JSON of the
+//! `health` closure, 503 when no longer accepting), anything else 404
+//! `{"error":{"code":"NOT_FOUND","message":…}}`. The Host header is checked on every route
+//! (see [`HttpConfig::allowed_hosts`]).
+
+pub mod mcp;
+
+use std::io::Cursor;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::mcp::McpServer;
+
+/// The `/health` callback: returns the JSON document to serve.
+pub type HealthFn = Arc<dyn Fn() -> Value + Send + Sync>;
+
+/// Configuration of the HTTP server.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// Address to bind; port 0 picks a free port (see [`HttpServer::addr`]).
+    pub listen: SocketAddr,
+    /// Request worker threads (default 2; at least 1).
+    pub workers: usize,
+    /// Largest accepted request body (default 1 MiB); larger gets 413.
+    pub max_body_bytes: usize,
+    /// Idle/stalled connection timeout (default 30 s): a connection that sends nothing for this
+    /// long, or stops mid-request, is closed. Also bounds blocked writes.
+    pub idle_timeout: Duration,
+    /// Extra allowed `Origin` values on `/mcp` (full origins such as `https://app.example`, or
+    /// bare host names). Loopback origins and origins matching the request's Host are always
+    /// allowed.
+    pub allowed_origins: Vec<String>,
+    /// Allowed `Host` values (host or host:port). Empty means: when listening on a loopback
+    /// address, only `localhost`, `127.0.0.1` and `[::1]` (any port); otherwise any.
+    pub allowed_hosts: Vec<String>,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            workers: 2,
+            max_body_bytes: 1024 * 1024,
+            idle_timeout: Duration::from_secs(30),
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+        }
+    }
+}
+
+/// Shared by all workers.
+pub(crate) struct Ctx {
+    pub(crate) config: HttpConfig,
+    pub(crate) mcp: Arc<McpServer>,
+    health: HealthFn,
+    /// Listening on a loopback address (enables the default Host allow-list).
+    loopback: bool,
+    /// False once tiny_http's acceptor died.
+    accepting: AtomicBool,
+}
+
+/// A running HTTP server. Dropping it does not stop it; call [`HttpServer::shutdown`].
+pub struct HttpServer {
+    addr: SocketAddr,
+    server: Arc<tiny_http::Server>,
+    ctx: Arc<Ctx>,
+    shutting_down: Arc<AtomicBool>,
+    stop_waker: Mutex<Option<Sender<()>>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl HttpServer {
+    /// Binds `config.listen`, starts the workers and returns once the socket is listening.
+    ///
+    /// Errors: the bind or socket-option error, or tiny_http's setup error as `io::Error`.
+    pub fn start(
+        config: HttpConfig,
+        mcp: Arc<McpServer>,
+        health: HealthFn,
+    ) -> std::io::Result<HttpServer> {
+        let listener = bind(&config)?;
+        let addr = listener.local_addr()?;
+        let server = tiny_http::Server::from_listener(listener, None)
+            .map_err(|e| std::io::Error::other(format!("HTTP server setup failed: {e}")))?;
+        let server = Arc::new(server);
+        let workers = config.workers.max(1);
+        let idle = config.idle_timeout;
+        let ctx = Arc::new(Ctx {
+            loopback: addr.ip().is_loopback(),
+            config,
+            mcp,
+            health,
+            accepting: AtomicBool::new(true),
+        });
+        let shutting_down = Arc::new(AtomicBool::new(false));
+        let mut threads = Vec::with_capacity(workers + 1);
+        for n in 0..workers {
+            let (server, ctx, down) = (server.clone(), ctx.clone(), shutting_down.clone());
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("http-worker-{n}"))
+                    .spawn(move || worker(&server, &ctx, &down))?,
+            );
+        }
+        let (stop_tx, stop_rx) = mpsc::channel::<()>();
+        let target = waker_target(addr);
+        let period = (idle / 3).max(Duration::from_millis(20));
+        threads.push(
+            std::thread::Builder::new()
+                .name("http-accept-waker".into())
+                .spawn(move || loop {
+                    match stop_rx.recv_timeout(period) {
+                        Err(RecvTimeoutError::Timeout) => {
+                            // Resets accept(2)'s SO_RCVTIMEO; the connection is closed at once.
+                            let _ = TcpStream::connect_timeout(&target, period);
+                        }
+                        _ => return,
+                    }
+                })?,
+        );
+        log::info!("HTTP listening on {addr} with {workers} workers");
+        Ok(HttpServer {
+            addr,
+            server,
+            ctx,
+            shutting_down,
+            stop_waker: Mutex::new(Some(stop_tx)),
+            threads,
+        })
+    }
+
+    /// The bound address (with the real port when started on port 0).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Whether the acceptor still takes new connections.
+    pub fn is_accepting(&self) -> bool {
+        self.ctx.accepting.load(Ordering::Relaxed)
+    }
+
+    /// Asks the workers to stop after the requests already queued; returns at once. Open
+    /// keep-alive connections close at their idle timeout.
+    pub fn shutdown(&self) {
+        if self.shutting_down.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        if let Ok(mut waker) = self.stop_waker.lock() {
+            waker.take();
+        }
+        for _ in 0..self.threads.len() {
+            self.server.unblock();
+        }
+    }
+
+    /// Blocks until the server has shut down (see [`HttpServer::shutdown`]).
+    pub fn join(self) {
+        for t in self.threads {
+            let _ = t.join();
+        }
+        // The last `Arc<tiny_http::Server>` drops here, which stops its accept thread.
+    }
+}
+
+/// Creates the listening socket with the options described in the module docs.
+fn bind(config: &HttpConfig) -> std::io::Result<TcpListener> {
+    let socket = Socket::new(
+        Domain::for_address(config.listen),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )?;
+    socket.set_reuse_address(true)?;
+    socket.set_tcp_nodelay(true)?;
+    if !config.idle_timeout.is_zero() {
+        socket.set_read_timeout(Some(config.idle_timeout))?;
+        socket.set_write_timeout(Some(config.idle_timeout))?;
+    }
+    socket.bind(&config.listen.into())?;
+    socket.listen(128)?;
+    Ok(socket.into())
+}
+
+/// Where the waker connects: the bound address, or loopback for a wildcard bind.
+fn waker_target(addr: SocketAddr) -> SocketAddr {
+    match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => {
+            SocketAddr::new(Ipv4Addr::LOCALHOST.into(), addr.port())
+        }
+        IpAddr::V6(ip) if ip.is_unspecified() => {
+            SocketAddr::new(Ipv6Addr::LOCALHOST.into(), addr.port())
+        }
+        _ => addr,
+    }
+}
+
+fn worker(server: &tiny_http::Server, ctx: &Ctx, shutting_down: &AtomicBool) {
+    loop {
+        match server.recv() {
+            Ok(request) => {
+                if catch_unwind(AssertUnwindSafe(|| route(ctx, request))).is_err() {
+                    log::error!("HTTP handler panicked; answered 500");
+                }
+            }
+            Err(e) => {
+                if shutting_down.load(Ordering::SeqCst) {
+                    return;
+                }
+                if ctx.accepting.swap(false, Ordering::Relaxed) {
+                    log::error!("HTTP acceptor stopped: {e}; no new connections are accepted");
+                }
+            }
+        }
+    }
+}
+
+/// A finished answer, before it is turned into a tiny_http response.
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) content_type: Option<&'static str>,
+    pub(crate) headers: Vec<(&'static str, String)>,
+    pub(crate) body: Vec<u8>,
+}
+
+impl Answer {
+    pub(crate) fn json(status: u16, value: &Value) -> Self {
+        Self::json_text(status, value.to_string())
+    }
+
+    pub(crate) fn json_text(status: u16, body: String) -> Self {
+        Self {
+            status,
+            content_type: Some("application/json"),
+            headers: Vec::new(),
+            body: body.into_bytes(),
+        }
+    }
+
+    pub(crate) fn empty(status: u16) -> Self {
+        Self {
+            status,
+            content_type: None,
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
+    pub(crate) fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    fn into_response(self) -> tiny_http::Response<Cursor<Vec<u8>>> {
+        let len = self.body.len();
+        let mut response = tiny_http::Response::new(
+            tiny_http::StatusCode(self.status),
+            Vec::new(),
+            Cursor::new(self.body),
+            Some(len),
+            None,
+        )
+        .with_chunked_threshold(usize::MAX);
+        if let Some(ct) = self.content_type {
+            add_header(&mut response, "Content-Type", ct);
+        }
+        for (name, value) in &self.headers {
+            add_header(&mut response, name, value);
+        }
+        response
+    }
+}
+
+fn add_header<R: std::io::Read>(response: &mut tiny_http::Response<R>, name: &str, value: &str) {
+    match tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()) {
+        Ok(h) => response.add_header(h),
+        Err(()) => log::warn!("dropping invalid response header {name}"),
+    }
+}
+
+/// The REST-style error body of spec §7.1 (without `details`).
+pub(crate) fn rest_error(status: u16, code: &str, message: &str) -> Answer {
+    Answer::json(
+        status,
+        &json!({ "error": { "code": code, "message": message } }),
+    )
+}
+
+/// Value of the first header called `name` (case-insensitive).
+pub(crate) fn header<'a>(request: &'a tiny_http::Request, name: &str) -> Option<&'a str> {
+    request
+        .headers()
+        .iter()
+        .find(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name))
+        .map(|h| h.value.as_str())
+}
+
+/// Declared bodies up to this size (or `max_body_bytes` if larger) are refused normally; above
+/// it the connection is quarantined (see [`quarantine_oversized`]).
+const SAFE_DRAIN_BYTES: usize = 64 * 1024 * 1024;
+
+/// Connections given up by [`quarantine_oversized`] since start (logged).
+static QUARANTINED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Answers 413 to a request declaring an absurd `Content-Length`, without ever dropping its
+/// body reader.
+///
+/// tiny_http 0.12 drains an unread `Content-Length` body when the request is dropped, and
+/// allocates a buffer of the whole remaining length to do so: `Content-Length: 900000000000`
+/// aborts the process on allocation failure. The only way around it is to take the reader
+/// out (`upgrade`) and leak it. That leaks the connection's thread and its descriptors until
+/// the process ends, so it is reserved for declared lengths no honest MCP client sends; each
+/// occurrence is logged.
+fn quarantine_oversized(request: tiny_http::Request, answer: Answer) {
+    let n = QUARANTINED.fetch_add(1, Ordering::Relaxed) + 1;
+    log::warn!(
+        "refusing {} {} with Content-Length {:?} from {:?}; connection quarantined ({n} so far)",
+        request.method(),
+        request.url(),
+        request.body_length(),
+        request.remote_addr()
+    );
+    let stream = request.upgrade("none", answer.into_response());
+    std::mem::forget(stream);
+}
+
+fn route(ctx: &Ctx, mut request: tiny_http::Request) {
+    let started = Instant::now();
+    let method = request.method().clone();
+    let url = request.url().to_string();
+    let path = url.split('?').next().unwrap_or("").to_string();
+    let limit = ctx.config.max_body_bytes;
+    if request
+        .body_length()
+        .is_some_and(|n| n > limit.max(SAFE_DRAIN_BYTES))
+    {
+        let details = format!("request body exceeds the limit of {limit} bytes");
+        let answer = match path.as_str() {
+            "/mcp" => mcp::too_large(limit),
+            _ => rest_error(413, "PAYLOAD_TOO_LARGE", &details),
+        };
+        quarantine_oversized(request, answer);
+        return;
+    }
+    let answer = if !host_allowed(ctx, header(&request, "Host")) {
+        match path.as_str() {
+            "/mcp" => mcp::forbidden("Host header not allowed"),
+            _ => rest_error(403, "FORBIDDEN", "Host header not allowed"),
+        }
+    } else {
+        match path.as_str() {
+            "/mcp" => mcp::handle(ctx, &mut request),
+            "/health" => match method {
+                tiny_http::Method::Get | tiny_http::Method::Head => {
+                    let body = (ctx.health)();
+                    let status = if ctx.accepting.load(Ordering::Relaxed) {
+                        200
+                    } else {
+                        503
+                    };
+                    Answer::json(status, &body)
+                }
+                _ => rest_error(405, "METHOD_NOT_ALLOWED", "use GET").with_header("Allow", "GET"),
+            },
+            _ => rest_error(404, "NOT_FOUND", &format!("no route for {path}")),
+        }
+    };
+    let status = answer.status;
+    if let Err(e) = request.respond(answer.into_response()) {
+        log::debug!("writing response failed: {e}");
+    }
+    log::debug!(
+        "{method} {path} {status} {:.1} ms",
+        started.elapsed().as_secs_f64() * 1000.0
+    );
+}
+
+/// Host validation (DNS-rebinding protection). A missing Host is allowed (not a browser).
+fn host_allowed(ctx: &Ctx, host: Option<&str>) -> bool {
+    let Some(host) = host else { return true };
+    let host = host.trim();
+    if !ctx.config.allowed_hosts.is_empty() {
+        let name = host_name(host);
+        return ctx
+            .config
+            .allowed_hosts
+            .iter()
+            .any(|a| a.eq_ignore_ascii_case(host) || a.eq_ignore_ascii_case(name));
+    }
+    !ctx.loopback || is_loopback_name(host_name(host))
+}
+
+/// The host part of `host[:port]` or `[v6]:port`, brackets kept for IPv6.
+pub(crate) fn host_name(authority: &str) -> &str {
+    if authority.starts_with('[') {
+        match authority.find(']') {
+            Some(end) => &authority[..=end],
+            None => authority,
+        }
+    } else {
+        authority.split(':').next().unwrap_or(authority)
+    }
+}
+
+/// `localhost`, `127.0.0.0/8`, `[::1]`.
+pub(crate) fn is_loopback_name(name: &str) -> bool {
+    if name.eq_ignore_ascii_case("localhost") || name == "[::1]" {
+        return true;
+    }
+    name.parse::<Ipv4Addr>()
+        .map(|ip| ip.is_loopback())
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_names() {
+        assert_eq!(host_name("localhost:8080"), "localhost");
+        assert_eq!(host_name("[::1]:80"), "[::1]");
+        assert_eq!(host_name("evil.example.com"), "evil.example.com");
+        assert!(is_loopback_name("127.0.0.1"));
+        assert!(is_loopback_name("[::1]"));
+        assert!(!is_loopback_name("evil.example.com"));
+    }
+
+    #[test]
+    fn listener_options() {
+        let config = HttpConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            idle_timeout: Duration::from_millis(700),
+            ..HttpConfig::default()
+        };
+        let listener = bind(&config).unwrap();
+        let sock = socket2::SockRef::from(&listener);
+        assert!(sock.tcp_nodelay().unwrap(), "TCP_NODELAY on the listener");
+        assert!(sock.reuse_address().unwrap());
+        let rcv = sock.read_timeout().unwrap().unwrap();
+        assert!(rcv >= Duration::from_millis(690) && rcv <= Duration::from_millis(710));
+        assert!(sock.write_timeout().unwrap().is_some());
+        // Linux copies them to accepted sockets.
+        let addr = listener.local_addr().unwrap();
+        let _client = TcpStream::connect(addr).unwrap();
+        let (accepted, _) = listener.accept().unwrap();
+        let accepted = socket2::SockRef::from(&accepted);
+        assert!(accepted.tcp_nodelay().unwrap(), "TCP_NODELAY inherited");
+        assert!(
+            accepted.read_timeout().unwrap().is_some(),
+            "SO_RCVTIMEO inherited"
+        );
+    }
+}

@@ -1,10 +1,17 @@
-//! The Model Context Protocol core, domain-free: JSON-RPC 2.0 framing, sessions, version
-//! negotiation and method dispatch. It calls a [`Handler`] for tools (and later resources and
-//! prompts) and knows nothing of Loxone or HTTP.
+//! The Model Context Protocol core, domain-free: JSON-RPC 2.0 framing ([`jsonrpc`]), sessions
+//! and version negotiation ([`session`]) and method dispatch ([`server`]). It calls a
+//! [`Handler`] for tools (and later resources and prompts) and knows nothing of Loxone or of
+//! the transport: HTTP (`crate::http`) and stdio (`crate::stdio`) both feed raw frames to
+//! [`McpServer::handle`] and write back the [`Reply`].
 
 pub mod handler;
+pub mod jsonrpc;
+pub mod server;
+pub mod session;
 
 pub use handler::{
     CallToolResult, Content, Handler, Implementation, RequestContext, RpcError, ToolAnnotations,
     ToolDescriptor,
 };
+pub use server::{McpConfig, McpServer, Reply};
+pub use session::{ProtocolVersion, SessionError, SessionState, SessionStore};

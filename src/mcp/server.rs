@@ -1,0 +1,383 @@
+//! Method dispatch: the transport-agnostic heart of the MCP server.
+//!
+//! A transport reads one frame (an HTTP body, a stdio line), and calls
+//! [`McpServer::handle`] with the caller's [`SessionState`]; it gets back a [`Reply`] to write
+//! (nothing for notifications). The HTTP transport, which must decide on status codes before
+//! dispatch, may parse first with [`jsonrpc::parse`] and call [`McpServer::handle_incoming`].
+//!
+//! Methods served here: `initialize` (version negotiation), `ping`, `tools/list` (cursor
+//! pagination) and `tools/call` (through the [`Handler`]). `notifications/initialized` marks
+//! the session initialized; other notifications and client responses are dropped. Anything
+//! else is -32601 and the session stays usable. What a session sees is shaped by its
+//! negotiated version: `annotations` from 2025-03-26, `title`, `outputSchema` and
+//! `structuredContent` from 2025-06-18, batches only on 2025-03-26. A panic in the handler
+//! becomes -32603 for that request alone.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use super::handler::{Handler, RequestContext, RpcError};
+use super::jsonrpc::{self, Incoming, Message, Params, Request, Response};
+use super::session::{ProtocolVersion, SessionState, SessionStore};
+
+/// Tunables of the MCP core.
+#[derive(Debug, Clone)]
+pub struct McpConfig {
+    /// Tools per `tools/list` page (default 50, at least 1).
+    pub page_size: usize,
+    /// HTTP sessions idle this long are forgotten (default 1 h).
+    pub session_idle_timeout: Duration,
+    /// At most this many HTTP sessions; the longest idle is evicted (default 1,000).
+    pub max_sessions: usize,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self {
+            page_size: 50,
+            session_idle_timeout: Duration::from_secs(3600),
+            max_sessions: 1000,
+        }
+    }
+}
+
+/// What to send back for one frame.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// Nothing (notifications, client responses, or a batch of only those).
+    Empty,
+    /// One response object.
+    Single(Response),
+    /// A batch answer (JSON array), never empty.
+    Batch(Vec<Response>),
+}
+
+impl Reply {
+    /// The reply as one line of compact JSON, or `None` for [`Reply::Empty`].
+    pub fn to_json(&self) -> Option<String> {
+        match self {
+            Reply::Empty => None,
+            Reply::Single(r) => Some(r.to_json()),
+            Reply::Batch(rs) => Some(format!(
+                "[{}]",
+                rs.iter()
+                    .map(Response::to_json)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )),
+        }
+    }
+}
+
+/// The MCP server core, shared by all transports (`Send + Sync`; wrap in an `Arc`).
+pub struct McpServer {
+    handler: Arc<dyn Handler>,
+    sessions: SessionStore,
+    page_size: usize,
+}
+
+impl McpServer {
+    /// A server dispatching to `handler`.
+    pub fn new(handler: Arc<dyn Handler>, config: McpConfig) -> Self {
+        Self {
+            handler,
+            sessions: SessionStore::new(config.session_idle_timeout, config.max_sessions),
+            page_size: config.page_size.max(1),
+        }
+    }
+
+    /// The HTTP transport's sessions.
+    pub fn sessions(&self) -> &SessionStore {
+        &self.sessions
+    }
+
+    /// Parses and handles one frame. `state` is updated in place (`initialize` sets the
+    /// version, `notifications/initialized` the flag); the caller persists it.
+    pub fn handle(&self, state: &mut SessionState, raw: &[u8]) -> Reply {
+        self.handle_incoming(state, jsonrpc::parse(raw))
+    }
+
+    /// Handles an already parsed frame (see [`jsonrpc::parse`]).
+    ///
+    /// Batches are answered only when the session negotiated 2025-03-26; otherwise the whole
+    /// batch gets one -32600 (`id: null`).
+    pub fn handle_incoming(
+        &self,
+        state: &mut SessionState,
+        incoming: Result<Incoming, Response>,
+    ) -> Reply {
+        match incoming {
+            Err(parse_error) => Reply::Single(parse_error),
+            Ok(Incoming::Single(Err(invalid))) => Reply::Single(invalid),
+            Ok(Incoming::Single(Ok(message))) => match self.handle_message(state, message, false) {
+                Some(r) => Reply::Single(r),
+                None => Reply::Empty,
+            },
+            Ok(Incoming::Batch(items)) => {
+                if state.version != Some(ProtocolVersion::V2025_03_26) {
+                    let why = match state.version {
+                        Some(v) => format!("batches are not supported in protocol version {v}"),
+                        None => "batches are not allowed before initialize".to_string(),
+                    };
+                    return Reply::Single(Response::invalid_request(None, why));
+                }
+                let answers: Vec<Response> = items
+                    .into_iter()
+                    .filter_map(|item| match item {
+                        Err(invalid) => Some(invalid),
+                        Ok(message) => self.handle_message(state, message, true),
+                    })
+                    .collect();
+                if answers.is_empty() {
+                    Reply::Empty
+                } else {
+                    Reply::Batch(answers)
+                }
+            }
+        }
+    }
+
+    fn handle_message(
+        &self,
+        state: &mut SessionState,
+        message: Message,
+        in_batch: bool,
+    ) -> Option<Response> {
+        match message {
+            Message::ClientResponse => None,
+            Message::Notification(n) => {
+                match n.method.as_str() {
+                    "notifications/initialized" => state.initialized = true,
+                    other => log::debug!("ignoring notification {other}"),
+                }
+                None
+            }
+            Message::Request(request) => {
+                let id = request.id.clone();
+                let outcome = if in_batch && request.method == "initialize" {
+                    Err(RpcError {
+                        code: RpcError::INVALID_REQUEST,
+                        message: "Invalid Request".into(),
+                        details: Some("initialize must not be part of a batch".into()),
+                    })
+                } else {
+                    self.dispatch(state, request)
+                };
+                Some(match outcome {
+                    Ok(value) => Response::result(id, value),
+                    Err(error) => Response::error(Some(id), error),
+                })
+            }
+        }
+    }
+
+    fn dispatch(&self, state: &mut SessionState, request: Request) -> Result<Value, RpcError> {
+        let method = request.method.as_str();
+        match method {
+            "initialize" | "ping" | "tools/list" | "tools/call" => {}
+            _ => {
+                return Err(RpcError {
+                    code: RpcError::METHOD_NOT_FOUND,
+                    message: format!("Method not found: {method}"),
+                    details: Some(format!("this server does not implement `{method}`")),
+                })
+            }
+        }
+        if method == "ping" {
+            return Ok(json!({}));
+        }
+        if method == "initialize" {
+            return self.initialize(state, request.params);
+        }
+        let Some(version) = state.version else {
+            return Err(RpcError {
+                code: RpcError::INVALID_REQUEST,
+                message: "Invalid Request".into(),
+                details: Some(format!(
+                    "`{method}` before initialize; send initialize first"
+                )),
+            });
+        };
+        let params = object_params(request.params)?;
+        let ctx = RequestContext {
+            session_id: state.id.clone(),
+            protocol_version: version.as_str().to_string(),
+            transport: state.transport,
+        };
+        match method {
+            "tools/list" => self.tools_list(version, &params),
+            _ => self.tools_call(version, params, &ctx),
+        }
+    }
+
+    fn initialize(
+        &self,
+        state: &mut SessionState,
+        params: Option<Params>,
+    ) -> Result<Value, RpcError> {
+        if state.version.is_some() {
+            return Err(RpcError {
+                code: RpcError::INVALID_REQUEST,
+                message: "Invalid Request".into(),
+                details: Some(
+                    "session already initialized; start a new session to initialize again".into(),
+                ),
+            });
+        }
+        let params = object_params(params)?;
+        let requested = match params.get("protocolVersion") {
+            Some(Value::String(v)) => v.as_str(),
+            Some(_) => {
+                return Err(RpcError::invalid_params(
+                    "Invalid params: `protocolVersion` must be a string",
+                ))
+            }
+            None => {
+                return Err(RpcError::invalid_params(
+                    "Invalid params: missing required parameter `protocolVersion`",
+                ))
+            }
+        };
+        let version = ProtocolVersion::negotiate(requested);
+        let (info, instructions) =
+            guarded(|| (self.handler.server_info(), self.handler.instructions()))?;
+        let mut info = serde_json::to_value(info).map_err(internal)?;
+        if version < ProtocolVersion::V2025_06_18 {
+            if let Some(obj) = info.as_object_mut() {
+                obj.remove("title");
+            }
+        }
+        state.version = Some(version);
+        Ok(json!({
+            "protocolVersion": version.as_str(),
+            "capabilities": { "tools": { "listChanged": false } },
+            "serverInfo": info,
+            "instructions": instructions,
+        }))
+    }
+
+    fn tools_list(
+        &self,
+        version: ProtocolVersion,
+        params: &Map<String, Value>,
+    ) -> Result<Value, RpcError> {
+        let tools = guarded(|| self.handler.list_tools())?;
+        let start = match params.get("cursor") {
+            None | Some(Value::Null) => 0,
+            Some(Value::String(c)) => match parse_cursor(c) {
+                Some(n) if n < tools.len() => n,
+                _ => {
+                    return Err(RpcError::invalid_params("Invalid params: invalid `cursor`")
+                        .with_details(format!("cursor {c:?} is not one this server issued")))
+                }
+            },
+            Some(_) => {
+                return Err(RpcError::invalid_params(
+                    "Invalid params: `cursor` must be a string",
+                ))
+            }
+        };
+        let end = (start + self.page_size).min(tools.len());
+        let mut page = Vec::with_capacity(end - start);
+        for tool in &tools[start..end] {
+            let mut value = serde_json::to_value(tool).map_err(internal)?;
+            if let Some(obj) = value.as_object_mut() {
+                if version < ProtocolVersion::V2025_06_18 {
+                    obj.remove("title");
+                    obj.remove("outputSchema");
+                }
+                if version < ProtocolVersion::V2025_03_26 {
+                    obj.remove("annotations");
+                }
+            }
+            page.push(value);
+        }
+        let mut result = json!({ "tools": page });
+        if end < tools.len() {
+            result["nextCursor"] = Value::String(make_cursor(end));
+        }
+        Ok(result)
+    }
+
+    fn tools_call(
+        &self,
+        version: ProtocolVersion,
+        mut params: Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> Result<Value, RpcError> {
+        let name = match params.remove("name") {
+            Some(Value::String(name)) => name,
+            Some(_) => {
+                return Err(RpcError::invalid_params(
+                    "Invalid params: `name` must be a string",
+                ))
+            }
+            None => {
+                return Err(RpcError::invalid_params(
+                    "Invalid params: missing required parameter `name`",
+                ))
+            }
+        };
+        let arguments = match params.remove("arguments") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(args)) => args,
+            Some(_) => {
+                return Err(RpcError::invalid_params(
+                    "Invalid params: `arguments` must be an object",
+                ))
+            }
+        };
+        let result = guarded(|| self.handler.call_tool(&name, arguments, ctx))??;
+        let mut value = serde_json::to_value(result).map_err(internal)?;
+        if version < ProtocolVersion::V2025_06_18 {
+            if let Some(obj) = value.as_object_mut() {
+                obj.remove("structuredContent");
+            }
+        }
+        Ok(value)
+    }
+}
+
+/// `params` as an object: absent means empty; an array is -32602.
+fn object_params(params: Option<Params>) -> Result<Map<String, Value>, RpcError> {
+    match params {
+        None => Ok(Map::new()),
+        Some(Params::Object(m)) => Ok(m),
+        Some(Params::Array(_)) => Err(RpcError::invalid_params(
+            "Invalid params: `params` must be an object",
+        )),
+    }
+}
+
+/// Runs handler code, turning a panic into -32603.
+fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, RpcError> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        log::error!("handler panicked: {what}");
+        RpcError::internal("Internal error").with_details("the request handler failed")
+    })
+}
+
+fn internal(e: serde_json::Error) -> RpcError {
+    RpcError::internal("Internal error").with_details(format!("serialisation failed: {e}"))
+}
+
+/// Cursors are opaque to clients; today they encode the offset of the next page.
+fn make_cursor(offset: usize) -> String {
+    format!("o{offset}")
+}
+
+fn parse_cursor(cursor: &str) -> Option<usize> {
+    let digits = cursor.strip_prefix('o')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}

@@ -1,0 +1,255 @@
+//! MCP sessions: the negotiated protocol version and the `initialized` flag of one client.
+//!
+//! stdio has one implicit session, held by the serve loop as a plain [`SessionState`]. Streamable
+//! HTTP keeps many in a [`SessionStore`], keyed by the `Mcp-Session-Id` the server issues on a
+//! successful `initialize`: 128 random bits from the OS CSPRNG, as 32 lowercase hex digits.
+//! Sessions idle longer than the store's idle timeout are forgotten (a later request gets 404
+//! and the client re-initializes); when the store is full, the session idle the longest is
+//! evicted to make room.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// The MCP protocol revisions this server negotiates, oldest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ProtocolVersion {
+    V2024_11_05,
+    V2025_03_26,
+    V2025_06_18,
+    V2025_11_25,
+}
+
+impl ProtocolVersion {
+    /// All supported versions, oldest first.
+    pub const ALL: [ProtocolVersion; 4] = [
+        Self::V2024_11_05,
+        Self::V2025_03_26,
+        Self::V2025_06_18,
+        Self::V2025_11_25,
+    ];
+    /// The newest supported version, answered when a client asks for one we do not know.
+    pub const LATEST: ProtocolVersion = Self::V2025_11_25;
+
+    /// The wire string, e.g. `"2025-06-18"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::V2024_11_05 => "2024-11-05",
+            Self::V2025_03_26 => "2025-03-26",
+            Self::V2025_06_18 => "2025-06-18",
+            Self::V2025_11_25 => "2025-11-25",
+        }
+    }
+
+    /// Parses a wire string; `None` for anything this server does not support.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
+    /// Version negotiation: echo a supported version, else answer [`Self::LATEST`].
+    pub fn negotiate(requested: &str) -> Self {
+        Self::parse(requested).unwrap_or(Self::LATEST)
+    }
+}
+
+impl fmt::Display for ProtocolVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the MCP core needs to know about the caller's session while handling one message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionState {
+    /// `Mcp-Session-Id` (HTTP), `None` for stdio.
+    pub id: Option<String>,
+    /// Negotiated version; `None` until `initialize` succeeded.
+    pub version: Option<ProtocolVersion>,
+    /// Set by `notifications/initialized`.
+    pub initialized: bool,
+    /// Transport name for the handler's [`RequestContext`](super::RequestContext): `stdio`, `http`.
+    pub transport: &'static str,
+}
+
+impl SessionState {
+    /// A fresh, uninitialized session on `transport`.
+    pub fn new(transport: &'static str) -> Self {
+        Self {
+            id: None,
+            version: None,
+            initialized: false,
+            transport,
+        }
+    }
+}
+
+/// Why a session could not be created.
+#[derive(Debug)]
+pub enum SessionError {
+    /// The OS random source failed.
+    Random(getrandom::Error),
+}
+
+impl fmt::Display for SessionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Random(e) => write!(f, "cannot generate a session id: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SessionError {}
+
+#[derive(Debug)]
+struct Entry {
+    version: ProtocolVersion,
+    initialized: bool,
+    #[allow(dead_code)] // kept for diagnostics; eviction uses last_seen
+    created: Instant,
+    last_seen: Instant,
+}
+
+/// Sessions of the HTTP transport, shared by all workers.
+#[derive(Debug)]
+pub struct SessionStore {
+    sessions: Mutex<HashMap<String, Entry>>,
+    idle_timeout: Duration,
+    max_sessions: usize,
+}
+
+impl SessionStore {
+    /// A store forgetting sessions idle for `idle_timeout` and holding at most `max_sessions`
+    /// (at least 1).
+    pub fn new(idle_timeout: Duration, max_sessions: usize) -> Self {
+        Self {
+            sessions: Mutex::new(HashMap::new()),
+            idle_timeout,
+            max_sessions: max_sessions.max(1),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
+        // A panic while holding the lock cannot leave the map inconsistent (single inserts and
+        // removes), so a poisoned lock is simply taken over.
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Creates a session at `version` and returns its new id. Expired sessions are purged
+    /// first; if the store is still full, the session idle the longest is evicted.
+    pub fn create(&self, version: ProtocolVersion) -> Result<String, SessionError> {
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes).map_err(SessionError::Random)?;
+        let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let now = Instant::now();
+        let mut map = self.lock();
+        let ttl = self.idle_timeout;
+        map.retain(|_, e| now.duration_since(e.last_seen) < ttl);
+        while map.len() >= self.max_sessions {
+            let oldest = map
+                .iter()
+                .min_by_key(|(_, e)| e.last_seen)
+                .map(|(k, _)| k.clone());
+            match oldest {
+                Some(k) => {
+                    log::info!("session store full; evicting idle session {k}");
+                    map.remove(&k);
+                }
+                None => break,
+            }
+        }
+        map.insert(
+            id.clone(),
+            Entry {
+                version,
+                initialized: false,
+                created: now,
+                last_seen: now,
+            },
+        );
+        Ok(id)
+    }
+
+    /// Looks a session up and marks it as seen now. `None` for an unknown, deleted or expired
+    /// session (an expired one is removed).
+    pub fn touch(&self, id: &str, transport: &'static str) -> Option<SessionState> {
+        let now = Instant::now();
+        let mut map = self.lock();
+        let entry = map.get_mut(id)?;
+        if now.duration_since(entry.last_seen) >= self.idle_timeout {
+            map.remove(id);
+            return None;
+        }
+        entry.last_seen = now;
+        Some(SessionState {
+            id: Some(id.to_string()),
+            version: Some(entry.version),
+            initialized: entry.initialized,
+            transport,
+        })
+    }
+
+    /// Records what handling a message changed (today only the `initialized` flag, which never
+    /// goes back to false). Unknown ids are ignored.
+    pub fn update(&self, state: &SessionState) {
+        let Some(id) = state.id.as_deref() else {
+            return;
+        };
+        if let Some(entry) = self.lock().get_mut(id) {
+            entry.initialized |= state.initialized;
+        }
+    }
+
+    /// Ends a session (`DELETE /mcp`). Returns whether it existed.
+    pub fn remove(&self, id: &str) -> bool {
+        self.lock().remove(id).is_some()
+    }
+
+    /// Number of sessions held (including expired ones not yet purged).
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether the store holds no session.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negotiation() {
+        assert_eq!(
+            ProtocolVersion::negotiate("2024-11-05"),
+            ProtocolVersion::V2024_11_05
+        );
+        assert_eq!(
+            ProtocolVersion::negotiate("1999-01-01"),
+            ProtocolVersion::LATEST
+        );
+        assert_eq!(
+            ProtocolVersion::negotiate("2026-07-28"),
+            ProtocolVersion::LATEST
+        );
+    }
+
+    #[test]
+    fn ids_expiry_and_cap() {
+        let store = SessionStore::new(Duration::from_millis(50), 2);
+        let a = store.create(ProtocolVersion::LATEST).unwrap();
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|b| b.is_ascii_hexdigit()));
+        std::thread::sleep(Duration::from_millis(5));
+        let b = store.create(ProtocolVersion::LATEST).unwrap();
+        assert_ne!(a, b);
+        let _c = store.create(ProtocolVersion::LATEST).unwrap();
+        assert!(store.touch(&a, "http").is_none(), "oldest evicted");
+        assert!(store.touch(&b, "http").is_some());
+        std::thread::sleep(Duration::from_millis(60));
+        assert!(store.touch(&b, "http").is_none(), "expired");
+        assert!(!store.remove(&b));
+    }
+}
