@@ -9,7 +9,7 @@ use crate::config::{Config, ConfigError, MiniserverConfig};
 use crate::home::House;
 use crate::loxone::client::{Client, LoxoneError};
 use crate::loxone::structure::{parse_structure_bytes, StructureError};
-use crate::mcp::server::McpServer;
+use crate::mcp::server::{McpConfig, McpServer};
 use crate::sim::{SimServer, Simulator};
 use crate::tools::HomeTools;
 
@@ -88,7 +88,10 @@ impl App {
             Arc::new(client),
             config.miniserver_timeouts.value_max_age,
         ));
-        let mcp = Arc::new(McpServer::new(Arc::new(HomeTools::new(house.clone()))));
+        let mcp = Arc::new(McpServer::new(
+            Arc::new(HomeTools::new(house.clone())),
+            McpConfig::default(),
+        ));
         Ok(App {
             house,
             mcp,
