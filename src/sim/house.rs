@@ -26,7 +26,12 @@ impl Val {
     pub(crate) fn num(&self) -> f64 {
         match self {
             Val::Num(n) => *n,
-            Val::Text(t) => t.trim().parse().unwrap_or(0.0),
+            Val::Text(t) => t
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .unwrap_or(0.0),
         }
     }
 }
