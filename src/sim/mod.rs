@@ -1,1 +1,248 @@
-//! (to be written)
+//! A Loxone Miniserver simulator speaking the real HTTP API, for `--demo`, `home-mcp sim`
+//! and the tests.
+//!
+//! The simulator is its own Miniserver: it reads a structure file (`LoxAPP3.json`) with
+//! `serde_json::Value`, never through `crate::loxone` or `crate::home`, so the client is
+//! tested against an independent reading of the same format. It answers:
+//!
+//! - `GET /jdev/cfg/api` and `/jdev/cfg/apiKey` without authentication (single-quoted
+//!   pseudo-JSON inside the `LL` envelope, loxone-protocol.md §2.2);
+//! - everything else behind HTTP Basic auth with UTF-8 credentials (§3.1) and the
+//!   Miniserver's IP lock-out after repeated failures (§2.7);
+//! - `/data/LoxAPP3.json` (the structure text, unchanged) and `/jdev/sps/LoxAPPversion3`;
+//! - `/jdev/sps/io/{uuid-or-name}[/{command}]`, `/state` and `/all`, with per-type behaviour
+//!   from §5.3 (see `controls.rs`): blinds and gates move over time, alarms arm after a delay.
+//!
+//! Layout: [`house`] holds the controls and their states, [`controls`] the per-type
+//! behaviour, `http` the routing, auth and answer shapes, and [`server`] the tiny_http
+//! front end. [`Simulator::handle`] is a pure request handler, testable without sockets.
+//!
+//! The embedded demo house ([`Simulator::demo`], `assets/demo-house.json`) is a bilingual
+//! family home with every simulated control type; its credentials are `demo` / `demo`
+//! ([`DEMO_USER`], [`DEMO_PASSWORD`]).
+
+mod controls;
+mod house;
+mod http;
+mod server;
+
+use std::fmt;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::Value;
+
+pub use http::FIRMWARE_VERSION;
+pub use server::SimServer;
+
+use house::{House, Val};
+
+/// The demo house structure file (LoxAPP3.json format).
+pub const DEMO_STRUCTURE: &str = include_str!("../../assets/demo-house.json");
+/// Initial state values of the demo house: `{ "<uuidAction>": { "<state>": value } }`.
+pub const DEMO_VALUES: &str = include_str!("../../assets/demo-house.values.json");
+/// User name of [`SimConfig::default`] and [`Simulator::demo`].
+pub const DEMO_USER: &str = "demo";
+/// Password of [`SimConfig::default`] and [`Simulator::demo`].
+pub const DEMO_PASSWORD: &str = "demo";
+
+/// Spelling of the status key in the `LL` envelope: the Miniserver uses `"Code"` in most
+/// answers and `"code"` in others (loxone-protocol.md §2.1), so clients must accept both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CodeKey {
+    /// `"Code": "200"` (the `sps/io` and `cfg/api` captures).
+    #[default]
+    Code,
+    /// `"code": "200"` (the getkey2 and gettoken captures).
+    LowerCode,
+}
+
+/// How the simulator behaves.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Basic-auth user name (compared exactly, UTF-8).
+    pub user: String,
+    /// Basic-auth password (compared exactly, UTF-8, so `pässwörd€` works).
+    pub password: String,
+    /// Wrong logins from one IP before it is blocked (default 5).
+    pub max_failed_logins: u32,
+    /// How long a blocked IP gets 403 (default 60 s).
+    pub lockout: Duration,
+    /// Time a blind or gate takes for a full travel, position 0 to 1 (default 20 s).
+    pub blind_travel: Duration,
+    /// `"Code"` or `"code"` in the envelope (default `Code`).
+    pub code_key: CodeKey,
+    /// Unknown control/command (404) and bad arguments (400): `false` (default) answers
+    /// with that HTTP status and the Miniserver's HTML error page; `true` answers HTTP 200
+    /// with `"Code": "404"` (or 400) in the `LL` envelope. §2.7 leaves both possible.
+    pub not_found_in_envelope: bool,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            user: DEMO_USER.into(),
+            password: DEMO_PASSWORD.into(),
+            max_failed_logins: 5,
+            lockout: Duration::from_secs(60),
+            blind_travel: Duration::from_secs(20),
+            code_key: CodeKey::Code,
+            not_found_in_envelope: false,
+        }
+    }
+}
+
+/// Why a simulator could not be built.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SimError {
+    /// The structure text is not JSON.
+    Json(String),
+    /// The structure JSON lacks what a structure file has (`controls`, `msInfo`, ...).
+    Structure(String),
+    /// The initial values are not JSON or name an unknown control.
+    Values(String),
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::Json(e) => write!(f, "structure file is not JSON: {e}"),
+            SimError::Structure(e) => write!(f, "structure file: {e}"),
+            SimError::Values(e) => write!(f, "initial values: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+/// One HTTP answer of the simulator.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimResponse {
+    /// HTTP status: 200, or 400/401/403/404/405 with an HTML body.
+    pub status: u16,
+    /// `application/json` or `text/html`.
+    pub content_type: &'static str,
+    pub body: String,
+}
+
+/// A simulated Miniserver: the structure text, live per-control state behind a mutex, and
+/// failed-login bookkeeping. Share it as `Arc<Simulator>`.
+pub struct Simulator {
+    config: SimConfig,
+    structure: String,
+    last_modified: String,
+    /// `msInfo.serialNr`, 12 hex digits without colons.
+    serial: String,
+    /// `msInfo.localUrl`, reported as `address` by `/jdev/cfg/apiKey`.
+    address: String,
+    house: Mutex<House>,
+    logins: Mutex<http::Logins>,
+}
+
+impl fmt::Debug for Simulator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Simulator")
+            .field("serial", &self.serial)
+            .field("last_modified", &self.last_modified)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Simulator {
+    /// Builds a simulator from a structure file and optional initial values
+    /// (`{ "<uuidAction>": { "<state>": number | string } }`; states not given start at 0
+    /// or an empty text; array states are addressed as `temperatures[1]`).
+    pub fn new(
+        structure_json: &str,
+        initial_values: Option<&str>,
+        config: SimConfig,
+    ) -> Result<Self, SimError> {
+        let doc: Value =
+            serde_json::from_str(structure_json).map_err(|e| SimError::Json(e.to_string()))?;
+        let values: Option<Value> = initial_values
+            .map(serde_json::from_str)
+            .transpose()
+            .map_err(|e| SimError::Values(e.to_string()))?;
+        let house = House::new(&doc, values.as_ref())?;
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
+        let ms_info = doc.get("msInfo");
+        let serial = text(ms_info.and_then(|m| m.get("serialNr")));
+        if serial.len() != 12 || !serial.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(SimError::Structure(format!(
+                "msInfo.serialNr {serial:?} is not 12 hex digits"
+            )));
+        }
+        let address = match text(ms_info.and_then(|m| m.get("localUrl"))) {
+            a if a.is_empty() => "127.0.0.1".to_string(),
+            a => a,
+        };
+        Ok(Simulator {
+            config,
+            structure: structure_json.to_string(),
+            last_modified: text(doc.get("lastModified")),
+            serial,
+            address,
+            house: Mutex::new(house),
+            logins: Mutex::new(http::Logins::default()),
+        })
+    }
+
+    /// The embedded demo house with [`SimConfig::default`] (user `demo`, password `demo`,
+    /// 20 s blind travel).
+    pub fn demo() -> Self {
+        Self::demo_with(SimConfig::default())
+    }
+
+    /// The embedded demo house with another configuration.
+    pub fn demo_with(config: SimConfig) -> Self {
+        // The demo files are compiled in and checked by tests/sim.rs.
+        Self::new(DEMO_STRUCTURE, Some(DEMO_VALUES), config)
+            .expect("embedded demo house is a valid structure file")
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &SimConfig {
+        &self.config
+    }
+
+    /// Pure request handler, testable without sockets: `method` (`GET`), `url` (path and
+    /// optional query, e.g. `/jdev/sps/io/Deckenlicht/on`), the raw `Authorization` header
+    /// and the client's IP (for the lock-out). Never panics.
+    pub fn handle(
+        &self,
+        method: &str,
+        url: &str,
+        authorization: Option<&str>,
+        peer: IpAddr,
+    ) -> SimResponse {
+        self.route(method, url, authorization, peer)
+    }
+
+    /// Current numeric value of a control's state, e.g. `state(uuid, "position")` (Jalousie
+    /// 0..1) or `state(uuid, "temperatures[1]")`. `control` is a `uuidAction` (also of a
+    /// sub-control, `<uuid>/masterValue`) or a unique control name. `None` for unknown
+    /// controls or states and for text states (see [`Simulator::state_text`]).
+    pub fn state(&self, control: &str, state: &str) -> Option<f64> {
+        match self.read(control, state)? {
+            Val::Num(n) => Some(n),
+            Val::Text(_) => None,
+        }
+    }
+
+    /// Current value of a text state (`activeMoods`, `color`, `text`, ...), or a number
+    /// state formatted with `{}`.
+    pub fn state_text(&self, control: &str, state: &str) -> Option<String> {
+        match self.read(control, state)? {
+            Val::Num(n) => Some(n.to_string()),
+            Val::Text(t) => Some(t),
+        }
+    }
+
+    fn read(&self, control: &str, state: &str) -> Option<Val> {
+        let mut house = self.house.lock().unwrap_or_else(|e| e.into_inner());
+        let idx = house.find(control)?;
+        controls::settle(&mut house.ctls[idx], std::time::Instant::now());
+        house.ctls[idx].states.get(state).cloned()
+    }
+}
