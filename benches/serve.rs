@@ -42,7 +42,12 @@ impl Conn {
     }
 
     /// POSTs `body`; returns (status, session header, body).
-    fn post(&mut self, path: &str, body: &str, session: Option<&str>) -> (u16, Option<String>, String) {
+    fn post(
+        &mut self,
+        path: &str,
+        body: &str,
+        session: Option<&str>,
+    ) -> (u16, Option<String>, String) {
         let mut req = format!(
             "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
             body.len()
@@ -55,7 +60,12 @@ impl Conn {
         self.writer.write_all(req.as_bytes()).unwrap();
         let mut line = String::new();
         self.reader.read_line(&mut line).unwrap();
-        let status: u16 = line.split_whitespace().nth(1).unwrap_or("0").parse().unwrap_or(0);
+        let status: u16 = line
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or("0")
+            .parse()
+            .unwrap_or(0);
         let mut len = 0usize;
         let mut sid = None;
         loop {
@@ -93,7 +103,14 @@ fn session(addr: SocketAddr) -> (Conn, String) {
 }
 
 /// Requests per second with `clients` keep-alive connections for `secs`.
-fn rate(addr: SocketAddr, path: &'static str, body: &'static str, clients: usize, secs: f64, mcp: bool) -> f64 {
+fn rate(
+    addr: SocketAddr,
+    path: &'static str,
+    body: &'static str,
+    clients: usize,
+    secs: f64,
+    mcp: bool,
+) -> f64 {
     let stop = Arc::new(AtomicBool::new(false));
     let handles: Vec<_> = (0..clients)
         .map(|_| {
@@ -133,8 +150,9 @@ fn rss_kib(pid: u32) -> u64 {
 fn bare_server(body: String) -> SocketAddr {
     let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
     sock.set_reuse_address(true).unwrap();
-    sock.set_nodelay(true).unwrap();
-    sock.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into()).unwrap();
+    sock.set_tcp_nodelay(true).unwrap();
+    sock.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
+        .unwrap();
     sock.listen(128).unwrap();
     let listener: TcpListener = sock.into();
     let addr = listener.local_addr().unwrap();
@@ -162,7 +180,10 @@ impl Drop for Server {
 }
 
 fn main() {
-    let secs: f64 = std::env::var("BENCH_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(3.0);
+    let secs: f64 = std::env::var("BENCH_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3.0);
     let bin = env!("CARGO_BIN_EXE_home-mcp");
     let port = free_port();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
@@ -217,13 +238,28 @@ fn main() {
     let bare1 = rate(bare, "/", LIST_ROOMS, 1, secs, false);
     let bare4 = rate(bare, "/", LIST_ROOMS, 4, secs, false);
 
-    println!("home-mcp serve --demo benchmark ({secs} s per rate, {} cores)", thread::available_parallelism().map(|n| n.get()).unwrap_or(0));
-    println!("start to first initialize answer   {:>10.1} ms", first_answer.as_secs_f64() * 1e3);
-    println!("initialize latency p50 / p99       {:>10.3} ms / {:.3} ms", lat[100].as_secs_f64() * 1e3, lat[197].as_secs_f64() * 1e3);
+    println!(
+        "home-mcp serve --demo benchmark ({secs} s per rate, {} cores)",
+        thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0)
+    );
+    println!(
+        "start to first initialize answer   {:>10.1} ms",
+        first_answer.as_secs_f64() * 1e3
+    );
+    println!(
+        "initialize latency p50 / p99       {:>10.3} ms / {:.3} ms",
+        lat[100].as_secs_f64() * 1e3,
+        lat[197].as_secs_f64() * 1e3
+    );
     println!("list_rooms answer size             {:>10} bytes", body_len);
     println!("tools/call list_rooms, 1 client    {:>10.0} req/s", rps1);
     println!("tools/call list_rooms, 4 clients   {:>10.0} req/s", rps4);
     println!("bare tiny_http same body, 1 client {:>10.0} req/s", bare1);
     println!("bare tiny_http same body, 4 clients{:>10.0} req/s", bare4);
-    println!("RSS idle / after load              {:>10} KiB / {} KiB", idle_rss, loaded_rss);
+    println!(
+        "RSS idle / after load              {:>10} KiB / {} KiB",
+        idle_rss, loaded_rss
+    );
 }

@@ -62,7 +62,10 @@ impl App {
             (ms, Some((sim, server)))
         } else {
             (
-                config.require_miniserver().map_err(StartError::Config)?.clone(),
+                config
+                    .require_miniserver()
+                    .map_err(StartError::Config)?
+                    .clone(),
                 None,
             )
         };

@@ -33,7 +33,8 @@ ENVIRONMENT:
   HOME_PASS   Miniserver password
   HOME_LISTEN, HOME_LOG_LEVEL override the config file";
 
-const SERVE_HELP: &str = "home-mcp serve: MCP over Streamable HTTP (POST/DELETE /mcp), plus GET /health
+const SERVE_HELP: &str =
+    "home-mcp serve: MCP over Streamable HTTP (POST/DELETE /mcp), plus GET /health
 
 USAGE:
   home-mcp serve [--demo] [--listen ADDR] [--config FILE] [--workers N]
@@ -46,7 +47,8 @@ OPTIONS:
   -h, --help       this help
   -V, --version    print the version";
 
-const STDIO_HELP: &str = "home-mcp stdio: MCP over stdin/stdout (one JSON-RPC message per line); logs go to stderr
+const STDIO_HELP: &str =
+    "home-mcp stdio: MCP over stdin/stdout (one JSON-RPC message per line); logs go to stderr
 
 USAGE:
   home-mcp stdio [--demo] [--config FILE]
@@ -57,7 +59,8 @@ OPTIONS:
   -h, --help       this help
   -V, --version    print the version";
 
-const SIM_HELP: &str = "home-mcp sim: a Miniserver simulator (Loxone HTTP API) loaded from a structure file
+const SIM_HELP: &str =
+    "home-mcp sim: a Miniserver simulator (Loxone HTTP API) loaded from a structure file
 
 USAGE:
   home-mcp sim --structure FILE [--listen ADDR] [--user U --password P]
@@ -301,6 +304,8 @@ fn sim(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         }
     };
     log::info!("simulated Miniserver at {}", server.base_url());
-    server.join();
-    Ok(ExitCode::SUCCESS)
+    // Serves until the process is stopped; the simulator's workers do the work.
+    loop {
+        std::thread::park();
+    }
 }

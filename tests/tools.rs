@@ -27,7 +27,9 @@ fn sim(app: &App) -> &Simulator {
 }
 
 fn call(tools: &HomeTools, name: &str, args: Value) -> Result<CallToolResult, RpcError> {
-    let Value::Object(map) = args else { panic!("args must be an object") };
+    let Value::Object(map) = args else {
+        panic!("args must be an object")
+    };
     let ctx = RequestContext {
         session_id: None,
         protocol_version: "2025-06-18".into(),
@@ -48,7 +50,11 @@ fn ok(tools: &HomeTools, name: &str, args: Value) -> Value {
     assert!(!r.is_error, "{name} failed: {t}");
     assert_eq!(t["status"], "success");
     assert!(t["timestamp"].as_str().unwrap().ends_with('Z'));
-    assert_eq!(r.structured_content.as_ref(), Some(&t), "structuredContent mirrors the text");
+    assert_eq!(
+        r.structured_content.as_ref(),
+        Some(&t),
+        "structuredContent mirrors the text"
+    );
     t["data"].clone()
 }
 
@@ -106,7 +112,11 @@ fn list_devices_filters_and_reads_state() {
     let (_app, tools) = demo();
     let all = ok(&tools, "list_devices", json!({"limit": 500}));
     assert!(all["total"].as_u64().unwrap() >= 40);
-    let lights = ok(&tools, "list_devices", json!({"room": "kuche", "category": "lighting"}));
+    let lights = ok(
+        &tools,
+        "list_devices",
+        json!({"room": "kuche", "category": "lighting"}),
+    );
     let devs = lights["devices"].as_array().unwrap();
     assert!(!devs.is_empty());
     for d in devs {
@@ -145,38 +155,89 @@ fn list_devices_bad_filters() {
 fn control_device_switches_a_light_in_the_simulator() {
     let (app, tools) = demo();
     let uuid = uuid_of(&app, "Deckenlicht", "Küche");
-    ok(&tools, "control_device", json!({"device": "Deckenlicht Küche", "action": "off"}));
+    ok(
+        &tools,
+        "control_device",
+        json!({"device": "Deckenlicht Küche", "action": "off"}),
+    );
     assert_eq!(sim(&app).state(&uuid, "active"), Some(0.0));
-    let listed = ok(&tools, "list_devices", json!({"room": "Küche", "category": "lighting"}));
-    let d = listed["devices"].as_array().unwrap().iter().find(|d| d["uuid"] == uuid.as_str()).unwrap().clone();
+    let listed = ok(
+        &tools,
+        "list_devices",
+        json!({"room": "Küche", "category": "lighting"}),
+    );
+    let d = listed["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["uuid"] == uuid.as_str())
+        .unwrap()
+        .clone();
     assert_eq!(d["state"]["on"], false);
 
-    let data = ok(&tools, "control_device", json!({"device": "deckenlicht", "room": "KÜCHE", "action": "on"}));
+    let data = ok(
+        &tools,
+        "control_device",
+        json!({"device": "deckenlicht", "room": "KÜCHE", "action": "on"}),
+    );
     assert_eq!(data["device"]["uuid"], uuid.as_str());
     assert_eq!(sim(&app).state(&uuid, "active"), Some(1.0));
-    let listed = ok(&tools, "list_devices", json!({"room": "Küche", "category": "lighting"}));
-    let d = listed["devices"].as_array().unwrap().iter().find(|d| d["uuid"] == uuid.as_str()).unwrap().clone();
-    assert_eq!(d["state"]["on"], true, "list_devices after the command sees the new state");
+    let listed = ok(
+        &tools,
+        "list_devices",
+        json!({"room": "Küche", "category": "lighting"}),
+    );
+    let d = listed["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["uuid"] == uuid.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(
+        d["state"]["on"], true,
+        "list_devices after the command sees the new state"
+    );
 }
 
 #[test]
 fn control_device_dims_and_moves_blinds() {
     let (app, tools) = demo();
     let dimmer = uuid_of(&app, "Deckenlicht", "Wohnzimmer");
-    ok(&tools, "control_device", json!({"device": dimmer, "action": "dim", "value": 40}));
+    ok(
+        &tools,
+        "control_device",
+        json!({"device": dimmer, "action": "dim", "value": 40}),
+    );
     assert_eq!(sim(&app).state(&dimmer, "position"), Some(40.0));
-    ok(&tools, "control_device", json!({"device": "Deckenlicht", "room": "Wohnzimmer", "action": "off"}));
+    ok(
+        &tools,
+        "control_device",
+        json!({"device": "Deckenlicht", "room": "Wohnzimmer", "action": "off"}),
+    );
     assert_eq!(sim(&app).state(&dimmer, "position"), Some(0.0));
 
     let lc = uuid_of(&app, "Lichtsteuerung", "Wohnzimmer");
-    ok(&tools, "control_device", json!({"device": "Lichtsteuerung Wohnzimmer", "action": "off"}));
-    let listed = ok(&tools, "list_devices", json!({"room": "Wohnzimmer", "type": "LightControllerV2"}));
+    ok(
+        &tools,
+        "control_device",
+        json!({"device": "Lichtsteuerung Wohnzimmer", "action": "off"}),
+    );
+    let listed = ok(
+        &tools,
+        "list_devices",
+        json!({"room": "Wohnzimmer", "type": "LightControllerV2"}),
+    );
     let d = &listed["devices"][0];
     assert_eq!(d["uuid"], lc.as_str());
     assert_eq!(d["state"]["on"], false);
 
     let blind = uuid_of(&app, "Rollladen", "Schlafzimmer");
-    ok(&tools, "control_device", json!({"device": "Rollladen Schlafzimmer", "action": "down"}));
+    ok(
+        &tools,
+        "control_device",
+        json!({"device": "Rollladen Schlafzimmer", "action": "down"}),
+    );
     // The blind starts to move towards fully closed (state 1.0).
     let target = sim(&app).state(&blind, "targetPosition");
     assert!(target.is_none() || target == Some(1.0), "{target:?}");
@@ -186,39 +247,87 @@ fn control_device_dims_and_moves_blinds() {
 fn control_device_bad_inputs() {
     let (app, tools) = demo();
     // value out of range
-    let m = invalid_params(&tools, "control_device", json!({"device": "Deckenlicht Küche", "action": "dim", "value": 150}));
+    let m = invalid_params(
+        &tools,
+        "control_device",
+        json!({"device": "Deckenlicht Küche", "action": "dim", "value": 150}),
+    );
     assert!(m.contains("value must be between 0 and 100"), "{m}");
     // unknown action
-    let m = invalid_params(&tools, "control_device", json!({"device": "Deckenlicht Küche", "action": "explode"}));
+    let m = invalid_params(
+        &tools,
+        "control_device",
+        json!({"device": "Deckenlicht Küche", "action": "explode"}),
+    );
     assert!(m.contains("explode"), "{m}");
     // missing device
     let m = invalid_params(&tools, "control_device", json!({"action": "on"}));
     assert!(m.contains("`device`"), "{m}");
     // wrong type for value
-    let m = invalid_params(&tools, "control_device", json!({"device": "x", "action": "on", "value": "much"}));
+    let m = invalid_params(
+        &tools,
+        "control_device",
+        json!({"device": "x", "action": "on", "value": "much"}),
+    );
     assert!(m.contains("invalid type"), "{m}");
 
     // unknown device
-    let e = tool_error(&tools, "control_device", json!({"device": "Whirlpool", "action": "on"}));
+    let e = tool_error(
+        &tools,
+        "control_device",
+        json!({"device": "Whirlpool", "action": "on"}),
+    );
     assert_eq!(e["code"], "DEVICE_NOT_FOUND");
     assert!(e["message"].as_str().unwrap().contains("Whirlpool"));
 
     // ambiguous name: the candidates with their rooms, no guess
     let before = sim(&app).state(&uuid_of(&app, "Deckenlicht", "Küche"), "active");
-    let e = tool_error(&tools, "control_device", json!({"device": "Deckenlicht", "action": "on"}));
+    let e = tool_error(
+        &tools,
+        "control_device",
+        json!({"device": "Deckenlicht", "action": "on"}),
+    );
     assert_eq!(e["code"], "INVALID_PARAMETERS");
     assert_eq!(e["details"]["reason"], "ambiguous");
-    let rooms: Vec<&str> = e["details"]["candidates"].as_array().unwrap().iter().map(|c| c["room"].as_str().unwrap()).collect();
-    assert!(rooms.contains(&"Küche") && rooms.contains(&"Wohnzimmer"), "{rooms:?}");
+    let rooms: Vec<&str> = e["details"]["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["room"].as_str().unwrap())
+        .collect();
+    assert!(
+        rooms.contains(&"Küche") && rooms.contains(&"Wohnzimmer"),
+        "{rooms:?}"
+    );
     assert!(e["message"].as_str().unwrap().contains("Wohnzimmer"));
-    assert_eq!(sim(&app).state(&uuid_of(&app, "Deckenlicht", "Küche"), "active"), before, "nothing was switched");
+    assert_eq!(
+        sim(&app).state(&uuid_of(&app, "Deckenlicht", "Küche"), "active"),
+        before,
+        "nothing was switched"
+    );
 
     // unsupported action for the type
-    let e = tool_error(&tools, "control_device", json!({"device": "Deckenlicht Küche", "action": "up"}));
+    let e = tool_error(
+        &tools,
+        "control_device",
+        json!({"device": "Deckenlicht Küche", "action": "up"}),
+    );
     assert_eq!(e["code"], "INVALID_PARAMETERS");
     // sensors cannot be controlled
-    let sensor = app.house.home().controls.iter().find(|c| c.kind == home_mcp::home::ControlKind::InfoOnlyAnalog).unwrap().uuid.clone();
-    let e = tool_error(&tools, "control_device", json!({"device": sensor, "action": "on"}));
+    let sensor = app
+        .house
+        .home()
+        .controls
+        .iter()
+        .find(|c| c.kind == home_mcp::home::ControlKind::InfoOnlyAnalog)
+        .unwrap()
+        .uuid
+        .clone();
+    let e = tool_error(
+        &tools,
+        "control_device",
+        json!({"device": sensor, "action": "on"}),
+    );
     assert_eq!(e["code"], "INVALID_PARAMETERS");
 }
 
@@ -226,16 +335,36 @@ fn control_device_bad_inputs() {
 fn control_device_refuses_alarms_and_opening_gates() {
     let (app, tools) = demo();
     let home = app.house.home();
-    let alarm = home.controls.iter().find(|c| c.kind == home_mcp::home::ControlKind::Alarm).unwrap();
+    let alarm = home
+        .controls
+        .iter()
+        .find(|c| c.kind == home_mcp::home::ControlKind::Alarm)
+        .unwrap();
     let armed = sim(&app).state(&alarm.uuid, "armed");
-    let e = tool_error(&tools, "control_device", json!({"device": alarm.uuid, "action": "off"}));
+    let e = tool_error(
+        &tools,
+        "control_device",
+        json!({"device": alarm.uuid, "action": "off"}),
+    );
     assert_eq!(e["code"], "INSUFFICIENT_PERMISSIONS");
     assert_eq!(sim(&app).state(&alarm.uuid, "armed"), armed);
 
-    let gate = home.controls.iter().find(|c| c.kind == home_mcp::home::ControlKind::Gate && !c.is_secured).unwrap();
-    let e = tool_error(&tools, "control_device", json!({"device": gate.uuid, "action": "up"}));
+    let gate = home
+        .controls
+        .iter()
+        .find(|c| c.kind == home_mcp::home::ControlKind::Gate && !c.is_secured)
+        .unwrap();
+    let e = tool_error(
+        &tools,
+        "control_device",
+        json!({"device": gate.uuid, "action": "up"}),
+    );
     assert_eq!(e["code"], "INSUFFICIENT_PERMISSIONS");
-    ok(&tools, "control_device", json!({"device": gate.uuid, "action": "down"}));
+    ok(
+        &tools,
+        "control_device",
+        json!({"device": gate.uuid, "action": "down"}),
+    );
 }
 
 #[test]
@@ -255,16 +384,32 @@ fn temperatures_read_and_set() {
     }
 
     let irc = uuid_of(&app, "Raumregelung", "Wohnzimmer");
-    let data = ok(&tools, "set_room_temperature", json!({"room": "wohnzimmer", "temperature": 21.5}));
+    let data = ok(
+        &tools,
+        "set_room_temperature",
+        json!({"room": "wohnzimmer", "temperature": 21.5}),
+    );
     assert_eq!(data["room"], "Wohnzimmer");
     assert_eq!(data["controllers"][0]["uuid"], irc.as_str());
     assert_eq!(sim(&app).state(&irc, "comfortTemperature"), Some(21.5));
 
-    let m = invalid_params(&tools, "set_room_temperature", json!({"room": "Wohnzimmer", "temperature": 50}));
+    let m = invalid_params(
+        &tools,
+        "set_room_temperature",
+        json!({"room": "Wohnzimmer", "temperature": 50}),
+    );
     assert!(m.contains("temperature must be between 5 and 35"), "{m}");
-    let m = invalid_params(&tools, "set_room_temperature", json!({"room": "Wohnzimmer"}));
+    let m = invalid_params(
+        &tools,
+        "set_room_temperature",
+        json!({"room": "Wohnzimmer"}),
+    );
     assert!(m.contains("`temperature`"), "{m}");
-    let e = tool_error(&tools, "set_room_temperature", json!({"room": "Garage", "temperature": 20}));
+    let e = tool_error(
+        &tools,
+        "set_room_temperature",
+        json!({"room": "Garage", "temperature": 20}),
+    );
     assert_eq!(e["code"], "DEVICE_NOT_FOUND");
 }
 
@@ -314,11 +459,25 @@ fn miniserver_down_gives_connection_error() {
         password: "demo".into(),
     };
     let client = Client::new(&ms, &quick_timeouts());
-    let house = Arc::new(House::new(demo_home(), Arc::new(client), Duration::from_secs(5)));
+    let house = Arc::new(House::new(
+        demo_home(),
+        Arc::new(client),
+        Duration::from_secs(5),
+    ));
     let tools = HomeTools::new(house);
-    let e = tool_error(&tools, "control_device", json!({"device": "Deckenlicht Küche", "action": "on"}));
+    let e = tool_error(
+        &tools,
+        "control_device",
+        json!({"device": "Deckenlicht Küche", "action": "on"}),
+    );
     assert_eq!(e["code"], "CONNECTION_ERROR");
-    assert!(e["message"].as_str().unwrap().contains("cannot reach the Miniserver"), "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot reach the Miniserver"),
+        "{e}"
+    );
     // Lists still answer from the cached structure, and say why values are missing.
     let data = ok(&tools, "list_devices", json!({"room": "Küche"}));
     assert!(data["warning"].as_str().unwrap().contains("unavailable"));
@@ -348,12 +507,26 @@ fn wrong_password_is_reported_and_not_retried() {
         password: "wrong".into(),
     };
     let client = Client::new(&ms, &quick_timeouts());
-    assert_eq!(client.structure_file().unwrap_err(), LoxoneError::Unauthorized);
-    let house = Arc::new(House::new(demo_home(), Arc::new(client), Duration::from_secs(5)));
+    assert_eq!(
+        client.structure_file().unwrap_err(),
+        LoxoneError::Unauthorized
+    );
+    let house = Arc::new(House::new(
+        demo_home(),
+        Arc::new(client),
+        Duration::from_secs(5),
+    ));
     let tools = HomeTools::new(house);
-    let e = tool_error(&tools, "control_device", json!({"device": "Deckenlicht Küche", "action": "on"}));
+    let e = tool_error(
+        &tools,
+        "control_device",
+        json!({"device": "Deckenlicht Küche", "action": "on"}),
+    );
     assert_eq!(e["code"], "CONNECTION_ERROR");
-    assert!(e["message"].as_str().unwrap().contains("credentials"), "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("credentials"),
+        "{e}"
+    );
     // The client did not send the wrong password again (no lock-out walked into):
     // the simulator still accepts the right one from this IP.
     let good = Client::new(
@@ -390,5 +563,8 @@ fn locked_out_client_waits() {
         other => panic!("expected a lock-out, got {other:?}"),
     }
     // Known lock-out: refused locally without a request.
-    assert!(matches!(client.structure_version(), Err(LoxoneError::LockedOut { .. })));
+    assert!(matches!(
+        client.structure_version(),
+        Err(LoxoneError::LockedOut { .. })
+    ));
 }
