@@ -95,7 +95,10 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Some(other) => Err(Usage(format!("unknown command {other:?}"))),
-        None => Err(Usage("a command is needed".into())),
+        None => match help_or_version(&mut args, HELP) {
+            Some(code) => return code,
+            None => Err(Usage("a command is needed".into())),
+        },
     };
     match result {
         Ok(code) => code,

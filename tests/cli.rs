@@ -1,0 +1,195 @@
+//! The command line as a user meets it: help, version, usage errors (exit 2), missing
+//! Miniserver settings, stdio ending on EOF, and `sim` serving a real fixture structure file.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_home-mcp"));
+    // A clean environment for the settings we read, so the developer's own do not leak in.
+    for k in [
+        "HOME_HOST",
+        "HOME_USER",
+        "HOME_PASS",
+        "HOME_LISTEN",
+        "HOME_LOG_LEVEL",
+    ] {
+        c.env_remove(k);
+    }
+    c
+}
+
+fn run(args: &[&str]) -> Output {
+    bin()
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run home-mcp")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn help_and_version_everywhere() {
+    for args in [
+        vec!["--help"],
+        vec!["serve", "--help"],
+        vec!["stdio", "--help"],
+        vec!["sim", "--help"],
+    ] {
+        let o = run(&args);
+        assert!(o.status.success(), "{args:?}");
+        assert!(stdout(&o).contains("USAGE"), "{args:?}: {}", stdout(&o));
+    }
+    for args in [
+        vec!["--version"],
+        vec!["serve", "--version"],
+        vec!["stdio", "-V"],
+        vec!["sim", "--version"],
+    ] {
+        let o = run(&args);
+        assert!(o.status.success(), "{args:?}");
+        assert_eq!(
+            stdout(&o).trim(),
+            format!("home-mcp {}", env!("CARGO_PKG_VERSION"))
+        );
+    }
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for (args, needle) in [
+        (vec![], "a command is needed"),
+        (vec!["fly"], "unknown command"),
+        (vec!["serve", "--bogus"], "--bogus"),
+        (vec!["stdio", "--demo", "--listen", "x"], "--listen"),
+        (vec!["serve", "--workers", "0"], "--workers"),
+        (vec!["serve", "--workers", "many"], "--workers"),
+        (vec!["serve", "--listen", "nowhere"], "--listen"),
+        (vec!["sim"], "--structure"),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn missing_miniserver_settings_are_explained() {
+    let o = run(&["stdio"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("HOME_HOST") && e.contains("--demo"), "{e}");
+    assert!(stdout(&o).is_empty(), "stdout stays clean in stdio mode");
+
+    let o = bin()
+        .args(["stdio"])
+        .env("HOME_HOST", "192.0.2.1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("HOME_USER"), "{}", stderr(&o));
+
+    let o = bin()
+        .args(["serve", "--config", "/nonexistent/home-mcp.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("/nonexistent/home-mcp.toml"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn stdio_answers_and_exits_on_eof() {
+    let mut child = bin()
+        .args(["stdio", "--demo"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#).unwrap();
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+        )
+        .unwrap();
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"list_rooms","arguments":{{}}}}}}"#).unwrap();
+        writeln!(stdin, "{{not json").unwrap();
+    } // stdin closed here
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "stdio did not exit after EOF");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success());
+    let lines: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("stdout carries only JSON-RPC"))
+        .collect();
+    assert_eq!(lines.len(), 3, "initialize, tools/call, parse error");
+    assert_eq!(lines[0]["result"]["serverInfo"]["name"], "home-mcp");
+    assert_eq!(lines[1]["result"]["isError"], false);
+    assert_eq!(lines[2]["error"]["code"], -32700);
+}
+
+#[test]
+fn sim_serves_a_real_structure_file() {
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/Smarteon-loxone-java-showroom.json"
+    );
+    let mut child = bin()
+        .args([
+            "sim",
+            "--structure",
+            fixture,
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .args(["--user", "admin", "--password", "pässwort"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let body = loop {
+        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
+            s.write_all(b"GET /jdev/sps/LoxAPPversion3 HTTP/1.1\r\nHost: x\r\nAuthorization: Basic YWRtaW46cMOkc3N3b3J0\r\nConnection: close\r\n\r\n")
+                .unwrap();
+            let mut out = String::new();
+            s.read_to_string(&mut out).unwrap();
+            break out;
+        }
+        assert!(Instant::now() < deadline, "sim did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(body.starts_with("HTTP/1.1 200"), "{body}");
+    assert!(body.contains("2017-11-22 18:41:01"), "{body}");
+
+    let o = run(&["sim", "--structure", "/nonexistent.json"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("/nonexistent.json"));
+}
