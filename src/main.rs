@@ -168,6 +168,14 @@ fn load_config(config: Option<PathBuf>) -> Result<Config, ExitCode> {
     })
 }
 
+/// Starts the house, or logs why not and gives the exit code (1).
+fn start_app(config: &Config, demo: bool) -> Result<App, ExitCode> {
+    App::start(config, demo).map_err(|e| {
+        log::error!("cannot start: {e}");
+        ExitCode::FAILURE
+    })
+}
+
 fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     if let Some(code) = help_or_version(&mut args, SERVE_HELP) {
         return Ok(code);
@@ -193,12 +201,9 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     }
     init_logging(config.log_level);
 
-    let app = match App::start(&config, demo) {
+    let app = match start_app(&config, demo) {
         Ok(a) => a,
-        Err(e) => {
-            log::error!("cannot start: {e}");
-            return Ok(ExitCode::FAILURE);
-        }
+        Err(code) => return Ok(code),
     };
     let http = HttpConfig {
         listen: config.server.listen,
@@ -246,12 +251,9 @@ fn stdio(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         Err(code) => return Ok(code),
     };
     init_logging(config.log_level);
-    let app = match App::start(&config, demo) {
+    let app = match start_app(&config, demo) {
         Ok(a) => a,
-        Err(e) => {
-            log::error!("cannot start: {e}");
-            return Ok(ExitCode::FAILURE);
-        }
+        Err(code) => return Ok(code),
     };
     log::info!("MCP over stdio; end of input stops the server");
     let result = home_mcp::stdio::serve_stdio(&app.mcp);

@@ -1,8 +1,6 @@
 //! Name resolution on a small hand-built house (German names, accents, one name in two rooms)
 //! and on the real UK demo structure file.
 
-use std::collections::BTreeMap;
-
 use home_mcp::home::resolve::{Candidate, ResolveError};
 use home_mcp::home::{Control, ControlKind, Family, Home, Room};
 use home_mcp::loxone::structure::parse_structure_bytes;
@@ -17,20 +15,9 @@ fn room(uuid: &str, name: &str) -> Room {
 }
 
 fn control(uuid: &str, name: &str, kind: ControlKind, room: Option<&str>) -> Control {
-    Control {
-        uuid: uuid.into(),
-        name: name.into(),
-        kind,
-        room: room.map(Into::into),
-        category: None,
-        is_secured: false,
-        is_favorite: false,
-        default_rating: 0,
-        restrictions: 0,
-        states: BTreeMap::new(),
-        details: serde_json::Map::new(),
-        sub_controls: Vec::new(),
-    }
+    let mut c = Control::new(uuid, name, kind);
+    c.room = room.map(Into::into);
+    c
 }
 
 /// Küche and Wohnzimmer each have a "Deckenlicht" with a "Spots" sub-control (sub-controls carry

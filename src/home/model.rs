@@ -129,6 +129,25 @@ pub struct Control {
 }
 
 impl Control {
+    /// A control with no room, category, states, details or sub-controls (for building homes by
+    /// hand, e.g. in tests).
+    pub fn new(uuid: impl Into<String>, name: impl Into<String>, kind: ControlKind) -> Control {
+        Control {
+            uuid: uuid.into(),
+            name: name.into(),
+            kind,
+            room: None,
+            category: None,
+            is_secured: false,
+            is_favorite: false,
+            default_rating: 0,
+            restrictions: 0,
+            states: BTreeMap::new(),
+            details: serde_json::Map::new(),
+            sub_controls: Vec::new(),
+        }
+    }
+
     /// UUID of the named state, if the control has it as a single UUID.
     pub fn state(&self, name: &str) -> Option<&str> {
         match self.states.get(name)? {

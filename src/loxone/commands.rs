@@ -147,23 +147,9 @@ pub fn number(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
     fn control(kind: ControlKind) -> Control {
-        Control {
-            uuid: "0f869a64-0200-0a9b-ffffd4c75dbaf53c".into(),
-            name: "Test".into(),
-            kind,
-            room: None,
-            category: None,
-            is_secured: false,
-            is_favorite: false,
-            default_rating: 0,
-            restrictions: 0,
-            states: BTreeMap::new(),
-            details: Default::default(),
-            sub_controls: vec![],
-        }
+        Control::new("0f869a64-0200-0a9b-ffffd4c75dbaf53c", "Test", kind)
     }
 
     #[test]

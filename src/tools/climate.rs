@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 use super::args::{self, in_range};
 use super::view;
 use super::{Caller, Permission, Tool, ToolError, READ_ONLY, SETTER};
-use crate::home::{Action, Control, ControlKind, ControllerError, House};
+use crate::home::{Action, Control, ControlKind, House};
 
 /// Accepted target temperatures in °C (Loxone's frost protection lies below, nobody heats a
 /// room above).
@@ -120,27 +120,15 @@ fn get_temperature_sensors(
         .filter(|c| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)))
         .filter(|c| view::is_temperature_sensor(c) || is_room_controller(c))
         .collect();
-    let mut warning = None;
+    let mut values = view::ValueReader::new(house);
     let sensors: Vec<Value> = matching
         .iter()
         .take(limit)
         .map(|c| {
-            let temperature = if warning.is_some() {
-                None
-            } else {
-                match house.value(c) {
-                    Ok(v) => v.value.as_f64().map(view::round1),
-                    Err(
-                        e @ (ControllerError::Connection(_)
-                        | ControllerError::Unauthorized(_)
-                        | ControllerError::LockedOut { .. }),
-                    ) => {
-                        warning = Some(format!("current values unavailable: {e}"));
-                        None
-                    }
-                    Err(_) => None,
-                }
-            };
+            let temperature = values
+                .read(c)
+                .and_then(|v| v.value.as_f64())
+                .map(view::round1);
             json!({
                 "uuid": c.uuid,
                 "name": c.name,
@@ -151,11 +139,7 @@ fn get_temperature_sensors(
             })
         })
         .collect();
-    let mut out = json!({"sensors": sensors, "total": matching.len()});
-    if let Some(w) = warning {
-        out["warning"] = Value::String(w);
-    }
-    Ok(out)
+    Ok(values.annotate(json!({"sensors": sensors, "total": matching.len()})))
 }
 
 #[derive(Deserialize)]

@@ -265,35 +265,22 @@ fn list_devices(house: &House, a: &Map<String, Value>, _: &Caller) -> Result<Val
         .collect();
 
     let include_state = a.include_state.unwrap_or(true);
-    let mut warning = None;
+    let mut values = view::ValueReader::new(house);
     let devices: Vec<Value> = matching
         .iter()
         .take(limit)
         .map(|c| {
             let mut d = view::device(&home, c);
-            if include_state && warning.is_none() && has_primary_value(c) {
-                match house.value(c) {
-                    Ok(v) => d["state"] = view::state(c, &v.value),
-                    // Skip further reads once the Miniserver is unreachable: one timeout, not N.
-                    Err(
-                        e @ (ControllerError::Connection(_)
-                        | ControllerError::Unauthorized(_)
-                        | ControllerError::LockedOut { .. }),
-                    ) => {
-                        warning = Some(format!("current values unavailable: {e}"));
-                        d["state"] = Value::Null;
-                    }
-                    Err(_) => d["state"] = Value::Null,
-                }
+            if include_state && has_primary_value(c) {
+                d["state"] = match values.read(c) {
+                    Some(v) => view::state(c, &v.value),
+                    None => Value::Null,
+                };
             }
             d
         })
         .collect();
-    let mut out = json!({"devices": devices, "total": matching.len()});
-    if let Some(w) = warning {
-        out["warning"] = Value::String(w);
-    }
-    Ok(out)
+    Ok(values.annotate(json!({"devices": devices, "total": matching.len()})))
 }
 
 /// Types whose block has a primary value worth reading over HTTP.

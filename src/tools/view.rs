@@ -4,7 +4,7 @@
 use serde_json::{json, Value as Json};
 
 use crate::home::resolve::Candidate;
-use crate::home::{Control, ControlKind, Home, Value};
+use crate::home::{Control, ControlKind, ControllerError, Home, House, StateValue, Value};
 use crate::loxone::commands::MOOD_OFF;
 
 /// `"Deckenlicht (Küche)"`, the way candidates are listed in messages.
@@ -93,6 +93,50 @@ pub fn state(c: &Control, v: &Value) -> Json {
     }
 }
 
+/// Reads primary values for a listing. After the first failure meaning the Miniserver is out
+/// of reach (unreachable, credentials, lock-out) it asks no more (one timeout, not one per
+/// device) and keeps the reason for the result's `warning`.
+pub struct ValueReader<'a> {
+    house: &'a House,
+    pub warning: Option<String>,
+}
+
+impl<'a> ValueReader<'a> {
+    pub fn new(house: &'a House) -> Self {
+        Self {
+            house,
+            warning: None,
+        }
+    }
+
+    /// The control's value, or `None` when it cannot be had.
+    pub fn read(&mut self, c: &Control) -> Option<StateValue> {
+        if self.warning.is_some() {
+            return None;
+        }
+        match self.house.value(c) {
+            Ok(v) => Some(v),
+            Err(
+                e @ (ControllerError::Connection(_)
+                | ControllerError::Unauthorized(_)
+                | ControllerError::LockedOut { .. }),
+            ) => {
+                self.warning = Some(format!("current values unavailable: {e}"));
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// Adds `warning` to a listing result when values were missing.
+    pub fn annotate(self, mut out: Json) -> Json {
+        if let Some(w) = self.warning {
+            out["warning"] = Json::String(w);
+        }
+        out
+    }
+}
+
 /// Rounds to one decimal (21.4999 -> 21.5).
 pub fn round1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
@@ -101,27 +145,15 @@ pub fn round1(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
     fn control(kind: ControlKind, format: Option<&str>) -> Control {
         let mut details = serde_json::Map::new();
         if let Some(f) = format {
             details.insert("format".into(), Json::from(f));
         }
-        Control {
-            uuid: "u".into(),
-            name: "Temperatur Küche".into(),
-            kind,
-            room: None,
-            category: None,
-            is_secured: false,
-            is_favorite: false,
-            default_rating: 0,
-            restrictions: 0,
-            states: BTreeMap::new(),
-            details,
-            sub_controls: vec![],
-        }
+        let mut c = Control::new("u", "Temperatur Küche", kind);
+        c.details = details;
+        c
     }
 
     #[test]
