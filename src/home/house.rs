@@ -28,6 +28,10 @@ pub enum Action {
     Level(f64),
     /// Set the comfort (target) temperature in °C.
     Temperature(f64),
+    /// Blinds to their shading position (Loxone `shade`).
+    Shade,
+    /// Set the slat (lamella) angle of a blind in percent 0-100 (Loxone `manualLamelle`).
+    Slats(f64),
 }
 
 /// Why the controller could not act or read. Each variant maps to one error code of the spec

@@ -69,10 +69,12 @@ pub fn command_for(control: &Control, action: &Action) -> Result<Command, String
         (K::Jalousie | K::CentralJalousie, Up) => own("FullUp"),
         (K::Jalousie | K::CentralJalousie, Down) => own("FullDown"),
         (K::Jalousie | K::CentralJalousie, Stop) => own("stop"),
+        (K::Jalousie | K::CentralJalousie, Shade) => own("shade"),
         // 0 = fully open (up), 100 = fully closed (down), as manualPosition takes it.
         (K::Jalousie, Level(v)) => own(&format!("manualPosition/{}", number(*v))),
-        (K::Jalousie, _) => unsupported("up, down, stop, a position 0-100"),
-        (K::CentralJalousie, _) => unsupported("up, down, stop"),
+        (K::Jalousie, Slats(v)) => own(&format!("manualLamelle/{}", number(*v))),
+        (K::Jalousie, _) => unsupported("up, down, stop, shade, a position 0-100, slats 0-100"),
+        (K::CentralJalousie, _) => unsupported("up, down, stop, shade"),
         (K::Gate, Up | On) => own("open"),
         (K::Gate, Down | Off) => own("close"),
         (K::Gate, Stop) => own("stop"),
@@ -129,6 +131,8 @@ fn action_name(action: &Action) -> String {
         Action::Stop => "stop".into(),
         Action::Level(v) => format!("level {v}"),
         Action::Temperature(t) => format!("temperature {t}"),
+        Action::Shade => "shade".into(),
+        Action::Slats(v) => format!("slats {v}"),
     }
 }
 
@@ -176,8 +180,19 @@ mod tests {
             command_for(&c, &Action::Level(35.5)).unwrap().command,
             "manualPosition/35.5"
         );
+        assert_eq!(command_for(&c, &Action::Shade).unwrap().command, "shade");
+        assert_eq!(
+            command_for(&c, &Action::Slats(30.0)).unwrap().command,
+            "manualLamelle/30"
+        );
         let err = command_for(&c, &Action::On).unwrap_err();
         assert!(err.contains("up, down, stop"), "{err}");
+        let central = control(ControlKind::CentralJalousie);
+        assert_eq!(
+            command_for(&central, &Action::Shade).unwrap().command,
+            "shade"
+        );
+        assert!(command_for(&central, &Action::Slats(30.0)).is_err());
     }
 
     #[test]

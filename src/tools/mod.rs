@@ -10,6 +10,7 @@
 //! spec §7.1 (`DEVICE_NOT_FOUND`, `CONNECTION_ERROR`, `INVALID_PARAMETERS`, ...).
 
 mod args;
+mod blinds;
 mod climate;
 mod devices;
 mod view;
@@ -116,6 +117,7 @@ pub(crate) const SETTER: ToolAnnotations = ToolAnnotations {
 pub fn catalogue() -> Vec<Tool> {
     let mut tools = devices::tools();
     tools.extend(climate::tools());
+    tools.extend(blinds::tools());
     tools
 }
 

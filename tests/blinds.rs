@@ -1,0 +1,545 @@
+//! The blinds tools end to end through the real Loxone client against the simulator loaded with
+//! the demo house: discovery, room / house-wide / unified commands (positions in percent closed,
+//! 0 = fully open), dry runs, per-blind results, and every bad-input class.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use home_mcp::app::App;
+use home_mcp::config::{Config, MiniserverConfig, Timeouts};
+use home_mcp::home::House;
+use home_mcp::loxone::client::Client;
+use home_mcp::loxone::structure::parse_structure;
+use home_mcp::mcp::{CallToolResult, Content, Handler, RequestContext, RpcError};
+use home_mcp::sim::Simulator;
+use home_mcp::tools::HomeTools;
+
+fn demo() -> (App, HomeTools) {
+    let app = App::start(&Config::default(), true).expect("demo starts");
+    let tools = HomeTools::new(app.house.clone());
+    (app, tools)
+}
+
+fn sim(app: &App) -> &Simulator {
+    &app.simulator.as_ref().expect("demo has a simulator").0
+}
+
+fn call(tools: &HomeTools, name: &str, args: Value) -> Result<CallToolResult, RpcError> {
+    let Value::Object(map) = args else {
+        panic!("args must be an object")
+    };
+    let ctx = RequestContext {
+        session_id: None,
+        protocol_version: "2025-06-18".into(),
+        transport: "test",
+    };
+    tools.call_tool(name, map, &ctx)
+}
+
+fn text(r: &CallToolResult) -> Value {
+    let Content::Text { text } = &r.content[0];
+    serde_json::from_str(text).expect("text content is JSON")
+}
+
+/// Calls a tool that must succeed; returns the envelope's `data`.
+fn ok(tools: &HomeTools, name: &str, args: Value) -> Value {
+    let r = call(tools, name, args).expect("no JSON-RPC error");
+    let t = text(&r);
+    assert!(!r.is_error, "{name} failed: {t}");
+    assert_eq!(t["status"], "success");
+    assert_eq!(r.structured_content.as_ref(), Some(&t));
+    t["data"].clone()
+}
+
+/// Calls a tool that must fail as a tool result; returns the envelope's `error`.
+fn tool_error(tools: &HomeTools, name: &str, args: Value) -> Value {
+    let r = call(tools, name, args).expect("no JSON-RPC error");
+    assert!(r.is_error, "{name} should fail");
+    let t = text(&r);
+    assert_eq!(t["status"], "error");
+    t["error"].clone()
+}
+
+fn invalid_params(tools: &HomeTools, name: &str, args: Value) -> String {
+    match call(tools, name, args) {
+        Err(e) => {
+            assert_eq!(e.code, -32602, "{e:?}");
+            e.message
+        }
+        Ok(r) => panic!("expected -32602, got {:?}", text(&r)),
+    }
+}
+
+/// UUIDs of the demo's Jalousies (not the central block), optionally of one room.
+fn jalousies(app: &App, room: Option<&str>) -> Vec<String> {
+    let home = app.house.home();
+    let room = room.map(|r| home.resolve_room(r).unwrap().uuid.clone());
+    home.controls
+        .iter()
+        .filter(|c| c.kind.as_str() == "Jalousie")
+        .filter(|c| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)))
+        .map(|c| c.uuid.clone())
+        .collect()
+}
+
+fn central(app: &App) -> String {
+    let home = app.house.home();
+    home.controls
+        .iter()
+        .find(|c| c.kind.as_str() == "CentralJalousie")
+        .expect("the demo has a CentralJalousie")
+        .uuid
+        .clone()
+}
+
+/// Where the simulator's blind is heading (0..1): `targetPosition`.
+fn target(app: &App, uuid: &str) -> Option<f64> {
+    sim(app).state(uuid, "targetPosition")
+}
+
+fn assert_all_ok(data: &Value, expected: usize) {
+    let results = data["results"].as_array().unwrap();
+    assert_eq!(results.len(), expected, "{data}");
+    assert_eq!(data["total"], expected);
+    assert_eq!(data["succeeded"], expected, "{data}");
+    assert_eq!(data["failed"], 0);
+    for r in results {
+        assert_eq!(r["ok"], true, "{r}");
+        assert!(r["uuid"].is_string() && r["name"].is_string(), "{r}");
+        assert!(r.get("error").is_none(), "{r}");
+    }
+}
+
+#[test]
+fn discover_lists_every_blind_with_capabilities() {
+    let (app, tools) = demo();
+    let data = ok(&tools, "discover_rolladen_capabilities", json!({}));
+    let blinds = data["blinds"].as_array().unwrap();
+    let demo_blinds = jalousies(&app, None);
+    assert_eq!(demo_blinds.len(), 7);
+    for uuid in &demo_blinds {
+        let b = blinds
+            .iter()
+            .find(|b| b["uuid"] == uuid.as_str())
+            .unwrap_or_else(|| panic!("{uuid} missing from {data}"));
+        assert_eq!(b["type"], "Jalousie");
+        let p = b["position"].as_f64().expect("position read");
+        assert!((0.0..=100.0).contains(&p), "{b}");
+        assert!(b["room"].is_string());
+        assert!(b["automatic_shading"].is_boolean());
+        let actions: Vec<&str> = b["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        for a in ["up", "down", "stop", "shade", "position"] {
+            assert!(actions.contains(&a), "{b}");
+        }
+        assert_eq!(actions.contains(&"slats"), b["slats"] == true, "{b}");
+    }
+    assert!(data["position_meaning"]
+        .as_str()
+        .unwrap()
+        .contains("0 = fully open"));
+
+    // Raffstore (venetian blinds, animation 0) has slats; Rollladen (shutters) do not.
+    let raffstore = blinds.iter().find(|b| b["name"] == "Raffstore").unwrap();
+    assert_eq!(raffstore["slats"], true);
+    assert_eq!(raffstore["room"], "Büro");
+    let terrace = blinds
+        .iter()
+        .find(|b| b["name"] == "Rollladen Terrassentür")
+        .unwrap();
+    assert_eq!(terrace["slats"], false);
+    assert_eq!(terrace["automatic_shading"], false);
+    assert_eq!(terrace["style"], "shutters");
+    let kitchen = blinds
+        .iter()
+        .find(|b| b["name"] == "Rollladen Küche")
+        .unwrap();
+    assert_eq!(kitchen["automatic_shading"], true);
+
+    let c = blinds
+        .iter()
+        .find(|b| b["uuid"] == central(&app).as_str())
+        .unwrap();
+    assert_eq!(c["type"], "CentralJalousie");
+    assert!(c["position"].is_null());
+    assert_eq!(c["controls"], 7);
+
+    let living = ok(
+        &tools,
+        "discover_rolladen_capabilities",
+        json!({"room": "wohnzimmer"}),
+    );
+    assert_eq!(living["total"], 2);
+    for b in living["blinds"].as_array().unwrap() {
+        assert_eq!(b["room"], "Wohnzimmer");
+    }
+    let one = ok(
+        &tools,
+        "discover_rolladen_capabilities",
+        json!({"limit": 1}),
+    );
+    assert_eq!(one["blinds"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn room_down_moves_that_rooms_blinds_only() {
+    let (app, tools) = demo();
+    let living = jalousies(&app, Some("Wohnzimmer"));
+    assert_eq!(living.len(), 2);
+    let kitchen = jalousies(&app, Some("Küche"));
+    let kitchen_before = target(&app, &kitchen[0]);
+
+    let data = ok(
+        &tools,
+        "control_room_rolladen",
+        json!({"room": "wohnzimmer", "action": "down"}),
+    );
+    assert_eq!(data["room"], "Wohnzimmer");
+    assert_eq!(data["dry_run"], false);
+    assert_all_ok(&data, 2);
+    for r in data["results"].as_array().unwrap() {
+        assert_eq!(r["room"], "Wohnzimmer");
+        assert!(r["command"].as_str().unwrap().ends_with("/FullDown"), "{r}");
+    }
+    for uuid in &living {
+        assert_eq!(target(&app, uuid), Some(1.0), "{uuid} heads to closed");
+        // Moving (or already there): never away from closed.
+        let down = sim(&app).state(uuid, "down");
+        let pos = sim(&app).state(uuid, "position").unwrap();
+        assert!(
+            down == Some(1.0) || pos == 1.0,
+            "{uuid}: down={down:?} pos={pos}"
+        );
+    }
+    assert_eq!(
+        target(&app, &kitchen[0]),
+        kitchen_before,
+        "other rooms untouched"
+    );
+
+    // Up, then stop: the target becomes where the blind stands.
+    ok(
+        &tools,
+        "control_room_rolladen",
+        json!({"room": "Wohnzimmer", "action": "up"}),
+    );
+    assert_eq!(target(&app, &living[0]), Some(0.0));
+    ok(
+        &tools,
+        "control_room_rolladen",
+        json!({"room": "Wohnzimmer", "action": "stop"}),
+    );
+    let pos = sim(&app).state(&living[0], "position").unwrap();
+    assert_eq!(target(&app, &living[0]), Some(pos));
+    assert_eq!(sim(&app).state(&living[0], "up"), Some(0.0));
+
+    // Shade goes to the shading position (the simulator's default is fully closed).
+    let shade = ok(
+        &tools,
+        "control_room_rolladen",
+        json!({"room": "Küche", "action": "shade"}),
+    );
+    assert_all_ok(&shade, 1);
+    assert!(target(&app, &kitchen[0]).unwrap() > 0.0);
+}
+
+#[test]
+fn position_40_sets_target_0_4() {
+    let (app, tools) = demo();
+    let bedroom = jalousies(&app, Some("Schlafzimmer"));
+    let data = ok(
+        &tools,
+        "control_room_rolladen",
+        json!({"room": "Schlafzimmer", "action": "position", "position": 40}),
+    );
+    assert_all_ok(&data, 1);
+    assert_eq!(data["position"], 40.0);
+    assert!(data["results"][0]["command"]
+        .as_str()
+        .unwrap()
+        .ends_with("/manualPosition/40"));
+    assert_eq!(target(&app, &bedroom[0]), Some(0.4));
+
+    // The unified tool, by device names.
+    let kids = jalousies(&app, Some("Kinderzimmer"));
+    let data = ok(
+        &tools,
+        "control_rolladen_unified",
+        json!({"scope": "devices", "target": ["Rollladen Kinderzimmer", "Rollladen Schlafzimmer"], "action": "position", "value": 75}),
+    );
+    assert_all_ok(&data, 2);
+    assert_eq!(target(&app, &kids[0]), Some(0.75));
+    assert_eq!(target(&app, &bedroom[0]), Some(0.75));
+
+    // Unified by room, and slats on the Raffstore.
+    let office = jalousies(&app, Some("Büro"));
+    let data = ok(
+        &tools,
+        "control_rolladen_unified",
+        json!({"scope": "room", "target": "buro", "action": "slats", "value": 30}),
+    );
+    assert_all_ok(&data, 1);
+    assert_eq!(data["room"], "Büro");
+    assert_eq!(
+        sim(&app).state(&office[0], "targetPositionLamelle"),
+        Some(0.3)
+    );
+    // Shutters have no slats: reported for that blind, nothing sent.
+    let data = ok(
+        &tools,
+        "control_rolladen_unified",
+        json!({"scope": "devices", "target": ["Raffstore", "Rollladen Küche"], "action": "slats", "value": 50}),
+    );
+    assert_eq!(data["succeeded"], 1);
+    assert_eq!(data["failed"], 1);
+    let bad = data["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["ok"] == false)
+        .unwrap();
+    assert_eq!(bad["name"], "Rollladen Küche");
+    assert!(bad["error"].as_str().unwrap().contains("no slats"), "{bad}");
+}
+
+#[test]
+fn all_acts_on_each_jalousie_not_the_central_block() {
+    let (app, tools) = demo();
+    let all = jalousies(&app, None);
+    let data = ok(&tools, "control_all_rolladen", json!({"action": "down"}));
+    assert_eq!(data["scope"], "all");
+    assert_all_ok(&data, all.len());
+    let central = central(&app);
+    for r in data["results"].as_array().unwrap() {
+        assert_ne!(r["uuid"], central.as_str(), "central block not commanded");
+    }
+    for uuid in &all {
+        assert_eq!(target(&app, uuid), Some(1.0), "{uuid}");
+    }
+    let data = ok(
+        &tools,
+        "control_rolladen_unified",
+        json!({"scope": "all", "action": "up"}),
+    );
+    assert_all_ok(&data, all.len());
+    for uuid in &all {
+        assert_eq!(target(&app, uuid), Some(0.0), "{uuid}");
+    }
+}
+
+#[test]
+fn dry_run_changes_nothing() {
+    let (app, tools) = demo();
+    let all = jalousies(&app, None);
+    let snapshot = |app: &App| -> Vec<(Option<f64>, Option<f64>)> {
+        all.iter()
+            .map(|u| (target(app, u), sim(app).state(u, "down")))
+            .collect()
+    };
+    let before = snapshot(&app);
+    let data = ok(
+        &tools,
+        "control_all_rolladen",
+        json!({"action": "position", "position": 60, "dry_run": true}),
+    );
+    assert_eq!(data["dry_run"], true);
+    assert_all_ok(&data, all.len());
+    for r in data["results"].as_array().unwrap() {
+        assert!(
+            r["command"]
+                .as_str()
+                .unwrap()
+                .ends_with("/manualPosition/60"),
+            "{r}"
+        );
+        let p = r["current_position"].as_f64().unwrap();
+        assert!((0.0..=100.0).contains(&p));
+    }
+    let data = ok(
+        &tools,
+        "control_rolladen_unified",
+        json!({"scope": "room", "target": "Wohnzimmer", "action": "down", "dry_run": true}),
+    );
+    assert_all_ok(&data, 2);
+    ok(
+        &tools,
+        "control_room_rolladen",
+        json!({"room": "Küche", "action": "down", "dry_run": true}),
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(snapshot(&app), before, "a dry run sends nothing");
+}
+
+#[test]
+fn bad_inputs() {
+    let (_app, tools) = demo();
+    // out of range
+    let m = invalid_params(
+        &tools,
+        "control_room_rolladen",
+        json!({"room": "Küche", "action": "position", "position": 150}),
+    );
+    assert!(m.contains("position must be between 0 and 100"), "{m}");
+    let m = invalid_params(
+        &tools,
+        "control_rolladen_unified",
+        json!({"scope": "all", "action": "position", "value": -1}),
+    );
+    assert!(m.contains("value must be between 0 and 100"), "{m}");
+    // position missing for action position, given for another action
+    let m = invalid_params(
+        &tools,
+        "control_all_rolladen",
+        json!({"action": "position"}),
+    );
+    assert!(m.contains("position") && m.contains("required"), "{m}");
+    let m = invalid_params(
+        &tools,
+        "control_all_rolladen",
+        json!({"action": "up", "position": 10}),
+    );
+    assert!(m.contains("position only applies"), "{m}");
+    // unknown action; slats is not a room action
+    let m = invalid_params(
+        &tools,
+        "control_room_rolladen",
+        json!({"room": "Küche", "action": "explode"}),
+    );
+    assert!(m.contains("explode"), "{m}");
+    let m = invalid_params(
+        &tools,
+        "control_room_rolladen",
+        json!({"room": "Küche", "action": "slats", "position": 20}),
+    );
+    assert!(m.contains("slats"), "{m}");
+    // missing room / action / scope
+    let m = invalid_params(&tools, "control_room_rolladen", json!({"action": "up"}));
+    assert!(m.contains("`room`"), "{m}");
+    let m = invalid_params(&tools, "control_all_rolladen", json!({}));
+    assert!(m.contains("`action`"), "{m}");
+    let m = invalid_params(&tools, "control_rolladen_unified", json!({"action": "up"}));
+    assert!(m.contains("`scope`"), "{m}");
+    // unknown field
+    let m = invalid_params(
+        &tools,
+        "control_all_rolladen",
+        json!({"action": "up", "speed": 2}),
+    );
+    assert!(m.contains("`speed`"), "{m}");
+    // targets per scope
+    let m = invalid_params(
+        &tools,
+        "control_rolladen_unified",
+        json!({"scope": "room", "action": "up"}),
+    );
+    assert!(m.contains("target is required"), "{m}");
+    let m = invalid_params(
+        &tools,
+        "control_rolladen_unified",
+        json!({"scope": "all", "target": "Küche", "action": "up"}),
+    );
+    assert!(m.contains("target must be omitted"), "{m}");
+    let m = invalid_params(
+        &tools,
+        "control_rolladen_unified",
+        json!({"scope": "devices", "target": [1, 2], "action": "up"}),
+    );
+    assert!(m.contains("target must be"), "{m}");
+    let m = invalid_params(
+        &tools,
+        "control_rolladen_unified",
+        json!({"scope": "everywhere", "action": "up"}),
+    );
+    assert!(m.contains("everywhere"), "{m}");
+
+    // unknown room: not found with suggestions
+    let e = tool_error(
+        &tools,
+        "control_room_rolladen",
+        json!({"room": "Ballsaal", "action": "down"}),
+    );
+    assert_eq!(e["code"], "DEVICE_NOT_FOUND");
+    assert!(e["message"].as_str().unwrap().contains("Ballsaal"), "{e}");
+    // a room without blinds
+    let e = tool_error(
+        &tools,
+        "control_room_rolladen",
+        json!({"room": "Zentral", "action": "down"}),
+    );
+    assert_eq!(e["code"], "DEVICE_NOT_FOUND");
+    assert!(e["message"].as_str().unwrap().contains("no blinds"), "{e}");
+    // unknown device in a list: nothing is moved
+    let e = tool_error(
+        &tools,
+        "control_rolladen_unified",
+        json!({"scope": "devices", "target": ["Raffstore", "Wintergarten"], "action": "down"}),
+    );
+    assert_eq!(e["code"], "DEVICE_NOT_FOUND");
+}
+
+#[test]
+fn tools_are_declared_with_permissions_and_annotations() {
+    let (_app, tools) = demo();
+    let list = tools.list_tools();
+    for (name, read_only, permission) in [
+        ("discover_rolladen_capabilities", true, "read"),
+        ("control_room_rolladen", false, "control"),
+        ("control_all_rolladen", false, "control"),
+        ("control_rolladen_unified", false, "control"),
+    ] {
+        let t = list.iter().find(|t| t.name == name).expect(name);
+        assert_eq!(t.annotations.read_only_hint, read_only, "{name}");
+        assert!(t.annotations.idempotent_hint, "{name}");
+        assert!(!t.annotations.destructive_hint, "{name}");
+        assert!(
+            t.description.contains(&format!("permission: {permission}")),
+            "{name}"
+        );
+        assert_eq!(t.input_schema["additionalProperties"], false, "{name}");
+        assert!(t.output_schema.is_some(), "{name}");
+        if !read_only {
+            assert!(t.description.contains("0 = fully open"), "{name}");
+        }
+    }
+}
+
+fn closed_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let p = l.local_addr().unwrap().port();
+    drop(l);
+    p
+}
+
+#[test]
+fn miniserver_down_is_one_connection_error() {
+    let ms = MiniserverConfig {
+        base_url: format!("http://127.0.0.1:{}", closed_port()),
+        user: "demo".into(),
+        password: "demo".into(),
+    };
+    let timeouts = Timeouts {
+        connect: Duration::from_millis(500),
+        request: Duration::from_secs(2),
+        value_max_age: Duration::from_secs(5),
+    };
+    let home = parse_structure(include_str!("../assets/demo-house.json")).unwrap();
+    let house = Arc::new(House::new(
+        home,
+        Arc::new(Client::new(&ms, &timeouts)),
+        Duration::from_secs(5),
+    ));
+    let tools = HomeTools::new(house);
+    let e = tool_error(&tools, "control_all_rolladen", json!({"action": "down"}));
+    assert_eq!(e["code"], "CONNECTION_ERROR");
+    // Discovery still answers from the structure, and says why positions are missing.
+    let data = ok(&tools, "discover_rolladen_capabilities", json!({}));
+    assert!(data["warning"].as_str().unwrap().contains("unavailable"));
+    assert!(data["blinds"][0]["position"].is_null());
+}
