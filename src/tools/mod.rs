@@ -12,6 +12,7 @@
 mod args;
 mod climate;
 mod devices;
+mod lights;
 mod view;
 
 use std::sync::Arc;
@@ -116,6 +117,7 @@ pub(crate) const SETTER: ToolAnnotations = ToolAnnotations {
 pub fn catalogue() -> Vec<Tool> {
     let mut tools = devices::tools();
     tools.extend(climate::tools());
+    tools.extend(lights::tools());
     tools
 }
 
