@@ -13,6 +13,7 @@ mod args;
 mod blinds;
 mod climate;
 mod devices;
+mod lights;
 mod view;
 
 use std::sync::Arc;
@@ -117,6 +118,7 @@ pub(crate) const SETTER: ToolAnnotations = ToolAnnotations {
 pub fn catalogue() -> Vec<Tool> {
     let mut tools = devices::tools();
     tools.extend(climate::tools());
+    tools.extend(lights::tools());
     tools.extend(blinds::tools());
     tools
 }

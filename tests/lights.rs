@@ -1,0 +1,696 @@
+//! The lighting tools end to end through the real Loxone client against the simulator loaded
+//! with the demo house: Switch, TimedSwitch, Dimmer, EIBDimmer, Gen 1 LightController and Gen 2
+//! LightControllerV2 change state; dry runs change nothing; bad inputs give the right errors;
+//! one failing light does not hide the others.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use home_mcp::app::App;
+use home_mcp::config::Config;
+use home_mcp::home::{Action, Control, Controller, ControllerError, House};
+use home_mcp::loxone::structure::parse_structure;
+use home_mcp::mcp::{CallToolResult, Content, Handler, RequestContext, RpcError};
+use home_mcp::sim::Simulator;
+use home_mcp::tools::HomeTools;
+
+fn demo() -> (App, HomeTools) {
+    let app = App::start(&Config::default(), true).expect("demo starts");
+    let tools = HomeTools::new(app.house.clone());
+    (app, tools)
+}
+
+fn sim(app: &App) -> &Simulator {
+    &app.simulator.as_ref().expect("demo has a simulator").0
+}
+
+fn call(tools: &HomeTools, name: &str, args: Value) -> Result<CallToolResult, RpcError> {
+    let Value::Object(map) = args else {
+        panic!("args must be an object")
+    };
+    let ctx = RequestContext {
+        session_id: None,
+        protocol_version: "2025-06-18".into(),
+        transport: "test",
+    };
+    tools.call_tool(name, map, &ctx)
+}
+
+fn text(r: &CallToolResult) -> Value {
+    let Content::Text { text } = &r.content[0];
+    serde_json::from_str(text).expect("text content is JSON")
+}
+
+/// Calls a tool that must succeed; returns the envelope's `data`.
+fn ok(tools: &HomeTools, name: &str, args: Value) -> Value {
+    let r = call(tools, name, args).expect("no JSON-RPC error");
+    let t = text(&r);
+    assert!(!r.is_error, "{name} failed: {t}");
+    assert_eq!(t["status"], "success");
+    assert_eq!(r.structured_content.as_ref(), Some(&t));
+    t["data"].clone()
+}
+
+/// Calls a tool that must fail as a tool result; returns the envelope's `error`.
+fn tool_error(tools: &HomeTools, name: &str, args: Value) -> Value {
+    let r = call(tools, name, args).expect("no JSON-RPC error");
+    assert!(r.is_error, "{name} should fail: {}", text(&r));
+    let t = text(&r);
+    assert_eq!(t["status"], "error");
+    t["error"].clone()
+}
+
+fn invalid_params(tools: &HomeTools, name: &str, args: Value) -> String {
+    match call(tools, name, args) {
+        Err(e) => {
+            assert_eq!(e.code, -32602, "{e:?}");
+            e.message
+        }
+        Ok(r) => panic!("expected -32602, got {:?}", text(&r)),
+    }
+}
+
+fn uuid_of(app: &App, name: &str, room: &str) -> String {
+    let home = app.house.home();
+    home.resolve_control(name, Some(room), &|_| true)
+        .unwrap()
+        .uuid
+        .clone()
+}
+
+/// The record of the device named `name` in a result's `devices`.
+fn record<'a>(data: &'a Value, name: &str) -> &'a Value {
+    data["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == name)
+        .unwrap_or_else(|| panic!("{name} not in {data}"))
+}
+
+fn names(data: &Value) -> Vec<String> {
+    data["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Every record has the per-device fields, and every one is ok.
+fn all_ok(data: &Value) {
+    let devices = data["devices"].as_array().unwrap();
+    assert!(!devices.is_empty(), "{data}");
+    for d in devices {
+        for f in ["uuid", "name", "room", "type", "ok"] {
+            assert!(d.get(f).is_some(), "{f} missing in {d}");
+        }
+        assert_eq!(d["ok"], true, "{d}");
+        assert!(d.get("error").is_none(), "{d}");
+    }
+    assert_eq!(data["total"], devices.len());
+    assert_eq!(data["succeeded"], devices.len());
+    assert_eq!(data["failed"], 0);
+}
+
+#[test]
+fn room_lights_switch_switches_and_dimmers() {
+    let (app, tools) = demo();
+    let s = sim(&app);
+    let ceiling = uuid_of(&app, "Deckenlicht", "Küche");
+    let under = uuid_of(&app, "Unterbauleuchten", "Küche");
+    let coffee = uuid_of(&app, "Steckdose Kaffeemaschine", "Küche");
+    let coffee_before = s.state(&coffee, "active");
+
+    let data = ok(
+        &tools,
+        "control_room_lights",
+        json!({"room": "kuche", "action": "off"}),
+    );
+    all_ok(&data);
+    assert_eq!(data["room"], "Küche");
+    assert_eq!(data["dry_run"], false);
+    assert_eq!(s.state(&ceiling, "active"), Some(0.0));
+    assert_eq!(s.state(&under, "position"), Some(0.0));
+    let d = record(&data, "Deckenlicht");
+    assert_eq!(d["uuid"], ceiling.as_str());
+    assert_eq!(d["room"], "Küche");
+    assert_eq!(d["type"], "Switch");
+    // The coffee machine's socket is a Switch, but not a light.
+    assert!(!names(&data).contains(&"Steckdose Kaffeemaschine".to_string()));
+
+    let data = ok(
+        &tools,
+        "control_room_lights",
+        json!({"room": "Küche", "action": "on", "brightness": 40}),
+    );
+    all_ok(&data);
+    assert_eq!(s.state(&ceiling, "active"), Some(1.0));
+    assert_eq!(s.state(&under, "position"), Some(40.0));
+    assert!(record(&data, "Deckenlicht")["note"]
+        .as_str()
+        .unwrap()
+        .contains("cannot be dimmed"));
+    assert_eq!(record(&data, "Unterbauleuchten")["type"], "EIBDimmer");
+    assert_eq!(s.state(&coffee, "active"), coffee_before);
+}
+
+#[test]
+fn light_controller_v2_rooms_work() {
+    let (app, tools) = demo();
+    let s = sim(&app);
+    let lc = uuid_of(&app, "Lichtsteuerung", "Wohnzimmer");
+    let master = format!("{lc}/masterValue");
+    let dimmer = uuid_of(&app, "Deckenlicht", "Wohnzimmer");
+
+    let data = ok(
+        &tools,
+        "control_room_lights",
+        json!({"room": "Wohnzimmer", "action": "off"}),
+    );
+    all_ok(&data);
+    let d = record(&data, "Lichtsteuerung");
+    assert_eq!(d["type"], "LightControllerV2");
+    assert_eq!(d["commands"][0], format!("{lc}/changeTo/778"));
+    assert_eq!(s.state_text(&lc, "activeMoods").as_deref(), Some("[778]"));
+    assert_eq!(s.state(&dimmer, "position"), Some(0.0));
+    // Sub-controls (circuits, colour picker) follow their controller; Partymodus is no light.
+    let listed = names(&data);
+    assert!(!listed.contains(&"LED-Streifen".to_string()), "{listed:?}");
+    assert!(!listed.contains(&"Partymodus".to_string()), "{listed:?}");
+
+    ok(
+        &tools,
+        "control_room_lights",
+        json!({"room": "Wohnzimmer", "action": "on"}),
+    );
+    assert_eq!(s.state_text(&lc, "activeMoods").as_deref(), Some("[777]"));
+    assert!(s.state(&dimmer, "position").unwrap() > 0.0);
+
+    ok(
+        &tools,
+        "control_room_lights",
+        json!({"room": "Wohnzimmer", "action": "on", "brightness": 60}),
+    );
+    assert_eq!(s.state(&master, "position"), Some(60.0));
+    assert_eq!(s.state(&dimmer, "position"), Some(60.0));
+
+    // The bedroom has only a LightControllerV2: lights are found there too.
+    let bed = uuid_of(&app, "Lichtsteuerung", "Schlafzimmer");
+    let data = ok(&tools, "room_all_on", json!({"room_id": "Schlafzimmer"}));
+    all_ok(&data);
+    assert_eq!(names(&data), vec!["Lichtsteuerung"]);
+    assert_eq!(s.state_text(&bed, "activeMoods").as_deref(), Some("[777]"));
+    ok(
+        &tools,
+        "control_room_lights",
+        json!({"room": "Schlafzimmer", "action": "off"}),
+    );
+    assert_eq!(s.state(&bed, "activeMoodsNum"), Some(778.0));
+}
+
+#[test]
+fn light_controller_v1_scenes() {
+    let (app, tools) = demo();
+    let s = sim(&app);
+    let lc = uuid_of(&app, "Lichtszenen", "Esszimmer");
+    let data = ok(&tools, "room_all_on", json!({"room_id": "Esszimmer"}));
+    all_ok(&data);
+    assert_eq!(record(&data, "Lichtszenen")["type"], "LightController");
+    assert_eq!(s.state(&lc, "activeScene"), Some(9.0));
+    ok(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "room", "room": "Esszimmer", "action": "off"}),
+    );
+    assert_eq!(s.state(&lc, "activeScene"), Some(0.0));
+    // A brightness switches a Gen 1 controller on (it has no master brightness).
+    let data = ok(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "room", "room": "Esszimmer", "action": "brightness", "value": 50}),
+    );
+    all_ok(&data);
+    assert_eq!(s.state(&lc, "activeScene"), Some(9.0));
+}
+
+/// The values a dry run must leave alone.
+fn snapshot(app: &App) -> Vec<(String, Option<f64>, Option<String>)> {
+    let s = sim(app);
+    [
+        ("Deckenlicht", "Küche", "active"),
+        ("Unterbauleuchten", "Küche", "position"),
+        ("Deckenlicht", "Wohnzimmer", "position"),
+        ("Lichtszenen", "Esszimmer", "activeScene"),
+        ("Spiegelleuchte", "Bad", "position"),
+        ("Gartenbeleuchtung", "Außenbereich", "active"),
+        ("Flurlicht", "Flur", "deactivationDelay"),
+    ]
+    .iter()
+    .map(|(n, r, st)| {
+        let u = uuid_of(app, n, r);
+        (u.clone(), s.state(&u, st), None)
+    })
+    .chain(["Wohnzimmer", "Schlafzimmer"].iter().map(|r| {
+        let u = uuid_of(app, "Lichtsteuerung", r);
+        (u.clone(), None, s.state_text(&u, "activeMoods"))
+    }))
+    .collect()
+}
+
+#[test]
+fn all_lights_dry_run_then_for_real() {
+    let (app, tools) = demo();
+    let s = sim(&app);
+    let before = snapshot(&app);
+    let data = ok(
+        &tools,
+        "control_all_lights",
+        json!({"action": "on", "dry_run": true}),
+    );
+    assert_eq!(data["dry_run"], true);
+    assert_eq!(data["scope"], "all");
+    all_ok(&data);
+    assert_eq!(snapshot(&app), before, "a dry run changes nothing");
+    let listed = names(&data);
+    for n in [
+        "Lichtszenen",
+        "Spiegelleuchte",
+        "Flurlicht",
+        "Gartenbeleuchtung",
+        "Ceiling Light",
+    ] {
+        assert!(listed.contains(&n.to_string()), "{n} in {listed:?}");
+    }
+    // Both V2 controllers, no central block, no socket.
+    let types: Vec<&str> = data["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types.iter().filter(|t| **t == "LightControllerV2").count(),
+        2
+    );
+    assert!(!types.contains(&"CentralLightController"));
+    assert!(!listed.contains(&"Steckdose Kaffeemaschine".to_string()));
+    let lc = uuid_of(&app, "Lichtsteuerung", "Schlafzimmer");
+    let bed = data["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["uuid"] == lc.as_str())
+        .unwrap();
+    assert_eq!(bed["commands"], json!([format!("{lc}/changeTo/777")]));
+    assert_eq!(bed["room"], "Schlafzimmer");
+
+    let data = ok(&tools, "control_all_lights", json!({"action": "off"}));
+    all_ok(&data);
+    assert_eq!(data["total"], listed.len());
+    assert_eq!(
+        s.state(&uuid_of(&app, "Spiegelleuchte", "Bad"), "position"),
+        Some(0.0)
+    );
+    assert_eq!(
+        s.state(
+            &uuid_of(&app, "Gartenbeleuchtung", "Außenbereich"),
+            "active"
+        ),
+        Some(0.0)
+    );
+    assert_eq!(
+        s.state(&uuid_of(&app, "Flurlicht", "Flur"), "deactivationDelay"),
+        Some(0.0)
+    );
+    assert_eq!(s.state_text(&lc, "activeMoods").as_deref(), Some("[778]"));
+    assert_eq!(
+        s.state(&uuid_of(&app, "Lichtszenen", "Esszimmer"), "activeScene"),
+        Some(0.0)
+    );
+
+    ok(&tools, "control_all_lights", json!({"action": "on"}));
+    assert_eq!(s.state_text(&lc, "activeMoods").as_deref(), Some("[777]"));
+    assert_eq!(
+        s.state(&uuid_of(&app, "Deckenlicht", "Küche"), "active"),
+        Some(1.0)
+    );
+}
+
+#[test]
+fn unified_scopes_and_actions() {
+    let (app, tools) = demo();
+    let s = sim(&app);
+    let mirror = uuid_of(&app, "Spiegelleuchte", "Bad");
+    let kitchen = uuid_of(&app, "Deckenlicht", "Küche");
+
+    let data = ok(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "devices", "devices": ["Deckenlicht Küche", "Spiegelleuchte"], "action": "brightness", "value": 50}),
+    );
+    all_ok(&data);
+    assert_eq!(data["scope"], "devices");
+    assert_eq!(data["value"], 50.0);
+    assert_eq!(s.state(&mirror, "position"), Some(50.0));
+    assert_eq!(s.state(&kitchen, "active"), Some(1.0));
+
+    ok(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "devices", "devices": [mirror.clone()], "action": "dim"}),
+    );
+    assert_eq!(s.state(&mirror, "position"), Some(30.0));
+    ok(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "room", "room": "Bad", "action": "bright"}),
+    );
+    assert_eq!(s.state(&mirror, "position"), Some(100.0));
+
+    // A V2 circuit named directly is dimmed on its own.
+    let spots = uuid_of(&app, "Deckenspots", "Wohnzimmer");
+    ok(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "devices", "devices": ["Deckenspots"], "room": "Wohnzimmer", "action": "on", "value": 25}),
+    );
+    assert_eq!(s.state(&spots, "position"), Some(25.0));
+
+    // Dry run in a room: lists, sends nothing.
+    let before = snapshot(&app);
+    let data = ok(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "room", "room": "Küche", "action": "off", "dry_run": true}),
+    );
+    assert_eq!(snapshot(&app), before);
+    assert_eq!(
+        record(&data, "Deckenlicht")["commands"],
+        json!([format!("{kitchen}/off")])
+    );
+
+    let data = ok(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "all", "action": "off"}),
+    );
+    all_ok(&data);
+    assert_eq!(s.state(&mirror, "position"), Some(0.0));
+    assert_eq!(s.state(&kitchen, "active"), Some(0.0));
+}
+
+#[test]
+fn set_dimmer_levels() {
+    let (app, tools) = demo();
+    let s = sim(&app);
+    let mirror = uuid_of(&app, "Spiegelleuchte", "Bad");
+    let data = ok(
+        &tools,
+        "set_dimmer",
+        json!({"device_id": "spiegelleuchte", "level": 70}),
+    );
+    all_ok(&data);
+    assert_eq!(data["devices"][0]["uuid"], mirror.as_str());
+    assert_eq!(s.state(&mirror, "position"), Some(70.0));
+    ok(
+        &tools,
+        "set_dimmer",
+        json!({"device_id": mirror, "level": 0}),
+    );
+    assert_eq!(s.state(&mirror, "position"), Some(0.0));
+
+    let lc = uuid_of(&app, "Lichtsteuerung", "Schlafzimmer");
+    ok(
+        &tools,
+        "set_dimmer",
+        json!({"device_id": "Lichtsteuerung", "room": "Schlafzimmer", "level": 45}),
+    );
+    assert_eq!(s.state_text(&lc, "activeMoods").as_deref(), Some("[777]"));
+    assert_eq!(
+        s.state(&format!("{lc}/masterValue"), "position"),
+        Some(45.0)
+    );
+    ok(
+        &tools,
+        "set_dimmer",
+        json!({"device_id": "Lichtsteuerung Schlafzimmer", "level": 0}),
+    );
+    assert_eq!(s.state_text(&lc, "activeMoods").as_deref(), Some("[778]"));
+
+    let under = uuid_of(&app, "Unterbauleuchten", "Küche");
+    ok(
+        &tools,
+        "set_dimmer",
+        json!({"device_id": "Unterbauleuchten", "level": 15.5}),
+    );
+    assert_eq!(s.state(&under, "position"), Some(15.5));
+}
+
+#[test]
+fn bad_inputs() {
+    let (app, tools) = demo();
+    let s = sim(&app);
+    let m = invalid_params(
+        &tools,
+        "control_room_lights",
+        json!({"room": "Küche", "action": "on", "brightness": 150}),
+    );
+    assert!(m.contains("brightness must be between 0 and 100"), "{m}");
+    let m = invalid_params(
+        &tools,
+        "control_room_lights",
+        json!({"room": "Küche", "action": "off", "brightness": 20}),
+    );
+    assert!(m.contains("brightness"), "{m}");
+    let m = invalid_params(&tools, "control_room_lights", json!({"action": "on"}));
+    assert!(m.contains("`room`"), "{m}");
+    let m = invalid_params(
+        &tools,
+        "control_room_lights",
+        json!({"room": "Küche", "action": "explode"}),
+    );
+    assert!(m.contains("action must be one of on, off"), "{m}");
+    let m = invalid_params(
+        &tools,
+        "control_all_lights",
+        json!({"action": "off", "colour": "red"}),
+    );
+    assert!(m.contains("`colour`"), "{m}");
+    let m = invalid_params(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "house", "action": "off"}),
+    );
+    assert!(m.contains("scope must be one of room, all, devices"), "{m}");
+    let m = invalid_params(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "room", "action": "off"}),
+    );
+    assert!(m.contains("room is required"), "{m}");
+    let m = invalid_params(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "devices", "action": "off"}),
+    );
+    assert!(m.contains("devices"), "{m}");
+    let m = invalid_params(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "all", "action": "brightness"}),
+    );
+    assert!(m.contains("value"), "{m}");
+    let m = invalid_params(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "all", "action": "dim", "value": -1}),
+    );
+    assert!(m.contains("value must be between 0 and 100"), "{m}");
+    let m = invalid_params(&tools, "set_dimmer", json!({"device_id": "Spiegelleuchte"}));
+    assert!(m.contains("`level`"), "{m}");
+    let m = invalid_params(
+        &tools,
+        "set_dimmer",
+        json!({"device_id": "Spiegelleuchte", "level": 101}),
+    );
+    assert!(m.contains("level must be between 0 and 100"), "{m}");
+    let m = invalid_params(&tools, "room_all_on", json!({"room": "Bad"}));
+    assert!(m.contains("room"), "{m}");
+
+    // Unknown room, unknown and ambiguous devices: tool errors, nothing switched.
+    let kitchen = uuid_of(&app, "Deckenlicht", "Küche");
+    let before = s.state(&kitchen, "active");
+    let e = tool_error(
+        &tools,
+        "control_room_lights",
+        json!({"room": "Ballsaal", "action": "off"}),
+    );
+    assert_eq!(e["code"], "DEVICE_NOT_FOUND");
+    let e = tool_error(&tools, "room_all_on", json!({"room_id": "Ballsaal"}));
+    assert_eq!(e["code"], "DEVICE_NOT_FOUND");
+    let e = tool_error(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "devices", "devices": ["Deckenlicht Küche", "Lichtsteuerung"], "action": "off"}),
+    );
+    assert_eq!(e["code"], "INVALID_PARAMETERS");
+    assert_eq!(e["details"]["reason"], "ambiguous");
+    assert_eq!(s.state(&kitchen, "active"), before, "nothing is sent");
+    let e = tool_error(
+        &tools,
+        "set_dimmer",
+        json!({"device_id": "Lichtsteuerung", "level": 50}),
+    );
+    assert_eq!(e["details"]["reason"], "ambiguous");
+    let candidates = e["details"]["candidates"].as_array().unwrap();
+    assert_eq!(candidates.len(), 2);
+    let e = tool_error(
+        &tools,
+        "set_dimmer",
+        json!({"device_id": "Kronleuchter", "level": 50}),
+    );
+    assert_eq!(e["code"], "DEVICE_NOT_FOUND");
+    // A switch cannot be dimmed; a blind is not a light.
+    let e = tool_error(
+        &tools,
+        "set_dimmer",
+        json!({"device_id": "Deckenlicht Küche", "level": 50}),
+    );
+    assert_eq!(e["code"], "INVALID_PARAMETERS");
+    assert!(e["message"].as_str().unwrap().contains("cannot be dimmed"));
+    let e = tool_error(
+        &tools,
+        "set_dimmer",
+        json!({"device_id": "Rollladen Schlafzimmer", "level": 50}),
+    );
+    assert_eq!(e["code"], "DEVICE_NOT_FOUND");
+    // A room without lights.
+    let e = tool_error(
+        &tools,
+        "control_room_lights",
+        json!({"room": "Zentral", "action": "off"}),
+    );
+    assert_eq!(e["code"], "DEVICE_NOT_FOUND");
+    assert!(e["message"].as_str().unwrap().contains("no lights"), "{e}");
+}
+
+#[test]
+fn schemas_and_annotations() {
+    let (_app, tools) = demo();
+    let list = tools.list_tools();
+    for name in [
+        "control_room_lights",
+        "control_all_lights",
+        "control_lights_unified",
+        "room_all_on",
+        "set_dimmer",
+    ] {
+        let t = list
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("{name} listed"));
+        assert_eq!(t.input_schema["additionalProperties"], false, "{name}");
+        assert!(t.input_schema["required"].is_array(), "{name}");
+        assert!(t.description.contains("permission: control"), "{name}");
+        assert!(
+            t.description.contains("0-100")
+                || name == "control_all_lights"
+                || name == "room_all_on"
+        );
+        assert!(!t.annotations.read_only_hint, "{name}");
+        assert!(!t.annotations.destructive_hint, "{name}");
+        assert!(t.annotations.idempotent_hint, "{name}");
+        let out = t.output_schema.as_ref().unwrap();
+        assert!(out["properties"]["data"]["properties"]["devices"].is_object());
+    }
+    let unified = list
+        .iter()
+        .find(|t| t.name == "control_lights_unified")
+        .unwrap();
+    assert_eq!(
+        unified.input_schema["properties"]["scope"]["enum"],
+        json!(["room", "all", "devices"])
+    );
+    assert_eq!(unified.input_schema["properties"]["value"]["maximum"], 100);
+}
+
+/// A controller that fails for one control and records the others.
+struct Flaky {
+    fail: String,
+    /// When set, every control fails.
+    all: bool,
+    done: Mutex<Vec<String>>,
+}
+
+impl Controller for Flaky {
+    fn act(
+        &self,
+        control: &Control,
+        _: &Action,
+    ) -> Result<Option<home_mcp::home::Value>, ControllerError> {
+        if self.all || control.uuid == self.fail {
+            return Err(ControllerError::Connection("connection refused".into()));
+        }
+        self.done.lock().unwrap().push(control.uuid.clone());
+        Ok(None)
+    }
+    fn read(&self, _: &Control) -> Result<home_mcp::home::Value, ControllerError> {
+        Err(ControllerError::Connection("connection refused".into()))
+    }
+}
+
+#[test]
+fn one_failing_light_does_not_hide_the_others() {
+    let home = parse_structure(include_str!("../assets/demo-house.json")).unwrap();
+    let ceiling = home
+        .resolve_control("Deckenlicht Küche", None, &|_| true)
+        .unwrap()
+        .uuid
+        .clone();
+    let flaky = Arc::new(Flaky {
+        fail: ceiling.clone(),
+        all: false,
+        done: Mutex::new(Vec::new()),
+    });
+    let house = Arc::new(House::new(
+        home.clone(),
+        flaky.clone(),
+        Duration::from_secs(5),
+    ));
+    let tools = HomeTools::new(house);
+    let data = ok(
+        &tools,
+        "control_room_lights",
+        json!({"room": "Küche", "action": "off"}),
+    );
+    assert_eq!(data["failed"], 1);
+    assert_eq!(data["succeeded"], 1);
+    let bad = record(&data, "Deckenlicht");
+    assert_eq!(bad["ok"], false);
+    assert!(bad["error"]
+        .as_str()
+        .unwrap()
+        .contains("cannot reach the Miniserver"));
+    assert_eq!(record(&data, "Unterbauleuchten")["ok"], true);
+    assert_eq!(flaky.done.lock().unwrap().len(), 1);
+
+    // When every light fails the call fails, with the controller's error code.
+    let down = Arc::new(Flaky {
+        fail: String::new(),
+        all: true,
+        done: Mutex::new(Vec::new()),
+    });
+    let tools = HomeTools::new(Arc::new(House::new(home, down, Duration::from_secs(5))));
+    let e = tool_error(&tools, "control_all_lights", json!({"action": "off"}));
+    assert_eq!(e["code"], "CONNECTION_ERROR");
+    // A dry run needs no Miniserver.
+    let data = ok(
+        &tools,
+        "control_all_lights",
+        json!({"action": "off", "dry_run": true}),
+    );
+    all_ok(&data);
+}
