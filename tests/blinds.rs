@@ -2,6 +2,9 @@
 //! the demo house: discovery, room / house-wide / unified commands (positions in percent closed,
 //! 0 = fully open), dry runs, per-blind results, and every bad-input class.
 
+mod common;
+use common::*;
+
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,69 +12,12 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use home_mcp::app::App;
-use home_mcp::config::{Config, MiniserverConfig, Timeouts};
+use home_mcp::config::{MiniserverConfig, Timeouts};
 use home_mcp::home::House;
 use home_mcp::loxone::client::Client;
 use home_mcp::loxone::structure::parse_structure;
-use home_mcp::mcp::{CallToolResult, Content, Handler, RequestContext, RpcError};
-use home_mcp::sim::Simulator;
+use home_mcp::mcp::Handler;
 use home_mcp::tools::HomeTools;
-
-fn demo() -> (App, HomeTools) {
-    let app = App::start(&Config::default(), true).expect("demo starts");
-    let tools = HomeTools::new(app.house.clone());
-    (app, tools)
-}
-
-fn sim(app: &App) -> &Simulator {
-    &app.simulator.as_ref().expect("demo has a simulator").0
-}
-
-fn call(tools: &HomeTools, name: &str, args: Value) -> Result<CallToolResult, RpcError> {
-    let Value::Object(map) = args else {
-        panic!("args must be an object")
-    };
-    let ctx = RequestContext {
-        session_id: None,
-        protocol_version: "2025-06-18".into(),
-        transport: "test",
-    };
-    tools.call_tool(name, map, &ctx)
-}
-
-fn text(r: &CallToolResult) -> Value {
-    let Content::Text { text } = &r.content[0];
-    serde_json::from_str(text).expect("text content is JSON")
-}
-
-/// Calls a tool that must succeed; returns the envelope's `data`.
-fn ok(tools: &HomeTools, name: &str, args: Value) -> Value {
-    let r = call(tools, name, args).expect("no JSON-RPC error");
-    let t = text(&r);
-    assert!(!r.is_error, "{name} failed: {t}");
-    assert_eq!(t["status"], "success");
-    assert_eq!(r.structured_content.as_ref(), Some(&t));
-    t["data"].clone()
-}
-
-/// Calls a tool that must fail as a tool result; returns the envelope's `error`.
-fn tool_error(tools: &HomeTools, name: &str, args: Value) -> Value {
-    let r = call(tools, name, args).expect("no JSON-RPC error");
-    assert!(r.is_error, "{name} should fail");
-    let t = text(&r);
-    assert_eq!(t["status"], "error");
-    t["error"].clone()
-}
-
-fn invalid_params(tools: &HomeTools, name: &str, args: Value) -> String {
-    match call(tools, name, args) {
-        Err(e) => {
-            assert_eq!(e.code, -32602, "{e:?}");
-            e.message
-        }
-        Ok(r) => panic!("expected -32602, got {:?}", text(&r)),
-    }
-}
 
 /// UUIDs of the demo's Jalousies (not the central block), optionally of one room.
 fn jalousies(app: &App, room: Option<&str>) -> Vec<String> {

@@ -1,0 +1,72 @@
+//! Helpers shared by the tool tests: the demo house (simulator + real client) and calls that
+//! assert the envelope shape of success, tool errors and JSON-RPC errors.
+#![allow(dead_code)]
+
+use serde_json::Value;
+
+use home_mcp::app::App;
+use home_mcp::config::Config;
+use home_mcp::mcp::{CallToolResult, Content, Handler, RequestContext, RpcError};
+use home_mcp::sim::Simulator;
+use home_mcp::tools::HomeTools;
+
+pub fn demo() -> (App, HomeTools) {
+    let app = App::start(&Config::default(), true).expect("demo starts");
+    let tools = HomeTools::new(app.house.clone());
+    (app, tools)
+}
+
+pub fn sim(app: &App) -> &Simulator {
+    &app.simulator.as_ref().expect("demo has a simulator").0
+}
+
+pub fn call(tools: &HomeTools, name: &str, args: Value) -> Result<CallToolResult, RpcError> {
+    let Value::Object(map) = args else {
+        panic!("args must be an object")
+    };
+    let ctx = RequestContext {
+        session_id: None,
+        protocol_version: "2025-06-18".into(),
+        transport: "test",
+    };
+    tools.call_tool(name, map, &ctx)
+}
+
+pub fn text(r: &CallToolResult) -> Value {
+    let Content::Text { text } = &r.content[0];
+    serde_json::from_str(text).expect("text content is JSON")
+}
+
+/// Calls a tool that must succeed; returns the envelope's `data`.
+pub fn ok(tools: &HomeTools, name: &str, args: Value) -> Value {
+    let r = call(tools, name, args).expect("no JSON-RPC error");
+    let t = text(&r);
+    assert!(!r.is_error, "{name} failed: {t}");
+    assert_eq!(t["status"], "success");
+    assert!(t["timestamp"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(
+        r.structured_content.as_ref(),
+        Some(&t),
+        "structuredContent mirrors the text"
+    );
+    t["data"].clone()
+}
+
+/// Calls a tool that must fail as a tool result; returns the envelope's `error`.
+pub fn tool_error(tools: &HomeTools, name: &str, args: Value) -> Value {
+    let r = call(tools, name, args).expect("no JSON-RPC error");
+    assert!(r.is_error, "{name} should fail");
+    let t = text(&r);
+    assert_eq!(t["status"], "error");
+    t["error"].clone()
+}
+
+pub fn invalid_params(tools: &HomeTools, name: &str, args: Value) -> String {
+    match call(tools, name, args) {
+        Err(e) => {
+            assert_eq!(e.code, -32602, "{e:?}");
+            e.message
+        }
+        Ok(r) => panic!("expected -32602, got {:?}", text(&r)),
+    }
+}
