@@ -568,6 +568,8 @@ struct Flaky {
     /// When set, every control fails.
     all: bool,
     done: Mutex<Vec<String>>,
+    /// Every control an action was attempted on.
+    tried: Mutex<Vec<String>>,
 }
 
 impl Controller for Flaky {
@@ -576,8 +578,16 @@ impl Controller for Flaky {
         control: &Control,
         _: &Action,
     ) -> Result<Option<home_mcp::home::Value>, ControllerError> {
-        if self.all || control.uuid == self.fail {
+        self.tried.lock().unwrap().push(control.uuid.clone());
+        if self.all {
             return Err(ControllerError::Connection("connection refused".into()));
+        }
+        if control.uuid == self.fail {
+            // One actuator fails on its own (e.g. a relay extension reports an error).
+            return Err(ControllerError::Rejected {
+                code: 500,
+                message: "relay extension fault".into(),
+            });
         }
         self.done.lock().unwrap().push(control.uuid.clone());
         Ok(None)
@@ -599,6 +609,7 @@ fn one_failing_light_does_not_hide_the_others() {
         fail: ceiling.clone(),
         all: false,
         done: Mutex::new(Vec::new()),
+        tried: Mutex::new(Vec::new()),
     });
     let house = Arc::new(House::new(
         home.clone(),
@@ -618,7 +629,7 @@ fn one_failing_light_does_not_hide_the_others() {
     assert!(bad["error"]
         .as_str()
         .unwrap()
-        .contains("cannot reach the Miniserver"));
+        .contains("relay extension fault"));
     assert_eq!(record(&data, "Unterbauleuchten")["ok"], true);
     assert_eq!(flaky.done.lock().unwrap().len(), 1);
 
@@ -627,10 +638,17 @@ fn one_failing_light_does_not_hide_the_others() {
         fail: String::new(),
         all: true,
         done: Mutex::new(Vec::new()),
+        tried: Mutex::new(Vec::new()),
     });
-    let tools = HomeTools::new(Arc::new(House::new(home, down, Duration::from_secs(5))));
+    let tools = HomeTools::new(Arc::new(House::new(
+        home,
+        down.clone(),
+        Duration::from_secs(5),
+    )));
     let e = tool_error(&tools, "control_all_lights", json!({"action": "off"}));
     assert_eq!(e["code"], "CONNECTION_ERROR");
+    // Out of reach: asked once, not once per light (one timeout, not N).
+    assert_eq!(down.tried.lock().unwrap().len(), 1);
     // A dry run needs no Miniserver.
     let data = ok(
         &tools,

@@ -54,6 +54,18 @@ pub enum ControllerError {
 }
 
 impl ControllerError {
+    /// Whether the Miniserver is out of reach for every further request (unreachable, our
+    /// credentials rejected, locked out): batch operations stop asking after the first such
+    /// error instead of waiting for one timeout per device.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            ControllerError::Connection(_)
+                | ControllerError::Unauthorized(_)
+                | ControllerError::LockedOut { .. }
+        )
+    }
+
     /// The spec §7.1 error code.
     pub fn code(&self) -> &'static str {
         match self {

@@ -5,6 +5,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::ToolError;
+use crate::home::Home;
 
 /// Deserialises `args` into `T`. Errors read like "missing field `device`",
 /// "unknown field `colour`, expected one of ...", "invalid type: string \"x\", expected f64".
@@ -20,6 +21,16 @@ pub fn in_range(field: &str, value: f64, min: f64, max: f64) -> Result<f64, Tool
         Err(ToolError::InvalidParams(format!(
             "{field} must be between {min} and {max} (got {value})"
         )))
+    }
+}
+
+/// The UUID of the room an optional `room` argument names (name or UUID, accents optional);
+/// `None` when the argument is absent. An unknown or ambiguous room is the resolver's error
+/// (a `DEVICE_NOT_FOUND` or `INVALID_PARAMETERS` tool result with suggestions/candidates).
+pub fn room_uuid(home: &Home, room: Option<&str>) -> Result<Option<String>, ToolError> {
+    match room {
+        Some(r) => Ok(Some(home.resolve_room(r)?.uuid.clone())),
+        None => Ok(None),
     }
 }
 

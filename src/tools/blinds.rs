@@ -233,10 +233,7 @@ fn discover(house: &House, a: &Map<String, Value>, _: &Caller) -> Result<Value, 
     let a: Discover = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let home = house.home();
-    let room = match &a.room {
-        Some(r) => Some(home.resolve_room(r)?.uuid.clone()),
-        None => None,
-    };
+    let room = args::room_uuid(&home, a.room.as_deref())?;
     let matching: Vec<&Control> = home
         .controls
         .iter()
@@ -357,16 +354,6 @@ fn to_action(action: UnifiedAction, value: Option<f64>, field: &str) -> Result<A
     }
 }
 
-/// Errors after which no further command is tried: the Miniserver is out of reach.
-fn unreachable(e: &ControllerError) -> bool {
-    matches!(
-        e,
-        ControllerError::Connection(_)
-            | ControllerError::Unauthorized(_)
-            | ControllerError::LockedOut { .. }
-    )
-}
-
 /// Sends (or, with `dry_run`, only shows) `action` to each of `targets`; the per-blind results
 /// and the counts. When nothing succeeded because the Miniserver is out of reach, that error.
 fn run_on(
@@ -407,7 +394,7 @@ fn run_on(
                             Ok(_) => Ok(()),
                             Err(e) => {
                                 let m = e.to_string();
-                                if unreachable(&e) {
+                                if e.is_unreachable() {
                                     out_of_reach = Some(e);
                                 }
                                 Err(m)

@@ -110,10 +110,7 @@ fn get_temperature_sensors(
     let a: Sensors = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let home = house.home();
-    let room = match &a.room {
-        Some(r) => Some(home.resolve_room(r)?.uuid.clone()),
-        None => None,
-    };
+    let room = args::room_uuid(&home, a.room.as_deref())?;
     let matching: Vec<&Control> = home
         .controls
         .iter()

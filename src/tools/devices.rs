@@ -222,10 +222,7 @@ fn list_devices(house: &House, a: &Map<String, Value>, _: &Caller) -> Result<Val
     let a: ListDevices = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let home = house.home();
-    let room = match &a.room {
-        Some(r) => Some(home.resolve_room(r)?.uuid.clone()),
-        None => None,
-    };
+    let room = args::room_uuid(&home, a.room.as_deref())?;
     let category = a
         .category
         .as_deref()

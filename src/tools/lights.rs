@@ -257,6 +257,7 @@ fn apply(
     caller: &Caller,
 ) -> Applied {
     let mut first_error = None;
+    let mut out_of_reach: Option<ControllerError> = None;
     let devices = controls
         .iter()
         .map(|c| {
@@ -292,10 +293,19 @@ fn apply(
                         break;
                     }
                 }
-                if !dry_run {
-                    if let Err(e) = house.act(c, action, &caller.label) {
-                        error = Some(ToolError::Controller(e));
+                if dry_run {
+                    continue;
+                }
+                if let Some(e) = &out_of_reach {
+                    error = Some(ToolError::Controller(e.clone()));
+                    rec["note"] = json!("not sent: the Miniserver is out of reach");
+                    break;
+                }
+                if let Err(e) = house.act(c, action, &caller.label) {
+                    if e.is_unreachable() {
+                        out_of_reach = Some(e.clone());
                     }
+                    error = Some(ToolError::Controller(e));
                 }
             }
             rec["commands"] = json!(commands);

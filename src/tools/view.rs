@@ -4,7 +4,7 @@
 use serde_json::{json, Value as Json};
 
 use crate::home::resolve::Candidate;
-use crate::home::{Control, ControlKind, ControllerError, Home, House, StateValue, Value};
+use crate::home::{Control, ControlKind, Home, House, StateValue, Value};
 use crate::loxone::commands::MOOD_OFF;
 
 /// `"Deckenlicht (Küche)"`, the way candidates are listed in messages.
@@ -116,11 +116,7 @@ impl<'a> ValueReader<'a> {
         }
         match self.house.value(c) {
             Ok(v) => Some(v),
-            Err(
-                e @ (ControllerError::Connection(_)
-                | ControllerError::Unauthorized(_)
-                | ControllerError::LockedOut { .. }),
-            ) => {
+            Err(e) if e.is_unreachable() => {
                 self.warning = Some(format!("current values unavailable: {e}"));
                 None
             }
