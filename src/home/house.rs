@@ -32,6 +32,59 @@ pub enum Action {
     Shade,
     /// Set the slat (lamella) angle of a blind in percent 0-100 (Loxone `manualLamelle`).
     Slats(f64),
+    /// A short pulse: push buttons, a TimedSwitch's timer.
+    Pulse,
+    /// Activate a lighting scene: a LightController (v1) scene number 0-9 or a
+    /// LightControllerV2 mood id (`changeTo/{id}`).
+    Mood(u32),
+    /// A colour: hue 0-360 °, saturation and brightness 0-100 % (ColorPickerV2 `hsv(h,s,v)`).
+    Color {
+        hue: f64,
+        saturation: f64,
+        brightness: f64,
+    },
+    /// White light: brightness 0-100 % and colour temperature in kelvin 2700-6500
+    /// (ColorPickerV2 `temp(bri,kelvin)`).
+    White { brightness: f64, kelvin: f64 },
+    /// The operating mode of a room's climate control.
+    RoomMode(RoomMode),
+    /// Audio: start playback.
+    Play,
+    /// Audio: pause playback.
+    Pause,
+    /// Audio: next track or station.
+    Next,
+    /// Audio: previous track or station.
+    Previous,
+    /// Audio: change the volume by this many percent points (negative = quieter).
+    VolumeStep(f64),
+    /// Alarm: arm, after the configured delay if `delayed`, with motion sensors if `motion`.
+    Arm { delayed: bool, motion: bool },
+    /// Alarm: disarm.
+    Disarm,
+    /// Alarm and smoke alarm: acknowledge (quit) a triggered alarm.
+    Acknowledge,
+    /// Select one output of a Radio block (1-16); 0 = all off.
+    Select(u32),
+    /// Set the text of a TextInput.
+    Text(String),
+}
+
+/// The operating mode of a room's climate control (IRoomController v1/v2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoomMode {
+    /// Automatic: heating and cooling as the schedule and season say.
+    Auto,
+    /// Automatic, heating only.
+    Heating,
+    /// Automatic, cooling only.
+    Cooling,
+    /// Comfort temperature now (override).
+    Comfort,
+    /// Economy (absent) temperature now (override).
+    Eco,
+    /// Building protection only (frost/heat protection): effectively off.
+    Off,
 }
 
 /// Why the controller could not act or read. Each variant maps to one error code of the spec

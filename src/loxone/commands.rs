@@ -133,6 +133,21 @@ fn action_name(action: &Action) -> String {
         Action::Temperature(t) => format!("temperature {t}"),
         Action::Shade => "shade".into(),
         Action::Slats(v) => format!("slats {v}"),
+        Action::Pulse => "pulse".into(),
+        Action::Mood(id) => format!("mood {id}"),
+        Action::Color { .. } => "a colour".into(),
+        Action::White { .. } => "white light".into(),
+        Action::RoomMode(m) => format!("mode {m:?}").to_lowercase(),
+        Action::Play => "play".into(),
+        Action::Pause => "pause".into(),
+        Action::Next => "next".into(),
+        Action::Previous => "previous".into(),
+        Action::VolumeStep(v) => format!("volume step {v}"),
+        Action::Arm { .. } => "arm".into(),
+        Action::Disarm => "disarm".into(),
+        Action::Acknowledge => "acknowledge".into(),
+        Action::Select(n) => format!("select {n}"),
+        Action::Text(_) => "a text".into(),
     }
 }
 

@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use super::args::{self, in_range};
 use super::view;
-use super::{Caller, Permission, Tool, ToolError, READ_ONLY, SETTER};
+use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY, SETTER};
 use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, House};
 use crate::loxone::commands::command_for;
 
@@ -229,7 +229,7 @@ struct Discover {
     limit: Option<i64>,
 }
 
-fn discover(house: &House, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
+fn discover(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
     let a: Discover = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let home = house.home();
@@ -493,11 +493,7 @@ struct RoomArgs {
     dry_run: Option<bool>,
 }
 
-fn control_room(
-    house: &House,
-    a: &Map<String, Value>,
-    caller: &Caller,
-) -> Result<Value, ToolError> {
+fn control_room(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
     let a: RoomArgs = args::parse(a)?;
     let action = to_action(a.action.into(), a.position, "position")?;
     let home = house.home();
@@ -523,7 +519,7 @@ struct AllArgs {
     dry_run: Option<bool>,
 }
 
-fn control_all(house: &House, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
+fn control_all(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
     let a: AllArgs = args::parse(a)?;
     let action = to_action(a.action.into(), a.position, "position")?;
     let home = house.home();
@@ -587,7 +583,7 @@ fn target_names(target: Option<&Value>, scope: &str) -> Result<Vec<String>, Tool
 }
 
 fn control_unified(
-    house: &House,
+    house: &Ctx,
     a: &Map<String, Value>,
     caller: &Caller,
 ) -> Result<Value, ToolError> {

@@ -5,8 +5,8 @@ use serde_json::{json, Map, Value};
 
 use super::args::{self, in_range};
 use super::view;
-use super::{Caller, Permission, Tool, ToolError, READ_ONLY, SETTER};
-use crate::home::{Action, Control, ControlKind, House};
+use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY, SETTER};
+use crate::home::{Action, Control, ControlKind};
 
 /// Accepted target temperatures in °C (Loxone's frost protection lies below, nobody heats a
 /// room above).
@@ -103,7 +103,7 @@ struct Sensors {
 }
 
 fn get_temperature_sensors(
-    house: &House,
+    house: &Ctx,
     a: &Map<String, Value>,
     _: &Caller,
 ) -> Result<Value, ToolError> {
@@ -147,7 +147,7 @@ struct SetTemperature {
 }
 
 fn set_room_temperature(
-    house: &House,
+    house: &Ctx,
     a: &Map<String, Value>,
     caller: &Caller,
 ) -> Result<Value, ToolError> {

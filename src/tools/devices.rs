@@ -7,9 +7,9 @@ use serde_json::{json, Map, Value};
 
 use super::args::{self, in_range};
 use super::view;
-use super::{Caller, Permission, Tool, ToolError, READ_ONLY};
+use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY};
 use crate::home::resolve::fold;
-use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, House};
+use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home};
 use crate::mcp::ToolAnnotations;
 
 pub fn tools() -> Vec<Tool> {
@@ -144,7 +144,7 @@ struct ListRooms {
     limit: Option<i64>,
 }
 
-fn list_rooms(house: &House, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
+fn list_rooms(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
     let a: ListRooms = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let home = house.home();
@@ -218,7 +218,7 @@ fn category_filter(home: &Home, s: &str) -> Result<CategoryFilter, ToolError> {
     )))
 }
 
-fn list_devices(house: &House, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
+fn list_devices(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
     let a: ListDevices = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let home = house.home();
@@ -325,7 +325,7 @@ fn dimmable(kind: &ControlKind) -> bool {
 }
 
 fn control_device(
-    house: &House,
+    house: &Ctx,
     a: &Map<String, Value>,
     caller: &Caller,
 ) -> Result<Value, ToolError> {

@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::args::{self, in_range};
-use super::{Caller, Permission, Tool, ToolError, SETTER};
+use super::{Caller, Ctx, Permission, Tool, ToolError, SETTER};
 use crate::home::{
     Action, CategoryKind, Control, ControlKind, ControllerError, Family, Home, House,
 };
@@ -407,7 +407,7 @@ struct RoomLights {
 }
 
 fn control_room_lights(
-    house: &House,
+    house: &Ctx,
     a: &Map<String, Value>,
     caller: &Caller,
 ) -> Result<Value, ToolError> {
@@ -450,7 +450,7 @@ struct AllLights {
 }
 
 fn control_all_lights(
-    house: &House,
+    house: &Ctx,
     a: &Map<String, Value>,
     caller: &Caller,
 ) -> Result<Value, ToolError> {
@@ -499,7 +499,7 @@ struct Unified {
 }
 
 fn control_lights_unified(
-    house: &House,
+    house: &Ctx,
     a: &Map<String, Value>,
     caller: &Caller,
 ) -> Result<Value, ToolError> {
@@ -595,7 +595,7 @@ struct RoomAllOn {
     dry_run: Option<bool>,
 }
 
-fn room_all_on(house: &House, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
+fn room_all_on(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
     let a: RoomAllOn = args::parse(a)?;
     let home = house.home();
     let room = home.resolve_room(&a.room_id)?;
@@ -616,7 +616,7 @@ struct SetDimmer {
     room: Option<String>,
 }
 
-fn set_dimmer(house: &House, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
+fn set_dimmer(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
     let a: SetDimmer = args::parse(a)?;
     let level = in_range("level", a.level, 0.0, 100.0)?;
     let home = house.home();

@@ -58,7 +58,22 @@ pub struct Caller {
 }
 
 /// A tool's handler: arguments in, `data` of the envelope out.
-pub type Run = fn(&House, &Map<String, Value>, &Caller) -> Result<Value, ToolError>;
+pub type Run = fn(&Ctx, &Map<String, Value>, &Caller) -> Result<Value, ToolError>;
+
+/// What a tool handler works with: the house (also reachable through `Deref`, so
+/// `ctx.home()` works) and the catalogue itself (for tools that run other tools, such as
+/// workflows).
+pub struct Ctx<'a> {
+    pub house: &'a House,
+    pub catalogue: &'a [Tool],
+}
+
+impl std::ops::Deref for Ctx<'_> {
+    type Target = House;
+    fn deref(&self) -> &House {
+        self.house
+    }
+}
 
 /// One tool, declared once.
 pub struct Tool {
@@ -153,7 +168,11 @@ impl HomeTools {
             RpcError::invalid_params(format!("unknown tool {name:?}"))
                 .with_details("call tools/list for the available tools")
         })?;
-        match (tool.run)(&self.house, &arguments, caller) {
+        let ctx = Ctx {
+            house: &self.house,
+            catalogue: &self.tools,
+        };
+        match (tool.run)(&ctx, &arguments, caller) {
             Ok(data) => Ok(success(data)),
             Err(ToolError::InvalidParams(m)) => {
                 Err(RpcError::invalid_params(format!("{}: {m}", tool.name)))
