@@ -8,6 +8,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use super::resolve::fold;
+
 /// The whole house as read from one structure file.
 #[derive(Debug, Clone, Default)]
 pub struct Home {
@@ -365,6 +367,54 @@ impl Home {
             .as_deref()
             .and_then(|r| self.room(r))
             .map(|r| r.name.as_str())
+    }
+
+    /// Whether operating `control` can open a way into the house: gates, door openers,
+    /// intercoms and code pads (family Access), and any control the owner filed under an
+    /// access category ("Zugang", "Access", "Türen", ...) or named like a door opener or lock
+    /// ("Türöffner", "Haustür", "Garage Door", "Schloss"). A push button called "Türöffner" is
+    /// a Pushbutton to Loxone but a front door to its owner, so its name counts.
+    pub fn guards_access(&self, control: &Control) -> bool {
+        if control.family() == Family::Access {
+            return true;
+        }
+        // Only generic outputs can be wired to a door; a dimmer or a blind cannot open one.
+        let generic = matches!(
+            control.kind,
+            ControlKind::Pushbutton
+                | ControlKind::Switch
+                | ControlKind::TimedSwitch
+                | ControlKind::UpDownDigital
+                | ControlKind::LeftRightDigital
+                | ControlKind::Unknown(_)
+        );
+        if !generic {
+            return false;
+        }
+        let category = control
+            .category
+            .as_deref()
+            .and_then(|u| self.category(u))
+            .map(|c| fold(&c.name))
+            .unwrap_or_default();
+        let category_words = ["zugang", "access", "tur", "door", "tor"];
+        if category
+            .split(' ')
+            .any(|w| category_words.iter().any(|k| w.starts_with(k)))
+        {
+            return true;
+        }
+        // Folded words: "Türöffner" -> "turoffner", "Garagentor" -> "garagentor". Endings
+        // are chosen so that "Raumtemperatur", "Deckenventilator" or "Motor" do not match.
+        let name = fold(&control.name);
+        let prefixes = ["tur", "door", "tor", "gate", "schloss", "lock", "riegel"];
+        let endings = [
+            "offner", "opener", "schloss", "door", "gate", "stur", "ntur", "rtur", "stor", "ntor",
+            "ftor",
+        ];
+        name.split(' ').any(|w| {
+            prefixes.iter().any(|k| w.starts_with(k)) || endings.iter().any(|k| w.ends_with(k))
+        })
     }
 
     /// Number of controls including sub-controls (recursively).

@@ -41,31 +41,70 @@ pub fn command_for(control: &Control, action: &Action) -> Result<Command, String
     match (&control.kind, action) {
         (K::Switch | K::TimedSwitch, On) => own("on"),
         (K::Switch | K::TimedSwitch, Off) => own("off"),
-        (K::Switch | K::TimedSwitch, _) => unsupported("on, off"),
-        (K::Pushbutton, On) => own("pulse"),
+        // TimedSwitch: `pulse` starts the staircase timer (deactivationDelayTotal seconds).
+        (K::TimedSwitch, Pulse) => own("pulse"),
+        (K::TimedSwitch, _) => unsupported("on, off, pulse (timer)"),
+        (K::Switch, _) => unsupported("on, off"),
+        // Pushbutton: momentary; `on` is a pulse too, so a button is never left held.
+        (K::Pushbutton, On | Pulse) => own("pulse"),
         (K::Pushbutton, _) => unsupported("on (pulse)"),
         (K::Dimmer | K::EibDimmer, On) => own("on"),
         (K::Dimmer | K::EibDimmer, Off) => own("off"),
         (K::Dimmer | K::EibDimmer, Level(v)) => own(&number(*v)),
         (K::Dimmer | K::EibDimmer, _) => unsupported("on, off, a level 0-100"),
-        // v1: scene 9 is "all on", scene 0 "all off" (Loxone docs).
+        // v1: scene 9 is "all on", scene 0 "all off" (Loxone docs); `{n}` selects scene n.
         (K::LightController, On) => own("on"),
         (K::LightController, Off) => own("off"),
-        (K::LightController, _) => unsupported("on, off"),
+        (K::LightController, Mood(n)) if *n <= 9 => own(&n.to_string()),
+        (K::LightController, _) => unsupported("on, off, a scene 0-9"),
         (K::LightControllerV2, On) => own(&format!("changeTo/{MOOD_BRIGHT}")),
         (K::LightControllerV2, Off) => own(&format!("changeTo/{MOOD_OFF}")),
-        (K::LightControllerV2, Level(v)) => Ok(Command {
-            target: master_value_target(control),
-            command: number(*v),
-        }),
-        (K::LightControllerV2, _) => unsupported("on, off, a brightness 0-100"),
+        (K::LightControllerV2, Mood(id)) => own(&format!("changeTo/{id}")),
+        (K::LightControllerV2, Level(v)) => match master_value_target(control) {
+            Some(target) => Ok(Command {
+                target,
+                command: number(*v),
+            }),
+            None => Err(format!(
+                "{} (LightControllerV2) has no master brightness in this structure file (no \
+                 masterValue sub-control); dim its circuits instead: {}",
+                control.name,
+                control
+                    .sub_controls
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        },
+        (K::LightControllerV2, _) => unsupported("on, off, a mood id, a brightness 0-100"),
         (K::ColorPickerV2, Level(v)) => own(&format!("setBrightness/{}", number(*v))),
         (K::ColorPickerV2, Off) => own("setBrightness/0"),
         (K::ColorPickerV2, On) => own("setBrightness/100"),
-        (K::ColorPickerV2, _) => unsupported("on, off, a brightness 0-100"),
-        (K::CentralLightController, On) => own("on"),
+        (
+            K::ColorPickerV2,
+            Color {
+                hue,
+                saturation,
+                brightness,
+            },
+        ) => own(&format!(
+            "hsv({},{},{})",
+            number(*hue),
+            number(*saturation),
+            number(*brightness)
+        )),
+        (K::ColorPickerV2, White { brightness, kelvin }) => own(&format!(
+            "temp({},{})",
+            number(*brightness),
+            number(*kelvin)
+        )),
+        (K::ColorPickerV2, _) => {
+            unsupported("on, off, a brightness 0-100, a colour (hue, saturation), white (kelvin)")
+        }
+        // The central light block has one command in the Loxone app: all lights off.
         (K::CentralLightController, Off) => own("off"),
-        (K::CentralLightController, _) => unsupported("on, off"),
+        (K::CentralLightController, _) => unsupported("off (all lights off)"),
         (K::Jalousie | K::CentralJalousie, Up) => own("FullUp"),
         (K::Jalousie | K::CentralJalousie, Down) => own("FullDown"),
         (K::Jalousie | K::CentralJalousie, Stop) => own("stop"),
@@ -94,14 +133,35 @@ pub fn command_for(control: &Control, action: &Action) -> Result<Command, String
         (K::UpDownDigital | K::LeftRightDigital, Up) => own("PulseUp"),
         (K::UpDownDigital | K::LeftRightDigital, Down) => own("PulseDown"),
         (K::UpDownDigital | K::LeftRightDigital, _) => unsupported("up, down"),
+        // The value goes as it is; the caller checks it against details.min..max.
         (K::Slider | K::ValueSelector | K::UpDownAnalog | K::LeftRightAnalog, Level(v)) => {
             own(&number(*v))
         }
         (K::Slider | K::ValueSelector | K::UpDownAnalog | K::LeftRightAnalog, _) => {
             unsupported("a value")
         }
-        (K::Radio, Off) => own("reset"),
-        (K::Radio, _) => unsupported("off (reset)"),
+        // Radio: `{id}` selects output id, `reset` (or 0) switches all outputs off.
+        (K::Radio, Off | Select(0)) => own("reset"),
+        (K::Radio, Select(n)) => own(&n.to_string()),
+        (K::Radio, Next) => own("next"),
+        (K::Radio, Previous) => own("prev"),
+        (K::Radio, _) => unsupported("off (reset), an output number, next, previous"),
+        // TextInput: the text is the command (each path segment is percent-encoded on the way).
+        (K::TextInput, Text(t)) => own(t),
+        (K::TextInput, _) => unsupported("a text"),
+        (
+            K::InfoOnlyAnalog
+            | K::InfoOnlyDigital
+            | K::InfoOnlyText
+            | K::TextState
+            | K::PresenceDetector
+            | K::WindowMonitor
+            | K::Meter,
+            _,
+        ) => Err(format!(
+            "{} ({}) is read-only: it reports values and takes no commands",
+            control.name, control.kind
+        )),
         _ => Err(format!(
             "{} ({}) cannot be controlled with {}",
             control.name,
@@ -111,15 +171,15 @@ pub fn command_for(control: &Control, action: &Action) -> Result<Command, String
     }
 }
 
-/// Where a LightControllerV2's master brightness goes: its `…/masterValue` sub-control if the
-/// structure file lists one, else `<uuid>/masterValue` as Loxone clients send it.
-fn master_value_target(control: &Control) -> String {
+/// Where a LightControllerV2's master brightness goes: its `…/masterValue` sub-control, which
+/// structure files list since Loxone Config 10 (older files, such as the TheJack75 fixture,
+/// have none, and the Miniserver then knows no such target).
+fn master_value_target(control: &Control) -> Option<String> {
     control
         .sub_controls
         .iter()
         .find(|s| s.uuid.ends_with("/masterValue"))
         .map(|s| s.uuid.clone())
-        .unwrap_or_else(|| format!("{}/masterValue", control.uuid))
 }
 
 fn action_name(action: &Action) -> String {
@@ -182,9 +242,20 @@ mod tests {
             command_for(&c, &Action::On).unwrap().command,
             "changeTo/777"
         );
+        // Without a masterValue sub-control there is no master brightness to set.
+        let err = command_for(&c, &Action::Level(40.0)).unwrap_err();
+        assert!(err.contains("no master brightness"), "{err}");
+        let mut c = c;
+        let master = format!("{}/masterValue", c.uuid);
+        c.sub_controls
+            .push(Control::new(master.clone(), "Master", ControlKind::Dimmer));
         let lvl = command_for(&c, &Action::Level(40.0)).unwrap();
-        assert_eq!(lvl.target, format!("{}/masterValue", c.uuid));
+        assert_eq!(lvl.target, master);
         assert_eq!(lvl.command, "40");
+        assert_eq!(
+            command_for(&c, &Action::Mood(3)).unwrap().command,
+            "changeTo/3"
+        );
     }
 
     #[test]

@@ -525,15 +525,23 @@ fn light_controller_v1(c: &mut Ctl, word: &str) -> CmdResult {
     Ok(None)
 }
 
-/// Mood ids in `moodList` order.
+/// Mood ids in `moodList` order. The static moods "Bright" (777) and "Off" (778) exist in
+/// every LightControllerV2 (PyLoxone and openHAB rely on them), so they are known even when
+/// no `moodList` value was loaded (a bare structure file).
 fn mood_ids(c: &Ctl) -> Vec<i64> {
-    serde_json::from_str::<Value>(&c.text("moodList"))
+    let mut ids: Vec<i64> = serde_json::from_str::<Value>(&c.text("moodList"))
         .ok()
         .and_then(|v| v.as_array().cloned())
         .unwrap_or_default()
         .iter()
         .filter_map(|m| m.get("id").and_then(Value::as_i64))
-        .collect()
+        .collect();
+    for id in [777, MOOD_OFF] {
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    ids
 }
 
 /// Ids in `activeMoods` (a JSON array text such as `[1,3]`).

@@ -132,7 +132,7 @@ pub struct Simulator {
     config: SimConfig,
     structure: String,
     last_modified: String,
-    /// `msInfo.serialNr`, 12 hex digits without colons.
+    /// `msInfo.serialNr`, 12 characters without colons (hex digits on a real Miniserver).
     serial: String,
     /// `msInfo.localUrl`, reported as `address` by `/jdev/cfg/apiKey`.
     address: String,
@@ -168,9 +168,11 @@ impl Simulator {
         let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
         let ms_info = doc.get("msInfo");
         let serial = text(ms_info.and_then(|m| m.get("serialNr")));
-        if serial.len() != 12 || !serial.chars().all(|c| c.is_ascii_hexdigit()) {
+        // Real serials are 12 hex digits; anonymised sample files use letters too
+        // ("504F94SAMPLE"), so any 12 ASCII letters or digits are accepted.
+        if serial.len() != 12 || !serial.chars().all(|c| c.is_ascii_alphanumeric()) {
             return Err(SimError::Structure(format!(
-                "msInfo.serialNr {serial:?} is not 12 hex digits"
+                "msInfo.serialNr {serial:?} is not 12 letters or digits"
             )));
         }
         let address = match text(ms_info.and_then(|m| m.get("localUrl"))) {

@@ -99,7 +99,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_device",
             title: "Control a device",
-            description: "Controls one device by name or UUID. action: on, off (lights, switches, audio play/pause), dim or bright (lights; value = brightness 0-100 %, default 30 for dim and 100 for bright), up, down, stop (blinds; with value = position 0-100 % closed, 0 = fully open). value is a number 0-100. If the name exists in several rooms, give room or a room-qualified name (\"Deckenlicht Küche\"). Alarms, secured controls and opening gates or doors are refused here.",
+            description: "Controls one device by name or UUID. action: on/off (also ein, an, aus; lights, switches, audio), dim or bright (value = brightness 0-100 %, default 30 for dim and 100 for bright), up/down/stop (also hoch/auf, runter/zu/ab, stopp; blinds, with value = position 0-100 % closed, 0 = fully open), shade, slats (value = slat angle %), pulse (push buttons, staircase timers), mood (scene = LightControllerV2 mood id or LightController scene 0-9), color (hue 0-360, saturation %, value = brightness %), white (kelvin 2700-6500, value = brightness %), set (number within the control's min..max: sliders, value selectors), select (number = Radio output, 0 = all off), text (TextInput), play/pause/next/previous (audio). If the name exists in several rooms, give room or a room-qualified name (\"Deckenlicht Küche\"). Alarms and secured controls are refused (use arm_alarm/disarm_alarm); gates and doors can be closed and stopped but not opened here. Read-only sensors take no commands.",
             permission: Permission::Control,
             annotations: ToolAnnotations {
                 read_only_hint: false,
@@ -108,14 +108,12 @@ pub fn tools() -> Vec<Tool> {
                 open_world_hint: false,
             },
             input_schema: || {
+                let mut props = device_command_schema();
+                props.insert("device".into(), json!({"type": "string", "description": "Device name, \"Name [Room]\", \"Name Room\" or UUID"}));
+                props.insert("room".into(), json!({"type": "string", "description": "Room name or UUID, to pick among devices of the same name"}));
                 json!({
                     "type": "object",
-                    "properties": {
-                        "device": {"type": "string", "description": "Device name or UUID"},
-                        "action": {"type": "string", "enum": ["on", "off", "up", "down", "stop", "dim", "bright"]},
-                        "value": {"type": "number", "minimum": 0, "maximum": 100, "description": "Brightness or position in percent"},
-                        "room": {"type": "string", "description": "Room name or UUID, to pick among devices of the same name"}
-                    },
+                    "properties": props,
                     "required": ["device", "action"],
                     "additionalProperties": false
                 })
@@ -127,6 +125,7 @@ pub fn tools() -> Vec<Tool> {
                         "device": {"type": "object"},
                         "action": {"type": "string"},
                         "value": {"type": ["number", "null"]},
+                        "command": {"type": ["string", "null"], "description": "The Loxone command sent"},
                         "reported_value": {"description": "What the Miniserver answered (number or text), if anything"}
                     },
                     "required": ["device", "action"]
@@ -292,9 +291,10 @@ fn has_primary_value(c: &Control) -> bool {
     )
 }
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Debug)]
-#[serde(rename_all = "lowercase")]
-enum DeviceAction {
+/// What `control_device` can be asked to do, after the user's word (English or German) has
+/// been read.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Verb {
     On,
     Off,
     Up,
@@ -302,15 +302,159 @@ enum DeviceAction {
     Stop,
     Dim,
     Bright,
+    Pulse,
+    Shade,
+    Slats,
+    Mood,
+    Color,
+    White,
+    Set,
+    Select,
+    Text,
+    Play,
+    Pause,
+    Next,
+    Previous,
+}
+
+/// Every accepted action word with its meaning; the schema's enum is generated from it.
+/// German words as people say them to a Loxone house (ein/aus, hoch/runter, auf/zu, an/aus).
+const VERBS: &[(&str, Verb)] = &[
+    ("on", Verb::On),
+    ("ein", Verb::On),
+    ("an", Verb::On),
+    ("off", Verb::Off),
+    ("aus", Verb::Off),
+    ("up", Verb::Up),
+    ("open", Verb::Up),
+    ("hoch", Verb::Up),
+    ("auf", Verb::Up),
+    ("down", Verb::Down),
+    ("close", Verb::Down),
+    ("runter", Verb::Down),
+    ("ab", Verb::Down),
+    ("zu", Verb::Down),
+    ("stop", Verb::Stop),
+    ("stopp", Verb::Stop),
+    ("dim", Verb::Dim),
+    ("dimmen", Verb::Dim),
+    ("dunkler", Verb::Dim),
+    ("bright", Verb::Bright),
+    ("hell", Verb::Bright),
+    ("heller", Verb::Bright),
+    ("pulse", Verb::Pulse),
+    ("impuls", Verb::Pulse),
+    ("shade", Verb::Shade),
+    ("beschatten", Verb::Shade),
+    ("slats", Verb::Slats),
+    ("lamellen", Verb::Slats),
+    ("mood", Verb::Mood),
+    ("scene", Verb::Mood),
+    ("stimmung", Verb::Mood),
+    ("szene", Verb::Mood),
+    ("color", Verb::Color),
+    ("colour", Verb::Color),
+    ("farbe", Verb::Color),
+    ("white", Verb::White),
+    ("weiss", Verb::White),
+    ("weiß", Verb::White),
+    ("set", Verb::Set),
+    ("setzen", Verb::Set),
+    ("select", Verb::Select),
+    ("auswählen", Verb::Select),
+    ("text", Verb::Text),
+    ("play", Verb::Play),
+    ("abspielen", Verb::Play),
+    ("pause", Verb::Pause),
+    ("next", Verb::Next),
+    ("weiter", Verb::Next),
+    ("previous", Verb::Previous),
+    ("zurück", Verb::Previous),
+];
+
+impl Verb {
+    /// Reads an action word, case- and accent-insensitively (`"AUS"`, `"zuruck"`).
+    pub(crate) fn parse(word: &str) -> Result<Verb, ToolError> {
+        let w = fold(word);
+        VERBS
+            .iter()
+            .find(|(name, _)| fold(name) == w)
+            .map(|(_, v)| *v)
+            .ok_or_else(|| {
+                ToolError::InvalidParams(format!(
+                    "action {word:?} is not one of: {}",
+                    verb_words().join(", ")
+                ))
+            })
+    }
+
+    /// The English name, as results report it.
+    pub(crate) fn as_str(self) -> &'static str {
+        VERBS
+            .iter()
+            .find(|(_, v)| *v == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("?")
+    }
+
+    /// Whether the verb opens or switches something on (refused for gates and doors).
+    fn opens(self) -> bool {
+        matches!(self, Verb::On | Verb::Up | Verb::Pulse)
+    }
+}
+
+/// Every accepted action word, for the schema and error messages.
+pub(crate) fn verb_words() -> Vec<&'static str> {
+    VERBS.iter().map(|(n, _)| *n).collect()
+}
+
+/// One device command as the user gives it: the action word and its optional parameters.
+/// Shared by `control_device` and the batch tools.
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DeviceCommand {
+    pub action: String,
+    /// Percent 0-100: brightness, blind position (% closed), slat angle.
+    pub value: Option<f64>,
+    /// Mood id (LightControllerV2) or scene number 0-9 (LightController).
+    pub scene: Option<u32>,
+    /// Hue 0-360 ° for `color`.
+    pub hue: Option<f64>,
+    /// Saturation 0-100 % for `color` (default 100).
+    pub saturation: Option<f64>,
+    /// Colour temperature 2700-6500 K for `white` (default 2700).
+    pub kelvin: Option<f64>,
+    /// A plain number for `set` (within the control's own min..max) or an output for `select`.
+    pub number: Option<f64>,
+    /// The text for `text` (TextInput), 1-255 characters.
+    pub text: Option<String>,
+}
+
+/// Schema properties of [`DeviceCommand`] (merged into the tools' input schemas).
+pub(crate) fn device_command_schema() -> Map<String, Value> {
+    let v = json!({
+        "action": {"type": "string", "enum": verb_words(), "description": "What to do. on/off (ein/an/aus), up/down/stop (hoch/auf, runter/zu/ab, stopp) for blinds, dim/bright (dimmen, heller) with value = brightness %, pulse (push buttons, staircase timers), shade and slats (blinds), mood (LightController scene 0-9 or LightControllerV2 mood id in `scene`), color (hue, saturation, value = brightness), white (kelvin, value = brightness), set (number within the control's range: sliders, value selectors), select (number = Radio output, 0 = all off), text (TextInput), play/pause/next/previous (audio)."},
+        "value": {"type": "number", "minimum": 0, "maximum": 100, "description": "Percent 0-100: brightness, blind position (0 = fully open, 100 = closed), slat angle, volume"},
+        "scene": {"type": "integer", "minimum": 0, "maximum": 9999, "description": "Mood id (LightControllerV2; 777 = bright, 778 = off) or scene number 0-9 (LightController)"},
+        "hue": {"type": "number", "minimum": 0, "maximum": 360, "description": "Colour hue in degrees for action color"},
+        "saturation": {"type": "number", "minimum": 0, "maximum": 100, "description": "Colour saturation in percent for action color (default 100)"},
+        "kelvin": {"type": "number", "minimum": 2700, "maximum": 6500, "description": "White colour temperature in kelvin for action white (default 2700)"},
+        "number": {"type": "number", "description": "Value for action set (within the control's min..max) or output number for action select"},
+        "text": {"type": "string", "minLength": 1, "maxLength": 255, "description": "Text for action text (TextInput)"}
+    });
+    match v {
+        Value::Object(m) => m,
+        _ => unreachable!("a JSON object literal"),
+    }
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ControlDevice {
     device: String,
-    action: DeviceAction,
-    value: Option<f64>,
     room: Option<String>,
+    #[serde(flatten)]
+    command: DeviceCommand,
 }
 
 /// Types whose "on"/"dim"/"bright" take a brightness.
@@ -324,24 +468,38 @@ fn dimmable(kind: &ControlKind) -> bool {
     )
 }
 
-fn control_device(
-    house: &Ctx,
-    a: &Map<String, Value>,
-    caller: &Caller,
-) -> Result<Value, ToolError> {
-    let a: ControlDevice = args::parse(a)?;
-    let value = a
+/// The `min`..`max` of a value block from its structure-file details, if it gives them.
+fn details_bounds(c: &Control) -> (Option<f64>, Option<f64>) {
+    let get = |k: &str| c.details.get(k).and_then(Value::as_f64);
+    (get("min"), get("max"))
+}
+
+fn required<T>(field: &str, verb: Verb, v: Option<T>) -> Result<T, ToolError> {
+    v.ok_or_else(|| {
+        ToolError::InvalidParams(format!("{field} is required for action {}", verb.as_str()))
+    })
+}
+
+/// Turns a [`DeviceCommand`] into the [`Action`] for control `c`, checking ranges (each error
+/// names the field: -32602) and the safety rules: alarms and secured controls are refused
+/// (`INSUFFICIENT_PERMISSIONS`; they have their own tools), gates and doors are never opened
+/// here. A verb the type does not support is left to the command table, which names what the
+/// type supports.
+pub(crate) fn plan(
+    home: &Home,
+    c: &Control,
+    cmd: &DeviceCommand,
+) -> Result<(Verb, Action), ToolError> {
+    let verb = Verb::parse(&cmd.action)?;
+    let value = cmd
         .value
         .map(|v| in_range("value", v, 0.0, 100.0))
         .transpose()?;
-    let home = house.home();
-    let c = home.resolve_control(&a.device, a.room.as_deref(), &|_| true)?;
-
     if c.family() == Family::Security || c.is_secured {
         return Err(ToolError::Refused {
             code: "INSUFFICIENT_PERMISSIONS",
             message: format!(
-                "{} is {}; control_device does not operate alarms or secured controls",
+                "{} is {}; control_device does not operate alarms or secured controls (use arm_alarm / disarm_alarm)",
                 c.name,
                 if c.is_secured {
                     "a secured control (visualisation password)"
@@ -351,40 +509,99 @@ fn control_device(
             ),
         });
     }
-    let opening = matches!(a.action, DeviceAction::On | DeviceAction::Up);
-    if c.family() == Family::Access && opening {
+    if verb.opens() && home.guards_access(c) {
         return Err(ToolError::Refused {
             code: "INSUFFICIENT_PERMISSIONS",
             message: format!(
-                "{} is a gate or door; control_device does not open gates or doors (close and stop are allowed)",
+                "{} opens a gate or door; control_device does not open gates or doors (close and stop are allowed)",
                 c.name
             ),
         });
     }
-
-    let action = match (a.action, value) {
-        (DeviceAction::On, Some(v)) if dimmable(&c.kind) => Action::Level(v),
-        (DeviceAction::On, _) => Action::On,
-        (DeviceAction::Off, _) => Action::Off,
-        (DeviceAction::Dim, v) => Action::Level(v.unwrap_or(30.0)),
-        (DeviceAction::Bright, v) => Action::Level(v.unwrap_or(100.0)),
-        (DeviceAction::Up | DeviceAction::Down, Some(v)) if c.kind == ControlKind::Jalousie => {
-            Action::Level(v)
+    let action = match verb {
+        Verb::On => match value {
+            Some(v) if dimmable(&c.kind) => Action::Level(v),
+            _ => Action::On,
+        },
+        Verb::Off => Action::Off,
+        Verb::Dim | Verb::Bright => {
+            if !dimmable(&c.kind) {
+                return Err(ToolError::Controller(ControllerError::Unsupported(
+                    format!("{} ({}) cannot be dimmed; use on or off", c.name, c.kind),
+                )));
+            }
+            let default = if verb == Verb::Dim { 30.0 } else { 100.0 };
+            Action::Level(value.unwrap_or(default))
         }
-        (DeviceAction::Up, _) => Action::Up,
-        (DeviceAction::Down, _) => Action::Down,
-        (DeviceAction::Stop, _) => Action::Stop,
+        Verb::Up | Verb::Down => match value {
+            Some(v) if c.kind == ControlKind::Jalousie => Action::Level(v),
+            _ if verb == Verb::Up => Action::Up,
+            _ => Action::Down,
+        },
+        Verb::Stop => Action::Stop,
+        Verb::Pulse => Action::Pulse,
+        Verb::Shade => Action::Shade,
+        Verb::Slats => Action::Slats(required("value", verb, value)?),
+        Verb::Mood => Action::Mood(required("scene", verb, cmd.scene)?),
+        Verb::Color => Action::Color {
+            hue: in_range("hue", required("hue", verb, cmd.hue)?, 0.0, 360.0)?,
+            saturation: in_range("saturation", cmd.saturation.unwrap_or(100.0), 0.0, 100.0)?,
+            brightness: value.unwrap_or(100.0),
+        },
+        Verb::White => Action::White {
+            brightness: value.unwrap_or(100.0),
+            kelvin: in_range("kelvin", cmd.kelvin.unwrap_or(2700.0), 2700.0, 6500.0)?,
+        },
+        Verb::Set => {
+            let n = required("number", verb, cmd.number)?;
+            let (lo, hi) = details_bounds(c);
+            let lo = lo.unwrap_or(f64::MIN);
+            let hi = hi.unwrap_or(f64::MAX);
+            Action::Level(in_range("number", n, lo, hi)?)
+        }
+        Verb::Select => {
+            let n = required("number", verb, cmd.number)?;
+            if n.fract() != 0.0 || !(0.0..=64.0).contains(&n) {
+                return Err(ToolError::InvalidParams(format!(
+                    "number must be a whole output number 0-64 for select (got {n})"
+                )));
+            }
+            Action::Select(n as u32)
+        }
+        Verb::Text => {
+            let t = required("text", verb, cmd.text.clone())?;
+            if t.is_empty() || t.chars().count() > 255 {
+                return Err(ToolError::InvalidParams(
+                    "text must be 1-255 characters".into(),
+                ));
+            }
+            Action::Text(t)
+        }
+        Verb::Play => Action::Play,
+        Verb::Pause => Action::Pause,
+        Verb::Next => Action::Next,
+        Verb::Previous => Action::Previous,
     };
-    if matches!(a.action, DeviceAction::Dim | DeviceAction::Bright) && !dimmable(&c.kind) {
-        return Err(ToolError::Controller(ControllerError::Unsupported(
-            format!("{} ({}) cannot be dimmed; use on or off", c.name, c.kind),
-        )));
-    }
+    Ok((verb, action))
+}
+
+fn control_device(
+    house: &Ctx,
+    a: &Map<String, Value>,
+    caller: &Caller,
+) -> Result<Value, ToolError> {
+    let a: ControlDevice = args::parse(a)?;
+    // Arguments first (a bad word or range is the caller's error whatever the device).
+    Verb::parse(&a.command.action)?;
+    let home = house.home();
+    let c = home.resolve_control(&a.device, a.room.as_deref(), &|_| true)?;
+    let (verb, action) = plan(&home, c, &a.command)?;
     let outcome = house.act(c, &action, &caller.label)?;
     Ok(json!({
         "device": view::device(&home, c),
-        "action": format!("{:?}", a.action).to_lowercase(),
-        "value": value,
+        "action": verb.as_str(),
+        "value": a.command.value.or(a.command.number),
+        "command": crate::loxone::commands::command_for(c, &action).ok().map(|k| k.command),
         "reported_value": outcome.value.map(|v| match v {
             crate::home::Value::Number(n) => json!(n),
             crate::home::Value::Text(t) => json!(t),
