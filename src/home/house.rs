@@ -104,6 +104,12 @@ pub enum ControllerError {
     Unsupported(String),
     /// The Miniserver answered with an error code. `CONNECTION_ERROR`.
     Rejected { code: u16, message: String },
+    /// The control is secured and no visualisation password was given or configured (the
+    /// control's name). `INVALID_PARAMETERS`.
+    VisuPasswordMissing(String),
+    /// The Miniserver refused the visualisation password (Loxone code 500).
+    /// `INVALID_PARAMETERS`. Never carries the password.
+    VisuPasswordWrong,
 }
 
 impl ControllerError {
@@ -123,7 +129,9 @@ impl ControllerError {
     pub fn code(&self) -> &'static str {
         match self {
             ControllerError::NotFound(_) => "DEVICE_NOT_FOUND",
-            ControllerError::Unsupported(_) => "INVALID_PARAMETERS",
+            ControllerError::Unsupported(_)
+            | ControllerError::VisuPasswordMissing(_)
+            | ControllerError::VisuPasswordWrong => "INVALID_PARAMETERS",
             _ => "CONNECTION_ERROR",
         }
     }
@@ -145,11 +153,43 @@ impl fmt::Display for ControllerError {
             ControllerError::Rejected { code, message } => {
                 write!(f, "the Miniserver answered {code}: {message}")
             }
+            ControllerError::VisuPasswordMissing(name) => write!(
+                f,
+                "{name} is secured with the Loxone visualisation password: pass it as `code`, \
+                 or configure it (visu_password in the [miniserver] section of the config file, \
+                 or the HOME_VISU_PASS environment variable)"
+            ),
+            ControllerError::VisuPasswordWrong => f.write_str(
+                "the Miniserver refused the visualisation password (code 500): the code is wrong",
+            ),
         }
     }
 }
 
 impl std::error::Error for ControllerError {}
+
+/// A secret text, such as the visualisation password (PIN) of secured controls. `Debug` prints
+/// `***`, there is no `Display`, so it cannot end up in a log line or an error message by
+/// accident; [`Secret::expose`] is the one way to read it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(s: impl Into<String>) -> Self {
+        Secret(s.into())
+    }
+
+    /// The secret text, for hashing it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
 
 /// The seam to the building automation. Implemented by the Loxone client; tests can plug in
 /// their own.
@@ -159,6 +199,21 @@ pub trait Controller: Send + Sync {
     fn act(&self, control: &Control, action: &Action) -> Result<Option<Value>, ControllerError>;
     /// Reads the control's primary value (e.g. a switch's `active`, a dimmer's `position`).
     fn read(&self, control: &Control) -> Result<Value, ControllerError>;
+    /// Carries out `action` on a secured control with the visualisation password (Loxone
+    /// `jdev/sps/ios/...`). A wrong password is [`ControllerError::VisuPasswordWrong`].
+    /// Controllers without secured commands refuse.
+    fn act_secured(
+        &self,
+        control: &Control,
+        action: &Action,
+        visu_password: &Secret,
+    ) -> Result<Option<Value>, ControllerError> {
+        let _ = (action, visu_password);
+        Err(ControllerError::Unsupported(format!(
+            "{} is secured and this controller cannot send secured commands",
+            control.name
+        )))
+    }
 }
 
 /// What a command did: the control, the value the controller reported, when.
@@ -174,6 +229,8 @@ pub struct House {
     states: StateStore,
     controller: Arc<dyn Controller>,
     value_max_age: Duration,
+    /// The configured visualisation password for secured controls, if any.
+    visu_password: Option<Secret>,
 }
 
 impl House {
@@ -184,7 +241,20 @@ impl House {
             states: StateStore::new(),
             controller,
             value_max_age,
+            visu_password: None,
         }
+    }
+
+    /// Sets the configured visualisation password used by [`House::act_secured`] when the caller
+    /// gives none.
+    pub fn with_visu_password(mut self, visu_password: Option<Secret>) -> Self {
+        self.visu_password = visu_password;
+        self
+    }
+
+    /// Whether a visualisation password is configured.
+    pub fn has_visu_password(&self) -> bool {
+        self.visu_password.is_some()
     }
 
     /// The current model (cheap: an `Arc`).
@@ -213,6 +283,38 @@ impl House {
         caller: &str,
     ) -> Result<Outcome, ControllerError> {
         let result = self.controller.act(control, action);
+        self.finish(control, action, caller, result)
+    }
+
+    /// Like [`House::act`], for controls that may be secured (alarms, doors): a secured control
+    /// gets the command with the visualisation password `visu_password`, else the configured
+    /// one, else [`ControllerError::VisuPasswordMissing`]; an unsecured control gets a plain
+    /// command (the password is not used). The password is never logged.
+    pub fn act_secured(
+        &self,
+        control: &Control,
+        action: &Action,
+        visu_password: Option<&Secret>,
+        caller: &str,
+    ) -> Result<Outcome, ControllerError> {
+        if !control.is_secured {
+            return self.act(control, action, caller);
+        }
+        let result = match visu_password.or(self.visu_password.as_ref()) {
+            Some(pw) => self.controller.act_secured(control, action, pw),
+            None => Err(ControllerError::VisuPasswordMissing(control.name.clone())),
+        };
+        self.finish(control, action, &format!("{caller} (secured)"), result)
+    }
+
+    /// Logs a write and forgets the control's remembered value.
+    fn finish(
+        &self,
+        control: &Control,
+        action: &Action,
+        caller: &str,
+        result: Result<Option<Value>, ControllerError>,
+    ) -> Result<Outcome, ControllerError> {
         match &result {
             Ok(v) => log::info!(
                 "write by {caller}: {} ({}) {:?} -> ok {:?}",
