@@ -571,3 +571,39 @@ fn control_device_still_refuses_secured_alarms() {
     assert_eq!(e["code"], "INSUFFICIENT_PERMISSIONS");
     assert_eq!(r.sim.state(ALARM, "armed"), Some(0.0));
 }
+
+#[test]
+fn repeated_wrong_pins_pause_secured_commands() {
+    let r = demo_rig(None);
+    for _ in 0..home_mcp::home::house::PIN_ATTEMPTS {
+        let e = tool_error(
+            &r.tools,
+            "arm_alarm",
+            json!({"alarm": ALARM, "code": "0000"}),
+        );
+        assert_eq!(e["code"], "INVALID_PARAMETERS");
+    }
+    // Now even the right PIN is not tried: nothing reaches the Miniserver.
+    let e = tool_error(
+        &r.tools,
+        "arm_alarm",
+        json!({"alarm": ALARM, "code": "1234"}),
+    );
+    assert_eq!(e["code"], "RATE_LIMIT_EXCEEDED");
+    assert!(e["message"].as_str().unwrap().contains("pause"), "{e}");
+    assert_eq!(r.sim.state(ALARM, "armedDelay"), Some(0.0));
+    // Unsecured controls are not affected.
+    ok(
+        &r.tools,
+        "acknowledge_alarm",
+        json!({"alarm": "Rauchmelder"}),
+    );
+}
+
+#[test]
+fn secret_never_prints() {
+    let s = Secret::new("1234");
+    assert_eq!(format!("{s:?}"), "***");
+    assert_eq!(format!("{:?}", Some(&s)), "Some(***)");
+    assert_eq!(s.expose(), "1234");
+}

@@ -3,8 +3,8 @@
 //! Loxone adapter implements [`Controller`]. Every write is logged with the caller's label.
 
 use std::fmt;
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, SystemTime};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::model::{Control, Home};
 use super::state::{StateStore, StateValue, Value};
@@ -110,7 +110,16 @@ pub enum ControllerError {
     /// The Miniserver refused the visualisation password (Loxone code 500).
     /// `INVALID_PARAMETERS`. Never carries the password.
     VisuPasswordWrong,
+    /// Too many wrong visualisation passwords in a row: secured commands are refused for
+    /// `remaining_secs` (see [`PIN_ATTEMPTS`]). `RATE_LIMIT_EXCEEDED`.
+    VisuPasswordBlocked { remaining_secs: u64 },
 }
+
+/// Wrong visualisation passwords in a row before secured commands pause for [`PIN_PAUSE`], so a
+/// caller cannot try PINs quickly.
+pub const PIN_ATTEMPTS: u32 = 3;
+/// How long secured commands pause after [`PIN_ATTEMPTS`] wrong passwords.
+pub const PIN_PAUSE: Duration = Duration::from_secs(60);
 
 impl ControllerError {
     /// Whether the Miniserver is out of reach for every further request (unreachable, our
@@ -132,6 +141,7 @@ impl ControllerError {
             ControllerError::Unsupported(_)
             | ControllerError::VisuPasswordMissing(_)
             | ControllerError::VisuPasswordWrong => "INVALID_PARAMETERS",
+            ControllerError::VisuPasswordBlocked { .. } => "RATE_LIMIT_EXCEEDED",
             _ => "CONNECTION_ERROR",
         }
     }
@@ -161,6 +171,11 @@ impl fmt::Display for ControllerError {
             ),
             ControllerError::VisuPasswordWrong => f.write_str(
                 "the Miniserver refused the visualisation password (code 500): the code is wrong",
+            ),
+            ControllerError::VisuPasswordBlocked { remaining_secs } => write!(
+                f,
+                "too many wrong visualisation passwords; secured commands pause for \
+                 {remaining_secs} s"
             ),
         }
     }
@@ -231,6 +246,8 @@ pub struct House {
     value_max_age: Duration,
     /// The configured visualisation password for secured controls, if any.
     visu_password: Option<Secret>,
+    /// Wrong visualisation passwords in a row, and the end of the pause they caused.
+    pin_failures: Mutex<(u32, Option<Instant>)>,
 }
 
 impl House {
@@ -242,6 +259,7 @@ impl House {
             controller,
             value_max_age,
             visu_password: None,
+            pin_failures: Mutex::new((0, None)),
         }
     }
 
@@ -289,7 +307,9 @@ impl House {
     /// Like [`House::act`], for controls that may be secured (alarms, doors): a secured control
     /// gets the command with the visualisation password `visu_password`, else the configured
     /// one, else [`ControllerError::VisuPasswordMissing`]; an unsecured control gets a plain
-    /// command (the password is not used). The password is never logged.
+    /// command (the password is not used). The password is never logged. After
+    /// [`PIN_ATTEMPTS`] wrong passwords in a row, secured commands are refused for
+    /// [`PIN_PAUSE`] ([`ControllerError::VisuPasswordBlocked`]).
     pub fn act_secured(
         &self,
         control: &Control,
@@ -300,10 +320,35 @@ impl House {
         if !control.is_secured {
             return self.act(control, action, caller);
         }
+        let mut failures = self.pin_failures.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(until) = failures.1 {
+            let now = Instant::now();
+            if now < until {
+                let remaining_secs = (until - now).as_secs_f64().ceil() as u64;
+                return Err(ControllerError::VisuPasswordBlocked { remaining_secs });
+            }
+            *failures = (0, None);
+        }
         let result = match visu_password.or(self.visu_password.as_ref()) {
             Some(pw) => self.controller.act_secured(control, action, pw),
             None => Err(ControllerError::VisuPasswordMissing(control.name.clone())),
         };
+        match &result {
+            Err(ControllerError::VisuPasswordWrong) => {
+                failures.0 += 1;
+                if failures.0 >= PIN_ATTEMPTS {
+                    log::warn!(
+                        "{} wrong visualisation passwords in a row; secured commands pause for {} s",
+                        failures.0,
+                        PIN_PAUSE.as_secs()
+                    );
+                    failures.1 = Some(Instant::now() + PIN_PAUSE);
+                }
+            }
+            Ok(_) => *failures = (0, None),
+            Err(_) => {}
+        }
+        drop(failures);
         self.finish(control, action, &format!("{caller} (secured)"), result)
     }
 

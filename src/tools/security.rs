@@ -5,7 +5,8 @@
 //! PIN comes from the `code` argument or from the configuration (`visu_password`,
 //! `HOME_VISU_PASS`); it is never logged, echoed or put into an error message. A wrong PIN is
 //! an `INVALID_PARAMETERS` tool error ("the code is wrong"), a missing one an
-//! `INVALID_PARAMETERS` tool error saying how to configure it.
+//! `INVALID_PARAMETERS` tool error saying how to configure it; after 3 wrong PINs in a row,
+//! secured commands pause for 60 s (`RATE_LIMIT_EXCEEDED`).
 
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
