@@ -86,11 +86,14 @@ impl App {
             home.controls.len(),
             home.count_all_controls()
         );
-        let house = Arc::new(House::new(
-            home,
-            Arc::new(client),
-            config.miniserver_timeouts.value_max_age,
-        ));
+        let house = Arc::new(
+            House::new(
+                home,
+                Arc::new(client),
+                config.miniserver_timeouts.value_max_age,
+            )
+            .with_visu_password(config.visu_password.clone()),
+        );
         let mcp = Arc::new(McpServer::new(
             Arc::new(HomeTools::new(house.clone())),
             McpConfig::default(),

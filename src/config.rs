@@ -1,5 +1,6 @@
 //! Configuration: a TOML file for everything, environment variables for the Miniserver
-//! credentials (`HOME_HOST`, `HOME_USER`, `HOME_PASS`) and a few operational settings.
+//! credentials (`HOME_HOST`, `HOME_USER`, `HOME_PASS`, `HOME_VISU_PASS`) and a few operational
+//! settings.
 //! Precedence, lowest first: built-in defaults, the config file, the environment, command-line
 //! flags (applied by `main`).
 //!
@@ -16,6 +17,9 @@
 //! host = "192.168.1.77"        # host, host:port or http(s)://host[:port]
 //! user = "mcp"
 //! password = "..."             # better: HOME_PASS in the environment
+//! visu_password = "..."        # visualisation password (PIN) of secured controls such as
+//!                              # the alarm; better: HOME_VISU_PASS. Optional: without it,
+//!                              # arm_alarm/disarm_alarm need the `code` argument
 //! connect_timeout_secs = 5
 //! request_timeout_secs = 10
 //! value_max_age_secs = 5       # values older than this are read again from the Miniserver
@@ -31,6 +35,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::home::Secret;
+
 /// Default HTTP port, as in the interface spec.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:3001";
 
@@ -43,6 +49,9 @@ pub struct Config {
     pub miniserver_timeouts: Timeouts,
     /// Log level name (`error` .. `trace`).
     pub log_level: log::LevelFilter,
+    /// Visualisation password for secured controls (`[miniserver] visu_password`,
+    /// `HOME_VISU_PASS`); also used with `--demo`. `Debug` shows `***`.
+    pub visu_password: Option<Secret>,
 }
 
 /// The HTTP transport's settings.
@@ -117,6 +126,7 @@ impl Default for Config {
             miniserver: None,
             miniserver_timeouts: Timeouts::default(),
             log_level: log::LevelFilter::Info,
+            visu_password: None,
         }
     }
 }
@@ -179,6 +189,7 @@ struct FileMiniserver {
     host: Option<String>,
     user: Option<String>,
     password: Option<String>,
+    visu_password: Option<String>,
     connect_timeout_secs: Option<u64>,
     request_timeout_secs: Option<u64>,
     value_max_age_secs: Option<u64>,
@@ -194,8 +205,8 @@ impl Config {
     /// Loads the config: defaults, then `path` (if given), then the environment read through
     /// `env` (a function so tests need not touch the process environment).
     ///
-    /// Environment variables: `HOME_HOST`, `HOME_USER`, `HOME_PASS`, `HOME_LISTEN`,
-    /// `HOME_LOG_LEVEL`. The Miniserver stays `None` when no host is set anywhere; the caller
+    /// Environment variables: `HOME_HOST`, `HOME_USER`, `HOME_PASS`, `HOME_VISU_PASS`,
+    /// `HOME_LISTEN`, `HOME_LOG_LEVEL`. The Miniserver stays `None` when no host is set anywhere; the caller
     /// decides whether that is an error ([`Config::require_miniserver`]).
     pub fn load(
         path: Option<&Path>,
@@ -294,6 +305,11 @@ impl Config {
                 password: password.unwrap_or_default(),
             });
         }
+
+        cfg.visu_password = env("HOME_VISU_PASS")
+            .or(file.miniserver.visu_password)
+            .filter(|p| !p.is_empty())
+            .map(Secret::new);
 
         if let Some(level) = env("HOME_LOG_LEVEL").or(file.log.level) {
             cfg.log_level = level
@@ -494,6 +510,22 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("HOME_HOST"), "{e}");
+    }
+
+    #[test]
+    fn visu_password_from_file_or_environment() {
+        let cfg = parse("[miniserver]\nvisu_password = \"4711\"\n", &[]).unwrap();
+        assert_eq!(cfg.visu_password, Some(Secret::new("4711")));
+        assert!(!format!("{cfg:?}").contains("4711"));
+        let cfg = parse(
+            "[miniserver]\nvisu_password = \"4711\"\n",
+            &[("HOME_VISU_PASS", "0815")],
+        )
+        .unwrap();
+        assert_eq!(cfg.visu_password.unwrap().expose(), "0815");
+        assert_eq!(parse("", &[]).unwrap().visu_password, None);
+        let e = parse("[miniserver]\nvisu_pasword = \"1\"\n", &[]).unwrap_err();
+        assert!(matches!(e, ConfigError::Toml { .. }), "{e}");
     }
 
     #[test]

@@ -344,9 +344,20 @@ fn jalousie_moves_over_time() {
     assert_eq!(sim.state(&gate, "active"), Some(0.0));
 }
 
+/// The demo house with its secured controls unsecured, for plain `sps/io` commands (secured
+/// commands are tested in tests/security.rs).
+fn unsecured_structure() -> String {
+    DEMO_STRUCTURE.replace("\"isSecured\": true", "\"isSecured\": false")
+}
+
 #[test]
 fn alarm_arms_after_delay() {
-    let sim = demo();
+    let sim = Simulator::new(
+        &unsecured_structure(),
+        Some(DEMO_VALUES),
+        SimConfig::default(),
+    )
+    .unwrap();
     let u = uuid("Alarmanlage", "Zentral");
     assert_eq!(
         value(&get(&sim, &format!("/jdev/sps/io/{u}/delayedon/1"))),
@@ -362,7 +373,7 @@ fn alarm_arms_after_delay() {
     let mut values: Value = serde_json::from_str(DEMO_VALUES).unwrap();
     values[&u]["armedDelayTotal"] = 0.2.into();
     let sim = Simulator::new(
-        DEMO_STRUCTURE,
+        &unsecured_structure(),
         Some(&values.to_string()),
         SimConfig::default(),
     )

@@ -3,8 +3,8 @@
 //! Loxone adapter implements [`Controller`]. Every write is logged with the caller's label.
 
 use std::fmt;
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, SystemTime};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::model::{Control, Home};
 use super::state::{StateStore, StateValue, Value};
@@ -107,7 +107,22 @@ pub enum ControllerError {
     Unsupported(String),
     /// The Miniserver answered with an error code. `CONNECTION_ERROR`.
     Rejected { code: u16, message: String },
+    /// The control is secured and no visualisation password was given or configured (the
+    /// control's name). `INVALID_PARAMETERS`.
+    VisuPasswordMissing(String),
+    /// The Miniserver refused the visualisation password (Loxone code 500).
+    /// `INVALID_PARAMETERS`. Never carries the password.
+    VisuPasswordWrong,
+    /// Too many wrong visualisation passwords in a row: secured commands are refused for
+    /// `remaining_secs` (see [`PIN_ATTEMPTS`]). `RATE_LIMIT_EXCEEDED`.
+    VisuPasswordBlocked { remaining_secs: u64 },
 }
+
+/// Wrong visualisation passwords in a row before secured commands pause for [`PIN_PAUSE`], so a
+/// caller cannot try PINs quickly.
+pub const PIN_ATTEMPTS: u32 = 3;
+/// How long secured commands pause after [`PIN_ATTEMPTS`] wrong passwords.
+pub const PIN_PAUSE: Duration = Duration::from_secs(60);
 
 impl ControllerError {
     /// Whether the Miniserver is out of reach for every further request (unreachable, our
@@ -126,7 +141,10 @@ impl ControllerError {
     pub fn code(&self) -> &'static str {
         match self {
             ControllerError::NotFound(_) => "DEVICE_NOT_FOUND",
-            ControllerError::Unsupported(_) => "INVALID_PARAMETERS",
+            ControllerError::Unsupported(_)
+            | ControllerError::VisuPasswordMissing(_)
+            | ControllerError::VisuPasswordWrong => "INVALID_PARAMETERS",
+            ControllerError::VisuPasswordBlocked { .. } => "RATE_LIMIT_EXCEEDED",
             _ => "CONNECTION_ERROR",
         }
     }
@@ -148,11 +166,48 @@ impl fmt::Display for ControllerError {
             ControllerError::Rejected { code, message } => {
                 write!(f, "the Miniserver answered {code}: {message}")
             }
+            ControllerError::VisuPasswordMissing(name) => write!(
+                f,
+                "{name} is secured with the Loxone visualisation password: pass it as `code`, \
+                 or configure it (visu_password in the [miniserver] section of the config file, \
+                 or the HOME_VISU_PASS environment variable)"
+            ),
+            ControllerError::VisuPasswordWrong => f.write_str(
+                "the Miniserver refused the visualisation password (code 500): the code is wrong",
+            ),
+            ControllerError::VisuPasswordBlocked { remaining_secs } => write!(
+                f,
+                "too many wrong visualisation passwords; secured commands pause for \
+                 {remaining_secs} s"
+            ),
         }
     }
 }
 
 impl std::error::Error for ControllerError {}
+
+/// A secret text, such as the visualisation password (PIN) of secured controls. `Debug` prints
+/// `***`, there is no `Display`, so it cannot end up in a log line or an error message by
+/// accident; [`Secret::expose`] is the one way to read it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(s: impl Into<String>) -> Self {
+        Secret(s.into())
+    }
+
+    /// The secret text, for hashing it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
 
 /// The seam to the building automation. Implemented by the Loxone client; tests can plug in
 /// their own.
@@ -162,6 +217,21 @@ pub trait Controller: Send + Sync {
     fn act(&self, control: &Control, action: &Action) -> Result<Option<Value>, ControllerError>;
     /// Reads the control's primary value (e.g. a switch's `active`, a dimmer's `position`).
     fn read(&self, control: &Control) -> Result<Value, ControllerError>;
+    /// Carries out `action` on a secured control with the visualisation password (Loxone
+    /// `jdev/sps/ios/...`). A wrong password is [`ControllerError::VisuPasswordWrong`].
+    /// Controllers without secured commands refuse.
+    fn act_secured(
+        &self,
+        control: &Control,
+        action: &Action,
+        visu_password: &Secret,
+    ) -> Result<Option<Value>, ControllerError> {
+        let _ = (action, visu_password);
+        Err(ControllerError::Unsupported(format!(
+            "{} is secured and this controller cannot send secured commands",
+            control.name
+        )))
+    }
 }
 
 /// What a command did: the control, the value the controller reported, when.
@@ -177,6 +247,10 @@ pub struct House {
     states: StateStore,
     controller: Arc<dyn Controller>,
     value_max_age: Duration,
+    /// The configured visualisation password for secured controls, if any.
+    visu_password: Option<Secret>,
+    /// Wrong visualisation passwords in a row, and the end of the pause they caused.
+    pin_failures: Mutex<(u32, Option<Instant>)>,
 }
 
 impl House {
@@ -187,7 +261,21 @@ impl House {
             states: StateStore::new(),
             controller,
             value_max_age,
+            visu_password: None,
+            pin_failures: Mutex::new((0, None)),
         }
+    }
+
+    /// Sets the configured visualisation password used by [`House::act_secured`] when the caller
+    /// gives none.
+    pub fn with_visu_password(mut self, visu_password: Option<Secret>) -> Self {
+        self.visu_password = visu_password;
+        self
+    }
+
+    /// Whether a visualisation password is configured.
+    pub fn has_visu_password(&self) -> bool {
+        self.visu_password.is_some()
     }
 
     /// The current model (cheap: an `Arc`).
@@ -216,6 +304,65 @@ impl House {
         caller: &str,
     ) -> Result<Outcome, ControllerError> {
         let result = self.controller.act(control, action);
+        self.finish(control, action, caller, result)
+    }
+
+    /// Like [`House::act`], for controls that may be secured (alarms, doors): a secured control
+    /// gets the command with the visualisation password `visu_password`, else the configured
+    /// one, else [`ControllerError::VisuPasswordMissing`]; an unsecured control gets a plain
+    /// command (the password is not used). The password is never logged. After
+    /// [`PIN_ATTEMPTS`] wrong passwords in a row, secured commands are refused for
+    /// [`PIN_PAUSE`] ([`ControllerError::VisuPasswordBlocked`]).
+    pub fn act_secured(
+        &self,
+        control: &Control,
+        action: &Action,
+        visu_password: Option<&Secret>,
+        caller: &str,
+    ) -> Result<Outcome, ControllerError> {
+        if !control.is_secured {
+            return self.act(control, action, caller);
+        }
+        let mut failures = self.pin_failures.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(until) = failures.1 {
+            let now = Instant::now();
+            if now < until {
+                let remaining_secs = (until - now).as_secs_f64().ceil() as u64;
+                return Err(ControllerError::VisuPasswordBlocked { remaining_secs });
+            }
+            *failures = (0, None);
+        }
+        let result = match visu_password.or(self.visu_password.as_ref()) {
+            Some(pw) => self.controller.act_secured(control, action, pw),
+            None => Err(ControllerError::VisuPasswordMissing(control.name.clone())),
+        };
+        match &result {
+            Err(ControllerError::VisuPasswordWrong) => {
+                failures.0 += 1;
+                if failures.0 >= PIN_ATTEMPTS {
+                    log::warn!(
+                        "{} wrong visualisation passwords in a row; secured commands pause for {} s",
+                        failures.0,
+                        PIN_PAUSE.as_secs()
+                    );
+                    failures.1 = Some(Instant::now() + PIN_PAUSE);
+                }
+            }
+            Ok(_) => *failures = (0, None),
+            Err(_) => {}
+        }
+        drop(failures);
+        self.finish(control, action, &format!("{caller} (secured)"), result)
+    }
+
+    /// Logs a write and forgets the control's remembered value.
+    fn finish(
+        &self,
+        control: &Control,
+        action: &Action,
+        caller: &str,
+        result: Result<Option<Value>, ControllerError>,
+    ) -> Result<Outcome, ControllerError> {
         match &result {
             Ok(v) => log::info!(
                 "write by {caller}: {} ({}) {:?} -> ok {:?}",

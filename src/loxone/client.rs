@@ -16,6 +16,7 @@ use base64::Engine;
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 use serde_json::Value as Json;
 
+use super::secured::{self, KeySalt};
 use crate::config::{MiniserverConfig, Timeouts};
 
 /// Pause after the Miniserver rejected our credentials, before they are tried again.
@@ -63,6 +64,8 @@ pub enum LoxoneError {
     Status { code: u16, message: String },
     /// The answer is not what the protocol promises.
     BadAnswer(String),
+    /// Code 500 to a secured command (`jdev/sps/ios/...`): wrong visualisation password.
+    WrongVisuPassword,
 }
 
 impl fmt::Display for LoxoneError {
@@ -81,6 +84,7 @@ impl fmt::Display for LoxoneError {
             LoxoneError::Unavailable => f.write_str("503: the Miniserver is restarting"),
             LoxoneError::Status { code, message } => write!(f, "error {code}: {message}"),
             LoxoneError::BadAnswer(m) => write!(f, "unexpected answer: {m}"),
+            LoxoneError::WrongVisuPassword => f.write_str("500: wrong visualisation password"),
         }
     }
 }
@@ -240,6 +244,38 @@ impl Client {
         self.get_ll(&path, true)
     }
 
+    /// `jdev/sys/getvisusalt/{user}`: a one-time key, salt and hash algorithm for hashing the
+    /// visualisation password (loxone-protocol.md §2.4, §2.6).
+    pub fn visu_salt(&self) -> Result<KeySalt, LoxoneError> {
+        let path = format!("jdev/sys/getvisusalt/{}", encode_path(&self.user));
+        let ll = self.get_ll(&path, true)?;
+        KeySalt::from_value(&ll.value)
+            .map_err(|m| LoxoneError::BadAnswer(format!("getvisusalt: {m}")))
+    }
+
+    /// Sends `command` to the secured control `target` with the visualisation password:
+    /// `getvisusalt`, then `jdev/sps/ios/{hash}/{target}/{command}` (§2.4). Code 500 (in the
+    /// envelope or as HTTP status) is [`LoxoneError::WrongVisuPassword`]. Neither the password
+    /// nor the hash appear in logs or error messages.
+    pub fn secured_command(
+        &self,
+        target: &str,
+        command: &str,
+        visu_password: &str,
+    ) -> Result<LlAnswer, LoxoneError> {
+        let ks = self.visu_salt()?;
+        let hash = secured::visu_hash(visu_password, &ks);
+        let mut path = format!("jdev/sps/ios/{hash}/{}", encode_path(target));
+        if !command.is_empty() {
+            path.push('/');
+            path.push_str(&encode_path(command));
+        }
+        match self.get_ll(&path, true) {
+            Err(LoxoneError::Status { code: 500, .. }) => Err(LoxoneError::WrongVisuPassword),
+            other => other,
+        }
+    }
+
     /// Reads the primary value of `target`: `jdev/sps/io/{target}` without a command.
     pub fn read_value(&self, target: &str) -> Result<LlAnswer, LoxoneError> {
         self.command(target, "")
@@ -247,16 +283,17 @@ impl Client {
 
     fn get_ll(&self, path: &str, auth: bool) -> Result<LlAnswer, LoxoneError> {
         let (status, body) = self.get(path, auth)?;
-        check_status(status, &body, path)?;
+        let shown = redact(path);
+        check_status(status, &body, &shown)?;
         let ll = parse_ll(&body)?;
         match ll.code {
             200 => Ok(ll),
-            404 => Err(LoxoneError::NotFound(path.to_string())),
+            404 => Err(LoxoneError::NotFound(shown)),
             401 => Err(LoxoneError::Unauthorized),
             503 => Err(LoxoneError::Unavailable),
             code => Err(LoxoneError::Status {
                 code,
-                message: format!("{path}: {}", ll.value_text().unwrap_or_default()),
+                message: format!("{shown}: {}", ll.value_text().unwrap_or_default()),
             }),
         }
     }
@@ -333,11 +370,19 @@ impl Client {
     }
 }
 
-/// Hides the token of an `autht=` query or a secured-command hash from logs.
+/// Hides the token of an `autht=` query or a secured-command hash from logs and errors.
 fn redact(path: &str) -> String {
-    match path.find("autht=") {
+    let path = match path.find("autht=") {
         Some(i) => format!("{}autht=<redacted>", &path[..i]),
         None => path.to_string(),
+    };
+    match path.find("sps/ios/") {
+        Some(i) => {
+            let start = i + "sps/ios/".len();
+            let end = path[start..].find('/').map_or(path.len(), |j| start + j);
+            format!("{}<redacted>{}", &path[..start], &path[end..])
+        }
+        None => path,
     }
 }
 
@@ -497,6 +542,20 @@ mod tests {
             Err(LoxoneError::Unauthorized)
         );
         assert_eq!(html_error_text(plain), "error 401 Unauthorized");
+    }
+
+    #[test]
+    fn secured_hashes_are_redacted() {
+        assert_eq!(
+            redact("jdev/sps/ios/abcdef0123/0f86-0200/off"),
+            "jdev/sps/ios/<redacted>/0f86-0200/off"
+        );
+        assert_eq!(redact("jdev/sps/ios/abcdef"), "jdev/sps/ios/<redacted>");
+        assert_eq!(redact("jdev/sps/io/x/on"), "jdev/sps/io/x/on");
+        assert_eq!(
+            redact("jdev/sps/io/x?autht=t&user=u"),
+            "jdev/sps/io/x?autht=<redacted>"
+        );
     }
 
     #[test]

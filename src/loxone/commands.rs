@@ -169,6 +169,30 @@ pub fn command_for(control: &Control, action: &Action) -> Result<Command, String
         (K::Slider | K::ValueSelector | K::UpDownAnalog | K::LeftRightAnalog, _) => {
             unsupported("a value")
         }
+        // Alarm (§5.3): `on`/`delayedon` with `/1` = with movement sensors, `/0` = without.
+        (K::Alarm, Arm { delayed, motion }) => own(&format!(
+            "{}/{}",
+            if *delayed { "delayedon" } else { "on" },
+            u8::from(*motion)
+        )),
+        (K::Alarm | K::CentralAlarm, Disarm) => own("off"),
+        (K::Alarm | K::CentralAlarm, Acknowledge) => own("quit"),
+        (K::Alarm, _) => unsupported("arm, disarm, acknowledge"),
+        // CentralAlarm (§5.3) takes `on`/`delayedon` without a movement argument: each alarm
+        // keeps its own movement setting, so "without motion" needs a single alarm.
+        (
+            K::CentralAlarm,
+            Arm {
+                delayed,
+                motion: true,
+            },
+        ) => own(if *delayed { "delayedon" } else { "on" }),
+        (K::CentralAlarm, _) => {
+            unsupported("arm (each alarm with its own motion setting), disarm, acknowledge")
+        }
+        // SmokeAlarm (§5.3): `confirm` acknowledges (and silences) an alarm.
+        (K::SmokeAlarm, Acknowledge) => own("confirm"),
+        (K::SmokeAlarm, _) => unsupported("acknowledge"),
         // Radio: `{id}` selects output id, `reset` (or 0) switches all outputs off.
         (K::Radio, Off | Select(0)) => own("reset"),
         (K::Radio, Select(n)) => own(&n.to_string()),
@@ -332,6 +356,37 @@ mod tests {
         assert_eq!(cmd(&cc, RoomMode::Off).unwrap(), "autoMode/-1");
         assert!(cmd(&cc, RoomMode::Eco).is_err());
         assert!(command_for(&cc, &Action::Temperature(21.0)).is_err());
+    }
+
+    #[test]
+    fn alarms_map_arm_disarm_and_acknowledge() {
+        let a = control(ControlKind::Alarm);
+        let arm = |delayed, motion| Action::Arm { delayed, motion };
+        assert_eq!(
+            command_for(&a, &arm(true, true)).unwrap().command,
+            "delayedon/1"
+        );
+        assert_eq!(command_for(&a, &arm(false, false)).unwrap().command, "on/0");
+        assert_eq!(command_for(&a, &Action::Disarm).unwrap().command, "off");
+        assert_eq!(
+            command_for(&a, &Action::Acknowledge).unwrap().command,
+            "quit"
+        );
+        assert!(command_for(&a, &Action::On).is_err());
+        let c = control(ControlKind::CentralAlarm);
+        assert_eq!(
+            command_for(&c, &arm(true, true)).unwrap().command,
+            "delayedon"
+        );
+        assert_eq!(command_for(&c, &arm(false, true)).unwrap().command, "on");
+        assert!(command_for(&c, &arm(true, false)).is_err());
+        assert_eq!(command_for(&c, &Action::Disarm).unwrap().command, "off");
+        let s = control(ControlKind::SmokeAlarm);
+        assert_eq!(
+            command_for(&s, &Action::Acknowledge).unwrap().command,
+            "confirm"
+        );
+        assert!(command_for(&s, &Action::Disarm).is_err());
     }
 
     #[test]

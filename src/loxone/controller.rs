@@ -2,7 +2,7 @@
 //! ([`super::commands`]), answers become values, and [`LoxoneError`] is mapped once to the
 //! controller-independent [`ControllerError`].
 
-use crate::home::{Action, Control, Controller, ControllerError, Value};
+use crate::home::{Action, Control, Controller, ControllerError, Secret, Value};
 
 use super::client::{parse_number_prefix, Client, LlAnswer, LoxoneError};
 use super::commands::command_for;
@@ -30,6 +30,7 @@ impl From<LoxoneError> for ControllerError {
                 code: 0,
                 message: m,
             },
+            LoxoneError::WrongVisuPassword => ControllerError::VisuPasswordWrong,
         }
     }
 }
@@ -56,6 +57,17 @@ impl Controller for Client {
     fn act(&self, control: &Control, action: &Action) -> Result<Option<Value>, ControllerError> {
         let cmd = command_for(control, action).map_err(ControllerError::Unsupported)?;
         let answer = self.command(&cmd.target, &cmd.command)?;
+        Ok(answer_value(&answer))
+    }
+
+    fn act_secured(
+        &self,
+        control: &Control,
+        action: &Action,
+        visu_password: &Secret,
+    ) -> Result<Option<Value>, ControllerError> {
+        let cmd = command_for(control, action).map_err(ControllerError::Unsupported)?;
+        let answer = self.secured_command(&cmd.target, &cmd.command, visu_password.expose())?;
         Ok(answer_value(&answer))
     }
 

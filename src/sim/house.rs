@@ -157,6 +157,8 @@ pub(crate) struct Ctl {
     pub last_on: f64,
     /// Alarm `delayedon`: when arming completes. TimedSwitch `pulse`: when it switches off.
     pub deadline: Option<Instant>,
+    /// `isSecured`: commands need the visualisation password (`jdev/sps/ios/...`).
+    pub secured: bool,
 }
 
 impl Ctl {
@@ -347,6 +349,12 @@ impl House {
             motion: None,
             last_on: 0.0,
             deadline: None,
+            secured: match c.get("isSecured") {
+                Some(Value::Bool(b)) => *b,
+                Some(Value::Number(n)) => n.as_f64().unwrap_or(0.0) != 0.0,
+                Some(Value::String(s)) => matches!(s.trim(), "1" | "true"),
+                _ => false,
+            },
         });
         Ok(())
     }

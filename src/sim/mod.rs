@@ -11,7 +11,11 @@
 //!   Miniserver's IP lock-out after repeated failures (§2.7);
 //! - `/data/LoxAPP3.json` (the structure text, unchanged) and `/jdev/sps/LoxAPPversion3`;
 //! - `/jdev/sps/io/{uuid-or-name}[/{command}]`, `/state` and `/all`, with per-type behaviour
-//!   from §5.3 (see `controls.rs`): blinds and gates move over time, alarms arm after a delay.
+//!   from §5.3 (see `controls.rs`): blinds and gates move over time, alarms arm after a delay;
+//! - secured controls (`isSecured`, §2.4): `/jdev/sys/getvisusalt/{user}` hands out a one-time
+//!   key and salt, `/jdev/sps/ios/{hash}/{uuid}/{command}` checks the hash of the visualisation
+//!   password (code 500 when wrong), and a plain `sps/io` command to a secured control is
+//!   refused with code 403 (reads stay allowed).
 //!
 //! Layout: [`house`] holds the controls and their states, [`controls`] the per-type
 //! behaviour, `http` the routing, auth and answer shapes, and [`server`] the tiny_http
@@ -19,7 +23,8 @@
 //!
 //! The embedded demo house ([`Simulator::demo`], `assets/demo-house.json`) is a bilingual
 //! family home with every simulated control type; its credentials are `demo` / `demo`
-//! ([`DEMO_USER`], [`DEMO_PASSWORD`]).
+//! ([`DEMO_USER`], [`DEMO_PASSWORD`]) and its visualisation password is `1234`
+//! ([`DEMO_VISU_PASSWORD`]).
 
 mod controls;
 mod house;
@@ -46,6 +51,18 @@ pub const DEMO_VALUES: &str = include_str!("../../assets/demo-house.values.json"
 pub const DEMO_USER: &str = "demo";
 /// Password of [`SimConfig::default`] and [`Simulator::demo`].
 pub const DEMO_PASSWORD: &str = "demo";
+/// Visualisation password (PIN) of secured controls in [`SimConfig::default`].
+pub const DEMO_VISU_PASSWORD: &str = "1234";
+
+/// The hash algorithm `getvisusalt` announces (`hashAlg`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum VisuHash {
+    /// `SHA1` (firmware before 10.3).
+    Sha1,
+    /// `SHA256` (10.3 and later).
+    #[default]
+    Sha256,
+}
 
 /// Spelling of the status key in the `LL` envelope: the Miniserver uses `"Code"` in most
 /// answers and `"code"` in others (loxone-protocol.md §2.1), so clients must accept both.
@@ -77,6 +94,10 @@ pub struct SimConfig {
     /// with that HTTP status and the Miniserver's HTML error page; `true` answers HTTP 200
     /// with `"Code": "404"` (or 400) in the `LL` envelope. §2.7 leaves both possible.
     pub not_found_in_envelope: bool,
+    /// Visualisation password of the secured controls (default [`DEMO_VISU_PASSWORD`]).
+    pub visu_password: String,
+    /// `hashAlg` of `getvisusalt` (default SHA256).
+    pub visu_hash: VisuHash,
 }
 
 impl Default for SimConfig {
@@ -89,6 +110,8 @@ impl Default for SimConfig {
             blind_travel: Duration::from_secs(20),
             code_key: CodeKey::Code,
             not_found_in_envelope: false,
+            visu_password: DEMO_VISU_PASSWORD.into(),
+            visu_hash: VisuHash::Sha256,
         }
     }
 }
@@ -138,6 +161,8 @@ pub struct Simulator {
     address: String,
     house: Mutex<House>,
     logins: Mutex<http::Logins>,
+    /// Outstanding one-time `getvisusalt` keys.
+    visu_keys: Mutex<http::VisuKeys>,
 }
 
 impl fmt::Debug for Simulator {
@@ -187,6 +212,7 @@ impl Simulator {
             address,
             house: Mutex::new(house),
             logins: Mutex::new(http::Logins::default()),
+            visu_keys: Mutex::new(http::VisuKeys::default()),
         })
     }
 

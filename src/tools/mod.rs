@@ -14,6 +14,7 @@ mod blinds;
 mod climate;
 mod devices;
 mod lights;
+mod security;
 mod view;
 
 use std::sync::Arc;
@@ -135,6 +136,7 @@ pub fn catalogue() -> Vec<Tool> {
     tools.extend(climate::tools());
     tools.extend(lights::tools());
     tools.extend(blinds::tools());
+    tools.extend(security::tools());
     tools
 }
 

@@ -1,0 +1,443 @@
+//! Security: `arm_alarm`, `disarm_alarm`, `acknowledge_alarm`, `get_security_status`.
+//!
+//! Alarms are usually secured in Loxone (`isSecured`): their commands go as secured commands
+//! with the visualisation password (PIN), see [`House::act_secured`](crate::home::House). The
+//! PIN comes from the `code` argument or from the configuration (`visu_password`,
+//! `HOME_VISU_PASS`); it is never logged, echoed or put into an error message. A wrong PIN is
+//! an `INVALID_PARAMETERS` tool error ("the code is wrong"), a missing one an
+//! `INVALID_PARAMETERS` tool error saying how to configure it; after 3 wrong PINs in a row,
+//! secured commands pause for 60 s (`RATE_LIMIT_EXCEEDED`).
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::args;
+use super::view::{self, round1, ValueReader};
+use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY, SETTER};
+use crate::home::resolve::{Candidate, ResolveError};
+use crate::home::{Action, Control, ControlKind, Home, Secret};
+use crate::mcp::ToolAnnotations;
+
+const DISARM: ToolAnnotations = ToolAnnotations {
+    read_only_hint: false,
+    destructive_hint: true,
+    idempotent_hint: true,
+    open_world_hint: false,
+};
+
+fn alarm_schema() -> Value {
+    json!({"type": "string", "description": "Alarm name or UUID; default: the only alarm, or the central alarm when there are several"})
+}
+
+fn code_schema() -> Value {
+    json!({"type": "string", "description": "Loxone visualisation password (PIN) for secured alarms; overrides the configured one. Never echoed."})
+}
+
+fn result_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "alarm": {"type": "object", "description": "The device record (uuid, name, type, room, secured)"},
+            "action": {"type": "string", "enum": ["arm", "disarm", "acknowledge"]},
+            "delayed": {"type": "boolean"},
+            "motion": {"type": ["boolean", "null"], "description": "With movement sensors; null = each alarm keeps its own setting (central alarm)"},
+            "secured_command": {"type": "boolean", "description": "Sent as a Loxone secured command with the visualisation password"},
+            "armed": {"type": ["boolean", "null"], "description": "Armed right after the command (false while a delayed arming counts down); null when unknown"}
+        },
+        "required": ["alarm", "action", "secured_command"]
+    })
+}
+
+pub fn tools() -> Vec<Tool> {
+    vec![
+        Tool {
+            name: "arm_alarm",
+            title: "Arm the alarm",
+            description: "Arms the burglar alarm (Loxone Alarm or CentralAlarm). delayed (default true): arm after the alarm's configured exit delay in seconds, false = at once. motion (default true): with the movement sensors (false = shell protection only; single alarms only). alarm: name or UUID, default the only alarm or the central alarm. Secured alarms need the visualisation password: code, or the configured one.",
+            permission: Permission::Security,
+            annotations: SETTER,
+            input_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "alarm": alarm_schema(),
+                        "room": {"type": "string", "description": "Room of the alarm (name or UUID), to tell alarms apart"},
+                        "delayed": {"type": "boolean", "default": true, "description": "Arm after the exit delay (true) or at once (false)"},
+                        "motion": {"type": "boolean", "default": true, "description": "Include the movement sensors"},
+                        "code": code_schema()
+                    },
+                    "additionalProperties": false
+                })
+            },
+            data_schema: result_schema,
+            run: arm_alarm,
+        },
+        Tool {
+            name: "disarm_alarm",
+            title: "Disarm the alarm",
+            description: "Disarms the burglar alarm (Loxone Alarm or CentralAlarm) and ends a running alarm. alarm: name or UUID, default the only alarm or the central alarm. Secured alarms need the visualisation password: code, or the configured one; a wrong code is refused by the Miniserver.",
+            permission: Permission::Security,
+            annotations: DISARM,
+            input_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "alarm": alarm_schema(),
+                        "room": {"type": "string", "description": "Room of the alarm (name or UUID)"},
+                        "code": code_schema()
+                    },
+                    "additionalProperties": false
+                })
+            },
+            data_schema: result_schema,
+            run: disarm_alarm,
+        },
+        Tool {
+            name: "acknowledge_alarm",
+            title: "Acknowledge an alarm",
+            description: "Acknowledges (quits) a triggered alarm without disarming it: burglar alarms (Alarm, CentralAlarm) and smoke alarms (SmokeAlarm, also silences it). alarm: name or UUID, default the only burglar alarm or the central alarm. Secured controls need the visualisation password: code, or the configured one.",
+            permission: Permission::Security,
+            annotations: SETTER,
+            input_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "alarm": alarm_schema(),
+                        "room": {"type": "string", "description": "Room of the alarm (name or UUID)"},
+                        "code": code_schema()
+                    },
+                    "additionalProperties": false
+                })
+            },
+            data_schema: result_schema,
+            run: acknowledge_alarm,
+        },
+        Tool {
+            name: "get_security_status",
+            title: "Security status",
+            description: "Shows the security system: burglar alarms (armed, arming in progress, alarm level 0 none .. 6, exit delay in s), smoke alarms (level 0 none, 1 pre-alarm, 2 main alarm), gates and doors (open in %, 0 = closed) and access controls. Values that are not known are null. Optional: room (name or UUID), limit per list.",
+            permission: Permission::Read,
+            annotations: READ_ONLY,
+            input_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "room": {"type": "string", "description": "Room name or UUID"},
+                        "limit": args::limit_schema()
+                    },
+                    "additionalProperties": false
+                })
+            },
+            data_schema: || {
+                let entry = json!({"type": "object", "properties": {
+                    "uuid": {"type": "string"}, "name": {"type": "string"},
+                    "room": {"type": ["string", "null"]}, "type": {"type": "string"},
+                    "secured": {"type": "boolean"}
+                }, "required": ["uuid", "name", "type"]});
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "alarms": {"type": "array", "items": entry, "description": "armed (bool|null), arming (bool|null), level (0-6|null), arming_delay_s (number|null), motion (bool|null); central alarms also list their alarms"},
+                        "smoke_alarms": {"type": "array", "items": entry, "description": "level (0 none, 1 pre-alarm, 2 main alarm | null), alarm (bool|null)"},
+                        "access": {"type": "array", "items": entry, "description": "gates and doors: open_percent (0 closed .. 100 open | null), moving (bool|null); access controls (keypads, intercoms)"},
+                        "any_armed": {"type": ["boolean", "null"]},
+                        "any_alarm": {"type": ["boolean", "null"]},
+                        "visu_password_configured": {"type": "boolean"},
+                        "truncated": {"type": "boolean"},
+                        "warning": {"type": "string"}
+                    },
+                    "required": ["alarms", "smoke_alarms", "access", "visu_password_configured", "truncated"]
+                })
+            },
+            run: get_security_status,
+        },
+    ]
+}
+
+/// Takes the optional `code` out of the arguments before they are parsed, so no parser error
+/// can ever quote it. A number is accepted as its digits.
+fn take_code(a: &Map<String, Value>) -> Result<(Map<String, Value>, Option<Secret>), ToolError> {
+    let mut rest = a.clone();
+    let code = match rest.remove("code") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if !s.is_empty() => Some(Secret::new(s)),
+        Some(Value::Number(n)) if n.is_u64() => Some(Secret::new(n.to_string())),
+        Some(_) => {
+            return Err(ToolError::InvalidParams(
+                "code must be the visualisation password as a non-empty text".into(),
+            ))
+        }
+    };
+    Ok((rest, code))
+}
+
+/// The alarm a call means: by name (filtered to `kinds`), else the only Alarm, else the only
+/// CentralAlarm when there are several alarms; otherwise the candidates are listed.
+fn pick_alarm<'a>(
+    home: &'a Home,
+    name: Option<&str>,
+    room: Option<&str>,
+    kinds: &[ControlKind],
+) -> Result<&'a Control, ToolError> {
+    if let Some(n) = name {
+        return Ok(home.resolve_control(n, room, &|c| kinds.contains(&c.kind))?);
+    }
+    let room = args::room_uuid(home, room)?;
+    let in_scope = |c: &&Control| room.is_none() || c.room == room;
+    let alarms: Vec<&Control> = home
+        .controls
+        .iter()
+        .filter(|c| c.kind == ControlKind::Alarm)
+        .filter(in_scope)
+        .collect();
+    let centrals: Vec<&Control> = home
+        .controls
+        .iter()
+        .filter(|c| c.kind == ControlKind::CentralAlarm)
+        .filter(in_scope)
+        .collect();
+    match (alarms.as_slice(), centrals.as_slice()) {
+        ([one], _) => Ok(one),
+        (_, [central]) => Ok(central),
+        ([], []) => Err(ToolError::Refused {
+            code: "DEVICE_NOT_FOUND",
+            message: "there is no alarm (Loxone Alarm or CentralAlarm) here".into(),
+        }),
+        _ => Err(ToolError::Resolve(ResolveError::Ambiguous {
+            query: "alarm".into(),
+            candidates: alarms
+                .iter()
+                .chain(centrals.iter())
+                .map(|c| Candidate {
+                    uuid: c.uuid.clone(),
+                    name: c.name.clone(),
+                    room: home.room_name(c).map(str::to_string),
+                    kind: c.kind.as_str().to_string(),
+                })
+                .collect(),
+        })),
+    }
+}
+
+const BURGLAR: [ControlKind; 2] = [ControlKind::Alarm, ControlKind::CentralAlarm];
+
+/// Sends `action` (secured when the control is) and builds the result.
+fn send(
+    ctx: &Ctx,
+    c: &Control,
+    action: Action,
+    code: Option<&Secret>,
+    caller: &Caller,
+    extra: Value,
+) -> Result<Value, ToolError> {
+    let home = ctx.home();
+    ctx.act_secured(c, &action, code, &caller.label)?;
+    let armed = match c.kind {
+        ControlKind::Alarm => ctx
+            .value(c)
+            .ok()
+            .and_then(|v| v.value.as_f64())
+            .map(|x| x != 0.0),
+        _ => None,
+    };
+    let mut out = json!({
+        "alarm": view::device(&home, c),
+        "action": match action {
+            Action::Arm { .. } => "arm",
+            Action::Disarm => "disarm",
+            _ => "acknowledge",
+        },
+        "secured_command": c.is_secured,
+        "armed": armed,
+    });
+    if let (Value::Object(o), Value::Object(e)) = (&mut out, extra) {
+        o.extend(e);
+    }
+    Ok(out)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ArmArgs {
+    alarm: Option<String>,
+    room: Option<String>,
+    delayed: Option<bool>,
+    motion: Option<bool>,
+}
+
+fn arm_alarm(ctx: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
+    let (rest, code) = take_code(a)?;
+    let a: ArmArgs = args::parse(&rest)?;
+    let home = ctx.home();
+    let c = pick_alarm(&home, a.alarm.as_deref(), a.room.as_deref(), &BURGLAR)?;
+    let delayed = a.delayed.unwrap_or(true);
+    let motion = match (&c.kind, a.motion) {
+        (ControlKind::CentralAlarm, Some(false)) => {
+            return Err(ToolError::InvalidParams(format!(
+                "motion: {} is a central alarm, which arms each alarm with its own movement setting; name a single alarm to arm it without movement sensors",
+                c.name
+            )))
+        }
+        (ControlKind::CentralAlarm, _) => None,
+        (_, m) => Some(m.unwrap_or(true)),
+    };
+    let action = Action::Arm {
+        delayed,
+        motion: motion.unwrap_or(true),
+    };
+    send(
+        ctx,
+        c,
+        action,
+        code.as_ref(),
+        caller,
+        json!({"delayed": delayed, "motion": motion}),
+    )
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TargetArgs {
+    alarm: Option<String>,
+    room: Option<String>,
+}
+
+fn disarm_alarm(ctx: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
+    let (rest, code) = take_code(a)?;
+    let a: TargetArgs = args::parse(&rest)?;
+    let home = ctx.home();
+    let c = pick_alarm(&home, a.alarm.as_deref(), a.room.as_deref(), &BURGLAR)?;
+    send(ctx, c, Action::Disarm, code.as_ref(), caller, json!({}))
+}
+
+fn acknowledge_alarm(
+    ctx: &Ctx,
+    a: &Map<String, Value>,
+    caller: &Caller,
+) -> Result<Value, ToolError> {
+    let (rest, code) = take_code(a)?;
+    let a: TargetArgs = args::parse(&rest)?;
+    let home = ctx.home();
+    let kinds = [
+        ControlKind::Alarm,
+        ControlKind::CentralAlarm,
+        ControlKind::SmokeAlarm,
+    ];
+    let c = pick_alarm(&home, a.alarm.as_deref(), a.room.as_deref(), &kinds)?;
+    send(
+        ctx,
+        c,
+        Action::Acknowledge,
+        code.as_ref(),
+        caller,
+        json!({}),
+    )
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StatusArgs {
+    room: Option<String>,
+    limit: Option<i64>,
+}
+
+fn get_security_status(
+    ctx: &Ctx,
+    a: &Map<String, Value>,
+    _caller: &Caller,
+) -> Result<Value, ToolError> {
+    let a: StatusArgs = args::parse(a)?;
+    let limit = args::limit(a.limit)?;
+    let home = ctx.home();
+    let room = args::room_uuid(&home, a.room.as_deref())?;
+    let mut reader = ValueReader::new(ctx);
+    let mut primary = |c: &Control| reader.read(c).and_then(|v| v.value.as_f64());
+    // A named state (level, armedDelay, ...) when the state store knows it (WebSocket, issue 4).
+    let named = |c: &Control, state: &str| {
+        c.state(state)
+            .and_then(|u| ctx.states().get(u))
+            .and_then(|v| v.value.as_f64())
+    };
+    let in_scope = |c: &Control| room.is_none() || c.room == room;
+
+    let mut alarms = Vec::new();
+    let mut smoke = Vec::new();
+    let mut access = Vec::new();
+    let mut truncated = false;
+    let mut push = |list: &mut Vec<Value>, v: Value| {
+        if list.len() < limit {
+            list.push(v);
+        } else {
+            truncated = true;
+        }
+    };
+    for c in home.controls.iter().filter(|c| in_scope(c)) {
+        let mut rec = view::device(&home, c);
+        match c.kind {
+            ControlKind::Alarm => {
+                let armed = primary(c).map(|x| x != 0.0);
+                let delay = named(c, "armedDelay");
+                rec["armed"] = json!(armed);
+                rec["arming"] = json!(delay.map(|d| d > 0.0));
+                rec["arming_delay_s"] = json!(delay.map(round1));
+                rec["level"] = json!(named(c, "level"));
+                rec["motion"] = json!(named(c, "disabledMove").map(|d| d == 0.0));
+                push(&mut alarms, rec);
+            }
+            ControlKind::CentralAlarm => {
+                let members: Vec<&Control> = c
+                    .details
+                    .get("controls")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|m| m.get("uuid").and_then(Value::as_str))
+                    .filter_map(|u| home.control(u))
+                    .collect();
+                let states: Vec<Option<bool>> = members
+                    .iter()
+                    .map(|m| primary(m).map(|x| x != 0.0))
+                    .collect();
+                rec["armed"] = match states.iter().copied().collect::<Option<Vec<bool>>>() {
+                    Some(s) if !s.is_empty() => json!(s.iter().all(|&x| x)),
+                    _ => Value::Null,
+                };
+                rec["alarms"] = json!(members.iter().map(|m| m.name.as_str()).collect::<Vec<_>>());
+                push(&mut alarms, rec);
+            }
+            ControlKind::SmokeAlarm => {
+                let level = primary(c);
+                rec["level"] = json!(level);
+                rec["alarm"] = json!(level.map(|l| l > 0.0));
+                push(&mut smoke, rec);
+            }
+            ControlKind::Gate => {
+                rec["open_percent"] = json!(primary(c).map(|p| round1(p * 100.0)));
+                rec["moving"] = json!(named(c, "active").map(|a| a != 0.0));
+                push(&mut access, rec);
+            }
+            ControlKind::NfcCodeTouch | ControlKind::Intercom => push(&mut access, rec),
+            _ => {}
+        }
+    }
+    let any = |list: &[Value], key: &str| -> Value {
+        let vals: Vec<&Value> = list.iter().map(|r| &r[key]).collect();
+        if vals.iter().any(|v| v.as_bool() == Some(true)) {
+            json!(true)
+        } else if vals.iter().all(|v| v.is_boolean()) {
+            json!(false)
+        } else {
+            Value::Null
+        }
+    };
+    let out = json!({
+        "any_armed": any(&alarms, "armed"),
+        "any_alarm": any(&smoke, "alarm"),
+        "alarms": alarms,
+        "smoke_alarms": smoke,
+        "access": access,
+        "visu_password_configured": ctx.has_visu_password(),
+        "truncated": truncated,
+    });
+    Ok(reader.annotate(out))
+}
