@@ -21,8 +21,7 @@ pub enum Action {
     Up,
     /// Blinds fully down (closed), gates closed.
     Down,
-    /// Stop a moving blind or gate; on a room controller (V2), end a manual override so the
-    /// schedule decides again (`stopOverride`).
+    /// Stop a moving blind or gate.
     Stop,
     /// Set a level in percent 0-100: dimmer brightness, light master brightness, blind position
     /// (0 = fully open, 100 = fully closed, as Loxone's `manualPosition`).
@@ -71,9 +70,7 @@ pub enum Action {
     Text(String),
 }
 
-/// The operating mode of a room's climate control (IRoomController v1/v2; the house-wide
-/// ClimateController takes auto, heating, cooling and off). Per-type commands in
-/// `loxone::commands`.
+/// The operating mode of a room's climate control (IRoomController v1/v2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RoomMode {
     /// Automatic: heating and cooling as the schedule and season say.

@@ -22,7 +22,6 @@ pub struct Command {
 /// supports. Values are checked by the caller (percent 0-100, temperature range); here they are
 /// only formatted.
 pub fn command_for(control: &Control, action: &Action) -> Result<Command, String> {
-    use crate::home::RoomMode as M;
     use Action::*;
     use ControlKind as K;
     let own = |c: &str| {
@@ -122,37 +121,9 @@ pub fn command_for(control: &Control, action: &Action) -> Result<Command, String
         (K::IRoomControllerV2, Temperature(t)) => {
             own(&format!("setComfortTemperature/{}", number(*t)))
         }
-        // V2 modes: the automatic ones are operating modes (0 heating and cooling, 1 heating
-        // only, 2 cooling only); comfort, eco and off are overrides with the timer-mode ids of
-        // `details.timerModes` (1 comfort, 0 eco, 2 building protection), kept until
-        // `stopOverride` (Action::Stop).
-        (K::IRoomControllerV2, RoomMode(m)) => own(&match m {
-            M::Auto => "setOperatingMode/0".to_string(),
-            M::Heating => "setOperatingMode/1".to_string(),
-            M::Cooling => "setOperatingMode/2".to_string(),
-            M::Comfort => "override/1".to_string(),
-            M::Eco => "override/0".to_string(),
-            M::Off => "override/2".to_string(),
-        }),
-        (K::IRoomControllerV2, Stop) => own("stopOverride"),
-        (K::IRoomControllerV2, _) => unsupported(
-            "a temperature, a mode (auto, heating, cooling, comfort, eco, off), stop (end an override)",
-        ),
         // v1: temperature index 1 is the comfort heating temperature (Loxone docs).
         (K::IRoomController, Temperature(t)) => own(&format!("settemp/1/{}", number(*t))),
-        // v1 `mode/{id}`: 0 automatic, 3 automatic heating, 4 automatic cooling (1 and 2 are
-        // "automatic, currently heating/cooling" as reported; 5 and 6 manual).
-        (K::IRoomController, RoomMode(M::Auto)) => own("mode/0"),
-        (K::IRoomController, RoomMode(M::Heating)) => own("mode/3"),
-        (K::IRoomController, RoomMode(M::Cooling)) => own("mode/4"),
-        (K::IRoomController, _) => unsupported("a temperature, a mode (auto, heating, cooling)"),
-        // `autoMode/{-1..2}` (§5.3); meanings *inferred* from the range: -1 off, 0 heating and
-        // cooling, 1 heating only, 2 cooling only.
-        (K::ClimateController, RoomMode(M::Auto)) => own("autoMode/0"),
-        (K::ClimateController, RoomMode(M::Heating)) => own("autoMode/1"),
-        (K::ClimateController, RoomMode(M::Cooling)) => own("autoMode/2"),
-        (K::ClimateController, RoomMode(M::Off)) => own("autoMode/-1"),
-        (K::ClimateController, _) => unsupported("a mode (auto, heating, cooling, off)"),
+        (K::IRoomController | K::IRoomControllerV2, _) => unsupported("a temperature"),
         (K::AudioZone | K::AudioZoneV2 | K::CentralAudioZone, On) => own("play"),
         (K::AudioZone | K::AudioZoneV2 | K::CentralAudioZone, Off | Stop) => own("pause"),
         (K::AudioZone | K::AudioZoneV2, Level(v)) => own(&format!("volume/{}", number(*v))),
@@ -279,7 +250,6 @@ pub fn number(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::home::RoomMode;
 
     fn control(kind: ControlKind) -> Control {
         Control::new("0f869a64-0200-0a9b-ffffd4c75dbaf53c", "Test", kind)
@@ -333,29 +303,6 @@ mod tests {
             "shade"
         );
         assert!(command_for(&central, &Action::Slats(30.0)).is_err());
-    }
-
-    #[test]
-    fn room_controllers_map_modes() {
-        let v2 = control(ControlKind::IRoomControllerV2);
-        let cmd = |c: &Control, m| command_for(c, &Action::RoomMode(m)).map(|c| c.command);
-        assert_eq!(cmd(&v2, RoomMode::Auto).unwrap(), "setOperatingMode/0");
-        assert_eq!(cmd(&v2, RoomMode::Cooling).unwrap(), "setOperatingMode/2");
-        assert_eq!(cmd(&v2, RoomMode::Comfort).unwrap(), "override/1");
-        assert_eq!(cmd(&v2, RoomMode::Eco).unwrap(), "override/0");
-        assert_eq!(cmd(&v2, RoomMode::Off).unwrap(), "override/2");
-        assert_eq!(
-            command_for(&v2, &Action::Stop).unwrap().command,
-            "stopOverride"
-        );
-        let v1 = control(ControlKind::IRoomController);
-        assert_eq!(cmd(&v1, RoomMode::Heating).unwrap(), "mode/3");
-        let err = cmd(&v1, RoomMode::Comfort).unwrap_err();
-        assert!(err.contains("auto, heating, cooling"), "{err}");
-        let cc = control(ControlKind::ClimateController);
-        assert_eq!(cmd(&cc, RoomMode::Off).unwrap(), "autoMode/-1");
-        assert!(cmd(&cc, RoomMode::Eco).is_err());
-        assert!(command_for(&cc, &Action::Temperature(21.0)).is_err());
     }
 
     #[test]
