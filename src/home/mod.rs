@@ -7,7 +7,9 @@ pub mod model;
 pub mod resolve;
 pub mod state;
 
-pub use house::{Action, Controller, ControllerError, House, Outcome, RoomMode};
+pub use house::{
+    Action, Controller, ControllerError, House, Outcome, OverrideTimer, RoomMode, LOXONE_EPOCH_UNIX,
+};
 pub use model::{
     Category, CategoryKind, Control, ControlKind, Family, Home, MsInfo, Room, StateRef,
 };
