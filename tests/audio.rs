@@ -144,6 +144,33 @@ fn central_block_reaches_every_zone() {
 }
 
 #[test]
+fn dry_run_lists_commands_and_sends_nothing() {
+    let (app, tools) = demo();
+    let sim = sim(&app);
+    let music = uuid_of(&app, "Musik");
+    let radio = uuid_of(&app, "Küchenradio");
+    let data = ok(
+        &tools,
+        "control_audio_zone",
+        json!({"zone": "Audio Zentral", "action": "pause", "dry_run": true}),
+    );
+    assert_eq!(data["dry_run"], true);
+    assert_eq!(data["total"], 2);
+    assert_eq!(data["results"][0]["commands"], json!(["pause"]));
+    assert_eq!(sim.state(&music, "playState"), Some(2.0));
+    let data = ok(
+        &tools,
+        "set_audio_volume",
+        json!({"zone": "Küche", "step": 9, "dry_run": true}),
+    );
+    assert_eq!(
+        data["results"][0]["commands"],
+        json!(["volUp", "volUp", "volUp"])
+    );
+    assert_eq!(sim.state(&radio, "volume"), Some(20.0));
+}
+
+#[test]
 fn v2_volume_absolute_and_relative() {
     let (app, tools) = demo();
     let sim = sim(&app);

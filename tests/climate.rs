@@ -108,6 +108,32 @@ fn room_mode_v2_operating_modes_and_overrides() {
 }
 
 #[test]
+fn room_mode_dry_run_sends_nothing() {
+    let (app, tools) = demo();
+    let sim = sim(&app);
+    let irc = controller(&app, "Wohnzimmer");
+    let office = controller(&app, "Büro");
+    let data = set_mode(
+        &tools,
+        "Wohnzimmer",
+        json!({"mode": "eco", "duration_minutes": 30, "dry_run": true}),
+    );
+    assert_eq!(data["dry_run"], true);
+    let cmd = data["results"][0]["commands"][0].as_str().unwrap();
+    assert!(cmd.starts_with("override/0/"), "{cmd}");
+    assert_eq!(sim.state(&irc, "activeMode"), Some(1.0));
+    let data = set_mode(&tools, "Büro", json!({"mode": "auto", "dry_run": true}));
+    assert_eq!(
+        data["results"][0]["commands"],
+        json!(["mode/0", "stoptimer"])
+    );
+    assert_eq!(sim.state(&office, "mode"), Some(0.0));
+    let data = set_mode(&tools, "Büro", json!({"mode": "heating", "dry_run": true}));
+    assert_eq!(data["results"][0]["commands"], json!(["mode/3"]));
+    assert_eq!(sim.state(&office, "mode"), Some(0.0), "not sent");
+}
+
+#[test]
 fn room_mode_v1_modes_and_timers() {
     let (app, tools) = demo();
     let sim = sim(&app);
@@ -153,6 +179,34 @@ fn room_mode_v1_modes_and_timers() {
     assert_eq!(sim.state(&irc, "mode"), Some(0.0));
     assert_eq!(sim.state(&irc, "override"), Some(0.0));
     assert_eq!(sim.state(&irc, "tempTarget"), Some(21.5));
+}
+
+#[test]
+fn simulated_v1_timer_runs_out() {
+    use base64::prelude::{Engine as _, BASE64_STANDARD};
+    let sim = Simulator::demo();
+    let auth = format!("Basic {}", BASE64_STANDARD.encode("demo:demo"));
+    let peer = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+    let office = "1d5c3bb3-021b-59f5-ffff504f94d0e5a1";
+    let get = |cmd: &str| {
+        sim.handle(
+            "GET",
+            &format!("/jdev/sps/io/{office}/{cmd}"),
+            Some(&auth),
+            peer,
+        )
+    };
+    assert_eq!(get("starttimer/0/0.3").status, 200);
+    assert_eq!(sim.state(office, "tempTarget"), Some(18.5));
+    let left = sim.state(office, "override").unwrap();
+    assert!(left > 0.0 && left <= 0.3, "{left}");
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(sim.state(office, "override"), Some(0.0));
+    assert_eq!(sim.state(office, "tempTarget"), Some(21.5));
+    // Bad timers are refused.
+    assert_eq!(get("starttimer/9/60").status, 400);
+    assert_eq!(get("starttimer/1/0").status, 400);
+    assert_eq!(get("starttimer/1").status, 400);
 }
 
 #[test]

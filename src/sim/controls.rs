@@ -39,7 +39,7 @@ pub(crate) struct Ctx {
 pub(crate) const MOOD_OFF: i64 = 778;
 
 /// Brings time-dependent states up to `now`: moving blinds and gates, delayed alarm arming,
-/// TimedSwitch countdowns.
+/// TimedSwitch countdowns, IRoomController v1 timers.
 pub(crate) fn settle(c: &mut Ctl, now: Instant) {
     if let Some(m) = c.motion.clone() {
         let (pos, done) = m.at(now);

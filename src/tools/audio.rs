@@ -14,15 +14,28 @@ use serde_json::{json, Map, Value};
 
 use super::args;
 use super::view;
-use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY, SETTER};
+use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY};
 use crate::home::resolve::ResolveError;
 use crate::home::{Action, Control, ControlKind, ControllerError, Home, House};
 use crate::loxone::commands::command_for;
+use crate::mcp::ToolAnnotations;
 
 /// Volume step in percent points when the zone's `volumeStep` is not known live (the value
 /// Loxone zones commonly have; only used to size volume_up/volume_down on v1 zones and to count
 /// presses on V2 zones).
 pub const DEFAULT_VOLUME_STEP: f64 = 3.0;
+
+/// Next, previous and volume steps change something each time they are sent.
+const STEPPING: ToolAnnotations = ToolAnnotations {
+    read_only_hint: false,
+    destructive_hint: false,
+    idempotent_hint: false,
+    open_world_hint: false,
+};
+
+fn dry_run_schema() -> Value {
+    json!({"type": "boolean", "default": false, "description": "List the zones and the exact commands, send nothing"})
+}
 
 const ACTIONS: [&str; 9] = [
     "play",
@@ -41,15 +54,16 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_audio_zone",
             title: "Control audio zone",
-            description: "Controls playback of audio zones (Loxone AudioZone, AudioZoneV2). zone: a zone's name or UUID, a central audio block's name (all its zones), or a room name (the zones of that room). action: play, pause, stop (pauses; Loxone zones have no stop), next, previous (track or station), on (play), off (v1 zones power off, V2 zones pause), volume_up, volume_down (one step of the zone's volume step, about 3 %). Reports each zone (ok or error) with the Loxone command sent.",
+            description: "Controls playback of audio zones (Loxone AudioZone, AudioZoneV2). zone: a zone's name or UUID, a central audio block's name (all its zones), or a room name (the zones of that room). action: play, pause, stop (pauses; Loxone zones have no stop), next, previous (track or station), on (play), off (v1 zones power off, V2 zones pause), volume_up, volume_down (one step of the zone's volume step, about 3 %). dry_run: true lists the zones and commands without sending. Reports each zone (ok or error) with the Loxone command sent.",
             permission: Permission::Control,
-            annotations: SETTER,
+            annotations: STEPPING,
             input_schema: || {
                 json!({
                     "type": "object",
                     "properties": {
                         "zone": {"type": "string", "description": "Audio zone name/UUID, central audio block, or room name"},
-                        "action": {"type": "string", "enum": ACTIONS}
+                        "action": {"type": "string", "enum": ACTIONS},
+                        "dry_run": dry_run_schema()
                     },
                     "required": ["zone", "action"],
                     "additionalProperties": false
@@ -61,16 +75,17 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "set_audio_volume",
             title: "Set audio volume",
-            description: "Sets the volume of audio zones. zone: a zone's name or UUID, a central audio block's name (all its zones), or a room name (the zones of that room). Exactly one of volume (absolute, percent 0-100; a v1 zone stops at its configured maximum) or step (relative, percent points -100..100, negative = quieter). V1 zones take the step as is (volstep); V2 zones only have volume up/down presses of their own volume step, so the step is sent as the nearest number of presses (at least one), or as an absolute volume when the current volume is known. Reports each zone with the Loxone commands sent.",
+            description: "Sets the volume of audio zones. zone: a zone's name or UUID, a central audio block's name (all its zones), or a room name (the zones of that room). Exactly one of volume (absolute, percent 0-100; a v1 zone stops at its configured maximum) or step (relative, percent points -100..100, negative = quieter). V1 zones take the step as is (volstep); V2 zones only have volume up/down presses of their own volume step, so the step is sent as the nearest number of presses (at least one), or as an absolute volume when the current volume is known. dry_run: true lists the zones and commands without sending. Reports each zone with the Loxone commands sent.",
             permission: Permission::Control,
-            annotations: SETTER,
+            annotations: STEPPING,
             input_schema: || {
                 json!({
                     "type": "object",
                     "properties": {
                         "zone": {"type": "string", "description": "Audio zone name/UUID, central audio block, or room name"},
                         "volume": {"type": "number", "minimum": 0, "maximum": 100, "description": "Absolute volume in percent"},
-                        "step": {"type": "number", "minimum": -100, "maximum": 100, "description": "Relative change in percent points"}
+                        "step": {"type": "number", "minimum": -100, "maximum": 100, "description": "Relative change in percent points"},
+                        "dry_run": dry_run_schema()
                     },
                     "required": ["zone"],
                     "additionalProperties": false
@@ -144,6 +159,7 @@ fn results_schema(what: &str) -> Value {
             },
             "required": ["uuid", "name", "type", "room", "ok", "commands"]
         }},
+        "dry_run": {"type": "boolean"},
         "total": {"type": "integer"},
         "succeeded": {"type": "integer"},
         "failed": {"type": "integer"}
@@ -157,7 +173,7 @@ fn results_schema(what: &str) -> Value {
     json!({
         "type": "object",
         "properties": props,
-        "required": ["zone", "results", "total", "succeeded", "failed"]
+        "required": ["zone", "dry_run", "results", "total", "succeeded", "failed"]
     })
 }
 
@@ -265,13 +281,15 @@ fn volume_step(house: &House, c: &Control) -> f64 {
 }
 
 /// Sends each zone its actions in order (stopping at a zone's first failure, and asking no
-/// more once the Miniserver is out of reach); per-zone results and counts. When nothing
-/// succeeded because the Miniserver is out of reach, that error.
+/// more once the Miniserver is out of reach), or with `dry_run` only lists the commands;
+/// per-zone results and counts. When nothing succeeded because the Miniserver is out of reach,
+/// that error.
 fn run_on(
     house: &House,
     home: &Home,
     targets: &[&Control],
     actions_for: &dyn Fn(&Control) -> Vec<Action>,
+    dry_run: bool,
     caller: &Caller,
 ) -> Result<Value, ToolError> {
     let mut out_of_reach: Option<ControllerError> = None;
@@ -288,6 +306,10 @@ fn run_on(
                     break;
                 }
             };
+            if dry_run {
+                sent.push(cmd.command);
+                continue;
+            }
             if let Some(e) = &out_of_reach {
                 error = Some(format!("not sent: {e}"));
                 break;
@@ -319,6 +341,7 @@ fn run_on(
         }
     }
     Ok(json!({
+        "dry_run": dry_run,
         "results": results,
         "total": targets.len(),
         "succeeded": succeeded,
@@ -353,6 +376,8 @@ enum ZoneAction {
 struct ControlArgs {
     zone: String,
     action: ZoneAction,
+    #[serde(default)]
+    dry_run: bool,
 }
 
 fn control_audio_zone(
@@ -377,7 +402,7 @@ fn control_audio_zone(
             ZoneAction::VolumeDown => Action::VolumeStep(-volume_step(house, c)),
         }]
     };
-    let out = run_on(house, &home, &targets, &actions_for, caller)?;
+    let out = run_on(house, &home, &targets, &actions_for, a.dry_run, caller)?;
     Ok(with(out, json!({"zone": a.zone, "action": raw_action})))
 }
 
@@ -394,6 +419,8 @@ struct VolumeArgs {
     zone: String,
     volume: Option<f64>,
     step: Option<f64>,
+    #[serde(default)]
+    dry_run: bool,
 }
 
 /// The actions for a relative change of `step` points on zone `c`: v1 `volstep/{step}`; V2 an
@@ -447,7 +474,7 @@ fn set_audio_volume(
             Change::By(s) => step_actions(house, c, s),
         }
     };
-    let out = run_on(house, &home, &targets, &actions_for, caller)?;
+    let out = run_on(house, &home, &targets, &actions_for, a.dry_run, caller)?;
     Ok(with(
         out,
         json!({"zone": a.zone, "volume": a.volume, "step": a.step}),

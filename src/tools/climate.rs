@@ -100,7 +100,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "set_room_mode",
             title: "Set room climate mode",
-            description: "Sets the climate mode of every room controller (Intelligent Room Controller V1 or V2) of a room. mode: auto (automatic heating and cooling by schedule; also ends a comfort/eco/off override), heating (automatic, heating only), cooling (automatic, cooling only), comfort (comfort temperature now), eco (economy temperature now), off (building protection only: frost/heat protection). duration_minutes (1-10080) limits comfort, eco and off; without it a V2 controller keeps the override until mode auto, a V1 controller (which only has timers) uses 240 minutes. room: name or UUID. Reports each controller (ok or error) with the Loxone commands sent.",
+            description: "Sets the climate mode of every room controller (Intelligent Room Controller V1 or V2) of a room. mode: auto (automatic heating and cooling by schedule; also ends a comfort/eco/off override), heating (automatic, heating only), cooling (automatic, cooling only), comfort (comfort temperature now), eco (economy temperature now), off (building protection only: frost/heat protection). duration_minutes (1-10080) limits comfort, eco and off; without it a V2 controller keeps the override until mode auto, a V1 controller (which only has timers) uses 240 minutes. room: name or UUID. dry_run: true lists the controllers and the exact commands without sending. Reports each controller (ok or error) with the Loxone commands sent.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -109,7 +109,8 @@ pub fn tools() -> Vec<Tool> {
                     "properties": {
                         "room": {"type": "string", "description": "Room name or UUID"},
                         "mode": {"type": "string", "enum": MODES},
-                        "duration_minutes": {"type": "integer", "minimum": 1, "maximum": MAX_DURATION_MINUTES, "description": "For comfort, eco, off: minutes until the schedule takes over again"}
+                        "duration_minutes": {"type": "integer", "minimum": 1, "maximum": MAX_DURATION_MINUTES, "description": "For comfort, eco, off: minutes until the schedule takes over again"},
+                        "dry_run": {"type": "boolean", "default": false, "description": "List the controllers and the exact commands, send nothing"}
                     },
                     "required": ["room", "mode"],
                     "additionalProperties": false
@@ -122,6 +123,7 @@ pub fn tools() -> Vec<Tool> {
                         "room": {"type": "string"},
                         "mode": {"type": "string", "enum": MODES},
                         "duration_minutes": {"type": ["integer", "null"]},
+                        "dry_run": {"type": "boolean"},
                         "results": {"type": "array", "items": {
                             "type": "object",
                             "properties": {
@@ -139,7 +141,7 @@ pub fn tools() -> Vec<Tool> {
                         "succeeded": {"type": "integer"},
                         "failed": {"type": "integer"}
                     },
-                    "required": ["room", "mode", "results", "total", "succeeded", "failed"]
+                    "required": ["room", "mode", "dry_run", "results", "total", "succeeded", "failed"]
                 })
             },
             run: set_room_mode,
@@ -417,6 +419,8 @@ struct SetMode {
     room: String,
     mode: Mode,
     duration_minutes: Option<i64>,
+    #[serde(default)]
+    dry_run: bool,
 }
 
 /// The actions that put controller `c` into `mode`: auto also ends an override; comfort, eco
@@ -496,6 +500,10 @@ fn set_room_mode(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result
                     break;
                 }
             };
+            if a.dry_run {
+                sent.push(cmd.command);
+                continue;
+            }
             if let Some(e) = &out_of_reach {
                 error = Some(format!("not sent: {e}"));
                 break;
@@ -538,6 +546,7 @@ fn set_room_mode(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result
         "room": room,
         "mode": mode_word,
         "duration_minutes": minutes,
+        "dry_run": a.dry_run,
         "results": results,
         "total": controllers.len(),
         "succeeded": succeeded,
