@@ -24,7 +24,7 @@ pub enum Action {
     /// Stop a moving blind or gate.
     Stop,
     /// Set a level in percent 0-100: dimmer brightness, light master brightness, blind position
-    /// (0 = fully open, 100 = fully closed, as Loxone's `manualPosition`).
+    /// (0 = fully open, 100 = fully closed, as Loxone's `manualPosition`), audio zone volume.
     Level(f64),
     /// Set the comfort (target) temperature in °C.
     Temperature(f64),
@@ -56,7 +56,9 @@ pub enum Action {
     Next,
     /// Audio: previous track or station.
     Previous,
-    /// Audio: change the volume by this many percent points (negative = quieter).
+    /// Audio: change the volume by this many percent points (negative = quieter). AudioZone v1
+    /// takes the size (`volstep/{n}`); AudioZoneV2 only knows one press of its own
+    /// `volumeStep` (`volUp`/`volDown`), so there the sign alone counts.
     VolumeStep(f64),
     /// Alarm: arm, after the configured delay if `delayed`, with motion sensors if `motion`.
     Arm { delayed: bool, motion: bool },
@@ -71,6 +73,11 @@ pub enum Action {
 }
 
 /// The operating mode of a room's climate control (IRoomController v1/v2).
+///
+/// Loxone keeps two things apart: the *operating mode* (automatic, heating only, cooling only;
+/// V2 `setOperatingMode/{n}`, v1 `mode/{n}`) and a temporary *override* of the scheduled
+/// temperature (comfort, eco, building protection; V2 `override/{id}/{until}`, v1
+/// `starttimer/{idx}/{seconds}`), ended by [`RoomMode::EndOverride`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RoomMode {
     /// Automatic: heating and cooling as the schedule and season say.
@@ -79,12 +86,43 @@ pub enum RoomMode {
     Heating,
     /// Automatic, cooling only.
     Cooling,
-    /// Comfort temperature now (override).
-    Comfort,
-    /// Economy (absent) temperature now (override).
-    Eco,
-    /// Building protection only (frost/heat protection): effectively off.
-    Off,
+    /// Comfort temperature now (override), for the timer's time or (V2 only) until ended.
+    Comfort(Option<OverrideTimer>),
+    /// Economy (absent) temperature now (override), as `Comfort`.
+    Eco(Option<OverrideTimer>),
+    /// Building protection only (frost/heat protection): effectively off (override), as
+    /// `Comfort`.
+    Off(Option<OverrideTimer>),
+    /// End a running comfort/eco/off override: back to the schedule (V2 `stopOverride`, v1
+    /// `stoptimer`).
+    EndOverride,
+}
+
+/// How long a [`RoomMode`] override lasts: both forms Loxone needs, computed once by the
+/// caller so that the command mapping stays free of clocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OverrideTimer {
+    /// Duration in minutes (v1 `starttimer` takes it in seconds).
+    pub minutes: u32,
+    /// End as seconds since 2009-01-01 00:00 UTC, the Loxone epoch (V2 `override` takes it).
+    pub until: u64,
+}
+
+/// Unix time of the Loxone epoch, 2009-01-01 00:00:00 UTC (loxone-protocol.md §3.3).
+pub const LOXONE_EPOCH_UNIX: u64 = 1_230_768_000;
+
+impl OverrideTimer {
+    /// A timer of `minutes` starting now.
+    pub fn from_now(minutes: u32) -> Self {
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        Self {
+            minutes,
+            until: now.saturating_sub(LOXONE_EPOCH_UNIX) + u64::from(minutes) * 60,
+        }
+    }
 }
 
 /// Why the controller could not act or read. Each variant maps to one error code of the spec

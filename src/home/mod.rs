@@ -7,7 +7,10 @@ pub mod model;
 pub mod resolve;
 pub mod state;
 
-pub use house::{Action, Controller, ControllerError, House, Outcome, RoomMode, Secret};
+pub use house::{
+    Action, Controller, ControllerError, House, Outcome, OverrideTimer, RoomMode, Secret,
+    LOXONE_EPOCH_UNIX,
+};
 pub use model::{
     Category, CategoryKind, Control, ControlKind, Family, Home, MsInfo, Room, StateRef,
 };

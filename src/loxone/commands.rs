@@ -123,13 +123,27 @@ pub fn command_for(control: &Control, action: &Action) -> Result<Command, String
         }
         // v1: temperature index 1 is the comfort heating temperature (Loxone docs).
         (K::IRoomController, Temperature(t)) => own(&format!("settemp/1/{}", number(*t))),
-        (K::IRoomController | K::IRoomControllerV2, _) => unsupported("a temperature"),
-        (K::AudioZone | K::AudioZoneV2 | K::CentralAudioZone, On) => own("play"),
-        (K::AudioZone | K::AudioZoneV2 | K::CentralAudioZone, Off | Stop) => own("pause"),
+        (K::IRoomControllerV2, RoomMode(m)) => own(&irc_v2_mode(m)),
+        (K::IRoomController, RoomMode(m)) => match irc_v1_mode(m) {
+            Some(c) => own(&c),
+            None => unsupported("comfort, eco and off only with a duration (v1 timers end)"),
+        },
+        (K::IRoomController | K::IRoomControllerV2, _) => unsupported("a temperature, a mode"),
+        (K::AudioZone | K::AudioZoneV2 | K::CentralAudioZone, On | Play) => own("play"),
+        (K::AudioZone | K::AudioZoneV2 | K::CentralAudioZone, Pause | Stop) => own("pause"),
+        // v1 has a power switch; V2 and the central block only play and pause.
+        (K::AudioZone, Off) => own("off"),
+        (K::AudioZoneV2 | K::CentralAudioZone, Off) => own("pause"),
+        (K::AudioZone | K::AudioZoneV2, Next) => own("next"),
+        (K::AudioZone | K::AudioZoneV2, Previous) => own("prev"),
         (K::AudioZone | K::AudioZoneV2, Level(v)) => own(&format!("volume/{}", number(*v))),
-        (K::AudioZone | K::AudioZoneV2 | K::CentralAudioZone, _) => {
-            unsupported("on (play), off (pause), a volume 0-100")
+        (K::AudioZone, VolumeStep(s)) => own(&format!("volstep/{}", number(*s))),
+        (K::AudioZoneV2, VolumeStep(s)) if *s > 0.0 => own("volUp"),
+        (K::AudioZoneV2, VolumeStep(s)) if *s < 0.0 => own("volDown"),
+        (K::AudioZone | K::AudioZoneV2, _) => {
+            unsupported("play, pause, stop, on, off, next, previous, a volume 0-100, a volume step")
         }
+        (K::CentralAudioZone, _) => unsupported("play, pause, on (play), off (pause)"),
         (K::UpDownDigital | K::LeftRightDigital, Up) => own("PulseUp"),
         (K::UpDownDigital | K::LeftRightDigital, Down) => own("PulseDown"),
         (K::UpDownDigital | K::LeftRightDigital, _) => unsupported("up, down"),
@@ -195,6 +209,48 @@ pub fn command_for(control: &Control, action: &Action) -> Result<Command, String
     }
 }
 
+/// IRoomControllerV2 (loxone-protocol.md §5.3): `operatingMode` 0 automatic, 1 automatic
+/// heating only, 2 automatic cooling only (3-5 are the manual twins); overrides use the
+/// `activeMode` ids 1 comfort, 0 eco, 2 building protection (as in `details.timerModes`), with
+/// the end in seconds since 2009 or none (until `stopOverride`).
+fn irc_v2_mode(m: &crate::home::RoomMode) -> String {
+    use crate::home::RoomMode as M;
+    let over = |id: u32, t: &Option<crate::home::OverrideTimer>| match t {
+        Some(t) => format!("override/{id}/{}", t.until),
+        None => format!("override/{id}"),
+    };
+    match m {
+        M::Auto => "setOperatingMode/0".into(),
+        M::Heating => "setOperatingMode/1".into(),
+        M::Cooling => "setOperatingMode/2".into(),
+        M::Comfort(t) => over(1, t),
+        M::Eco(t) => over(0, t),
+        M::Off(t) => over(2, t),
+        M::EndOverride => "stopOverride".into(),
+    }
+}
+
+/// IRoomController v1 (loxone-protocol.md §5.3): `mode/{n}` with 0 automatic, 3 automatic
+/// heating, 4 automatic cooling (1/2 are states only: "automatic, heating/cooling now");
+/// overrides are timers on a temperature index, `starttimer/{idx}/{seconds}` with 1 comfort
+/// heating, 0 economy, 3 empty house (building protection); `stoptimer` ends one. A v1 timer
+/// needs a duration: `None` when it has none.
+fn irc_v1_mode(m: &crate::home::RoomMode) -> Option<String> {
+    use crate::home::RoomMode as M;
+    let timer = |idx: u32, t: &Option<crate::home::OverrideTimer>| {
+        t.map(|t| format!("starttimer/{idx}/{}", u64::from(t.minutes) * 60))
+    };
+    match m {
+        M::Auto => Some("mode/0".into()),
+        M::Heating => Some("mode/3".into()),
+        M::Cooling => Some("mode/4".into()),
+        M::Comfort(t) => timer(1, t),
+        M::Eco(t) => timer(0, t),
+        M::Off(t) => timer(3, t),
+        M::EndOverride => Some("stoptimer".into()),
+    }
+}
+
 /// Where a LightControllerV2's master brightness goes: its `…/masterValue` sub-control, which
 /// structure files list since Loxone Config 10 (older files, such as the TheJack75 fixture,
 /// have none, and the Miniserver then knows no such target).
@@ -221,7 +277,7 @@ fn action_name(action: &Action) -> String {
         Action::Mood(id) => format!("mood {id}"),
         Action::Color { .. } => "a colour".into(),
         Action::White { .. } => "white light".into(),
-        Action::RoomMode(m) => format!("mode {m:?}").to_lowercase(),
+        Action::RoomMode(m) => format!("mode {}", room_mode_name(m)),
         Action::Play => "play".into(),
         Action::Pause => "pause".into(),
         Action::Next => "next".into(),
@@ -232,6 +288,20 @@ fn action_name(action: &Action) -> String {
         Action::Acknowledge => "acknowledge".into(),
         Action::Select(n) => format!("select {n}"),
         Action::Text(_) => "a text".into(),
+    }
+}
+
+/// The word for a room mode, as the `set_room_mode` tool takes it.
+pub fn room_mode_name(m: &crate::home::RoomMode) -> &'static str {
+    use crate::home::RoomMode as M;
+    match m {
+        M::Auto => "auto",
+        M::Heating => "heating",
+        M::Cooling => "cooling",
+        M::Comfort(_) => "comfort",
+        M::Eco(_) => "eco",
+        M::Off(_) => "off",
+        M::EndOverride => "end override",
     }
 }
 
@@ -334,6 +404,59 @@ mod tests {
             "confirm"
         );
         assert!(command_for(&s, &Action::Disarm).is_err());
+    }
+
+    #[test]
+    fn room_controllers_map_modes() {
+        use crate::home::{OverrideTimer, RoomMode as M};
+        let t = Some(OverrideTimer {
+            minutes: 90,
+            until: 500_000_000,
+        });
+        let cmd = |c: &Control, m: M| command_for(c, &Action::RoomMode(m)).map(|c| c.command);
+        let v2 = control(ControlKind::IRoomControllerV2);
+        assert_eq!(cmd(&v2, M::Auto).unwrap(), "setOperatingMode/0");
+        assert_eq!(cmd(&v2, M::Heating).unwrap(), "setOperatingMode/1");
+        assert_eq!(cmd(&v2, M::Cooling).unwrap(), "setOperatingMode/2");
+        assert_eq!(cmd(&v2, M::Comfort(t)).unwrap(), "override/1/500000000");
+        assert_eq!(cmd(&v2, M::Eco(None)).unwrap(), "override/0");
+        assert_eq!(cmd(&v2, M::Off(t)).unwrap(), "override/2/500000000");
+        assert_eq!(cmd(&v2, M::EndOverride).unwrap(), "stopOverride");
+        let v1 = control(ControlKind::IRoomController);
+        assert_eq!(cmd(&v1, M::Auto).unwrap(), "mode/0");
+        assert_eq!(cmd(&v1, M::Heating).unwrap(), "mode/3");
+        assert_eq!(cmd(&v1, M::Cooling).unwrap(), "mode/4");
+        assert_eq!(cmd(&v1, M::Comfort(t)).unwrap(), "starttimer/1/5400");
+        assert_eq!(cmd(&v1, M::Eco(t)).unwrap(), "starttimer/0/5400");
+        assert_eq!(cmd(&v1, M::Off(t)).unwrap(), "starttimer/3/5400");
+        assert_eq!(cmd(&v1, M::EndOverride).unwrap(), "stoptimer");
+        assert!(cmd(&v1, M::Eco(None)).unwrap_err().contains("duration"));
+        assert!(command_for(&v1, &Action::Play).is_err());
+    }
+
+    #[test]
+    fn audio_zones_map_playback_and_volume() {
+        let cmd = |c: &Control, a: Action| command_for(c, &a).map(|c| c.command);
+        let v1 = control(ControlKind::AudioZone);
+        let v2 = control(ControlKind::AudioZoneV2);
+        let central = control(ControlKind::CentralAudioZone);
+        for c in [&v1, &v2, &central] {
+            assert_eq!(cmd(c, Action::Play).unwrap(), "play");
+            assert_eq!(cmd(c, Action::On).unwrap(), "play");
+            assert_eq!(cmd(c, Action::Pause).unwrap(), "pause");
+            assert_eq!(cmd(c, Action::Stop).unwrap(), "pause");
+        }
+        assert_eq!(cmd(&v1, Action::Off).unwrap(), "off");
+        assert_eq!(cmd(&v2, Action::Off).unwrap(), "pause");
+        assert_eq!(cmd(&v2, Action::Next).unwrap(), "next");
+        assert_eq!(cmd(&v1, Action::Previous).unwrap(), "prev");
+        assert_eq!(cmd(&v2, Action::Level(35.0)).unwrap(), "volume/35");
+        assert_eq!(cmd(&v1, Action::VolumeStep(-5.0)).unwrap(), "volstep/-5");
+        assert_eq!(cmd(&v2, Action::VolumeStep(3.0)).unwrap(), "volUp");
+        assert_eq!(cmd(&v2, Action::VolumeStep(-3.0)).unwrap(), "volDown");
+        assert!(cmd(&v2, Action::VolumeStep(0.0)).is_err());
+        assert!(cmd(&central, Action::Level(20.0)).is_err());
+        assert!(cmd(&central, Action::Next).is_err());
     }
 
     #[test]

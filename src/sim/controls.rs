@@ -39,7 +39,7 @@ pub(crate) struct Ctx {
 pub(crate) const MOOD_OFF: i64 = 778;
 
 /// Brings time-dependent states up to `now`: moving blinds and gates, delayed alarm arming,
-/// TimedSwitch countdowns.
+/// TimedSwitch countdowns, IRoomController v1 timers.
 pub(crate) fn settle(c: &mut Ctl, now: Instant) {
     if let Some(m) = c.motion.clone() {
         let (pos, done) = m.at(now);
@@ -68,6 +68,8 @@ pub(crate) fn settle(c: &mut Ctl, now: Instant) {
                 c.deadline = None;
             }
             Kind::TimedSwitch => c.set("deactivationDelay", remaining),
+            Kind::IRoomController if remaining <= 0.0 => irc_v1_stop_timer(c),
+            Kind::IRoomController => c.set("override", remaining),
             _ => c.deadline = None,
         }
     }
@@ -343,7 +345,7 @@ fn single(c: &mut Ctl, word: &str, cmd: &[String], ctx: &Ctx) -> CmdResult {
             Ok(None)
         }
         Kind::IRoomControllerV2 => irc_v2(c, word, cmd),
-        Kind::IRoomController => irc_v1(c, word, cmd),
+        Kind::IRoomController => irc_v1(c, word, cmd, ctx),
         Kind::ClimateController => {
             match word {
                 "automode" => c.set("autoMode", arg(cmd, 1)?.clamp(-1.0, 2.0)),
@@ -789,9 +791,11 @@ fn irc_v2(c: &mut Ctl, word: &str, cmd: &[String]) -> CmdResult {
             c.set_text("overrideEntries", entry.to_string());
         }
         "stopoverride" => {
-            let scheduled = c.get("scheduledMode");
-            c.set("activeMode", scheduled);
-            c.set_text("overrideEntries", "[]");
+            if !matches!(c.text("overrideEntries").trim(), "" | "[]") {
+                let scheduled = c.get("scheduledMode");
+                c.set("activeMode", scheduled);
+                c.set_text("overrideEntries", "[]");
+            }
         }
         _ => return Err(CmdError::NotFound),
     }
@@ -801,8 +805,19 @@ fn irc_v2(c: &mut Ctl, word: &str, cmd: &[String]) -> CmdResult {
 
 /// IRoomController v1 (§5.3, openHAB syntax): `mode/{0-6}`, `service/{0-4}`,
 /// `settemp/{idx}/{°}` (also PyLoxone's `setTemp`) sets `temperatures[idx]`; `tempTarget`
-/// follows the temperature at `currHeatTempIx`.
-fn irc_v1(c: &mut Ctl, word: &str, cmd: &[String]) -> CmdResult {
+/// follows the temperature at `currHeatTempIx`. `starttimer/{idx}/{seconds}` runs an override
+/// on temperature `idx` (`override` counts down from `overrideTotal`, `tempTarget` is that
+/// temperature, relative ones added to comfort `temperatures[1]`, *inferred* from
+/// `details.temperatures[].isAbsolute`); `stoptimer` or the end of the time returns to
+/// `currHeatTempIx`.
+fn irc_v1(c: &mut Ctl, word: &str, cmd: &[String], ctx: &Ctx) -> CmdResult {
+    let temperature_index = |c: &Ctl, idx: f64| -> Result<String, CmdError> {
+        let name = format!("temperatures[{}]", idx as i64);
+        if idx.fract() != 0.0 || idx < 0.0 || !c.states.contains_key(&name) {
+            return Err(CmdError::BadRequest(format!("no temperature {idx}")));
+        }
+        Ok(name)
+    };
     match word {
         "mode" | "setmode" => {
             let m = arg(cmd, 1)?;
@@ -814,19 +829,60 @@ fn irc_v1(c: &mut Ctl, word: &str, cmd: &[String]) -> CmdResult {
         "service" => c.set("serviceMode", arg(cmd, 1)?.clamp(0.0, 4.0)),
         "settemp" => {
             let idx = arg(cmd, 1)?;
-            let name = format!("temperatures[{}]", idx as i64);
-            if idx.fract() != 0.0 || idx < 0.0 || !c.states.contains_key(&name) {
-                return Err(CmdError::BadRequest(format!("no temperature {idx}")));
-            }
+            let name = temperature_index(c, idx)?;
             let t = arg(cmd, 2)?;
             c.set(&name, t);
-            if c.get("currHeatTempIx") == idx {
+            if c.get("currHeatTempIx") == idx && c.deadline.is_none() {
                 c.set("tempTarget", t);
             }
         }
+        "starttimer" => {
+            let idx = arg(cmd, 1)?;
+            temperature_index(c, idx)?;
+            let secs = arg(cmd, 2)?;
+            if secs <= 0.0 {
+                return Err(CmdError::BadRequest(format!("no duration {secs}")));
+            }
+            c.set("timerIndex", idx);
+            c.set("override", secs);
+            c.set("overrideTotal", secs);
+            c.deadline = Some(ctx.now + Duration::from_secs_f64(secs.min(1e9)));
+            let t = irc_v1_temperature(c, idx);
+            c.set("tempTarget", t);
+        }
+        "stoptimer" => irc_v1_stop_timer(c),
         _ => return Err(CmdError::NotFound),
     }
     Ok(None)
+}
+
+/// The temperature in °C of v1 temperature index `idx`: absolute ones as set, relative ones
+/// (eco, increased heat, party) added to comfort `temperatures[1]` (*inferred*).
+fn irc_v1_temperature(c: &Ctl, idx: f64) -> f64 {
+    let own = c.get(&format!("temperatures[{}]", idx as i64));
+    let absolute = c
+        .details
+        .get("temperatures")
+        .and_then(|t| t.get((idx as i64).to_string()))
+        .and_then(|t| t.get("isAbsolute"))
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    if absolute {
+        own
+    } else {
+        c.get("temperatures[1]") + own
+    }
+}
+
+/// Ends a v1 timer: the target follows `currHeatTempIx` again.
+fn irc_v1_stop_timer(c: &mut Ctl) {
+    c.deadline = None;
+    c.set("override", 0.0);
+    c.set("overrideTotal", 0.0);
+    c.set("timerIndex", -1.0);
+    let ix = c.get("currHeatTempIx");
+    let t = irc_v1_temperature(c, ix);
+    c.set("tempTarget", t);
 }
 
 /// AudioZone v1 and V2 (§5.3): play/pause/stop set `playState` 2/1/0 (and power on),

@@ -1,4 +1,12 @@
-//! Climate: `get_temperature_sensors`, `set_room_temperature`.
+//! Climate: `get_temperature_sensors`, `set_room_temperature`, `set_room_mode`,
+//! `get_zone_temperature`, `get_climate_status`.
+//!
+//! A room's climate is its room controller(s): Intelligent Room Controller v1
+//! (`IRoomController`) or V2 (`IRoomControllerV2`); the house-wide `ClimateController` is only
+//! reported. Temperatures are °C. Over HTTP only a controller's primary value, the actual
+//! temperature, can be read; the named states (`tempTarget`, `operatingMode`, `activeMode`,
+//! `openWindow`, ...) come from the live state store when the WebSocket link fills it, and are
+//! `null` until then, never guessed.
 
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -6,7 +14,11 @@ use serde_json::{json, Map, Value};
 use super::args::{self, in_range};
 use super::view;
 use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY, SETTER};
-use crate::home::{Action, Control, ControlKind};
+use crate::home::resolve::ResolveError;
+use crate::home::{
+    Action, Control, ControlKind, ControllerError, Home, House, OverrideTimer, RoomMode,
+};
+use crate::loxone::commands::{command_for, room_mode_name};
 
 /// Accepted target temperatures in °C (Loxone's frost protection lies below, nobody heats a
 /// room above).
@@ -85,7 +97,159 @@ pub fn tools() -> Vec<Tool> {
             },
             run: set_room_temperature,
         },
+        Tool {
+            name: "set_room_mode",
+            title: "Set room climate mode",
+            description: "Sets the climate mode of every room controller (Intelligent Room Controller V1 or V2) of a room. mode: auto (automatic heating and cooling by schedule; also ends a comfort/eco/off override), heating (automatic, heating only), cooling (automatic, cooling only), comfort (comfort temperature now), eco (economy temperature now), off (building protection only: frost/heat protection). duration_minutes (1-10080) limits comfort, eco and off; without it a V2 controller keeps the override until mode auto, a V1 controller (which only has timers) uses 240 minutes. room: name or UUID. dry_run: true lists the controllers and the exact commands without sending. Reports each controller (ok or error) with the Loxone commands sent.",
+            permission: Permission::Control,
+            annotations: SETTER,
+            input_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "room": {"type": "string", "description": "Room name or UUID"},
+                        "mode": {"type": "string", "enum": MODES},
+                        "duration_minutes": {"type": "integer", "minimum": 1, "maximum": MAX_DURATION_MINUTES, "description": "For comfort, eco, off: minutes until the schedule takes over again"},
+                        "dry_run": {"type": "boolean", "default": false, "description": "List the controllers and the exact commands, send nothing"}
+                    },
+                    "required": ["room", "mode"],
+                    "additionalProperties": false
+                })
+            },
+            data_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "room": {"type": "string"},
+                        "mode": {"type": "string", "enum": MODES},
+                        "duration_minutes": {"type": ["integer", "null"]},
+                        "dry_run": {"type": "boolean"},
+                        "results": {"type": "array", "items": {
+                            "type": "object",
+                            "properties": {
+                                "uuid": {"type": "string"},
+                                "name": {"type": "string"},
+                                "type": {"type": "string"},
+                                "ok": {"type": "boolean"},
+                                "commands": {"type": "array", "items": {"type": "string"}},
+                                "duration_minutes": {"type": ["integer", "null"]},
+                                "error": {"type": "string"}
+                            },
+                            "required": ["uuid", "name", "type", "ok", "commands"]
+                        }},
+                        "total": {"type": "integer"},
+                        "succeeded": {"type": "integer"},
+                        "failed": {"type": "integer"}
+                    },
+                    "required": ["room", "mode", "dry_run", "results", "total", "succeeded", "failed"]
+                })
+            },
+            run: set_room_mode,
+        },
+        Tool {
+            name: "get_zone_temperature",
+            title: "Zone temperature",
+            description: "Reads a climate zone: actual temperature in °C, target temperature in °C, operating mode, open window, for each room controller of the zone. zone_id: a room name or UUID (its room controllers), or a room controller's name or UUID (\"Raumregelung Küche\"). Values the Miniserver has not reported live yet (target, mode, window) are null.",
+            permission: Permission::Read,
+            annotations: READ_ONLY,
+            input_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "zone_id": {"type": "string", "description": "Room name/UUID or room controller name/UUID"}
+                    },
+                    "required": ["zone_id"],
+                    "additionalProperties": false
+                })
+            },
+            data_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "zone_id": {"type": "string"},
+                        "room": {"type": ["string", "null"]},
+                        "temperature": {"type": ["number", "null"], "description": "Actual °C of the first controller"},
+                        "target": {"type": ["number", "null"]},
+                        "unit": {"type": "string"},
+                        "controllers": {"type": "array", "items": zone_schema()},
+                        "warning": {"type": "string"}
+                    },
+                    "required": ["zone_id", "room", "temperature", "target", "unit", "controllers"]
+                })
+            },
+            run: get_zone_temperature,
+        },
+        Tool {
+            name: "get_climate_status",
+            title: "Climate status",
+            description: "Climate of the house: every room controller (Intelligent Room Controller V1/V2) with actual and target temperature in °C, operating mode, override (comfort, eco, building protection) and open window, plus the house-wide Climate Controller (current mode number, info text). Values not reported live yet are null. Optional: room (name or UUID), limit.",
+            permission: Permission::Read,
+            annotations: READ_ONLY,
+            input_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "room": {"type": "string", "description": "Room name or UUID"},
+                        "limit": args::limit_schema()
+                    },
+                    "additionalProperties": false
+                })
+            },
+            data_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "zones": {"type": "array", "items": zone_schema()},
+                        "climate_controllers": {"type": "array", "items": {
+                            "type": "object",
+                            "properties": {
+                                "uuid": {"type": "string"},
+                                "name": {"type": "string"},
+                                "room": {"type": ["string", "null"]},
+                                "current_mode": {"type": ["number", "null"], "description": "Loxone currentMode as reported"},
+                                "info_text": {"type": ["string", "null"]}
+                            },
+                            "required": ["uuid", "name", "room", "current_mode", "info_text"]
+                        }},
+                        "total": {"type": "integer"},
+                        "warning": {"type": "string"}
+                    },
+                    "required": ["zones", "climate_controllers", "total"]
+                })
+            },
+            run: get_climate_status,
+        },
     ]
+}
+
+/// The `mode` words of `set_room_mode`.
+const MODES: [&str; 6] = ["auto", "heating", "cooling", "comfort", "eco", "off"];
+
+/// Longest override: one week.
+pub const MAX_DURATION_MINUTES: u32 = 10_080;
+
+/// Timer length for comfort/eco/off on a v1 controller when none is given: v1 overrides are
+/// always timers (`starttimer/{idx}/{seconds}`), so one must be chosen; 4 hours.
+pub const V1_DEFAULT_MINUTES: u32 = 240;
+
+/// One room controller as the read tools report it.
+fn zone_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "uuid": {"type": "string"},
+            "name": {"type": "string"},
+            "type": {"type": "string", "enum": ["IRoomController", "IRoomControllerV2"]},
+            "room": {"type": ["string", "null"]},
+            "temperature": {"type": ["number", "null"], "description": "Actual °C"},
+            "target": {"type": ["number", "null"], "description": "Target °C (live state)"},
+            "unit": {"type": "string"},
+            "mode": {"type": ["string", "null"], "description": "auto, heating, cooling, manual, manual_heating, manual_cooling, off"},
+            "override": {"type": ["string", "null"], "description": "V2 active temperature mode: comfort, eco, building_protection, manual, off"},
+            "open_window": {"type": ["boolean", "null"]}
+        },
+        "required": ["uuid", "name", "type", "room", "temperature", "target", "unit", "mode", "override", "open_window"]
+    })
 }
 
 fn is_room_controller(c: &Control) -> bool {
@@ -159,7 +323,133 @@ fn set_room_temperature(
         MAX_TEMPERATURE,
     )?;
     let home = house.home();
-    let room = home.resolve_room(&a.room)?;
+    let (room, controllers) = room_controllers(&home, &a.room)?;
+    let mut done = Vec::new();
+    for c in controllers {
+        house.act(c, &Action::Temperature(t), &caller.label)?;
+        done.push(json!({"uuid": c.uuid, "name": c.name, "type": c.kind.as_str(), "target": t}));
+    }
+    Ok(json!({"room": room, "temperature": t, "controllers": done}))
+}
+
+/// A named state of `c` (e.g. `tempTarget`) from the live state store, by its state UUID; `None`
+/// until the Miniserver reported it.
+fn live(house: &House, c: &Control, state: &str) -> Option<crate::home::Value> {
+    let uuid = c.state(state)?;
+    house.states().get(uuid).map(|v| v.value)
+}
+
+fn live_number(house: &House, c: &Control, state: &str) -> Option<f64> {
+    live(house, c, state).and_then(|v| v.as_f64())
+}
+
+/// The operating mode in words: V2 `operatingMode` (-1 off, 0-2 automatic, 3-5 manual), v1
+/// `mode` (0-2 automatic, 3/4 automatic heating/cooling, 5/6 manual heating/cooling).
+fn mode_word(c: &Control, n: f64) -> Option<&'static str> {
+    match (&c.kind, n as i64) {
+        (ControlKind::IRoomControllerV2, -1) => Some("off"),
+        (ControlKind::IRoomControllerV2, 0) => Some("auto"),
+        (ControlKind::IRoomControllerV2, 1) => Some("heating"),
+        (ControlKind::IRoomControllerV2, 2) => Some("cooling"),
+        (ControlKind::IRoomControllerV2, 3) => Some("manual"),
+        (ControlKind::IRoomControllerV2, 4) => Some("manual_heating"),
+        (ControlKind::IRoomControllerV2, 5) => Some("manual_cooling"),
+        (ControlKind::IRoomController, 0..=2) => Some("auto"),
+        (ControlKind::IRoomController, 3) => Some("heating"),
+        (ControlKind::IRoomController, 4) => Some("cooling"),
+        (ControlKind::IRoomController, 5) => Some("manual_heating"),
+        (ControlKind::IRoomController, 6) => Some("manual_cooling"),
+        _ => None,
+    }
+}
+
+/// V2 `activeMode` in words (0 eco, 1 comfort, 2 building protection, 3 manual, 4 off).
+fn override_word(n: f64) -> Option<&'static str> {
+    match n as i64 {
+        0 => Some("eco"),
+        1 => Some("comfort"),
+        2 => Some("building_protection"),
+        3 => Some("manual"),
+        4 => Some("off"),
+        _ => None,
+    }
+}
+
+/// The record of one room controller (see [`zone_schema`]).
+fn zone(house: &House, home: &Home, c: &Control, values: &mut view::ValueReader) -> Value {
+    let mode_state = if c.kind == ControlKind::IRoomControllerV2 {
+        "operatingMode"
+    } else {
+        "mode"
+    };
+    let over = match c.kind {
+        ControlKind::IRoomControllerV2 => {
+            live_number(house, c, "activeMode").and_then(override_word)
+        }
+        _ => None,
+    };
+    json!({
+        "uuid": c.uuid,
+        "name": c.name,
+        "type": c.kind.as_str(),
+        "room": home.room_name(c),
+        "temperature": values.read(c).and_then(|v| v.value.as_f64()).map(view::round1),
+        "target": live_number(house, c, "tempTarget").map(view::round1),
+        "unit": "°C",
+        "mode": live_number(house, c, mode_state).and_then(|n| mode_word(c, n)),
+        "override": over,
+        "open_window": live_number(house, c, "openWindow").map(|n| n != 0.0),
+    })
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq)]
+#[serde(rename_all = "lowercase")]
+enum Mode {
+    Auto,
+    Heating,
+    Cooling,
+    Comfort,
+    Eco,
+    Off,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetMode {
+    room: String,
+    mode: Mode,
+    duration_minutes: Option<i64>,
+    #[serde(default)]
+    dry_run: bool,
+}
+
+/// The actions that put controller `c` into `mode`: auto also ends an override; comfort, eco
+/// and off carry the timer (a v1 controller gets [`V1_DEFAULT_MINUTES`] when none is given).
+fn mode_actions(c: &Control, mode: Mode, minutes: Option<u32>) -> (Vec<Action>, Option<u32>) {
+    let minutes = match (mode, &c.kind, minutes) {
+        (Mode::Comfort | Mode::Eco | Mode::Off, ControlKind::IRoomController, None) => {
+            Some(V1_DEFAULT_MINUTES)
+        }
+        _ => minutes,
+    };
+    let timer = minutes.map(OverrideTimer::from_now);
+    let actions = match mode {
+        Mode::Auto => vec![RoomMode::Auto, RoomMode::EndOverride],
+        Mode::Heating => vec![RoomMode::Heating],
+        Mode::Cooling => vec![RoomMode::Cooling],
+        Mode::Comfort => vec![RoomMode::Comfort(timer)],
+        Mode::Eco => vec![RoomMode::Eco(timer)],
+        Mode::Off => vec![RoomMode::Off(timer)],
+    };
+    (actions.into_iter().map(Action::RoomMode).collect(), minutes)
+}
+
+/// The room controllers of a room, or a refusal naming the room.
+fn room_controllers<'h>(
+    home: &'h Home,
+    room: &str,
+) -> Result<(String, Vec<&'h Control>), ToolError> {
+    let room = home.resolve_room(room)?;
     let controllers: Vec<&Control> = home
         .controls_in_room(&room.uuid)
         .into_iter()
@@ -174,10 +464,221 @@ fn set_room_temperature(
             ),
         });
     }
-    let mut done = Vec::new();
-    for c in controllers {
-        house.act(c, &Action::Temperature(t), &caller.label)?;
-        done.push(json!({"uuid": c.uuid, "name": c.name, "type": c.kind.as_str(), "target": t}));
+    Ok((room.name.clone(), controllers))
+}
+
+fn set_room_mode(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
+    let a: SetMode = args::parse(a)?;
+    let minutes = match a.duration_minutes {
+        None => None,
+        Some(m) if !(1..=i64::from(MAX_DURATION_MINUTES)).contains(&m) => {
+            return Err(ToolError::InvalidParams(format!(
+                "duration_minutes must be between 1 and {MAX_DURATION_MINUTES} (got {m})"
+            )))
+        }
+        Some(_) if matches!(a.mode, Mode::Auto | Mode::Heating | Mode::Cooling) => {
+            return Err(ToolError::InvalidParams(
+                "duration_minutes applies only to mode comfort, eco or off".into(),
+            ))
+        }
+        Some(m) => Some(m as u32),
+    };
+    let home = house.home();
+    let (room, controllers) = room_controllers(&home, &a.room)?;
+    let mut out_of_reach: Option<ControllerError> = None;
+    let mut succeeded = 0;
+    let mut results = Vec::new();
+    for c in &controllers {
+        let (actions, minutes) = mode_actions(c, a.mode, minutes);
+        let mut sent = Vec::new();
+        let mut error = None;
+        for action in &actions {
+            let cmd = match command_for(c, action) {
+                Ok(cmd) => cmd,
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            };
+            if a.dry_run {
+                sent.push(cmd.command);
+                continue;
+            }
+            if let Some(e) = &out_of_reach {
+                error = Some(format!("not sent: {e}"));
+                break;
+            }
+            match house.act(c, action, &caller.label) {
+                Ok(_) => sent.push(cmd.command),
+                Err(e) => {
+                    error = Some(e.to_string());
+                    if e.is_unreachable() {
+                        out_of_reach = Some(e);
+                    }
+                    break;
+                }
+            }
+        }
+        let mut r = json!({
+            "uuid": c.uuid, "name": c.name, "type": c.kind.as_str(),
+            "ok": error.is_none(), "commands": sent, "duration_minutes": minutes,
+        });
+        match error {
+            None => succeeded += 1,
+            Some(e) => r["error"] = json!(e),
+        }
+        results.push(r);
     }
-    Ok(json!({"room": room.name, "temperature": t, "controllers": done}))
+    if succeeded == 0 {
+        if let Some(e) = out_of_reach {
+            return Err(ToolError::Controller(e));
+        }
+    }
+    let mode_word = room_mode_name(&match a.mode {
+        Mode::Auto => RoomMode::Auto,
+        Mode::Heating => RoomMode::Heating,
+        Mode::Cooling => RoomMode::Cooling,
+        Mode::Comfort => RoomMode::Comfort(None),
+        Mode::Eco => RoomMode::Eco(None),
+        Mode::Off => RoomMode::Off(None),
+    });
+    Ok(json!({
+        "room": room,
+        "mode": mode_word,
+        "duration_minutes": minutes,
+        "dry_run": a.dry_run,
+        "results": results,
+        "total": controllers.len(),
+        "succeeded": succeeded,
+        "failed": controllers.len() - succeeded,
+    }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ZoneArgs {
+    zone_id: String,
+}
+
+/// The room controllers `query` names: a room's (by UUID or name), else one controller by UUID
+/// or (room-qualified) name. An unknown name is the room resolver's error (room suggestions).
+fn zone_controllers<'h>(
+    home: &'h Home,
+    query: &str,
+) -> Result<(Option<String>, Vec<&'h Control>), ToolError> {
+    match home.resolve_room(query) {
+        Ok(room) => {
+            let (name, controllers) = room_controllers(home, &room.uuid)?;
+            Ok((Some(name), controllers))
+        }
+        Err(room_err @ ResolveError::NotFound { .. }) => {
+            match home.resolve_control(query, None, &is_room_controller) {
+                Ok(c) => Ok((home.room_name(c).map(str::to_string), vec![c])),
+                Err(ResolveError::NotFound { .. }) => {
+                    Err(wrong_kind(home, query).unwrap_or(room_err.into()))
+                }
+                Err(e) => Err(e.into()),
+            }
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// When `query` names a control of another type: an error saying so.
+fn wrong_kind(home: &Home, query: &str) -> Option<ToolError> {
+    let c = home.resolve_control(query, None, &|_| true).ok()?;
+    Some(ToolError::Refused {
+        code: "INVALID_PARAMETERS",
+        message: format!(
+            "{} ({}) is of type {}, not a room controller (IRoomController, IRoomControllerV2)",
+            c.name,
+            home.room_name(c).unwrap_or("no room"),
+            c.kind
+        ),
+    })
+}
+
+fn get_zone_temperature(
+    house: &Ctx,
+    a: &Map<String, Value>,
+    _: &Caller,
+) -> Result<Value, ToolError> {
+    let a: ZoneArgs = args::parse(a)?;
+    let home = house.home();
+    let (room, controllers) = zone_controllers(&home, &a.zone_id)?;
+    let mut values = view::ValueReader::new(house);
+    let zones: Vec<Value> = controllers
+        .iter()
+        .map(|c| zone(house, &home, c, &mut values))
+        .collect();
+    let first = &zones[0];
+    if let Some(w) = &values.warning {
+        if zones.iter().all(|z| z["temperature"].is_null()) {
+            // Nothing could be read: the Miniserver is out of reach.
+            return Err(ToolError::Refused {
+                code: "CONNECTION_ERROR",
+                message: w.clone(),
+            });
+        }
+    }
+    Ok(values.annotate(json!({
+        "zone_id": a.zone_id,
+        "room": room,
+        "temperature": first["temperature"],
+        "target": first["target"],
+        "unit": "°C",
+        "controllers": zones,
+    })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StatusArgs {
+    room: Option<String>,
+    limit: Option<i64>,
+}
+
+fn get_climate_status(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
+    let a: StatusArgs = args::parse(a)?;
+    let limit = args::limit(a.limit)?;
+    let home = house.home();
+    let room = args::room_uuid(&home, a.room.as_deref())?;
+    let in_room = |c: &&Control| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r));
+    let mut values = view::ValueReader::new(house);
+    let matching: Vec<&Control> = home
+        .controls
+        .iter()
+        .filter(in_room)
+        .filter(|c| is_room_controller(c))
+        .collect();
+    let zones: Vec<Value> = matching
+        .iter()
+        .take(limit)
+        .map(|c| zone(house, &home, c, &mut values))
+        .collect();
+    let climate: Vec<Value> = home
+        .controls
+        .iter()
+        .filter(in_room)
+        .filter(|c| c.kind == ControlKind::ClimateController)
+        .take(limit)
+        .map(|c| {
+            let info = match live(house, c, "infoText") {
+                Some(crate::home::Value::Text(t)) => Some(t),
+                _ => None,
+            };
+            json!({
+                "uuid": c.uuid,
+                "name": c.name,
+                "room": home.room_name(c),
+                "current_mode": values.read(c).and_then(|v| v.value.as_f64()),
+                "info_text": info,
+            })
+        })
+        .collect();
+    Ok(values.annotate(json!({
+        "zones": zones,
+        "climate_controllers": climate,
+        "total": matching.len(),
+    })))
 }

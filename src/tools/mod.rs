@@ -10,6 +10,7 @@
 //! spec §7.1 (`DEVICE_NOT_FOUND`, `CONNECTION_ERROR`, `INVALID_PARAMETERS`, ...).
 
 mod args;
+mod audio;
 mod blinds;
 mod climate;
 mod devices;
@@ -137,6 +138,7 @@ pub fn catalogue() -> Vec<Tool> {
     tools.extend(lights::tools());
     tools.extend(blinds::tools());
     tools.extend(security::tools());
+    tools.extend(audio::tools());
     tools
 }
 

@@ -1,0 +1,538 @@
+//! Audio: `control_audio_zone`, `set_audio_volume`, `get_audio_status`.
+//!
+//! An audio zone is a Loxone `AudioZone` (Music Server, v1) or `AudioZoneV2` (Audioserver). A
+//! `CentralAudioZone` names the zones listed in its `details.controls`; a room name names the
+//! zones of that room. Commands go to each zone and are reported per zone, so one failure does
+//! not hide the others. Volumes are percent 0-100.
+//!
+//! Over HTTP only a zone's primary value, its play state, can be read; `volume`, `power` and
+//! the track come from the live state store once the WebSocket link fills it (`null` until
+//! then, never guessed).
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::args;
+use super::view;
+use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY};
+use crate::home::resolve::ResolveError;
+use crate::home::{Action, Control, ControlKind, ControllerError, Home, House};
+use crate::loxone::commands::command_for;
+use crate::mcp::ToolAnnotations;
+
+/// Volume step in percent points when the zone's `volumeStep` is not known live (the value
+/// Loxone zones commonly have; only used to size volume_up/volume_down on v1 zones and to count
+/// presses on V2 zones).
+pub const DEFAULT_VOLUME_STEP: f64 = 3.0;
+
+/// Next, previous and volume steps change something each time they are sent.
+const STEPPING: ToolAnnotations = ToolAnnotations {
+    read_only_hint: false,
+    destructive_hint: false,
+    idempotent_hint: false,
+    open_world_hint: false,
+};
+
+fn dry_run_schema() -> Value {
+    json!({"type": "boolean", "default": false, "description": "List the zones and the exact commands, send nothing"})
+}
+
+const ACTIONS: [&str; 9] = [
+    "play",
+    "pause",
+    "stop",
+    "next",
+    "previous",
+    "on",
+    "off",
+    "volume_up",
+    "volume_down",
+];
+
+pub fn tools() -> Vec<Tool> {
+    vec![
+        Tool {
+            name: "control_audio_zone",
+            title: "Control audio zone",
+            description: "Controls playback of audio zones (Loxone AudioZone, AudioZoneV2). zone: a zone's name or UUID, a central audio block's name (all its zones), or a room name (the zones of that room). action: play, pause, stop (pauses; Loxone zones have no stop), next, previous (track or station), on (play), off (v1 zones power off, V2 zones pause), volume_up, volume_down (one step of the zone's volume step, about 3 %). dry_run: true lists the zones and commands without sending. Reports each zone (ok or error) with the Loxone command sent.",
+            permission: Permission::Control,
+            annotations: STEPPING,
+            input_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "zone": {"type": "string", "description": "Audio zone name/UUID, central audio block, or room name"},
+                        "action": {"type": "string", "enum": ACTIONS},
+                        "dry_run": dry_run_schema()
+                    },
+                    "required": ["zone", "action"],
+                    "additionalProperties": false
+                })
+            },
+            data_schema: || results_schema("action"),
+            run: control_audio_zone,
+        },
+        Tool {
+            name: "set_audio_volume",
+            title: "Set audio volume",
+            description: "Sets the volume of audio zones. zone: a zone's name or UUID, a central audio block's name (all its zones), or a room name (the zones of that room). Exactly one of volume (absolute, percent 0-100; a v1 zone stops at its configured maximum) or step (relative, percent points -100..100, negative = quieter). V1 zones take the step as is (volstep); V2 zones only have volume up/down presses of their own volume step, so the step is sent as the nearest number of presses (at least one), or as an absolute volume when the current volume is known. dry_run: true lists the zones and commands without sending. Reports each zone with the Loxone commands sent.",
+            permission: Permission::Control,
+            annotations: STEPPING,
+            input_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "zone": {"type": "string", "description": "Audio zone name/UUID, central audio block, or room name"},
+                        "volume": {"type": "number", "minimum": 0, "maximum": 100, "description": "Absolute volume in percent"},
+                        "step": {"type": "number", "minimum": -100, "maximum": 100, "description": "Relative change in percent points"},
+                        "dry_run": dry_run_schema()
+                    },
+                    "required": ["zone"],
+                    "additionalProperties": false
+                })
+            },
+            data_schema: || results_schema("volume"),
+            run: set_audio_volume,
+        },
+        Tool {
+            name: "get_audio_status",
+            title: "Audio status",
+            description: "Lists audio zones (AudioZone, AudioZoneV2) with room, play state (playing, paused, stopped), and when reported live: power, volume in percent, and title/artist/station (v1). Optional: room (name or UUID), limit.",
+            permission: Permission::Read,
+            annotations: READ_ONLY,
+            input_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "room": {"type": "string", "description": "Room name or UUID"},
+                        "limit": args::limit_schema()
+                    },
+                    "additionalProperties": false
+                })
+            },
+            data_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "zones": {"type": "array", "items": {
+                            "type": "object",
+                            "properties": {
+                                "uuid": {"type": "string"},
+                                "name": {"type": "string"},
+                                "type": {"type": "string", "enum": ["AudioZone", "AudioZoneV2"]},
+                                "room": {"type": ["string", "null"]},
+                                "play_state": {"type": ["string", "null"], "enum": ["playing", "paused", "stopped", null]},
+                                "power": {"type": ["boolean", "null"]},
+                                "volume": {"type": ["number", "null"], "minimum": 0, "maximum": 100},
+                                "title": {"type": ["string", "null"]},
+                                "artist": {"type": ["string", "null"]},
+                                "station": {"type": ["string", "null"]}
+                            },
+                            "required": ["uuid", "name", "type", "room", "play_state", "power", "volume"]
+                        }},
+                        "total": {"type": "integer"},
+                        "playing": {"type": "integer"},
+                        "warning": {"type": "string"}
+                    },
+                    "required": ["zones", "total", "playing"]
+                })
+            },
+            run: get_audio_status,
+        },
+    ]
+}
+
+/// `data` of the two commanding tools; `what` is `action` or `volume`.
+fn results_schema(what: &str) -> Value {
+    let mut props = json!({
+        "zone": {"type": "string", "description": "What the zone argument named"},
+        "results": {"type": "array", "items": {
+            "type": "object",
+            "properties": {
+                "uuid": {"type": "string"},
+                "name": {"type": "string"},
+                "type": {"type": "string"},
+                "room": {"type": ["string", "null"]},
+                "ok": {"type": "boolean"},
+                "commands": {"type": "array", "items": {"type": "string"}},
+                "error": {"type": "string"}
+            },
+            "required": ["uuid", "name", "type", "room", "ok", "commands"]
+        }},
+        "dry_run": {"type": "boolean"},
+        "total": {"type": "integer"},
+        "succeeded": {"type": "integer"},
+        "failed": {"type": "integer"}
+    });
+    if what == "action" {
+        props["action"] = json!({"type": "string", "enum": ACTIONS});
+    } else {
+        props["volume"] = json!({"type": ["number", "null"]});
+        props["step"] = json!({"type": ["number", "null"]});
+    }
+    json!({
+        "type": "object",
+        "properties": props,
+        "required": ["zone", "dry_run", "results", "total", "succeeded", "failed"]
+    })
+}
+
+fn is_zone(c: &Control) -> bool {
+    matches!(c.kind, ControlKind::AudioZone | ControlKind::AudioZoneV2)
+}
+
+fn is_audio(c: &Control) -> bool {
+    is_zone(c) || c.kind == ControlKind::CentralAudioZone
+}
+
+/// The zones `query` names: a zone (UUID or name, room-qualified names too), a central audio
+/// block's zones, or a room's zones. Errors: the zone resolver's (ambiguous, or not found with
+/// suggestions) unless a room matches; a room without zones is refused naming the room.
+fn zones<'h>(home: &'h Home, query: &str) -> Result<Vec<&'h Control>, ToolError> {
+    match home.resolve_control(query, None, &is_audio) {
+        Ok(c) if c.kind == ControlKind::CentralAudioZone => {
+            let members: Vec<&Control> = home
+                .controls
+                .iter()
+                .filter(|z| is_zone(z))
+                .filter(|z| {
+                    c.details
+                        .get("controls")
+                        .and_then(Value::as_array)
+                        .is_some_and(|l| {
+                            l.iter().any(|e| {
+                                e.get("uuid")
+                                    .and_then(Value::as_str)
+                                    .is_some_and(|u| u.eq_ignore_ascii_case(&z.uuid))
+                            })
+                        })
+                })
+                .collect();
+            if members.is_empty() {
+                return Err(ToolError::Refused {
+                    code: "DEVICE_NOT_FOUND",
+                    message: format!("{} lists no audio zones", c.name),
+                });
+            }
+            Ok(members)
+        }
+        Ok(c) => Ok(vec![c]),
+        Err(zone_err @ ResolveError::NotFound { .. }) => match home.resolve_room(query) {
+            Ok(room) => {
+                let found: Vec<&Control> = home
+                    .controls_in_room(&room.uuid)
+                    .into_iter()
+                    .filter(|c| is_zone(c))
+                    .collect();
+                if found.is_empty() {
+                    Err(ToolError::Refused {
+                        code: "DEVICE_NOT_FOUND",
+                        message: format!("{} has no audio zone", room.name),
+                    })
+                } else {
+                    Ok(found)
+                }
+            }
+            Err(ResolveError::NotFound { .. }) => {
+                Err(wrong_kind(home, query).unwrap_or(zone_err.into()))
+            }
+            Err(e) => Err(e.into()),
+        },
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// When `query` names a control of another type: an error saying so.
+fn wrong_kind(home: &Home, query: &str) -> Option<ToolError> {
+    let c = home.resolve_control(query, None, &|_| true).ok()?;
+    Some(ToolError::Refused {
+        code: "INVALID_PARAMETERS",
+        message: format!(
+            "{} ({}) is of type {}, not an audio zone (AudioZone, AudioZoneV2, CentralAudioZone)",
+            c.name,
+            home.room_name(c).unwrap_or("no room"),
+            c.kind
+        ),
+    })
+}
+
+/// A named state of `c` from the live state store, by its state UUID.
+fn live(house: &House, c: &Control, state: &str) -> Option<crate::home::Value> {
+    let uuid = c.state(state)?;
+    house.states().get(uuid).map(|v| v.value)
+}
+
+fn live_number(house: &House, c: &Control, state: &str) -> Option<f64> {
+    live(house, c, state).and_then(|v| v.as_f64())
+}
+
+fn live_text(house: &House, c: &Control, state: &str) -> Option<String> {
+    match live(house, c, state)? {
+        crate::home::Value::Text(t) if !t.is_empty() => Some(t),
+        _ => None,
+    }
+}
+
+/// The zone's volume step in percent points: live `volumeStep`, else [`DEFAULT_VOLUME_STEP`].
+fn volume_step(house: &House, c: &Control) -> f64 {
+    live_number(house, c, "volumeStep")
+        .filter(|s| *s > 0.0)
+        .unwrap_or(DEFAULT_VOLUME_STEP)
+}
+
+/// Sends each zone its actions in order (stopping at a zone's first failure, and asking no
+/// more once the Miniserver is out of reach), or with `dry_run` only lists the commands;
+/// per-zone results and counts. When nothing succeeded because the Miniserver is out of reach,
+/// that error.
+fn run_on(
+    house: &House,
+    home: &Home,
+    targets: &[&Control],
+    actions_for: &dyn Fn(&Control) -> Vec<Action>,
+    dry_run: bool,
+    caller: &Caller,
+) -> Result<Value, ToolError> {
+    let mut out_of_reach: Option<ControllerError> = None;
+    let mut succeeded = 0;
+    let mut results = Vec::new();
+    for c in targets {
+        let mut sent = Vec::new();
+        let mut error = None;
+        for action in actions_for(c) {
+            let cmd = match command_for(c, &action) {
+                Ok(cmd) => cmd,
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            };
+            if dry_run {
+                sent.push(cmd.command);
+                continue;
+            }
+            if let Some(e) = &out_of_reach {
+                error = Some(format!("not sent: {e}"));
+                break;
+            }
+            match house.act(c, &action, &caller.label) {
+                Ok(_) => sent.push(cmd.command),
+                Err(e) => {
+                    error = Some(e.to_string());
+                    if e.is_unreachable() {
+                        out_of_reach = Some(e);
+                    }
+                    break;
+                }
+            }
+        }
+        let mut r = json!({
+            "uuid": c.uuid, "name": c.name, "type": c.kind.as_str(),
+            "room": home.room_name(c), "ok": error.is_none(), "commands": sent,
+        });
+        match error {
+            None => succeeded += 1,
+            Some(e) => r["error"] = json!(e),
+        }
+        results.push(r);
+    }
+    if succeeded == 0 {
+        if let Some(e) = out_of_reach {
+            return Err(ToolError::Controller(e));
+        }
+    }
+    Ok(json!({
+        "dry_run": dry_run,
+        "results": results,
+        "total": targets.len(),
+        "succeeded": succeeded,
+        "failed": targets.len() - succeeded,
+    }))
+}
+
+/// Adds `zone` and the fields of `extra` to a `run_on` result.
+fn with(mut base: Value, extra: Value) -> Value {
+    if let (Value::Object(b), Value::Object(e)) = (&mut base, extra) {
+        b.extend(e);
+    }
+    base
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum ZoneAction {
+    Play,
+    Pause,
+    Stop,
+    Next,
+    Previous,
+    On,
+    Off,
+    VolumeUp,
+    VolumeDown,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ControlArgs {
+    zone: String,
+    action: ZoneAction,
+    #[serde(default)]
+    dry_run: bool,
+}
+
+fn control_audio_zone(
+    house: &Ctx,
+    a: &Map<String, Value>,
+    caller: &Caller,
+) -> Result<Value, ToolError> {
+    let raw_action = a.get("action").cloned();
+    let a: ControlArgs = args::parse(a)?;
+    let home = house.home();
+    let targets = zones(&home, &a.zone)?;
+    let actions_for = |c: &Control| -> Vec<Action> {
+        vec![match a.action {
+            ZoneAction::Play => Action::Play,
+            ZoneAction::Pause => Action::Pause,
+            ZoneAction::Stop => Action::Stop,
+            ZoneAction::Next => Action::Next,
+            ZoneAction::Previous => Action::Previous,
+            ZoneAction::On => Action::On,
+            ZoneAction::Off => Action::Off,
+            ZoneAction::VolumeUp => Action::VolumeStep(volume_step(house, c)),
+            ZoneAction::VolumeDown => Action::VolumeStep(-volume_step(house, c)),
+        }]
+    };
+    let out = run_on(house, &home, &targets, &actions_for, a.dry_run, caller)?;
+    Ok(with(out, json!({"zone": a.zone, "action": raw_action})))
+}
+
+/// A volume change: to an absolute percent, or by percent points.
+#[derive(Clone, Copy)]
+enum Change {
+    To(f64),
+    By(f64),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VolumeArgs {
+    zone: String,
+    volume: Option<f64>,
+    step: Option<f64>,
+    #[serde(default)]
+    dry_run: bool,
+}
+
+/// The actions for a relative change of `step` points on zone `c`: v1 `volstep/{step}`; V2 an
+/// absolute volume when the current one is known live, else the nearest number of
+/// `volUp`/`volDown` presses of its volume step (at least one).
+fn step_actions(house: &House, c: &Control, step: f64) -> Vec<Action> {
+    if c.kind == ControlKind::AudioZone {
+        return vec![Action::VolumeStep(step)];
+    }
+    if let Some(now) = live_number(house, c, "volume") {
+        return vec![Action::Level((now + step).clamp(0.0, 100.0))];
+    }
+    let zone_step = volume_step(house, c);
+    let presses = ((step.abs() / zone_step).round() as usize).max(1);
+    vec![Action::VolumeStep(step.signum() * zone_step); presses]
+}
+
+fn set_audio_volume(
+    house: &Ctx,
+    a: &Map<String, Value>,
+    caller: &Caller,
+) -> Result<Value, ToolError> {
+    let a: VolumeArgs = args::parse(a)?;
+    let change = match (a.volume, a.step) {
+        (Some(v), None) => Change::To(args::in_range("volume", v, 0.0, 100.0)?),
+        (None, Some(s)) => {
+            let s = args::in_range("step", s, -100.0, 100.0)?;
+            if s == 0.0 {
+                return Err(ToolError::InvalidParams(
+                    "step must not be 0 (use -100..100, negative = quieter)".into(),
+                ));
+            }
+            Change::By(s)
+        }
+        (Some(_), Some(_)) => {
+            return Err(ToolError::InvalidParams(
+                "give either volume (0-100) or step (-100..100), not both".into(),
+            ))
+        }
+        (None, None) => {
+            return Err(ToolError::InvalidParams(
+                "missing field `volume` (0-100) or `step` (-100..100)".into(),
+            ))
+        }
+    };
+    let home = house.home();
+    let targets = zones(&home, &a.zone)?;
+    let actions_for = |c: &Control| -> Vec<Action> {
+        match change {
+            Change::To(v) => vec![Action::Level(v)],
+            Change::By(s) => step_actions(house, c, s),
+        }
+    };
+    let out = run_on(house, &home, &targets, &actions_for, a.dry_run, caller)?;
+    Ok(with(
+        out,
+        json!({"zone": a.zone, "volume": a.volume, "step": a.step}),
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StatusArgs {
+    room: Option<String>,
+    limit: Option<i64>,
+}
+
+fn get_audio_status(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
+    let a: StatusArgs = args::parse(a)?;
+    let limit = args::limit(a.limit)?;
+    let home = house.home();
+    let room = args::room_uuid(&home, a.room.as_deref())?;
+    let matching: Vec<&Control> = home
+        .controls
+        .iter()
+        .filter(|c| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)))
+        .filter(|c| is_zone(c))
+        .collect();
+    let mut values = view::ValueReader::new(house);
+    let mut playing = 0;
+    let zones: Vec<Value> = matching
+        .iter()
+        .take(limit)
+        .map(|c| {
+            let state = values
+                .read(c)
+                .and_then(|v| v.value.as_f64())
+                .map(|x| match x as i64 {
+                    2 => "playing",
+                    1 => "paused",
+                    _ => "stopped",
+                });
+            if state == Some("playing") {
+                playing += 1;
+            }
+            json!({
+                "uuid": c.uuid,
+                "name": c.name,
+                "type": c.kind.as_str(),
+                "room": home.room_name(c),
+                "play_state": state,
+                "power": live_number(house, c, "power").map(|p| p != 0.0),
+                "volume": live_number(house, c, "volume").map(view::round1),
+                "title": live_text(house, c, "songName"),
+                "artist": live_text(house, c, "artist"),
+                "station": live_text(house, c, "station"),
+            })
+        })
+        .collect();
+    Ok(values.annotate(json!({
+        "zones": zones,
+        "total": matching.len(),
+        "playing": playing,
+    })))
+}
