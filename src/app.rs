@@ -54,7 +54,8 @@ pub struct App {
 
 impl App {
     /// Connects to the configured Miniserver, or with `demo` starts the built-in simulator on a
-    /// free loopback port and connects to that with the same client code.
+    /// free loopback port and connects to that with the same client code. Workflows are stored in
+    /// `<data_dir>/workflows.db`; `--demo` keeps them in memory and writes nothing to disk.
     pub fn start(config: &Config, demo: bool) -> Result<App, StartError> {
         let (ms, simulator) = if demo {
             let sim = Arc::new(Simulator::demo());
@@ -92,6 +93,7 @@ impl App {
             home.controls.len(),
             home.count_all_controls()
         );
+        // After the Miniserver answered: a server that cannot start leaves no files behind.
         let workflows = Arc::new(if demo {
             // The demo writes nothing to disk: its workflows last as long as the process.
             WorkflowStore::in_memory()

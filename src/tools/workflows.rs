@@ -559,6 +559,16 @@ fn execute_workflow(
         label: format!("{} (workflow {:?})", caller.label, w.name),
     };
     let mut out = run(ctx, &planned, &caller, dry_run, stop_on_error);
+    log::info!(
+        "workflow {:?} run by {}{}: {} ok, {} failed, {} skipped, {} ms",
+        w.name,
+        caller.label,
+        if dry_run { " (dry run)" } else { "" },
+        out["succeeded"],
+        out["failed"],
+        out["skipped"],
+        out["duration_ms"]
+    );
     out["workflow"] = json!({"id": w.id, "name": w.name, "permission": w.permission});
     Ok(out)
 }
