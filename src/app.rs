@@ -12,6 +12,7 @@ use crate::loxone::structure::{parse_structure_bytes, StructureError};
 use crate::mcp::server::{McpConfig, McpServer};
 use crate::sim::{SimServer, Simulator};
 use crate::tools::HomeTools;
+use crate::workflow::{StoreError, WorkflowStore};
 
 /// Why the server could not start.
 #[derive(Debug)]
@@ -23,6 +24,8 @@ pub enum StartError {
     Structure(StructureError),
     /// The simulator or a listener could not start.
     Io(std::io::Error),
+    /// The data directory or the workflow store could not be opened.
+    Store(StoreError),
 }
 
 impl fmt::Display for StartError {
@@ -32,6 +35,7 @@ impl fmt::Display for StartError {
             StartError::Miniserver(e) => write!(f, "Miniserver: {e}"),
             StartError::Structure(e) => write!(f, "{e}"),
             StartError::Io(e) => write!(f, "{e}"),
+            StartError::Store(e) => write!(f, "{e}"),
         }
     }
 }
@@ -42,13 +46,16 @@ impl std::error::Error for StartError {}
 pub struct App {
     pub house: Arc<House>,
     pub mcp: Arc<McpServer>,
+    /// The workflow store: `<data_dir>/workflows.db`, in memory for `--demo`.
+    pub workflows: Arc<WorkflowStore>,
     /// The in-process simulator of `--demo`; dropping it stops it.
     pub simulator: Option<(Arc<Simulator>, SimServer)>,
 }
 
 impl App {
     /// Connects to the configured Miniserver, or with `demo` starts the built-in simulator on a
-    /// free loopback port and connects to that with the same client code.
+    /// free loopback port and connects to that with the same client code. Workflows are stored in
+    /// `<data_dir>/workflows.db`; `--demo` keeps them in memory and writes nothing to disk.
     pub fn start(config: &Config, demo: bool) -> Result<App, StartError> {
         let (ms, simulator) = if demo {
             let sim = Arc::new(Simulator::demo());
@@ -86,6 +93,13 @@ impl App {
             home.controls.len(),
             home.count_all_controls()
         );
+        // After the Miniserver answered: a server that cannot start leaves no files behind.
+        let workflows = Arc::new(if demo {
+            // The demo writes nothing to disk: its workflows last as long as the process.
+            WorkflowStore::in_memory()
+        } else {
+            open_store(&config.server.data_dir)?
+        });
         let house = Arc::new(
             House::new(
                 home,
@@ -95,13 +109,36 @@ impl App {
             .with_visu_password(config.visu_password.clone()),
         );
         let mcp = Arc::new(McpServer::new(
-            Arc::new(HomeTools::new(house.clone())),
+            Arc::new(HomeTools::with_store(house.clone(), workflows.clone())),
             McpConfig::default(),
         ));
         Ok(App {
             house,
             mcp,
+            workflows,
             simulator,
         })
     }
+}
+
+/// Opens `<data_dir>/workflows.db`, creating the directory (mode 0700 on Unix) if needed.
+pub fn open_store(data_dir: &std::path::Path) -> Result<WorkflowStore, StartError> {
+    if !data_dir.exists() {
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            builder.mode(0o700);
+        }
+        builder.create(data_dir).map_err(|e| {
+            StartError::Store(StoreError::Open {
+                path: data_dir.display().to_string(),
+                message: format!("cannot create the data directory: {e}"),
+            })
+        })?;
+    }
+    let store = WorkflowStore::open(&data_dir.join("workflows.db")).map_err(StartError::Store)?;
+    log::info!("workflow store {}", data_dir.join("workflows.db").display());
+    Ok(store)
 }

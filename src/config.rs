@@ -12,6 +12,8 @@
 //! idle_timeout_secs = 30       # idle keep-alive connections are closed after this
 //! allowed_origins = []         # extra browser origins allowed on /mcp
 //! allowed_hosts = []           # Host header values allowed besides loopback names
+//! data_dir = "./data"          # state directory (workflows.db); env HOME_DATA_DIR; default
+//!                              # $STATE_DIRECTORY (systemd StateDirectory=) or ./data
 //!
 //! [miniserver]
 //! host = "192.168.1.77"        # host, host:port or http(s)://host[:port]
@@ -30,7 +32,7 @@
 
 use std::fmt;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -65,7 +67,14 @@ pub struct ServerConfig {
     pub idle_timeout: Duration,
     pub allowed_origins: Vec<String>,
     pub allowed_hosts: Vec<String>,
+    /// Directory for the server's own state (the workflow store `workflows.db`). Created at
+    /// start (mode 0700) if missing. Not used by `--demo`, which keeps workflows in memory.
+    pub data_dir: PathBuf,
 }
+
+/// Default state directory when neither the config, `HOME_DATA_DIR` nor systemd's
+/// `STATE_DIRECTORY` names one.
+pub const DEFAULT_DATA_DIR: &str = "./data";
 
 /// Where the Miniserver is and who we are to it.
 #[derive(Clone, PartialEq)]
@@ -115,6 +124,7 @@ impl Default for ServerConfig {
             idle_timeout: Duration::from_secs(30),
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
+            data_dir: PathBuf::from(DEFAULT_DATA_DIR),
         }
     }
 }
@@ -181,6 +191,7 @@ struct FileServer {
     idle_timeout_secs: Option<u64>,
     allowed_origins: Option<Vec<String>>,
     allowed_hosts: Option<Vec<String>>,
+    data_dir: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -206,7 +217,8 @@ impl Config {
     /// `env` (a function so tests need not touch the process environment).
     ///
     /// Environment variables: `HOME_HOST`, `HOME_USER`, `HOME_PASS`, `HOME_VISU_PASS`,
-    /// `HOME_LISTEN`, `HOME_LOG_LEVEL`. The Miniserver stays `None` when no host is set anywhere; the caller
+    /// `HOME_LISTEN`, `HOME_LOG_LEVEL`, `HOME_DATA_DIR`; `STATE_DIRECTORY` (set by systemd's
+    /// `StateDirectory=`) is the data directory when nothing else names one. The Miniserver stays `None` when no host is set anywhere; the caller
     /// decides whether that is an error ([`Config::require_miniserver`]).
     pub fn load(
         path: Option<&Path>,
@@ -258,6 +270,14 @@ impl Config {
         }
         if let Some(h) = file.server.allowed_hosts {
             cfg.server.allowed_hosts = h;
+        }
+        // systemd may pass several directories separated by ':'; the first is ours.
+        let systemd = env("STATE_DIRECTORY").and_then(|d| d.split(':').next().map(str::to_string));
+        if let Some(d) = env("HOME_DATA_DIR").or(file.server.data_dir).or(systemd) {
+            if d.trim().is_empty() {
+                return Err(invalid("server.data_dir", "must not be empty"));
+            }
+            cfg.server.data_dir = PathBuf::from(d.trim());
         }
 
         let t = &mut cfg.miniserver_timeouts;
@@ -526,6 +546,33 @@ mod tests {
         assert_eq!(parse("", &[]).unwrap().visu_password, None);
         let e = parse("[miniserver]\nvisu_pasword = \"1\"\n", &[]).unwrap_err();
         assert!(matches!(e, ConfigError::Toml { .. }), "{e}");
+    }
+
+    #[test]
+    fn data_dir_precedence() {
+        assert_eq!(
+            parse("", &[]).unwrap().server.data_dir,
+            PathBuf::from("./data")
+        );
+        let systemd = [("STATE_DIRECTORY", "/var/lib/home-mcp:/var/lib/other")];
+        assert_eq!(
+            parse("", &systemd).unwrap().server.data_dir,
+            PathBuf::from("/var/lib/home-mcp")
+        );
+        let file = "[server]\ndata_dir = \"/srv/home\"\n";
+        assert_eq!(
+            parse(file, &systemd).unwrap().server.data_dir,
+            PathBuf::from("/srv/home")
+        );
+        assert_eq!(
+            parse(file, &[("HOME_DATA_DIR", "/tmp/x")])
+                .unwrap()
+                .server
+                .data_dir,
+            PathBuf::from("/tmp/x")
+        );
+        let e = parse("[server]\ndata_dir = \" \"\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("server.data_dir"), "{e}");
     }
 
     #[test]

@@ -14,3 +14,4 @@ pub mod sim;
 pub mod stdio;
 pub mod time;
 pub mod tools;
+pub mod workflow;

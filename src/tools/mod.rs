@@ -16,7 +16,9 @@ mod climate;
 mod devices;
 mod lights;
 mod security;
+pub mod schema;
 mod view;
+mod workflows;
 
 use std::sync::Arc;
 
@@ -28,6 +30,7 @@ use crate::mcp::{
     CallToolResult, Content, Handler, Implementation, RequestContext, RpcError, ToolAnnotations,
     ToolDescriptor,
 };
+use crate::workflow::WorkflowStore;
 
 /// What a caller must be allowed to do to use a tool (enforced by the auth gate).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -64,10 +67,11 @@ pub type Run = fn(&Ctx, &Map<String, Value>, &Caller) -> Result<Value, ToolError
 
 /// What a tool handler works with: the house (also reachable through `Deref`, so
 /// `ctx.home()` works) and the catalogue itself (for tools that run other tools, such as
-/// workflows).
+/// workflows), and the workflow store.
 pub struct Ctx<'a> {
     pub house: &'a House,
     pub catalogue: &'a [Tool],
+    pub workflows: &'a WorkflowStore,
 }
 
 impl std::ops::Deref for Ctx<'_> {
@@ -139,6 +143,7 @@ pub fn catalogue() -> Vec<Tool> {
     tools.extend(blinds::tools());
     tools.extend(security::tools());
     tools.extend(audio::tools());
+    tools.extend(workflows::tools());
     tools
 }
 
@@ -146,14 +151,38 @@ pub fn catalogue() -> Vec<Tool> {
 pub struct HomeTools {
     house: Arc<House>,
     tools: Vec<Tool>,
+    workflows: Arc<WorkflowStore>,
 }
 
 impl HomeTools {
+    /// The catalogue with an in-memory workflow store (nothing is written to disk).
     pub fn new(house: Arc<House>) -> Self {
+        Self::with_store(house, Arc::new(WorkflowStore::in_memory()))
+    }
+
+    /// The catalogue with the given workflow store (e.g. `<data_dir>/workflows.db`).
+    pub fn with_store(house: Arc<House>, workflows: Arc<WorkflowStore>) -> Self {
         Self {
             house,
             tools: catalogue(),
+            workflows,
         }
+    }
+
+    /// The permission a call needs: the tool's own, and for `execute_workflow` also the
+    /// highest permission among the workflow's steps (for the auth gate). `None` for an
+    /// unknown tool.
+    pub fn required_permission(
+        &self,
+        name: &str,
+        arguments: &Map<String, Value>,
+    ) -> Option<Permission> {
+        let tool = self.tool(name)?;
+        Some(tool.permission.max(workflows::permission_of_call(
+            &self.workflows,
+            name,
+            arguments,
+        )))
     }
 
     /// The tool named `name`.
@@ -175,6 +204,7 @@ impl HomeTools {
         let ctx = Ctx {
             house: &self.house,
             catalogue: &self.tools,
+            workflows: &self.workflows,
         };
         match (tool.run)(&ctx, &arguments, caller) {
             Ok(data) => Ok(success(data)),
@@ -264,7 +294,7 @@ fn success(data: Value) -> CallToolResult {
     }
 }
 
-fn failure(e: ToolError) -> CallToolResult {
+pub(crate) fn failure(e: ToolError) -> CallToolResult {
     let (code, message, details) = match e {
         ToolError::Resolve(ResolveError::NotFound { query, suggestions }) => (
             "DEVICE_NOT_FOUND",

@@ -1,0 +1,387 @@
+//! A small validator for the part of JSON Schema our tools' input schemas use, so a workflow's
+//! step arguments are checked against the step tool's own `input_schema` when the workflow is
+//! created, not only when it runs.
+//!
+//! Supported keywords: `type` (a name or a list of names; `integer` accepts whole numbers),
+//! `properties`, `required`, `additionalProperties` (`false` or a schema), `enum`, `const`,
+//! `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, `minLength`, `maxLength`,
+//! `items`, `minItems`, `maxItems`, `oneOf`, `anyOf`, `allOf`. Annotations (`description`,
+//! `default`, `title`, ...) and keywords we do not use (`pattern`, `format`, `$ref`) are ignored,
+//! so a schema using them validates more loosely, never more strictly. The tool still checks
+//! its arguments itself when it runs.
+//!
+//! Errors carry the path of the offending value (`action`, `devices[0]`, `room`), so a message
+//! can name the field.
+
+use serde_json::{Map, Value};
+
+/// Why a value does not fit a schema: where (`path`, empty for the value itself) and what.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchemaError {
+    /// Dotted path of the offending value: `action`, `devices[2]`, `target.room`.
+    pub path: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.path.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// Checks `value` against `schema`; the first problem found, with its path.
+pub fn validate(schema: &Value, value: &Value) -> Result<(), SchemaError> {
+    check(schema, value, "")
+}
+
+fn err(path: &str, message: String) -> Result<(), SchemaError> {
+    Err(SchemaError {
+        path: path.to_string(),
+        message,
+    })
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn has_type(v: &Value, ty: &str) -> bool {
+    match ty {
+        "null" => v.is_null(),
+        "boolean" => v.is_boolean(),
+        "number" => v.is_number(),
+        "integer" => v
+            .as_f64()
+            .is_some_and(|f| f.fract() == 0.0 && f.is_finite()),
+        "string" => v.is_string(),
+        "array" => v.is_array(),
+        "object" => v.is_object(),
+        _ => true,
+    }
+}
+
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 40 {
+        format!("{}...", s.chars().take(40).collect::<String>())
+    } else {
+        s
+    }
+}
+
+fn check(schema: &Value, value: &Value, path: &str) -> Result<(), SchemaError> {
+    let Some(s) = schema.as_object() else {
+        // `true`/`{}`-like schemas accept everything; `false` nothing.
+        return if schema == &Value::Bool(false) {
+            err(path, "no value is allowed here".into())
+        } else {
+            Ok(())
+        };
+    };
+
+    if let Some(t) = s.get("type") {
+        let types: Vec<&str> = match t {
+            Value::String(t) => vec![t.as_str()],
+            Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        if !types.is_empty() && !types.iter().any(|t| has_type(value, t)) {
+            return err(
+                path,
+                format!(
+                    "must be of type {} (got {} {})",
+                    types.join(" or "),
+                    type_name(value),
+                    short(value)
+                ),
+            );
+        }
+    }
+    if let Some(c) = s.get("const") {
+        if !same(c, value) {
+            return err(path, format!("must be {} (got {})", short(c), short(value)));
+        }
+    }
+    if let Some(Value::Array(options)) = s.get("enum") {
+        if !options.iter().any(|o| same(o, value)) {
+            let names: Vec<String> = options
+                .iter()
+                .map(|o| {
+                    o.as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| o.to_string())
+                })
+                .collect();
+            return err(
+                path,
+                format!("must be one of {} (got {})", names.join(", "), short(value)),
+            );
+        }
+    }
+    if let Some(n) = value.as_f64() {
+        let bound = |k: &str| s.get(k).and_then(Value::as_f64);
+        if let Some(min) = bound("minimum") {
+            if n < min {
+                return err(path, format!("must be at least {min} (got {n})"));
+            }
+        }
+        if let Some(max) = bound("maximum") {
+            if n > max {
+                return err(path, format!("must be at most {max} (got {n})"));
+            }
+        }
+        if let Some(min) = bound("exclusiveMinimum") {
+            if n <= min {
+                return err(path, format!("must be greater than {min} (got {n})"));
+            }
+        }
+        if let Some(max) = bound("exclusiveMaximum") {
+            if n >= max {
+                return err(path, format!("must be less than {max} (got {n})"));
+            }
+        }
+    }
+    if let Some(text) = value.as_str() {
+        let len = text.chars().count() as u64;
+        if let Some(min) = s.get("minLength").and_then(Value::as_u64) {
+            if len < min {
+                return err(path, format!("must have at least {min} characters"));
+            }
+        }
+        if let Some(max) = s.get("maxLength").and_then(Value::as_u64) {
+            if len > max {
+                return err(path, format!("must have at most {max} characters"));
+            }
+        }
+    }
+    if let Some(items) = value.as_array() {
+        if let Some(min) = s.get("minItems").and_then(Value::as_u64) {
+            if (items.len() as u64) < min {
+                return err(path, format!("must have at least {min} entries"));
+            }
+        }
+        if let Some(max) = s.get("maxItems").and_then(Value::as_u64) {
+            if items.len() as u64 > max {
+                return err(path, format!("must have at most {max} entries"));
+            }
+        }
+        if let Some(item_schema) = s.get("items") {
+            for (i, item) in items.iter().enumerate() {
+                check(item_schema, item, &format!("{path}[{i}]"))?;
+            }
+        }
+    }
+    if let Some(obj) = value.as_object() {
+        check_object(s, obj, path)?;
+    }
+    if let Some(Value::Array(all)) = s.get("allOf") {
+        for sub in all {
+            check(sub, value, path)?;
+        }
+    }
+    if let Some(Value::Array(any)) = s.get("anyOf") {
+        let mut first = None;
+        if !any.iter().any(|sub| match check(sub, value, path) {
+            Ok(()) => true,
+            Err(e) => {
+                first.get_or_insert(e);
+                false
+            }
+        }) {
+            return Err(first.unwrap_or_else(|| SchemaError {
+                path: path.to_string(),
+                message: "matches none of the allowed forms".into(),
+            }));
+        }
+    }
+    if let Some(Value::Array(one)) = s.get("oneOf") {
+        let mut first = None;
+        let matching = one
+            .iter()
+            .filter(|sub| match check(sub, value, path) {
+                Ok(()) => true,
+                Err(e) => {
+                    first.get_or_insert(e);
+                    false
+                }
+            })
+            .count();
+        match matching {
+            1 => {}
+            0 => {
+                return Err(first.unwrap_or_else(|| SchemaError {
+                    path: path.to_string(),
+                    message: "matches none of the allowed forms".into(),
+                }))
+            }
+            _ => return err(path, "matches more than one of the allowed forms".into()),
+        }
+    }
+    Ok(())
+}
+
+fn check_object(
+    s: &Map<String, Value>,
+    obj: &Map<String, Value>,
+    path: &str,
+) -> Result<(), SchemaError> {
+    let props = s.get("properties").and_then(Value::as_object);
+    if let Some(Value::Array(required)) = s.get("required") {
+        for r in required.iter().filter_map(Value::as_str) {
+            if !obj.contains_key(r) {
+                return err(&join(path, r), "required field is missing".into());
+            }
+        }
+    }
+    for (key, v) in obj {
+        match props.and_then(|p| p.get(key)) {
+            Some(prop) => check(prop, v, &join(path, key))?,
+            None => match s.get("additionalProperties") {
+                Some(Value::Bool(false)) => {
+                    let known: Vec<&str> = props
+                        .map(|p| p.keys().map(String::as_str).collect())
+                        .unwrap_or_default();
+                    return err(
+                        &join(path, key),
+                        if known.is_empty() {
+                            "unknown field; this tool takes no arguments".into()
+                        } else {
+                            format!("unknown field; expected one of {}", known.join(", "))
+                        },
+                    );
+                }
+                Some(extra @ Value::Object(_)) => check(extra, v, &join(path, key))?,
+                _ => {}
+            },
+        }
+    }
+    Ok(())
+}
+
+/// JSON equality where numbers compare by value (`1` equals `1.0`).
+fn same(a: &Value, b: &Value) -> bool {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) if a.is_number() && b.is_number() => x == y,
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "room": {"type": "string", "minLength": 1},
+                "action": {"type": "string", "enum": ["on", "off"]},
+                "value": {"type": "number", "minimum": 0, "maximum": 100},
+                "count": {"type": "integer"},
+                "devices": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                "room_or_null": {"type": ["string", "null"]},
+                "target": {"oneOf": [{"type": "string"}, {"type": "integer", "minimum": 1}]},
+                "nested": {"type": "object", "properties": {"x": {"type": "boolean"}}, "required": ["x"], "additionalProperties": false},
+                "labels": {"type": "object", "additionalProperties": {"type": "integer"}}
+            },
+            "required": ["room", "action"],
+            "additionalProperties": false
+        })
+    }
+
+    fn fails(v: Value) -> String {
+        validate(&schema(), &v).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn accepts_valid_values() {
+        let ok = json!({"room": "Küche", "action": "on", "value": 50, "count": 3.0,
+            "devices": ["a"], "room_or_null": null, "target": 2,
+            "nested": {"x": true}, "labels": {"a": 1}});
+        assert_eq!(validate(&schema(), &ok), Ok(()));
+        assert_eq!(validate(&json!({}), &json!(5)), Ok(()));
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        assert_eq!(
+            fails(json!({"action": "on"})),
+            "room: required field is missing"
+        );
+        assert!(fails(json!({"room": "x", "action": "blink"}))
+            .starts_with("action: must be one of on, off (got \"blink\")"));
+        assert!(fails(json!({"room": "x", "action": "on", "value": 150}))
+            .starts_with("value: must be at most 100"));
+        assert!(fails(json!({"room": "x", "action": "on", "value": -1}))
+            .starts_with("value: must be at least 0"));
+        assert!(
+            fails(json!({"room": 3, "action": "on"})).starts_with("room: must be of type string")
+        );
+        assert!(fails(json!({"room": "", "action": "on"})).contains("at least 1 characters"));
+        assert!(fails(json!({"room": "x", "action": "on", "count": 1.5}))
+            .starts_with("count: must be of type integer"));
+        assert!(fails(json!({"room": "x", "action": "on", "devices": []}))
+            .starts_with("devices: must have at least 1"));
+        assert!(
+            fails(json!({"room": "x", "action": "on", "devices": ["a", 2]}))
+                .starts_with("devices[1]: must be of type string")
+        );
+        assert!(fails(json!({"room": "x", "action": "on", "colour": "red"}))
+            .starts_with("colour: unknown field; expected one of"));
+        assert!(fails(json!({"room": "x", "action": "on", "nested": {}}))
+            .starts_with("nested.x: required field is missing"));
+        assert!(fails(json!({"room": "x", "action": "on", "target": 0})).starts_with("target:"));
+        assert!(
+            fails(json!({"room": "x", "action": "on", "labels": {"a": "b"}}))
+                .starts_with("labels.a: must be of type integer")
+        );
+        assert!(
+            fails(json!({"room": "x", "action": "on", "room_or_null": 1}))
+                .contains("string or null")
+        );
+    }
+
+    #[test]
+    fn one_of_rejects_several_matches() {
+        let s = json!({"oneOf": [{"type": "number"}, {"type": "integer"}]});
+        assert!(validate(&s, &json!(1))
+            .unwrap_err()
+            .message
+            .contains("more than one"));
+        assert_eq!(validate(&s, &json!(1.5)), Ok(()));
+        let s = json!({"anyOf": [{"type": "number"}, {"type": "integer"}]});
+        assert_eq!(validate(&s, &json!(1)), Ok(()));
+        assert!(validate(&s, &json!("x")).is_err());
+    }
+
+    #[test]
+    fn every_catalogue_schema_accepts_its_required_fields_only_with_values() {
+        // A tool without arguments takes `{}`; unknown fields are rejected everywhere.
+        for tool in super::super::catalogue() {
+            let schema = (tool.input_schema)();
+            let e = validate(&schema, &json!({"surely_unknown_field": 1}));
+            assert!(e.is_err(), "{} accepts unknown fields", tool.name);
+        }
+    }
+}
