@@ -329,12 +329,44 @@ fn control_device(
     a: &Map<String, Value>,
     caller: &Caller,
 ) -> Result<Value, ToolError> {
+    let home = house.home();
+    let DevicePlan {
+        control: c,
+        action,
+        action_name,
+        value,
+    } = plan_device(&home, a)?;
+    let outcome = house.act(c, &action, &caller.label)?;
+    Ok(json!({
+        "device": view::device(&home, c),
+        "action": action_name,
+        "value": value,
+        "reported_value": outcome.value.map(|v| match v {
+            crate::home::Value::Number(n) => json!(n),
+            crate::home::Value::Text(t) => json!(t),
+        }),
+    }))
+}
+
+/// What `control_device` would do: the control, the [`Action`], the action's name and value.
+pub(crate) struct DevicePlan<'h> {
+    pub control: &'h Control,
+    pub action: Action,
+    pub action_name: String,
+    pub value: Option<f64>,
+}
+
+/// Parses `control_device` arguments, resolves the device and maps the action, with every
+/// refusal of `control_device`, without sending anything (shared with the batch tools).
+pub(crate) fn plan_device<'h>(
+    home: &'h Home,
+    a: &Map<String, Value>,
+) -> Result<DevicePlan<'h>, ToolError> {
     let a: ControlDevice = args::parse(a)?;
     let value = a
         .value
         .map(|v| in_range("value", v, 0.0, 100.0))
         .transpose()?;
-    let home = house.home();
     let c = home.resolve_control(&a.device, a.room.as_deref(), &|_| true)?;
 
     if c.family() == Family::Security || c.is_secured {
@@ -380,14 +412,10 @@ fn control_device(
             format!("{} ({}) cannot be dimmed; use on or off", c.name, c.kind),
         )));
     }
-    let outcome = house.act(c, &action, &caller.label)?;
-    Ok(json!({
-        "device": view::device(&home, c),
-        "action": format!("{:?}", a.action).to_lowercase(),
-        "value": value,
-        "reported_value": outcome.value.map(|v| match v {
-            crate::home::Value::Number(n) => json!(n),
-            crate::home::Value::Text(t) => json!(t),
-        }),
-    }))
+    Ok(DevicePlan {
+        control: c,
+        action,
+        action_name: format!("{:?}", a.action).to_lowercase(),
+        value,
+    })
 }

@@ -10,10 +10,12 @@
 //! spec §7.1 (`DEVICE_NOT_FOUND`, `CONNECTION_ERROR`, `INVALID_PARAMETERS`, ...).
 
 mod args;
+mod batch;
 mod blinds;
 mod climate;
 mod devices;
 mod lights;
+mod summary;
 mod view;
 
 use std::sync::Arc;
@@ -135,6 +137,8 @@ pub fn catalogue() -> Vec<Tool> {
     tools.extend(climate::tools());
     tools.extend(lights::tools());
     tools.extend(blinds::tools());
+    tools.extend(batch::tools());
+    tools.extend(summary::tools());
     tools
 }
 
