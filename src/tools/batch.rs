@@ -761,12 +761,10 @@ pub enum CategoryTarget {
     Loxone { uuid: String, name: String },
 }
 
-/// Parses a category target: a family name first (as `list_devices` does), then a Loxone
-/// category by name (case- and accent-folded) or UUID.
+/// Parses a category target: one of the user's Loxone categories by name (case- and
+/// accent-folded) or UUID first (their own words win: a category called "Shading" means that
+/// category, not every blind), then a family name (lighting, blinds, ...).
 pub fn category_target(home: &Home, s: &str) -> Result<CategoryTarget, ToolError> {
-    if let Some(f) = Family::parse(s) {
-        return Ok(CategoryTarget::Family(f));
-    }
     let folded = fold(s);
     if let Some(c) = home
         .categories
@@ -777,6 +775,9 @@ pub fn category_target(home: &Home, s: &str) -> Result<CategoryTarget, ToolError
             uuid: c.uuid.clone(),
             name: c.name.clone(),
         });
+    }
+    if let Some(f) = Family::parse(s) {
+        return Ok(CategoryTarget::Family(f));
     }
     Err(ToolError::InvalidParams(format!(
         "target {s:?} is no category; use a family ({}) or a Loxone category ({})",

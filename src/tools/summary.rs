@@ -60,7 +60,8 @@ pub fn tools() -> Vec<Tool> {
                             "type": "object",
                             "properties": {
                                 "open_count": {"type": ["integer", "null"], "description": "Open windows and doors; null when unknown"},
-                                "open": names
+                                "open": names,
+                                "note": {"type": "string"}
                             },
                             "required": ["open_count", "open"]
                         },
@@ -417,12 +418,19 @@ fn get_home_summary(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<V
         open_count = Some(open.len() as i64);
     }
 
+    let named = open.len() as i64;
+    let mut openings = json!({"open_count": open_count, "open": open});
+    if open_count.is_some_and(|n| n > named) {
+        openings["note"] = json!(
+            "which windows are open arrives with the Miniserver's live updates; only the count is known"
+        );
+    }
     let climate = climate(house, &home, room_uuid, &mut values);
     Ok(values.annotate(json!({
         "room": room.map(|r| r.name.as_str()),
         "lights_on": lights_on,
         "blinds_not_open": blinds,
-        "openings": {"open_count": open_count, "open": open},
+        "openings": openings,
         "climate": climate,
         "audio_playing": audio,
         "presence": presence,
