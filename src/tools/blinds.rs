@@ -67,7 +67,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_room_rolladen",
             title: "Blinds of a room",
-            description: "Moves every blind (Jalousie) of one room. action: up (fully open), down (fully closed), stop, shade (to the shading position), position (needs position: percent closed 0-100, 0 = fully open, 100 = fully closed). room: name or UUID. dry_run: true lists the blinds and the exact commands without sending anything. Reports each blind (ok or error).",
+            description: "Moves every blind (Jalousie) of one room. action: up (fully open), down (fully closed), stop, shade (to the shading position), position (needs position: percent closed 0-100, 0 = fully open, 100 = fully closed). room: name or UUID. dry_run: true lists the blinds and the exact commands without sending anything. Reports each blind with its command and status (ok, error, not_attempted; planned in a dry run) and a summary.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -89,7 +89,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_all_rolladen",
             title: "All blinds",
-            description: "Moves every blind (Jalousie) of the house, each one individually (central blocks are not commanded, so nothing moves twice). action: up (fully open), down (fully closed), stop, shade (to the shading position), position (needs position: percent closed 0-100, 0 = fully open, 100 = fully closed). dry_run: true lists the blinds, their current position and the exact commands without sending anything. Reports each blind (ok or error).",
+            description: "Moves every blind (Jalousie) of the house, each one individually (central blocks are not commanded, so nothing moves twice). action: up (fully open), down (fully closed), stop, shade (to the shading position), position (needs position: percent closed 0-100, 0 = fully open, 100 = fully closed). dry_run: true lists the blinds, their current position and the exact commands without sending anything. Reports each blind with its command and status (ok, error, not_attempted; planned in a dry run) and a summary.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {

@@ -36,7 +36,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_room_lights",
             title: "Switch a room's lights",
-            description: "Switches every light of one room on or off: switches, dimmers, Loxone lighting controllers (Gen 1 LightController scenes and Gen 2 LightControllerV2 moods). room: name or UUID. action: on or off. brightness: optional, 0-100 %, with action on: dimmable lights are set to it (a LightControllerV2 to its master brightness), plain switches simply switch on. dry_run: true lists the lights and commands without sending anything. The result lists every light with ok/error.",
+            description: "Switches every light of one room on or off: switches, dimmers, Loxone lighting controllers (Gen 1 LightController scenes and Gen 2 LightControllerV2 moods). room: name or UUID. action: on or off. brightness: optional, 0-100 %, with action on: dimmable lights are set to it (a LightControllerV2 to its master brightness), plain switches simply switch on. dry_run: true lists the lights and commands without sending anything. The result lists every light with its commands and status (ok, error, not_attempted; planned in a dry run) and a summary.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -58,7 +58,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_all_lights",
             title: "Switch all lights of the house",
-            description: "Switches every light of the house on or off, room by room (switches, dimmers, Gen 1 LightController, Gen 2 LightControllerV2; the central lighting block is not used, so nothing is switched twice). action: on or off. dry_run: true lists the lights and commands that would be sent without sending anything; use it before switching a whole house. The result lists every light with ok/error.",
+            description: "Switches every light of the house on or off, room by room (switches, dimmers, Gen 1 LightController, Gen 2 LightControllerV2; the central lighting block is not used, so nothing is switched twice). action: on or off. dry_run: true lists the lights and commands that would be sent without sending anything; use it before switching a whole house. The result lists every light with its commands and status (ok, error, not_attempted; planned in a dry run) and a summary.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -102,7 +102,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "room_all_on",
             title: "All lights of a room on",
-            description: "Switches on every light of one room (a LightControllerV2 goes to its \"bright\" mood, a Gen 1 LightController to scene 9 \"all on\", dimmers to their last level). room_id: room name or UUID. dry_run: true lists the lights and commands without sending anything. The result lists every light with ok/error.",
+            description: "Switches on every light of one room (a LightControllerV2 goes to its \"bright\" mood, a Gen 1 LightController to scene 9 \"all on\", dimmers to their last level). room_id: room name or UUID. dry_run: true lists the lights and commands without sending anything. The result lists every light with its commands and status (ok, error, not_attempted; planned in a dry run) and a summary.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -259,7 +259,6 @@ fn items<'h>(home: &Home, lights: &[&'h Control], intent: Intent) -> Vec<Item<'h
 }
 
 /// Runs `intent` on `lights` and builds the result.
-#[allow(clippy::too_many_arguments)]
 fn switch(
     house: &House,
     home: &Home,
