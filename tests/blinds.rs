@@ -46,15 +46,28 @@ fn target(app: &App, uuid: &str) -> Option<f64> {
     sim(app).state(uuid, "targetPosition")
 }
 
+/// Every result ok (a dry run: planned), in the batch runner's shape.
 fn assert_all_ok(data: &Value, expected: usize) {
     let results = data["results"].as_array().unwrap();
+    let dry = data["dry_run"] == true;
+    let status = if dry { "planned" } else { "ok" };
     assert_eq!(results.len(), expected, "{data}");
-    assert_eq!(data["total"], expected);
-    assert_eq!(data["succeeded"], expected, "{data}");
-    assert_eq!(data["failed"], 0);
+    let summary = &data["summary"];
+    assert_eq!(summary["total"], expected);
+    assert_eq!(
+        summary[if dry { "planned" } else { "succeeded" }],
+        expected,
+        "{data}"
+    );
+    assert_eq!(summary["failed"], 0);
+    assert_eq!(summary["not_attempted"], 0);
     for r in results {
-        assert_eq!(r["ok"], true, "{r}");
-        assert!(r["uuid"].is_string() && r["name"].is_string(), "{r}");
+        assert_eq!(r["status"], status, "{r}");
+        assert!(
+            r["device"]["uuid"].is_string() && r["device"]["name"].is_string(),
+            "{r}"
+        );
+        assert_eq!(r["device"]["type"], "Jalousie", "{r}");
         assert!(r.get("error").is_none(), "{r}");
     }
 }
@@ -147,12 +160,17 @@ fn room_down_moves_that_rooms_blinds_only() {
         "control_room_rolladen",
         json!({"room": "wohnzimmer", "action": "down"}),
     );
-    assert_eq!(data["room"], "Wohnzimmer");
+    assert_eq!(data["target"], "Wohnzimmer");
+    assert_eq!(data["scope"], "room");
     assert_eq!(data["dry_run"], false);
     assert_all_ok(&data, 2);
     for r in data["results"].as_array().unwrap() {
-        assert_eq!(r["room"], "Wohnzimmer");
-        assert!(r["command"].as_str().unwrap().ends_with("/FullDown"), "{r}");
+        assert_eq!(r["device"]["room"], "Wohnzimmer");
+        assert_eq!(r["commands"].as_array().unwrap().len(), 1);
+        assert!(
+            r["commands"][0].as_str().unwrap().ends_with("/FullDown"),
+            "{r}"
+        );
     }
     for uuid in &living {
         assert_eq!(target(&app, uuid), Some(1.0), "{uuid} heads to closed");
@@ -206,8 +224,8 @@ fn position_40_sets_target_0_4() {
         json!({"room": "Schlafzimmer", "action": "position", "position": 40}),
     );
     assert_all_ok(&data, 1);
-    assert_eq!(data["position"], 40.0);
-    assert!(data["results"][0]["command"]
+    assert_eq!(data["value"], 40.0);
+    assert!(data["results"][0]["commands"][0]
         .as_str()
         .unwrap()
         .ends_with("/manualPosition/40"));
@@ -232,7 +250,7 @@ fn position_40_sets_target_0_4() {
         json!({"scope": "room", "target": "buro", "action": "slats", "value": 30}),
     );
     assert_all_ok(&data, 1);
-    assert_eq!(data["room"], "Büro");
+    assert_eq!(data["target"], "Büro");
     assert_eq!(
         sim(&app).state(&office[0], "targetPositionLamelle"),
         Some(0.3)
@@ -243,16 +261,24 @@ fn position_40_sets_target_0_4() {
         "control_rolladen_unified",
         json!({"scope": "devices", "target": ["Raffstore", "Rollladen Küche"], "action": "slats", "value": 50}),
     );
-    assert_eq!(data["succeeded"], 1);
-    assert_eq!(data["failed"], 1);
+    assert_eq!(data["summary"]["succeeded"], 1);
+    assert_eq!(data["summary"]["failed"], 1);
     let bad = data["results"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|r| r["ok"] == false)
+        .find(|r| r["status"] == "error")
         .unwrap();
-    assert_eq!(bad["name"], "Rollladen Küche");
-    assert!(bad["error"].as_str().unwrap().contains("no slats"), "{bad}");
+    assert_eq!(bad["device"]["name"], "Rollladen Küche");
+    assert_eq!(bad["error"]["code"], "INVALID_PARAMETERS");
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no slats"),
+        "{bad}"
+    );
+    assert_eq!(bad["commands"], json!([]), "nothing sent to it");
 }
 
 #[test]
@@ -260,11 +286,15 @@ fn all_acts_on_each_jalousie_not_the_central_block() {
     let (app, tools) = demo();
     let all = jalousies(&app, None);
     let data = ok(&tools, "control_all_rolladen", json!({"action": "down"}));
-    assert_eq!(data["scope"], "all");
+    assert_eq!(data["scope"], "system");
     assert_all_ok(&data, all.len());
     let central = central(&app);
     for r in data["results"].as_array().unwrap() {
-        assert_ne!(r["uuid"], central.as_str(), "central block not commanded");
+        assert_ne!(
+            r["device"]["uuid"],
+            central.as_str(),
+            "central block not commanded"
+        );
     }
     for uuid in &all {
         assert_eq!(target(&app, uuid), Some(1.0), "{uuid}");
@@ -299,13 +329,13 @@ fn dry_run_changes_nothing() {
     assert_all_ok(&data, all.len());
     for r in data["results"].as_array().unwrap() {
         assert!(
-            r["command"]
+            r["commands"][0]
                 .as_str()
                 .unwrap()
                 .ends_with("/manualPosition/60"),
             "{r}"
         );
-        let p = r["current_position"].as_f64().unwrap();
+        let p = r["current"]["position"].as_f64().unwrap();
         assert!((0.0..=100.0).contains(&p));
     }
     let data = ok(
@@ -385,13 +415,13 @@ fn bad_inputs() {
         "control_rolladen_unified",
         json!({"scope": "room", "action": "up"}),
     );
-    assert!(m.contains("target is required"), "{m}");
+    assert!(m.contains("target") && m.contains("required"), "{m}");
     let m = invalid_params(
         &tools,
         "control_rolladen_unified",
         json!({"scope": "all", "target": "Küche", "action": "up"}),
     );
-    assert!(m.contains("target must be omitted"), "{m}");
+    assert!(m.contains("do not go with scope system"), "{m}");
     let m = invalid_params(
         &tools,
         "control_rolladen_unified",
@@ -488,4 +518,116 @@ fn miniserver_down_is_one_connection_error() {
     let data = ok(&tools, "discover_rolladen_capabilities", json!({}));
     assert!(data["warning"].as_str().unwrap().contains("unavailable"));
     assert!(data["blinds"][0]["position"].is_null());
+}
+
+#[test]
+fn category_scope_by_loxone_name_or_family() {
+    let (app, tools) = demo();
+    let all = jalousies(&app, None);
+    // The user's Loxone category, accents and case folded.
+    let data = ok(
+        &tools,
+        "control_rolladen_unified",
+        json!({"scope": "category", "target": "beschattung", "action": "down", "dry_run": true}),
+    );
+    assert_eq!(data["scope"], "category");
+    assert_eq!(data["target"], "Beschattung");
+    assert_all_ok(&data, all.len());
+    // The family name works as well, and moves every Jalousie (never the central block).
+    let data = ok(
+        &tools,
+        "control_rolladen_unified",
+        json!({"scope": "category", "target": "blinds", "action": "down"}),
+    );
+    assert_eq!(data["target"], "blinds");
+    assert_all_ok(&data, all.len());
+    for uuid in &all {
+        assert_eq!(target(&app, uuid), Some(1.0), "{uuid}");
+    }
+    // A single name as a string target (scope device).
+    let kids = jalousies(&app, Some("Kinderzimmer"));
+    let data = ok(
+        &tools,
+        "control_rolladen_unified",
+        json!({"scope": "device", "target": "Rollladen Kinderzimmer", "action": "up"}),
+    );
+    assert_all_ok(&data, 1);
+    assert_eq!(target(&app, &kids[0]), Some(0.0));
+
+    // A category without blinds; a category that does not exist; two targets for one category.
+    let e = tool_error(
+        &tools,
+        "control_rolladen_unified",
+        json!({"scope": "category", "target": "Klima", "action": "up"}),
+    );
+    assert_eq!(e["code"], "DEVICE_NOT_FOUND");
+    assert!(e["message"].as_str().unwrap().contains("Klima"), "{e}");
+    let m = invalid_params(
+        &tools,
+        "control_rolladen_unified",
+        json!({"scope": "category", "target": "Wintergarten", "action": "up"}),
+    );
+    assert!(
+        m.contains("no category") && m.contains("Beschattung"),
+        "{m}"
+    );
+    let m = invalid_params(
+        &tools,
+        "control_rolladen_unified",
+        json!({"scope": "category", "target": ["blinds", "Beschattung"], "action": "up"}),
+    );
+    assert!(m.contains("one"), "{m}");
+    let m = invalid_params(
+        &tools,
+        "control_rolladen_unified",
+        json!({"scope": "category", "action": "up"}),
+    );
+    assert!(m.contains("target") && m.contains("required"), "{m}");
+}
+
+#[test]
+fn blinds_status_with_filters() {
+    let (app, tools) = demo();
+    let data = ok(&tools, "get_blinds_status", json!({}));
+    let blinds = data["blinds"].as_array().unwrap();
+    assert_eq!(blinds.len(), jalousies(&app, None).len());
+    assert_eq!(data["total"], blinds.len());
+    let south = blinds
+        .iter()
+        .find(|b| b["name"] == "Raffstore Süd")
+        .unwrap();
+    assert_eq!(south["position"], 40.0);
+    assert_eq!(south["state"], "partly_closed");
+    assert_eq!(south["room"], "Wohnzimmer");
+    let kitchen = blinds
+        .iter()
+        .find(|b| b["name"] == "Rollladen Küche")
+        .unwrap();
+    assert_eq!(kitchen["state"], "closed");
+    let not_open = blinds.iter().filter(|b| b["state"] != "open").count();
+    assert_eq!(data["not_open"], not_open);
+
+    let data = ok(&tools, "get_blinds_status", json!({"state": "not_open"}));
+    assert_eq!(data["total"], not_open);
+    assert!(data["blinds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|b| b["state"] != "open"));
+    let data = ok(&tools, "get_blinds_status", json!({"room": "wohnzimmer"}));
+    assert_eq!(data["total"], 2);
+    let data = ok(&tools, "get_blinds_status", json!({"name": "raffstore"}));
+    assert_eq!(data["total"], 2);
+    let data = ok(&tools, "get_blinds_status", json!({"limit": 1}));
+    assert_eq!(data["blinds"].as_array().unwrap().len(), 1);
+    assert_eq!(data["total"], jalousies(&app, None).len());
+
+    let m = invalid_params(&tools, "get_blinds_status", json!({"state": "ajar"}));
+    assert!(m.contains("state must be one of"), "{m}");
+    let m = invalid_params(&tools, "get_blinds_status", json!({"limit": 0}));
+    assert!(m.contains("limit"), "{m}");
+    let m = invalid_params(&tools, "get_blinds_status", json!({"colour": "red"}));
+    assert!(m.contains("`colour`"), "{m}");
+    let e = tool_error(&tools, "get_blinds_status", json!({"room": "Ballsaal"}));
+    assert_eq!(e["code"], "DEVICE_NOT_FOUND");
 }

@@ -25,39 +25,47 @@ fn uuid_of(app: &App, name: &str, room: &str) -> String {
         .clone()
 }
 
-/// The record of the device named `name` in a result's `devices`.
+/// The result item of the device named `name` in a batch result's `results`.
 fn record<'a>(data: &'a Value, name: &str) -> &'a Value {
-    data["devices"]
+    data["results"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|d| d["name"] == name)
+        .find(|d| d["device"]["name"] == name)
         .unwrap_or_else(|| panic!("{name} not in {data}"))
 }
 
 fn names(data: &Value) -> Vec<String> {
-    data["devices"]
+    data["results"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| d["name"].as_str().unwrap().to_string())
+        .map(|d| d["device"]["name"].as_str().unwrap().to_string())
         .collect()
 }
 
-/// Every record has the per-device fields, and every one is ok.
+/// Every item has the device record, status and commands, and every one is ok (in a dry
+/// run: planned).
 fn all_ok(data: &Value) {
-    let devices = data["devices"].as_array().unwrap();
-    assert!(!devices.is_empty(), "{data}");
-    for d in devices {
-        for f in ["uuid", "name", "room", "type", "ok"] {
-            assert!(d.get(f).is_some(), "{f} missing in {d}");
+    let results = data["results"].as_array().unwrap();
+    let dry = data["dry_run"] == true;
+    assert!(!results.is_empty(), "{data}");
+    for d in results {
+        for f in ["uuid", "name", "room", "type", "category"] {
+            assert!(d["device"].get(f).is_some(), "{f} missing in {d}");
         }
-        assert_eq!(d["ok"], true, "{d}");
+        assert_eq!(d["status"], if dry { "planned" } else { "ok" }, "{d}");
+        assert!(!d["commands"].as_array().unwrap().is_empty(), "{d}");
         assert!(d.get("error").is_none(), "{d}");
     }
-    assert_eq!(data["total"], devices.len());
-    assert_eq!(data["succeeded"], devices.len());
-    assert_eq!(data["failed"], 0);
+    let summary = &data["summary"];
+    assert_eq!(summary["total"], results.len());
+    assert_eq!(
+        summary[if dry { "planned" } else { "succeeded" }],
+        results.len()
+    );
+    assert_eq!(summary["failed"], 0);
+    assert_eq!(summary["not_attempted"], 0);
 }
 
 #[test]
@@ -75,14 +83,16 @@ fn room_lights_switch_switches_and_dimmers() {
         json!({"room": "kuche", "action": "off"}),
     );
     all_ok(&data);
-    assert_eq!(data["room"], "Küche");
+    assert_eq!(data["target"], "Küche");
+    assert_eq!(data["scope"], "room");
     assert_eq!(data["dry_run"], false);
     assert_eq!(s.state(&ceiling, "active"), Some(0.0));
     assert_eq!(s.state(&under, "position"), Some(0.0));
-    let d = record(&data, "Deckenlicht");
+    let d = &record(&data, "Deckenlicht")["device"];
     assert_eq!(d["uuid"], ceiling.as_str());
     assert_eq!(d["room"], "Küche");
     assert_eq!(d["type"], "Switch");
+    assert_eq!(d["loxone_category"], "Beleuchtung");
     // The coffee machine's socket is a Switch, but not a light.
     assert!(!names(&data).contains(&"Steckdose Kaffeemaschine".to_string()));
 
@@ -98,7 +108,10 @@ fn room_lights_switch_switches_and_dimmers() {
         .as_str()
         .unwrap()
         .contains("cannot be dimmed"));
-    assert_eq!(record(&data, "Unterbauleuchten")["type"], "EIBDimmer");
+    assert_eq!(
+        record(&data, "Unterbauleuchten")["device"]["type"],
+        "EIBDimmer"
+    );
     assert_eq!(s.state(&coffee, "active"), coffee_before);
 }
 
@@ -117,7 +130,7 @@ fn light_controller_v2_rooms_work() {
     );
     all_ok(&data);
     let d = record(&data, "Lichtsteuerung");
-    assert_eq!(d["type"], "LightControllerV2");
+    assert_eq!(d["device"]["type"], "LightControllerV2");
     assert_eq!(d["commands"][0], format!("{lc}/changeTo/778"));
     assert_eq!(s.state_text(&lc, "activeMoods").as_deref(), Some("[778]"));
     assert_eq!(s.state(&dimmer, "position"), Some(0.0));
@@ -163,7 +176,10 @@ fn light_controller_v1_scenes() {
     let lc = uuid_of(&app, "Lichtszenen", "Esszimmer");
     let data = ok(&tools, "room_all_on", json!({"room_id": "Esszimmer"}));
     all_ok(&data);
-    assert_eq!(record(&data, "Lichtszenen")["type"], "LightController");
+    assert_eq!(
+        record(&data, "Lichtszenen")["device"]["type"],
+        "LightController"
+    );
     assert_eq!(s.state(&lc, "activeScene"), Some(9.0));
     ok(
         &tools,
@@ -216,7 +232,7 @@ fn all_lights_dry_run_then_for_real() {
         json!({"action": "on", "dry_run": true}),
     );
     assert_eq!(data["dry_run"], true);
-    assert_eq!(data["scope"], "all");
+    assert_eq!(data["scope"], "system");
     all_ok(&data);
     assert_eq!(snapshot(&app), before, "a dry run changes nothing");
     let listed = names(&data);
@@ -230,11 +246,11 @@ fn all_lights_dry_run_then_for_real() {
         assert!(listed.contains(&n.to_string()), "{n} in {listed:?}");
     }
     // Both V2 controllers, no central block, no socket.
-    let types: Vec<&str> = data["devices"]
+    let types: Vec<&str> = data["results"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| d["type"].as_str().unwrap())
+        .map(|d| d["device"]["type"].as_str().unwrap())
         .collect();
     assert_eq!(
         types.iter().filter(|t| **t == "LightControllerV2").count(),
@@ -243,18 +259,18 @@ fn all_lights_dry_run_then_for_real() {
     assert!(!types.contains(&"CentralLightController"));
     assert!(!listed.contains(&"Steckdose Kaffeemaschine".to_string()));
     let lc = uuid_of(&app, "Lichtsteuerung", "Schlafzimmer");
-    let bed = data["devices"]
+    let bed = data["results"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|d| d["uuid"] == lc.as_str())
+        .find(|d| d["device"]["uuid"] == lc.as_str())
         .unwrap();
     assert_eq!(bed["commands"], json!([format!("{lc}/changeTo/777")]));
-    assert_eq!(bed["room"], "Schlafzimmer");
+    assert_eq!(bed["device"]["room"], "Schlafzimmer");
 
     let data = ok(&tools, "control_all_lights", json!({"action": "off"}));
     all_ok(&data);
-    assert_eq!(data["total"], listed.len());
+    assert_eq!(data["summary"]["total"], listed.len());
     assert_eq!(
         s.state(&uuid_of(&app, "Spiegelleuchte", "Bad"), "position"),
         Some(0.0)
@@ -294,10 +310,10 @@ fn unified_scopes_and_actions() {
     let data = ok(
         &tools,
         "control_lights_unified",
-        json!({"scope": "devices", "devices": ["Deckenlicht Küche", "Spiegelleuchte"], "action": "brightness", "value": 50}),
+        json!({"scope": "device", "target": ["Deckenlicht Küche", "Spiegelleuchte"], "action": "brightness", "value": 50}),
     );
     all_ok(&data);
-    assert_eq!(data["scope"], "devices");
+    assert_eq!(data["scope"], "device");
     assert_eq!(data["value"], 50.0);
     assert_eq!(s.state(&mirror, "position"), Some(50.0));
     assert_eq!(s.state(&kitchen, "active"), Some(1.0));
@@ -305,13 +321,13 @@ fn unified_scopes_and_actions() {
     ok(
         &tools,
         "control_lights_unified",
-        json!({"scope": "devices", "devices": [mirror.clone()], "action": "dim"}),
+        json!({"scope": "device", "target": mirror.clone(), "action": "dim"}),
     );
     assert_eq!(s.state(&mirror, "position"), Some(30.0));
     ok(
         &tools,
         "control_lights_unified",
-        json!({"scope": "room", "room": "Bad", "action": "bright"}),
+        json!({"scope": "room", "target": "Bad", "action": "bright"}),
     );
     assert_eq!(s.state(&mirror, "position"), Some(100.0));
 
@@ -320,7 +336,7 @@ fn unified_scopes_and_actions() {
     ok(
         &tools,
         "control_lights_unified",
-        json!({"scope": "devices", "devices": ["Deckenspots"], "room": "Wohnzimmer", "action": "on", "value": 25}),
+        json!({"scope": "device", "target": ["Deckenspots"], "room": "Wohnzimmer", "action": "on", "value": 25}),
     );
     assert_eq!(s.state(&spots, "position"), Some(25.0));
 
@@ -340,7 +356,7 @@ fn unified_scopes_and_actions() {
     let data = ok(
         &tools,
         "control_lights_unified",
-        json!({"scope": "all", "action": "off"}),
+        json!({"scope": "system", "action": "off"}),
     );
     all_ok(&data);
     assert_eq!(s.state(&mirror, "position"), Some(0.0));
@@ -358,7 +374,7 @@ fn set_dimmer_levels() {
         json!({"device_id": "spiegelleuchte", "level": 70}),
     );
     all_ok(&data);
-    assert_eq!(data["devices"][0]["uuid"], mirror.as_str());
+    assert_eq!(data["results"][0]["device"]["uuid"], mirror.as_str());
     assert_eq!(s.state(&mirror, "position"), Some(70.0));
     ok(
         &tools,
@@ -427,31 +443,73 @@ fn bad_inputs() {
     let m = invalid_params(
         &tools,
         "control_lights_unified",
-        json!({"scope": "house", "action": "off"}),
+        json!({"scope": "street", "action": "off"}),
     );
-    assert!(m.contains("scope must be one of room, all, devices"), "{m}");
+    assert!(
+        m.contains("scope must be one of device, room, category, system"),
+        "{m}"
+    );
     let m = invalid_params(
         &tools,
         "control_lights_unified",
         json!({"scope": "room", "action": "off"}),
     );
-    assert!(m.contains("room is required"), "{m}");
+    assert!(m.contains("target") && m.contains("required"), "{m}");
     let m = invalid_params(
         &tools,
         "control_lights_unified",
-        json!({"scope": "devices", "action": "off"}),
+        json!({"scope": "device", "action": "off"}),
     );
-    assert!(m.contains("devices"), "{m}");
+    assert!(m.contains("target") && m.contains("required"), "{m}");
     let m = invalid_params(
         &tools,
         "control_lights_unified",
-        json!({"scope": "all", "action": "brightness"}),
+        json!({"scope": "device", "target": [], "action": "off"}),
+    );
+    assert!(m.contains("target must be a non-empty"), "{m}");
+    let m = invalid_params(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "device", "target": 7, "action": "off"}),
+    );
+    assert!(m.contains("target must be"), "{m}");
+    let m = invalid_params(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "system", "target": "Küche", "action": "off"}),
+    );
+    assert!(m.contains("scope system"), "{m}");
+    let m = invalid_params(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "room", "target": ["Küche", "Bad"], "action": "off"}),
+    );
+    assert!(m.contains("one room"), "{m}");
+    let m = invalid_params(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "room", "target": "Küche", "room": "Bad", "action": "off"}),
+    );
+    assert!(m.contains("not both"), "{m}");
+    let m = invalid_params(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "category", "target": "Gartenzwerge", "action": "off"}),
+    );
+    assert!(
+        m.contains("no category") && m.contains("Beleuchtung"),
+        "{m}"
+    );
+    let m = invalid_params(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "system", "action": "brightness"}),
     );
     assert!(m.contains("value"), "{m}");
     let m = invalid_params(
         &tools,
         "control_lights_unified",
-        json!({"scope": "all", "action": "dim", "value": -1}),
+        json!({"scope": "system", "action": "dim", "value": -1}),
     );
     assert!(m.contains("value must be between 0 and 100"), "{m}");
     let m = invalid_params(&tools, "set_dimmer", json!({"device_id": "Spiegelleuchte"}));
@@ -479,7 +537,7 @@ fn bad_inputs() {
     let e = tool_error(
         &tools,
         "control_lights_unified",
-        json!({"scope": "devices", "devices": ["Deckenlicht Küche", "Lichtsteuerung"], "action": "off"}),
+        json!({"scope": "device", "target": ["Deckenlicht Küche", "Lichtsteuerung"], "action": "off"}),
     );
     assert_eq!(e["code"], "INVALID_PARAMETERS");
     assert_eq!(e["details"]["reason"], "ambiguous");
@@ -549,7 +607,8 @@ fn schemas_and_annotations() {
         assert!(!t.annotations.destructive_hint, "{name}");
         assert!(t.annotations.idempotent_hint, "{name}");
         let out = t.output_schema.as_ref().unwrap();
-        assert!(out["properties"]["data"]["properties"]["devices"].is_object());
+        assert!(out["properties"]["data"]["properties"]["results"].is_object());
+        assert!(out["properties"]["data"]["properties"]["summary"].is_object());
     }
     let unified = list
         .iter()
@@ -557,7 +616,7 @@ fn schemas_and_annotations() {
         .unwrap();
     assert_eq!(
         unified.input_schema["properties"]["scope"]["enum"],
-        json!(["room", "all", "devices"])
+        json!(["device", "room", "category", "system"])
     );
     assert_eq!(unified.input_schema["properties"]["value"]["maximum"], 100);
 }
@@ -622,15 +681,16 @@ fn one_failing_light_does_not_hide_the_others() {
         "control_room_lights",
         json!({"room": "Küche", "action": "off"}),
     );
-    assert_eq!(data["failed"], 1);
-    assert_eq!(data["succeeded"], 1);
+    assert_eq!(data["summary"]["failed"], 1);
+    assert_eq!(data["summary"]["succeeded"], 1);
     let bad = record(&data, "Deckenlicht");
-    assert_eq!(bad["ok"], false);
-    assert!(bad["error"]
+    assert_eq!(bad["status"], "error");
+    assert_eq!(bad["error"]["code"], "CONNECTION_ERROR");
+    assert!(bad["error"]["message"]
         .as_str()
         .unwrap()
         .contains("relay extension fault"));
-    assert_eq!(record(&data, "Unterbauleuchten")["ok"], true);
+    assert_eq!(record(&data, "Unterbauleuchten")["status"], "ok");
     assert_eq!(flaky.done.lock().unwrap().len(), 1);
 
     // When every light fails the call fails, with the controller's error code.
@@ -656,4 +716,143 @@ fn one_failing_light_does_not_hide_the_others() {
         json!({"action": "off", "dry_run": true}),
     );
     all_ok(&data);
+}
+
+#[test]
+fn category_scope_and_status() {
+    let (app, tools) = demo();
+    let s = sim(&app);
+    let coffee = uuid_of(&app, "Steckdose Kaffeemaschine", "Küche");
+    let coffee_before = s.state(&coffee, "active");
+    // The Loxone category "Beleuchtung" (folded), in a dry run: the planned commands.
+    let data = ok(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "category", "target": "BELEUCHTUNG", "action": "off", "dry_run": true}),
+    );
+    assert_eq!(data["scope"], "category");
+    assert_eq!(data["target"], "Beleuchtung");
+    all_ok(&data);
+    assert!(!names(&data).contains(&"Beleuchtung Zentral".to_string()));
+    // The family name: every light of the house.
+    let data = ok(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "category", "target": "lighting", "action": "off"}),
+    );
+    all_ok(&data);
+    assert_eq!(data["target"], "lighting");
+    assert_eq!(
+        s.state(&uuid_of(&app, "Flurlicht", "Flur"), "deactivationDelay"),
+        Some(0.0)
+    );
+    assert_eq!(
+        s.state(&coffee, "active"),
+        coffee_before,
+        "the socket is no light"
+    );
+    // A category without lights.
+    let e = tool_error(
+        &tools,
+        "control_lights_unified",
+        json!({"scope": "category", "target": "Klima", "action": "off"}),
+    );
+    assert_eq!(e["code"], "DEVICE_NOT_FOUND");
+
+    // Status: everything is off now.
+    let data = ok(&tools, "get_lights_status", json!({}));
+    assert_eq!(data["on"], 0, "{data}");
+    let total = data["total"].as_u64().unwrap();
+    assert!(total >= 12, "{data}");
+    ok(
+        &tools,
+        "control_room_lights",
+        json!({"room": "Bad", "action": "on", "brightness": 35}),
+    );
+    let data = ok(&tools, "get_lights_status", json!({"state": "on"}));
+    assert_eq!(data["on"], 1);
+    let mirror = &data["lights"][0];
+    assert_eq!(mirror["name"], "Spiegelleuchte");
+    assert_eq!(mirror["on"], true);
+    assert_eq!(mirror["level"], 35.0);
+    assert_eq!(mirror["dimmable"], true);
+    let data = ok(&tools, "get_lights_status", json!({"type": "dimmer"}));
+    assert!(data["lights"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|l| l["type"] == "Dimmer"));
+    let data = ok(
+        &tools,
+        "get_lights_status",
+        json!({"room": "Wohnzimmer", "name": "licht"}),
+    );
+    assert_eq!(data["total"], 2, "{data}");
+    let data = ok(&tools, "get_lights_status", json!({"limit": 2}));
+    assert_eq!(data["lights"].as_array().unwrap().len(), 2);
+    assert_eq!(data["total"], total);
+    let m = invalid_params(&tools, "get_lights_status", json!({"state": "dim"}));
+    assert!(m.contains("state must be one of on, off"), "{m}");
+    let m = invalid_params(&tools, "get_lights_status", json!({"type": "Jalousie"}));
+    assert!(m.contains("types present") && m.contains("Dimmer"), "{m}");
+    let m = invalid_params(&tools, "get_lights_status", json!({"limit": 501}));
+    assert!(m.contains("limit"), "{m}");
+    let e = tool_error(&tools, "get_lights_status", json!({"room": "Ballsaal"}));
+    assert_eq!(e["code"], "DEVICE_NOT_FOUND");
+}
+
+/// A controller that carries out the first `ok` commands, then is out of reach.
+struct GoesDown {
+    ok: usize,
+    tried: Mutex<usize>,
+}
+
+impl Controller for GoesDown {
+    fn act(
+        &self,
+        _: &Control,
+        _: &Action,
+    ) -> Result<Option<home_mcp::home::Value>, ControllerError> {
+        let mut n = self.tried.lock().unwrap();
+        *n += 1;
+        if *n > self.ok {
+            return Err(ControllerError::Connection("timed out".into()));
+        }
+        Ok(None)
+    }
+    fn read(&self, _: &Control) -> Result<home_mcp::home::Value, ControllerError> {
+        Err(ControllerError::Connection("timed out".into()))
+    }
+}
+
+#[test]
+fn out_of_reach_midway_marks_the_rest_not_attempted() {
+    let home = parse_structure(include_str!("../assets/demo-house.json")).unwrap();
+    let down = Arc::new(GoesDown {
+        ok: 2,
+        tried: Mutex::new(0),
+    });
+    let tools = HomeTools::new(Arc::new(House::new(
+        home,
+        down.clone(),
+        Duration::from_secs(5),
+    )));
+    let data = ok(&tools, "control_all_lights", json!({"action": "off"}));
+    let results = data["results"].as_array().unwrap();
+    let summary = &data["summary"];
+    assert_eq!(summary["succeeded"], 2, "{data}");
+    assert_eq!(summary["failed"], 1, "{data}");
+    assert_eq!(summary["not_attempted"], results.len() - 3, "{data}");
+    assert_eq!(results[2]["status"], "error");
+    assert_eq!(results[2]["error"]["code"], "CONNECTION_ERROR");
+    for r in &results[3..] {
+        assert_eq!(r["status"], "not_attempted", "{r}");
+        assert_eq!(r["error"]["code"], "CONNECTION_ERROR", "{r}");
+        assert!(r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("not sent"));
+    }
+    // Asked once after it went down, not once per light.
+    assert_eq!(*down.tried.lock().unwrap(), 3);
 }

@@ -5,7 +5,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::ToolError;
-use crate::home::Home;
+use crate::home::resolve::fold;
+use crate::home::{Control, ControlKind, Home};
 
 /// Deserialises `args` into `T`. Errors read like "missing field `device`",
 /// "unknown field `colour`, expected one of ...", "invalid type: string \"x\", expected f64".
@@ -55,6 +56,41 @@ pub fn limit_schema() -> Value {
         "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT,
         "description": "Maximum number of entries returned"
     })
+}
+
+/// Schema fragment for `dry_run`.
+pub fn dry_run_schema() -> Value {
+    serde_json::json!({
+        "type": "boolean", "default": false,
+        "description": "List the devices and the exact Loxone commands that would be sent, and send nothing"
+    })
+}
+
+/// A Loxone control type filter (`Dimmer`, `jalousie`: case- and accent-folded) among the
+/// types of the controls `member` accepts; `None` when absent. An unknown type names the
+/// types present.
+pub fn control_type(
+    home: &Home,
+    t: Option<&str>,
+    member: &dyn Fn(&Control) -> bool,
+) -> Result<Option<ControlKind>, ToolError> {
+    let Some(t) = t else { return Ok(None) };
+    let mut known: Vec<&str> = home
+        .controls
+        .iter()
+        .filter(|c| member(c))
+        .map(|c| c.kind.as_str())
+        .collect();
+    known.sort_unstable();
+    known.dedup();
+    let folded = fold(t);
+    match known.iter().find(|k| fold(k) == folded) {
+        Some(k) => Ok(Some(ControlKind::from_type(k))),
+        None => Err(ToolError::InvalidParams(format!(
+            "type {t:?} does not occur here; types present: {}",
+            known.join(", ")
+        ))),
+    }
 }
 
 #[cfg(test)]

@@ -1,20 +1,21 @@
 //! Blinds: `discover_rolladen_capabilities`, `control_room_rolladen`, `control_all_rolladen`,
-//! `control_rolladen_unified`.
+//! `control_rolladen_unified`, `get_blinds_status`.
 //!
 //! Positions are percent closed: 0 = fully open (up), 100 = fully closed (down), as Loxone's
 //! `manualPosition/{0-100}` takes them (the Jalousie state `position` is the same as 0-1).
 //! Room- and house-wide commands go to each Jalousie, never to CentralJalousie blocks (those
-//! would move the same blinds a second time), and report per blind, so one failure does not
-//! hide the others.
+//! would move the same blinds a second time), and go through the batch runner
+//! ([`super::batch`]): one result per blind, so one failure does not hide the others.
 
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::args::{self, in_range};
+use super::batch::{self, Item, Members, RunOptions, Scope};
 use super::view;
 use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY, SETTER};
+use crate::home::resolve::fold;
 use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, House};
-use crate::loxone::commands::command_for;
 
 pub fn tools() -> Vec<Tool> {
     vec![
@@ -66,7 +67,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_room_rolladen",
             title: "Blinds of a room",
-            description: "Moves every blind (Jalousie) of one room. action: up (fully open), down (fully closed), stop, shade (to the shading position), position (needs position: percent closed 0-100, 0 = fully open, 100 = fully closed). room: name or UUID. dry_run: true lists the blinds and the exact commands without sending anything. Reports each blind (ok or error).",
+            description: "Moves every blind (Jalousie) of one room. action: up (fully open), down (fully closed), stop, shade (to the shading position), position (needs position: percent closed 0-100, 0 = fully open, 100 = fully closed). room: name or UUID. dry_run: true lists the blinds and the exact commands without sending anything. Reports each blind with its command and status (ok, error, not_attempted; planned in a dry run) and a summary.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -76,19 +77,19 @@ pub fn tools() -> Vec<Tool> {
                         "room": {"type": "string", "description": "Room name or UUID"},
                         "action": {"type": "string", "enum": ROOM_ACTIONS},
                         "position": position_schema(),
-                        "dry_run": dry_run_schema()
+                        "dry_run": args::dry_run_schema()
                     },
                     "required": ["room", "action"],
                     "additionalProperties": false
                 })
             },
-            data_schema: control_data_schema,
+            data_schema: batch::result_schema,
             run: control_room,
         },
         Tool {
             name: "control_all_rolladen",
             title: "All blinds",
-            description: "Moves every blind (Jalousie) of the house, each one individually (central blocks are not commanded, so nothing moves twice). action: up (fully open), down (fully closed), stop, shade (to the shading position), position (needs position: percent closed 0-100, 0 = fully open, 100 = fully closed). dry_run: true lists the blinds, their current position and the exact commands without sending anything. Reports each blind (ok or error).",
+            description: "Moves every blind (Jalousie) of the house, each one individually (central blocks are not commanded, so nothing moves twice). action: up (fully open), down (fully closed), stop, shade (to the shading position), position (needs position: percent closed 0-100, 0 = fully open, 100 = fully closed). dry_run: true lists the blinds, their current position and the exact commands without sending anything. Reports each blind with its command and status (ok, error, not_attempted; planned in a dry run) and a summary.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -97,42 +98,82 @@ pub fn tools() -> Vec<Tool> {
                     "properties": {
                         "action": {"type": "string", "enum": ROOM_ACTIONS},
                         "position": position_schema(),
-                        "dry_run": dry_run_schema()
+                        "dry_run": args::dry_run_schema()
                     },
                     "required": ["action"],
                     "additionalProperties": false
                 })
             },
-            data_schema: control_data_schema,
+            data_schema: batch::result_schema,
             run: control_all,
         },
         Tool {
             name: "control_rolladen_unified",
             title: "Blinds (unified)",
-            description: "Moves blinds by scope. scope: room (target = room name or UUID), all (no target; every Jalousie of the house), devices (target = list of blind names or UUIDs; central blocks allowed here). action: up (fully open), down (fully closed), stop, shade, position (value = percent closed 0-100, 0 = fully open, 100 = fully closed), slats (value = slat angle 0-100 %, only blinds with slats). dry_run: true lists the blinds and the exact commands without sending anything. Reports each blind (ok or error).",
+            description: "Moves blinds by scope. scope: device (target = a blind name or UUID, or a list; central blocks allowed here), room (target = room name or UUID), category (target = a Loxone category name such as Beschattung, accents optional, or the family blinds), system (no target; every Jalousie of the house). action: up (fully open), down (fully closed), stop, shade, position (value = percent closed 0-100, 0 = fully open, 100 = fully closed), slats (value = slat angle 0-100 %, only blinds with slats). dry_run: true lists the blinds, their current position and the exact commands without sending anything. Reports each blind (status ok, error or not_attempted; planned in a dry run) and a summary.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
                 json!({
                     "type": "object",
                     "properties": {
-                        "scope": {"type": "string", "enum": ["room", "all", "devices"]},
-                        "target": {
-                            "type": ["string", "array"],
-                            "items": {"type": "string"},
-                            "minItems": 1,
-                            "description": "scope room: room name or UUID; scope devices: blind names or UUIDs; omitted for scope all"
-                        },
+                        "scope": batch::scope_schema(),
+                        "target": batch::target_schema(),
                         "action": {"type": "string", "enum": ["up", "down", "stop", "shade", "position", "slats"]},
                         "value": {"type": "number", "minimum": 0, "maximum": 100, "description": "action position: percent closed (0 = fully open); action slats: slat angle in percent"},
-                        "dry_run": dry_run_schema()
+                        "dry_run": args::dry_run_schema()
                     },
                     "required": ["scope", "action"],
                     "additionalProperties": false
                 })
             },
-            data_schema: control_data_schema,
+            data_schema: batch::result_schema,
             run: control_unified,
+        },
+        Tool {
+            name: "get_blinds_status",
+            title: "Blinds status",
+            description: "Lists every blind (Jalousie) with room, position in percent closed (0 = fully open, 100 = fully closed; null when it cannot be read), state (open, closed, partly_closed), style and whether automatic shading is configured. Filters: room (name or UUID), name (part of the name, accents optional), state (open, closed, partly_closed, not_open); limit (default 50, max 500). not_open counts the matching blinds that are not fully open.",
+            permission: Permission::Read,
+            annotations: READ_ONLY,
+            input_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "room": {"type": "string", "description": "Room name or UUID"},
+                        "name": {"type": "string", "description": "Only blinds whose name contains this text"},
+                        "state": {"type": "string", "enum": ["open", "closed", "partly_closed", "not_open"]},
+                        "limit": args::limit_schema()
+                    },
+                    "additionalProperties": false
+                })
+            },
+            data_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "blinds": {"type": "array", "items": {
+                            "type": "object",
+                            "properties": {
+                                "uuid": {"type": "string"},
+                                "name": {"type": "string"},
+                                "room": {"type": ["string", "null"]},
+                                "position": {"type": ["number", "null"], "minimum": 0, "maximum": 100},
+                                "state": {"type": ["string", "null"], "enum": ["open", "closed", "partly_closed", null]},
+                                "style": {"type": ["string", "null"]},
+                                "automatic_shading": {"type": "boolean"}
+                            },
+                            "required": ["uuid", "name", "room", "position", "state"]
+                        }},
+                        "total": {"type": "integer", "description": "Matching blinds before the limit"},
+                        "not_open": {"type": "integer"},
+                        "position_meaning": {"type": "string"},
+                        "warning": {"type": "string"}
+                    },
+                    "required": ["blinds", "total", "not_open"]
+                })
+            },
+            run: get_blinds_status,
         },
     ]
 }
@@ -142,41 +183,6 @@ const POSITION_MEANING: &str = "percent closed, 0 = fully open, 100 = fully clos
 
 fn position_schema() -> Value {
     json!({"type": "number", "minimum": 0, "maximum": 100, "description": "Percent closed: 0 = fully open, 100 = fully closed; required for action position"})
-}
-
-fn dry_run_schema() -> Value {
-    json!({"type": "boolean", "default": false, "description": "List what would be sent, send nothing"})
-}
-
-fn control_data_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "scope": {"type": "string"},
-            "room": {"type": ["string", "null"]},
-            "action": {"type": "string"},
-            "position": {"type": ["number", "null"]},
-            "value": {"type": ["number", "null"]},
-            "dry_run": {"type": "boolean"},
-            "results": {"type": "array", "items": {
-                "type": "object",
-                "properties": {
-                    "uuid": {"type": "string"},
-                    "name": {"type": "string"},
-                    "room": {"type": ["string", "null"]},
-                    "ok": {"type": "boolean"},
-                    "command": {"type": "string", "description": "The Loxone command: <uuid>/<command>"},
-                    "current_position": {"type": ["number", "null"], "description": "dry_run: percent closed now"},
-                    "error": {"type": "string"}
-                },
-                "required": ["uuid", "name", "room", "ok"]
-            }},
-            "total": {"type": "integer"},
-            "succeeded": {"type": "integer"},
-            "failed": {"type": "integer"}
-        },
-        "required": ["scope", "action", "dry_run", "results", "total", "succeeded", "failed"]
-    })
 }
 
 /// Loxone `details.animation` of a Jalousie: how the blind looks and moves.
@@ -354,134 +360,57 @@ fn to_action(action: UnifiedAction, value: Option<f64>, field: &str) -> Result<A
     }
 }
 
-/// Sends (or, with `dry_run`, only shows) `action` to each of `targets`; the per-blind results
-/// and the counts. When nothing succeeded because the Miniserver is out of reach, that error.
-fn run_on(
+/// How scope targeting finds blinds for `action`: every Jalousie (never a CentralJalousie,
+/// which would move the same blinds a second time); for the slats action only those with slats.
+fn run_blinds(
     house: &House,
     home: &Home,
-    targets: &[&Control],
+    blinds: &[&Control],
     action: &Action,
     dry_run: bool,
     caller: &Caller,
+    header: Value,
 ) -> Result<Value, ToolError> {
-    let mut values = view::ValueReader::new(house);
-    let mut out_of_reach: Option<ControllerError> = None;
-    let mut succeeded = 0;
-    let mut results = Vec::new();
-    for c in targets {
-        let mut r = json!({"uuid": c.uuid, "name": c.name, "room": home.room_name(c)});
-        let outcome: Result<(), String> = if matches!(action, Action::Slats(_)) && !has_slats(c) {
-            Err(format!(
-                "{} has no slats ({})",
-                c.name,
-                style(c).unwrap_or("no slat support")
-            ))
-        } else {
-            match command_for(c, action) {
-                Err(e) => Err(e),
-                Ok(cmd) => {
-                    r["command"] = json!(format!("{}/{}", cmd.target, cmd.command));
-                    if dry_run {
-                        if is_blind(c) {
-                            r["current_position"] =
-                                json!(values.read(c).and_then(|v| v.value.as_f64()).map(percent));
-                        }
-                        Ok(())
-                    } else if let Some(e) = &out_of_reach {
-                        Err(format!("not sent: {e}"))
-                    } else {
-                        match house.act(c, action, &caller.label) {
-                            Ok(_) => Ok(()),
-                            Err(e) => {
-                                let m = e.to_string();
-                                if e.is_unreachable() {
-                                    out_of_reach = Some(e);
-                                }
-                                Err(m)
-                            }
-                        }
-                    }
-                }
-            }
-        };
-        match outcome {
-            Ok(()) => {
-                succeeded += 1;
-                r["ok"] = json!(true);
-            }
-            Err(e) => {
-                r["ok"] = json!(false);
-                r["error"] = json!(e);
-            }
-        }
-        results.push(r);
-    }
-    if succeeded == 0 {
-        if let Some(e) = out_of_reach {
-            return Err(ToolError::Controller(e));
-        }
-    }
-    Ok(json!({
-        "dry_run": dry_run,
-        "results": results,
-        "total": targets.len(),
-        "succeeded": succeeded,
-        "failed": targets.len() - succeeded,
-    }))
-}
-
-/// Merges `extra` fields into the object `base`.
-fn with(mut base: Value, extra: Value) -> Value {
-    if let (Value::Object(b), Value::Object(e)) = (&mut base, extra) {
-        b.extend(e);
-    }
-    base
-}
-
-/// The Jalousies of a room (slat-capable ones only for the slats action); refused when none.
-fn room_blinds<'h>(
-    home: &'h Home,
-    room: &str,
-    action: &Action,
-) -> Result<(String, Vec<&'h Control>), ToolError> {
-    let room = home.resolve_room(room)?;
-    let slats = matches!(action, Action::Slats(_));
-    let blinds: Vec<&Control> = home
-        .controls_in_room(&room.uuid)
-        .into_iter()
-        .filter(|c| is_blind(c) && (!slats || has_slats(c)))
-        .collect();
-    if blinds.is_empty() {
-        return Err(ToolError::Refused {
-            code: "DEVICE_NOT_FOUND",
-            message: format!(
-                "{} has no blinds{}",
-                room.name,
-                if slats { " with slats" } else { "" }
-            ),
-        });
-    }
-    Ok((room.name.clone(), blinds))
-}
-
-/// Every Jalousie of the house (slat-capable ones only for the slats action).
-fn all_blinds<'h>(home: &'h Home, action: &Action) -> Result<Vec<&'h Control>, ToolError> {
-    let slats = matches!(action, Action::Slats(_));
-    let blinds: Vec<&Control> = home
-        .controls
+    let items = blinds
         .iter()
-        .filter(|c| is_blind(c) && (!slats || has_slats(c)))
+        .map(|c| {
+            if matches!(action, Action::Slats(_)) && !has_slats(c) {
+                Item::refused_for(
+                    home,
+                    c,
+                    ToolError::Controller(ControllerError::Unsupported(format!(
+                        "{} has no slats ({})",
+                        c.name,
+                        style(c).unwrap_or("no slat support")
+                    ))),
+                )
+            } else {
+                Item::new(home, c, vec![action.clone()])
+            }
+        })
         .collect();
-    if blinds.is_empty() {
-        return Err(ToolError::Refused {
-            code: "DEVICE_NOT_FOUND",
-            message: format!(
-                "this house has no blinds{}",
-                if slats { " with slats" } else { "" }
-            ),
-        });
-    }
-    Ok(blinds)
+    let opts = RunOptions {
+        dry_run,
+        show_current: true,
+    };
+    batch::run(house, items, opts, caller).into_data(header)
+}
+
+/// The blinds a scope names (slat-capable ones only for the slats action, except named ones).
+fn select<'h>(
+    home: &'h Home,
+    scope: Scope,
+    target: Option<&Value>,
+    action: &Action,
+) -> Result<(Option<String>, Vec<&'h Control>), ToolError> {
+    let slats = matches!(action, Action::Slats(_));
+    let member = move |_: &Home, c: &Control| is_blind(c) && (!slats || has_slats(c));
+    let members = Members {
+        family: Family::Blinds,
+        noun: if slats { "blinds with slats" } else { "blinds" },
+        member: &member,
+    };
+    batch::select(home, scope, target, None, &members)
 }
 
 #[derive(Deserialize)]
@@ -497,18 +426,22 @@ fn control_room(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<
     let a: RoomArgs = args::parse(a)?;
     let action = to_action(a.action.into(), a.position, "position")?;
     let home = house.home();
-    let (room, blinds) = room_blinds(&home, &a.room, &action)?;
-    let dry_run = a.dry_run.unwrap_or(false);
-    let done = run_on(house, &home, &blinds, &action, dry_run, caller)?;
-    Ok(with(
-        json!({
-            "scope": "room",
-            "room": room,
-            "action": UnifiedAction::from(a.action).as_str(),
-            "position": a.position,
-        }),
-        done,
-    ))
+    let (room, blinds) = select(&home, Scope::Room, Some(&json!(a.room)), &action)?;
+    let header = batch::header(
+        "room",
+        room.as_deref(),
+        UnifiedAction::from(a.action).as_str(),
+        a.position,
+    );
+    run_blinds(
+        house,
+        &home,
+        &blinds,
+        &action,
+        a.dry_run.unwrap_or(false),
+        caller,
+        header,
+    )
 }
 
 #[derive(Deserialize)]
@@ -523,63 +456,32 @@ fn control_all(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<V
     let a: AllArgs = args::parse(a)?;
     let action = to_action(a.action.into(), a.position, "position")?;
     let home = house.home();
-    let blinds = all_blinds(&home, &action)?;
-    let dry_run = a.dry_run.unwrap_or(false);
-    let done = run_on(house, &home, &blinds, &action, dry_run, caller)?;
-    Ok(with(
-        json!({
-            "scope": "all",
-            "action": UnifiedAction::from(a.action).as_str(),
-            "position": a.position,
-        }),
-        done,
-    ))
-}
-
-#[derive(Deserialize, Clone, Copy, PartialEq, Debug)]
-#[serde(rename_all = "lowercase")]
-enum Scope {
-    Room,
-    All,
-    Devices,
+    let (_, blinds) = select(&home, Scope::System, None, &action)?;
+    let header = batch::header(
+        "system",
+        None,
+        UnifiedAction::from(a.action).as_str(),
+        a.position,
+    );
+    run_blinds(
+        house,
+        &home,
+        &blinds,
+        &action,
+        a.dry_run.unwrap_or(false),
+        caller,
+        header,
+    )
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct UnifiedArgs {
-    scope: Scope,
+    scope: String,
     target: Option<Value>,
     action: UnifiedAction,
     value: Option<f64>,
     dry_run: Option<bool>,
-}
-
-/// `target` as a list of names: a string or a non-empty array of strings.
-fn target_names(target: Option<&Value>, scope: &str) -> Result<Vec<String>, ToolError> {
-    let missing = || {
-        ToolError::InvalidParams(format!(
-            "target is required for scope {scope} ({})",
-            if scope == "room" {
-                "a room name or UUID"
-            } else {
-                "blind names or UUIDs"
-            }
-        ))
-    };
-    let bad = || ToolError::InvalidParams("target must be a string or an array of strings".into());
-    let names = match target {
-        None => return Err(missing()),
-        Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| v.as_str().map(str::to_string).ok_or_else(bad))
-            .collect::<Result<Vec<_>, _>>()?,
-        Some(_) => return Err(bad()),
-    };
-    if names.is_empty() || names.iter().any(|n| n.trim().is_empty()) {
-        return Err(missing());
-    }
-    Ok(names)
 }
 
 fn control_unified(
@@ -588,49 +490,119 @@ fn control_unified(
     caller: &Caller,
 ) -> Result<Value, ToolError> {
     let a: UnifiedArgs = args::parse(a)?;
+    let scope = Scope::parse(&a.scope)?;
     let action = to_action(a.action, a.value, "value")?;
-    let dry_run = a.dry_run.unwrap_or(false);
     let home = house.home();
-    let (room, blinds): (Option<String>, Vec<&Control>) = match a.scope {
-        Scope::All => {
-            if a.target.is_some() {
-                return Err(ToolError::InvalidParams(
-                    "target must be omitted for scope all".into(),
-                ));
-            }
-            (None, all_blinds(&home, &action)?)
-        }
-        Scope::Room => {
-            let names = target_names(a.target.as_ref(), "room")?;
-            if names.len() != 1 {
-                return Err(ToolError::InvalidParams(
-                    "target must be one room for scope room".into(),
-                ));
-            }
-            let (room, blinds) = room_blinds(&home, &names[0], &action)?;
-            (Some(room), blinds)
-        }
-        Scope::Devices => {
-            let names = target_names(a.target.as_ref(), "devices")?;
-            // Resolve every name before acting: a typo moves nothing.
-            let mut blinds: Vec<&Control> = Vec::new();
-            for n in &names {
-                let c = home.resolve_control(n, None, &|c| c.family() == Family::Blinds)?;
-                if !blinds.iter().any(|b| b.uuid == c.uuid) {
-                    blinds.push(c);
-                }
-            }
-            (None, blinds)
-        }
+    // Named blinds: every one is addressed (a central block too); a blind without slats
+    // asked for slats reports its own error.
+    let (target, blinds) = if scope == Scope::Device {
+        let members = Members {
+            family: Family::Blinds,
+            noun: "blinds",
+            member: &|_, c| is_blind(c),
+        };
+        batch::select(&home, scope, a.target.as_ref(), None, &members)?
+    } else {
+        select(&home, scope, a.target.as_ref(), &action)?
     };
-    let done = run_on(house, &home, &blinds, &action, dry_run, caller)?;
-    Ok(with(
-        json!({
-            "scope": match a.scope { Scope::Room => "room", Scope::All => "all", Scope::Devices => "devices" },
-            "room": room,
-            "action": a.action.as_str(),
-            "value": a.value,
-        }),
-        done,
-    ))
+    let header = batch::header(
+        scope.as_str(),
+        target.as_deref(),
+        a.action.as_str(),
+        a.value,
+    );
+    run_blinds(
+        house,
+        &home,
+        &blinds,
+        &action,
+        a.dry_run.unwrap_or(false),
+        caller,
+        header,
+    )
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BlindsStatus {
+    room: Option<String>,
+    name: Option<String>,
+    state: Option<String>,
+    limit: Option<i64>,
+}
+
+/// A blind's position in words: open (0 %), closed (100 %), partly closed.
+fn position_word(p: f64) -> &'static str {
+    if p <= 0.5 {
+        "open"
+    } else if p >= 99.5 {
+        "closed"
+    } else {
+        "partly_closed"
+    }
+}
+
+fn get_blinds_status(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
+    let a: BlindsStatus = args::parse(a)?;
+    let limit = args::limit(a.limit)?;
+    let states = ["open", "closed", "partly_closed", "not_open"];
+    let want = match a.state.as_deref() {
+        None => None,
+        Some(s) => Some(
+            states
+                .iter()
+                .find(|w| **w == s.trim().to_lowercase())
+                .copied()
+                .ok_or_else(|| {
+                    ToolError::InvalidParams(format!(
+                        "state must be one of {} (got {s:?})",
+                        states.join(", ")
+                    ))
+                })?,
+        ),
+    };
+    let home = house.home();
+    let room = args::room_uuid(&home, a.room.as_deref())?;
+    let needle = a.name.as_deref().map(fold);
+    let mut values = view::ValueReader::new(house);
+    let mut blinds = Vec::new();
+    let mut not_open = 0;
+    for c in home.controls.iter().filter(|c| is_blind(c)) {
+        if room.as_ref().is_some_and(|r| c.room.as_ref() != Some(r))
+            || needle
+                .as_ref()
+                .is_some_and(|n| !fold(&c.name).contains(n.as_str()))
+        {
+            continue;
+        }
+        let position = values.read(c).and_then(|v| v.value.as_f64()).map(percent);
+        let word = position.map(position_word);
+        if word.is_some_and(|w| w != "open") {
+            not_open += 1;
+        }
+        let keep = match want {
+            None => true,
+            Some("not_open") => word.is_some_and(|w| w != "open"),
+            Some(w) => word == Some(w),
+        };
+        if keep {
+            blinds.push(json!({
+                "uuid": c.uuid,
+                "name": c.name,
+                "room": home.room_name(c),
+                "position": position,
+                "state": word,
+                "style": style(c),
+                "automatic_shading": c.details.get("isAutomatic").and_then(Value::as_bool).unwrap_or(false),
+            }));
+        }
+    }
+    let total = blinds.len();
+    blinds.truncate(limit);
+    Ok(values.annotate(json!({
+        "blinds": blinds,
+        "total": total,
+        "not_open": not_open,
+        "position_meaning": POSITION_MEANING,
+    })))
 }

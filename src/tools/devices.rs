@@ -585,23 +585,49 @@ pub(crate) fn plan(
     Ok((verb, action))
 }
 
+/// A planned `control_device` operation: the resolved control and the action to send.
+pub(crate) struct DevicePlan<'h> {
+    pub control: &'h Control,
+    pub action: Action,
+    /// The action word in English (`"on"`, `"mood"`, ...).
+    pub action_name: String,
+    /// The `value` (percent) or `number` given, if any.
+    pub value: Option<f64>,
+}
+
+/// Parses `control_device` arguments, resolves the device and maps the action with every
+/// refusal of `control_device`, without sending anything (shared with the batch tools).
+/// Errors: -32602 for bad arguments (checked before the device is looked up), the resolver's
+/// `DEVICE_NOT_FOUND`/ambiguous, `INSUFFICIENT_PERMISSIONS` for refused devices.
+pub(crate) fn plan_device<'h>(
+    home: &'h Home,
+    a: &Map<String, Value>,
+) -> Result<DevicePlan<'h>, ToolError> {
+    let a: ControlDevice = args::parse(a)?;
+    Verb::parse(&a.command.action)?;
+    let c = home.resolve_control(&a.device, a.room.as_deref(), &|_| true)?;
+    let (verb, action) = plan(home, c, &a.command)?;
+    Ok(DevicePlan {
+        control: c,
+        action,
+        action_name: verb.as_str().to_string(),
+        value: a.command.value.or(a.command.number),
+    })
+}
+
 fn control_device(
     house: &Ctx,
     a: &Map<String, Value>,
     caller: &Caller,
 ) -> Result<Value, ToolError> {
-    let a: ControlDevice = args::parse(a)?;
-    // Arguments first (a bad word or range is the caller's error whatever the device).
-    Verb::parse(&a.command.action)?;
     let home = house.home();
-    let c = home.resolve_control(&a.device, a.room.as_deref(), &|_| true)?;
-    let (verb, action) = plan(&home, c, &a.command)?;
-    let outcome = house.act(c, &action, &caller.label)?;
+    let p = plan_device(&home, a)?;
+    let outcome = house.act(p.control, &p.action, &caller.label)?;
     Ok(json!({
-        "device": view::device(&home, c),
-        "action": verb.as_str(),
-        "value": a.command.value.or(a.command.number),
-        "command": crate::loxone::commands::command_for(c, &action).ok().map(|k| k.command),
+        "device": view::device(&home, p.control),
+        "action": p.action_name,
+        "value": p.value,
+        "command": crate::loxone::commands::command_for(p.control, &p.action).ok().map(|k| k.command),
         "reported_value": outcome.value.map(|v| match v {
             crate::home::Value::Number(n) => json!(n),
             crate::home::Value::Text(t) => json!(t),

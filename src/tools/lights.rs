@@ -7,22 +7,25 @@
 //! LightControllerV2's circuits and colour pickers follow their controller). Switch and
 //! TimedSwitch are general-purpose blocks: they count as lights only when their Loxone category
 //! is a lighting category (type `lights`) or when they have none, so "all lights off" leaves the
-//! coffee machine's socket alone. Named devices (`set_dimmer`, scope `devices`) may be any
+//! coffee machine's socket alone. Named devices (`set_dimmer`, scope `device`) may be any
 //! lighting control, sub-controls included.
 //!
-//! Every result lists each control with what was done (`ok`, `error`), so one failing light
-//! does not hide the others; room- and house-wide calls take `dry_run: true`, which lists the
+//! Switching goes through the batch runner ([`super::batch`]): every result lists each light
+//! with its status and commands in the shape all batch tools share, so one failing light does
+//! not hide the others; room- and house-wide calls take `dry_run: true`, which lists the
 //! controls and the Loxone commands that would be sent, and sends nothing.
 
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::args::{self, in_range};
-use super::{Caller, Ctx, Permission, Tool, ToolError, SETTER};
+use super::batch::{self, Item, Members, RunOptions, Scope};
+use super::view;
+use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY, SETTER};
+use crate::home::resolve::fold;
 use crate::home::{
     Action, CategoryKind, Control, ControlKind, ControllerError, Family, Home, House,
 };
-use crate::loxone::commands::command_for;
 
 /// Default brightness of `dim` and `bright` without a value, in percent.
 const DIM_DEFAULT: f64 = 30.0;
@@ -33,7 +36,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_room_lights",
             title: "Switch a room's lights",
-            description: "Switches every light of one room on or off: switches, dimmers, Loxone lighting controllers (Gen 1 LightController scenes and Gen 2 LightControllerV2 moods). room: name or UUID. action: on or off. brightness: optional, 0-100 %, with action on: dimmable lights are set to it (a LightControllerV2 to its master brightness), plain switches simply switch on. dry_run: true lists the lights and commands without sending anything. The result lists every light with ok/error.",
+            description: "Switches every light of one room on or off: switches, dimmers, Loxone lighting controllers (Gen 1 LightController scenes and Gen 2 LightControllerV2 moods). room: name or UUID. action: on or off. brightness: optional, 0-100 %, with action on: dimmable lights are set to it (a LightControllerV2 to its master brightness), plain switches simply switch on. dry_run: true lists the lights and commands without sending anything. The result lists every light with its commands and status (ok, error, not_attempted; planned in a dry run) and a summary.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -43,19 +46,19 @@ pub fn tools() -> Vec<Tool> {
                         "room": {"type": "string", "description": "Room name or UUID"},
                         "action": {"type": "string", "enum": ["on", "off"]},
                         "brightness": percent_schema("Brightness in percent for action on (0-100)"),
-                        "dry_run": dry_run_schema()
+                        "dry_run": args::dry_run_schema()
                     },
                     "required": ["room", "action"],
                     "additionalProperties": false
                 })
             },
-            data_schema: result_schema,
+            data_schema: batch::result_schema,
             run: control_room_lights,
         },
         Tool {
             name: "control_all_lights",
             title: "Switch all lights of the house",
-            description: "Switches every light of the house on or off, room by room (switches, dimmers, Gen 1 LightController, Gen 2 LightControllerV2; the central lighting block is not used, so nothing is switched twice). action: on or off. dry_run: true lists the lights and commands that would be sent without sending anything; use it before switching a whole house. The result lists every light with ok/error.",
+            description: "Switches every light of the house on or off, room by room (switches, dimmers, Gen 1 LightController, Gen 2 LightControllerV2; the central lighting block is not used, so nothing is switched twice). action: on or off. dry_run: true lists the lights and commands that would be sent without sending anything; use it before switching a whole house. The result lists every light with its commands and status (ok, error, not_attempted; planned in a dry run) and a summary.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -63,43 +66,43 @@ pub fn tools() -> Vec<Tool> {
                     "type": "object",
                     "properties": {
                         "action": {"type": "string", "enum": ["on", "off"]},
-                        "dry_run": dry_run_schema()
+                        "dry_run": args::dry_run_schema()
                     },
                     "required": ["action"],
                     "additionalProperties": false
                 })
             },
-            data_schema: result_schema,
+            data_schema: batch::result_schema,
             run: control_all_lights,
         },
         Tool {
             name: "control_lights_unified",
-            title: "Control lights (room, house or named lights)",
-            description: "Controls lights by scope. scope: room (give room: name or UUID), all (the whole house) or devices (give devices: list of light names or UUIDs; room optional to pick among equal names). action: on, off, dim (value or 30 %), bright (value or 100 %), brightness (value required). value: brightness 0-100 %. Dimmable lights (Dimmer, EIBDimmer, LightControllerV2 master brightness, ColorPickerV2) take the level; plain switches and Gen 1 LightControllers switch on for a level above 0 and off at 0. dry_run: true lists the lights and commands without sending anything. The result lists every light with ok/error.",
+            title: "Control lights (device, room, category or house)",
+            description: "Controls lights by scope. scope: device (target = a light name or UUID, or a list; room optional to pick among equal names), room (target or room = room name or UUID), category (target = a Loxone category name such as Beleuchtung, accents optional, or the family lighting), system (the whole house, no target). action: on, off, dim (value or 30 %), bright (value or 100 %), brightness (value required). value: brightness 0-100 %. Dimmable lights (Dimmer, EIBDimmer, LightControllerV2 master brightness, ColorPickerV2) take the level; plain switches and Gen 1 LightControllers switch on for a level above 0 and off at 0. dry_run: true lists the lights and the exact commands without sending anything. The result lists every light with status ok/error/not_attempted (planned in a dry run) and a summary.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
                 json!({
                     "type": "object",
                     "properties": {
-                        "scope": {"type": "string", "enum": ["room", "all", "devices"]},
-                        "room": {"type": "string", "description": "Room name or UUID (required for scope room)"},
-                        "devices": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "Light names or UUIDs (required for scope devices)"},
+                        "scope": batch::scope_schema(),
+                        "target": batch::target_schema(),
+                        "room": {"type": "string", "description": "scope device: room name or UUID to pick among lights of the same name; scope room: the room (instead of target)"},
                         "action": {"type": "string", "enum": ["on", "off", "dim", "bright", "brightness"]},
                         "value": percent_schema("Brightness in percent (0-100)"),
-                        "dry_run": dry_run_schema()
+                        "dry_run": args::dry_run_schema()
                     },
                     "required": ["scope", "action"],
                     "additionalProperties": false
                 })
             },
-            data_schema: result_schema,
+            data_schema: batch::result_schema,
             run: control_lights_unified,
         },
         Tool {
             name: "room_all_on",
             title: "All lights of a room on",
-            description: "Switches on every light of one room (a LightControllerV2 goes to its \"bright\" mood, a Gen 1 LightController to scene 9 \"all on\", dimmers to their last level). room_id: room name or UUID. dry_run: true lists the lights and commands without sending anything. The result lists every light with ok/error.",
+            description: "Switches on every light of one room (a LightControllerV2 goes to its \"bright\" mood, a Gen 1 LightController to scene 9 \"all on\", dimmers to their last level). room_id: room name or UUID. dry_run: true lists the lights and commands without sending anything. The result lists every light with its commands and status (ok, error, not_attempted; planned in a dry run) and a summary.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -107,13 +110,13 @@ pub fn tools() -> Vec<Tool> {
                     "type": "object",
                     "properties": {
                         "room_id": {"type": "string", "description": "Room name or UUID"},
-                        "dry_run": dry_run_schema()
+                        "dry_run": args::dry_run_schema()
                     },
                     "required": ["room_id"],
                     "additionalProperties": false
                 })
             },
-            data_schema: result_schema,
+            data_schema: batch::result_schema,
             run: room_all_on,
         },
         Tool {
@@ -134,50 +137,61 @@ pub fn tools() -> Vec<Tool> {
                     "additionalProperties": false
                 })
             },
-            data_schema: result_schema,
+            data_schema: batch::result_schema,
             run: set_dimmer,
+        },
+        Tool {
+            name: "get_lights_status",
+            title: "Lights status",
+            description: "Lists the lights (switches, dimmers, Gen 1 LightController, Gen 2 LightControllerV2, colour pickers; not the central lighting block) with room, type, whether they are on, and the level in percent (dimmers), the scene (LightController) or mood id (LightControllerV2, 778 = off). Filters: room (name or UUID), name (part of the name, accents optional), type (Loxone type, e.g. Dimmer), state (on or off); limit (default 50, max 500). on counts the matching lights that are on.",
+            permission: Permission::Read,
+            annotations: READ_ONLY,
+            input_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "room": {"type": "string", "description": "Room name or UUID"},
+                        "name": {"type": "string", "description": "Only lights whose name contains this text"},
+                        "type": {"type": "string", "description": "Loxone control type, e.g. Dimmer, Switch, LightControllerV2"},
+                        "state": {"type": "string", "enum": ["on", "off"]},
+                        "limit": args::limit_schema()
+                    },
+                    "additionalProperties": false
+                })
+            },
+            data_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "lights": {"type": "array", "items": {
+                            "type": "object",
+                            "properties": {
+                                "uuid": {"type": "string"},
+                                "name": {"type": "string"},
+                                "room": {"type": ["string", "null"]},
+                                "type": {"type": "string"},
+                                "dimmable": {"type": "boolean"},
+                                "on": {"type": ["boolean", "null"], "description": "null when the value could not be read"},
+                                "level": {"type": "number", "description": "Brightness in percent"},
+                                "scene": {"type": "integer"},
+                                "mood_id": {"type": "integer"}
+                            },
+                            "required": ["uuid", "name", "room", "type", "on"]
+                        }},
+                        "total": {"type": "integer", "description": "Matching lights before the limit"},
+                        "on": {"type": "integer", "description": "Matching lights that are on (any state filter aside)"},
+                        "warning": {"type": "string"}
+                    },
+                    "required": ["lights", "total", "on"]
+                })
+            },
+            run: get_lights_status,
         },
     ]
 }
 
 fn percent_schema(description: &str) -> Value {
     json!({"type": "number", "minimum": 0, "maximum": 100, "description": description})
-}
-
-fn dry_run_schema() -> Value {
-    json!({"type": "boolean", "default": false, "description": "List what would be done without sending anything"})
-}
-
-/// The `data` of every lighting tool.
-fn result_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "scope": {"type": "string", "enum": ["room", "all", "devices"]},
-            "room": {"type": ["string", "null"]},
-            "action": {"type": "string"},
-            "value": {"type": ["number", "null"], "description": "Brightness in percent, if any"},
-            "dry_run": {"type": "boolean"},
-            "devices": {"type": "array", "items": {
-                "type": "object",
-                "properties": {
-                    "uuid": {"type": "string"},
-                    "name": {"type": "string"},
-                    "room": {"type": ["string", "null"]},
-                    "type": {"type": "string"},
-                    "ok": {"type": "boolean"},
-                    "error": {"type": "string"},
-                    "note": {"type": "string"},
-                    "commands": {"type": "array", "items": {"type": "string"}, "description": "Loxone commands sent (or, in a dry run, that would be sent)"}
-                },
-                "required": ["uuid", "name", "room", "type", "ok"]
-            }},
-            "total": {"type": "integer"},
-            "succeeded": {"type": "integer"},
-            "failed": {"type": "integer"}
-        },
-        "required": ["scope", "action", "dry_run", "devices", "total", "succeeded", "failed"]
-    })
 }
 
 /// What the caller wants every light to do.
@@ -190,7 +204,7 @@ enum Intent {
 }
 
 /// Types that take a brightness.
-fn dimmable(kind: &ControlKind) -> bool {
+pub(super) fn dimmable(kind: &ControlKind) -> bool {
     matches!(
         kind,
         ControlKind::Dimmer
@@ -201,7 +215,7 @@ fn dimmable(kind: &ControlKind) -> bool {
 }
 
 /// Whether a top-level control is one of the lights that room- and house-wide calls switch.
-fn is_light(home: &Home, c: &Control) -> bool {
+pub(super) fn is_light(home: &Home, c: &Control) -> bool {
     match c.kind {
         ControlKind::CentralLightController => false,
         ControlKind::Switch | ControlKind::TimedSwitch => c
@@ -211,14 +225,6 @@ fn is_light(home: &Home, c: &Control) -> bool {
             .is_none_or(|k| k.kind == CategoryKind::Lights),
         _ => c.family() == Family::Lighting,
     }
-}
-
-/// The lights of a room, in model order.
-fn room_lights<'a>(home: &'a Home, room_uuid: &str) -> Vec<&'a Control> {
-    home.controls_in_room(room_uuid)
-        .into_iter()
-        .filter(|c| is_light(home, c))
-        .collect()
 }
 
 /// The actions that carry out `intent` on `c`, and a note when the light cannot do exactly
@@ -241,138 +247,32 @@ fn plan(c: &Control, intent: Intent) -> (Vec<Action>, Option<String>) {
     }
 }
 
-/// One record per control, and the first failure (the call's error when every light failed).
-struct Applied {
-    devices: Vec<Value>,
-    first_error: Option<ToolError>,
+/// One batch item per light.
+fn items<'h>(home: &Home, lights: &[&'h Control], intent: Intent) -> Vec<Item<'h>> {
+    lights
+        .iter()
+        .map(|c| {
+            let (actions, note) = plan(c, intent);
+            Item::new(home, c, actions).with_note(note)
+        })
+        .collect()
 }
 
-/// Carries out (or, in a dry run, only describes) `intent` on every control; one record each.
-fn apply(
+/// Runs `intent` on `lights` and builds the result.
+fn switch(
     house: &House,
     home: &Home,
-    controls: &[&Control],
+    lights: &[&Control],
     intent: Intent,
     dry_run: bool,
     caller: &Caller,
-) -> Applied {
-    let mut first_error = None;
-    let mut out_of_reach: Option<ControllerError> = None;
-    let devices = controls
-        .iter()
-        .map(|c| {
-            let mut rec = json!({
-                "uuid": c.uuid,
-                "name": c.name,
-                "room": room_of(home, c),
-                "type": c.kind.as_str(),
-            });
-            let (actions, note) = plan(c, intent);
-            if let Some(n) = note {
-                rec["note"] = json!(n);
-            }
-            let mut commands = Vec::new();
-            let mut error: Option<ToolError> = None;
-            if c.is_secured {
-                error = Some(ToolError::Refused {
-                    code: "INSUFFICIENT_PERMISSIONS",
-                    message: format!(
-                        "{} is a secured control (visualisation password); not operated",
-                        c.name
-                    ),
-                });
-            }
-            for action in &actions {
-                if error.is_some() {
-                    break;
-                }
-                match command_for(c, action) {
-                    Ok(cmd) => commands.push(format!("{}/{}", cmd.target, cmd.command)),
-                    Err(e) => {
-                        error = Some(ToolError::Controller(ControllerError::Unsupported(e)));
-                        break;
-                    }
-                }
-                if dry_run {
-                    continue;
-                }
-                if let Some(e) = &out_of_reach {
-                    error = Some(ToolError::Controller(e.clone()));
-                    rec["note"] = json!("not sent: the Miniserver is out of reach");
-                    break;
-                }
-                if let Err(e) = house.act(c, action, &caller.label) {
-                    if e.is_unreachable() {
-                        out_of_reach = Some(e.clone());
-                    }
-                    error = Some(ToolError::Controller(e));
-                }
-            }
-            rec["commands"] = json!(commands);
-            rec["ok"] = json!(error.is_none());
-            if let Some(e) = error {
-                rec["error"] = json!(error_text(&e));
-                first_error.get_or_insert(e);
-            }
-            rec
-        })
-        .collect();
-    Applied {
-        devices,
-        first_error,
-    }
-}
-
-fn error_text(e: &ToolError) -> String {
-    match e {
-        ToolError::Controller(c) => c.to_string(),
-        ToolError::Refused { message, .. } | ToolError::InvalidParams(message) => message.clone(),
-        ToolError::Resolve(r) => r.to_string(),
-    }
-}
-
-/// The room name of a control or sub-control (a sub-control's room is its parent's).
-fn room_of(home: &Home, c: &Control) -> Option<String> {
-    if let Some(r) = home.room_name(c) {
-        return Some(r.to_string());
-    }
-    let parent = c.uuid.split('/').next()?;
-    home.control(parent)
-        .and_then(|p| home.room_name(p))
-        .map(str::to_string)
-}
-
-/// The `data` of a lighting result. When every light failed (outside a dry run), the call
-/// fails with the first error (e.g. the Miniserver is out of reach).
-fn result(
-    scope: &str,
-    room: Option<&str>,
-    action: &str,
-    value: Option<f64>,
-    dry_run: bool,
-    applied: Applied,
+    header: Value,
 ) -> Result<Value, ToolError> {
-    let Applied {
-        devices,
-        first_error,
-    } = applied;
-    let failed = devices.iter().filter(|d| d["ok"] == false).count();
-    if !dry_run && failed == devices.len() {
-        if let Some(e) = first_error {
-            return Err(e);
-        }
-    }
-    Ok(json!({
-        "scope": scope,
-        "room": room,
-        "action": action,
-        "value": value,
-        "dry_run": dry_run,
-        "total": devices.len(),
-        "succeeded": devices.len() - failed,
-        "failed": failed,
-        "devices": devices,
-    }))
+    let opts = RunOptions {
+        dry_run,
+        show_current: false,
+    };
+    batch::run(house, items(home, lights, intent), opts, caller).into_data(header)
 }
 
 /// Maps a string field to one of `allowed`, the error naming the field.
@@ -390,10 +290,12 @@ fn percent(field: &str, v: Option<f64>) -> Result<Option<f64>, ToolError> {
     v.map(|v| in_range(field, v, 0.0, 100.0)).transpose()
 }
 
-fn no_lights(what: &str) -> ToolError {
-    ToolError::Refused {
-        code: "DEVICE_NOT_FOUND",
-        message: format!("{what} has no lights"),
+/// How scope targeting finds lights.
+fn members() -> Members<'static> {
+    Members {
+        family: Family::Lighting,
+        noun: "lights",
+        member: &is_light,
     }
 }
 
@@ -425,20 +327,16 @@ fn control_room_lights(
         }
     };
     let home = house.home();
-    let room = home.resolve_room(&a.room)?;
-    let lights = room_lights(&home, &room.uuid);
-    if lights.is_empty() {
-        return Err(no_lights(&room.name));
-    }
-    let dry_run = a.dry_run.unwrap_or(false);
-    let devices = apply(house, &home, &lights, intent, dry_run, caller);
-    result(
-        "room",
-        Some(&room.name),
-        action,
-        brightness,
-        dry_run,
-        devices,
+    let (room, lights) = batch::select(&home, Scope::Room, None, Some(&a.room), &members())?;
+    let header = batch::header("room", room.as_deref(), action, brightness);
+    switch(
+        house,
+        &home,
+        &lights,
+        intent,
+        a.dry_run.unwrap_or(false),
+        caller,
+        header,
     )
 }
 
@@ -462,37 +360,25 @@ fn control_all_lights(
         Intent::Off
     };
     let home = house.home();
-    let lights = house_lights(&home);
-    if lights.is_empty() {
-        return Err(no_lights("the house"));
-    }
-    let dry_run = a.dry_run.unwrap_or(false);
-    let devices = apply(house, &home, &lights, intent, dry_run, caller);
-    result("all", None, action, None, dry_run, devices)
-}
-
-/// Every light of the house, room by room in room order, then lights without a room.
-fn house_lights(home: &Home) -> Vec<&Control> {
-    let mut out: Vec<&Control> = home
-        .rooms
-        .iter()
-        .flat_map(|r| room_lights(home, &r.uuid))
-        .collect();
-    out.extend(
-        home.controls
-            .iter()
-            .filter(|c| is_light(home, c))
-            .filter(|c| c.room.as_deref().is_none_or(|r| home.room(r).is_none())),
-    );
-    out
+    let (_, lights) = batch::select(&home, Scope::System, None, None, &members())?;
+    let header = batch::header("system", None, action, None);
+    switch(
+        house,
+        &home,
+        &lights,
+        intent,
+        a.dry_run.unwrap_or(false),
+        caller,
+        header,
+    )
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Unified {
     scope: String,
+    target: Option<Value>,
     room: Option<String>,
-    devices: Option<Vec<String>>,
     action: String,
     value: Option<f64>,
     dry_run: Option<bool>,
@@ -504,7 +390,7 @@ fn control_lights_unified(
     caller: &Caller,
 ) -> Result<Value, ToolError> {
     let a: Unified = args::parse(a)?;
-    let scope = one_of("scope", &a.scope, &["room", "all", "devices"])?;
+    let scope = Scope::parse(&a.scope)?;
     let action = one_of(
         "action",
         &a.action,
@@ -528,64 +414,24 @@ fn control_lights_unified(
         Intent::Level(v) => Some(v),
         _ => None,
     };
-    let dry_run = a.dry_run.unwrap_or(false);
     let home = house.home();
-    match scope {
-        "room" => {
-            if a.devices.is_some() {
-                return Err(ToolError::InvalidParams(
-                    "devices only goes with scope devices".into(),
-                ));
-            }
-            let Some(q) = a.room.as_deref() else {
-                return Err(ToolError::InvalidParams(
-                    "room is required when scope is room".into(),
-                ));
-            };
-            let room = home.resolve_room(q)?;
-            let lights = room_lights(&home, &room.uuid);
-            if lights.is_empty() {
-                return Err(no_lights(&room.name));
-            }
-            let devices = apply(house, &home, &lights, intent, dry_run, caller);
-            result("room", Some(&room.name), action, level, dry_run, devices)
-        }
-        "all" => {
-            if a.room.is_some() || a.devices.is_some() {
-                return Err(ToolError::InvalidParams(
-                    "room and devices do not go with scope all".into(),
-                ));
-            }
-            let lights = house_lights(&home);
-            if lights.is_empty() {
-                return Err(no_lights("the house"));
-            }
-            let devices = apply(house, &home, &lights, intent, dry_run, caller);
-            result("all", None, action, level, dry_run, devices)
-        }
-        _ => {
-            let names = match a.devices.as_deref() {
-                Some(d) if !d.is_empty() => d,
-                _ => {
-                    return Err(ToolError::InvalidParams(
-                        "devices (a non-empty list of light names or UUIDs) is required when scope is devices"
-                            .into(),
-                    ))
-                }
-            };
-            // Resolve every name before acting: a misunderstood name stops the whole call.
-            let mut lights: Vec<&Control> = Vec::new();
-            for n in names {
-                let c = home
-                    .resolve_control(n, a.room.as_deref(), &|c| c.family() == Family::Lighting)?;
-                if !lights.iter().any(|l| l.uuid == c.uuid) {
-                    lights.push(c);
-                }
-            }
-            let devices = apply(house, &home, &lights, intent, dry_run, caller);
-            result("devices", None, action, level, dry_run, devices)
-        }
-    }
+    let (target, lights) = batch::select(
+        &home,
+        scope,
+        a.target.as_ref(),
+        a.room.as_deref(),
+        &members(),
+    )?;
+    let header = batch::header(scope.as_str(), target.as_deref(), action, level);
+    switch(
+        house,
+        &home,
+        &lights,
+        intent,
+        a.dry_run.unwrap_or(false),
+        caller,
+        header,
+    )
 }
 
 #[derive(Deserialize)]
@@ -598,14 +444,17 @@ struct RoomAllOn {
 fn room_all_on(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
     let a: RoomAllOn = args::parse(a)?;
     let home = house.home();
-    let room = home.resolve_room(&a.room_id)?;
-    let lights = room_lights(&home, &room.uuid);
-    if lights.is_empty() {
-        return Err(no_lights(&room.name));
-    }
-    let dry_run = a.dry_run.unwrap_or(false);
-    let devices = apply(house, &home, &lights, Intent::On, dry_run, caller);
-    result("room", Some(&room.name), "on", None, dry_run, devices)
+    let (room, lights) = batch::select(&home, Scope::Room, None, Some(&a.room_id), &members())?;
+    let header = batch::header("room", room.as_deref(), "on", None);
+    switch(
+        house,
+        &home,
+        &lights,
+        Intent::On,
+        a.dry_run.unwrap_or(false),
+        caller,
+        header,
+    )
 }
 
 #[derive(Deserialize)]
@@ -631,6 +480,82 @@ fn set_dimmer(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Va
         ),
         )));
     }
-    let devices = apply(house, &home, &[c], Intent::Level(level), false, caller);
-    result("devices", None, "brightness", Some(level), false, devices)
+    let report = batch::run(
+        house,
+        items(&home, &[c], Intent::Level(level)),
+        RunOptions::default(),
+        caller,
+    );
+    report.into_single(batch::header("device", None, "brightness", Some(level)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LightsStatus {
+    room: Option<String>,
+    name: Option<String>,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    state: Option<String>,
+    limit: Option<i64>,
+}
+
+fn get_lights_status(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
+    let a: LightsStatus = args::parse(a)?;
+    let limit = args::limit(a.limit)?;
+    let want_on = match a.state.as_deref() {
+        None => None,
+        Some(s) => Some(one_of("state", s, &["on", "off"])? == "on"),
+    };
+    let home = house.home();
+    let room = args::room_uuid(&home, a.room.as_deref())?;
+    let kind = args::control_type(&home, a.kind.as_deref(), &|c| is_light(&home, c))?;
+    let needle = a.name.as_deref().map(fold);
+    let candidates: Vec<&Control> = home
+        .controls
+        .iter()
+        .filter(|c| is_light(&home, c))
+        .filter(|c| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)))
+        .filter(|c| kind.as_ref().is_none_or(|k| &c.kind == k))
+        .filter(|c| {
+            needle
+                .as_ref()
+                .is_none_or(|n| fold(&c.name).contains(n.as_str()))
+        })
+        .collect();
+    let mut values = view::ValueReader::new(house);
+    let mut lights = Vec::new();
+    let mut on_count = 0;
+    for c in candidates {
+        let state = values.read(c).map(|v| view::state(c, &v.value));
+        let on = state
+            .as_ref()
+            .and_then(|s| s.get("on"))
+            .and_then(Value::as_bool);
+        if on == Some(true) {
+            on_count += 1;
+        }
+        if want_on.is_some() && on != want_on {
+            continue;
+        }
+        let mut d = json!({
+            "uuid": c.uuid,
+            "name": c.name,
+            "room": home.room_name(c),
+            "type": c.kind.as_str(),
+            "dimmable": dimmable(&c.kind),
+            "on": on,
+        });
+        if let Some(Value::Object(s)) = state {
+            for (k, v) in s {
+                if k != "on" {
+                    d[k] = v;
+                }
+            }
+        }
+        lights.push(d);
+    }
+    let total = lights.len();
+    lights.truncate(limit);
+    Ok(values.annotate(json!({"lights": lights, "total": total, "on": on_count})))
 }

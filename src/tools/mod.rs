@@ -11,12 +11,14 @@
 
 mod args;
 mod audio;
+mod batch;
 mod blinds;
 mod climate;
 mod devices;
 mod lights;
-mod security;
 pub mod schema;
+mod security;
+mod summary;
 mod view;
 mod workflows;
 
@@ -144,6 +146,8 @@ pub fn catalogue() -> Vec<Tool> {
     tools.extend(security::tools());
     tools.extend(audio::tools());
     tools.extend(workflows::tools());
+    tools.extend(batch::tools());
+    tools.extend(summary::tools());
     tools
 }
 

@@ -24,9 +24,33 @@ pub fn device(home: &Home, c: &Control) -> Json {
         "type": c.kind.as_str(),
         "category": c.family().as_str(),
         "loxone_category": c.category.as_deref().and_then(|u| home.category(u)).map(|k| k.name.as_str()),
-        "room": home.room_name(c),
+        "room": room_of(home, c),
         "secured": c.is_secured,
     })
+}
+
+/// The room name of a control or sub-control (a sub-control's room is its parent's).
+pub fn room_of<'h>(home: &'h Home, c: &Control) -> Option<&'h str> {
+    if let Some(r) = home.room_name(c) {
+        return Some(r);
+    }
+    let (parent, _) = c.uuid.split_once('/')?;
+    home.control(parent).and_then(|p| home.room_name(p))
+}
+
+/// `"Deckenlicht (Küche)"`: a control as a short label for compact listings.
+pub fn label(home: &Home, c: &Control) -> String {
+    match room_of(home, c) {
+        Some(r) => format!("{} ({r})", c.name),
+        None => c.name.clone(),
+    }
+}
+
+/// A named state of `c` (`tempTarget`, `windowStates`, ...) as the [`House`]'s state store
+/// knows it (filled by the Miniserver's event stream); `None` when not (yet) known. Only the
+/// primary value can be read over HTTP, so this never asks the Miniserver.
+pub fn named_state(house: &House, c: &Control, name: &str) -> Option<Value> {
+    house.states().get(c.state(name)?).map(|v| v.value)
 }
 
 /// The unit of an analog value from its `details.format` (`"%.1f°"` -> `"°C"`,

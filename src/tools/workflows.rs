@@ -864,7 +864,7 @@ fn first_room_with_lights(ctx: &Ctx, caller: &Caller) -> Option<(String, String)
             return None;
         };
         let data = (tool.run)(ctx, &probe, caller).ok()?;
-        let found = data["devices"].as_array().is_some_and(|d| !d.is_empty());
+        let found = data["results"].as_array().is_some_and(|d| !d.is_empty());
         found.then(|| (room.uuid.clone(), room.name.clone()))
     })
 }

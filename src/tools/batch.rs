@@ -1,0 +1,800 @@
+//! The batch runner behind every room- and house-wide tool (lights, blinds,
+//! `control_room_devices`, `control_multiple_devices`), and the scope targeting of the unified
+//! tools.
+//!
+//! A tool first plans: one [`Item`] per control with the [`Action`]s to send (or the reason it
+//! cannot be done). [`run`] then carries the plan out in order and reports every item in one
+//! shape, the same for every tool:
+//!
+//! ```json
+//! {"scope": "room", "target": "Küche", "action": "off", "value": null, "dry_run": false,
+//!  "results": [{"device": {"uuid", "name", "type", "category", "loxone_category", "room", "secured"},
+//!               "status": "ok" | "error" | "not_attempted" | "planned",
+//!               "commands": ["<uuid>/<command>", ...],
+//!               "error": {"code": "CONNECTION_ERROR", "message": "..."}, "note": "..."}],
+//!  "summary": {"total", "succeeded", "failed", "not_attempted", "planned"}}
+//! ```
+//!
+//! With `dry_run` nothing is sent: items whose commands could be built are `planned` and list
+//! the exact commands. After the first error meaning the Miniserver is out of reach
+//! ([`ControllerError::is_unreachable`]) nothing more is asked; the remaining items are
+//! `not_attempted` (one timeout, not one per device). When nothing succeeded for that reason,
+//! the whole call fails with `CONNECTION_ERROR`.
+//!
+//! The general batch tools live here too: `control_multiple_devices` (a list of
+//! `control_device` operations) and `control_room_devices` (one action on a room's devices of
+//! some families or Loxone types). Both plan each device with `control_device`'s own rules.
+
+/// Most operations one `control_multiple_devices` call takes.
+pub const MAX_OPERATIONS: usize = 50;
+
+pub fn tools() -> Vec<Tool> {
+    vec![
+        Tool {
+            name: "control_multiple_devices",
+            title: "Control several devices",
+            description: "Runs a list of 1-50 device operations in order, each exactly like control_device: {device (name or UUID), action (on, off, up, down, stop, dim, bright, ...), value (0-100 %: brightness, or blind position percent closed with up/down), room (to pick among equal names)}. One failing operation (unknown device, action the device does not support, refused security device) does not stop the others: every operation is reported with status ok, error or not_attempted, its commands and error code. dry_run: true lists the exact Loxone commands without sending anything.",
+            permission: Permission::Control,
+            annotations: SETTER,
+            input_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "operations": {
+                            "type": "array",
+                            "minItems": 1,
+                            "maxItems": MAX_OPERATIONS,
+                            "items": operation_schema(),
+                            "description": "The operations, carried out in order"
+                        },
+                        "dry_run": args::dry_run_schema()
+                    },
+                    "required": ["operations"],
+                    "additionalProperties": false
+                })
+            },
+            data_schema: result_schema,
+            run: control_multiple_devices,
+        },
+        Tool {
+            name: "control_room_devices",
+            title: "Control a room's devices by type",
+            description: "Applies one action to every device of a room of the given kinds. room: name or UUID. device_type (one) or device_types (a list): families (lighting, blinds, climate, audio, access, energy, other; synonyms such as lights, rolladen, music) or Loxone types (Switch, Dimmer, Jalousie, AudioZoneV2, ...). action and value as in control_device (on, off, up, down, stop, dim, bright; value 0-100 %). Central blocks are skipped; alarms and secured controls are refused per device. dry_run: true lists the devices and exact commands without sending anything. Every device is reported with status ok, error or not_attempted.",
+            permission: Permission::Control,
+            annotations: SETTER,
+            input_schema: || {
+                let mut action = operation_schema()["properties"]["action"].clone();
+                if action.is_null() {
+                    action = json!({"type": "string"});
+                }
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "room": {"type": "string", "description": "Room name or UUID"},
+                        "action": action,
+                        "value": {"type": "number", "minimum": 0, "maximum": 100, "description": "Brightness or position in percent"},
+                        "device_type": {"type": "string", "description": "A family (lighting, blinds, audio, climate, ...) or Loxone type (Switch, Jalousie, ...)"},
+                        "device_types": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "Several families or Loxone types"},
+                        "dry_run": args::dry_run_schema()
+                    },
+                    "required": ["room", "action"],
+                    "additionalProperties": false
+                })
+            },
+            data_schema: result_schema,
+            run: control_room_devices,
+        },
+    ]
+}
+
+/// One operation of `control_multiple_devices`: exactly `control_device`'s arguments (so the
+/// two never drift apart).
+fn operation_schema() -> Value {
+    super::devices::tools()
+        .into_iter()
+        .find(|t| t.name == "control_device")
+        .map_or_else(|| json!({"type": "object"}), |t| (t.input_schema)())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Multiple {
+    operations: Vec<Map<String, Value>>,
+    dry_run: Option<bool>,
+}
+
+fn control_multiple_devices(
+    house: &Ctx,
+    a: &Map<String, Value>,
+    caller: &Caller,
+) -> Result<Value, ToolError> {
+    let a: Multiple = args::parse(a)?;
+    if a.operations.is_empty() || a.operations.len() > MAX_OPERATIONS {
+        return Err(ToolError::InvalidParams(format!(
+            "operations must hold 1 to {MAX_OPERATIONS} items (got {})",
+            a.operations.len()
+        )));
+    }
+    let home = house.home();
+    // Plan everything first: malformed operations reject the call before anything moves;
+    // unknown devices and unsupported actions become that operation's error.
+    let mut items = Vec::with_capacity(a.operations.len());
+    for (i, op) in a.operations.iter().enumerate() {
+        let asked = |k: &str| op.get(k).cloned().unwrap_or(Value::Null);
+        match plan_device(&home, op) {
+            Ok(p) => {
+                items.push(Item::new(&home, p.control, vec![p.action]).with_action(p.action_name))
+            }
+            Err(ToolError::InvalidParams(m)) => {
+                return Err(ToolError::InvalidParams(format!("operations[{i}]: {m}")))
+            }
+            Err(e) => {
+                let action = asked("action").as_str().unwrap_or_default().to_string();
+                items.push(
+                    Item::refused(json!({"query": asked("device"), "room": asked("room")}), e)
+                        .with_action(action),
+                );
+            }
+        }
+    }
+    let opts = RunOptions {
+        dry_run: a.dry_run.unwrap_or(false),
+        show_current: false,
+    };
+    run(house, items, opts, caller).into_data(header("batch", None, "batch", None))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RoomDevices {
+    room: String,
+    action: String,
+    value: Option<f64>,
+    device_type: Option<String>,
+    device_types: Option<Vec<String>>,
+    dry_run: Option<bool>,
+}
+
+/// A kind of device asked for: a family or a Loxone type.
+enum Kind {
+    Family(Family),
+    Type(ControlKind),
+}
+
+fn kind_filter(home: &Home, field: &str, s: &str) -> Result<Kind, ToolError> {
+    if let Some(f) = Family::parse(s) {
+        return Ok(Kind::Family(f));
+    }
+    match args::control_type(home, Some(s), &|_| true) {
+        Ok(Some(k)) => Ok(Kind::Type(k)),
+        _ => Err(ToolError::InvalidParams(format!(
+            "{field} {s:?} is neither a family ({}) nor a Loxone type of this house",
+            Family::ALL.map(|f| f.as_str()).join(", ")
+        ))),
+    }
+}
+
+fn control_room_devices(
+    house: &Ctx,
+    a: &Map<String, Value>,
+    caller: &Caller,
+) -> Result<Value, ToolError> {
+    let a: RoomDevices = args::parse(a)?;
+    let home = house.home();
+    let mut kinds = Vec::new();
+    if let Some(t) = &a.device_type {
+        kinds.push(kind_filter(&home, "device_type", t)?);
+    }
+    for (i, t) in a.device_types.iter().flatten().enumerate() {
+        kinds.push(kind_filter(&home, &format!("device_types[{i}]"), t)?);
+    }
+    if kinds.is_empty() {
+        return Err(ToolError::InvalidParams(
+            "device_type (a family or Loxone type) or device_types (a non-empty list) is required"
+                .into(),
+        ));
+    }
+    let room = home.resolve_room(&a.room)?;
+    let wanted = |c: &Control| {
+        !is_central(c)
+            && kinds.iter().any(|k| match k {
+                Kind::Family(Family::Lighting) => lights::is_light(&home, c),
+                Kind::Family(f) => c.family() == *f,
+                Kind::Type(t) => &c.kind == t,
+            })
+    };
+    let controls: Vec<&Control> = home
+        .controls_in_room(&room.uuid)
+        .into_iter()
+        .filter(|c| wanted(c))
+        .collect();
+    if controls.is_empty() {
+        return Err(ToolError::Refused {
+            code: "DEVICE_NOT_FOUND",
+            message: format!("{} has no devices of the asked types", room.name),
+        });
+    }
+    let mut items = Vec::with_capacity(controls.len());
+    for c in controls {
+        let op = args_map(&[
+            ("device", json!(c.uuid)),
+            ("action", json!(a.action)),
+            ("value", json!(a.value)),
+        ]);
+        match plan_device(&home, &op) {
+            Ok(p) => items.push(Item::new(&home, c, vec![p.action])),
+            Err(e @ ToolError::InvalidParams(_)) => return Err(e),
+            Err(e) => items.push(Item::refused_for(&home, c, e)),
+        }
+    }
+    let opts = RunOptions {
+        dry_run: a.dry_run.unwrap_or(false),
+        show_current: false,
+    };
+    let action = a.action.trim().to_lowercase();
+    run(house, items, opts, caller).into_data(header("room", Some(&room.name), &action, a.value))
+}
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::devices::plan_device;
+use super::{args, lights, view};
+use super::{Caller, Ctx, Permission, Tool, ToolError, SETTER};
+use crate::home::resolve::{fold, ResolveError};
+use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, House};
+use crate::loxone::commands::command_for;
+
+/// One planned operation: a control and what to send it, or why it cannot be done.
+pub struct Item<'h> {
+    /// The device record shown in the result.
+    device: Value,
+    control: Option<&'h Control>,
+    actions: Vec<Action>,
+    /// Shown as the item's `action` (batches of different actions).
+    action: Option<String>,
+    note: Option<String>,
+    refused: Option<ToolError>,
+}
+
+impl<'h> Item<'h> {
+    /// `actions` for `c`, sent in order.
+    pub fn new(home: &Home, c: &'h Control, actions: Vec<Action>) -> Self {
+        Item {
+            device: view::device(home, c),
+            control: Some(c),
+            actions,
+            action: None,
+            note: None,
+            refused: None,
+        }
+    }
+
+    /// An item that fails without sending anything (unknown device, unsupported action).
+    /// `device` is the record, or what the caller asked for when nothing matched.
+    pub fn refused(device: Value, error: ToolError) -> Self {
+        Item {
+            device,
+            control: None,
+            actions: Vec::new(),
+            action: None,
+            note: None,
+            refused: Some(error),
+        }
+    }
+
+    /// Like [`Item::new`], but refused with `error` (e.g. a blind without slats).
+    pub fn refused_for(home: &Home, c: &'h Control, error: ToolError) -> Self {
+        Item {
+            refused: Some(error),
+            ..Item::new(home, c, Vec::new())
+        }
+    }
+
+    pub fn with_note(mut self, note: Option<String>) -> Self {
+        self.note = note;
+        self
+    }
+
+    pub fn with_action(mut self, action: impl Into<String>) -> Self {
+        self.action = Some(action.into());
+        self
+    }
+}
+
+/// What [`run`] did: one result per item and the counts.
+pub struct Report {
+    results: Vec<Value>,
+    succeeded: usize,
+    failed: usize,
+    not_attempted: usize,
+    planned: usize,
+    dry_run: bool,
+    out_of_reach: Option<ControllerError>,
+    /// The first item's error, for single-device tools.
+    first_error: Option<ToolError>,
+}
+
+impl Report {
+    /// The tool's `data`: `header` (scope, target, action, value) plus `dry_run`, `results`
+    /// and `summary`. Fails with `CONNECTION_ERROR` when nothing succeeded because the
+    /// Miniserver is out of reach.
+    pub fn into_data(self, header: Value) -> Result<Value, ToolError> {
+        if !self.dry_run && self.succeeded == 0 {
+            if let Some(e) = self.out_of_reach {
+                return Err(ToolError::Controller(e));
+            }
+        }
+        let mut out = header;
+        out["dry_run"] = json!(self.dry_run);
+        out["results"] = Value::Array(self.results);
+        out["summary"] = json!({
+            "total": self.succeeded + self.failed + self.not_attempted + self.planned,
+            "succeeded": self.succeeded,
+            "failed": self.failed,
+            "not_attempted": self.not_attempted,
+            "planned": self.planned,
+        });
+        Ok(out)
+    }
+
+    /// For tools that name one device: its error is the call's error.
+    pub fn into_single(mut self, header: Value) -> Result<Value, ToolError> {
+        if !self.dry_run && self.succeeded == 0 {
+            if let Some(e) = self.first_error.take() {
+                return Err(e);
+            }
+        }
+        self.into_data(header)
+    }
+}
+
+/// Options of a run.
+#[derive(Default, Clone, Copy)]
+pub struct RunOptions {
+    pub dry_run: bool,
+    /// In a dry run, show each control's current state (`current`) next to the commands.
+    pub show_current: bool,
+}
+
+/// Carries out (or, in a dry run, only describes) every item in order.
+pub fn run(house: &House, items: Vec<Item>, opts: RunOptions, caller: &Caller) -> Report {
+    let mut values = view::ValueReader::new(house);
+    let mut report = Report {
+        results: Vec::with_capacity(items.len()),
+        succeeded: 0,
+        failed: 0,
+        not_attempted: 0,
+        planned: 0,
+        dry_run: opts.dry_run,
+        out_of_reach: None,
+        first_error: None,
+    };
+    for item in items {
+        let mut rec = json!({"device": item.device});
+        if let Some(a) = &item.action {
+            rec["action"] = json!(a);
+        }
+        if let Some(n) = &item.note {
+            rec["note"] = json!(n);
+        }
+        let mut commands = Vec::new();
+        let status = match attempt(house, &item, opts, &mut commands, &mut report, caller) {
+            Ok(s) => s,
+            Err(e) => {
+                rec["error"] = error_record(&e);
+                report.first_error.get_or_insert(e);
+                "error"
+            }
+        };
+        if status == "not_attempted" {
+            if let Some(e) = &report.out_of_reach {
+                rec["error"] = json!({"code": e.code(), "message": format!("not sent: {e}")});
+            }
+        }
+        if status == "planned" && opts.show_current {
+            if let Some(c) = item.control {
+                rec["current"] = values
+                    .read(c)
+                    .map_or(Value::Null, |v| view::state(c, &v.value));
+            }
+        }
+        match status {
+            "ok" => report.succeeded += 1,
+            "planned" => report.planned += 1,
+            "not_attempted" => report.not_attempted += 1,
+            _ => report.failed += 1,
+        }
+        rec["commands"] = json!(commands);
+        rec["status"] = json!(status);
+        report.results.push(rec);
+    }
+    report
+}
+
+/// One item: its status word, or its error. `commands` collects the Loxone commands.
+fn attempt(
+    house: &House,
+    item: &Item,
+    opts: RunOptions,
+    commands: &mut Vec<String>,
+    report: &mut Report,
+    caller: &Caller,
+) -> Result<&'static str, ToolError> {
+    if let Some(e) = &item.refused {
+        return Err(clone_error(e));
+    }
+    let Some(c) = item.control else {
+        return Err(ToolError::InvalidParams("nothing to control".into()));
+    };
+    if c.is_secured {
+        return Err(ToolError::Refused {
+            code: "INSUFFICIENT_PERMISSIONS",
+            message: format!(
+                "{} is a secured control (visualisation password); not operated in a batch",
+                c.name
+            ),
+        });
+    }
+    for action in &item.actions {
+        let cmd = command_for(c, action)
+            .map_err(|m| ToolError::Controller(ControllerError::Unsupported(m)))?;
+        commands.push(format!("{}/{}", cmd.target, cmd.command));
+    }
+    if opts.dry_run {
+        return Ok("planned");
+    }
+    if report.out_of_reach.is_some() {
+        return Ok("not_attempted");
+    }
+    for action in &item.actions {
+        if let Err(e) = house.act(c, action, &caller.label) {
+            if e.is_unreachable() {
+                report.out_of_reach = Some(e.clone());
+            }
+            return Err(ToolError::Controller(e));
+        }
+    }
+    Ok("ok")
+}
+
+/// A copy of a planned refusal (each item's error is reported once, so a cheap copy suffices).
+fn clone_error(e: &ToolError) -> ToolError {
+    match e {
+        ToolError::InvalidParams(m) => ToolError::InvalidParams(m.clone()),
+        ToolError::Resolve(r) => ToolError::Resolve(r.clone()),
+        ToolError::Controller(c) => ToolError::Controller(c.clone()),
+        ToolError::Refused { code, message } => ToolError::Refused {
+            code,
+            message: message.clone(),
+        },
+    }
+}
+
+/// `{"code", "message"}` of an item's error, codes per spec §7.1.
+pub fn error_record(e: &ToolError) -> Value {
+    let (code, message) = match e {
+        ToolError::InvalidParams(m) => ("INVALID_PARAMETERS", m.clone()),
+        ToolError::Resolve(r @ ResolveError::NotFound { .. }) => {
+            ("DEVICE_NOT_FOUND", r.to_string())
+        }
+        ToolError::Resolve(r) => ("INVALID_PARAMETERS", r.to_string()),
+        ToolError::Controller(c) => (c.code(), c.to_string()),
+        ToolError::Refused { code, message } => (*code, message.clone()),
+    };
+    json!({"code": code, "message": message})
+}
+
+/// The `data` schema shared by every batch tool.
+pub fn result_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "scope": {"type": "string", "description": "device, room, category, system or batch"},
+            "target": {"type": ["string", "null"], "description": "The room or category acted on"},
+            "action": {"type": "string"},
+            "value": {"type": ["number", "null"]},
+            "dry_run": {"type": "boolean"},
+            "results": {"type": "array", "items": {
+                "type": "object",
+                "properties": {
+                    "device": {"type": "object", "description": "Device record (uuid, name, type, category, loxone_category, room, secured); for an unknown name, the query"},
+                    "action": {"type": "string"},
+                    "status": {"type": "string", "enum": ["ok", "error", "not_attempted", "planned"]},
+                    "commands": {"type": "array", "items": {"type": "string"}, "description": "Loxone commands <uuid>/<command> sent (dry run: that would be sent)"},
+                    "error": {"type": "object", "properties": {"code": {"type": "string"}, "message": {"type": "string"}}, "required": ["code", "message"]},
+                    "note": {"type": "string"},
+                    "current": {"type": ["object", "null"], "description": "Dry run: the current state"}
+                },
+                "required": ["device", "status", "commands"]
+            }},
+            "summary": {
+                "type": "object",
+                "properties": {
+                    "total": {"type": "integer"},
+                    "succeeded": {"type": "integer"},
+                    "failed": {"type": "integer"},
+                    "not_attempted": {"type": "integer"},
+                    "planned": {"type": "integer"}
+                },
+                "required": ["total", "succeeded", "failed", "not_attempted", "planned"]
+            }
+        },
+        "required": ["scope", "action", "dry_run", "results", "summary"]
+    })
+}
+
+/// The header of a batch result.
+pub fn header(scope: &str, target: Option<&str>, action: &str, value: Option<f64>) -> Value {
+    json!({"scope": scope, "target": target, "action": action, "value": value})
+}
+
+/// Which controls a unified tool acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Named devices (`target`: one name or a list).
+    Device,
+    /// One room (`target`: room name or UUID).
+    Room,
+    /// A Loxone category (the user's name, e.g. "Beleuchtung") or a family (`lighting`).
+    Category,
+    /// The whole house.
+    System,
+}
+
+impl Scope {
+    pub const NAMES: [&'static str; 4] = ["device", "room", "category", "system"];
+
+    /// Parses a scope; `devices`, `all` and `house` are accepted as synonyms.
+    pub fn parse(s: &str) -> Result<Scope, ToolError> {
+        Ok(match s.trim().to_lowercase().as_str() {
+            "device" | "devices" => Scope::Device,
+            "room" => Scope::Room,
+            "category" => Scope::Category,
+            "system" | "all" | "house" => Scope::System,
+            _ => {
+                return Err(ToolError::InvalidParams(format!(
+                    "scope must be one of {} (got {s:?})",
+                    Scope::NAMES.join(", ")
+                )))
+            }
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Device => "device",
+            Scope::Room => "room",
+            Scope::Category => "category",
+            Scope::System => "system",
+        }
+    }
+}
+
+/// Schema fragments of `scope` and `target`.
+pub fn scope_schema() -> Value {
+    json!({"type": "string", "enum": Scope::NAMES, "description": "device: the named devices; room: every one of a room; category: every one of a Loxone category or family; system: the whole house"})
+}
+
+pub fn target_schema() -> Value {
+    json!({
+        "type": ["string", "array"],
+        "items": {"type": "string"},
+        "minItems": 1,
+        "description": "scope device: a name or UUID, or a list of them; scope room: room name or UUID; scope category: Loxone category name (e.g. Beleuchtung) or family (lighting, blinds, ...); omitted for scope system"
+    })
+}
+
+/// `target` as a list of names: a string or a non-empty array of non-empty strings.
+pub fn target_names(target: Option<&Value>) -> Result<Option<Vec<String>>, ToolError> {
+    let bad =
+        || ToolError::InvalidParams("target must be a non-empty string or array of strings".into());
+    let names = match target {
+        None => return Ok(None),
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_string).ok_or_else(bad))
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(_) => return Err(bad()),
+    };
+    if names.is_empty() || names.iter().any(|n| n.trim().is_empty()) {
+        return Err(bad());
+    }
+    Ok(Some(names))
+}
+
+/// Blocks that command other blocks: never part of a room- or house-wide batch (they would
+/// move the same devices a second time).
+pub fn is_central(c: &Control) -> bool {
+    matches!(
+        c.kind,
+        ControlKind::CentralLightController
+            | ControlKind::CentralJalousie
+            | ControlKind::CentralAudioZone
+            | ControlKind::CentralAlarm
+    )
+}
+
+/// What scope targeting needs to know about a family's members.
+pub struct Members<'a> {
+    /// The family of the tool (lighting, blinds).
+    pub family: Family,
+    /// Plural noun for messages ("lights", "blinds").
+    pub noun: &'a str,
+    /// Members of room and system scope (top-level controls).
+    pub member: &'a dyn Fn(&Home, &Control) -> bool,
+}
+
+/// The controls a scope names, and the target's display name. Device names are all resolved
+/// before anything is sent: a misunderstood name stops the whole call. `room` picks among
+/// devices of the same name (scope device) or is the room (scope room without target).
+pub fn select<'h>(
+    home: &'h Home,
+    scope: Scope,
+    target: Option<&Value>,
+    room: Option<&str>,
+    m: &Members,
+) -> Result<(Option<String>, Vec<&'h Control>), ToolError> {
+    let names = target_names(target)?;
+    let one = |names: Option<Vec<String>>, what: &str| -> Result<String, ToolError> {
+        match names {
+            Some(n) if n.len() == 1 => Ok(n.into_iter().next().unwrap_or_default()),
+            Some(_) => Err(ToolError::InvalidParams(format!(
+                "target must be one {what} for scope {}",
+                scope.as_str()
+            ))),
+            None => Err(ToolError::InvalidParams(format!(
+                "target ({what}) is required for scope {}",
+                scope.as_str()
+            ))),
+        }
+    };
+    let none = |what: String| ToolError::Refused {
+        code: "DEVICE_NOT_FOUND",
+        message: format!("{what} has no {}", m.noun),
+    };
+    match scope {
+        Scope::System => {
+            if names.is_some() || room.is_some() {
+                return Err(ToolError::InvalidParams(
+                    "target and room do not go with scope system".into(),
+                ));
+            }
+            let list = house_members(home, m.member);
+            if list.is_empty() {
+                return Err(none("the house".into()));
+            }
+            Ok((None, list))
+        }
+        Scope::Room => {
+            let q = match (names, room) {
+                (None, Some(r)) => r.to_string(),
+                (names, None) => one(names, "room name or UUID")?,
+                (Some(_), Some(_)) => {
+                    return Err(ToolError::InvalidParams(
+                        "give the room either as target or as room, not both".into(),
+                    ))
+                }
+            };
+            let r = home.resolve_room(&q)?;
+            let list: Vec<&Control> = home
+                .controls_in_room(&r.uuid)
+                .into_iter()
+                .filter(|c| (m.member)(home, c))
+                .collect();
+            if list.is_empty() {
+                return Err(none(r.name.clone()));
+            }
+            Ok((Some(r.name.clone()), list))
+        }
+        Scope::Category => {
+            if room.is_some() {
+                return Err(ToolError::InvalidParams(
+                    "room does not go with scope category".into(),
+                ));
+            }
+            let q = one(names, "Loxone category name or family")?;
+            let (label, list): (String, Vec<&Control>) = match category_target(home, &q)? {
+                CategoryTarget::Family(f) => (
+                    f.as_str().to_string(),
+                    if f == m.family {
+                        house_members(home, m.member)
+                    } else {
+                        Vec::new()
+                    },
+                ),
+                CategoryTarget::Loxone { uuid, name } => (
+                    name,
+                    home.controls
+                        .iter()
+                        .filter(|c| c.category.as_deref() == Some(uuid.as_str()))
+                        .filter(|c| c.family() == m.family && !is_central(c))
+                        .collect(),
+                ),
+            };
+            if list.is_empty() {
+                return Err(none(format!("category {label}")));
+            }
+            Ok((Some(label), list))
+        }
+        Scope::Device => {
+            let Some(names) = names else {
+                return Err(ToolError::InvalidParams(format!(
+                    "target (a {} name or UUID, or a list of them) is required for scope device",
+                    m.noun.trim_end_matches('s')
+                )));
+            };
+            let family = m.family;
+            let mut list: Vec<&Control> = Vec::new();
+            for n in &names {
+                let c = home.resolve_control(n, room, &|c| c.family() == family)?;
+                if !list.iter().any(|l| l.uuid == c.uuid) {
+                    list.push(c);
+                }
+            }
+            Ok((None, list))
+        }
+    }
+}
+
+/// Members of the whole house, room by room in room order, then those without a room.
+fn house_members<'h>(home: &'h Home, member: &dyn Fn(&Home, &Control) -> bool) -> Vec<&'h Control> {
+    let mut out: Vec<&Control> = home
+        .rooms
+        .iter()
+        .flat_map(|r| home.controls_in_room(&r.uuid))
+        .filter(|c| member(home, c))
+        .collect();
+    out.extend(
+        home.controls
+            .iter()
+            .filter(|c| member(home, c))
+            .filter(|c| c.room.as_deref().is_none_or(|r| home.room(r).is_none())),
+    );
+    out
+}
+
+/// A category target: a family (lighting, blinds, ...) or one of the user's Loxone categories.
+pub enum CategoryTarget {
+    Family(Family),
+    Loxone { uuid: String, name: String },
+}
+
+/// Parses a category target: one of the user's Loxone categories by name (case- and
+/// accent-folded) or UUID first (their own words win: a category called "Shading" means that
+/// category, not every blind), then a family name (lighting, blinds, ...).
+pub fn category_target(home: &Home, s: &str) -> Result<CategoryTarget, ToolError> {
+    let folded = fold(s);
+    if let Some(c) = home
+        .categories
+        .iter()
+        .find(|c| fold(&c.name) == folded || c.uuid.eq_ignore_ascii_case(s))
+    {
+        return Ok(CategoryTarget::Loxone {
+            uuid: c.uuid.clone(),
+            name: c.name.clone(),
+        });
+    }
+    if let Some(f) = Family::parse(s) {
+        return Ok(CategoryTarget::Family(f));
+    }
+    Err(ToolError::InvalidParams(format!(
+        "target {s:?} is no category; use a family ({}) or a Loxone category ({})",
+        Family::ALL.map(|f| f.as_str()).join(", "),
+        home.categories
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )))
+}
+
+/// An argument map from pairs, leaving out nulls (to plan with other tools' planners).
+pub fn args_map(pairs: &[(&str, Value)]) -> Map<String, Value> {
+    pairs
+        .iter()
+        .filter(|(_, v)| !v.is_null())
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect()
+}

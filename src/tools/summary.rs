@@ -1,0 +1,491 @@
+//! Reading the house at a glance: `get_home_summary` (what is on, open, playing, armed) and
+//! `get_sensors_status` (temperature, humidity, motion, door/window, brightness, meters).
+//!
+//! Only a control's primary value can be read over HTTP ([`House::value`]); named states
+//! (a room controller's `tempTarget`, a window monitor's `windowStates`) come from the state
+//! store once the Miniserver's event stream fills it. Until then they are reported as `null`,
+//! never guessed.
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::args;
+use super::lights::is_light;
+use super::view::{self, ValueReader};
+use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY};
+use crate::home::resolve::fold;
+use crate::home::{Control, ControlKind, Family, Home, House, Value as Reading};
+
+/// The sensor kinds of `get_sensors_status`.
+const SENSOR_TYPES: [&str; 7] = [
+    "temperature",
+    "humidity",
+    "motion",
+    "door_window",
+    "brightness",
+    "meter",
+    "other",
+];
+
+pub fn tools() -> Vec<Tool> {
+    vec![
+        Tool {
+            name: "get_home_summary",
+            title: "Home summary",
+            description: "A compact overview of what is going on, read before acting: lights that are on (names), blinds that are not fully open (position in percent closed, 0 = open, 100 = closed), open windows and doors (when known), temperature per room in °C against the target (target null until the Miniserver reports it), audio zones playing, rooms with presence, alarm systems (armed or not) and active alerts (smoke, water). Optional room (name or UUID) narrows everything but the alarm systems to that room.",
+            permission: Permission::Read,
+            annotations: READ_ONLY,
+            input_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "room": {"type": "string", "description": "Room name or UUID"}
+                    },
+                    "additionalProperties": false
+                })
+            },
+            data_schema: || {
+                let names = json!({"type": "array", "items": {"type": "string"}});
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "room": {"type": ["string", "null"]},
+                        "lights_on": names,
+                        "blinds_not_open": {"type": "array", "items": {
+                            "type": "object",
+                            "properties": {"name": {"type": "string"}, "position": {"type": "number", "description": "Percent closed"}},
+                            "required": ["name", "position"]
+                        }},
+                        "openings": {
+                            "type": "object",
+                            "properties": {
+                                "open_count": {"type": ["integer", "null"], "description": "Open windows and doors; null when unknown"},
+                                "open": names,
+                                "note": {"type": "string"}
+                            },
+                            "required": ["open_count", "open"]
+                        },
+                        "climate": {"type": "array", "items": {
+                            "type": "object",
+                            "properties": {
+                                "room": {"type": ["string", "null"]},
+                                "temperature": {"type": ["number", "null"], "description": "°C"},
+                                "target": {"type": ["number", "null"], "description": "°C; null when not known"}
+                            },
+                            "required": ["room", "temperature", "target"]
+                        }},
+                        "audio_playing": names,
+                        "presence": names,
+                        "alarm": {"type": "array", "items": {
+                            "type": "object",
+                            "properties": {"name": {"type": "string"}, "armed": {"type": ["boolean", "null"]}},
+                            "required": ["name", "armed"]
+                        }},
+                        "alerts": names,
+                        "warning": {"type": "string"}
+                    },
+                    "required": ["room", "lights_on", "blinds_not_open", "openings", "climate", "audio_playing", "presence", "alarm", "alerts"]
+                })
+            },
+            run: get_home_summary,
+        },
+        Tool {
+            name: "get_sensors_status",
+            title: "Sensors status",
+            description: "Lists the sensors with their current reading: temperature (°C), humidity (%), motion/presence (true/false), door_window (contacts: open true/false; window monitors: number open), brightness (lx), meter (current power in kW), other (further analog or digital inputs). Filters: room (name or UUID), type (one of temperature, humidity, motion, door_window, brightness, meter, other), name (part of the name, accents optional); limit (default 50, max 500).",
+            permission: Permission::Read,
+            annotations: READ_ONLY,
+            input_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "room": {"type": "string", "description": "Room name or UUID"},
+                        "type": {"type": "string", "enum": SENSOR_TYPES},
+                        "name": {"type": "string", "description": "Only sensors whose name contains this text"},
+                        "limit": args::limit_schema()
+                    },
+                    "additionalProperties": false
+                })
+            },
+            data_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "sensors": {"type": "array", "items": {
+                            "type": "object",
+                            "properties": {
+                                "uuid": {"type": "string"},
+                                "name": {"type": "string"},
+                                "room": {"type": ["string", "null"]},
+                                "sensor_type": {"type": "string", "enum": SENSOR_TYPES},
+                                "type": {"type": "string", "description": "Loxone control type"},
+                                "value": {"description": "Number, boolean or null when it cannot be read"},
+                                "unit": {"type": ["string", "null"]},
+                                "windows": {"type": "integer", "description": "Window monitor: number of monitored windows and doors"}
+                            },
+                            "required": ["uuid", "name", "room", "sensor_type", "type", "value", "unit"]
+                        }},
+                        "total": {"type": "integer", "description": "Matching sensors before the limit"},
+                        "warning": {"type": "string"}
+                    },
+                    "required": ["sensors", "total"]
+                })
+            },
+            run: get_sensors_status,
+        },
+    ]
+}
+
+/// The sensor kind of a control, or `None` when it is no sensor.
+fn sensor_type(c: &Control) -> Option<&'static str> {
+    let name = fold(&c.name);
+    let has = |words: &[&str]| words.iter().any(|w| name.contains(w));
+    Some(match c.kind {
+        ControlKind::PresenceDetector => "motion",
+        ControlKind::WindowMonitor => "door_window",
+        ControlKind::Meter => "meter",
+        ControlKind::InfoOnlyAnalog => {
+            let unit = view::unit(c).unwrap_or_default().to_lowercase();
+            if view::is_temperature_sensor(c) {
+                "temperature"
+            } else if has(&["feucht", "humid"]) {
+                "humidity"
+            } else if unit == "lx" || unit == "lux" || has(&["hellig", "bright", "lux"]) {
+                "brightness"
+            } else {
+                "other"
+            }
+        }
+        ControlKind::InfoOnlyDigital => {
+            if has(&["fenster", "window", "tur", "door", "kontakt", "contact"]) {
+                "door_window"
+            } else if has(&["bewegung", "motion", "prasenz", "presence"]) {
+                "motion"
+            } else {
+                "other"
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// The `(value, unit)` of a sensor reading.
+fn reading(c: &Control, v: Option<&Reading>) -> (Value, Option<String>) {
+    let n = v.and_then(Reading::as_f64);
+    match c.kind {
+        ControlKind::PresenceDetector | ControlKind::InfoOnlyDigital => {
+            (n.map_or(Value::Null, |x| json!(x != 0.0)), None)
+        }
+        ControlKind::WindowMonitor => (n.map_or(Value::Null, |x| json!(x as i64)), None),
+        ControlKind::Meter => (
+            n.map_or(Value::Null, |x| json!(view::round1(x))),
+            Some("kW".into()),
+        ),
+        _ => (
+            n.map_or(Value::Null, |x| json!(view::round1(x))),
+            view::unit(c),
+        ),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SensorsArgs {
+    room: Option<String>,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    name: Option<String>,
+    limit: Option<i64>,
+}
+
+fn get_sensors_status(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
+    let a: SensorsArgs = args::parse(a)?;
+    let limit = args::limit(a.limit)?;
+    let kind = match a.kind.as_deref() {
+        None => None,
+        Some(k) => Some(
+            SENSOR_TYPES
+                .iter()
+                .find(|t| **t == k.trim().to_lowercase())
+                .copied()
+                .ok_or_else(|| {
+                    ToolError::InvalidParams(format!(
+                        "type must be one of {} (got {k:?})",
+                        SENSOR_TYPES.join(", ")
+                    ))
+                })?,
+        ),
+    };
+    let home = house.home();
+    let room = args::room_uuid(&home, a.room.as_deref())?;
+    let needle = a.name.as_deref().map(fold);
+    let matching: Vec<(&Control, &str)> = home
+        .controls
+        .iter()
+        .filter_map(|c| sensor_type(c).map(|t| (c, t)))
+        .filter(|(c, _)| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)))
+        .filter(|(_, t)| kind.is_none_or(|k| k == *t))
+        .filter(|(c, _)| {
+            needle
+                .as_ref()
+                .is_none_or(|n| fold(&c.name).contains(n.as_str()))
+        })
+        .collect();
+    let mut values = ValueReader::new(house);
+    let sensors: Vec<Value> = matching
+        .iter()
+        .take(limit)
+        .map(|(c, t)| {
+            let v = values.read(c).map(|s| s.value);
+            let (value, unit) = reading(c, v.as_ref());
+            let mut d = json!({
+                "uuid": c.uuid,
+                "name": c.name,
+                "room": home.room_name(c),
+                "sensor_type": t,
+                "type": c.kind.as_str(),
+                "value": value,
+                "unit": unit,
+            });
+            if c.kind == ControlKind::WindowMonitor {
+                d["windows"] = json!(monitored(c).len());
+            }
+            d
+        })
+        .collect();
+    Ok(values.annotate(json!({"sensors": sensors, "total": matching.len()})))
+}
+
+/// The windows and doors a WindowMonitor watches: `(name, room UUID)` from its details.
+fn monitored(c: &Control) -> Vec<(String, Option<String>)> {
+    c.details
+        .get("windows")
+        .and_then(Value::as_array)
+        .map(|ws| {
+            ws.iter()
+                .map(|w| {
+                    (
+                        w.get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("?")
+                            .to_string(),
+                        w.get("room").and_then(Value::as_str).map(str::to_string),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The open windows of a WindowMonitor by name, from its `windowStates` (per window a bit
+/// set: 1 closed, 2 tilted, 4 open) when the state store knows them.
+fn open_windows(
+    house: &House,
+    home: &Home,
+    c: &Control,
+    room: Option<&str>,
+) -> Option<Vec<String>> {
+    let Some(Reading::Text(states)) = view::named_state(house, c, "windowStates") else {
+        return None;
+    };
+    let flags: Vec<i64> = states
+        .split(',')
+        .map(|s| s.trim().parse::<f64>().unwrap_or(0.0) as i64)
+        .collect();
+    Some(
+        monitored(c)
+            .into_iter()
+            .zip(flags)
+            .filter(|(_, f)| f & 6 != 0)
+            .filter(|((_, r), _)| room.is_none_or(|want| r.as_deref() == Some(want)))
+            .map(|((name, r), f)| {
+                let room_name = r.as_deref().and_then(|u| home.room(u)).map(|r| &r.name);
+                let tilted = if f & 4 == 0 { ", tilted" } else { "" };
+                match room_name {
+                    Some(rn) => format!("{name} ({rn}{tilted})"),
+                    None => format!("{name}{}", if tilted.is_empty() { "" } else { " (tilted)" }),
+                }
+            })
+            .collect(),
+    )
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SummaryArgs {
+    room: Option<String>,
+}
+
+fn get_home_summary(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
+    let a: SummaryArgs = args::parse(a)?;
+    let home = house.home();
+    let room = match a.room.as_deref() {
+        Some(r) => Some(home.resolve_room(r)?),
+        None => None,
+    };
+    let room_uuid = room.map(|r| r.uuid.as_str());
+    let in_scope = |c: &Control| room_uuid.is_none_or(|r| c.room.as_deref() == Some(r));
+    // In a room summary the room is implied; in the house summary every name carries it.
+    let label = |c: &Control| {
+        if room.is_some() {
+            c.name.clone()
+        } else {
+            view::label(&home, c)
+        }
+    };
+    let mut values = ValueReader::new(house);
+    let mut num = |c: &Control| values.read(c).and_then(|v| v.value.as_f64());
+
+    let mut lights_on = Vec::new();
+    let mut blinds = Vec::new();
+    let mut audio = Vec::new();
+    let mut presence = Vec::new();
+    let mut alerts = Vec::new();
+    let mut alarm = Vec::new();
+    let mut open = Vec::new();
+    let mut open_count: Option<i64> = None;
+    for c in home.controls.iter() {
+        let is_alarm = c.kind == ControlKind::Alarm;
+        if !in_scope(c) && !is_alarm {
+            continue;
+        }
+        match c.kind {
+            _ if is_light(&home, c) => {
+                if let Some(v) = values_on(c, num(c)) {
+                    if v {
+                        lights_on.push(label(c));
+                    }
+                }
+            }
+            ControlKind::Jalousie => {
+                if let Some(p) = num(c).map(|v| view::round1(v * 100.0)) {
+                    if p > 0.5 {
+                        blinds.push(json!({"name": label(c), "position": p}));
+                    }
+                }
+            }
+            ControlKind::AudioZone | ControlKind::AudioZoneV2 if num(c) == Some(2.0) => {
+                audio.push(label(c));
+            }
+            ControlKind::PresenceDetector if num(c).is_some_and(|v| v != 0.0) => {
+                presence
+                    .push(view::room_of(&home, c).map_or_else(|| c.name.clone(), str::to_string));
+            }
+            ControlKind::Alarm => {
+                alarm.push(
+                    json!({"name": view::label(&home, c), "armed": num(c).map(|v| v != 0.0)}),
+                );
+            }
+            ControlKind::SmokeAlarm => {
+                if let Some(level) = num(c).filter(|v| *v > 0.0) {
+                    alerts.push(format!("{}: alarm level {level}", label(c)));
+                }
+            }
+            ControlKind::WindowMonitor if room.is_none() => {
+                if let Some(n) = num(c) {
+                    *open_count.get_or_insert(0) += n as i64;
+                }
+                if let Some(names) = open_windows(house, &home, c, None) {
+                    open.extend(names);
+                }
+            }
+            ControlKind::InfoOnlyDigital => {
+                let on = num(c).is_some_and(|v| v != 0.0);
+                if on && sensor_type(c) == Some("door_window") {
+                    open.push(label(c));
+                } else if on && c.family() == Family::Security {
+                    alerts.push(format!("{}: active", label(c)));
+                }
+            }
+            _ => {}
+        }
+    }
+    // A room summary: the house's window monitors, narrowed to this room's windows.
+    if let Some(r) = room_uuid {
+        for c in home
+            .controls
+            .iter()
+            .filter(|c| c.kind == ControlKind::WindowMonitor)
+        {
+            if let Some(names) = open_windows(house, &home, c, Some(r)) {
+                *open_count.get_or_insert(0) += names.len() as i64;
+                open.extend(names);
+            }
+        }
+    }
+    // Door contacts count too when no window monitor reported.
+    if open_count.is_none() && !open.is_empty() {
+        open_count = Some(open.len() as i64);
+    }
+
+    let named = open.len() as i64;
+    let mut openings = json!({"open_count": open_count, "open": open});
+    if open_count.is_some_and(|n| n > named) {
+        openings["note"] = json!(
+            "which windows are open arrives with the Miniserver's live updates; only the count is known"
+        );
+    }
+    let climate = climate(house, &home, room_uuid, &mut values);
+    Ok(values.annotate(json!({
+        "room": room.map(|r| r.name.as_str()),
+        "lights_on": lights_on,
+        "blinds_not_open": blinds,
+        "openings": openings,
+        "climate": climate,
+        "audio_playing": audio,
+        "presence": presence,
+        "alarm": alarm,
+        "alerts": alerts,
+    })))
+}
+
+/// Whether a light is on, from its primary value.
+fn values_on(c: &Control, v: Option<f64>) -> Option<bool> {
+    let v = v?;
+    view::state(c, &Reading::Number(v))
+        .get("on")
+        .and_then(Value::as_bool)
+}
+
+/// Per room: the room controller's actual temperature and its target (when the state store
+/// knows `tempTarget`), else a temperature sensor's reading.
+fn climate(house: &House, home: &Home, room: Option<&str>, values: &mut ValueReader) -> Vec<Value> {
+    let mut out = Vec::new();
+    for r in home
+        .rooms
+        .iter()
+        .filter(|r| room.is_none_or(|u| u == r.uuid))
+    {
+        let controls = home.controls_in_room(&r.uuid);
+        let controller = controls.iter().find(|c| {
+            matches!(
+                c.kind,
+                ControlKind::IRoomController | ControlKind::IRoomControllerV2
+            )
+        });
+        let entry = match controller {
+            Some(c) => {
+                let t = values
+                    .read(c)
+                    .and_then(|v| v.value.as_f64())
+                    .map(view::round1);
+                let target = view::named_state(house, c, "tempTarget")
+                    .and_then(|v| v.as_f64())
+                    .map(view::round1);
+                json!({"room": r.name, "temperature": t, "target": target})
+            }
+            None => match controls.iter().find(|c| view::is_temperature_sensor(c)) {
+                Some(c) => {
+                    let t = values
+                        .read(c)
+                        .and_then(|v| v.value.as_f64())
+                        .map(view::round1);
+                    json!({"room": r.name, "temperature": t, "target": null})
+                }
+                None => continue,
+            },
+        };
+        out.push(entry);
+    }
+    out
+}
