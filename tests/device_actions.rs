@@ -400,3 +400,33 @@ fn read_only_and_unknown_fields() {
     let dining = uuid_of(&app, "Lichtszenen", "Esszimmer");
     assert_eq!(sim(&app).state(&dining, "activeScene"), Some(0.0));
 }
+
+#[test]
+fn a_central_command_refreshes_the_values_of_its_controls() {
+    let (app, tools) = demo();
+    let living = uuid_of(&app, "Lichtsteuerung", "Wohnzimmer");
+    let state_of = |tools: &home_mcp::tools::HomeTools| {
+        let d = ok(
+            tools,
+            "list_devices",
+            json!({"room": "Wohnzimmer", "type": "LightControllerV2"}),
+        );
+        let dev = d["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["uuid"] == living.as_str())
+            .unwrap()
+            .clone();
+        dev["state"]["on"].clone()
+    };
+    // The first read is remembered (value_max_age) ...
+    assert_eq!(state_of(&tools), true);
+    // ... and a command to the central block forgets the values of the blocks it lists.
+    ok(
+        &tools,
+        "control_device",
+        json!({"device": "Beleuchtung Zentral", "action": "off"}),
+    );
+    assert_eq!(state_of(&tools), false, "not the remembered value");
+}

@@ -390,7 +390,36 @@ impl House {
         self.finish(control, action, &format!("{caller} (secured)"), result)
     }
 
-    /// Logs a write and forgets the control's remembered value.
+    /// Forgets the remembered primary values a command on `control` may change: its own, its
+    /// sub-controls' and, for central blocks, those of the controls it lists in
+    /// `details.controls` (a CentralAlarm disarms every alarm it lists).
+    fn forget(&self, control: &Control) {
+        fn own(states: &StateStore, c: &Control) {
+            states.remove(&c.uuid);
+            for s in &c.sub_controls {
+                own(states, s);
+            }
+        }
+        own(&self.states, control);
+        let listed = control
+            .details
+            .get("controls")
+            .and_then(serde_json::Value::as_array);
+        if let Some(listed) = listed {
+            let home = self.home();
+            for entry in listed {
+                let uuid = entry
+                    .get("uuid")
+                    .and_then(serde_json::Value::as_str)
+                    .or_else(|| entry.as_str());
+                if let Some(child) = uuid.and_then(|u| home.control(u)) {
+                    own(&self.states, child);
+                }
+            }
+        }
+    }
+
+    /// Logs a write and forgets the remembered values it may change.
     fn finish(
         &self,
         control: &Control,
@@ -413,7 +442,7 @@ impl House {
                 action
             ),
         }
-        self.states.remove(&control.uuid);
+        self.forget(control);
         let value = result?;
         Ok(Outcome {
             value,

@@ -220,12 +220,20 @@ impl HomeTools {
     }
 }
 
-const INSTRUCTIONS: &str = "home-mcp controls a Loxone smart home. Start with list_rooms or \
-list_devices to see what exists; devices and rooms are named as in the Loxone app (German or \
-English, accents optional) or by UUID. When a name exists in several rooms, add the room. \
-control_device switches lights, dims (value 0-100 %), moves blinds (up/down/stop, value = \
-position 0 open .. 100 closed). set_room_temperature sets a room's comfort temperature in °C. \
-Alarms, secured controls and opening gates or doors are not operated through control_device.";
+const INSTRUCTIONS: &str = "home-mcp controls a Loxone smart home. Start with \
+get_home_summary (what is on, open, playing, armed) or list_rooms / list_devices to see what \
+exists; devices and rooms are named as in the Loxone app (German or English, accents optional) \
+or by UUID. When a name exists in several rooms, add the room. control_device operates one \
+device (on/off, dim 0-100 %, blinds up/down/stop or a position 0 open .. 100 closed, moods, \
+colours); control_multiple_devices and control_room_devices do several at once. Room- and \
+house-wide tools (lights, blinds, room devices, room modes) accept dry_run: true to preview the \
+exact commands: use it before acting on a whole house. set_room_temperature (°C) and \
+set_room_mode (auto, heating, cooling, comfort, eco, off) run the climate; control_audio_zone \
+and set_audio_volume the music. Alarms are operated only with arm_alarm / disarm_alarm (they \
+may need the visualisation password as code); gates and doors are never opened by \
+control_device. Status reads per family: get_lights_status, get_blinds_status, \
+get_climate_status, get_audio_status, get_security_status, get_sensors_status. Values the \
+Miniserver has not reported are null, never guessed.";
 
 impl Handler for HomeTools {
     fn server_info(&self) -> Implementation {

@@ -2,7 +2,8 @@
 # End-to-end: the built binary, driven by the official Python MCP SDK
 # (../shared/tools/mcp-client-check.py), over stdio and over Streamable HTTP, against the
 # built-in simulated Miniserver (--demo). Also checks that a control_device call made through
-# the SDK changes the simulator's state as a following list_devices shows.
+# the SDK changes the simulator's state as a following list_devices shows, and runs a short
+# session (tests/e2e/session.py; E2E_TRANSCRIPT=FILE keeps its transcript).
 #
 # usage: tests/e2e/python-sdk.sh [path/to/home-mcp]   (default: target/debug/home-mcp)
 # Needs python3 with venv; the SDK is installed on first run (PyPI). Prints "N passed, M failed".
@@ -69,6 +70,17 @@ assert not r["result"]["isError"], r
 assert light_on() is True
 PY
 then ok "control_device off/on seen in list_devices"; else bad "control_device off/on seen in list_devices"; fi
+
+# 4. A home owner's session through the SDK (summary, room action, dry run, secured disarm),
+# printed as a transcript. Runs in the SDK venv mcp-client-check.py prepared above.
+SDK_SPEC="${MCP_CHECK_SDK:-mcp==2.3.0}"
+SDK_PY="${MCP_TOOLS_CACHE:-${TMPDIR:-/tmp}/mcp-tools-cache}/py-$(printf '%s' "$SDK_SPEC" | sha1sum | cut -c1-12)/bin/python"
+if [[ -x "$SDK_PY" ]] && TRANSCRIPT=$("$SDK_PY" tests/e2e/session.py "$BIN" 2>/dev/null); then
+  ok "python-sdk session: $(echo "$TRANSCRIPT" | tail -n1)"
+else
+  bad "python-sdk session ($SDK_PY)"; echo "${TRANSCRIPT:-}" | sed 's/^/    /'
+fi
+[[ -n "${E2E_TRANSCRIPT:-}" ]] && echo "$TRANSCRIPT" > "$E2E_TRANSCRIPT"
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]
