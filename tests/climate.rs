@@ -47,9 +47,51 @@ fn set_mode(tools: &HomeTools, room: &str, args: Value) -> Value {
         .unwrap()
         .extend(args.as_object().unwrap().clone());
     let data = ok(tools, "set_room_mode", a);
-    assert_eq!(data["succeeded"], data["total"], "{data}");
-    assert_eq!(data["failed"], 0);
+    assert_batch(&data);
     data
+}
+
+/// A batch answer in which every item went through (dry run: was planned).
+fn assert_batch(data: &Value) {
+    assert_eq!(data["scope"], "room", "{data}");
+    let s = &data["summary"];
+    let done = if data["dry_run"] == true {
+        &s["planned"]
+    } else {
+        &s["succeeded"]
+    };
+    assert_eq!(done, &s["total"], "{data}");
+    assert_eq!(s["failed"], 0, "{data}");
+    assert_eq!(s["not_attempted"], 0, "{data}");
+    let results = data["results"].as_array().unwrap();
+    assert_eq!(s["total"], results.len());
+    for r in results {
+        assert_eq!(
+            r["status"],
+            if data["dry_run"] == true {
+                "planned"
+            } else {
+                "ok"
+            }
+        );
+    }
+}
+
+/// The commands of result `i` without the `<uuid>/` prefix (which must be the device's).
+fn commands(data: &Value, i: usize) -> Vec<String> {
+    let r = &data["results"][i];
+    let prefix = format!("{}/", r["device"]["uuid"].as_str().unwrap());
+    r["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let c = c.as_str().unwrap();
+            c.strip_prefix(&prefix)
+                .unwrap_or_else(|| panic!("{c} goes to the device"))
+                .to_string()
+        })
+        .collect()
 }
 
 #[test]
@@ -59,12 +101,14 @@ fn room_mode_v2_operating_modes_and_overrides() {
     let irc = controller(&app, "Wohnzimmer");
 
     let data = set_mode(&tools, "wohnzimmer", json!({"mode": "cooling"}));
-    assert_eq!(data["room"], "Wohnzimmer");
-    assert_eq!(data["mode"], "cooling");
-    assert_eq!(data["results"][0]["uuid"], irc.as_str());
+    assert_eq!(data["target"], "Wohnzimmer");
+    assert_eq!(data["action"], "cooling");
+    assert!(data["value"].is_null());
+    assert!(data["duration_minutes"].is_null());
+    assert_eq!(data["results"][0]["device"]["uuid"], irc.as_str());
     assert_eq!(
         data["results"][0]["commands"],
-        json!(["setOperatingMode/2"])
+        json!([format!("{irc}/setOperatingMode/2")])
     );
     assert_eq!(sim.state(&irc, "operatingMode"), Some(2.0));
     set_mode(&tools, "Wohnzimmer", json!({"mode": "heating"}));
@@ -77,6 +121,8 @@ fn room_mode_v2_operating_modes_and_overrides() {
         json!({"mode": "eco", "duration_minutes": 90}),
     );
     assert_eq!(data["duration_minutes"], 90);
+    assert_eq!(data["value"], 90.0);
+    assert!(data["results"][0].get("note").is_none(), "{data}");
     assert_eq!(sim.state(&irc, "activeMode"), Some(0.0));
     // Eco target = comfort 22 - absentMinOffset 3.
     assert_eq!(sim.state(&irc, "tempTarget"), Some(19.0));
@@ -94,10 +140,7 @@ fn room_mode_v2_operating_modes_and_overrides() {
 
     // Auto: automatic operating mode and the override ends (back to the scheduled comfort).
     let data = set_mode(&tools, "Wohnzimmer", json!({"mode": "auto"}));
-    assert_eq!(
-        data["results"][0]["commands"],
-        json!(["setOperatingMode/0", "stopOverride"])
-    );
+    assert_eq!(commands(&data, 0), ["setOperatingMode/0", "stopOverride"]);
     assert_eq!(sim.state(&irc, "operatingMode"), Some(0.0));
     assert_eq!(sim.state(&irc, "activeMode"), Some(1.0));
     assert_eq!(sim.state_text(&irc, "overrideEntries").unwrap(), "[]");
@@ -119,17 +162,15 @@ fn room_mode_dry_run_sends_nothing() {
         json!({"mode": "eco", "duration_minutes": 30, "dry_run": true}),
     );
     assert_eq!(data["dry_run"], true);
-    let cmd = data["results"][0]["commands"][0].as_str().unwrap();
+    assert_eq!(data["summary"]["planned"], 1);
+    let cmd = &commands(&data, 0)[0];
     assert!(cmd.starts_with("override/0/"), "{cmd}");
     assert_eq!(sim.state(&irc, "activeMode"), Some(1.0));
     let data = set_mode(&tools, "Büro", json!({"mode": "auto", "dry_run": true}));
-    assert_eq!(
-        data["results"][0]["commands"],
-        json!(["mode/0", "stoptimer"])
-    );
+    assert_eq!(commands(&data, 0), ["mode/0", "stoptimer"]);
     assert_eq!(sim.state(&office, "mode"), Some(0.0));
     let data = set_mode(&tools, "Büro", json!({"mode": "heating", "dry_run": true}));
-    assert_eq!(data["results"][0]["commands"], json!(["mode/3"]));
+    assert_eq!(commands(&data, 0), ["mode/3"]);
     assert_eq!(sim.state(&office, "mode"), Some(0.0), "not sent");
 }
 
@@ -140,19 +181,19 @@ fn room_mode_v1_modes_and_timers() {
     let irc = controller(&app, "Büro");
 
     let data = set_mode(&tools, "buro", json!({"mode": "heating"}));
-    assert_eq!(data["results"][0]["type"], "IRoomController");
-    assert_eq!(data["results"][0]["commands"], json!(["mode/3"]));
+    assert_eq!(data["results"][0]["device"]["type"], "IRoomController");
+    assert_eq!(commands(&data, 0), ["mode/3"]);
     assert_eq!(sim.state(&irc, "mode"), Some(3.0));
     set_mode(&tools, "Büro", json!({"mode": "cooling"}));
     assert_eq!(sim.state(&irc, "mode"), Some(4.0));
 
     // Eco without a duration: v1 only has timers, 240 minutes by default.
     let data = set_mode(&tools, "Büro", json!({"mode": "eco"}));
-    assert_eq!(
-        data["results"][0]["commands"],
-        json!(["starttimer/0/14400"])
-    );
-    assert_eq!(data["results"][0]["duration_minutes"], 240);
+    assert_eq!(commands(&data, 0), ["starttimer/0/14400"]);
+    // The header has the duration as asked (none); the item says which one it used.
+    assert!(data["duration_minutes"].is_null());
+    let note = data["results"][0]["note"].as_str().unwrap();
+    assert!(note.contains("duration_minutes 240"), "{note}");
     assert_eq!(sim.state(&irc, "overrideTotal"), Some(14400.0));
     // Eco is relative: comfort 21.5 + (-3).
     assert_eq!(sim.state(&irc, "tempTarget"), Some(18.5));
@@ -172,13 +213,107 @@ fn room_mode_v1_modes_and_timers() {
     assert_eq!(sim.state(&irc, "tempTarget"), Some(6.0), "empty house");
 
     let data = set_mode(&tools, "Büro", json!({"mode": "auto"}));
-    assert_eq!(
-        data["results"][0]["commands"],
-        json!(["mode/0", "stoptimer"])
-    );
+    assert_eq!(commands(&data, 0), ["mode/0", "stoptimer"]);
     assert_eq!(sim.state(&irc, "mode"), Some(0.0));
     assert_eq!(sim.state(&irc, "override"), Some(0.0));
     assert_eq!(sim.state(&irc, "tempTarget"), Some(21.5));
+}
+
+/// UUID of the demo house's Climate Controller ("Heizung & Kühlung", Keller).
+const DEMO_CLIMATE: &str = "1d5c3c41-0224-5dd7-ffff504f94d0e5a1";
+
+#[test]
+fn room_mode_sets_the_climate_controller() {
+    let (app, tools) = demo();
+    let sim = sim(&app);
+    for (mode, auto_mode) in [
+        ("heating", 1.0),
+        ("cooling", 2.0),
+        ("off", -1.0),
+        ("auto", 0.0),
+    ] {
+        let data = set_mode(&tools, "keller", json!({"mode": mode}));
+        assert_eq!(data["target"], "Keller");
+        assert_eq!(data["action"], mode);
+        let r = &data["results"][0];
+        assert_eq!(r["device"]["type"], "ClimateController");
+        assert_eq!(commands(&data, 0), [format!("autoMode/{auto_mode}")]);
+        assert!(r["note"].as_str().unwrap().contains("whole house"), "{r}");
+        assert_eq!(
+            sim.state(DEMO_CLIMATE, "autoMode"),
+            Some(auto_mode),
+            "{mode}"
+        );
+    }
+    let data = set_mode(
+        &tools,
+        "Keller",
+        json!({"mode": "heating", "dry_run": true}),
+    );
+    assert_eq!(commands(&data, 0), ["autoMode/1"]);
+    assert_eq!(sim.state(DEMO_CLIMATE, "autoMode"), Some(0.0), "not sent");
+}
+
+#[test]
+fn room_mode_climate_controller_next_to_room_controllers() {
+    // The demo house with its Climate Controller moved into the living room, next to the
+    // room controller there.
+    let mut doc: Value = serde_json::from_str(include_str!("../assets/demo-house.json")).unwrap();
+    let living = doc["controls"]["1d5c3a56-0205-506a-ffff504f94d0e5a1"]["room"].clone();
+    doc["controls"][DEMO_CLIMATE]["room"] = living;
+    let f = fixture_text(&doc.to_string());
+    let irc = "1d5c3a56-0205-506a-ffff504f94d0e5a1";
+
+    // Comfort: the room controller takes it, the Climate Controller cannot (its item's error).
+    let data = ok(
+        &f.tools,
+        "set_room_mode",
+        json!({"room": "Wohnzimmer", "mode": "comfort", "duration_minutes": 60}),
+    );
+    assert_eq!(data["duration_minutes"], 60);
+    assert_eq!(data["summary"]["total"], 2, "{data}");
+    assert_eq!(data["summary"]["succeeded"], 1);
+    assert_eq!(data["summary"]["failed"], 1);
+    let results = data["results"].as_array().unwrap();
+    let by_type = |t: &str| {
+        results
+            .iter()
+            .find(|r| r["device"]["type"] == t)
+            .unwrap_or_else(|| panic!("no {t} in {data}"))
+    };
+    let room = by_type("IRoomControllerV2");
+    assert_eq!(room["status"], "ok");
+    assert_eq!(f.sim.state(irc, "activeMode"), Some(1.0));
+    let cc = by_type("ClimateController");
+    assert_eq!(cc["status"], "error");
+    assert_eq!(cc["commands"], json!([]));
+    assert_eq!(cc["error"]["code"], "INVALID_PARAMETERS");
+    let m = cc["error"]["message"].as_str().unwrap();
+    assert!(m.contains("does not support mode comfort"), "{m}");
+    assert!(
+        m.contains("auto (heating and cooling), heating, cooling"),
+        "{m}"
+    );
+
+    // Cooling reaches both.
+    let data = set_mode(&f.tools, "Wohnzimmer", json!({"mode": "cooling"}));
+    assert_eq!(data["summary"]["succeeded"], 2);
+    assert_eq!(f.sim.state(irc, "operatingMode"), Some(2.0));
+    assert_eq!(f.sim.state(DEMO_CLIMATE, "autoMode"), Some(2.0));
+    // Auto: the room controller also ends its override; the Climate Controller has none.
+    let data = set_mode(&f.tools, "Wohnzimmer", json!({"mode": "auto"}));
+    let cc = data["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|r| r["device"]["type"] == "ClimateController")
+        .unwrap();
+    assert_eq!(commands(&data, cc), ["autoMode/0"]);
+    assert_eq!(
+        commands(&data, 1 - cc),
+        ["setOperatingMode/0", "stopOverride"]
+    );
+    assert_eq!(f.sim.state(DEMO_CLIMATE, "autoMode"), Some(0.0));
 }
 
 #[test]
@@ -263,6 +398,36 @@ fn room_mode_bad_inputs() {
             .contains("Garage has no room controller"),
         "{e}"
     );
+    // The cellar has only the house-wide Climate Controller: comfort means nothing to it.
+    let e = tool_error(
+        &tools,
+        "set_room_mode",
+        json!({"room": "Keller", "mode": "comfort"}),
+    );
+    assert_eq!(e["code"], "INVALID_PARAMETERS");
+    let m = e["message"].as_str().unwrap();
+    assert!(m.contains("nothing in Keller supports it"), "{m}");
+    assert!(m.contains("Heizung & Kühlung (ClimateController)"), "{m}");
+    let e = tool_error(
+        &tools,
+        "set_room_mode",
+        json!({"room": "Keller", "mode": "off", "duration_minutes": 30}),
+    );
+    assert_eq!(e["code"], "INVALID_PARAMETERS");
+    assert!(e["message"].as_str().unwrap().contains("no timer"), "{e}");
+
+    let m = invalid_params(
+        &tools,
+        "set_room_temperature",
+        json!({"room": "Bad", "temperature": 20, "dry_run": "yes"}),
+    );
+    assert!(m.contains("invalid type"), "{m}");
+    let m = invalid_params(
+        &tools,
+        "set_room_temperature",
+        json!({"room": "Bad", "temperature": 4.5}),
+    );
+    assert!(m.contains("temperature must be between 5 and 35"), "{m}");
 }
 
 #[test]
@@ -393,10 +558,25 @@ fn set_room_temperature_reaches_v1_and_v2() {
         "set_room_temperature",
         json!({"room": "Büro", "temperature": 22.5}),
     );
-    assert_eq!(data["controllers"][0]["type"], "IRoomController");
+    assert_batch(&data);
+    assert_eq!(data["target"], "Büro");
+    assert_eq!(data["action"], "temperature");
+    assert_eq!(data["value"], 22.5);
+    assert_eq!(data["results"][0]["device"]["type"], "IRoomController");
+    assert_eq!(commands(&data, 0), ["settemp/1/22.5"]);
     assert_eq!(sim.state(&office, "temperatures[1]"), Some(22.5));
     assert_eq!(sim.state(&office, "tempTarget"), Some(22.5));
     let bath = controller(&app, "Bad");
+    let before = sim.state(&bath, "comfortTemperature");
+    let data = ok(
+        &tools,
+        "set_room_temperature",
+        json!({"room": "Bad", "temperature": 24, "dry_run": true}),
+    );
+    assert_batch(&data);
+    assert_eq!(data["summary"]["planned"], 1);
+    assert_eq!(commands(&data, 0), ["setComfortTemperature/24"]);
+    assert_eq!(sim.state(&bath, "comfortTemperature"), before, "not sent");
     ok(
         &tools,
         "set_room_temperature",
@@ -447,6 +627,19 @@ fn miniserver_down_gives_connection_error() {
         e["message"].as_str().unwrap().contains("cannot reach"),
         "{e}"
     );
+    let e = tool_error(
+        &tools,
+        "set_room_temperature",
+        json!({"room": "Wohnzimmer", "temperature": 21}),
+    );
+    assert_eq!(e["code"], "CONNECTION_ERROR");
+    // A dry run sends nothing, so it still answers.
+    let data = ok(
+        &tools,
+        "set_room_mode",
+        json!({"room": "Wohnzimmer", "mode": "heating", "dry_run": true}),
+    );
+    assert_eq!(data["summary"]["planned"], 1);
     let e = tool_error(&tools, "get_zone_temperature", json!({"zone_id": "Küche"}));
     assert_eq!(e["code"], "CONNECTION_ERROR");
     // The status list still answers from the structure and says why values are missing.
@@ -471,7 +664,12 @@ fn fixture(file: &str) -> Fixture {
         env!("CARGO_MANIFEST_DIR")
     ))
     .unwrap();
-    let sim = Arc::new(Simulator::new(&text, None, SimConfig::default()).unwrap());
+    fixture_text(&text)
+}
+
+/// The server on a simulated Miniserver serving `text` as its structure file.
+fn fixture_text(text: &str) -> Fixture {
+    let sim = Arc::new(Simulator::new(text, None, SimConfig::default()).unwrap());
     let server = SimServer::start(sim.clone(), "127.0.0.1:0").unwrap();
     let ms = MiniserverConfig {
         base_url: server.base_url(),
@@ -479,7 +677,7 @@ fn fixture(file: &str) -> Fixture {
         password: "demo".into(),
     };
     let house = Arc::new(House::new(
-        parse_structure(&text).unwrap(),
+        parse_structure(text).unwrap(),
         Arc::new(Client::new(&ms, &Timeouts::default())),
         Duration::from_secs(5),
     ));

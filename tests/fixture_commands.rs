@@ -34,11 +34,27 @@ struct Fixture {
 }
 
 fn start(name: &'static str) -> Fixture {
+    start_with(name, None)
+}
+
+/// The fixture's structure file, as it is on disk.
+fn structure_text(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(name);
-    let json = std::fs::read_to_string(&path).unwrap();
-    let sim = Arc::new(Simulator::new(&json, None, SimConfig::default()).unwrap());
+    std::fs::read_to_string(&path).unwrap()
+}
+
+/// The fixture's structure file as JSON.
+fn structure(name: &str) -> Value {
+    serde_json::from_str(&structure_text(name)).unwrap()
+}
+
+/// Like [`start`], the simulator starting from `values` (`{uuid: {state: value}}`).
+fn start_with(name: &'static str, values: Option<&Value>) -> Fixture {
+    let json = structure_text(name);
+    let values = values.map(Value::to_string);
+    let sim = Arc::new(Simulator::new(&json, values.as_deref(), SimConfig::default()).unwrap());
     let server = SimServer::start(sim.clone(), "127.0.0.1:0").unwrap();
     let config = Config {
         miniserver: Some(MiniserverConfig {
@@ -395,4 +411,141 @@ fn read_only_types_take_no_commands() {
             }
         }
     }
+}
+
+/// Calls a tool that must succeed; returns the envelope's data.
+fn tool(f: &Fixture, name: &str, args: Value) -> Value {
+    let r = call(&f.tools, name, args.clone())
+        .unwrap_or_else(|e| panic!("{}: {name} {args}: {e:?}", f.name));
+    let t = text(&r);
+    assert!(!r.is_error, "{}: {name} {args}: {t}", f.name);
+    t["data"].clone()
+}
+
+#[test]
+fn climate_controller_modes_via_its_room() {
+    let seen = each(ControlKind::ClimateController, |f, c| {
+        let home = f.app.house.home();
+        let room = home
+            .room_name(c)
+            .expect("the climate controller has a room");
+        for (mode, auto_mode) in [
+            ("heating", 1.0),
+            ("cooling", 2.0),
+            ("off", -1.0),
+            ("auto", 0.0),
+        ] {
+            let d = tool(f, "set_room_mode", json!({"room": room, "mode": mode}));
+            assert_eq!(d["target"], room);
+            let r = d["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["device"]["uuid"] == c.uuid.as_str())
+                .unwrap_or_else(|| panic!("{}: {} not in {d}", f.name, c.name))
+                .clone();
+            assert_eq!(r["status"], "ok", "{r}");
+            assert_eq!(
+                r["commands"],
+                json!([format!("{}/autoMode/{auto_mode}", c.uuid)])
+            );
+            assert_eq!(num(f, c, "autoMode"), auto_mode, "{}: {mode}", f.name);
+        }
+        // Comfort is for room controllers: refused when the room has none, else the climate
+        // controller's own item fails.
+        let r = call(
+            &f.tools,
+            "set_room_mode",
+            json!({"room": room, "mode": "comfort"}),
+        )
+        .unwrap();
+        let t = text(&r);
+        if r.is_error {
+            assert_eq!(t["error"]["code"], "INVALID_PARAMETERS", "{t}");
+        } else {
+            let item = t["data"]["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["device"]["uuid"] == c.uuid.as_str())
+                .unwrap()
+                .clone();
+            assert_eq!(item["error"]["code"], "INVALID_PARAMETERS", "{item}");
+        }
+        assert_eq!(num(f, c, "autoMode"), 0.0, "comfort left it alone");
+    });
+    assert_eq!(
+        seen,
+        BTreeSet::from(["TheJack75-Loxone.NET-uk-demo-miniserver.json"])
+    );
+}
+
+#[test]
+fn smoke_alarm_acknowledge() {
+    let mut seen = BTreeSet::new();
+    for name in FIXTURES {
+        // Every smoke alarm of the file starts in the main alarm, sounding (and, to see every
+        // state reset, with a test alarm running).
+        let doc = structure(name);
+        let smoke: Vec<String> = doc["controls"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(_, c)| c["type"] == "SmokeAlarm")
+            .map(|(uuid, _)| uuid.clone())
+            .collect();
+        if smoke.is_empty() {
+            continue;
+        }
+        let values: serde_json::Map<String, Value> = smoke
+            .iter()
+            .map(|u| {
+                let v = json!({"level": 2, "nextLevel": 2, "acousticAlarm": 1, "testAlarm": 1});
+                (u.clone(), v)
+            })
+            .collect();
+        let f = start_with(name, Some(&Value::Object(values)));
+        let home = f.app.house.home();
+        for uuid in &smoke {
+            let c = home.control(uuid).expect("smoke alarm in the model");
+            assert!(!c.is_secured, "{}: {}", f.name, c.name);
+            assert_eq!(num(&f, c, "level"), 2.0);
+            let status = tool(&f, "get_security_status", json!({}));
+            let entry = |status: &Value| {
+                status["smoke_alarms"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|s| s["uuid"] == c.uuid.as_str())
+                    .unwrap_or_else(|| panic!("{}: {} not listed", f.name, c.name))
+                    .clone()
+            };
+            assert_eq!(entry(&status)["level"], 2.0, "{}", f.name);
+            assert_eq!(entry(&status)["alarm"], true);
+
+            // By name (unique in these files), as a user says it.
+            let d = tool(&f, "acknowledge_alarm", json!({"alarm": c.name}));
+            assert_eq!(d["action"], "acknowledge");
+            assert_eq!(d["alarm"]["uuid"], c.uuid.as_str(), "{}: {d}", f.name);
+            assert_eq!(d["secured_command"], false);
+            for s in ["level", "nextLevel", "acousticAlarm", "testAlarm"] {
+                assert_eq!(num(&f, c, s), 0.0, "{}: {} {s}", f.name, c.name);
+            }
+            let status = tool(&f, "get_security_status", json!({}));
+            assert_eq!(entry(&status)["level"], 0.0, "{}", f.name);
+            assert_eq!(entry(&status)["alarm"], false);
+            // By UUID, on an alarm already quiet: still sent, states stay 0.
+            let d = tool(&f, "acknowledge_alarm", json!({"alarm": c.uuid}));
+            assert_eq!(d["alarm"]["name"], c.name.as_str());
+            assert_eq!(num(&f, c, "level"), 0.0);
+            seen.insert(*name);
+        }
+    }
+    assert_eq!(
+        seen,
+        BTreeSet::from([
+            "Smarteon-loxone-java-showroom.json",
+            "TheJack75-Loxone.NET-uk-demo-miniserver.json"
+        ])
+    );
 }

@@ -40,6 +40,15 @@ fn calls() -> Vec<(&'static str, Value)> {
             "set_room_mode",
             json!({"room": "Büro", "mode": "auto", "dry_run": true}),
         ),
+        ("set_room_mode", json!({"room": "Büro", "mode": "eco"})),
+        (
+            "set_room_mode",
+            json!({"room": "Keller", "mode": "heating"}),
+        ),
+        (
+            "set_room_temperature",
+            json!({"room": "Büro", "temperature": 20, "dry_run": true}),
+        ),
         ("get_zone_temperature", json!({"zone_id": "Wohnzimmer"})),
         ("get_climate_status", json!({})),
         (

@@ -330,8 +330,21 @@ fn temperatures_read_and_set() {
         "set_room_temperature",
         json!({"room": "wohnzimmer", "temperature": 21.5}),
     );
-    assert_eq!(data["room"], "Wohnzimmer");
-    assert_eq!(data["controllers"][0]["uuid"], irc.as_str());
+    assert_eq!(data["scope"], "room");
+    assert_eq!(data["target"], "Wohnzimmer");
+    assert_eq!(data["action"], "temperature");
+    assert_eq!(data["value"], 21.5);
+    assert_eq!(data["dry_run"], false);
+    assert_eq!(data["results"][0]["device"]["uuid"], irc.as_str());
+    assert_eq!(data["results"][0]["status"], "ok");
+    assert_eq!(
+        data["results"][0]["commands"],
+        json!([format!("{irc}/setComfortTemperature/21.5")])
+    );
+    assert_eq!(
+        data["summary"],
+        json!({"total": 1, "succeeded": 1, "failed": 0, "not_attempted": 0, "planned": 0})
+    );
     assert_eq!(sim(&app).state(&irc, "comfortTemperature"), Some(21.5));
 
     let m = invalid_params(
@@ -352,6 +365,7 @@ fn temperatures_read_and_set() {
         json!({"room": "Garage", "temperature": 20}),
     );
     assert_eq!(e["code"], "DEVICE_NOT_FOUND");
+    assert!(e["message"].as_str().unwrap().contains("Garage"), "{e}");
 }
 
 #[test]

@@ -136,7 +136,9 @@ fn create_list_get_execute_delete() {
     assert_eq!(steps[0]["tool"], "control_room_lights");
     assert_eq!(steps[0]["arguments"]["room"], "Küche");
     assert_eq!(steps[0]["data"]["target"], "Küche");
-    assert_eq!(steps[1]["data"]["temperature"], 21.5);
+    assert_eq!(steps[1]["data"]["action"], "temperature");
+    assert_eq!(steps[1]["data"]["value"], 21.5);
+    assert_eq!(steps[1]["data"]["summary"]["succeeded"], 1);
     assert!(steps[2]["data"]["total"].as_u64().unwrap() > 3);
     assert_eq!(s.state(&ceiling, "active"), Some(0.0));
     let irc = uuid_of(&app, "Raumregelung", "Wohnzimmer");

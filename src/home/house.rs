@@ -72,7 +72,9 @@ pub enum Action {
     Text(String),
 }
 
-/// The operating mode of a room's climate control (IRoomController v1/v2).
+/// The operating mode of a room's climate control (IRoomController v1/v2); the house-wide
+/// ClimateController takes `Auto`, `Heating`, `Cooling` and `Off` without a timer as its
+/// `autoMode`.
 ///
 /// Loxone keeps two things apart: the *operating mode* (automatic, heating only, cooling only;
 /// V2 `setOperatingMode/{n}`, v1 `mode/{n}`) and a temporary *override* of the scheduled

@@ -129,6 +129,18 @@ pub fn command_for(control: &Control, action: &Action) -> Result<Command, String
             None => unsupported("comfort, eco and off only with a duration (v1 timers end)"),
         },
         (K::IRoomController | K::IRoomControllerV2, _) => unsupported("a temperature, a mode"),
+        // ClimateController (§5.3): `autoMode/{-1..2}`. The research notes give only the range;
+        // the meaning (-1 off, 0 heating and cooling allowed, 1 heating only, 2 cooling only) is
+        // our reading of Loxone's structure-file docs. It has no timer and no comfort/eco
+        // temperatures (those belong to the room controllers).
+        (K::ClimateController, RoomMode(m)) => match climate_auto_mode(m) {
+            Some(n) => own(&format!("autoMode/{n}")),
+            None => unsupported(
+                "the modes auto (heating and cooling), heating, cooling and off (without a \
+                 duration: it has no timer)",
+            ),
+        },
+        (K::ClimateController, _) => unsupported("the modes auto, heating, cooling and off"),
         (K::AudioZone | K::AudioZoneV2 | K::CentralAudioZone, On | Play) => own("play"),
         (K::AudioZone | K::AudioZoneV2 | K::CentralAudioZone, Pause | Stop) => own("pause"),
         // v1 has a power switch; V2 and the central block only play and pause.
@@ -248,6 +260,20 @@ fn irc_v1_mode(m: &crate::home::RoomMode) -> Option<String> {
         M::Eco(t) => timer(0, t),
         M::Off(t) => timer(3, t),
         M::EndOverride => Some("stoptimer".into()),
+    }
+}
+
+/// ClimateController `autoMode` value of a mode (see the comment in [`command_for`]): 0 heating
+/// and cooling allowed, 1 heating only, 2 cooling only, -1 off. `None` for what the block
+/// cannot do: comfort, eco, ending an override, and off with a timer.
+fn climate_auto_mode(m: &crate::home::RoomMode) -> Option<i8> {
+    use crate::home::RoomMode as M;
+    match m {
+        M::Auto => Some(0),
+        M::Heating => Some(1),
+        M::Cooling => Some(2),
+        M::Off(None) => Some(-1),
+        M::Off(Some(_)) | M::Comfort(_) | M::Eco(_) | M::EndOverride => None,
     }
 }
 
@@ -432,6 +458,47 @@ mod tests {
         assert_eq!(cmd(&v1, M::EndOverride).unwrap(), "stoptimer");
         assert!(cmd(&v1, M::Eco(None)).unwrap_err().contains("duration"));
         assert!(command_for(&v1, &Action::Play).is_err());
+    }
+
+    #[test]
+    fn climate_controller_maps_auto_modes() {
+        use crate::home::{OverrideTimer, RoomMode as M};
+        let c = control(ControlKind::ClimateController);
+        let cmd = |m: M| command_for(&c, &Action::RoomMode(m)).map(|c| c.command);
+        assert_eq!(cmd(M::Auto).unwrap(), "autoMode/0");
+        assert_eq!(cmd(M::Heating).unwrap(), "autoMode/1");
+        assert_eq!(cmd(M::Cooling).unwrap(), "autoMode/2");
+        assert_eq!(cmd(M::Off(None)).unwrap(), "autoMode/-1");
+        assert_eq!(
+            command_for(&c, &Action::RoomMode(M::Auto)).unwrap().target,
+            c.uuid
+        );
+        let timer = Some(OverrideTimer {
+            minutes: 30,
+            until: 500_000_000,
+        });
+        for m in [
+            M::Comfort(None),
+            M::Eco(timer),
+            M::EndOverride,
+            M::Off(timer),
+        ] {
+            let err = cmd(m).unwrap_err();
+            assert!(
+                err.contains("Test (ClimateController) does not support"),
+                "{err}"
+            );
+            assert!(
+                err.contains("auto (heating and cooling), heating, cooling"),
+                "{err}"
+            );
+        }
+        let err = command_for(&c, &Action::Temperature(21.0)).unwrap_err();
+        assert!(
+            err.contains("the modes auto, heating, cooling and off"),
+            "{err}"
+        );
+        assert!(command_for(&c, &Action::On).is_err());
     }
 
     #[test]

@@ -2,8 +2,14 @@
 //! `get_zone_temperature`, `get_climate_status`.
 //!
 //! A room's climate is its room controller(s): Intelligent Room Controller v1
-//! (`IRoomController`) or V2 (`IRoomControllerV2`); the house-wide `ClimateController` is only
-//! reported. Temperatures are °C. Over HTTP only a controller's primary value, the actual
+//! (`IRoomController`) or V2 (`IRoomControllerV2`). The house-wide `ClimateController`
+//! (heating/cooling block) is reported, and `set_room_mode` on its room sets its automatic mode
+//! (`autoMode`). Temperatures are °C.
+//!
+//! `set_room_temperature` and `set_room_mode` answer in the batch runner's shape (see
+//! [`super::batch`]): header `{scope: "room", target: <room name>, action, value, dry_run}`, one
+//! result per controller (`status` ok, error, not_attempted or planned, with the exact
+//! `<uuid>/<command>`s) and the `summary` counts; `set_room_mode` adds `duration_minutes`. Over HTTP only a controller's primary value, the actual
 //! temperature, can be read; the named states (`tempTarget`, `operatingMode`, `activeMode`,
 //! `openWindow`, ...) come from the live state store when the WebSocket link fills it, and are
 //! `null` until then, never guessed.
@@ -12,6 +18,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::args::{self, in_range};
+use super::batch::{self, Item, RunOptions};
 use super::view;
 use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY, SETTER};
 use crate::home::resolve::ResolveError;
@@ -70,7 +77,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "set_room_temperature",
             title: "Set room temperature",
-            description: "Sets the comfort (target) temperature of a room in °C, 5-35, on its room controller (Intelligent Room Controller V1 or V2). room: name or UUID.",
+            description: "Sets the comfort (target) temperature of a room in °C, 5-35, on every room controller (Intelligent Room Controller V1 or V2) of the room. room: name or UUID. dry_run: true lists the controllers and the exact commands without sending. Reports each controller with status ok, error, not_attempted or planned and the Loxone commands, plus summary counts.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -78,29 +85,20 @@ pub fn tools() -> Vec<Tool> {
                     "type": "object",
                     "properties": {
                         "room": {"type": "string", "description": "Room name or UUID"},
-                        "temperature": {"type": "number", "minimum": MIN_TEMPERATURE, "maximum": MAX_TEMPERATURE, "description": "Target temperature in °C, e.g. 21.5"}
+                        "temperature": {"type": "number", "minimum": MIN_TEMPERATURE, "maximum": MAX_TEMPERATURE, "description": "Target temperature in °C, e.g. 21.5"},
+                        "dry_run": args::dry_run_schema()
                     },
                     "required": ["room", "temperature"],
                     "additionalProperties": false
                 })
             },
-            data_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "room": {"type": "string"},
-                        "temperature": {"type": "number"},
-                        "controllers": {"type": "array", "items": {"type": "object"}}
-                    },
-                    "required": ["room", "temperature", "controllers"]
-                })
-            },
+            data_schema: batch::result_schema,
             run: set_room_temperature,
         },
         Tool {
             name: "set_room_mode",
             title: "Set room climate mode",
-            description: "Sets the climate mode of every room controller (Intelligent Room Controller V1 or V2) of a room. mode: auto (automatic heating and cooling by schedule; also ends a comfort/eco/off override), heating (automatic, heating only), cooling (automatic, cooling only), comfort (comfort temperature now), eco (economy temperature now), off (building protection only: frost/heat protection). duration_minutes (1-10080) limits comfort, eco and off; without it a V2 controller keeps the override until mode auto, a V1 controller (which only has timers) uses 240 minutes. room: name or UUID. dry_run: true lists the controllers and the exact commands without sending. Reports each controller (ok or error) with the Loxone commands sent.",
+            description: "Sets the climate mode of every room controller (Intelligent Room Controller V1 or V2) of a room. mode: auto (automatic heating and cooling by schedule; also ends a comfort/eco/off override), heating (automatic, heating only), cooling (automatic, cooling only), comfort (comfort temperature now), eco (economy temperature now), off (building protection only: frost/heat protection). duration_minutes (1-10080) limits comfort, eco and off; without it a V2 controller keeps the override until mode auto, a V1 controller (which only has timers) uses 240 minutes. A Climate Controller (the house-wide heating/cooling block) in the room is set too, for the whole house: auto (heating and cooling allowed), heating, cooling, off (without duration_minutes; it has no timer); comfort and eco do not apply to it (that item's error). room: name or UUID. dry_run: true lists the controllers and the exact commands without sending. Reports each controller with status ok, error, not_attempted or planned and the Loxone commands, plus summary counts.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -110,40 +108,13 @@ pub fn tools() -> Vec<Tool> {
                         "room": {"type": "string", "description": "Room name or UUID"},
                         "mode": {"type": "string", "enum": MODES},
                         "duration_minutes": {"type": "integer", "minimum": 1, "maximum": MAX_DURATION_MINUTES, "description": "For comfort, eco, off: minutes until the schedule takes over again"},
-                        "dry_run": {"type": "boolean", "default": false, "description": "List the controllers and the exact commands, send nothing"}
+                        "dry_run": args::dry_run_schema()
                     },
                     "required": ["room", "mode"],
                     "additionalProperties": false
                 })
             },
-            data_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "room": {"type": "string"},
-                        "mode": {"type": "string", "enum": MODES},
-                        "duration_minutes": {"type": ["integer", "null"]},
-                        "dry_run": {"type": "boolean"},
-                        "results": {"type": "array", "items": {
-                            "type": "object",
-                            "properties": {
-                                "uuid": {"type": "string"},
-                                "name": {"type": "string"},
-                                "type": {"type": "string"},
-                                "ok": {"type": "boolean"},
-                                "commands": {"type": "array", "items": {"type": "string"}},
-                                "duration_minutes": {"type": ["integer", "null"]},
-                                "error": {"type": "string"}
-                            },
-                            "required": ["uuid", "name", "type", "ok", "commands"]
-                        }},
-                        "total": {"type": "integer"},
-                        "succeeded": {"type": "integer"},
-                        "failed": {"type": "integer"}
-                    },
-                    "required": ["room", "mode", "dry_run", "results", "total", "succeeded", "failed"]
-                })
-            },
+            data_schema: mode_result_schema,
             run: set_room_mode,
         },
         Tool {
@@ -232,6 +203,18 @@ pub const MAX_DURATION_MINUTES: u32 = 10_080;
 /// always timers (`starttimer/{idx}/{seconds}`), so one must be chosen; 4 hours.
 pub const V1_DEFAULT_MINUTES: u32 = 240;
 
+/// `set_room_mode`'s result: the batch shape plus `duration_minutes` (as asked; a controller
+/// that uses another says so in its `note`).
+fn mode_result_schema() -> Value {
+    let mut schema = batch::result_schema();
+    schema["properties"]["duration_minutes"] = json!({"type": ["integer", "null"], "description": "Override minutes as asked (null: none given)"});
+    schema["properties"]["action"] = json!({"type": "string", "enum": MODES});
+    if let Some(req) = schema["required"].as_array_mut() {
+        req.push(json!("duration_minutes"));
+    }
+    schema
+}
+
 /// One room controller as the read tools report it.
 fn zone_schema() -> Value {
     json!({
@@ -308,8 +291,14 @@ fn get_temperature_sensors(
 struct SetTemperature {
     room: String,
     temperature: f64,
+    #[serde(default)]
+    dry_run: bool,
 }
 
+/// `set_room_temperature`: the comfort temperature (°C) on every room controller of the room,
+/// in the batch shape (action `temperature`, value the °C). Errors: -32602 for bad arguments
+/// (naming the field, e.g. a temperature outside 5-35); `DEVICE_NOT_FOUND` for an unknown room
+/// or one without room controller; `CONNECTION_ERROR` when the Miniserver is out of reach.
 fn set_room_temperature(
     house: &Ctx,
     a: &Map<String, Value>,
@@ -324,12 +313,20 @@ fn set_room_temperature(
     )?;
     let home = house.home();
     let (room, controllers) = room_controllers(&home, &a.room)?;
-    let mut done = Vec::new();
-    for c in controllers {
-        house.act(c, &Action::Temperature(t), &caller.label)?;
-        done.push(json!({"uuid": c.uuid, "name": c.name, "type": c.kind.as_str(), "target": t}));
-    }
-    Ok(json!({"room": room, "temperature": t, "controllers": done}))
+    let items = controllers
+        .into_iter()
+        .map(|c| Item::new(&home, c, vec![Action::Temperature(t)]))
+        .collect();
+    let opts = RunOptions {
+        dry_run: a.dry_run,
+        show_current: false,
+    };
+    batch::run(house, items, opts, caller).into_data(batch::header(
+        "room",
+        Some(&room),
+        "temperature",
+        Some(t),
+    ))
 }
 
 /// A named state of `c` (e.g. `tempTarget`) from the live state store, by its state UUID; `None`
@@ -423,8 +420,9 @@ struct SetMode {
     dry_run: bool,
 }
 
-/// The actions that put controller `c` into `mode`: auto also ends an override; comfort, eco
-/// and off carry the timer (a v1 controller gets [`V1_DEFAULT_MINUTES`] when none is given).
+/// The actions that put controller `c` into `mode`: auto also ends an override (room
+/// controllers; a ClimateController has none); comfort, eco and off carry the timer (a v1
+/// controller gets [`V1_DEFAULT_MINUTES`] when none is given). Returns the minutes `c` uses.
 fn mode_actions(c: &Control, mode: Mode, minutes: Option<u32>) -> (Vec<Action>, Option<u32>) {
     let minutes = match (mode, &c.kind, minutes) {
         (Mode::Comfort | Mode::Eco | Mode::Off, ControlKind::IRoomController, None) => {
@@ -434,6 +432,7 @@ fn mode_actions(c: &Control, mode: Mode, minutes: Option<u32>) -> (Vec<Action>, 
     };
     let timer = minutes.map(OverrideTimer::from_now);
     let actions = match mode {
+        Mode::Auto if c.kind == ControlKind::ClimateController => vec![RoomMode::Auto],
         Mode::Auto => vec![RoomMode::Auto, RoomMode::EndOverride],
         Mode::Heating => vec![RoomMode::Heating],
         Mode::Cooling => vec![RoomMode::Cooling],
@@ -467,6 +466,35 @@ fn room_controllers<'h>(
     Ok((room.name.clone(), controllers))
 }
 
+/// What `set_room_mode` acts on in a room: its room controllers and any ClimateController, or
+/// a refusal naming the room.
+fn mode_controllers<'h>(
+    home: &'h Home,
+    room: &str,
+) -> Result<(String, Vec<&'h Control>), ToolError> {
+    let room = home.resolve_room(room)?;
+    let controllers: Vec<&Control> = home
+        .controls_in_room(&room.uuid)
+        .into_iter()
+        .filter(|c| is_room_controller(c) || c.kind == ControlKind::ClimateController)
+        .collect();
+    if controllers.is_empty() {
+        return Err(ToolError::Refused {
+            code: "DEVICE_NOT_FOUND",
+            message: format!(
+                "{} has no room controller (Intelligent Room Controller) and no Climate Controller",
+                room.name
+            ),
+        });
+    }
+    Ok((room.name.clone(), controllers))
+}
+
+/// `set_room_mode`: every room controller and ClimateController of the room, in the batch
+/// shape (action = the mode word, value = `duration_minutes`). Errors: -32602 for bad
+/// arguments (naming the field); `DEVICE_NOT_FOUND` for an unknown room or one without
+/// controllers; `INVALID_PARAMETERS` when no controller of the room can take the mode;
+/// `CONNECTION_ERROR` when nothing was done because the Miniserver is out of reach.
 fn set_room_mode(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
     let a: SetMode = args::parse(a)?;
     let minutes = match a.duration_minutes {
@@ -483,57 +511,6 @@ fn set_room_mode(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result
         }
         Some(m) => Some(m as u32),
     };
-    let home = house.home();
-    let (room, controllers) = room_controllers(&home, &a.room)?;
-    let mut out_of_reach: Option<ControllerError> = None;
-    let mut succeeded = 0;
-    let mut results = Vec::new();
-    for c in &controllers {
-        let (actions, minutes) = mode_actions(c, a.mode, minutes);
-        let mut sent = Vec::new();
-        let mut error = None;
-        for action in &actions {
-            let cmd = match command_for(c, action) {
-                Ok(cmd) => cmd,
-                Err(e) => {
-                    error = Some(e);
-                    break;
-                }
-            };
-            if a.dry_run {
-                sent.push(cmd.command);
-                continue;
-            }
-            if let Some(e) = &out_of_reach {
-                error = Some(format!("not sent: {e}"));
-                break;
-            }
-            match house.act(c, action, &caller.label) {
-                Ok(_) => sent.push(cmd.command),
-                Err(e) => {
-                    error = Some(e.to_string());
-                    if e.is_unreachable() {
-                        out_of_reach = Some(e);
-                    }
-                    break;
-                }
-            }
-        }
-        let mut r = json!({
-            "uuid": c.uuid, "name": c.name, "type": c.kind.as_str(),
-            "ok": error.is_none(), "commands": sent, "duration_minutes": minutes,
-        });
-        match error {
-            None => succeeded += 1,
-            Some(e) => r["error"] = json!(e),
-        }
-        results.push(r);
-    }
-    if succeeded == 0 {
-        if let Some(e) = out_of_reach {
-            return Err(ToolError::Controller(e));
-        }
-    }
     let mode_word = room_mode_name(&match a.mode {
         Mode::Auto => RoomMode::Auto,
         Mode::Heating => RoomMode::Heating,
@@ -542,16 +519,52 @@ fn set_room_mode(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result
         Mode::Eco => RoomMode::Eco(None),
         Mode::Off => RoomMode::Off(None),
     });
-    Ok(json!({
-        "room": room,
-        "mode": mode_word,
-        "duration_minutes": minutes,
-        "dry_run": a.dry_run,
-        "results": results,
-        "total": controllers.len(),
-        "succeeded": succeeded,
-        "failed": controllers.len() - succeeded,
-    }))
+    let home = house.home();
+    let (room, controllers) = mode_controllers(&home, &a.room)?;
+    // Plan: a controller that cannot take the mode (a ClimateController asked for comfort or
+    // eco) is that item's error; when no controller of the room can, the call is refused.
+    let mut items = Vec::with_capacity(controllers.len());
+    let mut unsupported = Vec::new();
+    for c in controllers {
+        let (actions, used) = mode_actions(c, a.mode, minutes);
+        if let Some(m) = actions.iter().find_map(|x| command_for(c, x).err()) {
+            unsupported.push(m.clone());
+            let e = ToolError::Controller(ControllerError::Unsupported(m));
+            items.push(Item::refused_for(&home, c, e));
+            continue;
+        }
+        let mut notes = Vec::new();
+        if used != minutes {
+            if let Some(n) = used {
+                notes.push(format!(
+                    "duration_minutes {n}: a v1 room controller's override is always a timer"
+                ));
+            }
+        }
+        if c.kind == ControlKind::ClimateController {
+            notes.push(
+                "house-wide heating/cooling block: its mode applies to the whole house".into(),
+            );
+        }
+        let note = (!notes.is_empty()).then(|| notes.join("; "));
+        items.push(Item::new(&home, c, actions).with_note(note));
+    }
+    if unsupported.len() == items.len() {
+        return Err(ToolError::Refused {
+            code: "INVALID_PARAMETERS",
+            message: format!(
+                "mode {mode_word}: nothing in {room} supports it: {}",
+                unsupported.join("; ")
+            ),
+        });
+    }
+    let opts = RunOptions {
+        dry_run: a.dry_run,
+        show_current: false,
+    };
+    let mut header = batch::header("room", Some(&room), mode_word, minutes.map(f64::from));
+    header["duration_minutes"] = json!(minutes);
+    batch::run(house, items, opts, caller).into_data(header)
 }
 
 #[derive(Deserialize)]
