@@ -2,6 +2,7 @@
 //! ([`structure`]) and talks Loxone HTTP to a Miniserver ([`client`]; secured commands hashed
 //! by [`secured`]). It knows nothing of MCP.
 
+pub mod backoff;
 pub mod client;
 pub mod commands;
 pub mod controller;
