@@ -5,5 +5,7 @@
 pub mod client;
 pub mod commands;
 pub mod controller;
+pub mod crypto;
 pub mod secured;
 pub mod structure;
+pub mod token;
