@@ -76,7 +76,7 @@ impl App {
                 None,
             )
         };
-        let client = Client::new(&ms, &config.miniserver_timeouts);
+        let client = Client::with_auth(&ms, &config.miniserver_timeouts, config.miniserver_auth);
         let api = client.api_info().map_err(StartError::Miniserver)?;
         log::info!(
             "Miniserver {} (serial {}, firmware {})",

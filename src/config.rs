@@ -22,6 +22,8 @@
 //! visu_password = "..."        # visualisation password (PIN) of secured controls such as
 //!                              # the alarm; better: HOME_VISU_PASS. Optional: without it,
 //!                              # arm_alarm/disarm_alarm need the `code` argument
+//! auth = "auto"                # "auto" (default): token auth (getjwt), Basic auth when the
+//!                              # firmware has no getjwt; "token": tokens only; "basic": Basic only
 //! connect_timeout_secs = 5
 //! request_timeout_secs = 10
 //! value_max_age_secs = 5       # values older than this are read again from the Miniserver
@@ -54,6 +56,22 @@ pub struct Config {
     /// Visualisation password for secured controls (`[miniserver] visu_password`,
     /// `HOME_VISU_PASS`); also used with `--demo`. `Debug` shows `***`.
     pub visu_password: Option<Secret>,
+    /// How HTTP requests authenticate (`[miniserver] auth`, default [`AuthMode::Auto`]).
+    pub miniserver_auth: AuthMode,
+}
+
+/// How the client authenticates to the Miniserver (loxone-protocol.md §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthMode {
+    /// Token first (getkey2 + encrypted getjwt, `?autht=` on every request); Basic auth when
+    /// getjwt (or getPublicKey) answers 404 or 400, i.e. firmware without JWTs.
+    #[default]
+    Auto,
+    /// Tokens only; no fallback.
+    Token,
+    /// HTTP Basic auth only (firmware before 10.2, or for debugging).
+    Basic,
 }
 
 /// The HTTP transport's settings.
@@ -137,6 +155,7 @@ impl Default for Config {
             miniserver_timeouts: Timeouts::default(),
             log_level: log::LevelFilter::Info,
             visu_password: None,
+            miniserver_auth: AuthMode::Auto,
         }
     }
 }
@@ -201,6 +220,7 @@ struct FileMiniserver {
     user: Option<String>,
     password: Option<String>,
     visu_password: Option<String>,
+    auth: Option<AuthMode>,
     connect_timeout_secs: Option<u64>,
     request_timeout_secs: Option<u64>,
     value_max_age_secs: Option<u64>,
@@ -326,6 +346,7 @@ impl Config {
             });
         }
 
+        cfg.miniserver_auth = file.miniserver.auth.unwrap_or_default();
         cfg.visu_password = env("HOME_VISU_PASS")
             .or(file.miniserver.visu_password)
             .filter(|p| !p.is_empty())
@@ -530,6 +551,16 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("HOME_HOST"), "{e}");
+    }
+
+    #[test]
+    fn auth_mode_from_file() {
+        assert_eq!(parse("", &[]).unwrap().miniserver_auth, AuthMode::Auto);
+        let cfg = parse("[miniserver]\nauth = \"basic\"\n", &[]).unwrap();
+        assert_eq!(cfg.miniserver_auth, AuthMode::Basic);
+        let cfg = parse("[miniserver]\nauth = \"token\"\n", &[]).unwrap();
+        assert_eq!(cfg.miniserver_auth, AuthMode::Token);
+        assert!(parse("[miniserver]\nauth = \"kerberos\"\n", &[]).is_err());
     }
 
     #[test]

@@ -1,6 +1,11 @@
 //! Blocking HTTP client for one Miniserver (ureq), per `loxone-protocol.md` §2 and §3.1.
 //!
-//! Every request carries HTTP Basic auth with UTF-8 credentials. Every answer is checked on
+//! Authentication follows [`AuthMode`]: with `auto` (the default) the client logs in with a
+//! token on the first authenticated request ([`super::token`]: getkey2, encrypted getjwt) and
+//! adds `?autht={hash}&user={user}` to every request, refreshing the token before it runs
+//! out; when the firmware has no getjwt (404 or 400 to getjwt or getPublicKey) it falls back to
+//! HTTP Basic auth with UTF-8 credentials for the life of the client. `token` never falls back,
+//! `basic` never tries tokens. Every answer is checked on
 //! both the HTTP status and the `LL.Code` of the envelope (either spelling `Code`/`code`,
 //! string or number). The client honours the Miniserver's lock-out: after a 403 "temporarily
 //! blocked" it sends nothing until the announced `<remaining>` seconds have passed, and after a
@@ -16,8 +21,10 @@ use base64::Engine;
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 use serde_json::Value as Json;
 
+use super::crypto::{PublicKey, SessionKey};
 use super::secured::{self, KeySalt};
-use crate::config::{MiniserverConfig, Timeouts};
+use super::token::{self, Exchange, TokenAuth, TokenRequest};
+use crate::config::{AuthMode, MiniserverConfig, Timeouts};
 
 /// Pause after the Miniserver rejected our credentials, before they are tried again.
 pub const AUTH_RETRY_AFTER: Duration = Duration::from_secs(30);
@@ -154,7 +161,20 @@ pub struct Client {
     base_url: String,
     user: String,
     authorization: String,
+    password: String,
+    mode: AuthMode,
+    auth: Mutex<AuthState>,
     blocked_until: Mutex<Option<(Instant, BlockReason)>>,
+}
+
+/// Token state of a client.
+#[derive(Default)]
+struct AuthState {
+    token: Option<TokenAuth>,
+    /// `auto` found no getjwt: Basic auth from now on.
+    basic_fallback: bool,
+    public_key: Option<PublicKey>,
+    request: Option<TokenRequest>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -177,6 +197,11 @@ impl Client {
     /// Miniserver sits on the LAN) and redirects are not followed (ureq would drop the
     /// `Authorization` header on a cross-host redirect anyway).
     pub fn new(ms: &MiniserverConfig, timeouts: &Timeouts) -> Self {
+        Self::with_auth(ms, timeouts, AuthMode::Auto)
+    }
+
+    /// [`Client::new`] with an explicit [`AuthMode`] (`[miniserver] auth`).
+    pub fn with_auth(ms: &MiniserverConfig, timeouts: &Timeouts, mode: AuthMode) -> Self {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_connect(Some(timeouts.connect))
             .timeout_global(Some(timeouts.request))
@@ -193,6 +218,9 @@ impl Client {
             base_url: ms.base_url.clone(),
             user: ms.user.clone(),
             authorization: format!("Basic {token}"),
+            password: ms.password.clone(),
+            mode,
+            auth: Mutex::new(AuthState::default()),
             blocked_until: Mutex::new(None),
         }
     }
@@ -298,15 +326,134 @@ impl Client {
         }
     }
 
+    /// Which authentication requests use now: `"token"`, `"basic"`, or `"none"` before the
+    /// first authenticated request in `auto`/`token` mode.
+    pub fn auth_in_use(&self) -> &'static str {
+        let st = self.auth.lock().unwrap_or_else(|e| e.into_inner());
+        match self.mode {
+            AuthMode::Basic => "basic",
+            _ if st.basic_fallback => "basic",
+            _ if st.token.is_some() => "token",
+            _ => "none",
+        }
+    }
+
+    /// Logs in with a token now (otherwise done on the first authenticated request); in `auto`
+    /// mode a firmware without getjwt switches to Basic auth and this returns `Ok`.
+    pub fn login(&self) -> Result<(), LoxoneError> {
+        self.check_blocked()?;
+        self.token_query().map(|_| ())
+    }
+
+    /// Refreshes the held token now (`refreshjwt`); `Ok` when no token is held.
+    pub fn refresh_token(&self) -> Result<(), LoxoneError> {
+        let mut st = self.auth.lock().unwrap_or_else(|e| e.into_inner());
+        match st.token.as_mut() {
+            Some(t) => t.refresh(&mut self.exchange()),
+            None => Ok(()),
+        }
+    }
+
+    /// Expiry of the held token in Loxone seconds (since 2009-01-01 UTC), if any.
+    pub fn token_valid_until(&self) -> Option<u64> {
+        let st = self.auth.lock().unwrap_or_else(|e| e.into_inner());
+        st.token.as_ref().map(|t| t.token().valid_until)
+    }
+
+    /// Ends the held token (`killtoken`), e.g. at shutdown; the next authenticated request
+    /// logs in again. `Ok` when no token is held.
+    pub fn kill_token(&self) -> Result<(), LoxoneError> {
+        let token = {
+            let mut st = self.auth.lock().unwrap_or_else(|e| e.into_inner());
+            st.token.take()
+        };
+        match token {
+            Some(t) => t.kill(&mut self.exchange()),
+            None => Ok(()),
+        }
+    }
+
+    /// The login conversation over this client's HTTP connection (for [`TokenAuth`]):
+    /// requests carry no credentials of their own, encrypted ones use `fenc` with a fresh
+    /// session key per request.
+    pub fn exchange(&self) -> HttpExchange<'_> {
+        HttpExchange { client: self }
+    }
+
+    /// The `autht=...&user=...` query for the next request, logging in or refreshing as
+    /// needed; `None` for Basic auth.
+    fn token_query(&self) -> Result<Option<String>, LoxoneError> {
+        if self.mode == AuthMode::Basic {
+            return Ok(None);
+        }
+        let mut st = self.auth.lock().unwrap_or_else(|e| e.into_inner());
+        if st.basic_fallback {
+            return Ok(None);
+        }
+        let now = token::loxone_now();
+        if let Some(t) = st.token.as_mut() {
+            if !t.is_expired(now) && t.needs_refresh(now) {
+                if let Err(e) = t.refresh(&mut self.exchange()) {
+                    log::warn!("token refresh failed: {e}");
+                }
+            }
+        }
+        match st.token.as_ref() {
+            Some(t) if !t.is_expired(now) => return Ok(Some(t.autht_query())),
+            Some(_) => st.token = None,
+            None => {}
+        }
+        let req = st.request.get_or_insert_with(TokenRequest::default).clone();
+        match TokenAuth::acquire(&mut self.exchange(), &self.user, &self.password, &req) {
+            Ok(t) => {
+                let q = t.autht_query();
+                st.token = Some(t);
+                Ok(Some(q))
+            }
+            Err(LoxoneError::NotFound(_) | LoxoneError::Status { code: 400, .. })
+                if self.mode == AuthMode::Auto =>
+            {
+                log::info!("the Miniserver has no token login (getjwt); using HTTP Basic auth");
+                st.basic_fallback = true;
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn public_key(&self) -> Result<PublicKey, LoxoneError> {
+        // `try_lock`: token_query and refresh_token call this with `auth` held; then (or when
+        // another thread holds it) the key is simply fetched again.
+        if let Ok(st) = self.auth.try_lock() {
+            if let Some(pk) = &st.public_key {
+                return Ok(pk.clone());
+            }
+        }
+        let ll = self.get_ll("jdev/sys/getPublicKey", false)?;
+        let text = ll.value_text().unwrap_or_default();
+        let pk = PublicKey::parse(&text).map_err(|e| LoxoneError::BadAnswer(e.to_string()))?;
+        if let Ok(mut st) = self.auth.try_lock() {
+            st.public_key = Some(pk.clone());
+        }
+        Ok(pk)
+    }
+
     /// GETs `path` (relative to the base URL); returns status and body. Refuses to send while
     /// a lock-out or credential back-off is in force.
     fn get(&self, path: &str, auth: bool) -> Result<(u16, Vec<u8>), LoxoneError> {
         if auth {
             self.check_blocked()?;
         }
-        let url = format!("{}/{}", self.base_url, path);
+        let query = if auth { self.token_query()? } else { None };
+        let url = match &query {
+            Some(q) => {
+                let sep = if path.contains('?') { '&' } else { '?' };
+                format!("{}/{}{sep}{q}", self.base_url, path)
+            }
+            None => format!("{}/{}", self.base_url, path),
+        };
         let mut req = self.agent.get(&url);
-        if auth {
+        if auth && query.is_none() {
             req = req.header("Authorization", &self.authorization);
         }
         let mut resp = req.call().map_err(map_transport_error)?;
@@ -320,6 +467,12 @@ impl Client {
         log::debug!("GET /{} -> {status} ({} bytes)", redact(path), body.len());
         if auth {
             self.note_auth_result(status, &body);
+            if status == 401 && query.is_some() {
+                // The token was refused (killed, expired, Miniserver restarted): log in again
+                // after the back-off.
+                let mut st = self.auth.lock().unwrap_or_else(|e| e.into_inner());
+                st.token = None;
+            }
         }
         Ok((status, body))
     }
@@ -367,6 +520,74 @@ impl Client {
             }
             _ => {}
         }
+    }
+}
+
+/// [`Exchange`] over HTTP for the token conversation (see [`Client::exchange`]). Refuses to
+/// send during a lock-out or credential back-off; a 401 starts the back-off.
+pub struct HttpExchange<'a> {
+    client: &'a Client,
+}
+
+impl fmt::Debug for HttpExchange<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("HttpExchange")
+    }
+}
+
+impl Exchange for HttpExchange<'_> {
+    fn request(&mut self, cmd: &str, encrypted: bool) -> Result<LlAnswer, LoxoneError> {
+        let c = self.client;
+        c.check_blocked()?;
+        let shown = redact_token_cmd(cmd);
+        let (status, body, session) = if encrypted {
+            let pk = c.public_key()?;
+            let sk = SessionKey::try_new().map_err(|e| LoxoneError::BadAnswer(e.to_string()))?;
+            let path = sk
+                .http_command(&pk, cmd, true)
+                .map_err(|e| LoxoneError::BadAnswer(e.to_string()))?;
+            let (status, body) = c.get(&path, false)?;
+            (status, body, Some(sk))
+        } else {
+            let (status, body) = c.get(cmd, false)?;
+            (status, body, None)
+        };
+        c.note_auth_result(status, &body);
+        check_status(status, &body, &shown)?;
+        let body = match session {
+            Some(sk) if !body.trim_ascii_start().starts_with(b"{") => sk
+                .decrypt_answer(&body)
+                .map_err(|e| LoxoneError::BadAnswer(format!("{shown}: {e}")))?
+                .into_bytes(),
+            _ => body,
+        };
+        let ll = parse_ll(&body)?;
+        match ll.code {
+            200 => Ok(ll),
+            404 => Err(LoxoneError::NotFound(shown)),
+            401 => {
+                c.note_auth_result(401, b"");
+                Err(LoxoneError::Unauthorized)
+            }
+            503 => Err(LoxoneError::Unavailable),
+            code => Err(LoxoneError::Status {
+                code,
+                message: shown,
+            }),
+        }
+    }
+}
+
+/// `jdev/sys/getjwt/<redacted>/...`: hides the hash of token commands.
+fn redact_token_cmd(cmd: &str) -> String {
+    let parts: Vec<&str> = cmd.split('/').collect();
+    match parts.as_slice() {
+        ["jdev", "sys", op, _hash, rest @ ..]
+            if matches!(*op, "getjwt" | "refreshjwt" | "checktoken" | "killtoken") =>
+        {
+            format!("jdev/sys/{op}/<redacted>/{}", rest.join("/"))
+        }
+        _ => cmd.to_string(),
     }
 }
 

@@ -6,5 +6,7 @@ pub mod backoff;
 pub mod client;
 pub mod commands;
 pub mod controller;
+pub mod crypto;
 pub mod secured;
 pub mod structure;
+pub mod token;

@@ -45,7 +45,7 @@ enum Gate {
 
 /// The small HTML error page of a real Miniserver (captured for 401 and 403; 400, 404 and
 /// 405 use the same shape, *inferred*).
-fn html_error(status: u16, detail: &str) -> SimResponse {
+pub(crate) fn html_error(status: u16, detail: &str) -> SimResponse {
     SimResponse {
         status,
         content_type: HTML,
@@ -96,7 +96,7 @@ impl Simulator {
         )
     }
 
-    fn ok(&self, control: &str, value: &str) -> SimResponse {
+    pub(crate) fn ok(&self, control: &str, value: &str) -> SimResponse {
         SimResponse {
             status: 200,
             content_type: JSON,
@@ -106,7 +106,7 @@ impl Simulator {
 
     /// A 400/404: HTTP status with the HTML page, or HTTP 200 with the code in the envelope
     /// when `SimConfig::not_found_in_envelope` is set (§2.7 leaves both open).
-    fn error(&self, control: &str, status: u16, detail: &str) -> SimResponse {
+    pub(crate) fn error(&self, control: &str, status: u16, detail: &str) -> SimResponse {
         if self.config.not_found_in_envelope {
             SimResponse {
                 status: 200,
@@ -126,7 +126,23 @@ impl Simulator {
         authorization: Option<&str>,
         peer: IpAddr,
     ) -> SimResponse {
+        self.route_full(method, url, authorization, peer, false)
+    }
+
+    /// [`Simulator::route`] for a request that may have come through `jdev/sys/enc|fenc`
+    /// (`encrypted`), see `auth.rs`.
+    pub(crate) fn route_full(
+        &self,
+        method: &str,
+        url: &str,
+        authorization: Option<&str>,
+        peer: IpAddr,
+        encrypted: bool,
+    ) -> SimResponse {
         let path = url.split(['?', '#']).next().unwrap_or("");
+        let query = url
+            .split_once('?')
+            .map_or("", |(_, q)| q.split('#').next().unwrap_or(""));
         let raw: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
         let lower: Vec<String> = raw.iter().take(3).map(|s| s.to_lowercase()).collect();
         let lower: Vec<&str> = lower.iter().map(String::as_str).collect();
@@ -141,7 +157,11 @@ impl Simulator {
             }
             _ => {}
         }
-        if let Gate::Deny(resp) = self.authenticate(authorization, peer) {
+        // Token auth and encryption (auth.rs) check their own secrets.
+        if let Some(resp) = self.route_token(&lower, &raw, query, authorization, peer, encrypted) {
+            return resp;
+        }
+        if let Gate::Deny(resp) = self.authenticate(authorization, query, peer) {
             return resp;
         }
         match (lower.as_slice(), raw.len()) {
@@ -194,19 +214,41 @@ impl Simulator {
         }
     }
 
-    /// HTTP Basic auth (§3.1, credentials UTF-8) with the lock-out of §2.7: after
-    /// `max_failed_logins` wrong credentials from one IP, that IP gets 403 with `<remaining>`
-    /// seconds for `lockout`, even with the right credentials. A request without an
-    /// `Authorization` header gets 401 but does not count as a failed login (*inferred*: it
-    /// is not a login attempt). A success resets the count.
-    fn authenticate(&self, authorization: Option<&str>, peer: IpAddr) -> Gate {
+    /// HTTP Basic auth (§3.1, credentials UTF-8) or a token (`?autht=...&user=...`, §3.3, see
+    /// `auth.rs`) with the lock-out of §2.7: after `max_failed_logins` wrong credentials or
+    /// token hashes from one IP, that IP gets 403 with `<remaining>` seconds for `lockout`, even
+    /// with the right credentials. A request with neither gets 401 but does not count as a
+    /// failed login (*inferred*: it is not a login attempt). A success resets the count.
+    fn authenticate(&self, authorization: Option<&str>, query: &str, peer: IpAddr) -> Gate {
+        if let Some(resp) = self.blocked(peer) {
+            return Gate::Deny(resp);
+        }
+        let verdict = match self.autht_valid(query) {
+            Some(v) => Some(v),
+            None => authorization.map(|h| self.credentials_match(h)),
+        };
+        match verdict {
+            None => Gate::Deny(html_error(401, "Unauthorized")),
+            Some(ok) => {
+                self.login_result(peer, ok);
+                if ok {
+                    Gate::Pass
+                } else {
+                    Gate::Deny(html_error(401, "Unauthorized"))
+                }
+            }
+        }
+    }
+
+    /// The 403 "temporarily blocked" answer while `peer` is locked out.
+    pub(crate) fn blocked(&self, peer: IpAddr) -> Option<SimResponse> {
         let now = Instant::now();
         let mut logins = self.logins.lock().unwrap_or_else(|e| e.into_inner());
         let entry = logins.by_ip.entry(peer).or_default();
         if let Some(until) = entry.blocked_until {
             if until > now {
                 let remaining = until.duration_since(now).as_secs_f64().ceil() as u64;
-                return Gate::Deny(SimResponse {
+                return Some(SimResponse {
                     status: 403,
                     content_type: HTML,
                     body: format!(
@@ -219,12 +261,17 @@ impl Simulator {
             }
             *entry = Login::default();
         }
-        let Some(header) = authorization else {
-            return Gate::Deny(html_error(401, "Unauthorized"));
-        };
-        if self.credentials_match(header) {
+        None
+    }
+
+    /// Books a login attempt of `peer`: success resets the count, a failure counts toward the
+    /// lock-out.
+    pub(crate) fn login_result(&self, peer: IpAddr, ok: bool) {
+        let mut logins = self.logins.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = logins.by_ip.entry(peer).or_default();
+        if ok {
             *entry = Login::default();
-            return Gate::Pass;
+            return;
         }
         entry.failures += 1;
         if entry.failures >= self.config.max_failed_logins {
@@ -232,11 +279,10 @@ impl Simulator {
                 "sim: {peer} blocked for {:?} after {} failed logins",
                 self.config.lockout, entry.failures
             );
-            entry.blocked_until = Some(now + self.config.lockout);
+            entry.blocked_until = Some(Instant::now() + self.config.lockout);
         } else {
             info!("sim: failed login from {peer} ({})", entry.failures);
         }
-        Gate::Deny(html_error(401, "Unauthorized"))
     }
 
     fn credentials_match(&self, header: &str) -> bool {

@@ -26,6 +26,7 @@
 //! ([`DEMO_USER`], [`DEMO_PASSWORD`]) and its visualisation password is `1234`
 //! ([`DEMO_VISU_PASSWORD`]).
 
+mod auth;
 mod controls;
 mod house;
 mod http;
@@ -38,6 +39,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+pub use auth::{sim_rsa, SimCryptoError, SimRsa, SimSessionKey, SIM_RSA_KEY_PEM};
 pub use http::FIRMWARE_VERSION;
 pub use server::SimServer;
 
@@ -98,6 +100,13 @@ pub struct SimConfig {
     pub visu_password: String,
     /// `hashAlg` of `getvisusalt` (default SHA256).
     pub visu_hash: VisuHash,
+    /// Token auth (§3.3): `true` (default) serves `getPublicKey`, `jdev/sys/enc|fenc` and
+    /// `getjwt`; `false` plays old firmware, where they answer 404 and only Basic auth works.
+    pub token_auth: bool,
+    /// `hashAlg` of `getkey2` for the user password (default SHA256).
+    pub user_hash: VisuHash,
+    /// Lifetime of tokens from `getjwt`/`refreshjwt` (default 1 hour).
+    pub token_lifetime: Duration,
 }
 
 impl Default for SimConfig {
@@ -112,6 +121,9 @@ impl Default for SimConfig {
             not_found_in_envelope: false,
             visu_password: DEMO_VISU_PASSWORD.into(),
             visu_hash: VisuHash::Sha256,
+            token_auth: true,
+            user_hash: VisuHash::Sha256,
+            token_lifetime: Duration::from_secs(3600),
         }
     }
 }
@@ -163,6 +175,8 @@ pub struct Simulator {
     logins: Mutex<http::Logins>,
     /// Outstanding one-time `getvisusalt` keys.
     visu_keys: Mutex<http::VisuKeys>,
+    /// getkey2 keys and issued tokens (auth.rs).
+    tokens: Mutex<auth::Tokens>,
 }
 
 impl fmt::Debug for Simulator {
@@ -213,6 +227,7 @@ impl Simulator {
             house: Mutex::new(house),
             logins: Mutex::new(http::Logins::default()),
             visu_keys: Mutex::new(http::VisuKeys::default()),
+            tokens: Mutex::new(auth::Tokens::default()),
         })
     }
 

@@ -1,0 +1,555 @@
+//! The simulator's token authentication and command encryption (loxone-protocol.md §3.2-3.4),
+//! written apart from `crate::loxone` so the client is checked against an independent reading.
+//!
+//! Endpoints (all answered before the Basic-auth gate, each checks its own secret):
+//!
+//! - `jdev/sys/getPublicKey`: the simulator's RSA key in the Miniserver's one-line
+//!   `-----BEGIN CERTIFICATE-----{base64 SPKI}-----END CERTIFICATE-----` form. The private key is
+//!   `assets/sim-rsa-key.pem`, a **test key that is public and not a secret**.
+//! - `jdev/sys/enc/{cipher}?sk={rsa}` and `fenc`: RSA-decrypts `sk` to `"{keyHex}:{ivHex}"`,
+//!   AES-256-CBC-decrypts the cipher to `salt/{salt}/{cmd}` (or `nextSalt/{old}/{new}/{cmd}`) and
+//!   answers `cmd`; `fenc` answers with base64 of the AES-encrypted JSON (*inferred*: HTML error
+//!   pages stay plain). Anything that does not decrypt gets 401 (§3.4), not counted as a failed
+//!   login.
+//! - `jdev/sys/getkey2/{user}`: a fresh one-time key and salt, `hashAlg` from
+//!   [`SimConfig::user_hash`](super::SimConfig::user_hash).
+//! - `jdev/sys/getjwt/{hash}/{user}/{permission}/{clientUuid}/{info}`: only through `enc`/`fenc`
+//!   (plain: 400). A wrong hash is 401 and counts toward the lock-out; a right one issues a token
+//!   valid for [`SimConfig::token_lifetime`](super::SimConfig::token_lifetime).
+//! - `jdev/sys/getkey`: the key for token hashes (hex of hex text, stable for the simulator).
+//! - `jdev/sys/refreshjwt|checktoken|killtoken/{tokenHash}/{user}`: plain or encrypted.
+//! - `?autht={tokenHash}&user={user}` on any other request instead of Basic auth.
+//!
+//! A token hash is accepted as HMAC-SHA1 or HMAC-SHA256 of the token with the `getkey` key, or as
+//! the plain token (allowed since 11.2). With `token_auth = false` ("old firmware")
+//! `getPublicKey`, `enc`/`fenc` and `getjwt` answer 404.
+//!
+//! [`SimRsa::recover_session_key`] and [`SimSessionKey::decrypt_command`] carry no transport, so a
+//! WebSocket endpoint reuses them for `jdev/sys/keyexchange/{...}` and `jdev/sys/enc/{...}`.
+
+use std::fmt;
+use std::net::IpAddr;
+use std::sync::OnceLock;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use aes::Aes256;
+use base64::prelude::{Engine as _, BASE64_STANDARD};
+use cbc::cipher::block_padding::ZeroPadding;
+use cbc::cipher::{BlockDecryptMut, BlockEncryptMut, KeyIvInit};
+use hmac::{Hmac, Mac};
+use log::{info, warn};
+use rsa::pkcs8::{DecodePrivateKey, EncodePublicKey};
+use rsa::{Pkcs1v15Encrypt, RsaPrivateKey};
+use sha2::Digest;
+
+use super::http::percent_decode;
+use super::{SimResponse, Simulator, VisuHash};
+
+/// The simulator's RSA key (PKCS#8 PEM). A test key, public in this repository: not a secret.
+pub const SIM_RSA_KEY_PEM: &str = include_str!("../../assets/sim-rsa-key.pem");
+
+/// Unix time of the Loxone epoch, 2009-01-01 00:00:00 UTC.
+const LOXONE_EPOCH: u64 = 1_230_768_000;
+
+/// Why a key exchange or an encrypted command was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SimCryptoError {
+    /// Not base64 (after URI-decoding).
+    Base64,
+    /// RSA decryption failed (wrong key or padding).
+    Rsa,
+    /// The RSA plaintext is not `"{64 hex}:{32 hex}"`.
+    KeyFormat,
+    /// AES decryption failed or the text is not UTF-8.
+    Aes,
+    /// The decrypted text does not start with `salt/{salt}/` or `nextSalt/{old}/{new}/`.
+    NoSalt,
+}
+
+impl fmt::Display for SimCryptoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SimCryptoError::Base64 => "not base64",
+            SimCryptoError::Rsa => "RSA decryption failed",
+            SimCryptoError::KeyFormat => "session key is not {keyHex}:{ivHex}",
+            SimCryptoError::Aes => "AES decryption failed",
+            SimCryptoError::NoSalt => "no salt/ prefix",
+        })
+    }
+}
+
+impl std::error::Error for SimCryptoError {}
+
+/// The simulator's RSA key pair.
+pub struct SimRsa {
+    private: RsaPrivateKey,
+    public_line: String,
+}
+
+impl fmt::Debug for SimRsa {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SimRsa")
+    }
+}
+
+/// The embedded simulator key, parsed once; `None` if the asset were broken (a test checks it
+/// is not).
+pub fn sim_rsa() -> Option<&'static SimRsa> {
+    static KEY: OnceLock<Option<SimRsa>> = OnceLock::new();
+    KEY.get_or_init(|| SimRsa::from_pem(SIM_RSA_KEY_PEM))
+        .as_ref()
+}
+
+impl SimRsa {
+    /// Parses a PKCS#8 `-----BEGIN PRIVATE KEY-----` PEM (comment lines before it allowed).
+    pub fn from_pem(pem: &str) -> Option<SimRsa> {
+        let start = pem.find("-----BEGIN PRIVATE KEY-----")? + "-----BEGIN PRIVATE KEY-----".len();
+        let end = pem[start..].find("-----END PRIVATE KEY-----")? + start;
+        let b64: String = pem[start..end]
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        let der = BASE64_STANDARD.decode(b64).ok()?;
+        let private = RsaPrivateKey::from_pkcs8_der(&der).ok()?;
+        let spki = private.to_public_key().to_public_key_der().ok()?;
+        let public_line = format!(
+            "-----BEGIN CERTIFICATE-----{}-----END CERTIFICATE-----",
+            BASE64_STANDARD.encode(spki.as_bytes())
+        );
+        Some(SimRsa {
+            private,
+            public_line,
+        })
+    }
+
+    /// The `value` of `getPublicKey`.
+    pub fn public_key_line(&self) -> &str {
+        &self.public_line
+    }
+
+    /// Recovers the session key from `base64(RSA("{keyHex}:{ivHex}"))`, the payload of
+    /// `jdev/sys/keyexchange/{...}` or the `sk` query of an HTTP `enc` request (URI-encoded or
+    /// not).
+    pub fn recover_session_key(&self, payload: &str) -> Result<SimSessionKey, SimCryptoError> {
+        let b64 = percent_decode(payload.trim()).ok_or(SimCryptoError::Base64)?;
+        let cipher = BASE64_STANDARD
+            .decode(b64.as_bytes())
+            .map_err(|_| SimCryptoError::Base64)?;
+        let plain = self
+            .private
+            .decrypt(Pkcs1v15Encrypt, &cipher)
+            .map_err(|_| SimCryptoError::Rsa)?;
+        let text = String::from_utf8(plain).map_err(|_| SimCryptoError::KeyFormat)?;
+        let (k, iv) = text.split_once(':').ok_or(SimCryptoError::KeyFormat)?;
+        let key: [u8; 32] = hex::decode(k)
+            .ok()
+            .and_then(|v| v.try_into().ok())
+            .ok_or(SimCryptoError::KeyFormat)?;
+        let iv: [u8; 16] = hex::decode(iv)
+            .ok()
+            .and_then(|v| v.try_into().ok())
+            .ok_or(SimCryptoError::KeyFormat)?;
+        Ok(SimSessionKey { key, iv })
+    }
+}
+
+/// An AES-256-CBC key and IV learnt from a client.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SimSessionKey {
+    key: [u8; 32],
+    iv: [u8; 16],
+}
+
+impl fmt::Debug for SimSessionKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SimSessionKey(<redacted>)")
+    }
+}
+
+impl SimSessionKey {
+    /// Decrypts the `{cipher}` of `jdev/sys/enc/{cipher}` (URI-encoded base64 of AES-CBC with zero
+    /// padding) and strips `salt/{salt}/` or `nextSalt/{old}/{new}/`: returns the command, e.g.
+    /// `jdev/sys/getjwt/...`.
+    pub fn decrypt_command(&self, cipher: &str) -> Result<String, SimCryptoError> {
+        let b64 = percent_decode(cipher).ok_or(SimCryptoError::Base64)?;
+        let bytes = BASE64_STANDARD
+            .decode(b64.as_bytes())
+            .map_err(|_| SimCryptoError::Base64)?;
+        let plain = cbc::Decryptor::<Aes256>::new(&self.key.into(), &self.iv.into())
+            .decrypt_padded_vec_mut::<ZeroPadding>(&bytes)
+            .map_err(|_| SimCryptoError::Aes)?;
+        let text = String::from_utf8(plain).map_err(|_| SimCryptoError::Aes)?;
+        if let Some(rest) = text.strip_prefix("salt/") {
+            let (_, cmd) = rest.split_once('/').ok_or(SimCryptoError::NoSalt)?;
+            Ok(cmd.to_string())
+        } else if let Some(rest) = text.strip_prefix("nextSalt/") {
+            let mut it = rest.splitn(3, '/');
+            match (it.next(), it.next(), it.next()) {
+                (Some(_), Some(_), Some(cmd)) => Ok(cmd.to_string()),
+                _ => Err(SimCryptoError::NoSalt),
+            }
+        } else {
+            Err(SimCryptoError::NoSalt)
+        }
+    }
+
+    /// base64 of AES-CBC(zero padding) of `text`: the body of a `fenc` answer.
+    pub fn encrypt_answer(&self, text: &str) -> String {
+        let c = cbc::Encryptor::<Aes256>::new(&self.key.into(), &self.iv.into())
+            .encrypt_padded_vec_mut::<ZeroPadding>(text.as_bytes());
+        BASE64_STANDARD.encode(c)
+    }
+}
+
+/// Outstanding getkey2 keys and issued tokens.
+#[derive(Debug, Default)]
+pub(crate) struct Tokens {
+    /// (user, hex key, salt) of outstanding `getkey2` answers, oldest first, at most 16.
+    key2: Vec<(String, String, String)>,
+    /// The `getkey` key (hex of hex text), made on first use.
+    hash_key: String,
+    issued: Vec<Issued>,
+}
+
+#[derive(Debug, Clone)]
+struct Issued {
+    token: String,
+    user: String,
+    /// Seconds since 2009-01-01.
+    valid_until: u64,
+    rights: u32,
+}
+
+/// Seconds since the Loxone epoch (2009-01-01 UTC).
+fn loxone_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+        .saturating_sub(LOXONE_EPOCH)
+}
+
+fn random_hex(n: usize) -> String {
+    let mut bytes = vec![0u8; n];
+    if getrandom::fill(&mut bytes).is_err() {
+        bytes.iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
+    }
+    hex::encode(bytes)
+}
+
+fn hmac_hex(alg: VisuHash, key: &[u8], msg: &str) -> String {
+    match alg {
+        VisuHash::Sha1 => match Hmac::<sha1::Sha1>::new_from_slice(key) {
+            Ok(mut m) => {
+                m.update(msg.as_bytes());
+                hex::encode(m.finalize().into_bytes())
+            }
+            Err(_) => String::new(),
+        },
+        VisuHash::Sha256 => match Hmac::<sha2::Sha256>::new_from_slice(key) {
+            Ok(mut m) => {
+                m.update(msg.as_bytes());
+                hex::encode(m.finalize().into_bytes())
+            }
+            Err(_) => String::new(),
+        },
+    }
+}
+
+/// The getjwt `{hash}` the simulator expects (§3.2).
+fn expected_credentials_hash(
+    alg: VisuHash,
+    user: &str,
+    pw: &str,
+    key_hex: &str,
+    salt: &str,
+) -> String {
+    let Ok(key) = hex::decode(key_hex) else {
+        return String::new();
+    };
+    let text = format!("{pw}:{salt}");
+    let pw_hash = match alg {
+        VisuHash::Sha1 => hex::encode_upper(sha1::Sha1::digest(text.as_bytes())),
+        VisuHash::Sha256 => hex::encode_upper(sha2::Sha256::digest(text.as_bytes())),
+    };
+    hmac_hex(alg, &key, &format!("{user}:{pw_hash}"))
+}
+
+fn alg_name(alg: VisuHash) -> &'static str {
+    match alg {
+        VisuHash::Sha1 => "SHA1",
+        VisuHash::Sha256 => "SHA256",
+    }
+}
+
+impl Tokens {
+    fn hash_key(&mut self) -> &str {
+        if self.hash_key.is_empty() {
+            self.hash_key = hex::encode(random_hex(20));
+        }
+        &self.hash_key
+    }
+
+    /// Index of the live token of `user` whose hash (or plain text) is `hash`.
+    fn find(&mut self, user: &str, hash: &str) -> Option<usize> {
+        let now = loxone_now();
+        self.issued.retain(|t| t.valid_until > now);
+        let key = hex::decode(self.hash_key()).unwrap_or_default();
+        self.issued.iter().position(|t| {
+            t.user == user
+                && (t.token == hash
+                    || hmac_hex(VisuHash::Sha1, &key, &t.token).eq_ignore_ascii_case(hash)
+                    || hmac_hex(VisuHash::Sha256, &key, &t.token).eq_ignore_ascii_case(hash))
+        })
+    }
+}
+
+impl Simulator {
+    fn token_json(&self, control: &str, value: &str) -> SimResponse {
+        SimResponse {
+            status: 200,
+            content_type: "application/json",
+            body: format!(
+                "{{\"LL\":{{\"control\":{},\"code\":200,\"value\":{value}}}}}",
+                serde_json::Value::from(control)
+            ),
+        }
+    }
+
+    /// Whether `?autht={hash}&user={user}` in `query` names a live token: `None` when the query
+    /// has no `autht`.
+    pub(crate) fn autht_valid(&self, query: &str) -> Option<bool> {
+        let mut hash = None;
+        let mut user = None;
+        for pair in query.split('&') {
+            match pair.split_once('=') {
+                Some(("autht", v)) => hash = percent_decode(v),
+                Some(("user", v)) => user = percent_decode(v),
+                _ => {}
+            }
+        }
+        let hash = hash?;
+        let user = user.unwrap_or_default();
+        let mut tokens = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
+        Some(!hash.is_empty() && tokens.find(&user, &hash).is_some())
+    }
+
+    /// The token endpoints, or `None` when `raw` (path segments) is not one. `lower` holds the
+    /// first three segments lowercased; `encrypted` when the request came through `enc`/`fenc`.
+    pub(crate) fn route_token(
+        &self,
+        lower: &[&str],
+        raw: &[&str],
+        query: &str,
+        authorization: Option<&str>,
+        peer: IpAddr,
+        encrypted: bool,
+    ) -> Option<SimResponse> {
+        if lower.len() < 3 || lower[0] != "jdev" || lower[1] != "sys" {
+            return None;
+        }
+        let old_fw = !self.config.token_auth;
+        let n = raw.len();
+        let resp = match (lower[2], n) {
+            ("getpublickey", 3) if !old_fw => match sim_rsa() {
+                Some(k) => self.ok("dev/sys/getPublicKey", k.public_key_line()),
+                None => super::http::html_error(500, "Internal Server Error"),
+            },
+            ("enc" | "fenc", 4) if !old_fw && !encrypted => {
+                self.encrypted(lower[2] == "fenc", raw[3], query, authorization, peer)
+            }
+            ("getkey2", 4) => self.getkey2(raw[3]),
+            ("getkey", 3) => {
+                let mut t = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
+                let key = t.hash_key().to_string();
+                self.ok("jdev/sys/getkey", &key)
+            }
+            ("getjwt", 8) if !old_fw => {
+                if encrypted {
+                    self.getjwt(raw, peer)
+                } else {
+                    info!("sim: plain getjwt refused (must be encrypted)");
+                    self.error(&raw.join("/"), 400, "Bad Request")
+                }
+            }
+            ("refreshjwt" | "checktoken" | "killtoken", 5) => self.token_op(lower[2], raw, peer),
+            ("getpublickey" | "enc" | "fenc" | "getjwt", _) if old_fw => {
+                self.error(&raw.join("/"), 404, "Not Found")
+            }
+            _ => return None,
+        };
+        Some(resp)
+    }
+
+    fn encrypted(
+        &self,
+        fenc: bool,
+        cipher: &str,
+        query: &str,
+        authorization: Option<&str>,
+        peer: IpAddr,
+    ) -> SimResponse {
+        let sk = query
+            .split('&')
+            .find_map(|p| p.strip_prefix("sk="))
+            .unwrap_or("");
+        let session = sim_rsa()
+            .ok_or(SimCryptoError::Rsa)
+            .and_then(|k| k.recover_session_key(sk));
+        let cmd = session
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|s| s.decrypt_command(cipher));
+        let (session, cmd) = match (session, cmd) {
+            (Ok(s), Ok(c)) => (s, c),
+            (Err(e), _) | (_, Err(e)) => {
+                info!("sim: encrypted command refused: {e}");
+                return super::http::html_error(401, "Unauthorized");
+            }
+        };
+        let url = if cmd.starts_with('/') {
+            cmd
+        } else {
+            format!("/{cmd}")
+        };
+        let mut resp = self.route_full("GET", &url, authorization, peer, true);
+        if fenc && resp.status == 200 {
+            resp.body = session.encrypt_answer(&resp.body);
+            resp.content_type = "text/plain";
+        }
+        resp
+    }
+
+    fn getkey2(&self, user_raw: &str) -> SimResponse {
+        let control = format!("jdev/sys/getkey2/{user_raw}");
+        let Some(user) = percent_decode(user_raw) else {
+            return self.error(&control, 400, "Bad Request");
+        };
+        if user != self.config.user {
+            return self.error(&control, 404, "Not Found");
+        }
+        let key = hex::encode(random_hex(20));
+        let salt = random_hex(16);
+        let mut t = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
+        if t.key2.len() >= 16 {
+            t.key2.remove(0);
+        }
+        t.key2.push((user, key.clone(), salt.clone()));
+        let alg = alg_name(self.config.user_hash);
+        self.token_json(
+            &control,
+            &format!("{{\"key\":\"{key}\",\"salt\":\"{salt}\",\"hashAlg\":\"{alg}\"}}"),
+        )
+    }
+
+    /// `getjwt/{hash}/{user}/{permission}/{clientUuid}/{info}`; the getkey2 key is used up
+    /// either way.
+    fn getjwt(&self, raw: &[&str], peer: IpAddr) -> SimResponse {
+        let control = format!("jdev/sys/getjwt/{}/{}/...", "<hash>", raw[4]);
+        if let Some(blocked) = self.blocked(peer) {
+            return blocked;
+        }
+        let user = percent_decode(raw[4]).unwrap_or_default();
+        let hash = raw[3];
+        let permission: u32 = raw[5].parse().unwrap_or(0);
+        let ok = {
+            let mut t = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
+            let alg = self.config.user_hash;
+            let pw = &self.config.password;
+            let found = t.key2.iter().position(|(u, key, salt)| {
+                *u == user && expected_credentials_hash(alg, u, pw, key, salt) == hash
+            });
+            match found {
+                Some(i) => {
+                    t.key2.remove(i);
+                    true
+                }
+                None => {
+                    if let Some(i) = t.key2.iter().position(|(u, _, _)| *u == user) {
+                        t.key2.remove(i);
+                    }
+                    false
+                }
+            }
+        };
+        self.login_result(peer, ok && user == self.config.user);
+        if !ok || user != self.config.user {
+            info!("sim: getjwt with a wrong hash for {user:?}");
+            return super::http::html_error(401, "Unauthorized");
+        }
+        let valid_until = loxone_now() + self.config.token_lifetime.as_secs();
+        let token = random_hex(20).to_uppercase();
+        let rights = if permission == 0 { 2 } else { permission };
+        let mut t = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
+        let key = t.hash_key().to_string();
+        t.issued.push(Issued {
+            token: token.clone(),
+            user,
+            valid_until,
+            rights,
+        });
+        info!("sim: token issued, valid until {valid_until} (Loxone time)");
+        self.token_json(
+            &control,
+            &format!(
+                "{{\"token\":\"{token}\",\"key\":\"{key}\",\"validUntil\":{valid_until},\
+                 \"tokenRights\":{rights},\"unsecurePass\":{}}}",
+                self.config.password.len() < 4
+            ),
+        )
+    }
+
+    fn token_op(&self, op: &str, raw: &[&str], peer: IpAddr) -> SimResponse {
+        let control = format!("jdev/sys/{}/<hash>/{}", raw[2], raw[4]);
+        if let Some(blocked) = self.blocked(peer) {
+            return blocked;
+        }
+        let user = percent_decode(raw[4]).unwrap_or_default();
+        let hash = percent_decode(raw[3]).unwrap_or_default();
+        let mut t = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(i) = t.find(&user, &hash) else {
+            drop(t);
+            warn!("sim: {op} with an unknown token");
+            self.login_result(peer, false);
+            return super::http::html_error(401, "Unauthorized");
+        };
+        let resp = match op {
+            "refreshjwt" => {
+                let valid_until = loxone_now() + self.config.token_lifetime.as_secs();
+                let token = random_hex(20).to_uppercase();
+                let old = t.issued.remove(i);
+                t.issued.push(Issued {
+                    token: token.clone(),
+                    valid_until,
+                    ..old.clone()
+                });
+                self.token_json(
+                    &control,
+                    &format!(
+                        "{{\"token\":\"{token}\",\"validUntil\":{valid_until},\
+                         \"tokenRights\":{},\"unsecurePass\":false}}",
+                        old.rights
+                    ),
+                )
+            }
+            "checktoken" => {
+                let it = &t.issued[i];
+                self.token_json(
+                    &control,
+                    &format!(
+                        "{{\"validUntil\":{},\"tokenRights\":{}}}",
+                        it.valid_until, it.rights
+                    ),
+                )
+            }
+            _ => {
+                t.issued.remove(i);
+                info!("sim: token killed");
+                self.token_json(&control, "\"\"")
+            }
+        };
+        drop(t);
+        self.login_result(peer, true);
+        resp
+    }
+}
