@@ -17,6 +17,11 @@
 //!   password (code 500 when wrong), and a plain `sps/io` command to a secured control is
 //!   refused with code 403 (reads stay allowed).
 //!
+//! - the WebSocket endpoint `/ws/rfc6455` (`remotecontrol`, §4): headers, `LL` answers,
+//!   `keepalive`, the initial value and text tables after `enablebinstatusupdate` and change
+//!   events after every command and while blinds travel, with fault switches for tests
+//!   (see `ws.rs`; WebSocket authentication goes through the [`WsAuth`] seam).
+//!
 //! Layout: [`house`] holds the controls and their states, [`controls`] the per-type
 //! behaviour, `http` the routing, auth and answer shapes, and [`server`] the tiny_http
 //! front end. [`Simulator::handle`] is a pure request handler, testable without sockets.
@@ -30,6 +35,7 @@ mod controls;
 mod house;
 mod http;
 mod server;
+mod ws;
 
 use std::fmt;
 use std::net::IpAddr;
@@ -40,6 +46,7 @@ use serde_json::Value;
 
 pub use http::FIRMWARE_VERSION;
 pub use server::SimServer;
+pub use ws::{PlaceholderAuth, WsAuth, WsAuthOutcome, WsAuthSession, MAX_SESSIONS};
 
 use house::{House, Val};
 
@@ -163,6 +170,8 @@ pub struct Simulator {
     logins: Mutex<http::Logins>,
     /// Outstanding one-time `getvisusalt` keys.
     visu_keys: Mutex<http::VisuKeys>,
+    /// WebSocket sessions: change subscribers, fault switches, auth seam.
+    ws: ws::Hub,
 }
 
 impl fmt::Debug for Simulator {
@@ -213,6 +222,7 @@ impl Simulator {
             house: Mutex::new(house),
             logins: Mutex::new(http::Logins::default()),
             visu_keys: Mutex::new(http::VisuKeys::default()),
+            ws: ws::Hub::default(),
         })
     }
 
@@ -236,7 +246,8 @@ impl Simulator {
 
     /// Pure request handler, testable without sockets: `method` (`GET`), `url` (path and
     /// optional query, e.g. `/jdev/sps/io/Deckenlicht/on`), the raw `Authorization` header
-    /// and the client's IP (for the lock-out). Never panics.
+    /// and the client's IP (for the lock-out). Never panics. A successful `sps/io` or
+    /// `sps/ios` request wakes the WebSocket sessions so they send the resulting changes.
     pub fn handle(
         &self,
         method: &str,
@@ -244,7 +255,11 @@ impl Simulator {
         authorization: Option<&str>,
         peer: IpAddr,
     ) -> SimResponse {
-        self.route(method, url, authorization, peer)
+        let resp = self.route(method, url, authorization, peer);
+        if resp.status == 200 && url.contains("/sps/io") {
+            self.ws.notify();
+        }
+        resp
     }
 
     /// Current numeric value of a control's state, e.g. `state(uuid, "position")` (Jalousie
