@@ -685,7 +685,11 @@ fn commands_over_ws_and_http_produce_value_events() {
 
 #[test]
 fn travelling_blinds_send_several_position_events() {
-    let (_sim, server) = start(fast_demo());
+    // 1 s full travel, events every 100 ms: about ten position updates.
+    let (_sim, server) = start(Simulator::demo_with(SimConfig {
+        blind_travel: Duration::from_secs(1),
+        ..SimConfig::default()
+    }));
     let mut r = enabled(&server);
     r.send_text(&format!("jdev/sps/io/{RAFFSTORE}/FullDown"))
         .unwrap();
@@ -702,6 +706,7 @@ fn travelling_blinds_send_several_position_events() {
         })
         .collect();
     assert!(positions.len() >= 3, "{positions:?}");
+    assert_eq!(positions.last(), Some(&1.0));
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
 }
 
@@ -761,6 +766,10 @@ fn fault_switches_drop_refuse_and_go_out_of_service() {
     let mut r = connect(&server);
     r.send_text("keepalive").unwrap();
     assert_eq!(next(&mut r), Incoming::Keepalive);
+    // Stopping the server ends its sessions.
+    drop(server);
+    assert_eq!(next(&mut r), Incoming::Closed(None));
+    wait_for(Duration::from_secs(2), || sim.ws_session_count() == 0);
 }
 
 #[test]

@@ -15,9 +15,11 @@ use super::Simulator;
 
 const WORKERS: usize = 2;
 
-/// A running simulator on a TCP port. Stops when dropped.
+/// A running simulator on a TCP port. Stops when dropped, ending its WebSocket sessions too.
 pub struct SimServer {
     server: Arc<Server>,
+    /// To end the WebSocket sessions (their own threads) when the server stops.
+    sim: Arc<Simulator>,
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     workers: Vec<JoinHandle<()>>,
@@ -46,6 +48,7 @@ impl SimServer {
         log::info!("sim: Miniserver simulator listening on http://{addr}");
         Ok(SimServer {
             server,
+            sim,
             addr,
             stop,
             workers,
@@ -66,6 +69,7 @@ impl SimServer {
 impl Drop for SimServer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
+        self.sim.ws_drop_connections();
         // Each unblock wakes exactly one recv().
         for _ in &self.workers {
             self.server.unblock();

@@ -385,6 +385,7 @@ pub(crate) fn upgrade(request: Request, sim: Arc<Simulator>, local_port: u16) {
     }
     let ws = WebSocket::from_raw_socket(stream, Role::Server, None);
     let n = sim.ws.sessions.fetch_add(1, Ordering::SeqCst) + 1;
+    let sim_for_count = sim.clone();
     let spawned = std::thread::Builder::new()
         .name("sim-ws".into())
         .spawn(move || {
@@ -395,6 +396,8 @@ pub(crate) fn upgrade(request: Request, sim: Arc<Simulator>, local_port: u16) {
         });
     if let Err(e) = spawned {
         warn!("sim ws: cannot start a session thread: {e}");
+        // The closure (and its Arc) is gone; undo the count it would have undone.
+        sim_for_count.ws.sessions.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
