@@ -1,6 +1,7 @@
 //! The Miniserver adapter: reads the structure file into the [`crate::home`] model
 //! ([`structure`]) and talks Loxone HTTP to a Miniserver ([`client`]; secured commands hashed
-//! by [`secured`]). It knows nothing of MCP.
+//! by [`secured`]); [`ws`] is the WebSocket wire format (headers, event tables) and a
+//! blocking reader. It knows nothing of MCP.
 
 pub mod backoff;
 pub mod client;
@@ -10,3 +11,4 @@ pub mod crypto;
 pub mod secured;
 pub mod structure;
 pub mod token;
+pub mod ws;

@@ -150,6 +150,9 @@ pub(crate) struct Ctl {
     /// State names in the order of `/all` outputs: sorted by name, as serde_json's map
     /// (without `preserve_order`) yields them; a real Miniserver numbers its block outputs.
     pub state_names: Vec<String>,
+    /// `(state name, state UUID)` as the structure file lists them (array states once per
+    /// element, `temperatures[1]`); the WebSocket event tables are keyed by these UUIDs.
+    pub state_uuids: Vec<(String, String)>,
     /// Current values, including a few internal ones not in the file (e.g. `manualTemperature`).
     pub states: HashMap<String, Val>,
     pub motion: Option<Motion>,
@@ -319,6 +322,7 @@ impl House {
             .unwrap_or("")
             .to_string();
         let mut state_names = Vec::new();
+        let mut state_uuids = Vec::new();
         let mut states = HashMap::new();
         if let Some(st) = c.get("states").and_then(Value::as_object) {
             for (sname, sv) in st {
@@ -326,6 +330,15 @@ impl House {
                     Value::Array(a) => (0..a.len()).map(|i| format!("{sname}[{i}]")).collect(),
                     _ => vec![sname.clone()],
                 };
+                let uuids: Vec<Option<&str>> = match sv {
+                    Value::Array(a) => a.iter().map(Value::as_str).collect(),
+                    other => vec![other.as_str()],
+                };
+                for (n, u) in names.iter().zip(uuids) {
+                    if let Some(u) = u {
+                        state_uuids.push((n.clone(), u.to_lowercase()));
+                    }
+                }
                 for n in names {
                     states.insert(n.clone(), default_value(&kind, &n));
                     state_names.push(n);
@@ -345,6 +358,7 @@ impl House {
             kind,
             details: c.get("details").cloned().unwrap_or(Value::Null),
             state_names,
+            state_uuids,
             states,
             motion: None,
             last_on: 0.0,

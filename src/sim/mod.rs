@@ -17,6 +17,11 @@
 //!   password (code 500 when wrong), and a plain `sps/io` command to a secured control is
 //!   refused with code 403 (reads stay allowed).
 //!
+//! - the WebSocket endpoint `/ws/rfc6455` (`remotecontrol`, §4): headers, `LL` answers,
+//!   `keepalive`, the initial value and text tables after `enablebinstatusupdate` and change
+//!   events after every command and while blinds travel, with fault switches for tests
+//!   (see `ws.rs`; WebSocket authentication goes through the [`WsAuth`] seam).
+//!
 //! Layout: [`house`] holds the controls and their states, [`controls`] the per-type
 //! behaviour, `http` the routing, auth and answer shapes, and [`server`] the tiny_http
 //! front end. [`Simulator::handle`] is a pure request handler, testable without sockets.
@@ -31,6 +36,7 @@ mod controls;
 mod house;
 mod http;
 mod server;
+mod ws;
 
 use std::fmt;
 use std::net::IpAddr;
@@ -42,6 +48,7 @@ use serde_json::Value;
 pub use auth::{sim_rsa, SimCryptoError, SimRsa, SimSessionKey, SIM_RSA_KEY_PEM};
 pub use http::FIRMWARE_VERSION;
 pub use server::SimServer;
+pub use ws::{PlaceholderAuth, WsAuth, WsAuthOutcome, WsAuthSession, MAX_SESSIONS};
 
 use house::{House, Val};
 
@@ -177,6 +184,8 @@ pub struct Simulator {
     visu_keys: Mutex<http::VisuKeys>,
     /// getkey2 keys and issued tokens (auth.rs).
     tokens: Mutex<auth::Tokens>,
+    /// WebSocket sessions: change subscribers, fault switches, auth seam.
+    ws: ws::Hub,
 }
 
 impl fmt::Debug for Simulator {
@@ -228,6 +237,7 @@ impl Simulator {
             logins: Mutex::new(http::Logins::default()),
             visu_keys: Mutex::new(http::VisuKeys::default()),
             tokens: Mutex::new(auth::Tokens::default()),
+            ws: ws::Hub::default(),
         })
     }
 
@@ -251,7 +261,8 @@ impl Simulator {
 
     /// Pure request handler, testable without sockets: `method` (`GET`), `url` (path and
     /// optional query, e.g. `/jdev/sps/io/Deckenlicht/on`), the raw `Authorization` header
-    /// and the client's IP (for the lock-out). Never panics.
+    /// and the client's IP (for the lock-out). Never panics. A successful `sps/io` or
+    /// `sps/ios` request wakes the WebSocket sessions so they send the resulting changes.
     pub fn handle(
         &self,
         method: &str,
@@ -259,7 +270,11 @@ impl Simulator {
         authorization: Option<&str>,
         peer: IpAddr,
     ) -> SimResponse {
-        self.route(method, url, authorization, peer)
+        let resp = self.route(method, url, authorization, peer);
+        if resp.status == 200 && url.contains("/sps/io") {
+            self.ws.notify();
+        }
+        resp
     }
 
     /// Current numeric value of a control's state, e.g. `state(uuid, "position")` (Jalousie

@@ -1,6 +1,7 @@
 //! A real socket in front of [`Simulator::handle`]: a tiny_http server with two worker
 //! threads looping on `recv()` (DESIGN.md: 2 workers beat 4 on 2 cores). Dropping the
-//! [`SimServer`] stops it and joins the workers.
+//! [`SimServer`] stops it and joins the workers. Requests for `/ws/rfc6455` are upgraded
+//! and served by a WebSocket session thread (`ws.rs`), so they never hold a worker.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,9 +15,11 @@ use super::Simulator;
 
 const WORKERS: usize = 2;
 
-/// A running simulator on a TCP port. Stops when dropped.
+/// A running simulator on a TCP port. Stops when dropped, ending its WebSocket sessions too.
 pub struct SimServer {
     server: Arc<Server>,
+    /// To end the WebSocket sessions (their own threads) when the server stops.
+    sim: Arc<Simulator>,
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     workers: Vec<JoinHandle<()>>,
@@ -36,14 +39,16 @@ impl SimServer {
         let mut workers = Vec::with_capacity(WORKERS);
         for i in 0..WORKERS {
             let (server, sim, stop) = (server.clone(), sim.clone(), stop.clone());
+            let port = addr.port();
             let handle = std::thread::Builder::new()
                 .name(format!("sim-http-{i}"))
-                .spawn(move || worker(&server, &sim, &stop))?;
+                .spawn(move || worker(&server, &sim, &stop, port))?;
             workers.push(handle);
         }
         log::info!("sim: Miniserver simulator listening on http://{addr}");
         Ok(SimServer {
             server,
+            sim,
             addr,
             stop,
             workers,
@@ -64,6 +69,7 @@ impl SimServer {
 impl Drop for SimServer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
+        self.sim.ws_drop_connections();
         // Each unblock wakes exactly one recv().
         for _ in &self.workers {
             self.server.unblock();
@@ -74,7 +80,7 @@ impl Drop for SimServer {
     }
 }
 
-fn worker(server: &Server, sim: &Simulator, stop: &AtomicBool) {
+fn worker(server: &Server, sim: &Arc<Simulator>, stop: &AtomicBool, port: u16) {
     loop {
         let request = match server.recv() {
             Ok(r) => r,
@@ -86,6 +92,11 @@ fn worker(server: &Server, sim: &Simulator, stop: &AtomicBool) {
                 continue;
             }
         };
+        if super::ws::is_ws_path(request.url()) {
+            // Hands the connection to a session thread of its own.
+            super::ws::upgrade(request, sim.clone(), port);
+            continue;
+        }
         let auth = request
             .headers()
             .iter()

@@ -1,0 +1,790 @@
+//! The Loxone WebSocket wire format (headers, event tables) against real captures, the
+//! blocking reader against crafted frames, and the simulator's `/ws/rfc6455` endpoint over a
+//! real loopback WebSocket.
+
+use std::collections::{HashMap, HashSet};
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use home_mcp::loxone::ws::frame::{FrameError, Header, Identifier, ESTIMATED_FLAG};
+use home_mcp::loxone::ws::tables::{
+    decode_daytimer_table, decode_table, decode_text_table, decode_value_table,
+    decode_weather_table, encode_table, encode_text_table, encode_value_table, uuid_from_bytes,
+    uuid_to_bytes, DaytimerEntry, EventValue, StateEvent, TableError, WeatherEntry, NULL_UUID,
+};
+use home_mcp::loxone::ws::{close_code, Incoming, Reader, WsError, SUB_PROTOCOL};
+use home_mcp::sim::{SimConfig, SimServer, Simulator, DEMO_STRUCTURE};
+
+const CAPTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/captures/");
+const SHOWROOM: &str = include_str!("fixtures/Smarteon-loxone-java-showroom.json");
+
+fn capture(name: &str) -> (Vec<u8>, Value) {
+    let base = format!("{CAPTURES}Smarteon-loxone-java-showroom-{name}");
+    let hex_text = std::fs::read_to_string(format!("{base}.hex")).unwrap();
+    let bytes = hex::decode(hex_text.trim()).unwrap();
+    let json = std::fs::read_to_string(format!("{base}.decoded.json")).unwrap();
+    (bytes, serde_json::from_str(&json).unwrap())
+}
+
+// ---------------------------------------------------------------- wire format
+
+#[test]
+fn value_capture_decodes_byte_exact_and_round_trips() {
+    let (bytes, json) = capture("value-events");
+    assert_eq!(bytes.len(), 1896);
+    let events = decode_value_table(&bytes).unwrap();
+    let expected = json["events"].as_array().unwrap();
+    assert_eq!(events.len(), 79);
+    assert_eq!(expected.len(), 79);
+    for (e, x) in events.iter().zip(expected) {
+        assert_eq!(e.uuid, x["uuid"].as_str().unwrap());
+        assert_eq!(e.value, EventValue::Number(x["value"].as_f64().unwrap()));
+    }
+    assert_eq!(encode_value_table(&events).unwrap(), bytes);
+    assert_eq!(
+        decode_table(Identifier::ValueTable, &bytes).unwrap(),
+        events
+    );
+}
+
+#[test]
+fn text_capture_decodes_complete_entries_and_reports_the_truncated_one() {
+    let (bytes, json) = capture("text-events");
+    assert_eq!(bytes.len(), 1991);
+    let expected = json["events"].as_array().unwrap();
+    // The source's last entry declares 2,175 text bytes but only 1,683 are present.
+    let err = decode_text_table(&bytes).unwrap_err();
+    let TableError::Truncated {
+        offset,
+        needed,
+        available,
+    } = err
+    else {
+        panic!("expected Truncated, got {err:?}")
+    };
+    assert_eq!(needed, 36 + 2175);
+    assert_eq!(available, 36 + 1683);
+    assert_eq!(offset + available, bytes.len());
+    let complete = &bytes[..offset];
+    let events = decode_text_table(complete).unwrap();
+    assert_eq!(events.len(), 5);
+    for (e, x) in events.iter().zip(expected) {
+        assert_eq!(e.uuid, x["uuid"].as_str().unwrap());
+        let EventValue::Text { text, icon } = &e.value else {
+            panic!("text event expected")
+        };
+        assert_eq!(text, x["text"].as_str().unwrap());
+        assert_eq!(icon, x["iconUuid"].as_str().unwrap());
+        assert_eq!(text.len() as u64, x["textLength"].as_u64().unwrap());
+    }
+    assert_eq!(encode_text_table(&events).unwrap(), complete);
+    // The truncated entry's visible text matches the research decode.
+    let tail = String::from_utf8_lossy(&bytes[offset + 36..]);
+    assert!(tail.starts_with(expected[5]["text"].as_str().unwrap().get(..40).unwrap()));
+}
+
+#[test]
+fn uuid_worked_example() {
+    let b = [
+        0x64, 0x9a, 0x86, 0x0f, 0x00, 0x02, 0x9b, 0x0a, 0xff, 0xff, 0xd4, 0xc7, 0x5d, 0xba, 0xf5,
+        0x3c,
+    ];
+    assert_eq!(uuid_from_bytes(&b), "0f869a64-0200-0a9b-ffffd4c75dbaf53c");
+    assert_eq!(
+        uuid_to_bytes("0f869a64-0200-0a9b-ffffd4c75dbaf53c").unwrap(),
+        b
+    );
+    let (bytes, _) = capture("value-events");
+    let first = &decode_value_table(&bytes).unwrap()[0];
+    assert_eq!(
+        first,
+        &StateEvent::number("0f869a64-0200-0a9b-ffffd4c75dbaf53c", 5.0)
+    );
+    assert!(matches!(
+        uuid_to_bytes("0f869a64-0200-0a9b"),
+        Err(TableError::BadUuid(_))
+    ));
+}
+
+#[test]
+fn header_parse_encode_and_estimated_flags() {
+    let h = Header::parse(&[3, 2, 0, 0, 0x68, 0x07, 0, 0]).unwrap();
+    assert_eq!(h, Header::new(Identifier::ValueTable, 1896));
+    assert!(!h.is_estimated());
+    for info in [0x80u8, 0x01] {
+        let h = Header::parse(&[3, 3, info, 0, 1, 0, 0, 0]).unwrap();
+        assert!(h.is_estimated(), "info {info:#x}");
+        assert_eq!(h.id, Identifier::TextTable);
+        assert_eq!(h.encode(), [3, 3, info, 0, 1, 0, 0, 0]);
+    }
+    assert_eq!(
+        Header::estimated(Identifier::Text, 5).encode()[2],
+        ESTIMATED_FLAG
+    );
+    assert_eq!(
+        Header::new(Identifier::Keepalive, 0).encode(),
+        [3, 6, 0, 0, 0, 0, 0, 0]
+    );
+    assert_eq!(
+        Header::parse(&[4, 0, 0, 0, 0, 0, 0, 0]),
+        Err(FrameError::Magic(4))
+    );
+    assert_eq!(
+        Header::parse(&[3, 8, 0, 0, 0, 0, 0, 0]),
+        Err(FrameError::Identifier(8))
+    );
+    assert_eq!(Header::parse(&[3, 0, 0]), Err(FrameError::Length(3)));
+    assert_eq!(Header::parse(&[0; 9]), Err(FrameError::Length(9)));
+    assert!(!Identifier::Keepalive.has_payload());
+    assert!(!Identifier::OutOfService.has_payload());
+    assert!(Identifier::WeatherTable.has_payload());
+}
+
+fn sample_daytimer() -> StateEvent {
+    StateEvent {
+        uuid: "0f869a64-0200-0a9b-ffffd4c75dbaf53c".into(),
+        value: EventValue::Daytimer {
+            default_value: 21.5,
+            entries: vec![
+                DaytimerEntry {
+                    mode: 3,
+                    from: 360,
+                    to: 1320,
+                    need_activate: 0,
+                    value: 22.0,
+                },
+                DaytimerEntry {
+                    mode: 9,
+                    from: 0,
+                    to: 1440,
+                    need_activate: 1,
+                    value: -1.5,
+                },
+            ],
+        },
+    }
+}
+
+fn sample_weather() -> StateEvent {
+    let entry = |h: i32| WeatherEntry {
+        timestamp: 150_000 + h,
+        weather_type: 2,
+        wind_direction: 270,
+        solar_radiation: 410,
+        relative_humidity: 63,
+        temperature: 12.25,
+        perceived_temperature: 10.5,
+        dew_point: 5.75,
+        precipitation: 0.2,
+        wind_speed: 14.0,
+        barometric_pressure: 1013.25,
+    };
+    StateEvent {
+        uuid: "10a73e3b-017a-1682-ffffacb819d4bca9".into(),
+        value: EventValue::Weather {
+            last_update: 565_000_000,
+            entries: vec![entry(0), entry(1), entry(2)],
+        },
+    }
+}
+
+#[test]
+fn daytimer_and_weather_round_trip() {
+    let d = vec![sample_daytimer(), sample_daytimer()];
+    let bytes = encode_table(Identifier::DaytimerTable, &d).unwrap();
+    assert_eq!(bytes.len(), 2 * (28 + 2 * 24));
+    assert_eq!(decode_daytimer_table(&bytes).unwrap(), d);
+    let w = vec![sample_weather()];
+    let bytes = encode_table(Identifier::WeatherTable, &w).unwrap();
+    assert_eq!(bytes.len(), 24 + 3 * 68);
+    assert_eq!(decode_weather_table(&bytes).unwrap(), w);
+    assert_eq!(decode_table(Identifier::WeatherTable, &bytes).unwrap(), w);
+    // Texts of every padding length, non-ASCII, and an icon.
+    let texts: Vec<StateEvent> = ["", "a", "ab", "abc", "abcd", "Ložnice €"]
+        .iter()
+        .map(|t| StateEvent {
+            uuid: "0f86a2fe-0378-3e15-ffff373f9870b52a".into(),
+            value: EventValue::Text {
+                text: (*t).into(),
+                icon: "0f869a64-0200-0a9b-ffffd4c75dbaf53c".into(),
+            },
+        })
+        .collect();
+    let bytes = encode_text_table(&texts).unwrap();
+    assert_eq!(bytes.len() % 4, 0);
+    assert_eq!(decode_text_table(&bytes).unwrap(), texts);
+}
+
+#[test]
+fn bad_tables_are_errors() {
+    // Negative and absurd counts: errors, no huge allocation.
+    let mut d = encode_table(Identifier::DaytimerTable, &[sample_daytimer()]).unwrap();
+    d[24..28].copy_from_slice(&(-1i32).to_le_bytes());
+    assert_eq!(
+        decode_daytimer_table(&d),
+        Err(TableError::NegativeCount {
+            offset: 0,
+            count: -1
+        })
+    );
+    d[24..28].copy_from_slice(&i32::MAX.to_le_bytes());
+    assert!(matches!(
+        decode_daytimer_table(&d),
+        Err(TableError::Truncated { offset: 0, .. })
+    ));
+    let mut w = encode_table(Identifier::WeatherTable, &[sample_weather()]).unwrap();
+    w[20..24].copy_from_slice(&(-7i32).to_le_bytes());
+    assert!(matches!(
+        decode_weather_table(&w),
+        Err(TableError::NegativeCount { count: -7, .. })
+    ));
+    let mut t = encode_text_table(&[StateEvent::text(NULL_UUID, "hi")]).unwrap();
+    t[32..36].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(matches!(
+        decode_text_table(&t),
+        Err(TableError::Truncated { .. })
+    ));
+    // Encoding refuses what does not fit.
+    assert!(matches!(
+        encode_value_table(&[StateEvent::text(NULL_UUID, "x")]),
+        Err(TableError::WrongKind(_))
+    ));
+    assert!(matches!(
+        encode_value_table(&[StateEvent::number("nope", 1.0)]),
+        Err(TableError::BadUuid(_))
+    ));
+    assert!(matches!(
+        encode_table(Identifier::Keepalive, &[]),
+        Err(TableError::NotATable(Identifier::Keepalive))
+    ));
+    assert!(matches!(
+        decode_table(Identifier::Text, &[]),
+        Err(TableError::NotATable(Identifier::Text))
+    ));
+    // Empty tables are empty.
+    assert_eq!(decode_value_table(&[]).unwrap(), vec![]);
+}
+
+/// Every cut point of both captures and a stream of pseudo-random garbage: decoders return
+/// errors or events, never panic; a value table cut between entries still decodes.
+#[test]
+fn truncated_and_garbage_input_never_panics() {
+    let (values, _) = capture("value-events");
+    for cut in 0..=values.len() {
+        let r = decode_value_table(&values[..cut]);
+        assert_eq!(r.is_ok(), cut % 24 == 0, "cut {cut}");
+        if let Ok(ev) = r {
+            assert_eq!(ev.len(), cut / 24);
+        }
+    }
+    let (texts, _) = capture("text-events");
+    for cut in 0..=texts.len() {
+        let _ = decode_text_table(&texts[..cut]);
+        let _ = decode_daytimer_table(&texts[..cut]);
+        let _ = decode_weather_table(&texts[..cut]);
+    }
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for round in 0..2000 {
+        let len = (next() % 300) as usize;
+        let mut buf: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        if round % 3 == 0 && len >= 8 {
+            buf[0] = 3; // make some of them look like headers
+        }
+        let _ = Header::parse(&buf);
+        if len >= 8 {
+            let _ = Header::parse(&buf[..8]);
+        }
+        for id in 0..=7 {
+            let id = Identifier::from_byte(id).unwrap();
+            let _ = decode_table(id, &buf);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- reader, crafted frames
+
+const STEP: Duration = Duration::from_millis(100);
+
+/// A one-shot WebSocket server that sends `frames` and then closes with `close`.
+#[allow(clippy::result_large_err)] // tungstenite's callback signature
+fn crafted_server(frames: Vec<tungstenite::Message>, close: Option<u16>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        let cb = |req: &tungstenite::handshake::server::Request,
+                  mut resp: tungstenite::handshake::server::Response| {
+            assert!(req
+                .headers()
+                .get("Sec-WebSocket-Protocol")
+                .is_some_and(|v| v == SUB_PROTOCOL));
+            resp.headers_mut().insert(
+                "Sec-WebSocket-Protocol",
+                tungstenite::http::HeaderValue::from_static(SUB_PROTOCOL),
+            );
+            Ok(resp)
+        };
+        let mut ws = tungstenite::accept_hdr(stream, cb).unwrap();
+        for f in frames {
+            ws.send(f).unwrap();
+        }
+        if let Some(code) = close {
+            let _ = ws.close(Some(tungstenite::protocol::CloseFrame {
+                code: code.into(),
+                reason: "".into(),
+            }));
+            let _ = ws.flush();
+            let _ = ws.read();
+        }
+    });
+    format!("ws://{addr}/ws/rfc6455")
+}
+
+fn bin(b: impl Into<Vec<u8>>) -> tungstenite::Message {
+    tungstenite::Message::binary(b.into())
+}
+
+fn next(r: &mut Reader<std::net::TcpStream>) -> Incoming {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match r.next_message() {
+            Ok(m) => return m,
+            Err(WsError::Timeout) if Instant::now() < deadline => continue,
+            Err(e) => panic!("reader: {e}"),
+        }
+    }
+}
+
+#[test]
+fn reader_pairs_headers_with_payloads() {
+    let (values, _) = capture("value-events");
+    let answer = r#"{"LL":{"control":"jdev/sps/enablebinstatusupdate","value":"1","Code":"200"}}"#;
+    let frames = vec![
+        bin(Header::new(Identifier::Text, answer.len() as u32).encode()),
+        tungstenite::Message::text(answer),
+        // Estimated (0x80) then exact header, then the table.
+        bin(Header::estimated(Identifier::ValueTable, 4096).encode()),
+        bin(Header::new(Identifier::ValueTable, values.len() as u32).encode()),
+        bin(values.clone()),
+        // Estimated (0x01) and directly the payload, as lxcommunicator accepts.
+        bin([3, 2, 0x01, 0, 24, 0, 0, 0]),
+        bin(values[..24].to_vec()),
+        bin(Header::new(Identifier::Keepalive, 0).encode()),
+        bin(Header::new(Identifier::ValueTable, 0).encode()),
+        bin(Header::new(Identifier::BinaryFile, 3).encode()),
+        bin(vec![1, 2, 3]),
+        tungstenite::Message::Ping(vec![9].into()),
+        bin(Header::new(Identifier::OutOfService, 0).encode()),
+    ];
+    let url = crafted_server(frames, Some(close_code::FIRMWARE_UPDATE));
+    let mut r = Reader::connect(&url, STEP).unwrap();
+    assert_eq!(next(&mut r), Incoming::Text(answer.into()));
+    let Incoming::Events(ev) = next(&mut r) else {
+        panic!("events expected")
+    };
+    assert_eq!(ev.len(), 79);
+    let Incoming::Events(ev) = next(&mut r) else {
+        panic!("events expected")
+    };
+    assert_eq!(
+        ev,
+        vec![StateEvent::number(
+            "0f869a64-0200-0a9b-ffffd4c75dbaf53c",
+            5.0
+        )]
+    );
+    assert_eq!(next(&mut r), Incoming::Keepalive);
+    assert_eq!(next(&mut r), Incoming::Events(vec![]));
+    assert_eq!(next(&mut r), Incoming::File(vec![1, 2, 3]));
+    assert_eq!(next(&mut r), Incoming::OutOfService);
+    assert_eq!(next(&mut r), Incoming::Closed(Some(4007)));
+    assert!(r.is_closed());
+    assert!(matches!(r.next_message(), Err(WsError::Closed)));
+    assert!(matches!(r.send_text("keepalive"), Err(WsError::Closed)));
+}
+
+#[test]
+fn reader_rejects_frames_out_of_sequence() {
+    // A table without a header.
+    let url = crafted_server(vec![bin(vec![0u8; 24])], None);
+    let mut r = Reader::connect(&url, STEP).unwrap();
+    assert!(matches!(next_err(&mut r), WsError::Unexpected(_)));
+    // A header with a bad identifier.
+    let url = crafted_server(vec![bin([3, 9, 0, 0, 0, 0, 0, 0])], None);
+    let mut r = Reader::connect(&url, STEP).unwrap();
+    assert!(matches!(
+        next_err(&mut r),
+        WsError::Frame(FrameError::Identifier(9))
+    ));
+    // A text frame where a table was announced.
+    let url = crafted_server(
+        vec![
+            bin(Header::new(Identifier::TextTable, 4).encode()),
+            tungstenite::Message::text("oops"),
+        ],
+        None,
+    );
+    let mut r = Reader::connect(&url, STEP).unwrap();
+    assert!(matches!(next_err(&mut r), WsError::Unexpected(_)));
+    // A truncated table.
+    let url = crafted_server(
+        vec![
+            bin(Header::new(Identifier::ValueTable, 20).encode()),
+            bin(vec![0u8; 20]),
+        ],
+        None,
+    );
+    let mut r = Reader::connect(&url, STEP).unwrap();
+    assert!(matches!(
+        next_err(&mut r),
+        WsError::Table(TableError::Truncated { .. })
+    ));
+    // Dropped without a close frame.
+    let url = crafted_server(vec![], None);
+    let mut r = Reader::connect(&url, STEP).unwrap();
+    assert_eq!(next(&mut r), Incoming::Closed(None));
+}
+
+fn next_err(r: &mut Reader<std::net::TcpStream>) -> WsError {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match r.next_message() {
+            Err(WsError::Timeout) if Instant::now() < deadline => continue,
+            Err(e) => return e,
+            Ok(m) => panic!("expected an error, got {m:?}"),
+        }
+    }
+}
+
+#[test]
+fn connect_refuses_bad_urls_and_reports_http_errors() {
+    assert!(matches!(
+        Reader::connect("http://127.0.0.1:1/ws/rfc6455", STEP),
+        Err(WsError::Url(_))
+    ));
+    assert!(matches!(
+        Reader::connect("not a url", STEP),
+        Err(WsError::Url(_))
+    ));
+    let sim = Arc::new(Simulator::demo());
+    let server = SimServer::start(sim, "127.0.0.1:0").unwrap();
+    let url = format!("ws://{}/jdev/cfg/api", server.addr());
+    assert!(matches!(
+        Reader::connect(&url, Duration::from_secs(2)),
+        Err(WsError::Refused(_)) | Err(WsError::Protocol(_))
+    ));
+}
+
+// ---------------------------------------------------------------- simulator
+
+fn start(sim: Simulator) -> (Arc<Simulator>, SimServer) {
+    let sim = Arc::new(sim);
+    let server = SimServer::start(sim.clone(), "127.0.0.1:0").unwrap();
+    (sim, server)
+}
+
+fn fast_demo() -> Simulator {
+    Simulator::demo_with(SimConfig {
+        blind_travel: Duration::from_millis(600),
+        ..SimConfig::default()
+    })
+}
+
+fn connect(server: &SimServer) -> Reader<std::net::TcpStream> {
+    Reader::connect(&format!("ws://{}/ws/rfc6455", server.addr()), STEP).unwrap()
+}
+
+/// The `LL` answer: (control, code as number, value).
+fn ll(m: &Incoming) -> (String, u16, Value) {
+    let Incoming::Text(t) = m else {
+        panic!("text answer expected, got {m:?}")
+    };
+    let v: Value = serde_json::from_str(t).unwrap();
+    let ll = &v["LL"];
+    let code = ll
+        .get("Code")
+        .or_else(|| ll.get("code"))
+        .and_then(|c| c.as_str().map(str::to_string))
+        .unwrap();
+    (
+        ll["control"].as_str().unwrap().to_string(),
+        code.parse().unwrap(),
+        ll["value"].clone(),
+    )
+}
+
+fn login(r: &mut Reader<std::net::TcpStream>) {
+    r.send_text("authwithtoken/anything/demo").unwrap();
+    assert_eq!(ll(&next(r)).1, 200);
+}
+
+/// Reads until `done` says so over the collected events, or panics after `limit`.
+fn events_until(
+    r: &mut Reader<std::net::TcpStream>,
+    limit: Duration,
+    mut done: impl FnMut(&[StateEvent]) -> bool,
+) -> Vec<StateEvent> {
+    let deadline = Instant::now() + limit;
+    let mut all = Vec::new();
+    while !done(&all) {
+        assert!(Instant::now() < deadline, "timed out; got {all:?}");
+        match r.next_message() {
+            Ok(Incoming::Events(ev)) => all.extend(ev),
+            Ok(other) => panic!("unexpected {other:?}"),
+            Err(WsError::Timeout) => {}
+            Err(e) => panic!("reader: {e}"),
+        }
+    }
+    all
+}
+
+/// Every state UUID a structure file lists (controls, sub-controls, globalStates).
+fn state_uuids(structure: &str) -> HashSet<String> {
+    let doc: Value = serde_json::from_str(structure).unwrap();
+    let mut out = HashSet::new();
+    let mut add = |v: &Value| match v {
+        Value::String(s) => {
+            out.insert(s.to_lowercase());
+        }
+        Value::Array(a) => {
+            for s in a.iter().filter_map(Value::as_str) {
+                out.insert(s.to_lowercase());
+            }
+        }
+        _ => {}
+    };
+    for g in doc["globalStates"].as_object().unwrap().values() {
+        add(g);
+    }
+    for c in doc["controls"].as_object().unwrap().values() {
+        let subs = c["subControls"]
+            .as_object()
+            .into_iter()
+            .flat_map(|s| s.values());
+        for c in std::iter::once(c).chain(subs) {
+            for s in c["states"].as_object().into_iter().flat_map(|s| s.values()) {
+                add(s);
+            }
+        }
+    }
+    out
+}
+
+fn initial_tables(server: &SimServer, structure: &str) -> HashMap<String, EventValue> {
+    let mut r = connect(server);
+    // Before authentication only auth commands are answered.
+    r.send_text("jdev/sps/enablebinstatusupdate").unwrap();
+    assert_eq!(ll(&next(&mut r)).1, 400);
+    login(&mut r);
+    r.send_text("jdev/sps/enablebinstatusupdate").unwrap();
+    let (control, code, _) = ll(&next(&mut r));
+    assert_eq!(
+        (control.as_str(), code),
+        ("jdev/sps/enablebinstatusupdate", 200)
+    );
+    let want = state_uuids(structure);
+    let got = events_until(&mut r, Duration::from_secs(5), |ev| {
+        ev.iter().filter(|e| want.contains(&e.uuid)).count() >= want.len()
+    });
+    got.into_iter().map(|e| (e.uuid, e.value)).collect()
+}
+
+#[test]
+fn initial_tables_hold_every_state_of_the_demo_and_showroom_files() {
+    let (sim, server) = start(fast_demo());
+    let demo = initial_tables(&server, DEMO_STRUCTURE);
+    assert!(state_uuids(DEMO_STRUCTURE)
+        .iter()
+        .all(|u| demo.contains_key(u)));
+    // Values come from the simulated house: the Nachtlicht dimmer's position.
+    let pos = sim
+        .state("1d5c3b29-0212-562f-ffff504f94d0e5a1", "position")
+        .unwrap();
+    assert_eq!(
+        demo["1d5c3b2b-0212-563d-ffffa3c7e19b52d4"],
+        EventValue::Number(pos)
+    );
+    assert_eq!(sim.ws_snapshot().len(), demo.len());
+
+    let (_sim, server) = start(Simulator::new(SHOWROOM, None, SimConfig::default()).unwrap());
+    let show = initial_tables(&server, SHOWROOM);
+    let want = state_uuids(SHOWROOM);
+    assert!(want.iter().all(|u| show.contains_key(u)));
+    // globalStates: operatingMode in the value table, miniserverTime in the text table.
+    assert!(matches!(
+        show["0f869a64-0200-0a9b-ffffd4c75dbaf53c"],
+        EventValue::Number(_)
+    ));
+    assert!(matches!(
+        show["10a73e3b-017a-1682-ffffacb819d4bca9"],
+        EventValue::Text { .. }
+    ));
+}
+
+const NACHTLICHT: &str = "1d5c3b29-0212-562f-ffff504f94d0e5a1";
+const NACHTLICHT_POS: &str = "1d5c3b2b-0212-563d-ffffa3c7e19b52d4";
+const RAFFSTORE: &str = "1d5c3a34-0203-4f7c-ffff504f94d0e5a1";
+const RAFFSTORE_POS: &str = "1d5c3a39-0203-4f9f-ffffa3c7e19b52d4";
+
+fn enabled(server: &SimServer) -> Reader<std::net::TcpStream> {
+    let mut r = connect(server);
+    login(&mut r);
+    r.send_text("jdev/sps/enablebinstatusupdate").unwrap();
+    assert_eq!(ll(&next(&mut r)).1, 200);
+    let want = state_uuids(DEMO_STRUCTURE).len();
+    events_until(&mut r, Duration::from_secs(5), |ev| ev.len() >= want);
+    r
+}
+
+fn has(ev: &[StateEvent], uuid: &str, v: f64) -> bool {
+    ev.iter()
+        .any(|e| e.uuid == uuid && e.value == EventValue::Number(v))
+}
+
+#[test]
+fn commands_over_ws_and_http_produce_value_events() {
+    let (_sim, server) = start(fast_demo());
+    let mut r = enabled(&server);
+    // Over the WebSocket: answer echoes the command, then the event.
+    let cmd = format!("jdev/sps/io/{NACHTLICHT}/40");
+    r.send_text(&cmd).unwrap();
+    let (control, code, _) = ll(&next(&mut r));
+    assert_eq!((control, code), (cmd, 200));
+    let ev = events_until(&mut r, Duration::from_secs(3), |ev| {
+        has(ev, NACHTLICHT_POS, 40.0)
+    });
+    // Only what changed is sent.
+    assert!(ev.len() < 5, "{ev:?}");
+    // Over HTTP: the event still reaches the WebSocket.
+    let url = format!("{}/jdev/sps/io/{NACHTLICHT}/50", server.base_url());
+    let resp = ureq::get(&url)
+        .header("Authorization", "Basic ZGVtbzpkZW1v")
+        .call()
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    events_until(&mut r, Duration::from_secs(3), |ev| {
+        has(ev, NACHTLICHT_POS, 50.0)
+    });
+    // A refused command answers its code and sends nothing.
+    r.send_text(&format!("jdev/sps/io/{NACHTLICHT}/bogus"))
+        .unwrap();
+    assert_eq!(ll(&next(&mut r)).1, 404);
+}
+
+#[test]
+fn travelling_blinds_send_several_position_events() {
+    // 1 s full travel, events every 100 ms: about ten position updates.
+    let (_sim, server) = start(Simulator::demo_with(SimConfig {
+        blind_travel: Duration::from_secs(1),
+        ..SimConfig::default()
+    }));
+    let mut r = enabled(&server);
+    r.send_text(&format!("jdev/sps/io/{RAFFSTORE}/FullDown"))
+        .unwrap();
+    assert_eq!(ll(&next(&mut r)).1, 200);
+    let ev = events_until(&mut r, Duration::from_secs(5), |ev| {
+        has(ev, RAFFSTORE_POS, 1.0)
+    });
+    let positions: Vec<f64> = ev
+        .iter()
+        .filter(|e| e.uuid == RAFFSTORE_POS)
+        .filter_map(|e| match e.value {
+            EventValue::Number(v) => Some(v),
+            _ => None,
+        })
+        .collect();
+    assert!(positions.len() >= 3, "{positions:?}");
+    assert_eq!(positions.last(), Some(&1.0));
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
+}
+
+#[test]
+fn keepalive_files_and_estimated_headers() {
+    let (sim, server) = start(fast_demo());
+    let mut r = connect(&server);
+    r.send_text("keepalive").unwrap();
+    assert_eq!(next(&mut r), Incoming::Keepalive);
+    // Unauthenticated jdev/cfg is allowed.
+    r.send_text("jdev/cfg/api").unwrap();
+    assert_eq!(ll(&next(&mut r)).1, 200);
+    login(&mut r);
+    r.send_text("data/LoxAPP3.json").unwrap();
+    assert_eq!(next(&mut r), Incoming::Text(DEMO_STRUCTURE.into()));
+    sim.set_ws_estimated_headers(true);
+    r.send_text("jdev/sps/enablebinstatusupdate").unwrap();
+    assert_eq!(ll(&next(&mut r)).1, 200);
+    let want = state_uuids(DEMO_STRUCTURE).len();
+    events_until(&mut r, Duration::from_secs(5), |ev| ev.len() >= want);
+}
+
+fn wait_for(limit: Duration, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !ok() {
+        assert!(Instant::now() < deadline, "condition not met in {limit:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn fault_switches_drop_refuse_and_go_out_of_service() {
+    let (sim, server) = start(fast_demo());
+    // Drop: the open session ends without a close frame.
+    let mut r = connect(&server);
+    login(&mut r);
+    wait_for(Duration::from_secs(2), || sim.ws_session_count() == 1);
+    sim.ws_drop_connections();
+    assert_eq!(next(&mut r), Incoming::Closed(None));
+    wait_for(Duration::from_secs(2), || sim.ws_session_count() == 0);
+    // A new connection works after a drop.
+    let mut r = connect(&server);
+    r.send_text("keepalive").unwrap();
+    assert_eq!(next(&mut r), Incoming::Keepalive);
+    // Out of service: header 5, then the socket closes; new connections too.
+    sim.set_ws_out_of_service(true);
+    assert_eq!(next(&mut r), Incoming::OutOfService);
+    assert_eq!(next(&mut r), Incoming::Closed(None));
+    let mut r = connect(&server);
+    assert_eq!(next(&mut r), Incoming::OutOfService);
+    sim.set_ws_out_of_service(false);
+    // Refused: close code 4003 right after opening.
+    sim.set_ws_refuse(true);
+    let mut r = connect(&server);
+    assert_eq!(next(&mut r), Incoming::Closed(Some(close_code::BLOCKED)));
+    sim.set_ws_refuse(false);
+    let mut r = connect(&server);
+    r.send_text("keepalive").unwrap();
+    assert_eq!(next(&mut r), Incoming::Keepalive);
+    // Stopping the server ends its sessions.
+    drop(server);
+    assert_eq!(next(&mut r), Incoming::Closed(None));
+    wait_for(Duration::from_secs(2), || sim.ws_session_count() == 0);
+}
+
+#[test]
+fn placeholder_auth_refuses_unknown_users_and_plain_http_gets_400() {
+    let (_sim, server) = start(fast_demo());
+    let mut r = connect(&server);
+    r.send_text("authwithtoken/anything/mallory").unwrap();
+    assert_eq!(ll(&next(&mut r)).1, 401);
+    r.send_text(&format!("jdev/sps/io/{NACHTLICHT}/on"))
+        .unwrap();
+    assert_eq!(ll(&next(&mut r)).1, 400);
+    r.send_text("jdev/sys/getkey2/demo").unwrap();
+    assert_eq!(ll(&next(&mut r)).1, 501);
+    // A plain GET of the endpoint is not a handshake.
+    let url = format!("{}/ws/rfc6455", server.base_url());
+    let err = ureq::get(&url).call().unwrap_err();
+    assert!(matches!(err, ureq::Error::StatusCode(400)), "{err}");
+}
