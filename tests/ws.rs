@@ -313,6 +313,8 @@ fn truncated_and_garbage_input_never_panics() {
 // ---------------------------------------------------------------- reader, crafted frames
 
 const STEP: Duration = Duration::from_millis(100);
+/// How long a whole login may take (RSA in a debug build is slow).
+const LOGIN: Duration = Duration::from_secs(20);
 
 /// A one-shot WebSocket server that sends `frames` and then closes with `close`.
 #[allow(clippy::result_large_err)] // tungstenite's callback signature
@@ -525,9 +527,13 @@ fn ll(m: &Incoming) -> (String, u16, Value) {
     )
 }
 
+/// The real login: key exchange, getkey2, getjwt encrypted over the socket.
 fn login(r: &mut Reader<std::net::TcpStream>) {
-    r.send_text("authwithtoken/anything/demo").unwrap();
-    assert_eq!(ll(&next(r)).1, 200);
+    let pk = home_mcp::loxone::crypto::PublicKey::parse(
+        home_mcp::sim::sim_rsa().unwrap().public_key_line(),
+    )
+    .unwrap();
+    home_mcp::loxone::ws::login::login(r, &pk, "demo", "demo", LOGIN).expect("token login");
 }
 
 /// Reads until `done` says so over the collected events, or panics after `limit`.
@@ -773,18 +779,62 @@ fn fault_switches_drop_refuse_and_go_out_of_service() {
 }
 
 #[test]
-fn placeholder_auth_refuses_unknown_users_and_plain_http_gets_400() {
+fn token_auth_refuses_strangers_and_plain_http_gets_400() {
     let (_sim, server) = start(fast_demo());
     let mut r = connect(&server);
-    r.send_text("authwithtoken/anything/mallory").unwrap();
-    assert_eq!(ll(&next(&mut r)).1, 401);
+    // Nothing but auth before a login.
     r.send_text(&format!("jdev/sps/io/{NACHTLICHT}/on"))
         .unwrap();
     assert_eq!(ll(&next(&mut r)).1, 400);
-    r.send_text("jdev/sys/getkey2/demo").unwrap();
-    assert_eq!(ll(&next(&mut r)).1, 501);
+    // enc before keyexchange, and a made-up token.
+    r.send_text("jdev/sys/enc/AAAA").unwrap();
+    assert_eq!(ll(&next(&mut r)).1, 401);
+    r.send_text("authwithtoken/anything/mallory").unwrap();
+    assert_eq!(ll(&next(&mut r)).1, 401);
+    // A wrong password: getjwt over the socket is refused, the session stays closed.
+    let pk = home_mcp::loxone::crypto::PublicKey::parse(
+        home_mcp::sim::sim_rsa().unwrap().public_key_line(),
+    )
+    .unwrap();
+    let e = home_mcp::loxone::ws::login::login(&mut r, &pk, "demo", "wrong", LOGIN).unwrap_err();
+    assert!(
+        matches!(e, home_mcp::loxone::client::LoxoneError::Unauthorized),
+        "{e}"
+    );
+    r.send_text(&format!("jdev/sps/io/{NACHTLICHT}/on"))
+        .unwrap();
+    assert_eq!(ll(&next(&mut r)).1, 400);
     // A plain GET of the endpoint is not a handshake.
     let url = format!("{}/ws/rfc6455", server.base_url());
     let err = ureq::get(&url).call().unwrap_err();
     assert!(matches!(err, ureq::Error::StatusCode(400)), "{err}");
+}
+
+#[test]
+fn a_token_from_http_authenticates_the_socket() {
+    use home_mcp::config::{MiniserverConfig, Timeouts};
+    use home_mcp::loxone::client::Client;
+    let (_sim, server) = start(fast_demo());
+    let client = Client::new(
+        &MiniserverConfig {
+            base_url: server.base_url(),
+            user: "demo".into(),
+            password: "demo".into(),
+        },
+        &Timeouts::default(),
+    );
+    let pk = client.public_key().unwrap();
+    let mut ex = client.exchange();
+    let token = home_mcp::loxone::token::TokenAuth::acquire(
+        &mut ex,
+        "demo",
+        "demo",
+        &home_mcp::loxone::token::TokenRequest::default(),
+    )
+    .unwrap();
+    let mut r = connect(&server);
+    home_mcp::loxone::ws::login::authenticate_with_token(&mut r, &pk, &token, LOGIN)
+        .expect("authwithtoken");
+    r.send_text("jdev/sps/enablebinstatusupdate").unwrap();
+    assert_eq!(ll(&next(&mut r)).1, 200);
 }

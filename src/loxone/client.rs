@@ -421,7 +421,9 @@ impl Client {
         }
     }
 
-    fn public_key(&self) -> Result<PublicKey, LoxoneError> {
+    /// The Miniserver's RSA public key (`jdev/sys/getPublicKey`, cached), for command encryption
+    /// and the WebSocket key exchange.
+    pub fn public_key(&self) -> Result<PublicKey, LoxoneError> {
         // `try_lock`: token_query and refresh_token call this with `auth` held; then (or when
         // another thread holds it) the key is simply fetched again.
         if let Ok(st) = self.auth.try_lock() {

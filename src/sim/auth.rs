@@ -553,3 +553,159 @@ impl Simulator {
         resp
     }
 }
+
+/// Per-connection crypto state of a WebSocket session: the AES session key from
+/// `keyexchange`, and whether the command now arriving came out of `jdev/sys/enc`.
+struct WsKeys {
+    key: SimSessionKey,
+    decrypted_next: bool,
+}
+
+/// WebSocket authentication as a Miniserver does it (loxone-protocol.md §4.1, §3.3-3.4):
+/// `jdev/sys/keyexchange/{rsa(key:iv)}` sets the session key; `jdev/sys/enc/{cipher}` carries
+/// encrypted commands; `authwithtoken/{hash}/{user}` authenticates with a token issued by
+/// `getjwt` (over HTTP or over this socket, encrypted); `getkey2`, `getkey`, `getjwt`,
+/// `refreshjwt`, `checktoken`, `killtoken` work as over HTTP. A wrong token is code 401.
+/// Simulating old firmware (`SimConfig::token_auth = false`) refuses WebSocket logins (401),
+/// so clients fall back to HTTP.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TokenWsAuth;
+
+impl super::WsAuth for TokenWsAuth {
+    fn command(
+        &self,
+        sim: &Simulator,
+        session: &mut super::WsAuthSession,
+        command: &str,
+    ) -> super::WsAuthOutcome {
+        use super::WsAuthOutcome as Out;
+        let answer = |code: u16| Out::Answer {
+            code,
+            value: serde_json::Value::String(String::new()),
+        };
+        let lower = command.to_ascii_lowercase();
+        let decrypted = match session
+            .data
+            .as_mut()
+            .and_then(|d| d.downcast_mut::<WsKeys>())
+        {
+            Some(k) => std::mem::replace(&mut k.decrypted_next, false),
+            None => false,
+        };
+        if let Some(payload) = lower
+            .starts_with("jdev/sys/keyexchange/")
+            .then(|| &command["jdev/sys/keyexchange/".len()..])
+        {
+            let key = sim_rsa()
+                .ok_or(SimCryptoError::Rsa)
+                .and_then(|k| k.recover_session_key(payload));
+            return match key {
+                Ok(key) => {
+                    session.data = Some(Box::new(WsKeys {
+                        key,
+                        decrypted_next: false,
+                    }));
+                    answer(200)
+                }
+                Err(e) => {
+                    info!("sim ws: keyexchange refused: {e}");
+                    answer(401)
+                }
+            };
+        }
+        if let Some(cipher) = lower
+            .starts_with("jdev/sys/enc/")
+            .then(|| &command["jdev/sys/enc/".len()..])
+        {
+            let Some(keys) = session
+                .data
+                .as_mut()
+                .and_then(|d| d.downcast_mut::<WsKeys>())
+            else {
+                info!("sim ws: enc before keyexchange");
+                return answer(401);
+            };
+            return match keys.key.decrypt_command(cipher) {
+                Ok(plain) => {
+                    keys.decrypted_next = true;
+                    Out::Decrypted(plain)
+                }
+                Err(e) => {
+                    info!("sim ws: enc refused: {e}");
+                    answer(401)
+                }
+            };
+        }
+        let cmd = lower.strip_prefix("jdev/sys/").unwrap_or(&lower);
+        let raw: Vec<&str> = command.split('/').collect();
+        if cmd.starts_with("authwithtoken/") {
+            let parts: Vec<&str> = raw.iter().rev().take(2).copied().collect();
+            let (user, hash) = match parts.as_slice() {
+                [user, hash] => (
+                    percent_decode(user).unwrap_or_default(),
+                    percent_decode(hash).unwrap_or_default(),
+                ),
+                _ => return answer(400),
+            };
+            if !sim.config.token_auth {
+                return answer(401);
+            }
+            let mut t = sim.tokens.lock().unwrap_or_else(|e| e.into_inner());
+            return match t.find(&user, &hash) {
+                Some(i) => {
+                    let it = t.issued[i].clone();
+                    drop(t);
+                    session.user = Some(user);
+                    Out::Answer {
+                        code: 200,
+                        value: serde_json::json!({
+                            "validUntil": it.valid_until,
+                            "tokenRights": it.rights,
+                            "unsecurePass": false
+                        }),
+                    }
+                }
+                None => {
+                    info!("sim ws: authwithtoken with an unknown token");
+                    answer(401)
+                }
+            };
+        }
+        let token_op = [
+            "getkey2/",
+            "getkey",
+            "getjwt/",
+            "refreshjwt/",
+            "checktoken/",
+            "killtoken/",
+        ]
+        .iter()
+        .any(|p| lower.starts_with(&format!("jdev/sys/{p}")));
+        if !token_op {
+            return Out::NotAuth;
+        }
+        let peer = IpAddr::from([127, 0, 0, 1]);
+        let resp = sim.route_full("GET", &format!("/{command}"), None, peer, decrypted);
+        let ll = serde_json::from_str::<serde_json::Value>(&resp.body)
+            .ok()
+            .and_then(|v| v.get("LL").cloned());
+        match ll {
+            Some(ll) if resp.status == 200 => {
+                let code = ll
+                    .get("code")
+                    .or_else(|| ll.get("Code"))
+                    .and_then(|c| c.as_u64().or_else(|| c.as_str()?.parse().ok()))
+                    .unwrap_or(200) as u16;
+                if code == 200 && lower.starts_with("jdev/sys/getjwt/") {
+                    // A token acquired over this socket authenticates it (§4.1 step 3).
+                    session.user = raw.get(4).and_then(|u| percent_decode(u));
+                }
+                Out::Answer {
+                    code,
+                    value: ll.get("value").cloned().unwrap_or_default(),
+                }
+            }
+            _ => answer(resp.status),
+        }
+    }
+}

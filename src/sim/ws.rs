@@ -188,7 +188,7 @@ impl Default for Hub {
             refuse: AtomicBool::new(false),
             estimated: AtomicBool::new(false),
             sessions: AtomicUsize::new(0),
-            auth: RwLock::new(Arc::new(PlaceholderAuth)),
+            auth: RwLock::new(Arc::new(super::auth::TokenWsAuth)),
         }
     }
 }

@@ -14,6 +14,7 @@
 //! moves frames.
 
 pub mod frame;
+pub mod login;
 pub mod reader;
 pub mod tables;
 
