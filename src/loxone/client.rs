@@ -230,6 +230,16 @@ impl Client {
         &self.base_url
     }
 
+    /// The Miniserver user this client logs in as.
+    pub fn user(&self) -> &str {
+        &self.user
+    }
+
+    /// The password (for the WebSocket login of the live link; never logged).
+    pub(crate) fn password(&self) -> &str {
+        &self.password
+    }
+
     /// `/jdev/cfg/api` (no auth): serial and firmware version. Reachability probe.
     pub fn api_info(&self) -> Result<ApiInfo, LoxoneError> {
         let ll = self.get_ll("jdev/cfg/api", false)?;

@@ -8,6 +8,7 @@ pub mod client;
 pub mod commands;
 pub mod controller;
 pub mod crypto;
+pub mod live;
 pub mod secured;
 pub mod structure;
 pub mod token;

@@ -254,6 +254,11 @@ impl Simulator {
             .expect("embedded demo house is a valid structure file")
     }
 
+    /// The structure file (LoxAPP3.json text) this simulator serves.
+    pub fn structure(&self) -> &str {
+        &self.structure
+    }
+
     /// The configuration in use.
     pub fn config(&self) -> &SimConfig {
         &self.config

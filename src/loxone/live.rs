@@ -1,0 +1,320 @@
+//! The live link: one dedicated thread owns the Miniserver WebSocket, logs in with a token,
+//! enables status updates (`jdev/sps/enablebinstatusupdate`: every state once, then changes)
+//! and hands what arrives to a [`LinkSink`]. It keeps the socket alive (`keepalive` every
+//! 30 s by default; loxone-protocol.md §4.1), refreshes the token before it expires, and after
+//! any failure reconnects with [`Backoff`] (exponential, jittered, never inside a lock-out: a
+//! close with code 4003 or an HTTP 403 blocks further logins for a while, §4.5). Each new
+//! session starts with the full tables again, so a reconnect resynchronises every state.
+//!
+//! The thread stops when [`Link::stop`] is called or the [`Link`] is dropped; it then kills
+//! its token (`killtoken`) and closes the socket.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
+
+use super::backoff::Backoff;
+use super::client::{Client, LoxoneError};
+use super::token::loxone_now;
+use super::ws::login::{login, WsExchange};
+use super::ws::{close_code, Incoming, Reader, StateEvent, WsError};
+
+/// What the link reports, in order, from its own thread.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LinkEvent {
+    /// Logged in and status updates enabled; the full tables follow as [`LinkEvent::Events`].
+    Connected,
+    /// State values (the initial tables, then changes).
+    Events(Vec<StateEvent>),
+    /// The session ended or could not start; the link retries after `retry_in`.
+    Disconnected { error: String, retry_in: Duration },
+    /// The WebSocket cannot be used at all with these settings (no token support, the
+    /// endpoint missing): the caller should fall back to HTTP polling. The link keeps
+    /// retrying slowly (the Miniserver may get a firmware update).
+    Unsupported { error: String, retry_in: Duration },
+}
+
+/// Receives the link's reports. Called on the link thread: return quickly (hand work to a
+/// channel), never block on the Miniserver.
+pub trait LinkSink: Send + Sync {
+    fn report(&self, event: LinkEvent);
+}
+
+/// How the link behaves; defaults per loxone-protocol.md §4.
+#[derive(Debug, Clone)]
+pub struct LinkConfig {
+    /// Text `keepalive` after this much silence from our side (Miniserver closes idle
+    /// sockets after 5 minutes).
+    pub keepalive: Duration,
+    /// Socket read timeout: how often the thread looks at the stop signal and the keepalive.
+    pub poll: Duration,
+    /// Longest a login (key exchange, getkey2, getjwt) may take.
+    pub login_timeout: Duration,
+    /// First retry delay and the cap of the backoff.
+    pub retry_base: Duration,
+    pub retry_max: Duration,
+    /// Assumed length of a lock-out announced by close code 4003 (it carries no time).
+    pub lockout: Duration,
+}
+
+impl Default for LinkConfig {
+    fn default() -> Self {
+        LinkConfig {
+            keepalive: Duration::from_secs(30),
+            poll: Duration::from_millis(250),
+            login_timeout: Duration::from_secs(20),
+            retry_base: Duration::from_secs(1),
+            retry_max: Duration::from_secs(60),
+            lockout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The running link thread.
+pub struct Link {
+    stop: Option<Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Link {
+    /// Starts the link thread for the Miniserver `client` talks to (same address, user and
+    /// password; `ws://` for `http://`, `wss://` is not supported yet and reports
+    /// [`LinkEvent::Unsupported`]).
+    pub fn spawn(client: Arc<Client>, config: LinkConfig, sink: Arc<dyn LinkSink>) -> Link {
+        let (stop_tx, stop_rx) = bounded::<()>(1);
+        let thread = std::thread::Builder::new()
+            .name("miniserver-link".into())
+            .spawn(move || run(&client, &config, sink.as_ref(), &stop_rx))
+            .expect("spawning the link thread");
+        Link {
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops the thread (kills the token, closes the socket) and waits for it.
+    pub fn stop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.try_send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// How a session ended.
+enum Ended {
+    Stopped,
+    /// It worked for a while, then ended (the backoff starts over).
+    Dropped(String),
+    Failed(String),
+    LockedOut(String, Duration),
+    Unsupported(String),
+}
+
+fn run(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiver<()>) {
+    let mut backoff = Backoff::new(cfg.retry_base, cfg.retry_max);
+    loop {
+        let ended = session(client, cfg, sink, stop);
+        let now = Instant::now();
+        let (event, wait) = match ended {
+            Ended::Stopped => return,
+            Ended::Dropped(error) => {
+                backoff.succeeded();
+                let retry_in = backoff.failed(now);
+                (LinkEvent::Disconnected { error, retry_in }, retry_in)
+            }
+            Ended::Failed(error) => {
+                let retry_in = backoff.failed(now);
+                (LinkEvent::Disconnected { error, retry_in }, retry_in)
+            }
+            Ended::LockedOut(error, remaining) => {
+                backoff.locked_out(now, remaining);
+                let retry_in = backoff.failed(now);
+                (LinkEvent::Disconnected { error, retry_in }, retry_in)
+            }
+            Ended::Unsupported(error) => {
+                // Retry rarely: a firmware update may add token support.
+                let retry_in = backoff.failed(now).max(cfg.retry_max);
+                (LinkEvent::Unsupported { error, retry_in }, retry_in)
+            }
+        };
+        log::warn!("Miniserver link: {event:?}");
+        sink.report(event);
+        match stop.recv_timeout(wait) {
+            Err(RecvTimeoutError::Timeout) => {}
+            _ => return,
+        }
+    }
+}
+
+/// The WebSocket URL of the Miniserver behind `base_url` (`http://host:port`).
+fn ws_url(base_url: &str) -> Result<String, String> {
+    let rest = base_url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("{base_url}: only ws:// (plain HTTP) is supported so far"))?;
+    Ok(format!(
+        "ws://{}{}",
+        rest.trim_end_matches('/'),
+        super::ws::WS_PATH
+    ))
+}
+
+fn classify(e: LoxoneError) -> Ended {
+    match e {
+        LoxoneError::LockedOut { remaining_secs } => {
+            Ended::LockedOut(e.to_string(), Duration::from_secs(remaining_secs.max(1)))
+        }
+        LoxoneError::NotFound(_) => Ended::Unsupported(e.to_string()),
+        LoxoneError::Status { code: 400, .. } => Ended::Unsupported(e.to_string()),
+        other => Ended::Failed(other.to_string()),
+    }
+}
+
+fn session(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiver<()>) -> Ended {
+    let url = match ws_url(client.base_url()) {
+        Ok(u) => u,
+        Err(e) => return Ended::Unsupported(e),
+    };
+    let pk = match client.public_key() {
+        Ok(pk) => pk,
+        Err(e) => return classify(e),
+    };
+    let mut reader = match Reader::connect(&url, cfg.poll) {
+        Ok(r) => r,
+        Err(WsError::Refused(403)) => {
+            return Ended::LockedOut(
+                "the Miniserver refused the WebSocket (403)".into(),
+                cfg.lockout,
+            )
+        }
+        Err(WsError::Refused(code)) if code == 404 || code == 400 => {
+            return Ended::Unsupported(format!("no WebSocket endpoint (HTTP {code})"))
+        }
+        Err(e) => return Ended::Failed(e.to_string()),
+    };
+    let (key, mut token) = match login(
+        &mut reader,
+        &pk,
+        client.user(),
+        client.password(),
+        cfg.login_timeout,
+    ) {
+        Ok(x) => x,
+        Err(LoxoneError::Connection(m)) if m.contains(&close_code::BLOCKED.to_string()) => {
+            return Ended::LockedOut(m, cfg.lockout)
+        }
+        Err(e) => return classify(e),
+    };
+    let mut ex = WsExchange {
+        reader: &mut reader,
+        key: &key,
+        timeout: cfg.login_timeout,
+        events: Vec::new(),
+    };
+    match ex.ask("jdev/sps/enablebinstatusupdate") {
+        Ok(ll) if ll.code == 200 => {}
+        Ok(ll) => return Ended::Failed(format!("enablebinstatusupdate answered {}", ll.code)),
+        Err(e) => return classify(e),
+    }
+    let early = std::mem::take(&mut ex.events);
+    log::info!("Miniserver link: WebSocket connected ({url})");
+    sink.report(LinkEvent::Connected);
+    if !early.is_empty() {
+        sink.report(LinkEvent::Events(early));
+    }
+    let mut last_sent = Instant::now();
+    let ended = loop {
+        if stop.try_recv().is_ok()
+            || matches!(
+                stop.try_recv(),
+                Err(crossbeam_channel::TryRecvError::Disconnected)
+            )
+        {
+            break Ended::Stopped;
+        }
+        if last_sent.elapsed() >= cfg.keepalive {
+            if let Err(e) = reader.send_text("keepalive") {
+                break Ended::Dropped(e.to_string());
+            }
+            last_sent = Instant::now();
+        }
+        if token.needs_refresh(loxone_now()) {
+            let mut ex = WsExchange {
+                reader: &mut reader,
+                key: &key,
+                timeout: cfg.login_timeout,
+                events: Vec::new(),
+            };
+            let refreshed = token.refresh(&mut ex);
+            let events = std::mem::take(&mut ex.events);
+            if !events.is_empty() {
+                sink.report(LinkEvent::Events(events));
+            }
+            if let Err(e) = refreshed {
+                log::warn!("Miniserver link: token refresh failed: {e}");
+            }
+            last_sent = Instant::now();
+        }
+        match reader.next_message() {
+            Ok(Incoming::Events(ev)) => sink.report(LinkEvent::Events(ev)),
+            Ok(Incoming::Text(t)) => log::debug!("Miniserver link: answer {t}"),
+            Ok(Incoming::Keepalive) | Ok(Incoming::File(_)) => {}
+            Ok(Incoming::OutOfService) => {
+                break Ended::Dropped(
+                    "the Miniserver went out of service (firmware update?)".into(),
+                )
+            }
+            Ok(Incoming::Closed(Some(close_code::BLOCKED))) => {
+                break Ended::LockedOut(
+                    "the Miniserver blocked this client (4003)".into(),
+                    cfg.lockout,
+                )
+            }
+            Ok(Incoming::Closed(code)) => {
+                break Ended::Dropped(format!(
+                    "the Miniserver closed the WebSocket (code {code:?})"
+                ))
+            }
+            Err(WsError::Timeout) => {}
+            Err(e) => break Ended::Dropped(e.to_string()),
+        }
+    };
+    if matches!(ended, Ended::Stopped) {
+        let mut ex = WsExchange {
+            reader: &mut reader,
+            key: &key,
+            timeout: Duration::from_secs(2),
+            events: Vec::new(),
+        };
+        if let Err(e) = token.kill(&mut ex) {
+            log::debug!("Miniserver link: killtoken failed: {e}");
+        }
+        let _ = reader.close();
+    }
+    ended
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn websocket_url_follows_the_http_address() {
+        assert_eq!(
+            ws_url("http://192.168.1.7:8080").unwrap(),
+            "ws://192.168.1.7:8080/ws/rfc6455"
+        );
+        assert_eq!(ws_url("http://ms/").unwrap(), "ws://ms/ws/rfc6455");
+        assert!(ws_url("https://ms.dyndns.loxonecloud.com").is_err());
+    }
+}

@@ -1,0 +1,179 @@
+//! The live link thread against the simulator over a real loopback WebSocket: token login,
+//! the full tables, a command's change arriving, reconnect with a full resync after a drop,
+//! no login attempts during a lock-out (close 4003), and old firmware reported as unsupported.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{unbounded, Receiver, Sender};
+use home_mcp::config::{MiniserverConfig, Timeouts};
+use home_mcp::loxone::client::Client;
+use home_mcp::loxone::live::{Link, LinkConfig, LinkEvent, LinkSink};
+use home_mcp::loxone::ws::EventValue;
+use home_mcp::sim::{SimConfig, SimServer, Simulator};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+struct ChannelSink(Mutex<Sender<(Instant, LinkEvent)>>);
+
+impl LinkSink for ChannelSink {
+    fn report(&self, event: LinkEvent) {
+        let _ = self.0.lock().unwrap().send((Instant::now(), event));
+    }
+}
+
+fn start(
+    sim: Simulator,
+    cfg: LinkConfig,
+) -> (
+    Arc<Simulator>,
+    SimServer,
+    Link,
+    Receiver<(Instant, LinkEvent)>,
+) {
+    let sim = Arc::new(sim);
+    let server = SimServer::start(sim.clone(), "127.0.0.1:0").unwrap();
+    let client = Arc::new(Client::new(
+        &MiniserverConfig {
+            base_url: server.base_url(),
+            user: "demo".into(),
+            password: "demo".into(),
+        },
+        &Timeouts::default(),
+    ));
+    let (tx, rx) = unbounded();
+    let link = Link::spawn(client, cfg, Arc::new(ChannelSink(Mutex::new(tx))));
+    (sim, server, link, rx)
+}
+
+fn quick() -> LinkConfig {
+    LinkConfig {
+        poll: Duration::from_millis(50),
+        retry_base: Duration::from_millis(100),
+        retry_max: Duration::from_millis(400),
+        lockout: Duration::from_secs(2),
+        ..LinkConfig::default()
+    }
+}
+
+/// Waits for the first event `want` accepts; panics after [`WAIT`].
+fn until(
+    rx: &Receiver<(Instant, LinkEvent)>,
+    mut want: impl FnMut(&LinkEvent) -> bool,
+) -> (Instant, LinkEvent) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (at, e) = rx
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("no matching link event within {WAIT:?}"));
+        if want(&e) {
+            return (at, e);
+        }
+    }
+}
+
+fn events_count(e: &LinkEvent) -> usize {
+    match e {
+        LinkEvent::Events(ev) => ev.len(),
+        _ => 0,
+    }
+}
+
+/// The uuidAction of control `name` and the UUID of its state `state`.
+fn uuids_of(sim: &Simulator, name: &str, state: &str) -> (String, String) {
+    let home = home_mcp::loxone::structure::parse_structure(sim.structure()).unwrap();
+    let c = home
+        .controls
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("{name}"));
+    (c.uuid.clone(), c.state(state).unwrap().to_string())
+}
+
+#[test]
+fn connects_resyncs_after_a_drop_and_delivers_changes() {
+    let (sim, server, mut link, rx) = start(Simulator::demo(), quick());
+    until(&rx, |e| *e == LinkEvent::Connected);
+    // The initial tables: every state of the house (hundreds of values).
+    let (_, first) = until(&rx, |e| events_count(e) > 100);
+    let initial = events_count(&first);
+
+    // A command made on the Miniserver (here: over HTTP, not through the link) arrives.
+    let (light, active) = uuids_of(&sim, "Nachtlicht", "position");
+    let url = format!("{}/jdev/sps/io/{light}/60", server.base_url());
+    ureq::get(&url)
+        .header("Authorization", "Basic ZGVtbzpkZW1v")
+        .call()
+        .unwrap();
+    until(&rx, |e| match e {
+        LinkEvent::Events(ev) => ev
+            .iter()
+            .any(|s| s.uuid == active && matches!(s.value, EventValue::Number(v) if v > 0.0)),
+        _ => false,
+    });
+
+    // The link drops: it reports it, reconnects, and gets the full tables again.
+    sim.ws_drop_connections();
+    until(&rx, |e| matches!(e, LinkEvent::Disconnected { .. }));
+    until(&rx, |e| *e == LinkEvent::Connected);
+    let (_, again) = until(&rx, |e| events_count(e) > 100);
+    assert_eq!(events_count(&again), initial, "a full resync");
+    link.stop();
+}
+
+#[test]
+fn no_login_during_a_lock_out() {
+    let (sim, _server, mut link, rx) = start(Simulator::demo(), quick());
+    until(&rx, |e| *e == LinkEvent::Connected);
+    // The Miniserver now blocks this client: close 4003 right after opening.
+    sim.set_ws_refuse(true);
+    sim.ws_drop_connections();
+    let (dropped_at, _) = until(&rx, |e| matches!(e, LinkEvent::Disconnected { .. }));
+    // The next attempt meets 4003 and reports the lock-out ...
+    let (blocked_at, blocked) = until(&rx, |e| match e {
+        LinkEvent::Disconnected { error, .. } => error.contains("4003") || error.contains("403"),
+        _ => false,
+    });
+    let LinkEvent::Disconnected { retry_in, .. } = blocked else {
+        unreachable!()
+    };
+    assert!(retry_in >= Duration::from_millis(1900), "{retry_in:?}");
+    assert!(blocked_at >= dropped_at);
+    // ... and nothing is tried until the lock-out has passed.
+    sim.set_ws_refuse(false);
+    let (back_at, _) = until(&rx, |e| *e == LinkEvent::Connected);
+    assert!(
+        back_at.duration_since(blocked_at) >= Duration::from_millis(1900),
+        "retried after {:?}",
+        back_at.duration_since(blocked_at)
+    );
+    link.stop();
+}
+
+#[test]
+fn old_firmware_without_tokens_is_reported_unsupported() {
+    let sim = Simulator::demo_with(SimConfig {
+        token_auth: false,
+        ..SimConfig::default()
+    });
+    let (_sim, _server, mut link, rx) = start(sim, quick());
+    let (_, e) = until(&rx, |e| !matches!(e, LinkEvent::Disconnected { .. }));
+    assert!(matches!(e, LinkEvent::Unsupported { .. }), "{e:?}");
+    link.stop();
+}
+
+#[test]
+fn stop_ends_the_session_promptly() {
+    let (sim, _server, mut link, rx) = start(Simulator::demo(), quick());
+    until(&rx, |e| *e == LinkEvent::Connected);
+    assert_eq!(sim.ws_session_count(), 1);
+    let t = Instant::now();
+    link.stop();
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    let deadline = Instant::now() + WAIT;
+    while sim.ws_session_count() != 0 {
+        assert!(Instant::now() < deadline, "session still open");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
