@@ -484,6 +484,13 @@ fn wrong_password_is_reported_and_not_retried() {
 fn locked_out_client_waits() {
     let (app, _tools) = demo();
     let base = app.simulator.as_ref().unwrap().1.base_url();
+    // The app's polling thread logs in successfully (which resets the failure count) in its
+    // first round; trip the lock-out after it, well before its next round (5 s).
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    while app.house.link().mode() != home_mcp::home::LinkMode::Polling {
+        assert!(std::time::Instant::now() < end, "first poll round");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     // Trip the simulator's lock-out with raw wrong logins from this IP.
     for i in 0..10 {
         let ms = MiniserverConfig {

@@ -5,5 +5,6 @@
 pub mod client;
 pub mod commands;
 pub mod controller;
+pub mod poll;
 pub mod secured;
 pub mod structure;
