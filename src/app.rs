@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::config::{Config, ConfigError, MiniserverConfig};
 use crate::home::House;
 use crate::loxone::client::{Client, LoxoneError};
+use crate::loxone::poll::Poller;
 use crate::loxone::structure::{parse_structure_bytes, StructureError};
 use crate::mcp::server::{McpConfig, McpServer};
 use crate::sim::{SimServer, Simulator};
@@ -48,6 +49,10 @@ pub struct App {
     pub mcp: Arc<McpServer>,
     /// The workflow store: `<data_dir>/workflows.db`, in memory for `--demo`.
     pub workflows: Arc<WorkflowStore>,
+    /// The HTTP polling thread that keeps the house's values current and watches the
+    /// structure version (until the WebSocket link is wired in, always running); stopped
+    /// when the app drops, before the simulator.
+    pub poller: Option<Poller>,
     /// The in-process simulator of `--demo`; dropping it stops it.
     pub simulator: Option<(Arc<Simulator>, SimServer)>,
 }
@@ -76,7 +81,11 @@ impl App {
                 None,
             )
         };
-        let client = Client::with_auth(&ms, &config.miniserver_timeouts, config.miniserver_auth);
+        let client = Arc::new(Client::with_auth(
+            &ms,
+            &config.miniserver_timeouts,
+            config.miniserver_auth,
+        ));
         let api = client.api_info().map_err(StartError::Miniserver)?;
         log::info!(
             "Miniserver {} (serial {}, firmware {})",
@@ -103,11 +112,13 @@ impl App {
         let house = Arc::new(
             House::new(
                 home,
-                Arc::new(client),
+                client.clone(),
                 config.miniserver_timeouts.value_max_age,
             )
-            .with_visu_password(config.visu_password.clone()),
+            .with_visu_password(config.visu_password.clone())
+            .with_verify_timeout(config.server.verify_timeout),
         );
+        let poller = Poller::start(house.clone(), client, config.poll).map_err(StartError::Io)?;
         let mcp = Arc::new(McpServer::new(
             Arc::new(HomeTools::with_store(house.clone(), workflows.clone())),
             McpConfig::default(),
@@ -116,6 +127,7 @@ impl App {
             house,
             mcp,
             workflows,
+            poller: Some(poller),
             simulator,
         })
     }

@@ -14,6 +14,8 @@
 //! allowed_hosts = []           # Host header values allowed besides loopback names
 //! data_dir = "./data"          # state directory (workflows.db); env HOME_DATA_DIR; default
 //!                              # $STATE_DIRECTORY (systemd StateDirectory=) or ./data
+//! verify_timeout_ms = 1500     # control tools wait up to this for a command's effect
+//!                              # (0 = do not verify; at most 30000)
 //!
 //! [miniserver]
 //! host = "192.168.1.77"        # host, host:port or http(s)://host[:port]
@@ -27,6 +29,9 @@
 //! connect_timeout_secs = 5
 //! request_timeout_secs = 10
 //! value_max_age_secs = 5       # values older than this are read again from the Miniserver
+//! poll_interval_secs = 5       # HTTP polling fallback: primary values read every N s (1-3600)
+//! structure_check_secs = 60    # LoxAPPversion3 checked every N s; a change reloads the
+//!                              # structure file (10-86400)
 //!
 //! [log]
 //! level = "info"               # error, warn, info, debug, trace
@@ -40,6 +45,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::home::Secret;
+use crate::loxone::poll::PollConfig;
 
 /// Default HTTP port, as in the interface spec.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:3001";
@@ -51,6 +57,9 @@ pub struct Config {
     /// `None` until a host is configured (required unless `--demo`).
     pub miniserver: Option<MiniserverConfig>,
     pub miniserver_timeouts: Timeouts,
+    /// The polling fallback and structure watch (`[miniserver] poll_interval_secs`, default
+    /// 5 s; `structure_check_secs`, default 60 s).
+    pub poll: PollConfig,
     /// Log level name (`error` .. `trace`).
     pub log_level: log::LevelFilter,
     /// Visualisation password for secured controls (`[miniserver] visu_password`,
@@ -88,6 +97,9 @@ pub struct ServerConfig {
     /// Directory for the server's own state (the workflow store `workflows.db`). Created at
     /// start (mode 0700) if missing. Not used by `--demo`, which keeps workflows in memory.
     pub data_dir: PathBuf,
+    /// How long control tools wait for a command's effect (`verify_timeout_ms`, default
+    /// 1500 ms; zero: no verification).
+    pub verify_timeout: Duration,
 }
 
 /// Default state directory when neither the config, `HOME_DATA_DIR` nor systemd's
@@ -143,6 +155,7 @@ impl Default for ServerConfig {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             data_dir: PathBuf::from(DEFAULT_DATA_DIR),
+            verify_timeout: crate::home::house::DEFAULT_VERIFY_TIMEOUT,
         }
     }
 }
@@ -153,6 +166,7 @@ impl Default for Config {
             server: ServerConfig::default(),
             miniserver: None,
             miniserver_timeouts: Timeouts::default(),
+            poll: PollConfig::default(),
             log_level: log::LevelFilter::Info,
             visu_password: None,
             miniserver_auth: AuthMode::Auto,
@@ -211,6 +225,7 @@ struct FileServer {
     allowed_origins: Option<Vec<String>>,
     allowed_hosts: Option<Vec<String>>,
     data_dir: Option<String>,
+    verify_timeout_ms: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -224,6 +239,8 @@ struct FileMiniserver {
     connect_timeout_secs: Option<u64>,
     request_timeout_secs: Option<u64>,
     value_max_age_secs: Option<u64>,
+    poll_interval_secs: Option<u64>,
+    structure_check_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -322,6 +339,33 @@ impl Config {
         }
         if let Some(s) = file.miniserver.value_max_age_secs {
             t.value_max_age = Duration::from_secs(s);
+        }
+        if let Some(s) = file.miniserver.poll_interval_secs {
+            if !(1..=3600).contains(&s) {
+                return Err(invalid(
+                    "miniserver.poll_interval_secs",
+                    "must be between 1 and 3600 seconds",
+                ));
+            }
+            cfg.poll.interval = Duration::from_secs(s);
+        }
+        if let Some(s) = file.miniserver.structure_check_secs {
+            if !(10..=86_400).contains(&s) {
+                return Err(invalid(
+                    "miniserver.structure_check_secs",
+                    "must be between 10 and 86400 seconds",
+                ));
+            }
+            cfg.poll.structure_check = Duration::from_secs(s);
+        }
+        if let Some(ms) = file.server.verify_timeout_ms {
+            if ms > 30_000 {
+                return Err(invalid(
+                    "server.verify_timeout_ms",
+                    "must be between 0 (off) and 30000",
+                ));
+            }
+            cfg.server.verify_timeout = Duration::from_millis(ms);
         }
 
         let host = env("HOME_HOST").or(file.miniserver.host);
@@ -604,6 +648,41 @@ mod tests {
         );
         let e = parse("[server]\ndata_dir = \" \"\n", &[]).unwrap_err();
         assert!(e.to_string().contains("server.data_dir"), "{e}");
+    }
+
+    #[test]
+    fn live_settings_have_defaults_and_bounds() {
+        let cfg = parse("", &[]).unwrap();
+        assert_eq!(cfg.poll.interval, Duration::from_secs(5));
+        assert_eq!(cfg.poll.structure_check, Duration::from_secs(60));
+        assert_eq!(cfg.server.verify_timeout, Duration::from_millis(1500));
+        let cfg = parse(
+            "[miniserver]\npoll_interval_secs = 2\nstructure_check_secs = 30\n[server]\nverify_timeout_ms = 0\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(cfg.poll.interval, Duration::from_secs(2));
+        assert_eq!(cfg.poll.structure_check, Duration::from_secs(30));
+        assert_eq!(cfg.server.verify_timeout, Duration::ZERO);
+        for (text, setting) in [
+            (
+                "[miniserver]\npoll_interval_secs = 0\n",
+                "miniserver.poll_interval_secs",
+            ),
+            (
+                "[miniserver]\nstructure_check_secs = 1\n",
+                "miniserver.structure_check_secs",
+            ),
+            (
+                "[server]\nverify_timeout_ms = 60000\n",
+                "server.verify_timeout_ms",
+            ),
+        ] {
+            let e = parse(text, &[]).unwrap_err();
+            assert!(e.to_string().contains(setting), "{e}");
+        }
+        let e = parse("[miniserver]\npoll_intervall_secs = 5\n", &[]).unwrap_err();
+        assert!(matches!(e, ConfigError::Toml { .. }), "{e}");
     }
 
     #[test]

@@ -82,7 +82,7 @@ fn events_count(e: &LinkEvent) -> usize {
 
 /// The uuidAction of control `name` and the UUID of its state `state`.
 fn uuids_of(sim: &Simulator, name: &str, state: &str) -> (String, String) {
-    let home = home_mcp::loxone::structure::parse_structure(sim.structure()).unwrap();
+    let home = home_mcp::loxone::structure::parse_structure(&sim.structure_text()).unwrap();
     let c = home
         .controls
         .iter()

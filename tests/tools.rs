@@ -8,7 +8,7 @@ use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use home_mcp::app::{App, StartError};
 use home_mcp::config::{Config, MiniserverConfig, Timeouts};
@@ -343,8 +343,10 @@ fn temperatures_read_and_set() {
     );
     assert_eq!(
         data["summary"],
-        json!({"total": 1, "succeeded": 1, "failed": 0, "not_attempted": 0, "planned": 0})
+        json!({"total": 1, "succeeded": 1, "failed": 0, "not_attempted": 0, "planned": 0, "confirmed": 0})
     );
+    // A target temperature does not show in the primary value: not verifiable, not waited for.
+    assert_eq!(data["results"][0]["verified"], Value::Null);
     assert_eq!(sim(&app).state(&irc, "comfortTemperature"), Some(21.5));
 
     let m = invalid_params(
@@ -498,6 +500,13 @@ fn wrong_password_is_reported_and_not_retried() {
 fn locked_out_client_waits() {
     let (app, _tools) = demo();
     let base = app.simulator.as_ref().unwrap().1.base_url();
+    // The app's polling thread logs in successfully (which resets the failure count) in its
+    // first round; trip the lock-out after it, well before its next round (5 s).
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    while app.house.link().mode() != home_mcp::home::LinkMode::Polling {
+        assert!(std::time::Instant::now() < end, "first poll round");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     // Trip the simulator's lock-out with raw wrong logins from this IP.
     for i in 0..10 {
         let ms = MiniserverConfig {

@@ -1,13 +1,22 @@
 //! The house as tools see it: the model ([`Home`]), the live values ([`StateStore`]) and a
 //! [`Controller`] that carries [`Action`]s to the real building. Tools call [`House`]; the
 //! Loxone adapter implements [`Controller`]. Every write is logged with the caller's label.
+//!
+//! The house also holds the change [`Bus`] and the [`LinkStatus`]: every value that enters the
+//! store through [`House::record`] (reads, the polling thread, later WebSocket events) and
+//! differs from the remembered one is published on the bus.
 
 use std::fmt;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
+use super::bus::{Bus, Change, Event};
+use super::link::{LinkMode, LinkStatus};
 use super::model::{Control, Home};
-use super::state::{StateStore, StateValue, Value};
+use super::state::{Source, StateStore, StateValue, Value};
+
+/// Default of `[server] verify_timeout_ms`: how long control tools wait for a command's effect.
+pub const DEFAULT_VERIFY_TIMEOUT: Duration = Duration::from_millis(1500);
 
 /// A controller-independent command for one control. The adapter maps it to the control
 /// type's own command (per Loxone structure file docs, see `loxone::commands`).
@@ -288,6 +297,9 @@ pub struct House {
     visu_password: Option<Secret>,
     /// Wrong visualisation passwords in a row, and the end of the pause they caused.
     pin_failures: Mutex<(u32, Option<Instant>)>,
+    bus: Arc<Bus>,
+    link: Arc<LinkStatus>,
+    verify_timeout: Duration,
 }
 
 impl House {
@@ -300,7 +312,75 @@ impl House {
             value_max_age,
             visu_password: None,
             pin_failures: Mutex::new((0, None)),
+            bus: Arc::new(Bus::default()),
+            link: Arc::new(LinkStatus::new()),
+            verify_timeout: DEFAULT_VERIFY_TIMEOUT,
         }
+    }
+
+    /// Sets how long control tools wait for a command's effect (`Duration::ZERO`: they do not
+    /// verify). Default [`DEFAULT_VERIFY_TIMEOUT`].
+    pub fn with_verify_timeout(mut self, timeout: Duration) -> Self {
+        self.verify_timeout = timeout;
+        self
+    }
+
+    /// How long control tools wait for a command's effect; zero means no verification.
+    pub fn verify_timeout(&self) -> Duration {
+        self.verify_timeout
+    }
+
+    /// The change bus: subscribe to hear every state change and structure reload.
+    pub fn bus(&self) -> &Arc<Bus> {
+        &self.bus
+    }
+
+    /// The status of the link to the Miniserver.
+    pub fn link(&self) -> &Arc<LinkStatus> {
+        &self.link
+    }
+
+    /// Records `value` for the state or control `uuid` (belonging to `control`, when known) as
+    /// learnt at `at` from `source`; when it changed, publishes an [`Event::Change`] and
+    /// returns `true`.
+    pub fn record(
+        &self,
+        uuid: &str,
+        control: Option<&str>,
+        value: Value,
+        at: SystemTime,
+        source: Source,
+    ) -> bool {
+        let Some(seq) = self.states.apply(uuid, value.clone(), at, source) else {
+            return false;
+        };
+        self.bus.publish(Event::Change(Change {
+            uuid: uuid.to_string(),
+            control: control.map(str::to_string),
+            value,
+            at,
+            seq,
+            source,
+        }));
+        true
+    }
+
+    /// Reads the control's primary value from the controller now and records it (publishing a
+    /// change if it differs). Errors are the controller's.
+    pub fn refresh(
+        &self,
+        control: &Control,
+        source: Source,
+    ) -> Result<StateValue, ControllerError> {
+        let v = self.controller.read(control)?;
+        let at = SystemTime::now();
+        self.record(&control.uuid, Some(&control.uuid), v.clone(), at, source);
+        Ok(self.states.get(&control.uuid).unwrap_or(StateValue {
+            value: v,
+            updated: at,
+            source,
+            seq: self.states.seq(),
+        }))
     }
 
     /// Sets the configured visualisation password used by [`House::act_secured`] when the caller
@@ -453,19 +533,17 @@ impl House {
     }
 
     /// The control's primary value: the remembered one if younger than the max age, otherwise
-    /// read from the controller (and remembered).
+    /// read from the controller (and remembered). While the link is
+    /// [`LinkMode::Disconnected`], a remembered value is answered however old it is (callers
+    /// show its age, [`StateValue::age_secs`]) instead of waiting for a timeout; without one the
+    /// read is tried and fails with the controller's error (`CONNECTION_ERROR`).
     pub fn value(&self, control: &Control) -> Result<StateValue, ControllerError> {
         if let Some(v) = self.states.get(&control.uuid) {
             let age = v.updated.elapsed().unwrap_or_default();
-            if age <= self.value_max_age {
+            if age <= self.value_max_age || self.link.mode() == LinkMode::Disconnected {
                 return Ok(v);
             }
         }
-        let v = self.controller.read(control)?;
-        self.states.set(&control.uuid, v);
-        Ok(self
-            .states
-            .get(&control.uuid)
-            .expect("value was just stored"))
+        self.refresh(control, Source::Read)
     }
 }

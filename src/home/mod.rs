@@ -2,16 +2,20 @@
 //! values ([`state`]) and name resolution ([`resolve`]). This is where tools meet the Loxone
 //! adapter; it knows nothing of MCP or HTTP.
 
+pub mod bus;
 pub mod house;
+pub mod link;
 pub mod model;
 pub mod resolve;
 pub mod state;
 
+pub use bus::{Bus, Change, Event, Subscription};
 pub use house::{
     Action, Controller, ControllerError, House, Outcome, OverrideTimer, RoomMode, Secret,
     LOXONE_EPOCH_UNIX,
 };
+pub use link::{LinkMode, LinkSnapshot, LinkStatus};
 pub use model::{
     Category, CategoryKind, Control, ControlKind, Family, Home, MsInfo, Room, StateRef,
 };
-pub use state::{StateStore, StateValue, Value};
+pub use state::{Source, StateStore, StateValue, Value};

@@ -9,6 +9,7 @@ pub mod commands;
 pub mod controller;
 pub mod crypto;
 pub mod live;
+pub mod poll;
 pub mod secured;
 pub mod structure;
 pub mod token;

@@ -168,10 +168,10 @@ impl Simulator {
             (["data", "loxapp3.json"], 2) => SimResponse {
                 status: 200,
                 content_type: JSON,
-                body: self.structure.clone(),
+                body: self.structure_text(),
             },
             (["jdev", "sps", "loxappversion3"], 3) => {
-                self.ok("dev/sps/LoxAPPversion3", &self.last_modified)
+                self.ok("dev/sps/LoxAPPversion3", &self.structure_version())
             }
             (["jdev", "sps", "io"], n) if n > 3 => self.io(&raw[3..], false),
             (["jdev", "sys", "getvisusalt"], 4) => self.visu_salt(raw[3]),

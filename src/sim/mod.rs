@@ -172,8 +172,8 @@ pub struct SimResponse {
 /// failed-login bookkeeping. Share it as `Arc<Simulator>`.
 pub struct Simulator {
     config: SimConfig,
-    structure: String,
-    last_modified: String,
+    /// The structure text and its `lastModified` (replaceable: [`Simulator::replace_structure`]).
+    structure: std::sync::RwLock<(String, String)>,
     /// `msInfo.serialNr`, 12 characters without colons (hex digits on a real Miniserver).
     serial: String,
     /// `msInfo.localUrl`, reported as `address` by `/jdev/cfg/apiKey`.
@@ -192,7 +192,7 @@ impl fmt::Debug for Simulator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Simulator")
             .field("serial", &self.serial)
-            .field("last_modified", &self.last_modified)
+            .field("last_modified", &self.structure_version())
             .finish_non_exhaustive()
     }
 }
@@ -229,8 +229,10 @@ impl Simulator {
         };
         Ok(Simulator {
             config,
-            structure: structure_json.to_string(),
-            last_modified: text(doc.get("lastModified")),
+            structure: std::sync::RwLock::new((
+                structure_json.to_string(),
+                text(doc.get("lastModified")),
+            )),
             serial,
             address,
             house: Mutex::new(house),
@@ -254,9 +256,38 @@ impl Simulator {
             .expect("embedded demo house is a valid structure file")
     }
 
-    /// The structure file (LoxAPP3.json text) this simulator serves.
-    pub fn structure(&self) -> &str {
-        &self.structure
+    /// The structure file text served at `/data/LoxAPP3.json`.
+    pub fn structure_text(&self) -> String {
+        self.structure
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+            .clone()
+    }
+
+    /// The structure file's `lastModified`, served at `/jdev/sps/LoxAPPversion3`.
+    pub fn structure_version(&self) -> String {
+        self.structure
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .1
+            .clone()
+    }
+
+    /// Test hook, as if the Miniserver got a new configuration: serves `structure_json` (and
+    /// its `lastModified` as the version) from now on. The simulated controls and their states
+    /// stay as they are. Errors when the text is not JSON or has no `lastModified` string.
+    pub fn replace_structure(&self, structure_json: &str) -> Result<(), SimError> {
+        let doc: Value =
+            serde_json::from_str(structure_json).map_err(|e| SimError::Json(e.to_string()))?;
+        let version = doc
+            .get("lastModified")
+            .and_then(Value::as_str)
+            .ok_or_else(|| SimError::Structure("no lastModified string".into()))?
+            .to_string();
+        *self.structure.write().unwrap_or_else(|e| e.into_inner()) =
+            (structure_json.to_string(), version);
+        Ok(())
     }
 
     /// The configuration in use.

@@ -294,7 +294,7 @@ impl Simulator {
     /// `(uuid, value)` of the structure file's `globalStates` (*inferred* values: numbers
     /// 0, sunrise 07:00 and sunset 19:00 in minutes, lists `[]`, the current time).
     fn ws_globals(&self) -> Vec<(String, Val)> {
-        let Ok(doc) = serde_json::from_str::<Value>(&self.structure) else {
+        let Ok(doc) = serde_json::from_str::<Value>(&self.structure_text()) else {
             return Vec::new();
         };
         let Some(globals) = doc.get("globalStates").and_then(Value::as_object) else {

@@ -12,8 +12,17 @@
 //!               "status": "ok" | "error" | "not_attempted" | "planned",
 //!               "commands": ["<uuid>/<command>", ...],
 //!               "error": {"code": "CONNECTION_ERROR", "message": "..."}, "note": "..."}],
-//!  "summary": {"total", "succeeded", "failed", "not_attempted", "planned"}}
+//!  "summary": {"total", "succeeded", "failed", "not_attempted", "planned",
+//!              "confirmed": n | null},
+//!  "verification": "3 of 4 lights confirmed; Deckenlicht (Küche) did not respond" | null}
 //! ```
+//!
+//! Verification: after the commands went out, [`run`] waits at most the house's verify timeout
+//! (`[server] verify_timeout_ms`, default 1500 ms, 0 = off) for each item's effect, and reports
+//! it per item as `verified: true | false | null` (null: not checked, e.g. dry run, error,
+//! verification off). An item is confirmed when a change of its control's value arrives on the
+//! change bus, or, while the link only polls, when a re-read of its primary value differs from
+//! the value before the command or already shows the asked state (a switch `on` that was on).
 //!
 //! With `dry_run` nothing is sent: items whose commands could be built are `planned` and list
 //! the exact commands. After the first error meaning the Miniserver is out of reach
@@ -242,7 +251,12 @@ use super::devices::plan_device;
 use super::{args, lights, view};
 use super::{Caller, Ctx, Permission, Tool, ToolError, SETTER};
 use crate::home::resolve::{fold, ResolveError};
-use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, House};
+use std::time::{Duration, Instant};
+
+use crate::home::{
+    Action, Control, ControlKind, ControllerError, Event, Family, Home, House, LinkMode, Source,
+    Subscription, Value as HValue,
+};
 use crate::loxone::commands::command_for;
 
 /// One planned operation: a control and what to send it, or why it cannot be done.
@@ -313,6 +327,8 @@ pub struct Report {
     out_of_reach: Option<ControllerError>,
     /// The first item's error, for single-device tools.
     first_error: Option<ToolError>,
+    /// Confirmed items and the summary line, when effects were verified.
+    verification: Option<(usize, String)>,
 }
 
 impl Report {
@@ -334,7 +350,9 @@ impl Report {
             "failed": self.failed,
             "not_attempted": self.not_attempted,
             "planned": self.planned,
+            "confirmed": self.verification.as_ref().map(|v| v.0),
         });
+        out["verification"] = json!(self.verification.map(|v| v.1));
         Ok(out)
     }
 
@@ -369,7 +387,12 @@ pub fn run(house: &House, items: Vec<Item>, opts: RunOptions, caller: &Caller) -
         dry_run: opts.dry_run,
         out_of_reach: None,
         first_error: None,
+        verification: None,
     };
+    let verifying = !opts.dry_run && !house.verify_timeout().is_zero();
+    // Subscribed before anything is sent, so no effect can slip past.
+    let subscription = verifying.then(|| house.bus().subscribe(1024));
+    let mut checks: Vec<(usize, &Control, Option<HValue>, Vec<Action>)> = Vec::new();
     for item in items {
         let mut rec = json!({"device": item.device});
         if let Some(a) = &item.action {
@@ -379,6 +402,18 @@ pub fn run(house: &House, items: Vec<Item>, opts: RunOptions, caller: &Caller) -
             rec["note"] = json!(n);
         }
         let mut commands = Vec::new();
+        let seen = item
+            .actions
+            .last()
+            .is_some_and(|a| item.control.is_some_and(|c| observable(c, a)));
+        let before = match item.control {
+            Some(c)
+                if seen && verifying && item.refused.is_none() && report.out_of_reach.is_none() =>
+            {
+                house.value(c).ok().map(|v| v.value)
+            }
+            _ => None,
+        };
         let status = match attempt(house, &item, opts, &mut commands, &mut report, caller) {
             Ok(s) => s,
             Err(e) => {
@@ -407,9 +442,163 @@ pub fn run(house: &House, items: Vec<Item>, opts: RunOptions, caller: &Caller) -
         }
         rec["commands"] = json!(commands);
         rec["status"] = json!(status);
+        rec["verified"] = Value::Null;
+        if let (true, true, "ok", Some(c)) = (verifying, seen, status, item.control) {
+            checks.push((report.results.len(), c, before, item.actions.clone()));
+        }
         report.results.push(rec);
     }
+    if let Some(sub) = subscription.filter(|_| !checks.is_empty()) {
+        let targets: Vec<Target> = checks
+            .iter()
+            .map(|(_, c, before, actions)| Target {
+                control: c,
+                before: before.clone(),
+                actions,
+            })
+            .collect();
+        let confirmed = verify(house, &sub, &targets, house.verify_timeout());
+        let home = house.home();
+        let mut missing = Vec::new();
+        for ((i, c, _, _), ok) in checks.iter().zip(&confirmed) {
+            report.results[*i]["verified"] = json!(ok);
+            if !ok {
+                missing.push(view::label(&home, c));
+            }
+        }
+        let n = confirmed.iter().filter(|v| **v).count();
+        let noun = noun_of(house, checks.iter().map(|(_, c, _, _)| *c));
+        let mut line = format!("{n} of {} {noun} confirmed", confirmed.len());
+        if !missing.is_empty() {
+            line.push_str(&format!("; {} did not respond", missing.join(", ")));
+        }
+        report.verification = Some((n, line));
+    }
     report
+}
+
+/// "lights", "blinds" or "devices", for the verification line.
+fn noun_of<'a>(house: &House, controls: impl Iterator<Item = &'a Control>) -> &'static str {
+    let home = house.home();
+    let mut all_lights = true;
+    let mut all_blinds = true;
+    for c in controls {
+        all_lights &= lights::is_light(&home, c);
+        all_blinds &= c.family() == Family::Blinds;
+    }
+    match (all_lights, all_blinds) {
+        (true, _) => "lights",
+        (_, true) => "blinds",
+        _ => "devices",
+    }
+}
+
+/// One control whose command's effect is awaited.
+pub struct Target<'a> {
+    pub control: &'a Control,
+    /// Its primary value before the command, when known.
+    pub before: Option<HValue>,
+    /// The actions sent to it.
+    pub actions: &'a [Action],
+}
+
+/// Waits at most `timeout` for the effect of commands on `targets`; one `true` (confirmed) or
+/// `false` per target, in order. `sub` must have been subscribed before the commands were
+/// sent. Changes on the bus confirm at once; unless the link is live
+/// ([`LinkMode::WebSocket`]), the primary values are also re-read about every 100 ms (a
+/// re-read's change is published on the bus too). A re-read that fails because the Miniserver
+/// is out of reach stops re-reading; the wait goes on for bus events only.
+pub fn verify(
+    house: &House,
+    sub: &Subscription,
+    targets: &[Target],
+    timeout: Duration,
+) -> Vec<bool> {
+    let deadline = Instant::now() + timeout;
+    let mut done = vec![false; targets.len()];
+    let mut reread = house.link().mode() != LinkMode::WebSocket;
+    let confirms = |t: &Target, v: &HValue| -> bool {
+        t.before.as_ref() != Some(v) || expected(t.control, t.actions, v)
+    };
+    let on_event = |e: Event, done: &mut [bool]| {
+        if let Event::Change(ch) = e {
+            for (i, t) in targets.iter().enumerate() {
+                let ours = ch.uuid == t.control.uuid
+                    || ch.control.as_deref() == Some(t.control.uuid.as_str());
+                if ours && !done[i] && t.before.as_ref() != Some(&ch.value) {
+                    done[i] = true;
+                }
+            }
+        }
+    };
+    loop {
+        while let Some(e) = sub.try_recv() {
+            on_event(e, &mut done);
+        }
+        if reread {
+            for (i, t) in targets.iter().enumerate() {
+                if done[i] {
+                    continue;
+                }
+                match house.refresh(t.control, Source::Read) {
+                    Ok(v) => done[i] = confirms(t, &v.value),
+                    Err(e) if e.is_unreachable() => {
+                        reread = false;
+                        break;
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+        if done.iter().all(|d| *d) {
+            break;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        if let Some(e) = sub.recv_timeout(left.min(Duration::from_millis(100))) {
+            on_event(e, &mut done);
+        }
+    }
+    done
+}
+
+/// Whether the effect of `a` on `c` shows in a value we can watch: with the polling fallback
+/// only the block's primary value is seen (a switch's `active`, a blind's `position`, a
+/// zone's `playState`...), so a target temperature, a colour, a volume step or a delayed arm
+/// cannot be confirmed and is reported `verified: null` at once instead of waiting.
+pub fn observable(c: &Control, a: &Action) -> bool {
+    use Action as A;
+    use ControlKind as K;
+    match (&c.kind, a) {
+        (K::Switch | K::TimedSwitch | K::Dimmer | K::EibDimmer, A::On | A::Off | A::Level(_)) => {
+            true
+        }
+        (K::LightController | K::LightControllerV2, A::On | A::Off | A::Mood(_)) => true,
+        (K::Jalousie, A::Up | A::Down | A::Level(_) | A::Shade) => true,
+        (K::Gate, A::Up | A::Down | A::On | A::Off) => true,
+        (K::AudioZone | K::AudioZoneV2, A::Play | A::Pause | A::On | A::Off | A::Stop) => true,
+        (K::Alarm, A::Arm { delayed: false, .. } | A::Disarm) => true,
+        (K::Radio, A::Select(_) | A::Off | A::Next | A::Previous) => true,
+        (K::Slider | K::ValueSelector | K::UpDownAnalog | K::LeftRightAnalog, A::Level(_)) => true,
+        (K::TextInput, A::Text(_)) => true,
+        _ => false,
+    }
+}
+
+/// Whether `v` already shows what `actions` asked of simple controls (switches and dimmers:
+/// on, off, a level), so a command that found the device in the asked state still counts.
+fn expected(c: &Control, actions: &[Action], v: &HValue) -> bool {
+    let Some(x) = v.as_f64() else { return false };
+    let digital = matches!(c.kind, ControlKind::Switch);
+    let dimmer = matches!(c.kind, ControlKind::Dimmer | ControlKind::EibDimmer);
+    match actions.last() {
+        Some(Action::On) if digital || dimmer => x > 0.0,
+        Some(Action::Off) if digital || dimmer => x == 0.0,
+        Some(Action::Level(l)) if dimmer => (x - l).abs() < 0.5,
+        _ => false,
+    }
 }
 
 /// One item: its status word, or its error. `commands` collects the Loxone commands.
@@ -504,7 +693,8 @@ pub fn result_schema() -> Value {
                     "commands": {"type": "array", "items": {"type": "string"}, "description": "Loxone commands <uuid>/<command> sent (dry run: that would be sent)"},
                     "error": {"type": "object", "properties": {"code": {"type": "string"}, "message": {"type": "string"}}, "required": ["code", "message"]},
                     "note": {"type": "string"},
-                    "current": {"type": ["object", "null"], "description": "Dry run: the current state"}
+                    "current": {"type": ["object", "null"], "description": "Dry run: the current state"},
+                    "verified": {"type": ["boolean", "null"], "description": "Whether the command's effect was seen within the verify timeout; null when not checked (dry run, error, verification off)"}
                 },
                 "required": ["device", "status", "commands"]
             }},
@@ -515,10 +705,12 @@ pub fn result_schema() -> Value {
                     "succeeded": {"type": "integer"},
                     "failed": {"type": "integer"},
                     "not_attempted": {"type": "integer"},
-                    "planned": {"type": "integer"}
+                    "planned": {"type": "integer"},
+                    "confirmed": {"type": ["integer", "null"], "description": "Items whose effect was seen; null when nothing was verified"}
                 },
                 "required": ["total", "succeeded", "failed", "not_attempted", "planned"]
-            }
+            },
+            "verification": {"type": ["string", "null"], "description": "e.g. \"3 of 4 lights confirmed; Deckenlicht (Küche) did not respond\"; null when nothing was verified"}
         },
         "required": ["scope", "action", "dry_run", "results", "summary"]
     })

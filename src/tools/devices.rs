@@ -126,7 +126,8 @@ pub fn tools() -> Vec<Tool> {
                         "action": {"type": "string"},
                         "value": {"type": ["number", "null"]},
                         "command": {"type": ["string", "null"], "description": "The Loxone command sent"},
-                        "reported_value": {"description": "What the Miniserver answered (number or text), if anything"}
+                        "reported_value": {"description": "What the Miniserver answered (number or text), if anything"},
+                        "verified": {"type": ["boolean", "null"], "description": "Whether the command's effect was seen within the verify timeout ([server] verify_timeout_ms); null when not checked (verification off, or an action whose effect does not show in the primary value: pulse, volume step, track change, text, colour, slats)"}
                     },
                     "required": ["device", "action"]
                 })
@@ -269,7 +270,7 @@ fn list_devices(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value
             let mut d = view::device(&home, c);
             if include_state && has_primary_value(c) {
                 d["state"] = match values.read(c) {
-                    Some(v) => view::state(c, &v.value),
+                    Some(v) => view::state_with_age(c, &v),
                     None => Value::Null,
                 };
             }
@@ -622,8 +623,24 @@ fn control_device(
 ) -> Result<Value, ToolError> {
     let home = house.home();
     let p = plan_device(&home, a)?;
+    let timeout = house.verify_timeout();
+    // Subscribed (and the value before taken) before the command, so no effect slips past.
+    let check = (!timeout.is_zero() && super::batch::observable(p.control, &p.action)).then(|| {
+        let before = house.value(p.control).ok().map(|v| v.value);
+        (house.bus().subscribe(256), before)
+    });
     let outcome = house.act(p.control, &p.action, &caller.label)?;
+    let verified = check.map(|(sub, before)| {
+        let actions = [p.action.clone()];
+        let target = super::batch::Target {
+            control: p.control,
+            before,
+            actions: &actions,
+        };
+        super::batch::verify(house, &sub, &[target], timeout)[0]
+    });
     Ok(json!({
+        "verified": verified,
         "device": view::device(&home, p.control),
         "action": p.action_name,
         "value": p.value,

@@ -123,6 +123,8 @@ pub fn state(c: &Control, v: &Value) -> Json {
 pub struct ValueReader<'a> {
     house: &'a House,
     pub warning: Option<String>,
+    /// Age in seconds of the oldest value returned.
+    oldest: Option<f64>,
 }
 
 impl<'a> ValueReader<'a> {
@@ -130,6 +132,7 @@ impl<'a> ValueReader<'a> {
         Self {
             house,
             warning: None,
+            oldest: None,
         }
     }
 
@@ -139,7 +142,11 @@ impl<'a> ValueReader<'a> {
             return None;
         }
         match self.house.value(c) {
-            Ok(v) => Some(v),
+            Ok(v) => {
+                let age = v.age_secs();
+                self.oldest = Some(self.oldest.map_or(age, |o| o.max(age)));
+                Some(v)
+            }
             Err(e) if e.is_unreachable() => {
                 self.warning = Some(format!("current values unavailable: {e}"));
                 None
@@ -148,13 +155,29 @@ impl<'a> ValueReader<'a> {
         }
     }
 
-    /// Adds `warning` to a listing result when values were missing.
+    /// Adds `warning` to a listing result when values were missing, `age_secs` (the age in
+    /// seconds of the oldest value shown) when values were shown, and, while the Miniserver
+    /// link is down, `link: "disconnected"` (values are as old as `age_secs` says).
     pub fn annotate(self, mut out: Json) -> Json {
         if let Some(w) = self.warning {
             out["warning"] = Json::String(w);
         }
+        if let Some(age) = self.oldest {
+            out["age_secs"] = json!(age.round());
+        }
+        if self.house.link().mode() == crate::home::LinkMode::Disconnected {
+            out["link"] = json!("disconnected");
+        }
         out
     }
+}
+
+/// The primary value of `c` in words ([`state`]) with `age_secs`: seconds since the value
+/// was learnt from the Miniserver.
+pub fn state_with_age(c: &Control, v: &StateValue) -> Json {
+    let mut s = state(c, &v.value);
+    s["age_secs"] = json!(v.age_secs().round());
+    s
 }
 
 /// Rounds to one decimal (21.4999 -> 21.5).
