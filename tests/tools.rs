@@ -343,7 +343,7 @@ fn temperatures_read_and_set() {
     );
     assert_eq!(
         data["summary"],
-        json!({"total": 1, "succeeded": 1, "failed": 0, "not_attempted": 0, "planned": 0, "confirmed": 0})
+        json!({"total": 1, "succeeded": 1, "failed": 0, "not_attempted": 0, "planned": 0, "confirmed": null})
     );
     // A target temperature does not show in the primary value: not verifiable, not waited for.
     assert_eq!(data["results"][0]["verified"], Value::Null);

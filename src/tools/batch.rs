@@ -571,20 +571,28 @@ pub fn verify(
 pub fn observable(c: &Control, a: &Action) -> bool {
     use Action as A;
     use ControlKind as K;
-    match (&c.kind, a) {
-        (K::Switch | K::TimedSwitch | K::Dimmer | K::EibDimmer, A::On | A::Off | A::Level(_)) => {
-            true
-        }
-        (K::LightController | K::LightControllerV2, A::On | A::Off | A::Mood(_)) => true,
-        (K::Jalousie, A::Up | A::Down | A::Level(_) | A::Shade) => true,
-        (K::Gate, A::Up | A::Down | A::On | A::Off) => true,
-        (K::AudioZone | K::AudioZoneV2, A::Play | A::Pause | A::On | A::Off | A::Stop) => true,
-        (K::Alarm, A::Arm { delayed: false, .. } | A::Disarm) => true,
-        (K::Radio, A::Select(_) | A::Off | A::Next | A::Previous) => true,
-        (K::Slider | K::ValueSelector | K::UpDownAnalog | K::LeftRightAnalog, A::Level(_)) => true,
-        (K::TextInput, A::Text(_)) => true,
-        _ => false,
-    }
+    matches!(
+        (&c.kind, a),
+        (
+            K::Switch | K::TimedSwitch | K::Dimmer | K::EibDimmer,
+            A::On | A::Off | A::Level(_)
+        ) | (
+            K::LightController | K::LightControllerV2,
+            A::On | A::Off | A::Mood(_)
+        ) | (K::Jalousie, A::Up | A::Down | A::Level(_) | A::Shade)
+            | (K::Gate, A::Up | A::Down | A::On | A::Off)
+            | (
+                K::AudioZone | K::AudioZoneV2,
+                A::Play | A::Pause | A::On | A::Off | A::Stop
+            )
+            | (K::Alarm, A::Arm { delayed: false, .. } | A::Disarm)
+            | (K::Radio, A::Select(_) | A::Off | A::Next | A::Previous)
+            | (
+                K::Slider | K::ValueSelector | K::UpDownAnalog | K::LeftRightAnalog,
+                A::Level(_)
+            )
+            | (K::TextInput, A::Text(_))
+    )
 }
 
 /// Whether `v` already shows what `actions` asked of simple controls (switches and dimmers:
