@@ -5,9 +5,12 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::config::LiveMode;
 use crate::config::{Config, ConfigError, MiniserverConfig};
 use crate::home::House;
 use crate::loxone::client::{Client, LoxoneError};
+use crate::loxone::feed::HouseFeed;
+use crate::loxone::live::{Link, LinkConfig};
 use crate::loxone::poll::Poller;
 use crate::loxone::structure::{parse_structure_bytes, StructureError};
 use crate::mcp::server::{McpConfig, McpServer};
@@ -52,6 +55,8 @@ pub struct App {
     /// The HTTP polling thread that keeps the house's values current and watches the
     /// structure version (until the WebSocket link is wired in, always running); stopped
     /// when the app drops, before the simulator.
+    /// The live WebSocket link (stops first: kills its token, closes the socket).
+    pub link: Option<Link>,
     pub poller: Option<Poller>,
     /// The in-process simulator of `--demo`; dropping it stops it.
     pub simulator: Option<(Arc<Simulator>, SimServer)>,
@@ -118,7 +123,15 @@ impl App {
             .with_visu_password(config.visu_password.clone())
             .with_verify_timeout(config.server.verify_timeout),
         );
-        let poller = Poller::start(house.clone(), client, config.poll).map_err(StartError::Io)?;
+        let poller =
+            Poller::start(house.clone(), client.clone(), config.poll).map_err(StartError::Io)?;
+        let link = (config.miniserver_live == LiveMode::WebSocket).then(|| {
+            Link::spawn(
+                client,
+                LinkConfig::default(),
+                Arc::new(HouseFeed::new(house.clone())),
+            )
+        });
         let mcp = Arc::new(McpServer::new(
             Arc::new(HomeTools::with_store(house.clone(), workflows.clone())),
             McpConfig::default(),
@@ -127,6 +140,7 @@ impl App {
             house,
             mcp,
             workflows,
+            link,
             poller: Some(poller),
             simulator,
         })

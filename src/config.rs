@@ -26,6 +26,8 @@
 //!                              # arm_alarm/disarm_alarm need the `code` argument
 //! auth = "auto"                # "auto" (default): token auth (getjwt), Basic auth when the
 //!                              # firmware has no getjwt; "token": tokens only; "basic": Basic only
+//! live = "websocket"           # "websocket" (default): the Miniserver's event stream, HTTP
+//!                              # polling while it is down; "polling": HTTP polling only
 //! connect_timeout_secs = 5
 //! request_timeout_secs = 10
 //! value_max_age_secs = 5       # values older than this are read again from the Miniserver
@@ -67,6 +69,8 @@ pub struct Config {
     pub visu_password: Option<Secret>,
     /// How HTTP requests authenticate (`[miniserver] auth`, default [`AuthMode::Auto`]).
     pub miniserver_auth: AuthMode,
+    /// WebSocket event stream (default) or polling only.
+    pub miniserver_live: LiveMode,
 }
 
 /// How the client authenticates to the Miniserver (loxone-protocol.md §3).
@@ -81,6 +85,18 @@ pub enum AuthMode {
     Token,
     /// HTTP Basic auth only (firmware before 10.2, or for debugging).
     Basic,
+}
+
+/// How the server follows the house live (`[miniserver] live`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LiveMode {
+    /// The Miniserver's WebSocket event stream (token login); HTTP polling of primary values
+    /// while it is down or unsupported.
+    #[default]
+    WebSocket,
+    /// HTTP polling of primary values only (degraded: no named states such as targets).
+    Polling,
 }
 
 /// The HTTP transport's settings.
@@ -170,6 +186,7 @@ impl Default for Config {
             log_level: log::LevelFilter::Info,
             visu_password: None,
             miniserver_auth: AuthMode::Auto,
+            miniserver_live: LiveMode::WebSocket,
         }
     }
 }
@@ -236,6 +253,7 @@ struct FileMiniserver {
     password: Option<String>,
     visu_password: Option<String>,
     auth: Option<AuthMode>,
+    live: Option<LiveMode>,
     connect_timeout_secs: Option<u64>,
     request_timeout_secs: Option<u64>,
     value_max_age_secs: Option<u64>,
@@ -391,6 +409,7 @@ impl Config {
         }
 
         cfg.miniserver_auth = file.miniserver.auth.unwrap_or_default();
+        cfg.miniserver_live = file.miniserver.live.unwrap_or_default();
         cfg.visu_password = env("HOME_VISU_PASS")
             .or(file.miniserver.visu_password)
             .filter(|p| !p.is_empty())
@@ -600,6 +619,10 @@ mod tests {
     #[test]
     fn auth_mode_from_file() {
         assert_eq!(parse("", &[]).unwrap().miniserver_auth, AuthMode::Auto);
+        assert_eq!(parse("", &[]).unwrap().miniserver_live, LiveMode::WebSocket);
+        let cfg = parse("[miniserver]\nlive = \"polling\"\n", &[]).unwrap();
+        assert_eq!(cfg.miniserver_live, LiveMode::Polling);
+        assert!(parse("[miniserver]\nlive = \"carrier-pigeon\"\n", &[]).is_err());
         let cfg = parse("[miniserver]\nauth = \"basic\"\n", &[]).unwrap();
         assert_eq!(cfg.miniserver_auth, AuthMode::Basic);
         let cfg = parse("[miniserver]\nauth = \"token\"\n", &[]).unwrap();

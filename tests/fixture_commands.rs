@@ -25,12 +25,13 @@ const FIXTURES: &[&str] = &[
 ];
 
 /// The server on a simulated Miniserver that serves one fixture structure file.
+/// Fields drop in this order: the server (and its link and poller) before the simulator.
 struct Fixture {
     name: &'static str,
-    sim: Arc<Simulator>,
-    _server: SimServer,
-    app: App,
     tools: HomeTools,
+    app: App,
+    _server: SimServer,
+    sim: Arc<Simulator>,
 }
 
 fn start(name: &'static str) -> Fixture {

@@ -6,8 +6,8 @@
 //! close with code 4003 or an HTTP 403 blocks further logins for a while, §4.5). Each new
 //! session starts with the full tables again, so a reconnect resynchronises every state.
 //!
-//! The thread stops when [`Link::stop`] is called or the [`Link`] is dropped; it then kills
-//! its token (`killtoken`) and closes the socket.
+//! The thread stops when [`Link::stop`] is called (which waits for it) or the [`Link`] is
+//! dropped (which does not); it then kills its token (`killtoken`) and closes the socket.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -106,8 +106,13 @@ impl Link {
 }
 
 impl Drop for Link {
+    /// Signals the thread and returns at once: it notices within [`LinkConfig::poll`], kills
+    /// its token and ends on its own (a Miniserver that went away must not hang a shutdown).
+    /// Use [`Link::stop`] to wait for it.
     fn drop(&mut self) {
-        self.stop();
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.try_send(());
+        }
     }
 }
 

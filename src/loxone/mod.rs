@@ -8,6 +8,7 @@ pub mod client;
 pub mod commands;
 pub mod controller;
 pub mod crypto;
+pub mod feed;
 pub mod live;
 pub mod poll;
 pub mod secured;

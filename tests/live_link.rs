@@ -1,0 +1,119 @@
+//! The server following the house live over the WebSocket (`--demo`): the link comes up in
+//! mode `websocket`, named states (targets, moods) reach the tools, a change made on the
+//! Miniserver reaches a bus subscriber tagged with its control, and a command is verified
+//! from the event stream.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{demo, ok, sim};
+use home_mcp::app::App;
+use home_mcp::home::bus::Event;
+use home_mcp::home::link::LinkMode;
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn uuid_of(app: &App, name: &str, room: &str) -> String {
+    app.house
+        .home()
+        .resolve_control(name, Some(room), &|_| true)
+        .unwrap()
+        .uuid
+        .clone()
+}
+
+#[test]
+fn named_states_arrive_and_tools_show_them() {
+    let (app, tools) = demo();
+    wait_for("the WebSocket link", || {
+        app.house.link().mode() == LinkMode::WebSocket
+    });
+    let irc = uuid_of(&app, "Raumregelung", "Wohnzimmer");
+    let target_uuid = app
+        .house
+        .home()
+        .control(&irc)
+        .unwrap()
+        .state("tempTarget")
+        .unwrap()
+        .to_string();
+    wait_for("tempTarget in the store", || {
+        app.house.states().get(&target_uuid).is_some()
+    });
+    let want = sim(&app).state(&irc, "tempTarget").unwrap();
+    let d = ok(
+        &tools,
+        "get_zone_temperature",
+        json!({"zone_id": "Wohnzimmer"}),
+    );
+    assert_eq!(d["target"], json!(want), "{d}");
+    let snap = app.house.link().snapshot();
+    assert!(snap.events_received > 100, "{snap:?}");
+}
+
+#[test]
+fn a_change_on_the_miniserver_reaches_a_subscriber() {
+    let (app, _tools) = demo();
+    wait_for("the WebSocket link", || {
+        app.house.link().mode() == LinkMode::WebSocket
+    });
+    let light = uuid_of(&app, "Nachtlicht", "Kinderzimmer");
+    let sub = app.house.bus().subscribe(1024);
+    // Someone presses a switch: the command reaches the Miniserver, not through us.
+    let url = format!("/jdev/sps/io/{light}/55");
+    let r = sim(&app).handle(
+        "GET",
+        &url,
+        Some("Basic ZGVtbzpkZW1v"),
+        "127.0.0.1".parse().unwrap(),
+    );
+    assert_eq!(r.status, 200);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match sub.recv_timeout(left) {
+            Some(Event::Change(c)) if c.control.as_deref() == Some(light.as_str()) => {
+                assert_eq!(c.value.as_f64(), Some(55.0), "{c:?}");
+                break;
+            }
+            Some(_) => {}
+            None => panic!("no change for the light within {WAIT:?}"),
+        }
+    }
+}
+
+#[test]
+fn commands_are_verified_from_the_event_stream() {
+    let (app, tools) = demo();
+    wait_for("the WebSocket link", || {
+        app.house.link().mode() == LinkMode::WebSocket
+    });
+    let d = ok(
+        &tools,
+        "control_room_lights",
+        json!({"room": "Küche", "action": "off"}),
+    );
+    let results = d["results"].as_array().unwrap();
+    assert!(!results.is_empty());
+    for r in results {
+        assert_eq!(r["verified"], true, "{r}");
+    }
+    let d = ok(
+        &tools,
+        "control_room_lights",
+        json!({"room": "Küche", "action": "on"}),
+    );
+    for r in d["results"].as_array().unwrap() {
+        assert_eq!(r["verified"], true, "{r}");
+    }
+}
