@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use home_mcp::home::link::LinkMode;
+
 use home_mcp::app::App;
 use home_mcp::config::{check_workers, parse_listen, Config};
 use home_mcp::http::{HttpConfig, HttpServer};
@@ -216,10 +218,22 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     let house = app.house.clone();
     let health = Arc::new(move || {
         let home = house.home();
+        let link = house.link().snapshot();
+        // ok: live over the WebSocket; degraded: polling (no named states) or disconnected.
+        let (status, reason) = match link.mode {
+            LinkMode::WebSocket => ("ok", None),
+            LinkMode::Polling => ("degraded", Some("Miniserver followed by HTTP polling")),
+            LinkMode::Disconnected => ("degraded", Some("Miniserver unreachable")),
+        };
         serde_json::json!({
-            "status": "ok",
+            "status": status,
+            "reason": reason,
             "version": VERSION,
-            "miniserver": {"serial": home.ms_info.serial_nr, "structure": home.last_modified},
+            "miniserver": {
+                "serial": home.ms_info.serial_nr,
+                "structure": home.last_modified,
+                "link": link.to_json(),
+            },
         })
     });
     let server = match HttpServer::start(http, app.mcp.clone(), health) {

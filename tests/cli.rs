@@ -15,6 +15,8 @@ fn bin() -> Command {
         "HOME_PASS",
         "HOME_LISTEN",
         "HOME_LOG_LEVEL",
+        "HOME_DATA_DIR",
+        "HOME_VISU_PASS",
     ] {
         c.env_remove(k);
     }
@@ -192,4 +194,132 @@ fn sim_serves_a_real_structure_file() {
     let o = run(&["sim", "--structure", "/nonexistent.json"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("/nonexistent.json"));
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// GET `path` on the server at `port`; the body, or `None` while it does not answer.
+fn get(port: u16, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out.split_once("\r\n\r\n")?.1.to_string())
+}
+
+/// Polls `/health` until `want` accepts its JSON; panics after 30 s.
+fn health_until(port: u16, want: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut last = None;
+    loop {
+        if let Some(body) = get(port, "/health") {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&body) {
+                if want(&v) {
+                    return v;
+                }
+            }
+            last = Some(body);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "health never matched; last answer: {last:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+struct Kill(std::process::Child);
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn health_reports_the_live_link_and_degrades_to_polling() {
+    // The demo: live over the simulator's WebSocket.
+    let port = free_port();
+    let _demo = Kill(
+        bin()
+            .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // Connected first, then the initial tables (hundreds of states) arrive.
+    let h = health_until(port, |v| {
+        v["miniserver"]["link"]["mode"] == "websocket"
+            && v["miniserver"]["link"]["events_received"].as_u64() > Some(100)
+    });
+    assert_eq!(h["status"], "ok", "{h}");
+    assert!(h["reason"].is_null(), "{h}");
+
+    // A Miniserver followed by polling only: degraded, and says why.
+    let ms_port = free_port();
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/Smarteon-loxone-java-showroom.json"
+    );
+    let _ms = Kill(
+        bin()
+            .args([
+                "sim",
+                "--structure",
+                fixture,
+                "--listen",
+                &format!("127.0.0.1:{ms_port}"),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", ms_port)).is_err() {
+        assert!(Instant::now() < deadline, "sim did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let dir = std::env::temp_dir().join(format!("home-mcp-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("config.toml");
+    std::fs::write(
+        &cfg,
+        "[miniserver]\nlive = \"polling\"\npoll_interval_secs = 1\n",
+    )
+    .unwrap();
+    let port = free_port();
+    let _server = Kill(
+        bin()
+            .args([
+                "serve",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+            ])
+            .env("HOME_HOST", format!("127.0.0.1:{ms_port}"))
+            .env("HOME_USER", "demo")
+            .env("HOME_PASS", "demo")
+            .env("HOME_DATA_DIR", dir.join("data"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let h = health_until(port, |v| v["miniserver"]["link"]["mode"] == "polling");
+    assert_eq!(h["status"], "degraded", "{h}");
+    assert!(h["reason"].as_str().unwrap().contains("polling"), "{h}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
