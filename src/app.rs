@@ -57,6 +57,8 @@ pub struct App {
     /// when the app drops, before the simulator.
     /// The live WebSocket link (stops first: kills its token, closes the socket).
     pub link: Option<Link>,
+    /// The HTTP client (its token is killed on [`App::shutdown`]).
+    pub client: Arc<Client>,
     pub poller: Option<Poller>,
     /// The in-process simulator of `--demo`; dropping it stops it.
     pub simulator: Option<(Arc<Simulator>, SimServer)>,
@@ -125,6 +127,7 @@ impl App {
         );
         let poller =
             Poller::start(house.clone(), client.clone(), config.poll).map_err(StartError::Io)?;
+        let client_for_app = client.clone();
         let link = (config.miniserver_live == LiveMode::WebSocket).then(|| {
             Link::spawn(
                 client,
@@ -141,9 +144,27 @@ impl App {
             mcp,
             workflows,
             link,
+            client: client_for_app,
             poller: Some(poller),
             simulator,
         })
+    }
+
+    /// Stops cleanly: the live link (kills its WebSocket token, closes the socket), the poller,
+    /// then kills the HTTP client's token (`killtoken`), so no token outlives the server.
+    pub fn shutdown(mut self) {
+        if let Some(mut link) = self.link.take() {
+            link.stop();
+        }
+        if let Some(p) = self.poller.take() {
+            p.stop();
+        }
+        if self.client.auth_in_use() == "token" {
+            match self.client.kill_token() {
+                Ok(()) => log::info!("Miniserver token killed"),
+                Err(e) => log::warn!("killtoken failed: {e}"),
+            }
+        }
     }
 }
 

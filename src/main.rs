@@ -248,8 +248,24 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         server.addr(),
         config.server.workers
     );
-    server.join();
-    drop(app);
+    // Serve until SIGTERM (systemd stop) or SIGINT (Ctrl-C), then stop cleanly.
+    match signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+    ]) {
+        Ok(mut signals) => {
+            if let Some(sig) = signals.forever().next() {
+                log::info!("signal {sig}: shutting down");
+            }
+            server.shutdown();
+            server.join();
+        }
+        Err(e) => {
+            log::warn!("cannot watch for signals ({e}); stop with SIGKILL");
+            server.join();
+        }
+    }
+    app.shutdown();
     Ok(ExitCode::SUCCESS)
 }
 
@@ -271,7 +287,7 @@ fn stdio(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     };
     log::info!("MCP over stdio; end of input stops the server");
     let result = home_mcp::stdio::serve_stdio(&app.mcp);
-    drop(app);
+    app.shutdown();
     match result {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => {

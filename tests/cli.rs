@@ -323,3 +323,41 @@ fn health_reports_the_live_link_and_degrades_to_polling() {
     assert!(h["reason"].as_str().unwrap().contains("polling"), "{h}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn sigterm_stops_cleanly_and_kills_the_tokens() {
+    let port = free_port();
+    let log = std::env::temp_dir().join(format!("home-mcp-sigterm-{}.log", std::process::id()));
+    let mut child = bin()
+        .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    health_until(port, |v| v["miniserver"]["link"]["mode"] == "websocket");
+    let t = Instant::now();
+    let st = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t.elapsed() < Duration::from_secs(15), "still running");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let _ = std::fs::remove_file(&log);
+    assert!(text.contains("shutting down"), "{text}");
+    assert!(
+        text.contains("sim: token killed"),
+        "the WebSocket token: {text}"
+    );
+    assert!(
+        text.contains("Miniserver token killed"),
+        "the HTTP token: {text}"
+    );
+}
