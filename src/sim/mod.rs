@@ -25,6 +25,7 @@
 //! Layout: [`house`] holds the controls and their states, [`controls`] the per-type
 //! behaviour, `http` the routing, auth and answer shapes, and [`server`] the tiny_http
 //! front end. [`Simulator::handle`] is a pure request handler, testable without sockets.
+//! [`synth`] writes synthetic structure files of any size (benchmarks).
 //!
 //! The embedded demo house ([`Simulator::demo`], `assets/demo-house.json`) is a bilingual
 //! family home with every simulated control type; its credentials are `demo` / `demo`
@@ -36,6 +37,7 @@ mod controls;
 mod house;
 mod http;
 mod server;
+pub mod synth;
 mod ws;
 
 use std::fmt;
