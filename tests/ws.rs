@@ -911,3 +911,27 @@ fn a_token_from_http_authenticates_the_socket() {
     r.send_text("jdev/sps/enablebinstatusupdate").unwrap();
     assert_eq!(ll(&next(&mut r)).1, 200);
 }
+
+#[test]
+fn a_delay_makes_websocket_answers_late() {
+    let (sim, server) = start(Simulator::demo());
+    let mut r = connect(&server);
+    sim.set_delay(Duration::from_millis(300));
+    let t = Instant::now();
+    r.send_text("keepalive").unwrap();
+    assert_eq!(next(&mut r), Incoming::Keepalive);
+    assert!(
+        t.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        t.elapsed()
+    );
+    sim.set_delay(Duration::ZERO);
+    let t = Instant::now();
+    r.send_text("keepalive").unwrap();
+    assert_eq!(next(&mut r), Incoming::Keepalive);
+    assert!(
+        t.elapsed() < Duration::from_millis(300),
+        "{:?}",
+        t.elapsed()
+    );
+}

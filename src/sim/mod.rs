@@ -20,7 +20,8 @@
 //! - the WebSocket endpoint `/ws/rfc6455` (`remotecontrol`, §4): headers, `LL` answers,
 //!   `keepalive`, the initial value and text tables after `enablebinstatusupdate` and change
 //!   events after every command and while blinds travel, with fault switches for tests
-//!   (see `ws.rs`; WebSocket authentication goes through the [`WsAuth`] seam).
+//!   (see `ws.rs`; WebSocket authentication goes through the [`WsAuth`] seam);
+//! - the fault switch "answer slowly" ([`Simulator::set_delay`]) for HTTP and WebSocket.
 //!
 //! Layout: [`house`] holds the controls and their states, [`controls`] the per-type
 //! behaviour, `http` the routing, auth and answer shapes, and [`server`] the tiny_http
@@ -186,6 +187,8 @@ pub struct Simulator {
     tokens: Mutex<auth::Tokens>,
     /// WebSocket sessions: change subscribers, fault switches, auth seam.
     ws: ws::Hub,
+    /// Fault switch "answer slowly" ([`Simulator::set_delay`]), in nanoseconds.
+    delay_nanos: std::sync::atomic::AtomicU64,
 }
 
 impl fmt::Debug for Simulator {
@@ -240,6 +243,7 @@ impl Simulator {
             visu_keys: Mutex::new(http::VisuKeys::default()),
             tokens: Mutex::new(auth::Tokens::default()),
             ws: ws::Hub::default(),
+            delay_nanos: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -288,6 +292,32 @@ impl Simulator {
         *self.structure.write().unwrap_or_else(|e| e.into_inner()) =
             (structure_json.to_string(), version);
         Ok(())
+    }
+
+    /// Fault switch "answer slowly": from now on every HTTP answer of the [`SimServer`] and
+    /// every WebSocket command answer (`LL` answers, keepalive) waits `delay` before it is
+    /// sent, as a busy or far-away Miniserver would. An HTTP request takes effect at once
+    /// (its state change may be pushed before the answer arrives); a WebSocket command is
+    /// carried out after the delay. The WebSocket upgrade and pushed events are not delayed.
+    /// [`Simulator::handle`] stays immediate. `Duration::ZERO` (the default) switches it
+    /// off; delays beyond about 584 years are cut to that.
+    pub fn set_delay(&self, delay: Duration) {
+        let nanos = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
+        self.delay_nanos
+            .store(nanos, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The current answer delay ([`Simulator::set_delay`]).
+    pub fn delay(&self) -> Duration {
+        Duration::from_nanos(self.delay_nanos.load(std::sync::atomic::Ordering::SeqCst))
+    }
+
+    /// Sleeps for the answer delay, if one is set.
+    pub(crate) fn answer_slowly(&self) {
+        let delay = self.delay();
+        if !delay.is_zero() {
+            std::thread::sleep(delay);
+        }
     }
 
     /// The configuration in use.
