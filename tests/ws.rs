@@ -935,3 +935,84 @@ fn a_delay_makes_websocket_answers_late() {
         t.elapsed()
     );
 }
+
+/// `tempActual` of a demo v2 room (19.1 °C, target 16) and of the demo's
+/// v1 room (20.4 °C, target 21.5).
+const IRC_V2_ACTUAL: &str = "1d5c3b0d-0210-556b-ffffa3c7e19b52d4";
+const IRC_V1_ACTUAL: &str = "1d5c3bb5-021b-5a03-ffffa3c7e19b52d4";
+
+fn numbers_of(ev: &[StateEvent], uuid: &str) -> Vec<f64> {
+    ev.iter()
+        .filter(|e| e.uuid == uuid)
+        .filter_map(|e| match e.value {
+            EventValue::Number(v) => Some(v),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn room_temperatures_drift_toward_their_targets_as_events() {
+    // 1 °C per second: a 0.1 °C step about every WebSocket tick.
+    let (sim, server) = start(Simulator::demo_with(SimConfig {
+        temp_drift_per_minute: 60.0,
+        ..SimConfig::default()
+    }));
+    let mut r = enabled(&server);
+    let ev = events_until(&mut r, Duration::from_secs(10), |ev| {
+        has(ev, IRC_V2_ACTUAL, 16.0) && has(ev, IRC_V1_ACTUAL, 21.5)
+    });
+    // Cooling in steps (the initial table holds the first value).
+    let v2 = numbers_of(&ev, IRC_V2_ACTUAL);
+    assert!(v2.len() >= 5, "{v2:?}");
+    assert!(v2.windows(2).all(|w| w[0] > w[1]), "{v2:?}");
+    assert!(v2.windows(2).all(|w| w[0] - w[1] < 0.5), "{v2:?}");
+    assert_eq!(v2.last(), Some(&16.0));
+    // Heating, v1.
+    let v1 = numbers_of(&ev, IRC_V1_ACTUAL);
+    assert!(v1.windows(2).all(|w| w[0] < w[1]), "{v1:?}");
+    assert_eq!(v1.last(), Some(&21.5));
+    // HTTP reads show the same value; at the target it stays.
+    let room = "1d5c3b0b-0210-555d-ffff504f94d0e5a1";
+    assert_eq!(sim.state(room, "tempActual"), Some(16.0));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(sim.state(room, "tempActual"), Some(16.0));
+    // A new target turns the drift around.
+    for cmd in ["setManualTemperature/16.5", "setOperatingMode/3"] {
+        r.send_text(&format!("jdev/sps/io/{room}/{cmd}")).unwrap();
+        let answer = loop {
+            match next(&mut r) {
+                Incoming::Events(_) => continue,
+                other => break other,
+            }
+        };
+        assert_eq!(ll(&answer).1, 200);
+    }
+    assert_eq!(sim.state(room, "tempTarget"), Some(16.5));
+    let ev = events_until(&mut r, Duration::from_secs(5), |ev| {
+        has(ev, IRC_V2_ACTUAL, 16.5)
+    });
+    let up = numbers_of(&ev, IRC_V2_ACTUAL);
+    assert!(up.windows(2).all(|w| w[0] < w[1]), "{up:?}");
+    assert!(up.len() >= 2, "{up:?}");
+}
+
+#[test]
+fn room_temperatures_stay_still_without_a_drift_rate() {
+    let sim = Simulator::demo_with(SimConfig {
+        temp_drift_per_minute: 0.0,
+        ..SimConfig::default()
+    });
+    let room = "1d5c3b0b-0210-555d-ffff504f94d0e5a1";
+    assert_eq!(sim.state(room, "tempActual"), Some(19.1));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(sim.state(room, "tempActual"), Some(19.1));
+    // Bad rates are no drift either, never a panic.
+    for rate in [-1.0, f64::NAN, f64::INFINITY] {
+        let sim = Simulator::demo_with(SimConfig {
+            temp_drift_per_minute: rate,
+            ..SimConfig::default()
+        });
+        assert_eq!(sim.state(room, "tempActual"), Some(19.1));
+    }
+}

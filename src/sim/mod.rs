@@ -11,7 +11,8 @@
 //!   Miniserver's IP lock-out after repeated failures (§2.7);
 //! - `/data/LoxAPP3.json` (the structure text, unchanged) and `/jdev/sps/LoxAPPversion3`;
 //! - `/jdev/sps/io/{uuid-or-name}[/{command}]`, `/state` and `/all`, with per-type behaviour
-//!   from §5.3 (see `controls.rs`): blinds and gates move over time, alarms arm after a delay;
+//!   from §5.3 (see `controls.rs`): blinds and gates move over time, alarms arm after a delay,
+//!   room temperatures drift toward their targets ([`SimConfig::temp_drift_per_minute`]);
 //! - secured controls (`isSecured`, §2.4): `/jdev/sys/getvisusalt/{user}` hands out a one-time
 //!   key and salt, `/jdev/sps/ios/{hash}/{uuid}/{command}` checks the hash of the visualisation
 //!   password (code 500 when wrong), and a plain `sps/io` command to a secured control is
@@ -115,6 +116,10 @@ pub struct SimConfig {
     pub user_hash: VisuHash,
     /// Lifetime of tokens from `getjwt`/`refreshjwt` (default 1 hour).
     pub token_lifetime: Duration,
+    /// How fast a room's `tempActual` follows its `tempTarget` (IRoomController v1 and v2),
+    /// in °C per minute (default 0.5; 0 keeps temperatures still). Shown in 0.1 °C steps,
+    /// computed when read, so WebSocket sessions push each step as a value event.
+    pub temp_drift_per_minute: f64,
 }
 
 impl Default for SimConfig {
@@ -132,6 +137,7 @@ impl Default for SimConfig {
             token_auth: true,
             user_hash: VisuHash::Sha256,
             token_lifetime: Duration::from_secs(3600),
+            temp_drift_per_minute: 0.5,
         }
     }
 }
@@ -215,7 +221,8 @@ impl Simulator {
             .map(serde_json::from_str)
             .transpose()
             .map_err(|e| SimError::Values(e.to_string()))?;
-        let house = House::new(&doc, values.as_ref())?;
+        let mut house = House::new(&doc, values.as_ref())?;
+        house.start_drift(config.temp_drift_per_minute, std::time::Instant::now());
         let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
         let ms_info = doc.get("msInfo");
         let serial = text(ms_info.and_then(|m| m.get("serialNr")));
