@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use home_mcp::config::{MiniserverConfig, Timeouts};
+use home_mcp::home::ControllerError;
 use home_mcp::loxone::client::Client;
 use home_mcp::loxone::live::{Link, LinkConfig, LinkEvent, LinkSink};
 use home_mcp::loxone::ws::EventValue;
@@ -176,4 +177,81 @@ fn stop_ends_the_session_promptly() {
         assert!(Instant::now() < deadline, "session still open");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn a_slow_miniserver_beyond_the_request_timeout_is_a_connection_error() {
+    let sim = Arc::new(Simulator::demo());
+    let server = SimServer::start(sim.clone(), "127.0.0.1:0").unwrap();
+    sim.set_delay(Duration::from_millis(300));
+    assert_eq!(sim.delay(), Duration::from_millis(300));
+    let ms = MiniserverConfig {
+        base_url: server.base_url(),
+        user: "demo".into(),
+        password: "demo".into(),
+    };
+    let impatient = Client::new(
+        &ms,
+        &Timeouts {
+            connect: Duration::from_millis(100),
+            request: Duration::from_millis(100),
+            ..Timeouts::default()
+        },
+    );
+    let (light, _) = uuids_of(&sim, "Nachtlicht", "position");
+    let t = Instant::now();
+    let err = impatient.command(&light, "on").unwrap_err();
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert_eq!(
+        ControllerError::from(err.clone()).code(),
+        "CONNECTION_ERROR",
+        "{err:?}"
+    );
+    // A patient client gets its answer, late.
+    let patient = Client::new(&ms, &Timeouts::default());
+    let t = Instant::now();
+    patient.command(&light, "on").unwrap();
+    assert!(
+        t.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        t.elapsed()
+    );
+    // Switched off, answers are immediate again.
+    sim.set_delay(Duration::ZERO);
+    let t = Instant::now();
+    patient.command(&light, "off").unwrap();
+    assert!(
+        t.elapsed() < Duration::from_millis(300),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+#[test]
+fn the_link_works_with_a_delay_below_its_timeouts() {
+    let sim = Simulator::demo();
+    sim.set_delay(Duration::from_millis(300));
+    let (sim, server, mut link, rx) = start(sim, quick());
+    // Login (key exchange, getkey2, getjwt) and enablebinstatusupdate each come late.
+    until(&rx, |e| *e == LinkEvent::Connected);
+    until(&rx, |e| events_count(e) > 100);
+    let (light, active) = uuids_of(&sim, "Nachtlicht", "position");
+    let url = format!("{}/jdev/sps/io/{light}/60", server.base_url());
+    let t = Instant::now();
+    ureq::get(&url)
+        .header("Authorization", "Basic ZGVtbzpkZW1v")
+        .call()
+        .unwrap();
+    assert!(
+        t.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        t.elapsed()
+    );
+    until(&rx, |e| match e {
+        LinkEvent::Events(ev) => ev
+            .iter()
+            .any(|s| s.uuid == active && matches!(s.value, EventValue::Number(v) if v > 0.0)),
+        _ => false,
+    });
+    link.stop();
 }

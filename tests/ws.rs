@@ -15,7 +15,7 @@ use home_mcp::loxone::ws::tables::{
     decode_weather_table, encode_table, encode_text_table, encode_value_table, uuid_from_bytes,
     uuid_to_bytes, DaytimerEntry, EventValue, StateEvent, TableError, WeatherEntry, NULL_UUID,
 };
-use home_mcp::loxone::ws::{close_code, Incoming, Reader, WsError, SUB_PROTOCOL};
+use home_mcp::loxone::ws::{close_code, Incoming, Reader, WsError, WsStream, SUB_PROTOCOL};
 use home_mcp::sim::{SimConfig, SimServer, Simulator, DEMO_STRUCTURE};
 
 const CAPTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/captures/");
@@ -358,7 +358,7 @@ fn bin(b: impl Into<Vec<u8>>) -> tungstenite::Message {
     tungstenite::Message::binary(b.into())
 }
 
-fn next(r: &mut Reader<std::net::TcpStream>) -> Incoming {
+fn next(r: &mut Reader<WsStream>) -> Incoming {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         match r.next_message() {
@@ -459,7 +459,7 @@ fn reader_rejects_frames_out_of_sequence() {
     assert_eq!(next(&mut r), Incoming::Closed(None));
 }
 
-fn next_err(r: &mut Reader<std::net::TcpStream>) -> WsError {
+fn next_err(r: &mut Reader<WsStream>) -> WsError {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         match r.next_message() {
@@ -489,6 +489,79 @@ fn connect_refuses_bad_urls_and_reports_http_errors() {
     ));
 }
 
+/// A TCP listener that does not speak TLS: it reads what comes, answers one line of plain
+/// HTTP (or nothing when `silent`) and keeps the socket open for a while.
+fn plain_listener(silent: bool) -> String {
+    use std::io::{Read, Write};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        if let Ok((mut s, _)) = listener.accept() {
+            let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf);
+            if !silent {
+                let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+            }
+            std::thread::sleep(Duration::from_secs(3));
+        }
+    });
+    format!("wss://{addr}/ws/rfc6455")
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn wss_to_a_plain_listener_fails_with_a_tls_error_in_bounded_time() {
+    let url = plain_listener(false);
+    let started = Instant::now();
+    let err = Reader::connect(&url, Duration::from_secs(2)).err().unwrap();
+    assert!(matches!(err, WsError::Tls(_)), "{err:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    // A peer that never answers the ClientHello: the socket timeout ends the handshake.
+    let url = plain_listener(true);
+    let started = Instant::now();
+    let err = Reader::connect(&url, Duration::from_millis(300))
+        .err()
+        .unwrap();
+    assert!(matches!(err, WsError::Timeout), "{err:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[cfg(not(feature = "tls"))]
+#[test]
+fn wss_without_the_tls_feature_is_refused_before_connecting() {
+    let url = plain_listener(false);
+    let err = Reader::connect(&url, STEP).err().unwrap();
+    assert!(
+        matches!(&err, WsError::Tls(m) if m.contains("`tls` feature")),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn plain_ws_streams_are_not_tls_and_take_new_timeouts() {
+    let sim = Arc::new(Simulator::demo());
+    let server = SimServer::start(sim, "127.0.0.1:0").unwrap();
+    let r = connect(&server);
+    let stream = r.get_ref().get_ref();
+    assert!(!stream.is_tls());
+    stream
+        .set_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    assert_eq!(
+        stream.tcp().read_timeout().unwrap(),
+        Some(Duration::from_millis(500))
+    );
+}
+
 // ---------------------------------------------------------------- simulator
 
 fn start(sim: Simulator) -> (Arc<Simulator>, SimServer) {
@@ -504,7 +577,7 @@ fn fast_demo() -> Simulator {
     })
 }
 
-fn connect(server: &SimServer) -> Reader<std::net::TcpStream> {
+fn connect(server: &SimServer) -> Reader<WsStream> {
     Reader::connect(&format!("ws://{}/ws/rfc6455", server.addr()), STEP).unwrap()
 }
 
@@ -528,7 +601,7 @@ fn ll(m: &Incoming) -> (String, u16, Value) {
 }
 
 /// The real login: key exchange, getkey2, getjwt encrypted over the socket.
-fn login(r: &mut Reader<std::net::TcpStream>) {
+fn login(r: &mut Reader<WsStream>) {
     let pk = home_mcp::loxone::crypto::PublicKey::parse(
         home_mcp::sim::sim_rsa().unwrap().public_key_line(),
     )
@@ -538,7 +611,7 @@ fn login(r: &mut Reader<std::net::TcpStream>) {
 
 /// Reads until `done` says so over the collected events, or panics after `limit`.
 fn events_until(
-    r: &mut Reader<std::net::TcpStream>,
+    r: &mut Reader<WsStream>,
     limit: Duration,
     mut done: impl FnMut(&[StateEvent]) -> bool,
 ) -> Vec<StateEvent> {
@@ -644,7 +717,7 @@ const NACHTLICHT_POS: &str = "1d5c3b2b-0212-563d-ffffa3c7e19b52d4";
 const RAFFSTORE: &str = "1d5c3a34-0203-4f7c-ffff504f94d0e5a1";
 const RAFFSTORE_POS: &str = "1d5c3a39-0203-4f9f-ffffa3c7e19b52d4";
 
-fn enabled(server: &SimServer) -> Reader<std::net::TcpStream> {
+fn enabled(server: &SimServer) -> Reader<WsStream> {
     let mut r = connect(server);
     login(&mut r);
     r.send_text("jdev/sps/enablebinstatusupdate").unwrap();
@@ -837,4 +910,109 @@ fn a_token_from_http_authenticates_the_socket() {
         .expect("authwithtoken");
     r.send_text("jdev/sps/enablebinstatusupdate").unwrap();
     assert_eq!(ll(&next(&mut r)).1, 200);
+}
+
+#[test]
+fn a_delay_makes_websocket_answers_late() {
+    let (sim, server) = start(Simulator::demo());
+    let mut r = connect(&server);
+    sim.set_delay(Duration::from_millis(300));
+    let t = Instant::now();
+    r.send_text("keepalive").unwrap();
+    assert_eq!(next(&mut r), Incoming::Keepalive);
+    assert!(
+        t.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        t.elapsed()
+    );
+    sim.set_delay(Duration::ZERO);
+    let t = Instant::now();
+    r.send_text("keepalive").unwrap();
+    assert_eq!(next(&mut r), Incoming::Keepalive);
+    assert!(
+        t.elapsed() < Duration::from_millis(300),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+/// `tempActual` of a demo v2 room (19.1 °C, target 16) and of the demo's
+/// v1 room (20.4 °C, target 21.5).
+const IRC_V2_ACTUAL: &str = "1d5c3b0d-0210-556b-ffffa3c7e19b52d4";
+const IRC_V1_ACTUAL: &str = "1d5c3bb5-021b-5a03-ffffa3c7e19b52d4";
+
+fn numbers_of(ev: &[StateEvent], uuid: &str) -> Vec<f64> {
+    ev.iter()
+        .filter(|e| e.uuid == uuid)
+        .filter_map(|e| match e.value {
+            EventValue::Number(v) => Some(v),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn room_temperatures_drift_toward_their_targets_as_events() {
+    // 1 °C per second: a 0.1 °C step about every WebSocket tick.
+    let (sim, server) = start(Simulator::demo_with(SimConfig {
+        temp_drift_per_minute: 60.0,
+        ..SimConfig::default()
+    }));
+    let mut r = enabled(&server);
+    let ev = events_until(&mut r, Duration::from_secs(10), |ev| {
+        has(ev, IRC_V2_ACTUAL, 16.0) && has(ev, IRC_V1_ACTUAL, 21.5)
+    });
+    // Cooling in steps (the initial table holds the first value).
+    let v2 = numbers_of(&ev, IRC_V2_ACTUAL);
+    assert!(v2.len() >= 5, "{v2:?}");
+    assert!(v2.windows(2).all(|w| w[0] > w[1]), "{v2:?}");
+    assert!(v2.windows(2).all(|w| w[0] - w[1] < 0.5), "{v2:?}");
+    assert_eq!(v2.last(), Some(&16.0));
+    // Heating, v1.
+    let v1 = numbers_of(&ev, IRC_V1_ACTUAL);
+    assert!(v1.windows(2).all(|w| w[0] < w[1]), "{v1:?}");
+    assert_eq!(v1.last(), Some(&21.5));
+    // HTTP reads show the same value; at the target it stays.
+    let room = "1d5c3b0b-0210-555d-ffff504f94d0e5a1";
+    assert_eq!(sim.state(room, "tempActual"), Some(16.0));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(sim.state(room, "tempActual"), Some(16.0));
+    // A new target turns the drift around.
+    for cmd in ["setManualTemperature/16.5", "setOperatingMode/3"] {
+        r.send_text(&format!("jdev/sps/io/{room}/{cmd}")).unwrap();
+        let answer = loop {
+            match next(&mut r) {
+                Incoming::Events(_) => continue,
+                other => break other,
+            }
+        };
+        assert_eq!(ll(&answer).1, 200);
+    }
+    assert_eq!(sim.state(room, "tempTarget"), Some(16.5));
+    let ev = events_until(&mut r, Duration::from_secs(5), |ev| {
+        has(ev, IRC_V2_ACTUAL, 16.5)
+    });
+    let up = numbers_of(&ev, IRC_V2_ACTUAL);
+    assert!(up.windows(2).all(|w| w[0] < w[1]), "{up:?}");
+    assert!(up.len() >= 2, "{up:?}");
+}
+
+#[test]
+fn room_temperatures_stay_still_without_a_drift_rate() {
+    let sim = Simulator::demo_with(SimConfig {
+        temp_drift_per_minute: 0.0,
+        ..SimConfig::default()
+    });
+    let room = "1d5c3b0b-0210-555d-ffff504f94d0e5a1";
+    assert_eq!(sim.state(room, "tempActual"), Some(19.1));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(sim.state(room, "tempActual"), Some(19.1));
+    // Bad rates are no drift either, never a panic.
+    for rate in [-1.0, f64::NAN, f64::INFINITY] {
+        let sim = Simulator::demo_with(SimConfig {
+            temp_drift_per_minute: rate,
+            ..SimConfig::default()
+        });
+        assert_eq!(sim.state(room, "tempActual"), Some(19.1));
+    }
 }

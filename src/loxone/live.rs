@@ -80,8 +80,8 @@ pub struct Link {
 
 impl Link {
     /// Starts the link thread for the Miniserver `client` talks to (same address, user and
-    /// password; `ws://` for `http://`, `wss://` is not supported yet and reports
-    /// [`LinkEvent::Unsupported`]).
+    /// password; `ws://` for `http://`, `wss://` for `https://`; without the `tls` feature
+    /// `https://` reports [`LinkEvent::Unsupported`]).
     pub fn spawn(client: Arc<Client>, config: LinkConfig, sink: Arc<dyn LinkSink>) -> Link {
         let (stop_tx, stop_rx) = bounded::<()>(1);
         let thread = std::thread::Builder::new()
@@ -162,13 +162,25 @@ fn run(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiver<(
     }
 }
 
-/// The WebSocket URL of the Miniserver behind `base_url` (`http://host:port`).
+/// The WebSocket URL of the Miniserver behind `base_url`: `http://host[:port]` gives
+/// `ws://host[:port]/ws/rfc6455`, `https://host[:port]` gives `wss://...` (Gen 2 over TLS).
+/// Errors (the link reports [`LinkEvent::Unsupported`] and polling takes over): another
+/// scheme, or `https://` in a build without the `tls` feature.
 fn ws_url(base_url: &str) -> Result<String, String> {
-    let rest = base_url
-        .strip_prefix("http://")
-        .ok_or_else(|| format!("{base_url}: only ws:// (plain HTTP) is supported so far"))?;
+    let (scheme, rest) = if let Some(rest) = base_url.strip_prefix("http://") {
+        ("ws", rest)
+    } else if let Some(rest) = base_url.strip_prefix("https://") {
+        if !cfg!(feature = "tls") {
+            return Err(format!(
+                "{base_url}: wss:// needs a build with the `tls` feature"
+            ));
+        }
+        ("wss", rest)
+    } else {
+        return Err(format!("{base_url}: not an http:// or https:// address"));
+    };
     Ok(format!(
-        "ws://{}{}",
+        "{scheme}://{}{}",
         rest.trim_end_matches('/'),
         super::ws::WS_PATH
     ))
@@ -320,6 +332,23 @@ mod tests {
             "ws://192.168.1.7:8080/ws/rfc6455"
         );
         assert_eq!(ws_url("http://ms/").unwrap(), "ws://ms/ws/rfc6455");
-        assert!(ws_url("https://ms.dyndns.loxonecloud.com").is_err());
+        assert!(ws_url("ftp://ms").is_err());
+    }
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn https_gives_wss() {
+        assert_eq!(
+            ws_url("https://504f94aabbcc.dns.loxonecloud.com:8443/").unwrap(),
+            "wss://504f94aabbcc.dns.loxonecloud.com:8443/ws/rfc6455"
+        );
+        assert_eq!(ws_url("https://ms").unwrap(), "wss://ms/ws/rfc6455");
+    }
+
+    #[cfg(not(feature = "tls"))]
+    #[test]
+    fn https_needs_the_tls_feature() {
+        let e = ws_url("https://ms").unwrap_err();
+        assert!(e.contains("tls"), "{e}");
     }
 }

@@ -39,8 +39,9 @@ pub(crate) struct Ctx {
 pub(crate) const MOOD_OFF: i64 = 778;
 
 /// Brings time-dependent states up to `now`: moving blinds and gates, delayed alarm arming,
-/// TimedSwitch countdowns, IRoomController v1 timers.
+/// TimedSwitch countdowns, IRoomController v1 timers, room temperatures drifting.
 pub(crate) fn settle(c: &mut Ctl, now: Instant) {
+    drift(c, now);
     if let Some(m) = c.motion.clone() {
         let (pos, done) = m.at(now);
         c.set("position", pos);
@@ -73,6 +74,44 @@ pub(crate) fn settle(c: &mut Ctl, now: Instant) {
             _ => c.deadline = None,
         }
     }
+}
+
+/// Resolution of a simulated room temperature (°C): `tempActual` moves in these steps, so a
+/// slow drift sends an event now and then rather than on every WebSocket tick.
+const TEMP_STEP: f64 = 0.1;
+
+/// Room controllers: moves the exact temperature toward `tempTarget` by `rate` × elapsed
+/// time (never past it) and shows it in `tempActual` in [`TEMP_STEP`] steps (the target
+/// itself once reached). A `tempTarget` of exactly 0 counts as unset: no drift. A
+/// `tempActual` changed from outside (more than a step away) restarts the drift from there.
+fn drift(c: &mut Ctl, now: Instant) {
+    let Some(mut d) = c.drift else { return };
+    let dt = now.saturating_duration_since(d.at).as_secs_f64();
+    d.at = d.at.max(now);
+    let target = c.get("tempTarget");
+    let shown = c.get("tempActual");
+    if (d.exact - shown).abs() > TEMP_STEP + 1e-9 {
+        d.exact = shown;
+    }
+    if target != 0.0 && target.is_finite() {
+        let gap = target - d.exact;
+        let step = d.rate * dt;
+        d.exact = if gap.abs() <= step {
+            target
+        } else {
+            d.exact + step * gap.signum()
+        };
+        let next = if d.exact == target {
+            target
+        } else {
+            let steps = ((d.exact - shown) / TEMP_STEP).trunc();
+            ((shown + steps * TEMP_STEP) * 1e6).round() / 1e6
+        };
+        if next != shown {
+            c.set("tempActual", next);
+        }
+    }
+    c.drift = Some(d);
 }
 
 /// The value a block answers to `jdev/sps/io/{uuid}` and `/state` (loxone-protocol.md §2.5),

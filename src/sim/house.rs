@@ -140,6 +140,18 @@ impl Motion {
     }
 }
 
+/// A room temperature drifting toward its target (IRoomController v1 and v2), evaluated
+/// lazily like [`Motion`]: [`super::controls::settle`] advances it to the time of the read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Drift {
+    /// °C per second (positive, finite).
+    pub rate: f64,
+    /// The simulated room temperature in °C; `tempActual` shows it in 0.1 °C steps.
+    pub exact: f64,
+    /// Up to when the drift has been applied.
+    pub at: Instant,
+}
+
 /// One control or sub-control with its live state.
 #[derive(Debug, Clone)]
 pub(crate) struct Ctl {
@@ -162,6 +174,8 @@ pub(crate) struct Ctl {
     pub deadline: Option<Instant>,
     /// `isSecured`: commands need the visualisation password (`jdev/sps/ios/...`).
     pub secured: bool,
+    /// Room controllers: `tempActual` drifting toward `tempTarget` ([`House::start_drift`]).
+    pub drift: Option<Drift>,
 }
 
 impl Ctl {
@@ -363,6 +377,7 @@ impl House {
             motion: None,
             last_on: 0.0,
             deadline: None,
+            drift: None,
             secured: match c.get("isSecured") {
                 Some(Value::Bool(b)) => *b,
                 Some(Value::Number(n)) => n.as_f64().unwrap_or(0.0) != 0.0,
@@ -371,6 +386,24 @@ impl House {
             },
         });
         Ok(())
+    }
+
+    /// Lets the room temperature (`tempActual`) of every IRoomController and
+    /// IRoomControllerV2 drift toward its `tempTarget` at `per_minute` °C per minute from
+    /// `now` on. Zero, negative or non-finite rates leave the temperatures still.
+    pub(crate) fn start_drift(&mut self, per_minute: f64, now: Instant) {
+        if !(per_minute.is_finite() && per_minute > 0.0) {
+            return;
+        }
+        for c in &mut self.ctls {
+            if matches!(c.kind, Kind::IRoomController | Kind::IRoomControllerV2) {
+                c.drift = Some(Drift {
+                    rate: per_minute / 60.0,
+                    exact: c.get("tempActual"),
+                    at: now,
+                });
+            }
+        }
     }
 
     /// Index of a control by `uuidAction` (case-insensitive).

@@ -11,7 +11,8 @@
 //!   Miniserver's IP lock-out after repeated failures (§2.7);
 //! - `/data/LoxAPP3.json` (the structure text, unchanged) and `/jdev/sps/LoxAPPversion3`;
 //! - `/jdev/sps/io/{uuid-or-name}[/{command}]`, `/state` and `/all`, with per-type behaviour
-//!   from §5.3 (see `controls.rs`): blinds and gates move over time, alarms arm after a delay;
+//!   from §5.3 (see `controls.rs`): blinds and gates move over time, alarms arm after a delay,
+//!   room temperatures drift toward their targets ([`SimConfig::temp_drift_per_minute`]);
 //! - secured controls (`isSecured`, §2.4): `/jdev/sys/getvisusalt/{user}` hands out a one-time
 //!   key and salt, `/jdev/sps/ios/{hash}/{uuid}/{command}` checks the hash of the visualisation
 //!   password (code 500 when wrong), and a plain `sps/io` command to a secured control is
@@ -20,7 +21,8 @@
 //! - the WebSocket endpoint `/ws/rfc6455` (`remotecontrol`, §4): headers, `LL` answers,
 //!   `keepalive`, the initial value and text tables after `enablebinstatusupdate` and change
 //!   events after every command and while blinds travel, with fault switches for tests
-//!   (see `ws.rs`; WebSocket authentication goes through the [`WsAuth`] seam).
+//!   (see `ws.rs`; WebSocket authentication goes through the [`WsAuth`] seam);
+//! - the fault switch "answer slowly" ([`Simulator::set_delay`]) for HTTP and WebSocket.
 //!
 //! Layout: [`house`] holds the controls and their states, [`controls`] the per-type
 //! behaviour, `http` the routing, auth and answer shapes, and [`server`] the tiny_http
@@ -116,6 +118,10 @@ pub struct SimConfig {
     pub user_hash: VisuHash,
     /// Lifetime of tokens from `getjwt`/`refreshjwt` (default 1 hour).
     pub token_lifetime: Duration,
+    /// How fast a room's `tempActual` follows its `tempTarget` (IRoomController v1 and v2),
+    /// in °C per minute (default 0.5; 0 keeps temperatures still). Shown in 0.1 °C steps,
+    /// computed when read, so WebSocket sessions push each step as a value event.
+    pub temp_drift_per_minute: f64,
 }
 
 impl Default for SimConfig {
@@ -133,6 +139,7 @@ impl Default for SimConfig {
             token_auth: true,
             user_hash: VisuHash::Sha256,
             token_lifetime: Duration::from_secs(3600),
+            temp_drift_per_minute: 0.5,
         }
     }
 }
@@ -188,6 +195,8 @@ pub struct Simulator {
     tokens: Mutex<auth::Tokens>,
     /// WebSocket sessions: change subscribers, fault switches, auth seam.
     ws: ws::Hub,
+    /// Fault switch "answer slowly" ([`Simulator::set_delay`]), in nanoseconds.
+    delay_nanos: std::sync::atomic::AtomicU64,
 }
 
 impl fmt::Debug for Simulator {
@@ -214,7 +223,8 @@ impl Simulator {
             .map(serde_json::from_str)
             .transpose()
             .map_err(|e| SimError::Values(e.to_string()))?;
-        let house = House::new(&doc, values.as_ref())?;
+        let mut house = House::new(&doc, values.as_ref())?;
+        house.start_drift(config.temp_drift_per_minute, std::time::Instant::now());
         let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
         let ms_info = doc.get("msInfo");
         let serial = text(ms_info.and_then(|m| m.get("serialNr")));
@@ -242,6 +252,7 @@ impl Simulator {
             visu_keys: Mutex::new(http::VisuKeys::default()),
             tokens: Mutex::new(auth::Tokens::default()),
             ws: ws::Hub::default(),
+            delay_nanos: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -290,6 +301,32 @@ impl Simulator {
         *self.structure.write().unwrap_or_else(|e| e.into_inner()) =
             (structure_json.to_string(), version);
         Ok(())
+    }
+
+    /// Fault switch "answer slowly": from now on every HTTP answer of the [`SimServer`] and
+    /// every WebSocket command answer (`LL` answers, keepalive) waits `delay` before it is
+    /// sent, as a busy or far-away Miniserver would. An HTTP request takes effect at once
+    /// (its state change may be pushed before the answer arrives); a WebSocket command is
+    /// carried out after the delay. The WebSocket upgrade and pushed events are not delayed.
+    /// [`Simulator::handle`] stays immediate. `Duration::ZERO` (the default) switches it
+    /// off; delays beyond about 584 years are cut to that.
+    pub fn set_delay(&self, delay: Duration) {
+        let nanos = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
+        self.delay_nanos
+            .store(nanos, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The current answer delay ([`Simulator::set_delay`]).
+    pub fn delay(&self) -> Duration {
+        Duration::from_nanos(self.delay_nanos.load(std::sync::atomic::Ordering::SeqCst))
+    }
+
+    /// Sleeps for the answer delay, if one is set.
+    pub(crate) fn answer_slowly(&self) {
+        let delay = self.delay();
+        if !delay.is_zero() {
+            std::thread::sleep(delay);
+        }
     }
 
     /// The configuration in use.

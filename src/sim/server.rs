@@ -120,6 +120,7 @@ fn worker(server: &Server, sim: &Arc<Simulator>, stop: &AtomicBool, port: u16) {
                 response = response.with_header(h);
             }
         }
+        sim.answer_slowly();
         if let Err(e) = request.respond(response) {
             debug!("sim: respond failed: {e}");
         }

@@ -515,7 +515,10 @@ impl<'a> Session<'a> {
                 }
             }
             let step = match self.ws.read() {
-                Ok(Message::Text(t)) => self.command(t.as_str(), 0),
+                Ok(Message::Text(t)) => {
+                    self.sim.answer_slowly();
+                    self.command(t.as_str(), 0)
+                }
                 Ok(Message::Close(_)) => {
                     // tungstenite queued the close reply; send it.
                     let _ = self.ws.flush();

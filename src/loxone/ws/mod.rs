@@ -10,18 +10,20 @@
 //!
 //! Layout: [`frame`] (header parse/encode, the "estimated" flag), [`tables`] (value, text,
 //! daytimer and weather tables, Loxone's UUID byte order), [`reader`] (the blocking reader and
-//! `ws://` connect). Authentication (key exchange, token) lives elsewhere; this module only
+//! connect), [`stream`] (plain TCP for `ws://`, rustls for `wss://` behind the `tls` feature). Authentication (key exchange, token) lives elsewhere; this module only
 //! moves frames.
 
 pub mod frame;
 pub mod login;
 pub mod reader;
+pub mod stream;
 pub mod tables;
 
 use std::fmt;
 
 pub use frame::{FrameError, Header, Identifier};
 pub use reader::{Incoming, Reader};
+pub use stream::WsStream;
 pub use tables::{DaytimerEntry, EventValue, StateEvent, TableError, WeatherEntry};
 
 /// Path of the Miniserver's WebSocket endpoint.
@@ -51,8 +53,11 @@ pub enum WsError {
     /// The stream's read timeout passed with no complete message. Nothing is lost: call
     /// [`Reader::next_message`] again.
     Timeout,
-    /// The URL is not `ws://host[:port]/path` (carries why).
+    /// The URL is not `ws://` or `wss://host[:port]/path` (carries why).
     Url(String),
+    /// TLS failed for `wss://`: the certificate does not verify, the peer does not speak TLS,
+    /// or this build has no TLS (feature `tls` off). Carries rustls' reason.
+    Tls(String),
     /// The server answered the upgrade with this HTTP status instead of 101 (e.g. 403 while
     /// the IP is locked out).
     Refused(u16),
@@ -77,6 +82,7 @@ impl fmt::Display for WsError {
         match self {
             WsError::Timeout => write!(f, "timed out waiting for the Miniserver"),
             WsError::Url(e) => write!(f, "bad WebSocket URL: {e}"),
+            WsError::Tls(e) => write!(f, "WebSocket TLS: {e}"),
             WsError::Refused(s) => write!(f, "WebSocket upgrade refused with HTTP {s}"),
             WsError::Io(e) => write!(f, "WebSocket I/O: {e}"),
             WsError::Protocol(e) => write!(f, "WebSocket protocol: {e}"),

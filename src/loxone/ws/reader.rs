@@ -15,7 +15,7 @@
 //! 3. pings and pongs are skipped (tungstenite answers pings on the next read or write).
 //!
 //! Timeouts: the reader never waits longer than the stream's read timeout (set it on the
-//! `TcpStream`; [`Reader::connect`] does); a timeout is [`WsError::Timeout`] and keeps the
+//! socket; [`Reader::connect`] does); a timeout is [`WsError::Timeout`] and keeps the
 //! half-read state, so calling again continues where it stopped. A dropped connection is
 //! [`Incoming::Closed`]`(None)`, a close frame `Closed(Some(code))`; after either, every call
 //! is [`WsError::Closed`].
@@ -31,6 +31,7 @@ use tungstenite::http::HeaderValue;
 use tungstenite::{Message, WebSocket};
 
 use super::frame::{Header, Identifier, HEADER_LEN, HEADER_MAGIC};
+use super::stream::{self, WsStream};
 use super::tables::{decode_table, StateEvent};
 use super::{WsError, SUB_PROTOCOL};
 
@@ -237,19 +238,26 @@ impl<S: Read + Write> Reader<S> {
     }
 }
 
-impl Reader<TcpStream> {
-    /// Opens `ws://host[:port]/ws/rfc6455` with `Sec-WebSocket-Protocol: remotecontrol`.
-    /// `timeout` bounds the TCP connect and the handshake, and stays the stream's read and
-    /// write timeout (so [`Reader::next_message`] returns [`WsError::Timeout`] after it).
-    /// Errors: `Url` (not `ws://`; `wss://` is not supported yet), `Refused(status)` when the
-    /// server answers the upgrade with an HTTP error, `Timeout`, `Io`, `Protocol`.
+impl Reader<WsStream> {
+    /// Opens `ws://host[:port]/ws/rfc6455` (plain TCP, port 80 by default) or
+    /// `wss://host[:port]/ws/rfc6455` (TLS, port 443 by default; feature `tls`) with
+    /// `Sec-WebSocket-Protocol: remotecontrol`. `timeout` bounds the TCP connect, the TLS
+    /// handshake and the WebSocket handshake, and stays the socket's read and write timeout
+    /// (so [`Reader::next_message`] returns [`WsError::Timeout`] after it; change it with
+    /// [`WsStream::set_timeout`] on `get_ref().get_ref()`).
+    /// Errors: `Url` (neither `ws://` nor `wss://`, no host), `Tls` (`wss://` in a build
+    /// without `tls`, a certificate that does not verify, a peer that does not speak TLS),
+    /// `Refused(status)` when the server answers the upgrade with an HTTP error, `Timeout`,
+    /// `Io`, `Protocol`.
     pub fn connect(url: &str, timeout: Duration) -> Result<Self, WsError> {
         let mut req = url
             .into_client_request()
             .map_err(|e| WsError::Url(e.to_string()))?;
-        if req.uri().scheme_str() != Some("ws") {
-            return Err(WsError::Url(format!("{url}: only ws:// is supported")));
-        }
+        let secure = match req.uri().scheme_str() {
+            Some("ws") => false,
+            Some("wss") => true,
+            _ => return Err(WsError::Url(format!("{url}: only ws:// and wss://"))),
+        };
         let host = req
             .uri()
             .host()
@@ -257,7 +265,14 @@ impl Reader<TcpStream> {
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_string();
-        let port = req.uri().port_u16().unwrap_or(80);
+        if secure && !cfg!(feature = "tls") {
+            // Refused before any connection is made.
+            return Err(stream::tls_unavailable(&host));
+        }
+        let port = req
+            .uri()
+            .port_u16()
+            .unwrap_or(if secure { 443 } else { 80 });
         req.headers_mut().insert(
             "Sec-WebSocket-Protocol",
             HeaderValue::from_static(SUB_PROTOCOL),
@@ -289,6 +304,11 @@ impl Reader<TcpStream> {
             .set_write_timeout(Some(timeout))
             .map_err(WsError::Io)?;
         stream.set_nodelay(true).map_err(WsError::Io)?;
+        let stream = if secure {
+            stream::tls(&host, stream)?
+        } else {
+            WsStream::Plain(stream)
+        };
         match tungstenite::client(req, stream) {
             Ok((ws, _)) => Ok(Reader::new(ws)),
             Err(HandshakeError::Interrupted(_)) => Err(WsError::Timeout),
