@@ -132,3 +132,56 @@ fn commands_are_verified_from_the_event_stream() {
         assert_eq!(r["verified"], true, "{r}");
     }
 }
+
+#[test]
+fn polling_takes_over_when_the_websocket_is_refused() {
+    use home_mcp::config::{Config, MiniserverConfig};
+    use home_mcp::sim::{SimConfig, SimServer, Simulator};
+    use std::sync::Arc;
+    // A Miniserver whose firmware has no token login: the WebSocket cannot be used.
+    let sim = Arc::new(Simulator::demo_with(SimConfig {
+        token_auth: false,
+        ..SimConfig::default()
+    }));
+    let server = SimServer::start(sim.clone(), "127.0.0.1:0").unwrap();
+    let mut config = Config {
+        miniserver: Some(MiniserverConfig {
+            base_url: server.base_url(),
+            user: "demo".into(),
+            password: "demo".into(),
+        }),
+        ..Config::default()
+    };
+    config.poll.interval = Duration::from_secs(1);
+    let dir = std::env::temp_dir().join(format!("home-mcp-live-{}", std::process::id()));
+    config.server.data_dir = dir.clone();
+    let app = App::start(&config, false).expect("starts on old firmware");
+    wait_for("polling mode", || {
+        app.house.link().mode() == LinkMode::Polling
+    });
+    let snap = app.house.link().snapshot();
+    assert!(snap.last_error.is_some(), "the reason is kept: {snap:?}");
+    // Changes made on the Miniserver still arrive, by polling.
+    let light = uuid_of(&app, "Nachtlicht", "Kinderzimmer");
+    let sub = app.house.bus().subscribe(4096);
+    let r = sim.handle(
+        "GET",
+        &format!("/jdev/sps/io/{light}/42"),
+        Some("Basic ZGVtbzpkZW1v"),
+        "127.0.0.1".parse().unwrap(),
+    );
+    assert_eq!(r.status, 200);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match sub.recv_timeout(left) {
+            Some(Event::Change(c)) if c.uuid == light && c.value.as_f64() == Some(42.0) => break,
+            Some(_) => {}
+            None => panic!("the polled change did not arrive"),
+        }
+    }
+    assert_eq!(app.house.link().mode(), LinkMode::Polling);
+    drop(app);
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
