@@ -299,7 +299,13 @@ fn initialize_negotiates_versions_and_issues_sessions() {
         assert_eq!(v["result"]["protocolVersion"], answered);
         assert_eq!(
             v["result"]["capabilities"],
-            json!({"tools": {"listChanged": false}})
+            json!({
+                "tools": {"listChanged": false},
+                "resources": {"subscribe": true, "listChanged": true},
+                "prompts": {"listChanged": false},
+                "logging": {},
+                "completions": {}
+            })
         );
         assert_eq!(v["result"]["serverInfo"]["name"], "fake");
         assert_eq!(v["result"]["instructions"], "Use echo.");
@@ -477,7 +483,11 @@ fn protocol_errors_keep_the_session_usable() {
         .unwrap()
         .contains("server/discover"));
     assert!(r.json()["error"]["data"]["details"].is_string());
-    let r = post(addr, Some(&sid), &rpc(2, "resources/list", json!({})));
+    let r = post(
+        addr,
+        Some(&sid),
+        &rpc(2, "sampling/createMessage", json!({})),
+    );
     assert_eq!(error_code(&r), -32601);
     let r = post(addr, Some(&sid), &rpc(3, "ping", json!({})));
     assert_eq!(r.json()["result"], json!({}));

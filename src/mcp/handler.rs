@@ -40,11 +40,213 @@ pub struct ToolDescriptor {
     pub annotations: ToolAnnotations,
 }
 
-/// One content block of a tool result.
+/// One content block of a tool result or prompt message (MCP `ContentBlock`).
 #[derive(Debug, Clone, Serialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum Content {
-    Text { text: String },
+    Text {
+        text: String,
+    },
+    /// Base64 `data` with its `mimeType` (e.g. `image/png`).
+    Image {
+        data: String,
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+    /// Base64 `data` with its `mimeType` (e.g. `audio/wav`); MCP 2025-03-26+.
+    Audio {
+        data: String,
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+    /// An embedded resource.
+    Resource {
+        resource: ResourceContents,
+    },
+    /// A link to a resource the client can read (MCP 2025-06-18+).
+    ResourceLink {
+        uri: String,
+        name: String,
+        #[serde(rename = "mimeType", skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+    },
+}
+
+/// The contents of one resource: text or base64 `blob`, with its URI and MIME type.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceContents {
+    pub uri: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+}
+
+impl ResourceContents {
+    /// Text contents (`application/json` for the home resources).
+    pub fn text(uri: impl Into<String>, mime_type: &str, text: impl Into<String>) -> Self {
+        Self {
+            uri: uri.into(),
+            mime_type: Some(mime_type.to_string()),
+            text: Some(text.into()),
+            blob: None,
+        }
+    }
+}
+
+/// One entry of `resources/list`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceDescriptor {
+    pub uri: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+}
+
+/// One entry of `resources/templates/list` (RFC 6570 level-1 template such as
+/// `home://rooms/{room}/devices`).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceTemplate {
+    pub uri_template: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+}
+
+/// One argument of a prompt.
+#[derive(Debug, Clone, Serialize)]
+pub struct PromptArgument {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub required: bool,
+}
+
+/// One entry of `prompts/list`.
+#[derive(Debug, Clone, Serialize)]
+pub struct PromptDescriptor {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub description: String,
+    pub arguments: Vec<PromptArgument>,
+}
+
+/// One message of a prompt: `role` is `user` or `assistant`.
+#[derive(Debug, Clone, Serialize)]
+pub struct PromptMessage {
+    pub role: &'static str,
+    pub content: Content,
+}
+
+/// Result of `prompts/get`.
+#[derive(Debug, Clone, Serialize)]
+pub struct GetPromptResult {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub messages: Vec<PromptMessage>,
+}
+
+/// What `completion/complete` completes an argument of.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CompletionRef {
+    /// `ref/prompt` with the prompt's name.
+    Prompt(String),
+    /// `ref/resource` with the template's URI.
+    Resource(String),
+}
+
+/// Result of `completion/complete`: at most 100 values.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Completion {
+    pub values: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total: Option<usize>,
+    pub has_more: bool,
+}
+
+/// The way back to the client during a request: notifications (progress, log messages) and
+/// server-to-client requests (`elicitation/create`, `sampling/createMessage`). Implemented by
+/// each transport; `None` in [`RequestContext::peer`] where the transport cannot send.
+pub trait Peer: Send + Sync {
+    /// Sends a notification (on the request's own stream when there is one).
+    fn notify(&self, method: &str, params: Value);
+    /// Sends a request to the client and waits (at most `timeout`) for its response's
+    /// `result`; a JSON-RPC error answer or no answer is an `Err`.
+    fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: std::time::Duration,
+    ) -> Result<Value, RpcError>;
+}
+
+/// A shareable [`Peer`] (Debug-printable for logs).
+#[derive(Clone)]
+pub struct PeerHandle(pub std::sync::Arc<dyn Peer>);
+
+impl std::fmt::Debug for PeerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Peer")
+    }
+}
+
+/// Syslog-style levels of `logging/setLevel` and `notifications/message` (RFC 5424 order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Notice,
+    Warning,
+    Error,
+    Critical,
+    Alert,
+    Emergency,
+}
+
+impl LogLevel {
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "debug" => Self::Debug,
+            "info" => Self::Info,
+            "notice" => Self::Notice,
+            "warning" => Self::Warning,
+            "error" => Self::Error,
+            "critical" => Self::Critical,
+            "alert" => Self::Alert,
+            "emergency" => Self::Emergency,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Debug => "debug",
+            Self::Info => "info",
+            Self::Notice => "notice",
+            Self::Warning => "warning",
+            Self::Error => "error",
+            Self::Critical => "critical",
+            Self::Alert => "alert",
+            Self::Emergency => "emergency",
+        }
+    }
 }
 
 /// Result of `tools/call`.
@@ -72,6 +274,8 @@ impl RpcError {
     pub const METHOD_NOT_FOUND: i64 = -32601;
     pub const INVALID_PARAMS: i64 = -32602;
     pub const INTERNAL_ERROR: i64 = -32603;
+    /// MCP: the resource URI names nothing.
+    pub const RESOURCE_NOT_FOUND: i64 = -32002;
 
     /// -32602 with a message that names the offending field.
     pub fn invalid_params(message: impl Into<String>) -> Self {
@@ -106,6 +310,50 @@ pub struct RequestContext {
     pub protocol_version: String,
     /// Transport name for logs and metrics: `stdio`, `http`.
     pub transport: &'static str,
+    /// The way back to the client, when the transport has one.
+    pub peer: Option<PeerHandle>,
+    /// `params._meta.progressToken` of the request, if the client asked for progress.
+    pub progress_token: Option<Value>,
+    /// The client's `capabilities` from `initialize` (e.g. `elicitation`, `sampling`).
+    pub client_capabilities: Value,
+    /// The session's `logging/setLevel`; `None`: the client did not ask for log messages.
+    pub log_level: Option<LogLevel>,
+}
+
+impl RequestContext {
+    /// Sends `notifications/progress` when the client gave a progress token (else nothing).
+    /// `progress` grows with every call; `total` if known.
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let (Some(peer), Some(token)) = (&self.peer, &self.progress_token) else {
+            return;
+        };
+        let mut params = serde_json::json!({"progressToken": token, "progress": progress});
+        if let Some(t) = total {
+            params["total"] = t.into();
+        }
+        if let Some(m) = message {
+            params["message"] = m.into();
+        }
+        peer.0.notify("notifications/progress", params);
+    }
+
+    /// Sends `notifications/message` when the session's level admits `level`.
+    pub fn log(&self, level: LogLevel, logger: &str, data: Value) {
+        let (Some(peer), Some(min)) = (&self.peer, self.log_level) else {
+            return;
+        };
+        if level >= min {
+            peer.0.notify(
+                "notifications/message",
+                serde_json::json!({"level": level.as_str(), "logger": logger, "data": data}),
+            );
+        }
+    }
+
+    /// Whether the client declared the `elicitation` capability (and a peer exists).
+    pub fn can_elicit(&self) -> bool {
+        self.peer.is_some() && self.client_capabilities.get("elicitation").is_some()
+    }
 }
 
 /// The domain side of an MCP server.
@@ -124,4 +372,55 @@ pub trait Handler: Send + Sync {
         arguments: Map<String, Value>,
         ctx: &RequestContext,
     ) -> Result<CallToolResult, RpcError>;
+
+    /// `resources/list`: the fixed resources.
+    fn list_resources(&self) -> Vec<ResourceDescriptor> {
+        Vec::new()
+    }
+    /// `resources/templates/list`.
+    fn list_resource_templates(&self) -> Vec<ResourceTemplate> {
+        Vec::new()
+    }
+    /// `resources/read`: the contents of `uri` (a fixed resource or a template's expansion);
+    /// an unknown URI is [`RpcError::RESOURCE_NOT_FOUND`], bad template values -32602.
+    fn read_resource(
+        &self,
+        uri: &str,
+        _ctx: &RequestContext,
+    ) -> Result<Vec<ResourceContents>, RpcError> {
+        Err(RpcError {
+            code: RpcError::RESOURCE_NOT_FOUND,
+            message: "Resource not found".into(),
+            details: Some(format!("no resource {uri:?}")),
+        })
+    }
+    /// Whether `uri` may be subscribed to (it exists): `Err` as for [`Handler::read_resource`].
+    fn check_subscribable(&self, uri: &str) -> Result<(), RpcError> {
+        self.read_resource(uri, &RequestContext::default())
+            .map(|_| ())
+    }
+    /// `prompts/list`.
+    fn list_prompts(&self) -> Vec<PromptDescriptor> {
+        Vec::new()
+    }
+    /// `prompts/get`; an unknown prompt or a missing required argument is -32602.
+    fn get_prompt(
+        &self,
+        name: &str,
+        _arguments: &Map<String, Value>,
+        _ctx: &RequestContext,
+    ) -> Result<GetPromptResult, RpcError> {
+        Err(RpcError::invalid_params(format!("unknown prompt {name:?}")))
+    }
+    /// `completion/complete`: suggestions for `argument` (its `value` typed so far), with the
+    /// other arguments already given in `context`.
+    fn complete(
+        &self,
+        _reference: &CompletionRef,
+        _argument: &str,
+        _value: &str,
+        _context: &Map<String, Value>,
+    ) -> Result<Completion, RpcError> {
+        Ok(Completion::default())
+    }
 }

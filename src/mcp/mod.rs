@@ -10,7 +10,9 @@ pub mod server;
 pub mod session;
 
 pub use handler::{
-    CallToolResult, Content, Handler, Implementation, RequestContext, RpcError, ToolAnnotations,
+    CallToolResult, Completion, CompletionRef, Content, GetPromptResult, Handler, Implementation,
+    LogLevel, Peer, PeerHandle, PromptArgument, PromptDescriptor, PromptMessage, RequestContext,
+    ResourceContents, ResourceDescriptor, ResourceTemplate, RpcError, ToolAnnotations,
     ToolDescriptor,
 };
 pub use server::{McpConfig, McpServer, Reply};

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::handler::{Handler, RequestContext, RpcError};
+use super::handler::{CompletionRef, Handler, LogLevel, PeerHandle, RequestContext, RpcError};
 use super::jsonrpc::{self, Incoming, Message, Params, Request, Response};
 use super::session::{ProtocolVersion, SessionState, SessionStore};
 
@@ -100,6 +100,17 @@ impl McpServer {
         self.handle_incoming(state, jsonrpc::parse(raw))
     }
 
+    /// [`McpServer::handle`] with a way back to the client (progress, log messages,
+    /// elicitation) for the handler.
+    pub fn handle_with_peer(
+        &self,
+        state: &mut SessionState,
+        raw: &[u8],
+        peer: Option<PeerHandle>,
+    ) -> Reply {
+        self.handle_incoming_with_peer(state, jsonrpc::parse(raw), peer)
+    }
+
     /// Handles an already parsed frame (see [`jsonrpc::parse`]).
     ///
     /// Batches are answered only when the session negotiated 2025-03-26; otherwise the whole
@@ -109,13 +120,25 @@ impl McpServer {
         state: &mut SessionState,
         incoming: Result<Incoming, Response>,
     ) -> Reply {
+        self.handle_incoming_with_peer(state, incoming, None)
+    }
+
+    /// [`McpServer::handle_incoming`] with a [`PeerHandle`] for the handler.
+    pub fn handle_incoming_with_peer(
+        &self,
+        state: &mut SessionState,
+        incoming: Result<Incoming, Response>,
+        peer: Option<PeerHandle>,
+    ) -> Reply {
         match incoming {
             Err(parse_error) => Reply::Single(parse_error),
             Ok(Incoming::Single(Err(invalid))) => Reply::Single(invalid),
-            Ok(Incoming::Single(Ok(message))) => match self.handle_message(state, message, false) {
-                Some(r) => Reply::Single(r),
-                None => Reply::Empty,
-            },
+            Ok(Incoming::Single(Ok(message))) => {
+                match self.handle_message(state, message, false, &peer) {
+                    Some(r) => Reply::Single(r),
+                    None => Reply::Empty,
+                }
+            }
             Ok(Incoming::Batch(items)) => {
                 if state.version != Some(ProtocolVersion::V2025_03_26) {
                     let why = match state.version {
@@ -128,7 +151,7 @@ impl McpServer {
                     .into_iter()
                     .filter_map(|item| match item {
                         Err(invalid) => Some(invalid),
-                        Ok(message) => self.handle_message(state, message, true),
+                        Ok(message) => self.handle_message(state, message, true, &peer),
                     })
                     .collect();
                 if answers.is_empty() {
@@ -145,6 +168,7 @@ impl McpServer {
         state: &mut SessionState,
         message: Message,
         in_batch: bool,
+        peer: &Option<PeerHandle>,
     ) -> Option<Response> {
         match message {
             Message::ClientResponse => None,
@@ -164,7 +188,7 @@ impl McpServer {
                         details: Some("initialize must not be part of a batch".into()),
                     })
                 } else {
-                    self.dispatch(state, request)
+                    self.dispatch(state, request, peer)
                 };
                 Some(match outcome {
                     Ok(value) => Response::result(id, value),
@@ -174,10 +198,27 @@ impl McpServer {
         }
     }
 
-    fn dispatch(&self, state: &mut SessionState, request: Request) -> Result<Value, RpcError> {
+    fn dispatch(
+        &self,
+        state: &mut SessionState,
+        request: Request,
+        peer: &Option<PeerHandle>,
+    ) -> Result<Value, RpcError> {
         let method = request.method.as_str();
         match method {
-            "initialize" | "ping" | "tools/list" | "tools/call" => {}
+            "initialize"
+            | "ping"
+            | "tools/list"
+            | "tools/call"
+            | "resources/list"
+            | "resources/templates/list"
+            | "resources/read"
+            | "resources/subscribe"
+            | "resources/unsubscribe"
+            | "prompts/list"
+            | "prompts/get"
+            | "completion/complete"
+            | "logging/setLevel" => {}
             _ => {
                 return Err(RpcError {
                     code: RpcError::METHOD_NOT_FOUND,
@@ -206,10 +247,145 @@ impl McpServer {
             session_id: state.id.clone(),
             protocol_version: version.as_str().to_string(),
             transport: state.transport,
+            peer: peer.clone(),
+            progress_token: params
+                .get("_meta")
+                .and_then(|m| m.get("progressToken"))
+                .cloned(),
+            client_capabilities: state.client_capabilities.clone(),
+            log_level: state.log_level,
         };
         match method {
             "tools/list" => self.tools_list(version, &params),
-            _ => self.tools_call(version, params, &ctx),
+            "tools/call" => self.tools_call(version, params, &ctx),
+            "resources/list" => {
+                let all = guarded(|| self.handler.list_resources())?;
+                let (page, next) = paginate(&all, &params, self.page_size)?;
+                let mut r = json!({ "resources": page });
+                if let Some(c) = next {
+                    r["nextCursor"] = c.into();
+                }
+                Ok(strip_titles(r, version))
+            }
+            "resources/templates/list" => {
+                let all = guarded(|| self.handler.list_resource_templates())?;
+                let (page, next) = paginate(&all, &params, self.page_size)?;
+                let mut r = json!({ "resourceTemplates": page });
+                if let Some(c) = next {
+                    r["nextCursor"] = c.into();
+                }
+                Ok(strip_titles(r, version))
+            }
+            "resources/read" => {
+                let uri = string_param(&params, "uri")?;
+                let contents = guarded(|| self.handler.read_resource(&uri, &ctx))??;
+                Ok(json!({ "contents": contents }))
+            }
+            "resources/subscribe" => {
+                let uri = string_param(&params, "uri")?;
+                guarded(|| self.handler.check_subscribable(&uri))??;
+                state.subscriptions.insert(uri);
+                state.subscriptions_changed = true;
+                Ok(json!({}))
+            }
+            "resources/unsubscribe" => {
+                let uri = string_param(&params, "uri")?;
+                state.subscriptions.remove(&uri);
+                state.subscriptions_changed = true;
+                Ok(json!({}))
+            }
+            "prompts/list" => {
+                let all = guarded(|| self.handler.list_prompts())?;
+                let (page, next) = paginate(&all, &params, self.page_size)?;
+                let mut r = json!({ "prompts": page });
+                if let Some(c) = next {
+                    r["nextCursor"] = c.into();
+                }
+                Ok(strip_titles(r, version))
+            }
+            "prompts/get" => {
+                let name = string_param(&params, "name")?;
+                let arguments = match params.get("arguments") {
+                    None | Some(Value::Null) => Map::new(),
+                    Some(Value::Object(m)) => m.clone(),
+                    Some(_) => {
+                        return Err(RpcError::invalid_params(
+                            "Invalid params: `arguments` must be an object",
+                        ))
+                    }
+                };
+                let r = guarded(|| self.handler.get_prompt(&name, &arguments, &ctx))??;
+                serde_json::to_value(r).map_err(internal)
+            }
+            "completion/complete" => {
+                let reference = match params.get("ref") {
+                    Some(r) => match (r.get("type").and_then(Value::as_str), r) {
+                        (Some("ref/prompt"), r) => CompletionRef::Prompt(
+                            r.get("name")
+                                .and_then(Value::as_str)
+                                .ok_or_else(|| {
+                                    RpcError::invalid_params("Invalid params: `ref.name` missing")
+                                })?
+                                .to_string(),
+                        ),
+                        (Some("ref/resource"), r) => CompletionRef::Resource(
+                            r.get("uri")
+                                .and_then(Value::as_str)
+                                .ok_or_else(|| {
+                                    RpcError::invalid_params("Invalid params: `ref.uri` missing")
+                                })?
+                                .to_string(),
+                        ),
+                        _ => {
+                            return Err(RpcError::invalid_params(
+                                "Invalid params: `ref.type` must be ref/prompt or ref/resource",
+                            ))
+                        }
+                    },
+                    None => {
+                        return Err(RpcError::invalid_params(
+                            "Invalid params: missing required parameter `ref`",
+                        ))
+                    }
+                };
+                let argument = params.get("argument").ok_or_else(|| {
+                    RpcError::invalid_params(
+                        "Invalid params: missing required parameter `argument`",
+                    )
+                })?;
+                let name = argument
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| {
+                        RpcError::invalid_params("Invalid params: `argument.name` missing")
+                    })?;
+                let value = argument.get("value").and_then(Value::as_str).unwrap_or("");
+                let context = params
+                    .get("context")
+                    .and_then(|c| c.get("arguments"))
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default();
+                let mut c = guarded(|| self.handler.complete(&reference, name, value, &context))??;
+                if c.values.len() > 100 {
+                    c.total.get_or_insert(c.values.len());
+                    c.values.truncate(100);
+                    c.has_more = true;
+                }
+                Ok(json!({ "completion": c }))
+            }
+            "logging/setLevel" => {
+                let level = string_param(&params, "level")?;
+                let level = LogLevel::parse(&level).ok_or_else(|| {
+                    RpcError::invalid_params(format!(
+                        "Invalid params: unknown log level {level:?}"
+                    ))
+                    .with_details("one of debug, info, notice, warning, error, critical, alert, emergency")
+                })?;
+                state.log_level = Some(level);
+                Ok(json!({}))
+            }
+            _ => unreachable!("methods are checked above"),
         }
     }
 
@@ -251,9 +427,16 @@ impl McpServer {
             }
         }
         state.version = Some(version);
+        state.client_capabilities = params.get("capabilities").cloned().unwrap_or(Value::Null);
         Ok(json!({
             "protocolVersion": version.as_str(),
-            "capabilities": { "tools": { "listChanged": false } },
+            "capabilities": {
+                "tools": { "listChanged": false },
+                "resources": { "subscribe": true, "listChanged": true },
+                "prompts": { "listChanged": false },
+                "logging": {},
+                "completions": {},
+            },
             "serverInfo": info,
             "instructions": instructions,
         }))
@@ -339,6 +522,66 @@ impl McpServer {
         }
         Ok(value)
     }
+}
+
+/// A required string parameter; -32602 naming it when absent or not a string.
+fn string_param(params: &Map<String, Value>, name: &str) -> Result<String, RpcError> {
+    match params.get(name) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(_) => Err(RpcError::invalid_params(format!(
+            "Invalid params: `{name}` must be a string"
+        ))),
+        None => Err(RpcError::invalid_params(format!(
+            "Invalid params: missing required parameter `{name}`"
+        ))),
+    }
+}
+
+/// One page of `items` from the request's `cursor`, and the next cursor if more follow.
+fn paginate<T: serde::Serialize>(
+    items: &[T],
+    params: &Map<String, Value>,
+    page_size: usize,
+) -> Result<(Vec<Value>, Option<String>), RpcError> {
+    let start = match params.get("cursor") {
+        None | Some(Value::Null) => 0,
+        Some(Value::String(c)) => match parse_cursor(c) {
+            Some(n) if n < items.len() => n,
+            _ => {
+                return Err(RpcError::invalid_params("Invalid params: invalid `cursor`")
+                    .with_details(format!("cursor {c:?} is not one this server issued")))
+            }
+        },
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "Invalid params: `cursor` must be a string",
+            ))
+        }
+    };
+    let end = (start + page_size).min(items.len());
+    let page = items[start..end]
+        .iter()
+        .map(|i| serde_json::to_value(i).map_err(internal))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((page, (end < items.len()).then(|| make_cursor(end))))
+}
+
+/// Drops `title` fields (MCP 2025-06-18+) from list entries for older sessions.
+fn strip_titles(mut result: Value, version: ProtocolVersion) -> Value {
+    if version < ProtocolVersion::V2025_06_18 {
+        if let Some(obj) = result.as_object_mut() {
+            for list in obj.values_mut() {
+                if let Some(items) = list.as_array_mut() {
+                    for item in items {
+                        if let Some(o) = item.as_object_mut() {
+                            o.remove("title");
+                        }
+                    }
+                }
+            }
+        }
+    }
+    result
 }
 
 /// `params` as an object: absent means empty; an array is -32602.

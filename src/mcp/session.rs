@@ -60,7 +60,7 @@ impl fmt::Display for ProtocolVersion {
 }
 
 /// What the MCP core needs to know about the caller's session while handling one message.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SessionState {
     /// `Mcp-Session-Id` (HTTP), `None` for stdio.
     pub id: Option<String>,
@@ -70,6 +70,15 @@ pub struct SessionState {
     pub initialized: bool,
     /// Transport name for the handler's [`RequestContext`](super::RequestContext): `stdio`, `http`.
     pub transport: &'static str,
+    /// The client's `capabilities` from `initialize`.
+    pub client_capabilities: serde_json::Value,
+    /// Set by `logging/setLevel`: the lowest level the client wants as `notifications/message`.
+    pub log_level: Option<super::LogLevel>,
+    /// Resource URIs the client subscribed to (`resources/subscribe`).
+    pub subscriptions: std::collections::BTreeSet<String>,
+    /// Set when this message changed `subscriptions`, so the store writes them back (other
+    /// requests of the session may run at the same time with an older copy).
+    pub subscriptions_changed: bool,
 }
 
 impl SessionState {
@@ -80,6 +89,10 @@ impl SessionState {
             version: None,
             initialized: false,
             transport,
+            client_capabilities: serde_json::Value::Null,
+            log_level: None,
+            subscriptions: Default::default(),
+            subscriptions_changed: false,
         }
     }
 }
@@ -105,6 +118,9 @@ impl std::error::Error for SessionError {}
 struct Entry {
     version: ProtocolVersion,
     initialized: bool,
+    client_capabilities: serde_json::Value,
+    log_level: Option<super::LogLevel>,
+    subscriptions: std::collections::BTreeSet<String>,
     #[allow(dead_code)] // kept for diagnostics; eviction uses last_seen
     created: Instant,
     last_seen: Instant,
@@ -163,6 +179,9 @@ impl SessionStore {
             Entry {
                 version,
                 initialized: false,
+                client_capabilities: serde_json::Value::Null,
+                log_level: None,
+                subscriptions: Default::default(),
                 created: now,
                 last_seen: now,
             },
@@ -186,18 +205,41 @@ impl SessionStore {
             version: Some(entry.version),
             initialized: entry.initialized,
             transport,
+            client_capabilities: entry.client_capabilities.clone(),
+            log_level: entry.log_level,
+            subscriptions: entry.subscriptions.clone(),
+            subscriptions_changed: false,
         })
     }
 
-    /// Records what handling a message changed (today only the `initialized` flag, which never
-    /// goes back to false). Unknown ids are ignored.
+    /// Records what handling a message changed: the `initialized` flag (never goes back to
+    /// false), the client's capabilities (from `initialize`), the log level, and the
+    /// subscriptions when this message changed them. Unknown ids are ignored.
     pub fn update(&self, state: &SessionState) {
         let Some(id) = state.id.as_deref() else {
             return;
         };
         if let Some(entry) = self.lock().get_mut(id) {
             entry.initialized |= state.initialized;
+            if !state.client_capabilities.is_null() {
+                entry.client_capabilities = state.client_capabilities.clone();
+            }
+            if state.log_level.is_some() {
+                entry.log_level = state.log_level;
+            }
+            if state.subscriptions_changed {
+                entry.subscriptions = state.subscriptions.clone();
+            }
         }
+    }
+
+    /// Ids of the live sessions subscribed to `uri`.
+    pub fn subscribers(&self, uri: &str) -> Vec<String> {
+        self.lock()
+            .iter()
+            .filter(|(_, e)| e.subscriptions.contains(uri))
+            .map(|(id, _)| id.clone())
+            .collect()
     }
 
     /// Ends a session (`DELETE /mcp`). Returns whether it existed.

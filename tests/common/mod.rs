@@ -28,12 +28,15 @@ pub fn call(tools: &HomeTools, name: &str, args: Value) -> Result<CallToolResult
         session_id: None,
         protocol_version: "2025-06-18".into(),
         transport: "test",
+        ..RequestContext::default()
     };
     tools.call_tool(name, map, &ctx)
 }
 
 pub fn text(r: &CallToolResult) -> Value {
-    let Content::Text { text } = &r.content[0];
+    let Content::Text { text } = &r.content[0] else {
+        panic!("text content expected, got {:?}", r.content[0])
+    };
     serde_json::from_str(text).expect("text content is JSON")
 }
 
