@@ -10,6 +10,8 @@ pub mod home;
 pub mod http;
 pub mod loxone;
 pub mod mcp;
+pub mod prompts;
+pub mod resources;
 pub mod sim;
 pub mod stdio;
 pub mod time;

@@ -18,8 +18,8 @@ mod devices;
 mod lights;
 pub mod schema;
 mod security;
-mod summary;
-mod view;
+pub(crate) mod summary;
+pub(crate) mod view;
 mod workflows;
 
 use std::sync::Arc;
@@ -29,8 +29,9 @@ use serde_json::{json, Map, Value};
 use crate::home::resolve::ResolveError;
 use crate::home::{ControllerError, House};
 use crate::mcp::{
-    CallToolResult, Content, Handler, Implementation, RequestContext, RpcError, ToolAnnotations,
-    ToolDescriptor,
+    CallToolResult, Completion, CompletionRef, Content, GetPromptResult, Handler, Implementation,
+    PromptDescriptor, RequestContext, ResourceContents, ResourceDescriptor, ResourceTemplate,
+    RpcError, ToolAnnotations, ToolDescriptor,
 };
 use crate::workflow::WorkflowStore;
 
@@ -194,6 +195,15 @@ impl HomeTools {
         self.tools.iter().find(|t| t.name == name)
     }
 
+    /// The context tool handlers, resources and prompts work with.
+    pub fn ctx(&self) -> Ctx<'_> {
+        Ctx {
+            house: &self.house,
+            catalogue: &self.tools,
+            workflows: &self.workflows,
+        }
+    }
+
     /// Runs a tool outside MCP (e.g. REST); same validation and envelope.
     pub fn call(
         &self,
@@ -275,6 +285,49 @@ impl Handler for HomeTools {
             },
         };
         self.call(name, arguments, &caller)
+    }
+
+    fn list_resources(&self) -> Vec<ResourceDescriptor> {
+        crate::resources::list(&self.house.home())
+    }
+
+    fn list_resource_templates(&self) -> Vec<ResourceTemplate> {
+        crate::resources::templates()
+    }
+
+    fn read_resource(
+        &self,
+        uri: &str,
+        _ctx: &RequestContext,
+    ) -> Result<Vec<ResourceContents>, RpcError> {
+        crate::resources::read(&self.ctx(), uri)
+    }
+
+    fn check_subscribable(&self, uri: &str) -> Result<(), RpcError> {
+        crate::resources::check(&self.house.home(), uri)
+    }
+
+    fn list_prompts(&self) -> Vec<PromptDescriptor> {
+        crate::prompts::list()
+    }
+
+    fn get_prompt(
+        &self,
+        name: &str,
+        arguments: &Map<String, Value>,
+        _ctx: &RequestContext,
+    ) -> Result<GetPromptResult, RpcError> {
+        crate::prompts::get(&self.ctx(), name, arguments)
+    }
+
+    fn complete(
+        &self,
+        reference: &CompletionRef,
+        argument: &str,
+        value: &str,
+        context: &Map<String, Value>,
+    ) -> Result<Completion, RpcError> {
+        crate::resources::complete(&self.house.home(), reference, argument, value, context)
     }
 }
 

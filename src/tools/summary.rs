@@ -137,7 +137,7 @@ pub fn tools() -> Vec<Tool> {
 }
 
 /// The sensor kind of a control, or `None` when it is no sensor.
-fn sensor_type(c: &Control) -> Option<&'static str> {
+pub(crate) fn sensor_type(c: &Control) -> Option<&'static str> {
     let name = fold(&c.name);
     let has = |words: &[&str]| words.iter().any(|w| name.contains(w));
     Some(match c.kind {
