@@ -123,6 +123,24 @@ fn commands_are_verified_from_the_event_stream() {
     for r in results {
         assert_eq!(r["verified"], true, "{r}");
     }
+    // Let the "off" reach the store before switching back: the simulator's WebSocket session
+    // sends differences every 100 ms, so an off/on within one tick would show no change at all.
+    let light = uuid_of(&app, "Deckenlicht", "Küche");
+    let active = app
+        .house
+        .home()
+        .control(&light)
+        .unwrap()
+        .state("active")
+        .unwrap()
+        .to_string();
+    wait_for("the off event", || {
+        app.house
+            .states()
+            .get(&active)
+            .and_then(|v| v.value.as_f64())
+            == Some(0.0)
+    });
     let d = ok(
         &tools,
         "control_room_lights",
