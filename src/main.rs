@@ -214,6 +214,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         idle_timeout: config.server.idle_timeout,
         allowed_origins: config.server.allowed_origins.clone(),
         allowed_hosts: config.server.allowed_hosts.clone(),
+        ..HttpConfig::default()
     };
     let house = app.house.clone();
     let health = Arc::new(move || {
