@@ -833,3 +833,31 @@ fn stdio_elicitation_does_not_block_reading() {
     drop(in_tx);
     serving.join().unwrap().unwrap();
 }
+
+#[test]
+fn streams_outlive_the_connection_idle_timeout() {
+    let server = start_with(|c| {
+        c.idle_timeout = Duration::from_millis(600);
+        c.keep_alive = Duration::from_millis(250);
+    });
+    let addr = server.addr();
+    let sid = initialize(addr);
+    let mut g = open_get(addr, &sid, None);
+    expect_prelude(&mut g);
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_millis(2000) {
+        assert!(g.next().expect("keep-alive").comment);
+    }
+    assert_eq!(server.mcp.notify_list_changed(), 1);
+    let e = g.next_data().expect("still open");
+    assert_eq!(e.json()["method"], "notifications/resources/list_changed");
+    // The session stays alive while its stream is open (idle timeout of sessions is 1 h here,
+    // so only check that the server still answers on it).
+    let r = post_json(
+        addr,
+        &sid,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+    );
+    assert_eq!(r.status, 200);
+    server.stop();
+}
