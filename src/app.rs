@@ -3,17 +3,20 @@
 //! [`House`] and the MCP server the transports share.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::config::LiveMode;
 use crate::config::{Config, ConfigError, MiniserverConfig};
-use crate::home::House;
+use crate::home::{Change, Event, Home, House};
 use crate::loxone::client::{Client, LoxoneError};
 use crate::loxone::feed::HouseFeed;
 use crate::loxone::live::{Link, LinkConfig};
 use crate::loxone::poll::Poller;
 use crate::loxone::structure::{parse_structure_bytes, StructureError};
 use crate::mcp::server::{McpConfig, McpServer};
+use crate::mcp::updates::{spawn_notifier, Next, Update};
 use crate::sim::{SimServer, Simulator};
 use crate::tools::HomeTools;
 use crate::workflow::{StoreError, WorkflowStore};
@@ -46,6 +49,46 @@ impl fmt::Display for StartError {
 
 impl std::error::Error for StartError {}
 
+/// The seam to the resources: the resource URIs a state change affects (each subscribed
+/// session gets `notifications/resources/updated` for them).
+pub type AffectedUris = fn(&Home, &Change) -> Vec<String>;
+
+/// Until the home resources exist, no state change names a resource.
+fn no_affected_uris(_home: &Home, _change: &Change) -> Vec<String> {
+    Vec::new()
+}
+
+/// The [`AffectedUris`] the app wires into the resource notifier.
+pub const AFFECTED_URIS: AffectedUris = no_affected_uris;
+
+/// At most one `notifications/resources/updated` per URI per this interval.
+pub const UPDATE_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Starts the thread that turns the house's change bus into resource notifications; it ends
+/// when `stop` is set.
+pub fn start_resource_notifier(
+    house: Arc<House>,
+    mcp: Arc<McpServer>,
+    affected: AffectedUris,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<()> {
+    let sub = house.bus().subscribe(1024);
+    spawn_notifier(mcp, UPDATE_INTERVAL, move |wait| {
+        if stop.load(Ordering::Relaxed) || sub.is_closed() {
+            return Next::Closed;
+        }
+        if sub.take_lagged() {
+            log::warn!("resource notifier lagged behind the change bus; updates were lost");
+        }
+        match sub.recv_timeout(wait) {
+            Some(Event::Change(c)) => Next::Update(Update::Uris(affected(&house.home(), &c))),
+            Some(Event::StructureChanged { .. }) => Next::Update(Update::ListChanged),
+            None => Next::Idle,
+        }
+    })?;
+    Ok(())
+}
+
 /// A started house: the model, its controller, and (in demo mode) the simulator it talks to.
 pub struct App {
     pub house: Arc<House>,
@@ -62,6 +105,8 @@ pub struct App {
     pub poller: Option<Poller>,
     /// The in-process simulator of `--demo`; dropping it stops it.
     pub simulator: Option<(Arc<Simulator>, SimServer)>,
+    /// Stops the resource notifier thread.
+    pub notifier_stop: Arc<AtomicBool>,
 }
 
 impl App {
@@ -139,7 +184,16 @@ impl App {
             Arc::new(HomeTools::with_store(house.clone(), workflows.clone())),
             McpConfig::default(),
         ));
+        let notifier_stop = Arc::new(AtomicBool::new(false));
+        start_resource_notifier(
+            house.clone(),
+            mcp.clone(),
+            AFFECTED_URIS,
+            notifier_stop.clone(),
+        )
+        .map_err(StartError::Io)?;
         Ok(App {
+            notifier_stop,
             house,
             mcp,
             workflows,
@@ -153,6 +207,7 @@ impl App {
     /// Stops cleanly: the live link (kills its WebSocket token, closes the socket), the poller,
     /// then kills the HTTP client's token (`killtoken`), so no token outlives the server.
     pub fn shutdown(mut self) {
+        self.notifier_stop.store(true, Ordering::Relaxed);
         if let Some(mut link) = self.link.take() {
             link.stop();
         }

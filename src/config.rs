@@ -12,6 +12,8 @@
 //! idle_timeout_secs = 30       # idle keep-alive connections are closed after this
 //! allowed_origins = []         # extra browser origins allowed on /mcp
 //! allowed_hosts = []           # Host header values allowed besides loopback names
+//! max_streams = 32             # SSE streams (GET /mcp, /sse, streamed answers) at once
+//! keep_alive_secs = 15         # keep-alive comment interval on idle SSE streams
 //! data_dir = "./data"          # state directory (workflows.db); env HOME_DATA_DIR; default
 //!                              # $STATE_DIRECTORY (systemd StateDirectory=) or ./data
 //! verify_timeout_ms = 1500     # control tools wait up to this for a command's effect
@@ -110,6 +112,10 @@ pub struct ServerConfig {
     pub idle_timeout: Duration,
     pub allowed_origins: Vec<String>,
     pub allowed_hosts: Vec<String>,
+    /// SSE streams served at once on their own threads (`max_streams`, 1-1024, default 32).
+    pub max_streams: usize,
+    /// Keep-alive comment interval on idle SSE streams (`keep_alive_secs`, default 15 s).
+    pub keep_alive: Duration,
     /// Directory for the server's own state (the workflow store `workflows.db`). Created at
     /// start (mode 0700) if missing. Not used by `--demo`, which keeps workflows in memory.
     pub data_dir: PathBuf,
@@ -170,6 +176,8 @@ impl Default for ServerConfig {
             idle_timeout: Duration::from_secs(30),
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
+            max_streams: 32,
+            keep_alive: Duration::from_secs(15),
             data_dir: PathBuf::from(DEFAULT_DATA_DIR),
             verify_timeout: crate::home::house::DEFAULT_VERIFY_TIMEOUT,
         }
@@ -241,6 +249,8 @@ struct FileServer {
     idle_timeout_secs: Option<u64>,
     allowed_origins: Option<Vec<String>>,
     allowed_hosts: Option<Vec<String>>,
+    max_streams: Option<usize>,
+    keep_alive_secs: Option<u64>,
     data_dir: Option<String>,
     verify_timeout_ms: Option<u64>,
 }
@@ -325,6 +335,21 @@ impl Config {
         }
         if let Some(h) = file.server.allowed_hosts {
             cfg.server.allowed_hosts = h;
+        }
+        if let Some(n) = file.server.max_streams {
+            if !(1..=1024).contains(&n) {
+                return Err(invalid("server.max_streams", "must be between 1 and 1024"));
+            }
+            cfg.server.max_streams = n;
+        }
+        if let Some(k) = file.server.keep_alive_secs {
+            if !(1..=3600).contains(&k) {
+                return Err(invalid(
+                    "server.keep_alive_secs",
+                    "must be between 1 and 3600",
+                ));
+            }
+            cfg.server.keep_alive = Duration::from_secs(k);
         }
         // systemd may pass several directories separated by ':'; the first is ours.
         let systemd = env("STATE_DIRECTORY").and_then(|d| d.split(':').next().map(str::to_string));
@@ -598,6 +623,13 @@ mod tests {
     fn invalid_values_name_the_setting() {
         let e = parse("[server]\nworkers = 0\n", &[]).unwrap_err();
         assert!(e.to_string().contains("server.workers"), "{e}");
+        let e = parse("[server]\nmax_streams = 0\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("server.max_streams"), "{e}");
+        let e = parse("[server]\nkeep_alive_secs = 0\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("server.keep_alive_secs"), "{e}");
+        let cfg = parse("[server]\nmax_streams = 4\nkeep_alive_secs = 5\n", &[]).unwrap();
+        assert_eq!(cfg.server.max_streams, 4);
+        assert_eq!(cfg.server.keep_alive, Duration::from_secs(5));
         let e = parse("[server]\nlisten = \"nope\"\n", &[]).unwrap_err();
         assert!(e.to_string().contains("server.listen"), "{e}");
         let e = parse("[log]\nlevel = \"loud\"\n", &[]).unwrap_err();

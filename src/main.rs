@@ -214,6 +214,9 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         idle_timeout: config.server.idle_timeout,
         allowed_origins: config.server.allowed_origins.clone(),
         allowed_hosts: config.server.allowed_hosts.clone(),
+        max_streams: config.server.max_streams,
+        keep_alive: config.server.keep_alive,
+        ..HttpConfig::default()
     };
     let house = app.house.clone();
     let health = Arc::new(move || {

@@ -4,12 +4,36 @@
 //! once. The output carries nothing but JSON-RPC (logs go to stderr). Blank lines are ignored.
 //! A line longer than the limit is skipped up to its newline without ever being held whole,
 //! and answered with -32600 (`id: null`). There is one implicit session without an id; it
-//! lives as long as the input. [`serve`] returns `Ok(())` at end of input.
+//! lives as long as the input. [`serve`] returns `Ok(())` at end of input, once every request
+//! in flight has been answered.
+//!
+//! Concurrency: a request that may wait on the client (`tools/call`, `prompts/get`,
+//! `resources/read`, `completion/complete`) runs on its own thread (at most
+//! [`MAX_IN_FLIGHT`]; beyond that inline), so that the reading loop goes on and can route the
+//! client's answer to an `elicitation/create` or `sampling/createMessage` to the waiting call.
+//! The reader waits for such a request to finish before reading on, so answers keep input
+//! order, except that it reads on at once when the request sends a request to the client, or
+//! after [`ORDER_GRACE`]. Everything else, including `initialize` and the session's state
+//! changes, is handled inline, in order. All output goes through one writer thread: one JSON
+//! per line, never interleaved. Notifications not tied to a request (resource updates) reach
+//! the session through the server's [`Hub`](crate::mcp::Hub) under the key [`HUB_KEY`].
 
 use std::io::{self, BufRead, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
-use crate::mcp::jsonrpc::Response;
-use crate::mcp::{McpServer, SessionState};
+use crate::mcp::jsonrpc::{self, Incoming, Message, Response};
+use crate::mcp::{McpServer, Outlet, SessionState};
+
+/// The stdio session's key in the server's hub.
+pub const HUB_KEY: &str = "stdio";
+
+/// At most this many requests run on their own threads at once.
+pub const MAX_IN_FLIGHT: usize = 32;
+
+/// How long the reader waits for a threaded request before reading the next line.
+pub const ORDER_GRACE: Duration = Duration::from_secs(2);
 
 /// Longest accepted input line in bytes (1 MiB), not counting the newline.
 pub const MAX_LINE_BYTES: usize = 1024 * 1024;
@@ -18,49 +42,133 @@ pub const MAX_LINE_BYTES: usize = 1024 * 1024;
 /// [`MAX_LINE_BYTES`].
 ///
 /// Errors: only I/O errors of `input` or `output`; bad input is answered, never fatal.
-pub fn serve<R: BufRead, W: Write>(mcp: &McpServer, input: R, output: W) -> io::Result<()> {
+pub fn serve<R: BufRead, W: Write + Send>(mcp: &McpServer, input: R, output: W) -> io::Result<()> {
     serve_with_limit(mcp, input, output, MAX_LINE_BYTES)
 }
 
 /// [`serve`] with an explicit line limit in bytes.
-pub fn serve_with_limit<R: BufRead, W: Write>(
+pub fn serve_with_limit<R: BufRead, W: Write + Send>(
     mcp: &McpServer,
     mut input: R,
     mut output: W,
     max_line_bytes: usize,
 ) -> io::Result<()> {
+    let (tx, rx) = crossbeam_channel::unbounded::<String>();
+    let in_flight = AtomicUsize::new(0);
+    let in_flight = &in_flight;
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(move || -> io::Result<()> {
+            for line in rx {
+                output.write_all(line.as_bytes())?;
+                output.write_all(b"\n")?;
+                output.flush()?;
+            }
+            Ok(())
+        });
+        let outlet: Arc<dyn Outlet> = Arc::new(move |m: &str| tx.send(m.to_string()).is_ok());
+        mcp.hub().register(HUB_KEY, outlet.clone());
+        let result = read_loop(mcp, &mut input, &outlet, max_line_bytes, scope, in_flight);
+        // Requests still running hold clones of the outlet; the scope waits for them, and the
+        // writer ends when the last clone is gone.
+        mcp.hub().unregister(HUB_KEY);
+        drop(outlet);
+        let written = writer
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("stdio writer panicked")));
+        result.and(written)
+    })
+}
+
+fn read_loop<'scope, 'env, R: BufRead>(
+    mcp: &'env McpServer,
+    input: &mut R,
+    outlet: &Arc<dyn Outlet>,
+    max_line_bytes: usize,
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    in_flight: &'env AtomicUsize,
+) -> io::Result<()> {
     let mut state = SessionState::new("stdio");
     let mut line = Vec::new();
     loop {
-        let reply = match read_line_bounded(&mut input, max_line_bytes, &mut line)? {
+        let incoming = match read_line_bounded(input, max_line_bytes, &mut line)? {
             Line::Eof => return Ok(()),
-            Line::TooLong => Some(
-                Response::invalid_request(
+            Line::TooLong => {
+                let r = Response::invalid_request(
                     None,
                     format!("message longer than {max_line_bytes} bytes was discarded"),
-                )
-                .to_json(),
-            ),
+                );
+                if !outlet.send(&r.to_json()) {
+                    return Err(io::Error::other("stdio output closed"));
+                }
+                continue;
+            }
             Line::Data => {
                 if line.iter().all(u8::is_ascii_whitespace) {
                     continue;
                 }
-                mcp.handle(&mut state, &line).to_json()
+                jsonrpc::parse(&line)
             }
         };
-        if let Some(json) = reply {
-            output.write_all(json.as_bytes())?;
-            output.write_all(b"\n")?;
-            output.flush()?;
+        if may_wait(&incoming) && state.version.is_some() {
+            if in_flight.fetch_add(1, Ordering::SeqCst) < MAX_IN_FLIGHT {
+                let mut copy = state.clone();
+                let outlet = outlet.clone();
+                let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(2);
+                let waiting = done_tx.clone();
+                let inner = outlet.clone();
+                // The request's own peer: a request to the client lets the reader go on.
+                let peer_outlet: Arc<dyn Outlet> = Arc::new(move |m: &str| {
+                    let sent = inner.send(m);
+                    if m.contains("\"id\"") {
+                        let _ = waiting.try_send(());
+                    }
+                    sent
+                });
+                let peer = Some(mcp.peer(None, peer_outlet));
+                scope.spawn(move || {
+                    let reply = mcp.handle_incoming_with_peer(&mut copy, incoming, peer);
+                    if let Some(json) = reply.to_json() {
+                        outlet.send(&json);
+                    }
+                    in_flight.fetch_sub(1, Ordering::SeqCst);
+                    let _ = done_tx.try_send(());
+                });
+                let _ = done_rx.recv_timeout(ORDER_GRACE);
+                continue;
+            }
+            in_flight.fetch_sub(1, Ordering::SeqCst);
+        }
+        let peer = Some(mcp.peer(None, outlet.clone()));
+        let reply = mcp.handle_incoming_with_peer(&mut state, incoming, peer);
+        if state.subscriptions_changed {
+            state.subscriptions_changed = false;
+            mcp.hub()
+                .set_local_subscriptions(HUB_KEY, state.subscriptions.clone());
+        }
+        if let Some(json) = reply.to_json() {
+            if !outlet.send(&json) {
+                return Err(io::Error::other("stdio output closed"));
+            }
         }
     }
+}
+
+/// Whether the frame is one request that may wait on the client.
+fn may_wait(incoming: &Result<Incoming, Response>) -> bool {
+    matches!(
+        incoming,
+        Ok(Incoming::Single(Ok(Message::Request(r))))
+            if matches!(
+                r.method.as_str(),
+                "tools/call" | "prompts/get" | "resources/read" | "completion/complete"
+            )
+    )
 }
 
 /// [`serve`] over the process's locked stdin and stdout.
 pub fn serve_stdio(mcp: &McpServer) -> io::Result<()> {
     let stdin = io::stdin();
-    let stdout = io::stdout();
-    serve(mcp, stdin.lock(), stdout.lock())
+    serve(mcp, stdin.lock(), io::stdout())
 }
 
 enum Line {

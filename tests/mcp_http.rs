@@ -128,6 +128,7 @@ fn start(opts: Opts) -> HttpServer {
         idle_timeout: opts.idle,
         allowed_origins: vec![],
         allowed_hosts: vec![],
+        ..HttpConfig::default()
     };
     HttpServer::start(config, mcp, Arc::new(|| json!({"status": "ok"}))).expect("start")
 }
@@ -146,7 +147,20 @@ impl Resp {
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
+    /// The JSON body, or for an SSE answer the last `data:` event (the response).
     fn json(&self) -> Value {
+        if self
+            .header("Content-Type")
+            .is_some_and(|c| c.starts_with("text/event-stream"))
+        {
+            let last = self
+                .body
+                .lines()
+                .filter_map(|l| l.strip_prefix("data: "))
+                .rfind(|d| !d.is_empty())
+                .unwrap_or_else(|| panic!("no data event: {:?}", self.body));
+            return serde_json::from_str(last).unwrap();
+        }
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {:?}", self.body))
     }
 }
@@ -217,13 +231,32 @@ impl Conn {
             let (n, v) = h.split_once(':').unwrap();
             headers.push((n.trim().to_string(), v.trim().to_string()));
         }
-        let len: usize = headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case("Content-Length"))
-            .map(|(_, v)| v.parse().unwrap())
-            .unwrap_or(0);
-        let mut body = vec![0; len];
-        self.reader.read_exact(&mut body).unwrap();
+        let chunked = headers.iter().any(|(n, v)| {
+            n.eq_ignore_ascii_case("Transfer-Encoding") && v.eq_ignore_ascii_case("chunked")
+        });
+        let mut body = Vec::new();
+        if chunked {
+            // Streamed SSE answers (tools/call): read chunks up to the terminal one.
+            loop {
+                let mut size = String::new();
+                self.reader.read_line(&mut size).unwrap();
+                let n = usize::from_str_radix(size.trim(), 16).unwrap();
+                let mut chunk = vec![0; n + 2];
+                self.reader.read_exact(&mut chunk).unwrap();
+                if n == 0 {
+                    break;
+                }
+                body.extend_from_slice(&chunk[..n]);
+            }
+        } else {
+            let len: usize = headers
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case("Content-Length"))
+                .map(|(_, v)| v.parse().unwrap())
+                .unwrap_or(0);
+            body = vec![0; len];
+            self.reader.read_exact(&mut body).unwrap();
+        }
         Resp {
             status,
             headers,
@@ -571,9 +604,17 @@ fn body_limit_content_type_and_methods() {
     );
     assert_eq!(r.status, 200);
 
-    let r = c.send("GET", "/mcp", &[("Mcp-Session-Id", &sid)], b"");
+    // GET opens the SSE stream: without Accept: text/event-stream it is 406.
+    let r = c.send(
+        "GET",
+        "/mcp",
+        &[("Mcp-Session-Id", &sid), ("Accept", "application/json")],
+        b"",
+    );
+    assert_eq!(r.status, 406);
+    let r = c.send("PUT", "/mcp", &[("Mcp-Session-Id", &sid)], b"");
     assert_eq!(r.status, 405);
-    assert_eq!(r.header("Allow"), Some("POST, DELETE"));
+    assert_eq!(r.header("Allow"), Some("GET, POST, DELETE"));
     let r = c.send("GET", "/health", &[], b"");
     assert_eq!(r.status, 200);
     assert_eq!(r.json(), json!({"status": "ok"}));

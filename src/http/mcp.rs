@@ -4,11 +4,18 @@
 //! id is known):
 //! 1. `Origin`, if present, must be loopback, match the request's Host, or be listed in
 //!    [`HttpConfig::allowed_origins`](super::HttpConfig::allowed_origins): else **403**.
-//! 2. Method: `POST` and `DELETE`; anything else (including `GET`, whose server-to-client
-//!    stream is not offered yet) **405** with `Allow: POST, DELETE`.
-//! 3. `DELETE` needs `Mcp-Session-Id` (**400** without): **200** when it ended a session,
-//!    **404** for an unknown one.
-//! 4. `POST`: `Accept` picks the answer format: `application/json` gives one JSON body,
+//! 2. Method: `GET`, `POST` and `DELETE`; anything else **405** with
+//!    `Allow: GET, POST, DELETE`.
+//! 3. `DELETE` needs `Mcp-Session-Id` (**400** without): **200** when it ended a session (its
+//!    streams end too), **404** for an unknown one.
+//! 4. `GET` opens the session's server-to-client stream: `Accept` must list
+//!    `text/event-stream` (**406**), `MCP-Protocol-Version` as for POST (**400**),
+//!    `Mcp-Session-Id` is required (**400**) and must be known (**404**); **503** when
+//!    `max_streams` streams run. The stream starts with `retry:` and a priming event (an `id:`
+//!    and empty data), replays the session's buffered events after `Last-Event-ID` (same
+//!    stream only), then carries the messages not tied to a request, with keep-alive comments
+//!    when idle. It runs on its own thread (see [`super::stream`]).
+//! 5. `POST`: `Accept` picks the answer format: `application/json` gives one JSON body,
 //!    `text/event-stream` an SSE body (`event: message`, `id:`, `data: <json>` per response,
 //!    then the stream ends); when both are listed the first wins; missing, `*/*` or
 //!    `application/*` give JSON; anything else **406**. `Content-Type` must be
@@ -17,16 +24,28 @@
 //!    `Mcp-Session-Id` is required except for `initialize` (**400** when missing, **404** when
 //!    unknown, expired or deleted). The body is read up to `max_body_bytes` (**413** beyond,
 //!    never reading more than the limit plus one byte).
-//! 5. The message goes to [`McpServer`](crate::mcp::McpServer). Notifications and client
+//! 6. The message goes to [`McpServer`](crate::mcp::McpServer). Notifications and client
 //!    responses get **202** with no body; a parse error or an invalid message without id
 //!    **400**; everything else **200**. A successful `initialize` without a session creates one
 //!    and returns its id in `Mcp-Session-Id`.
+//! 7. A single `tools/call` or `prompts/get` on a session whose `Accept` lists SSE is answered
+//!    as a live SSE stream on its own thread: `retry:`, a priming event, then the handler's
+//!    progress and log notifications and its requests to the client (elicitation, sampling) as
+//!    they happen, then the response, then the stream ends. The client's answers arrive as
+//!    separate POSTs (202) and are routed by id to the waiting call. Every event is also kept
+//!    in the session's replay buffer, and if the client goes away mid-call the rest goes to the
+//!    session's GET stream. Requests answered in JSON get the session's GET stream as their
+//!    peer.
 
 use std::io::Read;
 
-use super::{header, host_name, is_loopback_name, Answer, Ctx};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::stream::{run_detached, Outbox, SseWriter};
+use super::{header, host_name, is_loopback_name, Answer, Ctx, Handled};
 use crate::mcp::jsonrpc::{self, Incoming, Message, Response};
-use crate::mcp::{ProtocolVersion, Reply, RpcError, SessionState};
+use crate::mcp::{Outlet, ProtocolVersion, Reply, RpcError, SessionState};
 
 /// Answer format chosen from `Accept`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,11 +72,11 @@ pub(crate) fn forbidden(details: &str) -> Answer {
     rpc_error(403, RpcError::INVALID_REQUEST, "Forbidden", details)
 }
 
-fn bad_request(details: impl Into<String>) -> Answer {
+pub(crate) fn bad_request(details: impl Into<String>) -> Answer {
     rpc_error(400, RpcError::INVALID_REQUEST, "Bad Request", details)
 }
 
-fn session_not_found() -> Answer {
+pub(crate) fn session_not_found() -> Answer {
     rpc_error(
         404,
         RpcError::INVALID_REQUEST,
@@ -67,61 +86,225 @@ fn session_not_found() -> Answer {
 }
 
 /// Handles one request to `/mcp`.
-pub(crate) fn handle(ctx: &Ctx, request: &mut tiny_http::Request) -> Answer {
+pub(crate) fn handle(ctx: &Arc<Ctx>, request: &mut tiny_http::Request) -> Handled {
     if let Some(origin) = header(request, "Origin") {
         if !origin_allowed(ctx, origin, header(request, "Host")) {
-            return forbidden(&format!("Origin {origin} is not allowed"));
+            return forbidden(&format!("Origin {origin} is not allowed")).into();
         }
     }
     match request.method() {
         tiny_http::Method::Post => post(ctx, request),
-        tiny_http::Method::Delete => delete(ctx, request),
+        tiny_http::Method::Get => get(ctx, request),
+        tiny_http::Method::Delete => delete(ctx, request).into(),
         _ => rpc_error(
             405,
             RpcError::INVALID_REQUEST,
             "Method Not Allowed",
-            "use POST for messages and DELETE to end a session",
+            "use POST for messages, GET for the server's stream and DELETE to end a session",
         )
-        .with_header("Allow", "POST, DELETE"),
+        .with_header("Allow", "GET, POST, DELETE")
+        .into(),
     }
 }
 
 fn delete(ctx: &Ctx, request: &tiny_http::Request) -> Answer {
     match header(request, "Mcp-Session-Id") {
         None => bad_request("Mcp-Session-Id header is required"),
-        Some(id) if ctx.mcp.sessions().remove(id.trim()) => Answer::empty(200),
+        Some(id) if ctx.mcp.sessions().remove(id.trim()) => {
+            ctx.drop_outbox(id.trim());
+            Answer::empty(200)
+        }
         Some(_) => session_not_found(),
     }
 }
 
-fn post(ctx: &Ctx, request: &mut tiny_http::Request) -> Answer {
+fn not_acceptable(details: &str) -> Answer {
+    rpc_error(406, RpcError::INVALID_REQUEST, "Not Acceptable", details)
+}
+
+/// 503 when every stream slot is taken.
+pub(crate) fn too_many_streams() -> Answer {
+    rpc_error(
+        503,
+        RpcError::INTERNAL_ERROR,
+        "Service Unavailable",
+        "too many open streams; retry later",
+    )
+    .with_header("Retry-After", "5")
+}
+
+fn accepts_sse(accept: Option<&str>) -> bool {
+    accept.is_some_and(|a| {
+        a.split(',').any(|item| {
+            let media = item.split(';').next().unwrap_or("").trim();
+            media.eq_ignore_ascii_case("text/event-stream") || media == "*/*"
+        })
+    })
+}
+
+/// `GET /mcp`: the session's server-to-client stream.
+fn get(ctx: &Arc<Ctx>, request: &tiny_http::Request) -> Handled {
+    if !accepts_sse(header(request, "Accept")) {
+        return not_acceptable(
+            "GET /mcp opens an SSE stream; Accept must include text/event-stream",
+        )
+        .into();
+    }
+    if let Some(v) = header(request, "MCP-Protocol-Version") {
+        if ProtocolVersion::parse(v.trim()).is_none() {
+            return bad_request(format!("unsupported MCP-Protocol-Version: {}", v.trim())).into();
+        }
+    }
+    let Some(id) = header(request, "Mcp-Session-Id").map(|s| s.trim().to_string()) else {
+        return bad_request("Mcp-Session-Id header is required").into();
+    };
+    if ctx.mcp.sessions().touch(&id, "http").is_none() {
+        return session_not_found().into();
+    }
+    let Some(permit) = ctx.pool.acquire() else {
+        return too_many_streams().into();
+    };
+    let last = header(request, "Last-Event-ID").map(str::to_string);
+    let outbox = ctx.outbox(&id);
+    let ctx = ctx.clone();
+    Handled::Take(Box::new(move |request| {
+        run_detached("mcp-get-stream", Some(permit), move || {
+            let attached = outbox.attach(last.as_deref());
+            let conn = attached.conn;
+            let headers = [("Mcp-Session-Id", id.clone())];
+            match SseWriter::start(request, &headers) {
+                Ok(mut w) => {
+                    let ok = w.retry(ctx.config.retry_ms).is_ok()
+                        && w.event(Some(&attached.priming_id), None, "").is_ok()
+                        && attached
+                            .replay
+                            .iter()
+                            .all(|f| w.event(Some(&f.id), Some("message"), &f.data).is_ok());
+                    if ok {
+                        pump(&ctx, &outbox, &attached.rx, &mut w, Some(&id), None);
+                    }
+                    w.finish();
+                }
+                Err(e) => log::debug!("GET stream could not start: {e}"),
+            }
+            outbox.detach(conn);
+        });
+    }))
+}
+
+/// Writes frames from `rx` until the outbox closes, the server stops or a write fails;
+/// keep-alive comments when idle. `legacy_event` names the event of legacy streams (no ids).
+pub(crate) fn pump(
+    ctx: &Ctx,
+    outbox: &Outbox,
+    rx: &crossbeam_channel::Receiver<super::stream::Frame>,
+    w: &mut SseWriter,
+    session: Option<&str>,
+    legacy_event: Option<&str>,
+) {
+    use crossbeam_channel::RecvTimeoutError;
+    let tick = ctx
+        .config
+        .keep_alive
+        .clamp(Duration::from_millis(10), Duration::from_secs(3600));
+    loop {
+        if ctx.stopping.load(std::sync::atomic::Ordering::SeqCst) || outbox.is_closed() {
+            return;
+        }
+        match rx.recv_timeout(tick) {
+            Ok(frame) => {
+                let written = match legacy_event {
+                    Some(e) => w.event(None, Some(e), &frame.data),
+                    None => w.event(Some(&frame.id), Some("message"), &frame.data),
+                };
+                if written.is_err() {
+                    return;
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                if w.comment("keep-alive").is_err() {
+                    return;
+                }
+                // An open stream keeps its session from expiring.
+                if let Some(id) = session {
+                    ctx.mcp.sessions().keep_alive(id);
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+    }
+}
+
+/// The SSE answer to one POST: writes events on the response while it can, records each in
+/// the session's replay buffer, and falls back to the session's GET stream once the client
+/// went away.
+struct PostStream {
+    outbox: Arc<Outbox>,
+    stream: u64,
+    writer: Mutex<Option<SseWriter>>,
+}
+
+impl Outlet for PostStream {
+    fn send(&self, message: &str) -> bool {
+        let id = self.outbox.record(self.stream, message);
+        let mut guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(w) = guard.as_mut() {
+            if w.event(Some(&id), Some("message"), message).is_ok() {
+                return true;
+            }
+            log::debug!("POST stream closed by the client; continuing on the GET stream");
+            *guard = None;
+        }
+        drop(guard);
+        self.outbox.deliver(&id, message)
+    }
+}
+
+/// Whether a single request may send notifications or requests before its answer.
+fn streams_answer(incoming: &Result<Incoming, Response>) -> bool {
+    matches!(incoming, Ok(Incoming::Single(Ok(Message::Request(r))))
+        if matches!(r.method.as_str(), "tools/call" | "prompts/get"))
+}
+
+fn post(ctx: &Arc<Ctx>, request: &mut tiny_http::Request) -> Handled {
+    match post_inner(ctx, request) {
+        Ok(answer) => answer.into(),
+        Err(handled) => handled,
+    }
+}
+
+fn post_inner(ctx: &Arc<Ctx>, request: &mut tiny_http::Request) -> Result<Answer, Handled> {
+    let sse_ok = accepts_sse(header(request, "Accept"));
     let Some(format) = negotiate(header(request, "Accept")) else {
-        return rpc_error(
+        return Ok(rpc_error(
             406,
             RpcError::INVALID_REQUEST,
             "Not Acceptable",
             "Accept must include application/json or text/event-stream",
-        );
+        ));
     };
     let content_type = header(request, "Content-Type").unwrap_or("");
     let media = content_type.split(';').next().unwrap_or("").trim();
     if !media.eq_ignore_ascii_case("application/json") {
-        return rpc_error(
+        return Ok(rpc_error(
             415,
             RpcError::INVALID_REQUEST,
             "Unsupported Media Type",
             "Content-Type must be application/json",
-        );
+        ));
     }
     if let Some(v) = header(request, "MCP-Protocol-Version") {
         if ProtocolVersion::parse(v.trim()).is_none() {
-            return bad_request(format!("unsupported MCP-Protocol-Version: {}", v.trim()));
+            return Ok(bad_request(format!(
+                "unsupported MCP-Protocol-Version: {}",
+                v.trim()
+            )));
         }
     }
     let session = match header(request, "Mcp-Session-Id") {
         Some(id) => match ctx.mcp.sessions().touch(id.trim(), "http") {
             Some(state) => Some(state),
-            None => return session_not_found(),
+            None => return Ok(session_not_found()),
         },
         None => None,
     };
@@ -129,7 +312,7 @@ fn post(ctx: &Ctx, request: &mut tiny_http::Request) -> Answer {
     let limit = ctx.config.max_body_bytes;
     let body = match read_body(request, limit) {
         Ok(body) => body,
-        Err(answer) => return answer,
+        Err(answer) => return Ok(answer),
     };
     let incoming = jsonrpc::parse(&body);
 
@@ -137,13 +320,26 @@ fn post(ctx: &Ctx, request: &mut tiny_http::Request) -> Answer {
         Some(state) => state,
         None => {
             if !is_initialize(&incoming) {
-                return bad_request("Mcp-Session-Id header is required (except for initialize)");
+                return Ok(bad_request(
+                    "Mcp-Session-Id header is required (except for initialize)",
+                ));
             }
             SessionState::new("http")
         }
     };
     let new_session = state.id.is_none();
-    let reply = ctx.mcp.handle_incoming(&mut state, incoming);
+    if sse_ok && streams_answer(&incoming) && state.version.is_some() {
+        if let Some(id) = state.id.clone() {
+            return Err(stream_answer(ctx, id, state, incoming));
+        }
+    }
+    let peer = state
+        .id
+        .as_deref()
+        .map(|id| ctx.mcp.peer(Some(id), ctx.outbox(id)));
+    let reply = ctx
+        .mcp
+        .handle_incoming_with_peer(&mut state, incoming, peer);
 
     let mut session_header = None;
     if new_session {
@@ -155,12 +351,12 @@ fn post(ctx: &Ctx, request: &mut tiny_http::Request) -> Answer {
                 }
                 Err(e) => {
                     log::error!("{e}");
-                    return rpc_error(
+                    return Ok(rpc_error(
                         500,
                         RpcError::INTERNAL_ERROR,
                         "Internal error",
                         e.to_string(),
-                    );
+                    ));
                 }
             }
         }
@@ -168,7 +364,7 @@ fn post(ctx: &Ctx, request: &mut tiny_http::Request) -> Answer {
     ctx.mcp.sessions().update(&state);
 
     let status = match &reply {
-        Reply::Empty => return Answer::empty(202),
+        Reply::Empty => return Ok(Answer::empty(202)),
         Reply::Single(r) if r.id.is_none() => 400,
         _ => 200,
     };
@@ -179,7 +375,53 @@ fn post(ctx: &Ctx, request: &mut tiny_http::Request) -> Answer {
     if let Some(id) = session_header {
         answer = answer.with_header("Mcp-Session-Id", id);
     }
-    answer
+    Ok(answer)
+}
+
+/// Answers a request as a live SSE stream on its own thread (or on the worker when every
+/// stream slot is taken).
+fn stream_answer(
+    ctx: &Arc<Ctx>,
+    id: String,
+    mut state: SessionState,
+    incoming: Result<Incoming, Response>,
+) -> Handled {
+    let permit = ctx.pool.acquire();
+    let ctx = ctx.clone();
+    Handled::Take(Box::new(move |request| {
+        run_detached("mcp-post-stream", permit, move || {
+            let outbox = ctx.outbox(&id);
+            let (stream, priming) = outbox.open_stream();
+            let writer = match SseWriter::start(request, &[]) {
+                Ok(mut w) => {
+                    let ok = w.retry(ctx.config.retry_ms).is_ok()
+                        && w.event(Some(&priming), None, "").is_ok();
+                    ok.then_some(w)
+                }
+                Err(e) => {
+                    log::debug!("POST stream could not start: {e}");
+                    None
+                }
+            };
+            let out = Arc::new(PostStream {
+                outbox: outbox.clone(),
+                stream,
+                writer: Mutex::new(writer),
+            });
+            let peer = ctx.mcp.peer(Some(&id), out.clone());
+            let reply = ctx
+                .mcp
+                .handle_incoming_with_peer(&mut state, incoming, Some(peer));
+            ctx.mcp.sessions().update(&state);
+            if let Some(json) = reply.to_json() {
+                out.send(&json);
+            }
+            let writer = out.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(w) = writer {
+                w.finish();
+            }
+        });
+    }))
 }
 
 /// True when the frame is a single `initialize` request.
@@ -198,7 +440,7 @@ pub(crate) fn too_large(limit: usize) -> Answer {
 }
 
 /// Reads the body, holding at most `limit + 1` bytes.
-fn read_body(request: &mut tiny_http::Request, limit: usize) -> Result<Vec<u8>, Answer> {
+pub(crate) fn read_body(request: &mut tiny_http::Request, limit: usize) -> Result<Vec<u8>, Answer> {
     let too_large = || too_large(limit);
     if request.body_length().is_some_and(|n| n > limit) {
         return Err(too_large());
@@ -267,7 +509,7 @@ fn sse(reply: &Reply, status: u16) -> Answer {
 }
 
 /// Origin validation: loopback, same host as the request, or configured.
-fn origin_allowed(ctx: &Ctx, origin: &str, host: Option<&str>) -> bool {
+pub(crate) fn origin_allowed(ctx: &Ctx, origin: &str, host: Option<&str>) -> bool {
     let origin = origin.trim().trim_end_matches('/');
     let authority = origin.split_once("://").map(|(_, rest)| rest).unwrap_or("");
     let name = host_name(authority);

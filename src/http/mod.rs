@@ -15,12 +15,19 @@
 //! Workers loop on `recv()`; each request is routed inside `catch_unwind`, and a panic answers
 //! 500 (tiny_http does that when the request is dropped) while the worker lives on.
 //!
-//! Routes: `/mcp` (Streamable HTTP, see [`mcp`]), `GET /health` (200 with the JSON of the
+//! A long answer (a GET or legacy SSE stream, the SSE answer to a `tools/call`) is not written
+//! by the worker: the handler returns [`Handled::Take`], and the request moves to a dedicated
+//! stream thread (see [`stream`]), at most [`HttpConfig::max_streams`] of them.
+//!
+//! Routes: `/mcp` (Streamable HTTP, see [`mcp`]), `GET /sse` and `POST /message` (legacy
+//! HTTP+SSE of 2024-11-05, see [`legacy`]), `GET /health` (200 with the JSON of the
 //! `health` closure, 503 when no longer accepting), anything else 404
 //! `{"error":{"code":"NOT_FOUND","message":…}}`. The Host header is checked on every route
 //! (see [`HttpConfig::allowed_hosts`]).
 
+pub mod legacy;
 pub mod mcp;
+pub mod stream;
 
 use std::io::Cursor;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
@@ -58,6 +65,18 @@ pub struct HttpConfig {
     /// Allowed `Host` values (host or host:port). Empty means: when listening on a loopback
     /// address, only `localhost`, `127.0.0.1` and `[::1]` (any port); otherwise any.
     pub allowed_hosts: Vec<String>,
+    /// At most this many SSE streams (GET `/mcp`, `/sse`, SSE answers to POSTs) run at once on
+    /// their own threads (default 32). Beyond it a GET gets 503; a POST is answered by its
+    /// worker.
+    pub max_streams: usize,
+    /// Interval of keep-alive comments on idle streams (default 15 s).
+    pub keep_alive: Duration,
+    /// Messages kept per session for `Last-Event-ID` replay (default 256).
+    pub replay_buffer: usize,
+    /// Events queued per live stream; a reader that lets it fill up is dropped (default 64).
+    pub stream_queue: usize,
+    /// `retry:` sent at the start of each stream, in ms (default 1,000).
+    pub retry_ms: u64,
 }
 
 impl Default for HttpConfig {
@@ -69,6 +88,11 @@ impl Default for HttpConfig {
             idle_timeout: Duration::from_secs(30),
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
+            max_streams: 32,
+            keep_alive: Duration::from_secs(15),
+            replay_buffer: 256,
+            stream_queue: 64,
+            retry_ms: 1000,
         }
     }
 }
@@ -82,6 +106,50 @@ pub(crate) struct Ctx {
     loopback: bool,
     /// False once tiny_http's acceptor died.
     accepting: AtomicBool,
+    /// Set by [`HttpServer::shutdown`]: stream threads end.
+    pub(crate) stopping: AtomicBool,
+    /// Dedicated stream threads.
+    pub(crate) pool: Arc<stream::StreamPool>,
+    /// Per-session outboxes (GET streams, replay buffers, legacy streams).
+    pub(crate) outboxes: stream::Outboxes,
+}
+
+impl Ctx {
+    /// The outbox of HTTP session `id`, created and registered with the MCP hub if needed.
+    pub(crate) fn outbox(&self, id: &str) -> Arc<stream::Outbox> {
+        let (outbox, new) = self.outboxes.get_or_create(id, || {
+            stream::Outbox::new(self.config.replay_buffer, self.config.stream_queue)
+        });
+        if new {
+            self.mcp.hub().register(id, outbox.clone());
+            // Forget the outboxes of sessions that expired meanwhile.
+            let sessions = self.mcp.sessions();
+            for gone in self.outboxes.prune(|k| sessions.contains(k)) {
+                self.mcp.hub().unregister(&gone);
+            }
+        }
+        outbox
+    }
+
+    /// Ends session `id`'s streams and forgets its outbox.
+    pub(crate) fn drop_outbox(&self, id: &str) {
+        self.outboxes.remove(id);
+        self.mcp.hub().unregister(id);
+    }
+}
+
+/// What a route did with a request.
+pub(crate) enum Handled {
+    /// A finished answer for the worker to write.
+    Answer(Answer),
+    /// The route takes the request over (a stream); the worker is done with it.
+    Take(Box<dyn FnOnce(tiny_http::Request) + Send>),
+}
+
+impl From<Answer> for Handled {
+    fn from(a: Answer) -> Self {
+        Handled::Answer(a)
+    }
 }
 
 /// A running HTTP server. Dropping it does not stop it; call [`HttpServer::shutdown`].
@@ -112,6 +180,9 @@ impl HttpServer {
         let idle = config.idle_timeout;
         let ctx = Arc::new(Ctx {
             loopback: addr.ip().is_loopback(),
+            stopping: AtomicBool::new(false),
+            pool: stream::StreamPool::new(config.max_streams),
+            outboxes: stream::Outboxes::default(),
             config,
             mcp,
             health,
@@ -164,12 +235,19 @@ impl HttpServer {
         self.ctx.accepting.load(Ordering::Relaxed)
     }
 
+    /// SSE streams running on their own threads now.
+    pub fn active_streams(&self) -> usize {
+        self.ctx.pool.active()
+    }
+
     /// Asks the workers to stop after the requests already queued; returns at once. Open
     /// keep-alive connections close at their idle timeout.
     pub fn shutdown(&self) {
         if self.shutting_down.swap(true, Ordering::SeqCst) {
             return;
         }
+        self.ctx.stopping.store(true, Ordering::SeqCst);
+        self.ctx.outboxes.close_all();
         if let Ok(mut waker) = self.stop_waker.lock() {
             waker.take();
         }
@@ -218,7 +296,7 @@ fn waker_target(addr: SocketAddr) -> SocketAddr {
     }
 }
 
-fn worker(server: &tiny_http::Server, ctx: &Ctx, shutting_down: &AtomicBool) {
+fn worker(server: &tiny_http::Server, ctx: &Arc<Ctx>, shutting_down: &AtomicBool) {
     loop {
         match server.recv() {
             Ok(request) => {
@@ -347,7 +425,7 @@ fn quarantine_oversized(request: tiny_http::Request, answer: Answer) {
     std::mem::forget(stream);
 }
 
-fn route(ctx: &Ctx, mut request: tiny_http::Request) {
+fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
     let started = Instant::now();
     let method = request.method().clone();
     let url = request.url().to_string();
@@ -365,14 +443,17 @@ fn route(ctx: &Ctx, mut request: tiny_http::Request) {
         quarantine_oversized(request, answer);
         return;
     }
-    let answer = if !host_allowed(ctx, header(&request, "Host")) {
+    let handled: Handled = if !host_allowed(ctx, header(&request, "Host")) {
         match path.as_str() {
-            "/mcp" => mcp::forbidden("Host header not allowed"),
+            "/mcp" | "/sse" | "/message" => mcp::forbidden("Host header not allowed"),
             _ => rest_error(403, "FORBIDDEN", "Host header not allowed"),
         }
+        .into()
     } else {
         match path.as_str() {
             "/mcp" => mcp::handle(ctx, &mut request),
+            "/sse" => legacy::open(ctx, &request),
+            "/message" => legacy::message(ctx, &mut request).into(),
             "/health" => match method {
                 tiny_http::Method::Get | tiny_http::Method::Head => {
                     let body = (ctx.health)();
@@ -381,11 +462,21 @@ fn route(ctx: &Ctx, mut request: tiny_http::Request) {
                     } else {
                         503
                     };
-                    Answer::json(status, &body)
+                    Answer::json(status, &body).into()
                 }
-                _ => rest_error(405, "METHOD_NOT_ALLOWED", "use GET").with_header("Allow", "GET"),
+                _ => rest_error(405, "METHOD_NOT_ALLOWED", "use GET")
+                    .with_header("Allow", "GET")
+                    .into(),
             },
-            _ => rest_error(404, "NOT_FOUND", &format!("no route for {path}")),
+            _ => rest_error(404, "NOT_FOUND", &format!("no route for {path}")).into(),
+        }
+    };
+    let answer = match handled {
+        Handled::Answer(a) => a,
+        Handled::Take(job) => {
+            log::debug!("{method} {path} taken over by a stream");
+            job(request);
+            return;
         }
     };
     let status = answer.status;

@@ -51,9 +51,17 @@ pub struct Notification {
 pub enum Message {
     Request(Request),
     Notification(Notification),
-    /// A response to a server-to-client request (`result` or `error`, no `method`). The server
-    /// sends no such requests yet, so these are accepted and dropped.
-    ClientResponse,
+    /// A response to a server-to-client request (`result` or `error`, no `method`), routed
+    /// by id to the request waiting for it (see [`super::peer::Pending`]).
+    ClientResponse(ClientResponse),
+}
+
+/// The client's answer to a server-to-client request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientResponse {
+    pub id: Id,
+    /// `result`, or the `error` as an [`RpcError`].
+    pub outcome: Result<Value, RpcError>,
 }
 
 /// What arrived in one transport frame (an HTTP body or a stdio line).
@@ -228,10 +236,28 @@ pub fn classify(value: Value) -> Result<Message, Response> {
             })
         }
         Some(_) => Err(Response::invalid_request(id, "`method` must be a string")),
-        None if id.is_some() && (obj.contains_key("result") || obj.contains_key("error")) => {
-            Ok(Message::ClientResponse)
-        }
-        None => Err(Response::invalid_request(id, "`method` is required")),
+        None => match id {
+            Some(id) if obj.contains_key("result") || obj.contains_key("error") => {
+                let outcome = match (obj.remove("result"), obj.remove("error")) {
+                    (Some(result), _) => Ok(result),
+                    (None, Some(error)) => Err(RpcError {
+                        code: error
+                            .get("code")
+                            .and_then(Value::as_i64)
+                            .unwrap_or(RpcError::INTERNAL_ERROR),
+                        message: error
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or("error")
+                            .to_string(),
+                        details: error.get("data").map(Value::to_string),
+                    }),
+                    (None, None) => Ok(Value::Null),
+                };
+                Ok(Message::ClientResponse(ClientResponse { id, outcome }))
+            }
+            id => Err(Response::invalid_request(id, "`method` is required")),
+        },
     }
 }
 
@@ -268,7 +294,10 @@ mod tests {
         let m = single(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
         assert!(matches!(m, Message::Notification(_)));
         let m = single(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#).unwrap();
-        assert_eq!(m, Message::ClientResponse);
+        assert!(matches!(
+            m,
+            Message::ClientResponse(ClientResponse { outcome: Ok(_), .. })
+        ));
     }
 
     #[test]

@@ -6,8 +6,10 @@
 
 pub mod handler;
 pub mod jsonrpc;
+pub mod peer;
 pub mod server;
 pub mod session;
+pub mod updates;
 
 pub use handler::{
     CallToolResult, Completion, CompletionRef, Content, GetPromptResult, Handler, Implementation,
@@ -15,5 +17,6 @@ pub use handler::{
     ResourceContents, ResourceDescriptor, ResourceTemplate, RpcError, ToolAnnotations,
     ToolDescriptor,
 };
+pub use peer::{Hub, Outlet, OutletPeer, Pending};
 pub use server::{McpConfig, McpServer, Reply};
 pub use session::{ProtocolVersion, SessionError, SessionState, SessionStore};

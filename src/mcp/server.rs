@@ -21,6 +21,7 @@ use serde_json::{json, Map, Value};
 
 use super::handler::{CompletionRef, Handler, LogLevel, PeerHandle, RequestContext, RpcError};
 use super::jsonrpc::{self, Incoming, Message, Params, Request, Response};
+use super::peer::{Hub, Outlet, OutletPeer, Pending};
 use super::session::{ProtocolVersion, SessionState, SessionStore};
 
 /// Tunables of the MCP core.
@@ -77,6 +78,8 @@ pub struct McpServer {
     handler: Arc<dyn Handler>,
     sessions: SessionStore,
     page_size: usize,
+    pending: Arc<Pending>,
+    hub: Hub,
 }
 
 impl McpServer {
@@ -86,7 +89,60 @@ impl McpServer {
             handler,
             sessions: SessionStore::new(config.session_idle_timeout, config.max_sessions),
             page_size: config.page_size.max(1),
+            pending: Arc::new(Pending::default()),
+            hub: Hub::default(),
         }
+    }
+
+    /// Outlets of sessions for notifications not tied to a request.
+    pub fn hub(&self) -> &Hub {
+        &self.hub
+    }
+
+    /// Server-to-client requests waiting for an answer.
+    pub fn pending(&self) -> &Pending {
+        &self.pending
+    }
+
+    /// The handler's [`PeerHandle`] for a request of `session` whose messages go to `outlet`;
+    /// answers to its server-to-client requests are accepted from that session only.
+    pub fn peer(&self, session: Option<&str>, outlet: Arc<dyn Outlet>) -> PeerHandle {
+        PeerHandle(Arc::new(OutletPeer {
+            outlet,
+            pending: self.pending.clone(),
+            session: session.map(str::to_string),
+        }))
+    }
+
+    /// Sends `notifications/resources/updated {uri}` to every session subscribed to `uri`
+    /// that has an outlet. Returns how many sessions it reached.
+    pub fn notify_resource_updated(&self, uri: &str) -> usize {
+        let message = json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": {"uri": uri},
+        })
+        .to_string();
+        let mut targets = self.sessions.subscribers(uri);
+        targets.extend(self.hub.local_subscribers(uri));
+        targets
+            .iter()
+            .filter(|k| self.hub.send_to(k, &message))
+            .count()
+    }
+
+    /// Sends `notifications/resources/list_changed` to every session with an outlet.
+    pub fn notify_list_changed(&self) -> usize {
+        let message = json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/list_changed",
+        })
+        .to_string();
+        self.hub
+            .keys()
+            .iter()
+            .filter(|k| self.hub.send_to(k, &message))
+            .count()
     }
 
     /// The HTTP transport's sessions.
@@ -171,7 +227,10 @@ impl McpServer {
         peer: &Option<PeerHandle>,
     ) -> Option<Response> {
         match message {
-            Message::ClientResponse => None,
+            Message::ClientResponse(r) => {
+                self.pending.resolve(state.id.as_deref(), r);
+                None
+            }
             Message::Notification(n) => {
                 match n.method.as_str() {
                     "notifications/initialized" => state.initialized = true,

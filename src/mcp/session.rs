@@ -116,7 +116,8 @@ impl std::error::Error for SessionError {}
 
 #[derive(Debug)]
 struct Entry {
-    version: ProtocolVersion,
+    /// `None` for a legacy SSE session opened before its `initialize`.
+    version: Option<ProtocolVersion>,
     initialized: bool,
     client_capabilities: serde_json::Value,
     log_level: Option<super::LogLevel>,
@@ -154,6 +155,16 @@ impl SessionStore {
     /// Creates a session at `version` and returns its new id. Expired sessions are purged
     /// first; if the store is still full, the session idle the longest is evicted.
     pub fn create(&self, version: ProtocolVersion) -> Result<String, SessionError> {
+        self.create_entry(Some(version))
+    }
+
+    /// Creates a session whose `initialize` is still to come (legacy HTTP+SSE opens the stream
+    /// first) and returns its id.
+    pub fn create_uninitialized(&self) -> Result<String, SessionError> {
+        self.create_entry(None)
+    }
+
+    fn create_entry(&self, version: Option<ProtocolVersion>) -> Result<String, SessionError> {
         let mut bytes = [0u8; 16];
         getrandom::fill(&mut bytes).map_err(SessionError::Random)?;
         let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
@@ -202,7 +213,7 @@ impl SessionStore {
         entry.last_seen = now;
         Some(SessionState {
             id: Some(id.to_string()),
-            version: Some(entry.version),
+            version: entry.version,
             initialized: entry.initialized,
             transport,
             client_capabilities: entry.client_capabilities.clone(),
@@ -221,6 +232,9 @@ impl SessionStore {
         };
         if let Some(entry) = self.lock().get_mut(id) {
             entry.initialized |= state.initialized;
+            if state.version.is_some() {
+                entry.version = state.version;
+            }
             if !state.client_capabilities.is_null() {
                 entry.client_capabilities = state.client_capabilities.clone();
             }
@@ -240,6 +254,21 @@ impl SessionStore {
             .filter(|(_, e)| e.subscriptions.contains(uri))
             .map(|(id, _)| id.clone())
             .collect()
+    }
+
+    /// Whether session `id` is held and not expired (does not count as activity).
+    pub fn contains(&self, id: &str) -> bool {
+        let now = Instant::now();
+        self.lock()
+            .get(id)
+            .is_some_and(|e| now.duration_since(e.last_seen) < self.idle_timeout)
+    }
+
+    /// Marks session `id` as active now (an open stream keeps its session alive).
+    pub fn keep_alive(&self, id: &str) {
+        if let Some(e) = self.lock().get_mut(id) {
+            e.last_seen = Instant::now();
+        }
     }
 
     /// Ends a session (`DELETE /mcp`). Returns whether it existed.

@@ -1,0 +1,172 @@
+//! The legacy HTTP+SSE transport of MCP 2024-11-05, next to `/mcp` for older clients.
+//!
+//! * `GET /sse` opens a session and its stream (on a stream thread, see [`super::stream`]):
+//!   the first event is `endpoint` with data `/message?sessionId=<id>`; every message for the
+//!   client follows as an `event: message`; keep-alive comments when idle. Closing the stream
+//!   ends the session. **503** when `max_streams` streams run; Origin as for `/mcp` (**403**).
+//! * `POST /message?sessionId=<id>` takes one JSON-RPC message: **400** for a missing or
+//!   malformed id (32 lowercase hex digits) or a body that is not JSON, **404** for an unknown
+//!   session, **413** beyond `max_body_bytes`, else **202** `Accepted`; the answer goes on the
+//!   stream. Requests that may wait on the client (`tools/call`, `prompts/get`,
+//!   `resources/read`, `completion/complete`) run on their own thread, so the client's answer
+//!   to an elicitation can arrive on the next POST.
+
+use std::sync::Arc;
+
+use super::mcp::{
+    bad_request, forbidden, origin_allowed, pump, read_body, session_not_found, too_many_streams,
+};
+use super::stream::{run_detached, SseWriter};
+use super::{header, Answer, Ctx, Handled};
+use crate::mcp::jsonrpc::{self, Incoming, Message};
+use crate::mcp::Outlet;
+
+fn method_not_allowed(allow: &'static str) -> Answer {
+    super::rest_error(405, "METHOD_NOT_ALLOWED", &format!("use {allow}"))
+        .with_header("Allow", allow)
+}
+
+fn origin_ok(ctx: &Ctx, request: &tiny_http::Request) -> Result<(), Answer> {
+    match header(request, "Origin") {
+        Some(origin) if !origin_allowed(ctx, origin, header(request, "Host")) => {
+            Err(forbidden(&format!("Origin {origin} is not allowed")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `GET /sse`.
+pub(crate) fn open(ctx: &Arc<Ctx>, request: &tiny_http::Request) -> Handled {
+    if request.method() != &tiny_http::Method::Get {
+        return method_not_allowed("GET").into();
+    }
+    if let Err(a) = origin_ok(ctx, request) {
+        return a.into();
+    }
+    let Some(permit) = ctx.pool.acquire() else {
+        return too_many_streams().into();
+    };
+    let id = match ctx.mcp.sessions().create_uninitialized() {
+        Ok(id) => id,
+        Err(e) => {
+            log::error!("{e}");
+            return super::rest_error(500, "INTERNAL_ERROR", &e.to_string()).into();
+        }
+    };
+    let outbox = ctx.outbox(&id);
+    let attached = outbox.attach(None);
+    let ctx = ctx.clone();
+    Handled::Take(Box::new(move |request| {
+        run_detached("mcp-sse-stream", Some(permit), move || {
+            match SseWriter::start(request, &[]) {
+                Ok(mut w) => {
+                    let endpoint = format!("/message?sessionId={id}");
+                    if w.event(None, Some("endpoint"), &endpoint).is_ok() {
+                        pump(
+                            &ctx,
+                            &outbox,
+                            &attached.rx,
+                            &mut w,
+                            Some(&id),
+                            Some("message"),
+                        );
+                    }
+                    w.finish();
+                }
+                Err(e) => log::debug!("SSE stream could not start: {e}"),
+            }
+            outbox.detach(attached.conn);
+            ctx.mcp.sessions().remove(&id);
+            ctx.drop_outbox(&id);
+            log::debug!("legacy SSE session {id} ended");
+        });
+    }))
+}
+
+/// The `sessionId` query parameter; `Err` when missing or malformed.
+fn session_param(url: &str) -> Result<String, Answer> {
+    let query = url.split_once('?').map(|(_, q)| q).unwrap_or("");
+    let value = query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == "sessionId")
+        .map(|(_, v)| v);
+    match value {
+        None => Err(bad_request("sessionId query parameter is required")),
+        Some(v) if v.len() == 32 && v.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) => {
+            Ok(v.to_string())
+        }
+        Some(_) => Err(bad_request("malformed sessionId")),
+    }
+}
+
+/// `POST /message?sessionId=...`.
+pub(crate) fn message(ctx: &Arc<Ctx>, request: &mut tiny_http::Request) -> Answer {
+    if request.method() != &tiny_http::Method::Post {
+        return method_not_allowed("POST");
+    }
+    if let Err(a) = origin_ok(ctx, request) {
+        return a;
+    }
+    let id = match session_param(request.url()) {
+        Ok(id) => id,
+        Err(a) => return a,
+    };
+    let Some(mut state) = ctx.mcp.sessions().touch(&id, "sse") else {
+        return session_not_found();
+    };
+    let Some(outbox) = ctx.outboxes.get(&id) else {
+        return session_not_found();
+    };
+    let body = match read_body(request, ctx.config.max_body_bytes) {
+        Ok(b) => b,
+        Err(a) => return a,
+    };
+    let incoming = jsonrpc::parse(&body);
+    if let Err(parse_error) = &incoming {
+        return Answer::json_text(400, parse_error.to_json());
+    }
+    let slow = matches!(&incoming, Ok(Incoming::Single(Ok(Message::Request(r))))
+        if matches!(r.method.as_str(), "tools/call" | "prompts/get" | "resources/read" | "completion/complete"));
+    let peer = ctx.mcp.peer(Some(&id), outbox.clone());
+    let run = {
+        let ctx = ctx.clone();
+        move || {
+            let reply = ctx
+                .mcp
+                .handle_incoming_with_peer(&mut state, incoming, Some(peer));
+            ctx.mcp.sessions().update(&state);
+            if let Some(json) = reply.to_json() {
+                outbox.send(&json);
+            }
+        }
+    };
+    if slow {
+        run_detached("mcp-sse-call", ctx.pool.acquire(), run);
+    } else {
+        run();
+    }
+    Answer {
+        status: 202,
+        content_type: Some("text/plain"),
+        headers: Vec::new(),
+        body: b"Accepted".to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids() {
+        let ok = "0123456789abcdef0123456789abcdef";
+        assert_eq!(
+            session_param(&format!("/message?sessionId={ok}")).ok(),
+            Some(ok.into())
+        );
+        assert!(session_param("/message").is_err());
+        assert!(session_param("/message?sessionId=../etc").is_err());
+        assert!(session_param("/message?sessionId=0123456789ABCDEF0123456789ABCDEF").is_err());
+    }
+}

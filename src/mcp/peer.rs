@@ -1,0 +1,230 @@
+//! The way back to the client, shared by all transports.
+//!
+//! A transport provides an [`Outlet`]: something that takes one serialised JSON-RPC message
+//! and puts it on the wire (a stdout line, an SSE event on a POST response, a session's GET
+//! stream, a legacy `/sse` stream). [`OutletPeer`] turns an outlet into the handler's
+//! [`Peer`]: notifications are sent as they are; a server-to-client request is registered in
+//! [`Pending`] under a fresh id (`srv-<n>`), sent, and the calling thread waits on a channel
+//! until the client's response (a [`ClientResponse`] the core routes here by id, from the same
+//! session only) or the timeout.
+//!
+//! [`Hub`] holds one outlet per session for messages not tied to a request
+//! (`notifications/resources/updated`, `notifications/resources/list_changed`): HTTP sessions
+//! register their outbox, legacy SSE its stream, stdio its output. Call order for a transport:
+//! 1. [`Hub::register`] the session's outlet when the session exists;
+//! 2. [`McpServer::peer`](super::McpServer::peer) per request for the handler's peer;
+//! 3. [`Hub::unregister`] when the session ends.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use crossbeam_channel::{bounded, Sender};
+use serde_json::{json, Value};
+
+use super::handler::{Peer, RpcError};
+use super::jsonrpc::{ClientResponse, Id};
+
+/// Puts one serialised JSON-RPC message on the wire of one client.
+pub trait Outlet: Send + Sync {
+    /// Sends `message` (compact JSON). `false` when it cannot be delivered (the stream is gone
+    /// or the reader too slow); the message is then lost for this outlet.
+    fn send(&self, message: &str) -> bool;
+}
+
+/// Any `Fn(&str) -> bool` is an outlet (tests, stdio).
+impl<F: Fn(&str) -> bool + Send + Sync> Outlet for F {
+    fn send(&self, message: &str) -> bool {
+        self(message)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+struct Waiter {
+    session: Option<String>,
+    tx: Sender<Result<Value, RpcError>>,
+}
+
+/// Server-to-client requests waiting for the client's answer.
+#[derive(Default)]
+pub struct Pending {
+    next: AtomicU64,
+    waiting: Mutex<HashMap<String, Waiter>>,
+}
+
+impl Pending {
+    /// Routes a client's response to the request waiting for it. `false` when no request of
+    /// that session waits for that id (late, duplicate or foreign answers are dropped).
+    pub fn resolve(&self, session: Option<&str>, response: ClientResponse) -> bool {
+        let key = match &response.id {
+            Id::String(s) => s.clone(),
+            Id::Number(n) => n.to_string(),
+        };
+        let mut map = lock(&self.waiting);
+        match map.get(&key) {
+            Some(w) if w.session.as_deref() == session => {
+                let w = map.remove(&key);
+                drop(map);
+                w.is_some_and(|w| w.tx.send(response.outcome).is_ok())
+            }
+            _ => {
+                log::debug!("dropping a client response for unknown request {key}");
+                false
+            }
+        }
+    }
+
+    /// Number of requests waiting.
+    pub fn len(&self) -> usize {
+        lock(&self.waiting).len()
+    }
+
+    /// Whether no request waits.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A [`Peer`] writing through an [`Outlet`].
+pub struct OutletPeer {
+    pub(crate) outlet: Arc<dyn Outlet>,
+    pub(crate) pending: Arc<Pending>,
+    pub(crate) session: Option<String>,
+}
+
+impl Peer for OutletPeer {
+    fn notify(&self, method: &str, params: Value) {
+        let message = json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string();
+        if !self.outlet.send(&message) {
+            log::debug!("notification {method} could not be delivered");
+        }
+    }
+
+    fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, RpcError> {
+        let n = self.pending.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = format!("srv-{n}");
+        let (tx, rx) = bounded(1);
+        lock(&self.pending.waiting).insert(
+            id.clone(),
+            Waiter {
+                session: self.session.clone(),
+                tx,
+            },
+        );
+        let message =
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+        let outcome = if self.outlet.send(&message) {
+            rx.recv_timeout(timeout).unwrap_or_else(|_| {
+                Err(RpcError::internal(format!("no answer to {method}"))
+                    .with_details(format!("the client did not answer within {timeout:?}")))
+            })
+        } else {
+            Err(RpcError::internal(format!("cannot send {method}"))
+                .with_details("the client's stream is closed"))
+        };
+        lock(&self.pending.waiting).remove(&id);
+        outcome
+    }
+}
+
+/// Per-session outlets for notifications not tied to a request.
+#[derive(Default)]
+pub struct Hub {
+    outlets: Mutex<HashMap<String, Arc<dyn Outlet>>>,
+    /// Subscriptions of sessions the [`SessionStore`](super::SessionStore) does not hold
+    /// (stdio).
+    local: Mutex<HashMap<String, BTreeSet<String>>>,
+}
+
+impl Hub {
+    /// Sets the outlet of session `key` (replacing an earlier one).
+    pub fn register(&self, key: &str, outlet: Arc<dyn Outlet>) {
+        lock(&self.outlets).insert(key.to_string(), outlet);
+    }
+
+    /// Forgets session `key`.
+    pub fn unregister(&self, key: &str) {
+        lock(&self.outlets).remove(key);
+        lock(&self.local).remove(key);
+    }
+
+    /// The outlet of session `key`.
+    pub fn outlet(&self, key: &str) -> Option<Arc<dyn Outlet>> {
+        lock(&self.outlets).get(key).cloned()
+    }
+
+    /// Sets the subscriptions of a session kept outside the session store (stdio).
+    pub fn set_local_subscriptions(&self, key: &str, uris: BTreeSet<String>) {
+        lock(&self.local).insert(key.to_string(), uris);
+    }
+
+    /// Local sessions subscribed to `uri`.
+    pub fn local_subscribers(&self, uri: &str) -> Vec<String> {
+        lock(&self.local)
+            .iter()
+            .filter(|(_, s)| s.contains(uri))
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Sends `message` to session `key`; `false` when it has no outlet or delivery failed.
+    pub fn send_to(&self, key: &str, message: &str) -> bool {
+        match self.outlet(key) {
+            Some(o) => o.send(message),
+            None => false,
+        }
+    }
+
+    /// Keys of all sessions with an outlet.
+    pub fn keys(&self) -> Vec<String> {
+        lock(&self.outlets).keys().cloned().collect()
+    }
+
+    /// Drops the outlets whose key `keep` rejects (e.g. expired HTTP sessions).
+    pub fn retain(&self, keep: impl Fn(&str) -> bool) {
+        lock(&self.outlets).retain(|k, _| keep(k));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_round_trip_and_foreign_answers() {
+        let pending = Arc::new(Pending::default());
+        let sent = Arc::new(Mutex::new(Vec::<String>::new()));
+        let s2 = sent.clone();
+        let peer = Arc::new(OutletPeer {
+            outlet: Arc::new(move |m: &str| {
+                s2.lock().unwrap().push(m.to_string());
+                true
+            }),
+            pending: pending.clone(),
+            session: Some("a".into()),
+        });
+        let p2 = peer.clone();
+        let t = std::thread::spawn(move || {
+            p2.request("elicitation/create", json!({}), Duration::from_secs(5))
+        });
+        while pending.is_empty() {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let id = Id::String("srv-1".into());
+        let answer = |outcome| ClientResponse {
+            id: id.clone(),
+            outcome,
+        };
+        assert!(!pending.resolve(Some("b"), answer(Ok(json!({"x": 1})))));
+        assert!(pending.resolve(Some("a"), answer(Ok(json!({"action": "accept"})))));
+        assert_eq!(t.join().unwrap(), Ok(json!({"action": "accept"})));
+        assert!(pending.is_empty());
+        let r = peer.request("x", json!({}), Duration::from_millis(20));
+        assert!(r.is_err());
+        assert!(sent.lock().unwrap()[0].contains("\"srv-1\""));
+    }
+}
