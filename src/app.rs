@@ -53,13 +53,27 @@ impl std::error::Error for StartError {}
 /// session gets `notifications/resources/updated` for them).
 pub type AffectedUris = fn(&Home, &Change) -> Vec<String>;
 
-/// Until the home resources exist, no state change names a resource.
-fn no_affected_uris(_home: &Home, _change: &Change) -> Vec<String> {
-    Vec::new()
+/// The home resources a change affects ([`crate::resources::AffectedIndex`]). The index is
+/// built once per structure file (keyed by its `lastModified` and the model's address) and
+/// reused for every change, so a busy house costs one hash lookup per event.
+fn home_affected_uris(home: &Home, change: &Change) -> Vec<String> {
+    use std::sync::Mutex;
+    type Cached = Option<(usize, String, crate::resources::AffectedIndex)>;
+    static INDEX: Mutex<Cached> = Mutex::new(None);
+    let key = (home as *const Home as usize, home.last_modified.clone());
+    let mut cached = INDEX.lock().unwrap_or_else(|e| e.into_inner());
+    let fresh = matches!(&*cached, Some((addr, version, _)) if (*addr, version) == (key.0, &key.1));
+    if !fresh {
+        *cached = Some((key.0, key.1, crate::resources::AffectedIndex::new(home)));
+    }
+    match &*cached {
+        Some((_, _, index)) => index.uris(&change.uuid, change.control.as_deref()),
+        None => Vec::new(),
+    }
 }
 
 /// The [`AffectedUris`] the app wires into the resource notifier.
-pub const AFFECTED_URIS: AffectedUris = no_affected_uris;
+pub const AFFECTED_URIS: AffectedUris = home_affected_uris;
 
 /// At most one `notifications/resources/updated` per URI per this interval.
 pub const UPDATE_INTERVAL: Duration = Duration::from_millis(250);

@@ -861,3 +861,95 @@ fn streams_outlive_the_connection_idle_timeout() {
     assert_eq!(r.status, 200);
     server.stop();
 }
+
+/// End to end on the demo house: a client subscribed to a device resource hears
+/// `notifications/resources/updated` on its GET stream when the device changes on the
+/// Miniserver (simulator -> WebSocket link -> store -> bus -> notifier -> stream).
+#[test]
+fn a_subscribed_device_resource_updates_when_the_house_changes() {
+    let app = home_mcp::app::App::start(&home_mcp::config::Config::default(), true).unwrap();
+    let config = HttpConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        workers: 2,
+        keep_alive: Duration::from_millis(200),
+        ..HttpConfig::default()
+    };
+    let http = HttpServer::start(
+        config,
+        app.mcp.clone(),
+        Arc::new(|| json!({"status": "ok"})),
+    )
+    .expect("start");
+    let addr = http.addr();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while app.house.link().mode() != home_mcp::home::link::LinkMode::WebSocket {
+        assert!(Instant::now() < deadline, "no live link");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let light = app
+        .house
+        .home()
+        .resolve_control("Nachtlicht", Some("Kinderzimmer"), &|_| true)
+        .unwrap()
+        .uuid
+        .clone();
+    let uri = format!("home://devices/{light}");
+    let sid = initialize(addr);
+    let r = post_json(
+        addr,
+        &sid,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": uri}}),
+    );
+    assert_eq!(r.json()["result"], json!({}), "subscribed");
+    // Subscribing to something that does not exist is refused.
+    let r = post_json(
+        addr,
+        &sid,
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": "home://devices/nope"}}),
+    );
+    let v = r.json();
+    assert_eq!(v["error"]["code"], -32002, "{v}");
+
+    let mut g = open_get(addr, &sid, None);
+    expect_prelude(&mut g);
+    std::thread::sleep(Duration::from_millis(300)); // let the stream thread attach
+    let sim = &app.simulator.as_ref().unwrap().0;
+    let started = Instant::now();
+    let r = sim.handle(
+        "GET",
+        &format!("/jdev/sps/io/{light}/33"),
+        Some("Basic ZGVtbzpkZW1v"),
+        "127.0.0.1".parse().unwrap(),
+    );
+    assert_eq!(r.status, 200);
+    // Updates may also come from the initial tables still arriving; wait for the one after
+    // which the resource shows the new position.
+    let mut id = 10;
+    loop {
+        let e = g.next_data().expect("an update before the stream ends");
+        let v = e.json();
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no update: {v}"
+        );
+        if v["method"] != "notifications/resources/updated" || v["params"]["uri"] != uri.as_str() {
+            continue;
+        }
+        id += 1;
+        let r = post_json(
+            addr,
+            &sid,
+            &json!({"jsonrpc": "2.0", "id": id, "method": "resources/read", "params": {"uri": uri}}),
+        );
+        let v = r.json();
+        let text = v["result"]["contents"][0]["text"].as_str().unwrap();
+        let doc: Value = serde_json::from_str(text).unwrap();
+        if doc["states"]["position"]["live"]["value"] == 33.0 {
+            break;
+        }
+    }
+    eprintln!("resource update seen after {:?}", started.elapsed());
+    drop(g);
+    http.shutdown();
+    http.join();
+}
