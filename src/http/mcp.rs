@@ -267,7 +267,7 @@ fn sse(reply: &Reply, status: u16) -> Answer {
 }
 
 /// Origin validation: loopback, same host as the request, or configured.
-fn origin_allowed(ctx: &Ctx, origin: &str, host: Option<&str>) -> bool {
+pub(crate) fn origin_allowed(ctx: &Ctx, origin: &str, host: Option<&str>) -> bool {
     let origin = origin.trim().trim_end_matches('/');
     let authority = origin.split_once("://").map(|(_, rest)| rest).unwrap_or("");
     let name = host_name(authority);

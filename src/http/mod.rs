@@ -16,11 +16,13 @@
 //! 500 (tiny_http does that when the request is dropped) while the worker lives on.
 //!
 //! Routes: `/mcp` (Streamable HTTP, see [`mcp`]), `GET /health` (200 with the JSON of the
-//! `health` closure, 503 when no longer accepting), anything else 404
+//! `health` closure, 503 when no longer accepting), the quick-start REST routes `/tools`,
+//! `/tools/call` and `/api/devices...` (see [`rest`]), anything else 404
 //! `{"error":{"code":"NOT_FOUND","message":…}}`. The Host header is checked on every route
 //! (see [`HttpConfig::allowed_hosts`]).
 
 pub mod mcp;
+mod rest;
 
 use std::io::Cursor;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
@@ -385,6 +387,7 @@ fn route(ctx: &Ctx, mut request: tiny_http::Request) {
                 }
                 _ => rest_error(405, "METHOD_NOT_ALLOWED", "use GET").with_header("Allow", "GET"),
             },
+            p if rest::is_rest_path(p) => rest::handle(ctx, &mut request, p),
             _ => rest_error(404, "NOT_FOUND", &format!("no route for {path}")),
         }
     };
