@@ -173,3 +173,116 @@ fn bad_arguments_are_usage_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--listen"));
 }
+
+/// Records what the fixture sends back mid-call; answers requests like a cooperative client.
+#[derive(Default)]
+struct RecordingPeer {
+    sent: std::sync::Mutex<Vec<(String, Value)>>,
+}
+
+impl home_mcp::mcp::Peer for RecordingPeer {
+    fn notify(&self, method: &str, params: Value) {
+        self.sent.lock().unwrap().push((method.into(), params));
+    }
+    fn request(
+        &self,
+        method: &str,
+        params: Value,
+        _timeout: Duration,
+    ) -> Result<Value, home_mcp::mcp::RpcError> {
+        self.sent.lock().unwrap().push((method.into(), params));
+        Ok(match method {
+            "sampling/createMessage" => json!({"role": "assistant", "model": "m",
+                "content": {"type": "text", "text": "pong"}}),
+            _ => json!({"action": "accept", "content": {"username": "ada", "email": "a@b"}}),
+        })
+    }
+}
+
+/// The scenarios that need the transport's Peer, driven through the MCP core with a recording
+/// peer: the core hands the session's log level, the request's progress token and the client's
+/// capabilities to the fixture, and the fixture sends what the suite expects. Once a transport
+/// passes its Peer to `handle_with_peer`, these reach the client.
+#[test]
+fn peer_scenarios_through_the_core() {
+    use home_mcp::conformance::ConformanceFixture;
+    use home_mcp::mcp::{McpConfig, McpServer, PeerHandle, Reply, SessionState};
+    use std::sync::Arc;
+
+    let mcp = McpServer::new(Arc::new(ConformanceFixture), McpConfig::default());
+    let mut state = SessionState::new("test");
+    let send = |state: &mut SessionState, peer: Option<PeerHandle>, msg: Value| -> Value {
+        match mcp.handle_with_peer(state, msg.to_string().as_bytes(), peer) {
+            Reply::Single(r) => serde_json::from_str(&r.to_json()).unwrap(),
+            other => panic!("{other:?}"),
+        }
+    };
+    send(
+        &mut state,
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"sampling": {}, "elicitation": {}},
+            "clientInfo": {"name": "t", "version": "0"}}}),
+    );
+    let set = send(
+        &mut state,
+        None,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "debug"}}),
+    );
+    assert_eq!(set["result"], json!({}));
+
+    let peer = Arc::new(RecordingPeer::default());
+    let handle = || Some(PeerHandle(peer.clone()));
+    let call = |state: &mut SessionState, id: u32, name: &str, args: Value| {
+        send(
+            state,
+            handle(),
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": name, "arguments": args, "_meta": {"progressToken": "p-1"}}}),
+        )
+    };
+    let r = call(&mut state, 3, "test_tool_with_logging", json!({}));
+    assert_eq!(r["result"]["isError"], false);
+    call(&mut state, 4, "test_tool_with_progress", json!({}));
+    let r = call(&mut state, 5, "test_sampling", json!({"prompt": "ping?"}));
+    assert_eq!(r["result"]["content"][0]["text"], "LLM response: pong");
+    let r = call(
+        &mut state,
+        6,
+        "test_elicitation",
+        json!({"message": "who?"}),
+    );
+    assert!(r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("ada"));
+    call(
+        &mut state,
+        7,
+        "test_elicitation_sep1034_defaults",
+        json!({}),
+    );
+    call(&mut state, 8, "test_elicitation_sep1330_enums", json!({}));
+
+    let sent = peer.sent.lock().unwrap();
+    let methods: Vec<&str> = sent.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(
+        methods,
+        [
+            "notifications/message",
+            "notifications/message",
+            "notifications/message",
+            "notifications/progress",
+            "notifications/progress",
+            "notifications/progress",
+            "sampling/createMessage",
+            "elicitation/create",
+            "elicitation/create",
+            "elicitation/create",
+        ]
+    );
+    let progress: Vec<&Value> = sent[3..6].iter().map(|(_, p)| &p["progress"]).collect();
+    assert_eq!(progress, [&json!(0.0), &json!(50.0), &json!(100.0)]);
+    assert!(sent[3..6].iter().all(|(_, p)| p["progressToken"] == "p-1"));
+}
