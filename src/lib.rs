@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod config;
+pub mod conformance;
 pub mod home;
 pub mod http;
 pub mod loxone;

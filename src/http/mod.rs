@@ -21,12 +21,14 @@
 //!
 //! Routes: `/mcp` (Streamable HTTP, see [`mcp`]), `GET /sse` and `POST /message` (legacy
 //! HTTP+SSE of 2024-11-05, see [`legacy`]), `GET /health` (200 with the JSON of the
-//! `health` closure, 503 when no longer accepting), anything else 404
+//! `health` closure, 503 when no longer accepting), the quick-start REST routes `/tools`,
+//! `/tools/call` and `/api/devices...` (see [`rest`]), anything else 404
 //! `{"error":{"code":"NOT_FOUND","message":…}}`. The Host header is checked on every route
 //! (see [`HttpConfig::allowed_hosts`]).
 
 pub mod legacy;
 pub mod mcp;
+mod rest;
 pub mod stream;
 
 use std::io::Cursor;
@@ -468,6 +470,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
                     .with_header("Allow", "GET")
                     .into(),
             },
+            p if rest::is_rest_path(p) => rest::handle(ctx, &mut request, p).into(),
             _ => rest_error(404, "NOT_FOUND", &format!("no route for {path}")).into(),
         }
     };
