@@ -953,3 +953,32 @@ fn a_subscribed_device_resource_updates_when_the_house_changes() {
     http.shutdown();
     http.join();
 }
+
+/// A client that asked for nothing that streams (no progress token, no log level, no
+/// elicitation or sampling) gets its `tools/call` answer as plain JSON even when it accepts
+/// SSE; with a progress token the same call streams.
+#[test]
+fn plain_calls_are_answered_as_json() {
+    let server = start();
+    let addr = server.addr();
+    let r = send(
+        addr,
+        "POST",
+        "/mcp",
+        &[("Content-Type", "application/json"), ("Accept", BOTH)],
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "curl", "version": "0"}}})
+        .to_string()
+        .as_bytes(),
+    );
+    let sid = r.header("mcp-session-id").unwrap().to_string();
+    let _ = r.body();
+    let r = post(addr, Some(&sid), &call(1, "progress", None));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let r = post(addr, Some(&sid), &call(2, "progress", Some("tok")));
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    drop(r);
+    server.stop();
+}

@@ -260,10 +260,30 @@ impl Outlet for PostStream {
     }
 }
 
-/// Whether a single request may send notifications or requests before its answer.
-fn streams_answer(incoming: &Result<Incoming, Response>) -> bool {
-    matches!(incoming, Ok(Incoming::Single(Ok(Message::Request(r))))
-        if matches!(r.method.as_str(), "tools/call" | "prompts/get"))
+/// Whether a single request may send notifications or requests before its answer, so it is
+/// worth an SSE answer: a `tools/call` or `prompts/get` that asked for progress
+/// (`_meta.progressToken`), on a session that set a log level, or from a client that can be
+/// asked things (`elicitation`, `sampling`). Everything else is answered as plain JSON, which
+/// is also what simple clients (curl, scripts) read most easily.
+fn streams_answer(incoming: &Result<Incoming, Response>, state: &SessionState) -> bool {
+    let Ok(Incoming::Single(Ok(Message::Request(r)))) = incoming else {
+        return false;
+    };
+    if !matches!(r.method.as_str(), "tools/call" | "prompts/get") {
+        return false;
+    }
+    let progress = match &r.params {
+        Some(crate::mcp::jsonrpc::Params::Object(p)) => p
+            .get("_meta")
+            .and_then(|m| m.get("progressToken"))
+            .is_some(),
+        _ => false,
+    };
+    let caps = &state.client_capabilities;
+    progress
+        || state.log_level.is_some()
+        || caps.get("elicitation").is_some()
+        || caps.get("sampling").is_some()
 }
 
 fn post(ctx: &Arc<Ctx>, request: &mut tiny_http::Request) -> Handled {
@@ -328,7 +348,7 @@ fn post_inner(ctx: &Arc<Ctx>, request: &mut tiny_http::Request) -> Result<Answer
         }
     };
     let new_session = state.id.is_none();
-    if sse_ok && streams_answer(&incoming) && state.version.is_some() {
+    if sse_ok && state.version.is_some() && streams_answer(&incoming, &state) {
         if let Some(id) = state.id.clone() {
             return Err(stream_answer(ctx, id, state, incoming));
         }
