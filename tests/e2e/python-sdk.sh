@@ -43,6 +43,7 @@ for _ in $(seq 1 100); do
 done
 URL="http://127.0.0.1:$PORT/mcp"
 run_check "python-sdk http" --http "$URL"
+run_check "python-sdk sse (2024-11-05)" --sse "http://127.0.0.1:$PORT/sse"
 
 # 3. A light really changes: control_device through the SDK, then list_devices shows it.
 run_check "python-sdk control_device on" --http "$URL" --no-auto --tool control_device \
