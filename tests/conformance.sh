@@ -70,6 +70,15 @@ if [[ -n "$STALE" ]]; then
 fi
 [[ -z "$UNEXPECTED$STALE" ]] && echo "conformance: fixture: failures match the expected list ($(wc -l <"$WORK/expected") expected)"
 
+echo "== conformance: fixture server, 0.2.0-alpha.12 --requirements 2025-11-25 (session lifecycle: 404 after DELETE)"
+if [[ "${CONFORMANCE_ALPHA:-run}" != skip ]]; then
+  ALPHA="$(MCP_CONFORMANCE_VERSION=0.2.0-alpha.12 bash "$SUITE" "$URL" --requirements 2025-11-25 2>/dev/null || true)"
+  grep -E '^(FAIL) |passed, [0-9]+ failed$' <<<"$ALPHA" || true
+  if ! grep -qE '^[0-9]+ passed, 0 failed$' <<<"$ALPHA"; then
+    echo "conformance: fixture: the 2025-11-25 requirements run failed"; FAILED=1
+  fi
+fi
+
 echo "== conformance: home-mcp serve --demo, scenarios without fixtures"
 target/debug/home-mcp serve --demo --listen 127.0.0.1:0 >"$WORK/product.out" 2>"$WORK/product.err" &
 PIDS+=($!)
