@@ -195,7 +195,10 @@ impl App {
             )
         });
         let mcp = Arc::new(McpServer::new(
-            Arc::new(HomeTools::with_store(house.clone(), workflows.clone())),
+            Arc::new(
+                HomeTools::with_store(house.clone(), workflows.clone())
+                    .with_caches(config.server.caches),
+            ),
             McpConfig::default(),
         ));
         let notifier_stop = Arc::new(AtomicBool::new(false));

@@ -18,6 +18,9 @@
 //!                              # $STATE_DIRECTORY (systemd StateDirectory=) or ./data
 //! verify_timeout_ms = 1500     # control tools wait up to this for a command's effect
 //!                              # (0 = do not verify; at most 30000)
+//! tool_cache_secs = 30         # answers of read-only tools are cached this long (0 = off,
+//!                              # at most 3600); any state change or command invalidates
+//! resource_cache_secs = 60     # resource contents likewise (0 = off, at most 3600)
 //!
 //! [miniserver]
 //! host = "192.168.1.77"        # host, host:port or http(s)://host[:port]
@@ -50,6 +53,7 @@ use serde::Deserialize;
 
 use crate::home::Secret;
 use crate::loxone::poll::PollConfig;
+use crate::tools::cache::CacheConfig;
 
 /// Default HTTP port, as in the interface spec.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:3001";
@@ -122,6 +126,9 @@ pub struct ServerConfig {
     /// How long control tools wait for a command's effect (`verify_timeout_ms`, default
     /// 1500 ms; zero: no verification).
     pub verify_timeout: Duration,
+    /// TTLs of the response caches (`tool_cache_secs`, default 30 s; `resource_cache_secs`,
+    /// default 60 s; zero: off).
+    pub caches: CacheConfig,
 }
 
 /// Default state directory when neither the config, `HOME_DATA_DIR` nor systemd's
@@ -180,6 +187,7 @@ impl Default for ServerConfig {
             keep_alive: Duration::from_secs(15),
             data_dir: PathBuf::from(DEFAULT_DATA_DIR),
             verify_timeout: crate::home::house::DEFAULT_VERIFY_TIMEOUT,
+            caches: CacheConfig::default(),
         }
     }
 }
@@ -253,6 +261,8 @@ struct FileServer {
     keep_alive_secs: Option<u64>,
     data_dir: Option<String>,
     verify_timeout_ms: Option<u64>,
+    tool_cache_secs: Option<u64>,
+    resource_cache_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -410,6 +420,12 @@ impl Config {
             }
             cfg.server.verify_timeout = Duration::from_millis(ms);
         }
+        if let Some(s) = file.server.tool_cache_secs {
+            cfg.server.caches.tool_ttl = cache_ttl(s, "server.tool_cache_secs")?;
+        }
+        if let Some(s) = file.server.resource_cache_secs {
+            cfg.server.caches.resource_ttl = cache_ttl(s, "server.resource_cache_secs")?;
+        }
 
         let host = env("HOME_HOST").or(file.miniserver.host);
         let user = env("HOME_USER").or(file.miniserver.user);
@@ -456,6 +472,16 @@ impl Config {
                 missing: vec!["HOME_HOST", "HOME_USER", "HOME_PASS"],
             })
     }
+}
+
+/// Longest accepted cache TTL in seconds.
+pub const MAX_CACHE_SECS: u64 = 3600;
+
+fn cache_ttl(secs: u64, setting: &str) -> Result<Duration, ConfigError> {
+    if secs > MAX_CACHE_SECS {
+        return Err(invalid(setting, "must be between 0 (off) and 3600"));
+    }
+    Ok(Duration::from_secs(secs))
 }
 
 fn invalid(setting: &str, message: &str) -> ConfigError {
@@ -737,6 +763,37 @@ mod tests {
             assert!(e.to_string().contains(setting), "{e}");
         }
         let e = parse("[miniserver]\npoll_intervall_secs = 5\n", &[]).unwrap_err();
+        assert!(matches!(e, ConfigError::Toml { .. }), "{e}");
+    }
+
+    #[test]
+    fn cache_settings_have_defaults_and_bounds() {
+        let cfg = parse("", &[]).unwrap();
+        assert_eq!(cfg.server.caches.tool_ttl, Duration::from_secs(30));
+        assert_eq!(cfg.server.caches.resource_ttl, Duration::from_secs(60));
+        let cfg = parse(
+            "[server]\ntool_cache_secs = 0\nresource_cache_secs = 5\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(cfg.server.caches.tool_ttl, Duration::ZERO);
+        assert_eq!(cfg.server.caches.resource_ttl, Duration::from_secs(5));
+        for (text, setting) in [
+            (
+                "[server]\ntool_cache_secs = 3601\n",
+                "server.tool_cache_secs",
+            ),
+            (
+                "[server]\nresource_cache_secs = 100000\n",
+                "server.resource_cache_secs",
+            ),
+        ] {
+            let e = parse(text, &[]).unwrap_err();
+            assert!(e.to_string().contains(setting), "{e}");
+        }
+        let e = parse("[server]\ntool_cache_seconds = 1\n", &[]).unwrap_err();
+        assert!(matches!(e, ConfigError::Toml { .. }), "{e}");
+        let e = parse("[server]\ntool_cache_secs = -1\n", &[]).unwrap_err();
         assert!(matches!(e, ConfigError::Toml { .. }), "{e}");
     }
 

@@ -7,6 +7,7 @@
 //! differs from the remembered one is published on the bus.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -300,6 +301,9 @@ pub struct House {
     bus: Arc<Bus>,
     link: Arc<LinkStatus>,
     verify_timeout: Duration,
+    /// Counts what changes readers' view besides the store's changes: commands (they drop
+    /// remembered values), failed reads and model replacements. See [`House::generation`].
+    epoch: AtomicU64,
 }
 
 impl House {
@@ -315,7 +319,21 @@ impl House {
             bus: Arc::new(Bus::default()),
             link: Arc::new(LinkStatus::new()),
             verify_timeout: DEFAULT_VERIFY_TIMEOUT,
+            epoch: AtomicU64::new(0),
         }
+    }
+
+    /// A number that grows whenever what a reader of the house sees may have changed: a state
+    /// value changed (the store's change number), a command was sent (it drops remembered
+    /// values, so the next read asks the Miniserver), a read failed, or the model was
+    /// replaced. Equal generations before and after a computation mean it saw one consistent
+    /// house; the response caches (`tools::cache`) keep an answer only while it is unchanged.
+    pub fn generation(&self) -> u64 {
+        self.states.seq() + self.epoch.load(Ordering::SeqCst)
+    }
+
+    fn bump(&self) {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Sets how long control tools wait for a command's effect (`Duration::ZERO`: they do not
@@ -372,7 +390,7 @@ impl House {
         control: &Control,
         source: Source,
     ) -> Result<StateValue, ControllerError> {
-        let v = self.controller.read(control)?;
+        let v = self.controller.read(control).inspect_err(|_| self.bump())?;
         let at = SystemTime::now();
         self.record(&control.uuid, Some(&control.uuid), v.clone(), at, source);
         Ok(self.states.get(&control.uuid).unwrap_or(StateValue {
@@ -404,6 +422,7 @@ impl House {
     pub fn replace_home(&self, home: Home) {
         *self.home.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(home);
         self.states.clear();
+        self.bump();
     }
 
     /// The live values.
@@ -499,6 +518,7 @@ impl House {
                 }
             }
         }
+        self.bump();
     }
 
     /// Logs a write and forgets the remembered values it may change.

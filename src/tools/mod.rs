@@ -8,11 +8,16 @@
 //! house (unknown device, Miniserver down) are results with `isError: true` and
 //! `{"status": "error", "error": {"code", "message", "details"}, "timestamp"}`, codes per
 //! spec §7.1 (`DEVICE_NOT_FOUND`, `CONNECTION_ERROR`, `INVALID_PARAMETERS`, ...).
+//!
+//! With [`HomeTools::with_caches`], answers of read-only tools and resource contents are
+//! cached and identical concurrent requests coalesced ([`cache`]): a cached answer is the same
+//! JSON, including the `timestamp` (and any `age_secs`) of the moment it was computed.
 
 mod args;
 mod audio;
 mod batch;
 mod blinds;
+pub mod cache;
 mod climate;
 mod devices;
 mod lights;
@@ -22,7 +27,9 @@ pub(crate) mod summary;
 pub(crate) mod view;
 mod workflows;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
@@ -34,6 +41,7 @@ use crate::mcp::{
     RpcError, ToolAnnotations, ToolDescriptor,
 };
 use crate::workflow::WorkflowStore;
+use cache::{Cache, CacheConfig, DEFAULT_CAPACITY};
 
 /// What a caller must be allowed to do to use a tool (enforced by the auth gate).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -157,10 +165,16 @@ pub struct HomeTools {
     house: Arc<House>,
     tools: Vec<Tool>,
     workflows: Arc<WorkflowStore>,
+    tool_cache: Cache<Result<CallToolResult, RpcError>>,
+    resource_cache: Cache<Result<Vec<ResourceContents>, RpcError>>,
+    /// Calls of tools that act, finished: with the house's generation, what cache entries are
+    /// checked against (workflow changes do not touch the house).
+    writes: AtomicU64,
 }
 
 impl HomeTools {
-    /// The catalogue with an in-memory workflow store (nothing is written to disk).
+    /// The catalogue with an in-memory workflow store (nothing is written to disk). Caches
+    /// are off; see [`HomeTools::with_caches`].
     pub fn new(house: Arc<House>) -> Self {
         Self::with_store(house, Arc::new(WorkflowStore::in_memory()))
     }
@@ -171,7 +185,18 @@ impl HomeTools {
             house,
             tools: catalogue(),
             workflows,
+            tool_cache: Cache::new(Duration::ZERO, 1),
+            resource_cache: Cache::new(Duration::ZERO, 1),
+            writes: AtomicU64::new(0),
         }
+    }
+
+    /// Turns the response caches on (spec §8: read-only tools 30 s, resources 60 s by
+    /// default; a zero TTL leaves that cache off).
+    pub fn with_caches(mut self, config: CacheConfig) -> Self {
+        self.tool_cache = Cache::new(config.tool_ttl, DEFAULT_CAPACITY);
+        self.resource_cache = Cache::new(config.resource_ttl, DEFAULT_CAPACITY);
+        self
     }
 
     /// The permission a call needs: the tool's own, and for `execute_workflow` also the
@@ -215,6 +240,38 @@ impl HomeTools {
             RpcError::invalid_params(format!("unknown tool {name:?}"))
                 .with_details("call tools/list for the available tools")
         })?;
+        if !tool.annotations.read_only_hint {
+            let result = self.run(tool, arguments, caller);
+            // Whatever it did, nobody may read an answer from before it.
+            self.writes.fetch_add(1, Ordering::SeqCst);
+            self.tool_cache.clear();
+            self.resource_cache.clear();
+            return result;
+        }
+        let key = cache::tool_key(name, &arguments);
+        self.tool_cache.get_or_compute(
+            &key,
+            || self.generation(),
+            || {
+                let result = self.run(tool, arguments, caller);
+                let cacheable = matches!(&result, Ok(r) if !r.is_error);
+                (result, cacheable)
+            },
+        )
+    }
+
+    /// What cache entries are checked against: grows with every change of the house and every
+    /// finished call of a tool that acts.
+    fn generation(&self) -> u64 {
+        self.house.generation() + self.writes.load(Ordering::SeqCst)
+    }
+
+    fn run(
+        &self,
+        tool: &Tool,
+        arguments: Map<String, Value>,
+        caller: &Caller,
+    ) -> Result<CallToolResult, RpcError> {
         let ctx = Ctx {
             house: &self.house,
             catalogue: &self.tools,
@@ -300,7 +357,20 @@ impl Handler for HomeTools {
         uri: &str,
         _ctx: &RequestContext,
     ) -> Result<Vec<ResourceContents>, RpcError> {
-        crate::resources::read(&self.ctx(), uri)
+        // The system resources describe the link and the server itself, which change without
+        // a change of the house's generation: always read fresh (they ask no Miniserver).
+        if uri.starts_with("home://system/") {
+            return crate::resources::read(&self.ctx(), uri);
+        }
+        self.resource_cache.get_or_compute(
+            uri,
+            || self.generation(),
+            || {
+                let result = crate::resources::read(&self.ctx(), uri);
+                let cacheable = result.is_ok();
+                (result, cacheable)
+            },
+        )
     }
 
     fn check_subscribable(&self, uri: &str) -> Result<(), RpcError> {

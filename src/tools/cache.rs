@@ -1,0 +1,382 @@
+//! Response caches (spec §8): answers of read-only tools (30 s by default) and resource
+//! contents (60 s), with identical concurrent requests coalesced. [`super::HomeTools`] owns one
+//! [`Cache`] for each; nothing else needs this module.
+//!
+//! Freshness is tied to the house, not only to the clock: every entry remembers the
+//! [`House::generation`](crate::home::House::generation) its computation started and ended
+//! with, and is served only while the house is still at that generation and the entry is
+//! younger than the TTL. The generation grows with every state change (WebSocket events,
+//! polling, reads that learnt a new value), every command (so nobody reads stale data after a
+//! command), every failed read and every structure reload. A computation during which the
+//! generation moved is answered but not kept (it may mix old and new values, or contain values
+//! that could not be read). Every finished call of a tool that acts counts as a change too
+//! (workflow edits do not touch the house) and clears both caches outright.
+//!
+//! Coalescing ("single flight"): while a key is being computed, an identical request that sees
+//! the same generation waits for that computation (at most [`COALESCE_WAIT`]) and shares its
+//! answer, errors included, instead of asking the Miniserver again. A request that comes after
+//! a change does not join a computation that started before it.
+//!
+//! Only success answers are kept: callers say per answer whether it may be cached. At most
+//! `capacity` entries; when full, expired entries go first, then the oldest. A TTL of zero
+//! turns caching off (coalescing of concurrent identical requests stays).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// How long a request waits for an identical one in progress before computing on its own.
+pub const COALESCE_WAIT: Duration = Duration::from_secs(15);
+
+/// Default number of entries per cache.
+pub const DEFAULT_CAPACITY: usize = 512;
+
+/// Default TTL of tool answers (spec §8).
+pub const DEFAULT_TOOL_TTL: Duration = Duration::from_secs(30);
+
+/// Default TTL of resource contents (spec §8).
+pub const DEFAULT_RESOURCE_TTL: Duration = Duration::from_secs(60);
+
+/// The caches' settings (`[server] tool_cache_secs`, `resource_cache_secs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheConfig {
+    /// TTL of read-only tool answers; zero: not cached.
+    pub tool_ttl: Duration,
+    /// TTL of resource contents; zero: not cached.
+    pub resource_ttl: Duration,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        Self {
+            tool_ttl: DEFAULT_TOOL_TTL,
+            resource_ttl: DEFAULT_RESOURCE_TTL,
+        }
+    }
+}
+
+impl CacheConfig {
+    /// Both caches off.
+    pub fn off() -> Self {
+        Self {
+            tool_ttl: Duration::ZERO,
+            resource_ttl: Duration::ZERO,
+        }
+    }
+}
+
+struct Entry<V> {
+    value: V,
+    generation: u64,
+    filled: Instant,
+}
+
+enum FlightState<V> {
+    Running,
+    Done(V),
+    /// The computing thread panicked: waiters compute on their own.
+    Abandoned,
+}
+
+struct Flight<V> {
+    generation: u64,
+    state: Mutex<FlightState<V>>,
+    done: Condvar,
+}
+
+struct Inner<V> {
+    entries: HashMap<String, Entry<V>>,
+    flights: HashMap<String, Arc<Flight<V>>>,
+}
+
+/// A TTL cache keyed by text, with single-flight coalescing. Share it by reference; all
+/// methods take `&self`.
+pub struct Cache<V> {
+    ttl: Duration,
+    capacity: usize,
+    inner: Mutex<Inner<V>>,
+}
+
+impl<V: Clone> Cache<V> {
+    /// A cache keeping entries for `ttl` (zero: none), at most `capacity` (at least 1).
+    pub fn new(ttl: Duration, capacity: usize) -> Self {
+        Self {
+            ttl,
+            capacity: capacity.max(1),
+            inner: Mutex::new(Inner {
+                entries: HashMap::new(),
+                flights: HashMap::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner<V>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The answer for `key`: a fresh cached one, the one an identical request in progress
+    /// computes, or `compute()`'s. `generation` reads the house's generation; `compute` returns
+    /// the answer and whether it may be kept (success answers only).
+    pub fn get_or_compute(
+        &self,
+        key: &str,
+        generation: impl Fn() -> u64,
+        compute: impl FnOnce() -> (V, bool),
+    ) -> V {
+        let start = generation();
+        let flight = {
+            let mut inner = self.lock();
+            if let Some(e) = inner.entries.get(key) {
+                if e.generation == start && e.filled.elapsed() < self.ttl {
+                    return e.value.clone();
+                }
+                inner.entries.remove(key);
+            }
+            match inner.flights.get(key) {
+                Some(f) if f.generation == start => Err(f.clone()),
+                _ => {
+                    let f = Arc::new(Flight {
+                        generation: start,
+                        state: Mutex::new(FlightState::Running),
+                        done: Condvar::new(),
+                    });
+                    inner.flights.insert(key.to_string(), f.clone());
+                    Ok(f)
+                }
+            }
+        };
+        match flight {
+            Ok(mine) => self.lead(key, mine, start, generation, compute),
+            Err(theirs) => match wait(&theirs) {
+                Some(v) => v,
+                None => compute().0,
+            },
+        }
+    }
+
+    fn lead(
+        &self,
+        key: &str,
+        flight: Arc<Flight<V>>,
+        start: u64,
+        generation: impl Fn() -> u64,
+        compute: impl FnOnce() -> (V, bool),
+    ) -> V {
+        // Wakes the waiters and removes the flight even if `compute` panics.
+        struct Finish<'a, V: Clone> {
+            cache: &'a Cache<V>,
+            key: &'a str,
+            flight: Arc<Flight<V>>,
+        }
+        impl<V: Clone> Drop for Finish<'_, V> {
+            fn drop(&mut self) {
+                {
+                    let mut s = self.flight.state.lock().unwrap_or_else(|e| e.into_inner());
+                    if matches!(*s, FlightState::Running) {
+                        *s = FlightState::Abandoned;
+                    }
+                }
+                self.flight.done.notify_all();
+                let mut inner = self.cache.lock();
+                if inner
+                    .flights
+                    .get(self.key)
+                    .is_some_and(|f| Arc::ptr_eq(f, &self.flight))
+                {
+                    inner.flights.remove(self.key);
+                }
+            }
+        }
+        let finish = Finish {
+            cache: self,
+            key,
+            flight,
+        };
+        let (value, cacheable) = compute();
+        *finish
+            .flight
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = FlightState::Done(value.clone());
+        if cacheable && !self.ttl.is_zero() && generation() == start {
+            let mut inner = self.lock();
+            if inner.entries.len() >= self.capacity && !inner.entries.contains_key(key) {
+                self.evict(&mut inner);
+            }
+            inner.entries.insert(
+                key.to_string(),
+                Entry {
+                    value: value.clone(),
+                    generation: start,
+                    filled: Instant::now(),
+                },
+            );
+        }
+        drop(finish);
+        value
+    }
+
+    /// Drops the expired entries, or if none, the oldest one.
+    fn evict(&self, inner: &mut Inner<V>) {
+        let ttl = self.ttl;
+        inner.entries.retain(|_, e| e.filled.elapsed() < ttl);
+        if inner.entries.len() >= self.capacity {
+            let oldest = inner
+                .entries
+                .iter()
+                .min_by_key(|(_, e)| e.filled)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                inner.entries.remove(&k);
+            }
+        }
+    }
+
+    /// Forgets every entry (computations in progress finish; they are kept only if the house's
+    /// generation did not move meanwhile).
+    pub fn clear(&self) {
+        self.lock().entries.clear();
+    }
+
+    /// Number of entries held (fresh or not yet evicted).
+    pub fn len(&self) -> usize {
+        self.lock().entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Waits for `flight` to finish: its answer, or `None` when it was abandoned or took longer
+/// than [`COALESCE_WAIT`].
+fn wait<V: Clone>(flight: &Flight<V>) -> Option<V> {
+    let guard = flight.state.lock().unwrap_or_else(|e| e.into_inner());
+    let (guard, _) = flight
+        .done
+        .wait_timeout_while(guard, COALESCE_WAIT, |s| matches!(s, FlightState::Running))
+        .unwrap_or_else(|e| e.into_inner());
+    match &*guard {
+        FlightState::Done(v) => Some(v.clone()),
+        _ => None,
+    }
+}
+
+/// The cache key of a tool call: the name and the arguments as JSON with object keys sorted,
+/// so that argument order does not matter.
+pub fn tool_key(name: &str, arguments: &serde_json::Map<String, Value>) -> String {
+    let mut key = String::with_capacity(64);
+    key.push_str(name);
+    key.push(' ');
+    write_canonical(&mut key, &Value::Object(arguments.clone()));
+    key
+}
+
+fn write_canonical(out: &mut String, v: &Value) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                write_canonical(out, &m[k]);
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(out, x);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    #[test]
+    fn keys_ignore_argument_order() {
+        let a = json!({"room": "Küche", "filter": {"b": 1, "a": [2, {"y": 1, "x": 2}]}});
+        let b = json!({"filter": {"a": [2, {"x": 2, "y": 1}], "b": 1}, "room": "Küche"});
+        assert_eq!(
+            tool_key("t", a.as_object().unwrap()),
+            tool_key("t", b.as_object().unwrap())
+        );
+        assert_ne!(
+            tool_key("t", a.as_object().unwrap()),
+            tool_key("u", a.as_object().unwrap())
+        );
+    }
+
+    #[test]
+    fn generation_ttl_capacity_and_errors() {
+        let generation = AtomicU64::new(0);
+        let gen = || generation.load(Ordering::SeqCst);
+        let calls = AtomicU64::new(0);
+        let compute = |ok: bool| {
+            let calls = &calls;
+            move || (calls.fetch_add(1, Ordering::SeqCst), ok)
+        };
+        let c: Cache<u64> = Cache::new(Duration::from_secs(60), 2);
+        assert_eq!(c.get_or_compute("a", gen, compute(true)), 0);
+        assert_eq!(c.get_or_compute("a", gen, compute(true)), 0);
+        generation.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(c.get_or_compute("a", gen, compute(true)), 1);
+        // Not cacheable: computed every time.
+        assert_eq!(c.get_or_compute("e", gen, compute(false)), 2);
+        assert_eq!(c.get_or_compute("e", gen, compute(false)), 3);
+        // A generation that moves during the computation: not kept.
+        let moving = c.get_or_compute("m", gen, || {
+            generation.fetch_add(1, Ordering::SeqCst);
+            (99, true)
+        });
+        assert_eq!(moving, 99);
+        assert_eq!(c.get_or_compute("m", gen, compute(true)), 4);
+        // Capacity 2.
+        c.get_or_compute("x", gen, compute(true));
+        c.get_or_compute("y", gen, compute(true));
+        assert!(c.len() <= 2);
+        c.clear();
+        assert!(c.is_empty());
+        // TTL zero: never kept.
+        let off: Cache<u64> = Cache::new(Duration::ZERO, 8);
+        off.get_or_compute("a", gen, compute(true));
+        assert!(off.is_empty());
+    }
+
+    #[test]
+    fn panicking_leader_releases_waiters() {
+        let c: Arc<Cache<u32>> = Arc::new(Cache::new(Duration::from_secs(60), 8));
+        let c2 = c.clone();
+        let leader = std::thread::spawn(move || {
+            c2.get_or_compute(
+                "k",
+                || 0,
+                || {
+                    std::thread::sleep(Duration::from_millis(100));
+                    panic!("boom")
+                },
+            )
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(c.get_or_compute("k", || 0, || (7, true)), 7);
+        assert!(leader.join().is_err());
+        assert_eq!(c.get_or_compute("k", || 0, || (8, true)), 8);
+    }
+}

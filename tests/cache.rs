@@ -1,0 +1,405 @@
+//! The response caches (spec §8): cached reads do not ask the Miniserver again, writes and
+//! state changes invalidate, TTLs expire, identical concurrent reads are coalesced, 0 turns a
+//! cache off, errors are never kept.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::{json, Value as Json};
+
+use common::{call, ok, text};
+use home_mcp::home::{
+    Action, Control, Controller, ControllerError, House, LinkMode, Source, Value,
+};
+use home_mcp::loxone::structure::parse_structure;
+use home_mcp::mcp::{Handler, RequestContext, ResourceContents};
+use home_mcp::tools::cache::CacheConfig;
+use home_mcp::tools::HomeTools;
+
+/// A controller that remembers values (0 until acted on), counts reads and can be slow or down.
+#[derive(Default)]
+struct Counting {
+    values: Mutex<HashMap<String, f64>>,
+    reads: AtomicUsize,
+    delay_ms: AtomicUsize,
+    down: AtomicBool,
+}
+
+impl Counting {
+    fn reads(&self) -> usize {
+        self.reads.load(Ordering::SeqCst)
+    }
+    fn set(&self, uuid: &str, v: f64) {
+        self.values.lock().unwrap().insert(uuid.to_string(), v);
+    }
+}
+
+impl Controller for Counting {
+    fn act(&self, control: &Control, action: &Action) -> Result<Option<Value>, ControllerError> {
+        let v = match action {
+            Action::On => 1.0,
+            Action::Off => 0.0,
+            Action::Level(x) => *x,
+            _ => return Ok(None),
+        };
+        self.set(&control.uuid, v);
+        Ok(None)
+    }
+    fn read(&self, control: &Control) -> Result<Value, ControllerError> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        let ms = self.delay_ms.load(Ordering::SeqCst);
+        if ms > 0 {
+            std::thread::sleep(Duration::from_millis(ms as u64));
+        }
+        if self.down.load(Ordering::SeqCst) {
+            return Err(ControllerError::Connection("connection refused".into()));
+        }
+        let v = self.values.lock().unwrap().get(&control.uuid).copied();
+        Ok(Value::Number(v.unwrap_or(0.0)))
+    }
+}
+
+/// The demo house on a counting controller. Remembered values are always re-read (max age
+/// zero), so every uncached read shows in the counter.
+fn house() -> (Arc<House>, Arc<Counting>) {
+    let home = parse_structure(include_str!("../assets/demo-house.json")).unwrap();
+    let ctl = Arc::new(Counting::default());
+    let house = House::new(home, ctl.clone(), Duration::ZERO).with_verify_timeout(Duration::ZERO);
+    // Polling, not disconnected: a disconnected house answers remembered values without asking.
+    house.link().set_mode(LinkMode::Polling);
+    (Arc::new(house), ctl)
+}
+
+fn tools(house: &Arc<House>, tool_secs: u64, resource_secs: u64) -> HomeTools {
+    HomeTools::new(house.clone()).with_caches(CacheConfig {
+        tool_ttl: Duration::from_secs(tool_secs),
+        resource_ttl: Duration::from_secs(resource_secs),
+    })
+}
+
+const KITCHEN: &str = "Küche";
+const LIGHT: &str = "Deckenlicht Küche";
+
+fn kitchen(tools: &HomeTools) -> Json {
+    text(&call(tools, "list_devices", json!({"room": KITCHEN})).unwrap())
+}
+
+fn light_uuid(house: &House) -> String {
+    house
+        .home()
+        .resolve_control(LIGHT, None, &|_| true)
+        .unwrap()
+        .uuid
+        .clone()
+}
+
+fn light_entry(envelope: &Json) -> Json {
+    envelope["data"]["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "Deckenlicht")
+        .cloned()
+        .unwrap_or_else(|| panic!("{LIGHT} listed: {envelope}"))
+}
+
+/// Reads once so that every value is known: a computation that learns new values is answered
+/// but not kept (the house changed while it ran).
+fn warm(tools: &HomeTools) {
+    kitchen(tools);
+}
+
+#[test]
+fn a_cached_read_does_not_ask_the_miniserver_again() {
+    let (house, ctl) = house();
+    let tools = tools(&house, 30, 60);
+    warm(&tools);
+    let before = ctl.reads();
+    let first = kitchen(&tools);
+    let filled = ctl.reads();
+    assert!(filled > before, "the first read asks the Miniserver");
+    let second = kitchen(&tools);
+    assert_eq!(
+        ctl.reads(),
+        filled,
+        "the second read is answered from the cache"
+    );
+    // Same answer, timestamp included (the cached one).
+    assert_eq!(first, second);
+    // Argument order does not matter; other arguments are other entries.
+    let args: serde_json::Map<String, Json> =
+        serde_json::from_str(r#"{"limit": 100, "room": "Küche"}"#).unwrap();
+    let reordered: serde_json::Map<String, Json> =
+        serde_json::from_str(r#"{"room": "Küche", "limit": 100}"#).unwrap();
+    let ctx = RequestContext::default();
+    tools.call_tool("list_devices", args, &ctx).unwrap();
+    let n = ctl.reads();
+    tools.call_tool("list_devices", reordered, &ctx).unwrap();
+    assert_eq!(ctl.reads(), n);
+}
+
+#[test]
+fn a_command_invalidates_at_once() {
+    let (house, ctl) = house();
+    let tools = tools(&house, 30, 60);
+    warm(&tools);
+    let before = light_entry(&kitchen(&tools));
+    ok(
+        &tools,
+        "control_device",
+        json!({"device": LIGHT, "action": "on"}),
+    );
+    let n = ctl.reads();
+    let after = light_entry(&kitchen(&tools));
+    assert!(ctl.reads() > n, "asked the Miniserver again");
+    assert_ne!(before, after, "the new state is shown immediately");
+
+    // A command through the house itself (REST device paths, other callers) too.
+    let light = house
+        .home()
+        .resolve_control(LIGHT, None, &|_| true)
+        .unwrap()
+        .clone();
+    kitchen(&tools);
+    house.act(&light, &Action::Off, "test").unwrap();
+    assert_eq!(light_entry(&kitchen(&tools)), before);
+}
+
+#[test]
+fn a_state_change_invalidates() {
+    let (house, ctl) = house();
+    let tools = tools(&house, 30, 60);
+    warm(&tools);
+    let before = light_entry(&kitchen(&tools));
+    assert_eq!(light_entry(&kitchen(&tools)), before);
+    // Someone presses the wall switch: the Miniserver pushes the new value.
+    let uuid = light_uuid(&house);
+    ctl.set(&uuid, 1.0);
+    house.record(
+        &uuid,
+        Some(&uuid),
+        Value::Number(1.0),
+        SystemTime::now(),
+        Source::Event,
+    );
+    assert_ne!(light_entry(&kitchen(&tools)), before);
+}
+
+#[test]
+fn entries_expire() {
+    let (house, ctl) = house();
+    let tools = tools(&house, 1, 1);
+    warm(&tools);
+    kitchen(&tools);
+    let n = ctl.reads();
+    kitchen(&tools);
+    assert_eq!(ctl.reads(), n);
+    std::thread::sleep(Duration::from_millis(1100));
+    kitchen(&tools);
+    assert!(ctl.reads() > n, "expired after the TTL");
+}
+
+#[test]
+fn zero_turns_the_caches_off() {
+    let (house, ctl) = house();
+    let tools = tools(&house, 0, 0);
+    warm(&tools);
+    let n = ctl.reads();
+    kitchen(&tools);
+    let one = ctl.reads() - n;
+    kitchen(&tools);
+    assert_eq!(ctl.reads() - n, 2 * one);
+    let uri = "home://devices/all";
+    let ctx = RequestContext::default();
+    tools.read_resource(uri, &ctx).unwrap();
+    let m = ctl.reads();
+    tools.read_resource(uri, &ctx).unwrap();
+    assert!(ctl.reads() > m);
+}
+
+#[test]
+fn identical_concurrent_reads_are_coalesced() {
+    for tool_secs in [0, 30] {
+        let (house, ctl) = house();
+        let tools = Arc::new(tools(&house, tool_secs, 60));
+        warm(&tools);
+        let n = ctl.reads();
+        kitchen(&tools);
+        let one = ctl.reads() - n;
+        assert!(one > 0);
+        tools
+            .call("list_rooms", serde_json::Map::new(), &caller())
+            .unwrap();
+        ctl.delay_ms.store(30, Ordering::SeqCst);
+        let start = ctl.reads();
+        let threads = 8;
+        let barrier = Arc::new(Barrier::new(threads));
+        let answers: Vec<Json> = (0..threads)
+            .map(|_| {
+                let tools = tools.clone();
+                let barrier = barrier.clone();
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    kitchen(&tools)
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .collect();
+        if tool_secs == 0 {
+            // Without the cache, all eight shared one computation.
+            assert_eq!(ctl.reads() - start, one, "ttl {tool_secs}");
+        } else {
+            // With it, the entry filled before answered them all.
+            assert_eq!(ctl.reads() - start, 0, "ttl {tool_secs}");
+        }
+        assert!(answers.windows(2).all(|w| w[0] == w[1]));
+    }
+}
+
+#[test]
+fn concurrent_reads_after_a_change_share_one_computation() {
+    let (house, ctl) = house();
+    let tools = Arc::new(tools(&house, 30, 60));
+    warm(&tools);
+    kitchen(&tools);
+    let n = ctl.reads();
+    kitchen(&tools);
+    assert_eq!(ctl.reads(), n);
+    let uuid = light_uuid(&house);
+    ctl.set(&uuid, 1.0);
+    house.record(
+        &uuid,
+        Some(&uuid),
+        Value::Number(1.0),
+        SystemTime::now(),
+        Source::Event,
+    );
+    ctl.delay_ms.store(30, Ordering::SeqCst);
+    let barrier = Arc::new(Barrier::new(6));
+    let handles: Vec<_> = (0..6)
+        .map(|_| {
+            let tools = tools.clone();
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                barrier.wait();
+                light_entry(&kitchen(&tools))
+            })
+        })
+        .collect();
+    let entries: Vec<Json> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let reads = ctl.reads() - n;
+    let per_call = {
+        let off = HomeTools::new(house.clone());
+        ctl.delay_ms.store(0, Ordering::SeqCst);
+        let m = ctl.reads();
+        kitchen(&off);
+        ctl.reads() - m
+    };
+    assert_eq!(reads, per_call, "six concurrent reads, one computation");
+    assert!(entries.windows(2).all(|w| w[0] == w[1]));
+}
+
+#[test]
+fn errors_are_not_cached() {
+    let (house, ctl) = house();
+    let tools = tools(&house, 30, 60);
+    ctl.down.store(true, Ordering::SeqCst);
+    // A listing whose values could not be read (success with a warning).
+    let first = kitchen(&tools);
+    assert!(first["data"]["warning"].is_string(), "{first}");
+    let n = ctl.reads();
+    kitchen(&tools);
+    assert!(ctl.reads() > n, "asked again");
+    // A tool error (isError).
+    let r = call(&tools, "get_lights_status", json!({"room": KITCHEN})).unwrap();
+    let n = ctl.reads();
+    let again = call(&tools, "get_lights_status", json!({"room": KITCHEN})).unwrap();
+    assert_eq!(r.is_error, again.is_error);
+    assert!(ctl.reads() > n, "asked again");
+    // A JSON-RPC error.
+    assert!(call(&tools, "list_devices", json!({"room": 7})).is_err());
+    assert!(call(&tools, "list_devices", json!({"room": 7})).is_err());
+    // Back up: values are shown at once.
+    ctl.down.store(false, Ordering::SeqCst);
+    let up = kitchen(&tools);
+    assert!(up["data"]["warning"].is_null(), "{up}");
+}
+
+fn resource_text(r: &[ResourceContents]) -> String {
+    serde_json::to_string(r).unwrap()
+}
+
+#[test]
+fn resources_are_cached_and_invalidated() {
+    let (house, ctl) = house();
+    let tools = tools(&house, 30, 60);
+    let ctx = RequestContext::default();
+    let uri = "home://devices/all";
+    tools.read_resource(uri, &ctx).unwrap();
+    let first = tools.read_resource(uri, &ctx).unwrap();
+    let n = ctl.reads();
+    let second = tools.read_resource(uri, &ctx).unwrap();
+    assert_eq!(ctl.reads(), n, "answered from the cache");
+    assert_eq!(resource_text(&first), resource_text(&second));
+    ok(
+        &tools,
+        "control_device",
+        json!({"device": LIGHT, "action": "on"}),
+    );
+    let third = tools.read_resource(uri, &ctx).unwrap();
+    assert!(ctl.reads() > n);
+    assert_ne!(resource_text(&second), resource_text(&third));
+    // Unknown URIs stay errors, every time.
+    assert!(tools.read_resource("home://nope", &ctx).is_err());
+    assert!(tools.read_resource("home://nope", &ctx).is_err());
+}
+
+fn caller() -> home_mcp::tools::Caller {
+    home_mcp::tools::Caller {
+        label: "test".into(),
+    }
+}
+
+/// Not an assertion on speed: prints what the cache saves on the demo house (simulator over
+/// HTTP). Run with `--nocapture` to see it.
+#[test]
+fn measured_effect_on_the_demo_house() {
+    let (app, _) = common::demo();
+    let off = HomeTools::new(app.house.clone());
+    let on = HomeTools::new(app.house.clone()).with_caches(CacheConfig::default());
+    for tool in ["list_rooms", "list_devices", "get_home_summary"] {
+        let time = |t: &HomeTools| {
+            ok(t, tool, json!({}));
+            let start = Instant::now();
+            for _ in 0..20 {
+                ok(t, tool, json!({}));
+            }
+            start.elapsed() / 20
+        };
+        let uncached = time(&off);
+        let cached = time(&on);
+        eprintln!("{tool}: uncached {uncached:?}, cached {cached:?} per call");
+    }
+}
+
+#[test]
+fn a_workflow_change_invalidates_the_workflow_list() {
+    let (house, _) = house();
+    let tools = tools(&house, 30, 60);
+    assert_eq!(ok(&tools, "list_workflows", json!({}))["total"], 0);
+    assert_eq!(ok(&tools, "list_workflows", json!({}))["total"], 0);
+    ok(
+        &tools,
+        "create_workflow",
+        json!({"name": "Abend", "steps": [
+            {"tool": "control_device", "arguments": {"device": LIGHT, "action": "off"}}
+        ]}),
+    );
+    assert_eq!(ok(&tools, "list_workflows", json!({}))["total"], 1);
+}
