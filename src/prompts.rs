@@ -201,7 +201,7 @@ fn good_night(ctx: &Ctx, home: &Home, args: &Map<String, Value>) -> Result<Built
     let mut text = String::from(
         "Prepare the house for the night. Work in two phases.\n\
          Phase 1, preview only: look at the summary below, then call control_all_lights with {\"action\": \"off\", \"dry_run\": true} and control_all_rolladen with {\"action\": \"down\", \"dry_run\": true}. Show me the planned commands, list open windows and doors (get_sensors_status with type door_window) and music still playing (get_audio_status).\n\
-         Phase 2, only after I say yes: run the same calls without dry_run and report what failed.",
+         Phase 2, only after I say yes: run the same calls without dry_run and with \"confirm\": true (I have confirmed), and report what failed.",
     );
     if let Some(r) = bedroom {
         text.push_str(&format!(

@@ -285,7 +285,11 @@ fn position_40_sets_target_0_4() {
 fn all_acts_on_each_jalousie_not_the_central_block() {
     let (app, tools) = demo();
     let all = jalousies(&app, None);
-    let data = ok(&tools, "control_all_rolladen", json!({"action": "down"}));
+    let data = ok(
+        &tools,
+        "control_all_rolladen",
+        json!({"confirm": true, "action": "down"}),
+    );
     assert_eq!(data["scope"], "system");
     assert_all_ok(&data, all.len());
     let central = central(&app);
@@ -302,7 +306,7 @@ fn all_acts_on_each_jalousie_not_the_central_block() {
     let data = ok(
         &tools,
         "control_rolladen_unified",
-        json!({"scope": "all", "action": "up"}),
+        json!({"scope": "all", "action": "up", "confirm": true}),
     );
     assert_all_ok(&data, all.len());
     for uuid in &all {
@@ -373,13 +377,13 @@ fn bad_inputs() {
     let m = invalid_params(
         &tools,
         "control_all_rolladen",
-        json!({"action": "position"}),
+        json!({"confirm": true, "action": "position"}),
     );
     assert!(m.contains("position") && m.contains("required"), "{m}");
     let m = invalid_params(
         &tools,
         "control_all_rolladen",
-        json!({"action": "up", "position": 10}),
+        json!({"confirm": true, "action": "up", "position": 10}),
     );
     assert!(m.contains("position only applies"), "{m}");
     // unknown action; slats is not a room action
@@ -398,7 +402,7 @@ fn bad_inputs() {
     // missing room / action / scope
     let m = invalid_params(&tools, "control_room_rolladen", json!({"action": "up"}));
     assert!(m.contains("`room`"), "{m}");
-    let m = invalid_params(&tools, "control_all_rolladen", json!({}));
+    let m = invalid_params(&tools, "control_all_rolladen", json!({"confirm": true}));
     assert!(m.contains("`action`"), "{m}");
     let m = invalid_params(&tools, "control_rolladen_unified", json!({"action": "up"}));
     assert!(m.contains("`scope`"), "{m}");
@@ -406,7 +410,7 @@ fn bad_inputs() {
     let m = invalid_params(
         &tools,
         "control_all_rolladen",
-        json!({"action": "up", "speed": 2}),
+        json!({"confirm": true, "action": "up", "speed": 2}),
     );
     assert!(m.contains("`speed`"), "{m}");
     // targets per scope
@@ -512,7 +516,11 @@ fn miniserver_down_is_one_connection_error() {
         Duration::from_secs(5),
     ));
     let tools = HomeTools::new(house);
-    let e = tool_error(&tools, "control_all_rolladen", json!({"action": "down"}));
+    let e = tool_error(
+        &tools,
+        "control_all_rolladen",
+        json!({"confirm": true, "action": "down"}),
+    );
     assert_eq!(e["code"], "CONNECTION_ERROR");
     // Discovery still answers from the structure, and says why positions are missing.
     let data = ok(&tools, "discover_rolladen_capabilities", json!({}));

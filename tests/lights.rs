@@ -268,7 +268,11 @@ fn all_lights_dry_run_then_for_real() {
     assert_eq!(bed["commands"], json!([format!("{lc}/changeTo/777")]));
     assert_eq!(bed["device"]["room"], "Schlafzimmer");
 
-    let data = ok(&tools, "control_all_lights", json!({"action": "off"}));
+    let data = ok(
+        &tools,
+        "control_all_lights",
+        json!({"confirm": true, "action": "off"}),
+    );
     all_ok(&data);
     assert_eq!(data["summary"]["total"], listed.len());
     assert_eq!(
@@ -292,7 +296,11 @@ fn all_lights_dry_run_then_for_real() {
         Some(0.0)
     );
 
-    ok(&tools, "control_all_lights", json!({"action": "on"}));
+    ok(
+        &tools,
+        "control_all_lights",
+        json!({"confirm": true, "action": "on"}),
+    );
     assert_eq!(s.state_text(&lc, "activeMoods").as_deref(), Some("[777]"));
     assert_eq!(
         s.state(&uuid_of(&app, "Deckenlicht", "Küche"), "active"),
@@ -356,7 +364,7 @@ fn unified_scopes_and_actions() {
     let data = ok(
         &tools,
         "control_lights_unified",
-        json!({"scope": "system", "action": "off"}),
+        json!({"confirm": true, "scope": "system", "action": "off"}),
     );
     all_ok(&data);
     assert_eq!(s.state(&mirror, "position"), Some(0.0));
@@ -437,7 +445,7 @@ fn bad_inputs() {
     let m = invalid_params(
         &tools,
         "control_all_lights",
-        json!({"action": "off", "colour": "red"}),
+        json!({"confirm": true, "action": "off", "colour": "red"}),
     );
     assert!(m.contains("`colour`"), "{m}");
     let m = invalid_params(
@@ -476,7 +484,7 @@ fn bad_inputs() {
     let m = invalid_params(
         &tools,
         "control_lights_unified",
-        json!({"scope": "system", "target": "Küche", "action": "off"}),
+        json!({"confirm": true, "scope": "system", "target": "Küche", "action": "off"}),
     );
     assert!(m.contains("scope system"), "{m}");
     let m = invalid_params(
@@ -503,13 +511,13 @@ fn bad_inputs() {
     let m = invalid_params(
         &tools,
         "control_lights_unified",
-        json!({"scope": "system", "action": "brightness"}),
+        json!({"confirm": true, "scope": "system", "action": "brightness"}),
     );
     assert!(m.contains("value"), "{m}");
     let m = invalid_params(
         &tools,
         "control_lights_unified",
-        json!({"scope": "system", "action": "dim", "value": -1}),
+        json!({"confirm": true, "scope": "system", "action": "dim", "value": -1}),
     );
     assert!(m.contains("value must be between 0 and 100"), "{m}");
     let m = invalid_params(&tools, "set_dimmer", json!({"device_id": "Spiegelleuchte"}));
@@ -705,7 +713,11 @@ fn one_failing_light_does_not_hide_the_others() {
         down.clone(),
         Duration::from_secs(5),
     )));
-    let e = tool_error(&tools, "control_all_lights", json!({"action": "off"}));
+    let e = tool_error(
+        &tools,
+        "control_all_lights",
+        json!({"confirm": true, "action": "off"}),
+    );
     assert_eq!(e["code"], "CONNECTION_ERROR");
     // Out of reach: asked once, not once per light (one timeout, not N).
     assert_eq!(down.tried.lock().unwrap().len(), 1);
@@ -837,7 +849,11 @@ fn out_of_reach_midway_marks_the_rest_not_attempted() {
         down.clone(),
         Duration::from_secs(5),
     )));
-    let data = ok(&tools, "control_all_lights", json!({"action": "off"}));
+    let data = ok(
+        &tools,
+        "control_all_lights",
+        json!({"confirm": true, "action": "off"}),
+    );
     let results = data["results"].as_array().unwrap();
     let summary = &data["summary"];
     assert_eq!(summary["succeeded"], 2, "{data}");

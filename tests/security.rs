@@ -196,7 +196,11 @@ fn arm_and_disarm_the_central_alarm_with_the_pin() {
     assert!(r.sim.state(ALARM, "armedDelay").unwrap() > 0.0);
     assert_eq!(r.sim.state(ALARM, "armed"), Some(0.0));
     assert_eq!(r.sim.state(GARAGE_ALARM, "armed"), Some(1.0));
-    let data = ok(&r.tools, "disarm_alarm", json!({"code": "1234"}));
+    let data = ok(
+        &r.tools,
+        "disarm_alarm",
+        json!({"confirm": true, "code": "1234"}),
+    );
     assert_eq!(data["action"], "disarm");
     for a in [ALARM, GARAGE_ALARM] {
         assert_eq!(r.sim.state(a, "armedDelay"), Some(0.0));
@@ -222,7 +226,7 @@ fn arm_one_alarm_at_once_without_motion_then_disarm() {
     let data = ok(
         &r.tools,
         "disarm_alarm",
-        json!({"room": "Garage", "code": "1234"}),
+        json!({"confirm": true, "room": "Garage", "code": "1234"}),
     );
     assert_eq!(data["alarm"]["uuid"], GARAGE_ALARM);
     assert_eq!(data["armed"], false);
@@ -270,7 +274,7 @@ fn wrong_pin_is_refused_and_never_echoed() {
     let e = tool_error(
         &r.tools,
         "disarm_alarm",
-        json!({"alarm": ALARM, "code": pin}),
+        json!({"confirm": true, "alarm": ALARM, "code": pin}),
     );
     assert_eq!(e["code"], "INVALID_PARAMETERS");
     let msg = e["message"].as_str().unwrap();
@@ -278,13 +282,17 @@ fn wrong_pin_is_refused_and_never_echoed() {
     assert!(!e.to_string().contains(pin), "{e}");
     assert_eq!(r.sim.state(ALARM, "armed"), Some(1.0), "still armed");
     // A PIN that is not a text is refused without quoting it.
-    let m = invalid_params(&r.tools, "disarm_alarm", json!({"code": {"pin": pin}}));
+    let m = invalid_params(
+        &r.tools,
+        "disarm_alarm",
+        json!({"confirm": true, "code": {"pin": pin}}),
+    );
     assert!(m.contains("code") && !m.contains(pin), "{m}");
     // The right one works; neither PIN ever reached a log line.
     ok(
         &r.tools,
         "disarm_alarm",
-        json!({"alarm": ALARM, "code": "1234"}),
+        json!({"confirm": true, "alarm": ALARM, "code": "1234"}),
     );
     assert_eq!(r.sim.state(ALARM, "armed"), Some(0.0));
     let lines = logs();
@@ -304,7 +312,11 @@ fn wrong_pin_is_refused_and_never_echoed() {
 #[test]
 fn missing_pin_says_how_to_configure_it() {
     let r = demo_rig(None);
-    let e = tool_error(&r.tools, "disarm_alarm", json!({"alarm": ALARM}));
+    let e = tool_error(
+        &r.tools,
+        "disarm_alarm",
+        json!({"confirm": true, "alarm": ALARM}),
+    );
     assert_eq!(e["code"], "INVALID_PARAMETERS");
     let msg = e["message"].as_str().unwrap();
     assert!(
@@ -328,15 +340,23 @@ fn configured_pin_is_used_and_code_overrides_it() {
     let e = tool_error(
         &r.tools,
         "disarm_alarm",
-        json!({"alarm": ALARM, "code": "1111"}),
+        json!({"confirm": true, "alarm": ALARM, "code": "1111"}),
     );
     assert!(e["message"].as_str().unwrap().contains("wrong"));
-    ok(&r.tools, "disarm_alarm", json!({"alarm": ALARM}));
+    ok(
+        &r.tools,
+        "disarm_alarm",
+        json!({"confirm": true, "alarm": ALARM}),
+    );
     assert_eq!(r.sim.state(ALARM, "armed"), Some(0.0));
 
     // A wrongly configured PIN is reported as wrong.
     let r = demo_rig(Some("9999"));
-    let e = tool_error(&r.tools, "disarm_alarm", json!({"alarm": ALARM}));
+    let e = tool_error(
+        &r.tools,
+        "disarm_alarm",
+        json!({"confirm": true, "alarm": ALARM}),
+    );
     assert!(e["message"].as_str().unwrap().contains("wrong"));
 }
 
@@ -354,7 +374,11 @@ fn config_pin_reaches_the_demo_app() {
         json!({"alarm": ALARM, "delayed": false}),
     );
     assert_eq!(sim(&app).state(ALARM, "armed"), Some(1.0));
-    ok(&tools, "disarm_alarm", json!({"alarm": ALARM}));
+    ok(
+        &tools,
+        "disarm_alarm",
+        json!({"confirm": true, "alarm": ALARM}),
+    );
     assert_eq!(sim(&app).state(ALARM, "armed"), Some(0.0));
 }
 
@@ -389,7 +413,7 @@ fn unsecured_alarm_takes_plain_commands_without_a_pin() {
     ok(
         &r.tools,
         "disarm_alarm",
-        json!({"alarm": GARAGE_ALARM, "code": "0000"}),
+        json!({"confirm": true, "alarm": GARAGE_ALARM, "code": "0000"}),
     );
     assert_eq!(r.sim.state(GARAGE_ALARM, "armed"), Some(0.0));
 }
@@ -416,7 +440,7 @@ fn several_alarms_without_a_central_alarm_are_ambiguous() {
         }
     });
     let r = rig(&none, None, SimConfig::default(), None);
-    let e = tool_error(&r.tools, "disarm_alarm", json!({}));
+    let e = tool_error(&r.tools, "disarm_alarm", json!({"confirm": true}));
     assert_eq!(e["code"], "DEVICE_NOT_FOUND");
 }
 
@@ -436,7 +460,11 @@ fn bad_arguments_are_invalid_params() {
     let m = invalid_params(&r.tools, "get_security_status", json!({"limit": 0}));
     assert!(m.contains("limit"), "{m}");
     // A name that is not an alarm.
-    let e = tool_error(&r.tools, "disarm_alarm", json!({"alarm": "Garagentor"}));
+    let e = tool_error(
+        &r.tools,
+        "disarm_alarm",
+        json!({"confirm": true, "alarm": "Garagentor"}),
+    );
     assert_eq!(e["code"], "DEVICE_NOT_FOUND");
     assert_eq!(r.sim.state(ALARM, "armed"), Some(0.0));
 }
@@ -477,7 +505,7 @@ fn secured_alarms_of_every_fixture() {
                 let e = tool_error(
                     &r.tools,
                     "disarm_alarm",
-                    json!({"alarm": uuid, "code": "4321"}),
+                    json!({"confirm": true, "alarm": uuid, "code": "4321"}),
                 );
                 assert_eq!(e["code"], "INVALID_PARAMETERS", "{file}");
                 assert_eq!(r.sim.state(&uuid, "armed"), Some(1.0), "{file}");
@@ -485,7 +513,7 @@ fn secured_alarms_of_every_fixture() {
             ok(
                 &r.tools,
                 "disarm_alarm",
-                json!({"alarm": uuid, "code": "1234"}),
+                json!({"confirm": true, "alarm": uuid, "code": "1234"}),
             );
             assert_eq!(r.sim.state(&uuid, "armed"), Some(0.0), "{file}");
             tested += 1;

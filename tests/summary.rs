@@ -100,7 +100,11 @@ fn demo_summary_is_compact_and_says_what_is_on() {
     assert!(data["openings"]["note"].is_string());
 
     // After switching everything off, no light is on.
-    ok(&tools, "control_all_lights", json!({"action": "off"}));
+    ok(
+        &tools,
+        "control_all_lights",
+        json!({"confirm": true, "action": "off"}),
+    );
     let data = ok(&tools, "get_home_summary", json!({}));
     assert_eq!(data["lights_on"], json!([]));
 

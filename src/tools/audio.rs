@@ -314,7 +314,7 @@ fn run_on(
                 error = Some(format!("not sent: {e}"));
                 break;
             }
-            match house.act(c, &action, &caller.label) {
+            match caller.act(house, c, &action) {
                 Ok(_) => sent.push(cmd.command),
                 Err(e) => {
                     error = Some(e.to_string());

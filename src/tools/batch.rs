@@ -42,7 +42,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_multiple_devices",
             title: "Control several devices",
-            description: "Runs a list of 1-50 device operations in order, each exactly like control_device: {device (name or UUID), action (on, off, up, down, stop, dim, bright, ...), value (0-100 %: brightness, or blind position percent closed with up/down), room (to pick among equal names)}. One failing operation (unknown device, action the device does not support, refused security device) does not stop the others: every operation is reported with status ok, error or not_attempted, its commands and error code. dry_run: true lists the exact Loxone commands without sending anything.",
+            description: "Runs a list of 1-50 device operations in order, each exactly like control_device: {device (name or UUID), action (on, off, up, down, stop, dim, bright, ...), value (0-100 %: brightness, or blind position percent closed with up/down), room (to pick among equal names)}. One failing operation (unknown device, action the device does not support, refused security device) does not stop the others: every operation is reported with status ok, error or not_attempted, its commands and error code. dry_run: true lists the exact Loxone commands without sending anything. More than 10 operations need confirmation: confirm: true, or the client is asked (elicitation); otherwise the answer is the dry run with confirmation_required: true.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -56,7 +56,8 @@ pub fn tools() -> Vec<Tool> {
                             "items": operation_schema(),
                             "description": "The operations, carried out in order"
                         },
-                        "dry_run": args::dry_run_schema()
+                        "dry_run": args::dry_run_schema(),
+                        "confirm": confirm_schema("more than 10 operations")
                     },
                     "required": ["operations"],
                     "additionalProperties": false
@@ -68,7 +69,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_room_devices",
             title: "Control a room's devices by type",
-            description: "Applies one action to every device of a room of the given kinds. room: name or UUID. device_type (one) or device_types (a list): families (lighting, blinds, climate, audio, access, energy, other; synonyms such as lights, rolladen, music) or Loxone types (Switch, Dimmer, Jalousie, AudioZoneV2, ...). action and value as in control_device (on, off, up, down, stop, dim, bright; value 0-100 %). Central blocks are skipped; alarms and secured controls are refused per device. dry_run: true lists the devices and exact commands without sending anything. Every device is reported with status ok, error or not_attempted.",
+            description: "Applies one action to every device of a room of the given kinds. room: name or UUID. device_type (one) or device_types (a list): families (lighting, blinds, climate, audio, access, energy, other; synonyms such as lights, rolladen, music) or Loxone types (Switch, Dimmer, Jalousie, AudioZoneV2, ...). action and value as in control_device (on, off, up, down, stop, dim, bright; value 0-100 %). Central blocks are skipped; alarms and secured controls are refused per device. dry_run: true lists the devices and exact commands without sending anything. Every device is reported with status ok, error or not_attempted. More than 10 devices need confirmation: confirm: true, or the client is asked (elicitation); otherwise the answer is the dry run with confirmation_required: true.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -84,7 +85,8 @@ pub fn tools() -> Vec<Tool> {
                         "value": {"type": "number", "minimum": 0, "maximum": 100, "description": "Brightness or position in percent"},
                         "device_type": {"type": "string", "description": "A family (lighting, blinds, audio, climate, ...) or Loxone type (Switch, Jalousie, ...)"},
                         "device_types": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "Several families or Loxone types"},
-                        "dry_run": args::dry_run_schema()
+                        "dry_run": args::dry_run_schema(),
+                        "confirm": confirm_schema("an action on more than 10 devices")
                     },
                     "required": ["room", "action"],
                     "additionalProperties": false
@@ -110,6 +112,7 @@ fn operation_schema() -> Value {
 struct Multiple {
     operations: Vec<Map<String, Value>>,
     dry_run: Option<bool>,
+    confirm: Option<bool>,
 }
 
 fn control_multiple_devices(
@@ -150,7 +153,18 @@ fn control_multiple_devices(
         dry_run: a.dry_run.unwrap_or(false),
         show_current: false,
     };
-    run(house, items, opts, caller).into_data(header("batch", None, "batch", None))
+    let ask = (items.len() > CONFIRM_ABOVE).then(|| {
+        Ask::new("Operate", "devices").with_suffix(format!(" ({} operations)", items.len()))
+    });
+    run_confirmed(
+        house,
+        items,
+        opts,
+        caller,
+        a.confirm,
+        ask,
+        header("batch", None, "batch", None),
+    )
 }
 
 #[derive(Deserialize)]
@@ -162,6 +176,7 @@ struct RoomDevices {
     device_type: Option<String>,
     device_types: Option<Vec<String>>,
     dry_run: Option<bool>,
+    confirm: Option<bool>,
 }
 
 /// A kind of device asked for: a family or a Loxone type.
@@ -241,7 +256,19 @@ fn control_room_devices(
         show_current: false,
     };
     let action = a.action.trim().to_lowercase();
-    run(house, items, opts, caller).into_data(header("room", Some(&room.name), &action, a.value))
+    let ask = (items.len() > CONFIRM_ABOVE).then(|| {
+        let value = a.value.map(|v| format!(" {v} %")).unwrap_or_default();
+        Ask::new(format!("Apply \"{action}{value}\" to"), "devices")
+    });
+    run_confirmed(
+        house,
+        items,
+        opts,
+        caller,
+        a.confirm,
+        ask,
+        header("room", Some(&room.name), &action, a.value),
+    )
 }
 
 use serde::Deserialize;
@@ -249,7 +276,10 @@ use serde_json::{json, Map, Value};
 
 use super::devices::plan_device;
 use super::{args, lights, view};
-use super::{Caller, Ctx, Permission, Tool, ToolError, SETTER};
+use super::{
+    confirm_schema, confirmation_data_schema, mark_unconfirmed, Caller, Confirmation, Ctx,
+    Permission, Tool, ToolError, SETTER,
+};
 use crate::home::resolve::{fold, ResolveError};
 use std::time::{Duration, Instant};
 
@@ -393,7 +423,8 @@ pub fn run(house: &House, items: Vec<Item>, opts: RunOptions, caller: &Caller) -
     // Subscribed before anything is sent, so no effect can slip past.
     let subscription = verifying.then(|| house.bus().subscribe(1024));
     let mut checks: Vec<(usize, &Control, Option<HValue>, Vec<Action>)> = Vec::new();
-    for item in items {
+    let total = items.len();
+    for (i, item) in items.into_iter().enumerate() {
         let mut rec = json!({"device": item.device});
         if let Some(a) = &item.action {
             rec["action"] = json!(a);
@@ -443,6 +474,9 @@ pub fn run(house: &House, items: Vec<Item>, opts: RunOptions, caller: &Caller) -
         rec["commands"] = json!(commands);
         rec["status"] = json!(status);
         rec["verified"] = Value::Null;
+        if !opts.dry_run {
+            caller.progress(i + 1, total, &progress_line(house, &item, status));
+        }
         if let (true, true, "ok", Some(c)) = (verifying, seen, status, item.control) {
             checks.push((report.results.len(), c, before, item.actions.clone()));
         }
@@ -475,6 +509,117 @@ pub fn run(house: &House, items: Vec<Item>, opts: RunOptions, caller: &Caller) -
         report.verification = Some((n, line));
     }
     report
+}
+
+/// A room or batch tool asks for confirmation (see [`run_confirmed`]) when it would address
+/// more devices than this.
+pub const CONFIRM_ABOVE: usize = 10;
+
+/// What a confirmable run asks: "{verb} {n} {noun} in {r} rooms{suffix}?".
+pub struct Ask {
+    pub verb: String,
+    pub noun: &'static str,
+    pub suffix: String,
+}
+
+impl Ask {
+    pub fn new(verb: impl Into<String>, noun: &'static str) -> Self {
+        Ask {
+            verb: verb.into(),
+            noun,
+            suffix: String::new(),
+        }
+    }
+
+    pub fn with_suffix(mut self, suffix: impl Into<String>) -> Self {
+        self.suffix = suffix.into();
+        self
+    }
+}
+
+/// The question of a confirmable run, counting the items that would be sent something:
+/// "Switch off 23 lights in 9 rooms (Bad, Küche, ...)?".
+pub fn question(house: &House, items: &[Item], ask: &Ask) -> String {
+    let home = house.home();
+    let acting: Vec<&Control> = items
+        .iter()
+        .filter(|i| i.refused.is_none())
+        .filter_map(|i| i.control)
+        .filter(|c| !c.is_secured)
+        .collect();
+    let mut rooms: Vec<&str> = acting.iter().filter_map(|c| home.room_name(c)).collect();
+    rooms.sort_unstable();
+    rooms.dedup();
+    let n = acting.len();
+    let rooms = match rooms.len() {
+        0 => String::new(),
+        1 => format!(" in {}", rooms[0]),
+        r => format!(" in {r} rooms ({})", rooms.join(", ")),
+    };
+    format!("{} {n} {}{rooms}{}?", ask.verb, ask.noun, ask.suffix)
+}
+
+/// [`run`] and [`Report::into_data`], asking first when `ask` is given (house-wide or large
+/// calls) and the call is no dry run: see [`Caller::confirm`]. Without confirmation nothing is
+/// sent and the answer is the dry run, with `confirmation_required: true` (nobody could be
+/// asked) or `cancelled: true` (the user said no).
+pub fn run_confirmed(
+    house: &House,
+    items: Vec<Item>,
+    opts: RunOptions,
+    caller: &Caller,
+    confirm: Option<bool>,
+    ask: Option<Ask>,
+    header: Value,
+) -> Result<Value, ToolError> {
+    let Some(ask) = ask.filter(|_| !opts.dry_run) else {
+        return run(house, items, opts, caller).into_data(header);
+    };
+    let q = question(house, &items, &ask);
+    let outcome = caller.confirm(confirm, &q);
+    if outcome == Confirmation::Go {
+        return run(house, items, opts, caller).into_data(header);
+    }
+    let dry = RunOptions {
+        dry_run: true,
+        ..opts
+    };
+    let mut data = run(house, items, dry, caller).into_data(header)?;
+    mark_unconfirmed(&mut data, &q, &outcome);
+    Ok(data)
+}
+
+/// "Küche: Deckenlicht off" (with " failed" / " not sent" when it did not work), for progress.
+fn progress_line(house: &House, item: &Item, status: &str) -> String {
+    let what = item.action.clone().unwrap_or_else(|| {
+        item.actions
+            .iter()
+            .map(super::action_label)
+            .collect::<Vec<_>>()
+            .join(", ")
+    });
+    let mut line = match item.control {
+        Some(c) => {
+            let home = house.home();
+            match home.room_name(c) {
+                Some(r) => format!("{r}: {} {what}", c.name),
+                None => format!("{} {what}", c.name),
+            }
+        }
+        None => {
+            let q = item.device.get("query").unwrap_or(&item.device);
+            format!(
+                "{} {what}",
+                q.as_str().map_or_else(|| q.to_string(), str::to_string)
+            )
+        }
+    };
+    match status {
+        "error" => line.push_str(" failed"),
+        "not_attempted" => line.push_str(" not sent"),
+        _ => {}
+    }
+    line.trim().to_string()
 }
 
 /// "lights", "blinds" or "devices", for the verification line.
@@ -645,7 +790,7 @@ fn attempt(
         return Ok("not_attempted");
     }
     for action in &item.actions {
-        if let Err(e) = house.act(c, action, &caller.label) {
+        if let Err(e) = caller.act(house, c, action) {
             if e.is_unreachable() {
                 report.out_of_reach = Some(e.clone());
             }
@@ -684,7 +829,7 @@ pub fn error_record(e: &ToolError) -> Value {
 
 /// The `data` schema shared by every batch tool.
 pub fn result_schema() -> Value {
-    json!({
+    let mut s = json!({
         "type": "object",
         "properties": {
             "scope": {"type": "string", "description": "device, room, category, system or batch"},
@@ -721,7 +866,13 @@ pub fn result_schema() -> Value {
             "verification": {"type": ["string", "null"], "description": "e.g. \"3 of 4 lights confirmed; Deckenlicht (Küche) did not respond\"; null when nothing was verified"}
         },
         "required": ["scope", "action", "dry_run", "results", "summary"]
-    })
+    });
+    if let (Some(p), Value::Object(extra)) =
+        (s["properties"].as_object_mut(), confirmation_data_schema())
+    {
+        p.extend(extra);
+    }
+    s
 }
 
 /// The header of a batch result.

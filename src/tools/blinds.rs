@@ -13,9 +13,12 @@ use serde_json::{json, Map, Value};
 use super::args::{self, in_range};
 use super::batch::{self, Item, Members, RunOptions, Scope};
 use super::view;
-use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY, SETTER};
+use super::{confirm_schema, Caller, Ctx, Permission, Tool, ToolError, READ_ONLY, SETTER};
 use crate::home::resolve::fold;
 use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, House};
+
+/// What `confirm` confirms, for its schema.
+const CONFIRM_WHAT: &str = "a house-wide blind movement (control_all_rolladen, scope system)";
 
 pub fn tools() -> Vec<Tool> {
     vec![
@@ -89,7 +92,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_all_rolladen",
             title: "All blinds",
-            description: "Moves every blind (Jalousie) of the house, each one individually (central blocks are not commanded, so nothing moves twice). action: up (fully open), down (fully closed), stop, shade (to the shading position), position (needs position: percent closed 0-100, 0 = fully open, 100 = fully closed). dry_run: true lists the blinds, their current position and the exact commands without sending anything. Reports each blind with its command and status (ok, error, not_attempted; planned in a dry run) and a summary.",
+            description: "Moves every blind (Jalousie) of the house, each one individually (central blocks are not commanded, so nothing moves twice). action: up (fully open), down (fully closed), stop, shade (to the shading position), position (needs position: percent closed 0-100, 0 = fully open, 100 = fully closed). dry_run: true lists the blinds, their current position and the exact commands without sending anything. Reports each blind with its command and status (ok, error, not_attempted; planned in a dry run) and a summary. Needs confirmation: confirm: true, or the client is asked (elicitation; declining sends nothing and answers cancelled: true); a client without elicitation gets the dry run with confirmation_required: true and must call again with confirm: true.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -98,7 +101,8 @@ pub fn tools() -> Vec<Tool> {
                     "properties": {
                         "action": {"type": "string", "enum": ROOM_ACTIONS},
                         "position": position_schema(),
-                        "dry_run": args::dry_run_schema()
+                        "dry_run": args::dry_run_schema(),
+                        "confirm": confirm_schema(CONFIRM_WHAT)
                     },
                     "required": ["action"],
                     "additionalProperties": false
@@ -110,7 +114,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_rolladen_unified",
             title: "Blinds (unified)",
-            description: "Moves blinds by scope. scope: device (target = a blind name or UUID, or a list; central blocks allowed here), room (target = room name or UUID), category (target = a Loxone category name such as Beschattung, accents optional, or the family blinds), system (no target; every Jalousie of the house). action: up (fully open), down (fully closed), stop, shade, position (value = percent closed 0-100, 0 = fully open, 100 = fully closed), slats (value = slat angle 0-100 %, only blinds with slats). dry_run: true lists the blinds, their current position and the exact commands without sending anything. Reports each blind (status ok, error or not_attempted; planned in a dry run) and a summary.",
+            description: "Moves blinds by scope. scope: device (target = a blind name or UUID, or a list; central blocks allowed here), room (target = room name or UUID), category (target = a Loxone category name such as Beschattung, accents optional, or the family blinds), system (no target; every Jalousie of the house). action: up (fully open), down (fully closed), stop, shade, position (value = percent closed 0-100, 0 = fully open, 100 = fully closed), slats (value = slat angle 0-100 %, only blinds with slats). dry_run: true lists the blinds, their current position and the exact commands without sending anything. Reports each blind (status ok, error or not_attempted; planned in a dry run) and a summary. Scope system needs confirmation: confirm: true, or the client is asked (elicitation; declining sends nothing and answers cancelled: true); a client without elicitation gets the dry run with confirmation_required: true and must call again with confirm: true.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -121,7 +125,8 @@ pub fn tools() -> Vec<Tool> {
                         "target": batch::target_schema(),
                         "action": {"type": "string", "enum": ["up", "down", "stop", "shade", "position", "slats"]},
                         "value": {"type": "number", "minimum": 0, "maximum": 100, "description": "action position: percent closed (0 = fully open); action slats: slat angle in percent"},
-                        "dry_run": args::dry_run_schema()
+                        "dry_run": args::dry_run_schema(),
+                        "confirm": confirm_schema(CONFIRM_WHAT)
                     },
                     "required": ["scope", "action"],
                     "additionalProperties": false
@@ -362,6 +367,7 @@ fn to_action(action: UnifiedAction, value: Option<f64>, field: &str) -> Result<A
 
 /// How scope targeting finds blinds for `action`: every Jalousie (never a CentralJalousie,
 /// which would move the same blinds a second time); for the slats action only those with slats.
+#[allow(clippy::too_many_arguments)]
 fn run_blinds(
     house: &House,
     home: &Home,
@@ -370,7 +376,21 @@ fn run_blinds(
     dry_run: bool,
     caller: &Caller,
     header: Value,
+    confirm: (Option<bool>, bool),
 ) -> Result<Value, ToolError> {
+    let ask = confirm.1.then(|| match action {
+        Action::Up => batch::Ask::new("Open", "blinds"),
+        Action::Down => batch::Ask::new("Close", "blinds"),
+        Action::Stop => batch::Ask::new("Stop", "blinds"),
+        Action::Shade => batch::Ask::new("Shade", "blinds"),
+        Action::Slats(v) => {
+            batch::Ask::new("Tilt the slats of", "blinds").with_suffix(format!(" to {v} %"))
+        }
+        Action::Level(v) => {
+            batch::Ask::new("Move", "blinds").with_suffix(format!(" to {v} % closed"))
+        }
+        other => batch::Ask::new(format!("Send {} to", super::action_label(other)), "blinds"),
+    });
     let items = blinds
         .iter()
         .map(|c| {
@@ -393,7 +413,7 @@ fn run_blinds(
         dry_run,
         show_current: true,
     };
-    batch::run(house, items, opts, caller).into_data(header)
+    batch::run_confirmed(house, items, opts, caller, confirm.0, ask, header)
 }
 
 /// The blinds a scope names (slat-capable ones only for the slats action, except named ones).
@@ -441,6 +461,7 @@ fn control_room(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<
         a.dry_run.unwrap_or(false),
         caller,
         header,
+        (None, false),
     )
 }
 
@@ -450,6 +471,7 @@ struct AllArgs {
     action: RoomAction,
     position: Option<f64>,
     dry_run: Option<bool>,
+    confirm: Option<bool>,
 }
 
 fn control_all(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
@@ -471,6 +493,7 @@ fn control_all(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<V
         a.dry_run.unwrap_or(false),
         caller,
         header,
+        (a.confirm, true),
     )
 }
 
@@ -482,6 +505,7 @@ struct UnifiedArgs {
     action: UnifiedAction,
     value: Option<f64>,
     dry_run: Option<bool>,
+    confirm: Option<bool>,
 }
 
 fn control_unified(
@@ -519,6 +543,7 @@ fn control_unified(
         a.dry_run.unwrap_or(false),
         caller,
         header,
+        (a.confirm, scope == Scope::System),
     )
 }
 

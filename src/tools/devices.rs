@@ -629,7 +629,7 @@ fn control_device(
         let before = house.value(p.control).ok().map(|v| v.value);
         (house.bus().subscribe(256), before)
     });
-    let outcome = house.act(p.control, &p.action, &caller.label)?;
+    let outcome = caller.act(house, p.control, &p.action)?;
     let verified = check.map(|(sub, before)| {
         let actions = [p.action.clone()];
         let target = super::batch::Target {

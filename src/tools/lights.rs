@@ -21,7 +21,10 @@ use serde_json::{json, Map, Value};
 use super::args::{self, in_range};
 use super::batch::{self, Item, Members, RunOptions, Scope};
 use super::view;
-use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY, SETTER};
+use super::{confirm_schema, Caller, Ctx, Permission, Tool, ToolError, READ_ONLY, SETTER};
+
+/// What `confirm` confirms, for its schema.
+const CONFIRM_WHAT: &str = "a house-wide light change (control_all_lights, scope system)";
 use crate::home::resolve::fold;
 use crate::home::{
     Action, CategoryKind, Control, ControlKind, ControllerError, Family, Home, House,
@@ -58,7 +61,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_all_lights",
             title: "Switch all lights of the house",
-            description: "Switches every light of the house on or off, room by room (switches, dimmers, Gen 1 LightController, Gen 2 LightControllerV2; the central lighting block is not used, so nothing is switched twice). action: on or off. dry_run: true lists the lights and commands that would be sent without sending anything; use it before switching a whole house. The result lists every light with its commands and status (ok, error, not_attempted; planned in a dry run) and a summary.",
+            description: "Switches every light of the house on or off, room by room (switches, dimmers, Gen 1 LightController, Gen 2 LightControllerV2; the central lighting block is not used, so nothing is switched twice). action: on or off. dry_run: true lists the lights and commands that would be sent without sending anything; use it before switching a whole house. The result lists every light with its commands and status (ok, error, not_attempted; planned in a dry run) and a summary. Needs confirmation: confirm: true, or the client is asked (elicitation; declining sends nothing and answers cancelled: true); a client without elicitation gets the dry run with confirmation_required: true and must call again with confirm: true.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -66,7 +69,8 @@ pub fn tools() -> Vec<Tool> {
                     "type": "object",
                     "properties": {
                         "action": {"type": "string", "enum": ["on", "off"]},
-                        "dry_run": args::dry_run_schema()
+                        "dry_run": args::dry_run_schema(),
+                        "confirm": confirm_schema(CONFIRM_WHAT)
                     },
                     "required": ["action"],
                     "additionalProperties": false
@@ -78,7 +82,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_lights_unified",
             title: "Control lights (device, room, category or house)",
-            description: "Controls lights by scope. scope: device (target = a light name or UUID, or a list; room optional to pick among equal names), room (target or room = room name or UUID), category (target = a Loxone category name such as Beleuchtung, accents optional, or the family lighting), system (the whole house, no target). action: on, off, dim (value or 30 %), bright (value or 100 %), brightness (value required). value: brightness 0-100 %. Dimmable lights (Dimmer, EIBDimmer, LightControllerV2 master brightness, ColorPickerV2) take the level; plain switches and Gen 1 LightControllers switch on for a level above 0 and off at 0. dry_run: true lists the lights and the exact commands without sending anything. The result lists every light with status ok/error/not_attempted (planned in a dry run) and a summary.",
+            description: "Controls lights by scope. scope: device (target = a light name or UUID, or a list; room optional to pick among equal names), room (target or room = room name or UUID), category (target = a Loxone category name such as Beleuchtung, accents optional, or the family lighting), system (the whole house, no target). action: on, off, dim (value or 30 %), bright (value or 100 %), brightness (value required). value: brightness 0-100 %. Dimmable lights (Dimmer, EIBDimmer, LightControllerV2 master brightness, ColorPickerV2) take the level; plain switches and Gen 1 LightControllers switch on for a level above 0 and off at 0. dry_run: true lists the lights and the exact commands without sending anything. The result lists every light with status ok/error/not_attempted (planned in a dry run) and a summary. Scope system needs confirmation: confirm: true, or the client is asked (elicitation; declining sends nothing and answers cancelled: true); a client without elicitation gets the dry run with confirmation_required: true and must call again with confirm: true.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -90,7 +94,8 @@ pub fn tools() -> Vec<Tool> {
                         "room": {"type": "string", "description": "scope device: room name or UUID to pick among lights of the same name; scope room: the room (instead of target)"},
                         "action": {"type": "string", "enum": ["on", "off", "dim", "bright", "brightness"]},
                         "value": percent_schema("Brightness in percent (0-100)"),
-                        "dry_run": args::dry_run_schema()
+                        "dry_run": args::dry_run_schema(),
+                        "confirm": confirm_schema(CONFIRM_WHAT)
                     },
                     "required": ["scope", "action"],
                     "additionalProperties": false
@@ -258,7 +263,9 @@ fn items<'h>(home: &Home, lights: &[&'h Control], intent: Intent) -> Vec<Item<'h
         .collect()
 }
 
-/// Runs `intent` on `lights` and builds the result.
+/// Runs `intent` on `lights` and builds the result; house-wide calls (`ask`) are confirmed
+/// first ([`batch::run_confirmed`]).
+#[allow(clippy::too_many_arguments)]
 fn switch(
     house: &House,
     home: &Home,
@@ -267,13 +274,36 @@ fn switch(
     dry_run: bool,
     caller: &Caller,
     header: Value,
+    confirm: Confirm,
 ) -> Result<Value, ToolError> {
     let opts = RunOptions {
         dry_run,
         show_current: false,
     };
-    batch::run(house, items(home, lights, intent), opts, caller).into_data(header)
+    let ask = confirm.1.then(|| match intent {
+        Intent::On => batch::Ask::new("Switch on", "lights"),
+        Intent::Off => batch::Ask::new("Switch off", "lights"),
+        Intent::Level(v) => {
+            batch::Ask::new("Set", "lights").with_suffix(format!(" to {v} % brightness"))
+        }
+    });
+    batch::run_confirmed(
+        house,
+        items(home, lights, intent),
+        opts,
+        caller,
+        confirm.0,
+        ask,
+        header,
+    )
 }
+
+/// The `confirm` argument and whether the call needs confirmation at all.
+#[derive(Clone, Copy)]
+struct Confirm(Option<bool>, bool);
+
+/// No confirmation needed.
+const NO_CONFIRM: Confirm = Confirm(None, false);
 
 /// Maps a string field to one of `allowed`, the error naming the field.
 fn one_of<'a>(field: &str, got: &str, allowed: &[&'a str]) -> Result<&'a str, ToolError> {
@@ -337,6 +367,7 @@ fn control_room_lights(
         a.dry_run.unwrap_or(false),
         caller,
         header,
+        NO_CONFIRM,
     )
 }
 
@@ -345,6 +376,7 @@ fn control_room_lights(
 struct AllLights {
     action: String,
     dry_run: Option<bool>,
+    confirm: Option<bool>,
 }
 
 fn control_all_lights(
@@ -370,6 +402,7 @@ fn control_all_lights(
         a.dry_run.unwrap_or(false),
         caller,
         header,
+        Confirm(a.confirm, true),
     )
 }
 
@@ -382,6 +415,7 @@ struct Unified {
     action: String,
     value: Option<f64>,
     dry_run: Option<bool>,
+    confirm: Option<bool>,
 }
 
 fn control_lights_unified(
@@ -431,6 +465,7 @@ fn control_lights_unified(
         a.dry_run.unwrap_or(false),
         caller,
         header,
+        Confirm(a.confirm, scope == Scope::System),
     )
 }
 
@@ -454,6 +489,7 @@ fn room_all_on(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<V
         a.dry_run.unwrap_or(false),
         caller,
         header,
+        NO_CONFIRM,
     )
 }
 

@@ -34,11 +34,11 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use crate::home::resolve::ResolveError;
-use crate::home::{ControllerError, House};
+use crate::home::{Action, Control, ControllerError, House, Outcome, Secret};
 use crate::mcp::{
     CallToolResult, Completion, CompletionRef, Content, GetPromptResult, Handler, Implementation,
-    PromptDescriptor, RequestContext, ResourceContents, ResourceDescriptor, ResourceTemplate,
-    RpcError, ToolAnnotations, ToolDescriptor,
+    LogLevel, PromptDescriptor, RequestContext, ResourceContents, ResourceDescriptor,
+    ResourceTemplate, RpcError, ToolAnnotations, ToolDescriptor,
 };
 use crate::workflow::WorkflowStore;
 use cache::{Cache, CacheConfig, DEFAULT_CAPACITY};
@@ -67,10 +67,251 @@ impl Permission {
     }
 }
 
-/// Who is calling, for the audit log of writes.
+/// Who is calling, for the audit log of writes, and the way back to the MCP client of the
+/// request being served (progress, log messages, confirmation by elicitation).
 #[derive(Debug, Clone)]
 pub struct Caller {
     pub label: String,
+    /// The MCP request being served; `None` outside MCP (REST without a session, resources,
+    /// tests).
+    pub request: Option<RequestContext>,
+    /// Whether this call may send `notifications/progress` (false for the steps of a workflow:
+    /// the workflow reports per step, and progress must only grow).
+    pub reports_progress: bool,
+    /// The user already agreed to what this call does (the enclosing workflow was confirmed):
+    /// tools that ask for confirmation go ahead.
+    pub confirmed: bool,
+}
+
+/// How long an `elicitation/create` waits for the user's answer.
+pub const ELICITATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// The logger name of `notifications/message` sent for writes.
+pub const LOGGER: &str = "home-mcp";
+
+/// What the user said to "do this?" ([`Caller::confirm`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Confirmation {
+    /// `confirm: true`, an accepted elicitation or an already confirmed workflow: act.
+    Go,
+    /// The user declined or cancelled the elicitation: nothing is done (`reason` says which).
+    Cancelled(String),
+    /// Nobody could be asked (the client has no elicitation, or did not answer): answer with
+    /// the dry run and `confirmation_required: true`; `note` says why, if anything went wrong.
+    DryRun(Option<String>),
+}
+
+impl Caller {
+    /// A caller outside MCP (no client to report to).
+    pub fn new(label: impl Into<String>) -> Self {
+        Caller {
+            label: label.into(),
+            request: None,
+            reports_progress: true,
+            confirmed: false,
+        }
+    }
+
+    /// The same caller working for an enclosing call (a workflow step): another label, no
+    /// progress of its own, and `confirmed` as given.
+    pub fn nested(&self, label: impl Into<String>, confirmed: bool) -> Self {
+        Caller {
+            label: label.into(),
+            request: self.request.clone(),
+            reports_progress: false,
+            confirmed,
+        }
+    }
+
+    /// `notifications/progress` (when the request has a progress token): `done` of `total`.
+    pub fn progress(&self, done: usize, total: usize, message: &str) {
+        if let (true, Some(r)) = (self.reports_progress, &self.request) {
+            r.progress(done as f64, Some(total as f64), Some(message));
+        }
+    }
+
+    /// Sends a `notifications/message` (logger `home-mcp`) when the session's level admits it.
+    pub fn log(&self, level: LogLevel, data: Value) {
+        if let Some(r) = &self.request {
+            r.log(level, LOGGER, data);
+        }
+    }
+
+    /// Writes to the house as this caller, and tells the client (a `notifications/message` of
+    /// level info, warning when the write failed).
+    pub fn act(
+        &self,
+        house: &House,
+        c: &Control,
+        action: &Action,
+    ) -> Result<Outcome, ControllerError> {
+        let r = house.act(c, action, &self.label);
+        self.log_write(house, c, action, &r);
+        r
+    }
+
+    /// [`House::act_secured`] as this caller, logged like [`Caller::act`] (never the code).
+    pub fn act_secured(
+        &self,
+        house: &House,
+        c: &Control,
+        action: &Action,
+        code: Option<&Secret>,
+    ) -> Result<Outcome, ControllerError> {
+        let r = house.act_secured(c, action, code, &self.label);
+        self.log_write(house, c, action, &r);
+        r
+    }
+
+    fn log_write(
+        &self,
+        house: &House,
+        c: &Control,
+        action: &Action,
+        r: &Result<Outcome, ControllerError>,
+    ) {
+        if self.request.is_none() {
+            return;
+        }
+        let home = house.home();
+        let mut data = json!({
+            "event": "write",
+            "device": c.name,
+            "uuid": c.uuid,
+            "room": home.room_name(c),
+            "action": action_label(action),
+            "outcome": if r.is_ok() { "ok" } else { "error" },
+        });
+        let level = match r {
+            Ok(_) => LogLevel::Info,
+            Err(e) => {
+                data["error"] = json!({"code": e.code(), "message": e.to_string()});
+                LogLevel::Warning
+            }
+        };
+        self.log(level, data);
+    }
+
+    /// Whether the user agrees to `question` (e.g. "Switch off 23 lights in 9 rooms?"):
+    /// `confirm: true` (or an already confirmed caller) goes ahead; otherwise a client with
+    /// the elicitation capability is asked (`elicitation/create` with a boolean `confirm`),
+    /// and one without gets the dry run.
+    pub fn confirm(&self, confirm: Option<bool>, question: &str) -> Confirmation {
+        if confirm == Some(true) || self.confirmed {
+            return Confirmation::Go;
+        }
+        let Some(r) = self.request.as_ref().filter(|r| r.can_elicit()) else {
+            return Confirmation::DryRun(None);
+        };
+        let Some(peer) = &r.peer else {
+            return Confirmation::DryRun(None);
+        };
+        let params = json!({
+            "message": question,
+            "requestedSchema": {
+                "type": "object",
+                "properties": {
+                    "confirm": {
+                        "type": "boolean",
+                        "title": "Confirm",
+                        "description": question,
+                        "default": false
+                    }
+                },
+                "required": ["confirm"]
+            }
+        });
+        match peer
+            .0
+            .request("elicitation/create", params, ELICITATION_TIMEOUT)
+        {
+            Ok(answer) => {
+                let action = answer["action"].as_str().unwrap_or("cancel");
+                let yes = answer
+                    .pointer("/content/confirm")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                match (action, yes) {
+                    ("accept", true) => Confirmation::Go,
+                    ("accept", false) => Confirmation::Cancelled("the user did not confirm".into()),
+                    ("decline", _) => Confirmation::Cancelled("the user declined".into()),
+                    _ => Confirmation::Cancelled("the user cancelled".into()),
+                }
+            }
+            Err(e) => {
+                log::warn!("elicitation for {}: {}", self.label, e.message);
+                Confirmation::DryRun(Some(format!(
+                    "the confirmation request failed ({}); nothing was sent",
+                    e.message
+                )))
+            }
+        }
+    }
+}
+
+/// Adds the confirmation outcome to a dry run's `data`: `confirmation_required` and the
+/// instruction (no elicitation), or `cancelled` (the user said no).
+pub(crate) fn mark_unconfirmed(data: &mut Value, question: &str, outcome: &Confirmation) {
+    match outcome {
+        Confirmation::Go => {}
+        Confirmation::DryRun(note) => {
+            data["dry_run"] = json!(true);
+            data["confirmation_required"] = json!(true);
+            let mut m = format!(
+                "Nothing was done. {question} Call again with confirm: true to carry this out."
+            );
+            if let Some(n) = note {
+                m.push_str(&format!(" ({n})"));
+            }
+            data["confirmation"] = json!(m);
+        }
+        Confirmation::Cancelled(reason) => {
+            data["dry_run"] = json!(true);
+            data["cancelled"] = json!(true);
+            data["confirmation"] = json!(format!("Nothing was done: {reason} ({question})"));
+        }
+    }
+}
+
+/// JSON Schema of the `confirm` argument.
+pub(crate) fn confirm_schema(what: &str) -> Value {
+    json!({"type": "boolean", "default": false, "description": format!("true: carry out {what} without asking. Otherwise a client that supports elicitation is asked to confirm; one that does not gets the dry run with confirmation_required: true and must call again with confirm: true")})
+}
+
+/// The schema properties a confirmable tool adds to its `data`.
+pub(crate) fn confirmation_data_schema() -> Value {
+    json!({
+        "confirmation_required": {"type": "boolean", "description": "true: nothing was done because the action needs confirmation; call again with confirm: true"},
+        "cancelled": {"type": "boolean", "description": "true: the user declined or cancelled the confirmation; nothing was done"},
+        "confirmation": {"type": "string", "description": "What was asked and what to do next"}
+    })
+}
+
+/// A short name of an action for progress and log messages ("off", "50 %", "disarm").
+pub(crate) fn action_label(a: &Action) -> String {
+    match a {
+        Action::On => "on".into(),
+        Action::Off => "off".into(),
+        Action::Up => "up".into(),
+        Action::Down => "down".into(),
+        Action::Stop => "stop".into(),
+        Action::Level(v) => format!("{v} %"),
+        Action::Temperature(t) => format!("{t} °C"),
+        Action::Shade => "shade".into(),
+        Action::Slats(v) => format!("slats {v} %"),
+        Action::Pulse => "pulse".into(),
+        Action::Mood(m) => format!("mood {m}"),
+        Action::Arm { .. } => "arm".into(),
+        Action::Disarm => "disarm".into(),
+        Action::Acknowledge => "acknowledge".into(),
+        other => {
+            let s = format!("{other:?}");
+            s.split(['(', ' ', '{'])
+                .next()
+                .unwrap_or_default()
+                .to_lowercase()
+        }
+    }
 }
 
 /// A tool's handler: arguments in, `data` of the envelope out.
@@ -294,7 +535,9 @@ or by UUID. When a name exists in several rooms, add the room. control_device op
 device (on/off, dim 0-100 %, blinds up/down/stop or a position 0 open .. 100 closed, moods, \
 colours); control_multiple_devices and control_room_devices do several at once. Room- and \
 house-wide tools (lights, blinds, room devices, room modes) accept dry_run: true to preview the \
-exact commands: use it before acting on a whole house. set_room_temperature (°C) and \
+exact commands: use it before acting on a whole house. House-wide actions, disarming, large \
+batches and workflows with security steps need confirm: true; without it the user is asked \
+(elicitation) or the answer is the dry run with confirmation_required: true. set_room_temperature (°C) and \
 set_room_mode (auto, heating, cooling, comfort, eco, off) run the climate; control_audio_zone \
 and set_audio_volume the music. Alarms are operated only with arm_alarm / disarm_alarm (they \
 may need the visualisation password as code); gates and doors are never opened by \
@@ -336,10 +579,11 @@ impl Handler for HomeTools {
         ctx: &RequestContext,
     ) -> Result<CallToolResult, RpcError> {
         let caller = Caller {
-            label: match &ctx.session_id {
+            request: Some(ctx.clone()),
+            ..Caller::new(match &ctx.session_id {
                 Some(s) => format!("{}:{}", ctx.transport, &s[..s.len().min(8)]),
                 None => ctx.transport.to_string(),
-            },
+            })
         };
         self.call(name, arguments, &caller)
     }

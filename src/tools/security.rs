@@ -13,7 +13,10 @@ use serde_json::{json, Map, Value};
 
 use super::args;
 use super::view::{self, round1, ValueReader};
-use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY, SETTER};
+use super::{
+    confirm_schema, confirmation_data_schema, mark_unconfirmed, Caller, Confirmation, Ctx,
+    Permission, Tool, ToolError, READ_ONLY, SETTER,
+};
 use crate::home::resolve::{Candidate, ResolveError};
 use crate::home::{Action, Control, ControlKind, Home, Secret};
 use crate::mcp::ToolAnnotations;
@@ -34,7 +37,7 @@ fn code_schema() -> Value {
 }
 
 fn result_schema() -> Value {
-    json!({
+    let mut s = json!({
         "type": "object",
         "properties": {
             "alarm": {"type": "object", "description": "The device record (uuid, name, type, room, secured)"},
@@ -42,10 +45,17 @@ fn result_schema() -> Value {
             "delayed": {"type": "boolean"},
             "motion": {"type": ["boolean", "null"], "description": "With movement sensors; null = each alarm keeps its own setting (central alarm)"},
             "secured_command": {"type": "boolean", "description": "Sent as a Loxone secured command with the visualisation password"},
-            "armed": {"type": ["boolean", "null"], "description": "Armed right after the command (false while a delayed arming counts down); null when unknown"}
+            "armed": {"type": ["boolean", "null"], "description": "Armed right after the command (false while a delayed arming counts down); null when unknown; in a dry run: armed now"},
+            "dry_run": {"type": "boolean", "description": "disarm_alarm without confirmation: nothing was sent"}
         },
         "required": ["alarm", "action", "secured_command"]
-    })
+    });
+    if let (Some(p), Value::Object(extra)) =
+        (s["properties"].as_object_mut(), confirmation_data_schema())
+    {
+        p.extend(extra);
+    }
+    s
 }
 
 pub fn tools() -> Vec<Tool> {
@@ -75,7 +85,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "disarm_alarm",
             title: "Disarm the alarm",
-            description: "Disarms the burglar alarm (Loxone Alarm or CentralAlarm) and ends a running alarm. alarm: name or UUID, default the only alarm or the central alarm. Secured alarms need the visualisation password: code, or the configured one; a wrong code is refused by the Miniserver.",
+            description: "Disarms the burglar alarm (Loxone Alarm or CentralAlarm) and ends a running alarm. alarm: name or UUID, default the only alarm or the central alarm. Secured alarms need the visualisation password: code, or the configured one; a wrong code is refused by the Miniserver. Needs confirmation: confirm: true, or the client is asked (elicitation; declining sends nothing and answers cancelled: true); a client without elicitation gets a dry run (dry_run: true, the alarm and its state, confirmation_required: true) and must call again with confirm: true.",
             permission: Permission::Security,
             annotations: DISARM,
             input_schema: || {
@@ -84,7 +94,8 @@ pub fn tools() -> Vec<Tool> {
                     "properties": {
                         "alarm": alarm_schema(),
                         "room": {"type": "string", "description": "Room of the alarm (name or UUID)"},
-                        "code": code_schema()
+                        "code": code_schema(),
+                        "confirm": confirm_schema("the disarm")
                     },
                     "additionalProperties": false
                 })
@@ -231,15 +242,8 @@ fn send(
     extra: Value,
 ) -> Result<Value, ToolError> {
     let home = ctx.home();
-    ctx.act_secured(c, &action, code, &caller.label)?;
-    let armed = match c.kind {
-        ControlKind::Alarm => ctx
-            .value(c)
-            .ok()
-            .and_then(|v| v.value.as_f64())
-            .map(|x| x != 0.0),
-        _ => None,
-    };
+    caller.act_secured(ctx, c, &action, code)?;
+    let armed = armed_now(ctx, c);
     let mut out = json!({
         "alarm": view::device(&home, c),
         "action": match action {
@@ -302,12 +306,56 @@ struct TargetArgs {
     room: Option<String>,
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DisarmArgs {
+    alarm: Option<String>,
+    room: Option<String>,
+    confirm: Option<bool>,
+}
+
 fn disarm_alarm(ctx: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
     let (rest, code) = take_code(a)?;
-    let a: TargetArgs = args::parse(&rest)?;
+    let a: DisarmArgs = args::parse(&rest)?;
     let home = ctx.home();
     let c = pick_alarm(&home, a.alarm.as_deref(), a.room.as_deref(), &BURGLAR)?;
-    send(ctx, c, Action::Disarm, code.as_ref(), caller, json!({}))
+    let armed = armed_now(ctx, c);
+    let question = format!(
+        "Disarm the alarm {}{}{}?",
+        c.name,
+        home.room_name(c)
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default(),
+        match armed {
+            Some(true) => ", which is armed now",
+            Some(false) => ", which is not armed now",
+            None => "",
+        }
+    );
+    let outcome = caller.confirm(a.confirm, &question);
+    if outcome == Confirmation::Go {
+        return send(ctx, c, Action::Disarm, code.as_ref(), caller, json!({}));
+    }
+    let mut out = json!({
+        "alarm": view::device(&home, c),
+        "action": "disarm",
+        "secured_command": c.is_secured,
+        "armed": armed,
+    });
+    mark_unconfirmed(&mut out, &question, &outcome);
+    Ok(out)
+}
+
+/// Whether a single alarm is armed (its value); `None` for a central alarm or when unknown.
+fn armed_now(ctx: &Ctx, c: &Control) -> Option<bool> {
+    match c.kind {
+        ControlKind::Alarm => ctx
+            .value(c)
+            .ok()
+            .and_then(|v| v.value.as_f64())
+            .map(|x| x != 0.0),
+        _ => None,
+    }
 }
 
 fn acknowledge_alarm(

@@ -23,7 +23,7 @@ use serde_json::{json, Map, Value};
 
 use super::args;
 use super::schema;
-use super::{failure, Caller, Ctx, Permission, Tool, ToolError, READ_ONLY};
+use super::{failure, Caller, Confirmation, Ctx, Permission, Tool, ToolError, READ_ONLY};
 use crate::home::Family;
 use crate::mcp::{Content, ToolAnnotations};
 use crate::workflow::{self, NewWorkflow, Step, StoreError, Workflow, WorkflowKey, WorkflowStore};
@@ -110,7 +110,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "execute_workflow",
             title: "Execute a workflow",
-            description: "Runs a stored workflow (give name or id): stages in order, steps of one parallel group at the same time, each step's delay waited first. Reports every step: tool, arguments, status (success, error, skipped, planned), data or error, duration in ms. A failing step does not stop the others unless stop_on_error is true. dry_run: true sends nothing: tools with their own dry run show the commands they would send, read-only tools run, other steps are only listed, delays are not waited. Needs the workflow's permission (see list_workflows).",
+            description: "Runs a stored workflow (give name or id): stages in order, steps of one parallel group at the same time, each step's delay waited first. Reports every step: tool, arguments, status (success, error, skipped, planned), data or error, duration in ms. A failing step does not stop the others unless stop_on_error is true. dry_run: true sends nothing: tools with their own dry run show the commands they would send, read-only tools run, other steps are only listed, delays are not waited. Needs the workflow's permission (see list_workflows). A workflow with security steps (arm/disarm, ...) or house-wide steps (control_all_lights, control_all_rolladen, scope system) needs confirmation: confirm: true, or the client is asked (elicitation; declining runs nothing and answers cancelled: true); a client without elicitation gets the dry run with confirmation_required: true and must call again with confirm: true. Steps of a confirmed workflow do not ask again. Progress is reported per step when the request has a progressToken.",
             permission: Permission::Control,
             annotations: ToolAnnotations {
                 read_only_hint: false,
@@ -121,7 +121,8 @@ pub fn tools() -> Vec<Tool> {
             input_schema: || {
                 key_schema(json!({
                     "dry_run": {"type": "boolean", "default": false, "description": "Send nothing; show what would be done"},
-                    "stop_on_error": {"type": "boolean", "default": false, "description": "Skip the remaining stages after a failing step"}
+                    "stop_on_error": {"type": "boolean", "default": false, "description": "Skip the remaining stages after a failing step"},
+                    "confirm": super::confirm_schema("a workflow with security or house-wide steps")
                 }))
             },
             data_schema: run_schema,
@@ -231,7 +232,7 @@ fn workflow_schema() -> Value {
 }
 
 fn run_schema() -> Value {
-    json!({
+    let mut s = json!({
         "type": "object",
         "properties": {
             "workflow": {"type": "object", "description": "id, name and permission of the workflow run"},
@@ -262,7 +263,14 @@ fn run_schema() -> Value {
             "duration_ms": {"type": "integer"}
         },
         "required": ["steps", "total", "succeeded", "failed", "skipped", "planned", "duration_ms"]
-    })
+    });
+    if let (Some(p), Value::Object(extra)) = (
+        s["properties"].as_object_mut(),
+        super::confirmation_data_schema(),
+    ) {
+        p.extend(extra);
+    }
+    s
 }
 
 /// Parses a stored permission name.
@@ -451,6 +459,7 @@ struct KeyArgs {
     id: Option<i64>,
     dry_run: Option<bool>,
     stop_on_error: Option<bool>,
+    confirm: Option<bool>,
 }
 
 impl KeyArgs {
@@ -502,9 +511,9 @@ fn find(ctx: &Ctx, a: &KeyArgs) -> Result<Workflow, ToolError> {
 
 fn get_workflow(ctx: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
     let a: KeyArgs = args::parse(a)?;
-    if a.dry_run.is_some() || a.stop_on_error.is_some() {
+    if a.dry_run.is_some() || a.stop_on_error.is_some() || a.confirm.is_some() {
         return Err(ToolError::InvalidParams(
-            "unknown field `dry_run`/`stop_on_error`, expected `name` or `id`".into(),
+            "unknown field `dry_run`/`stop_on_error`/`confirm`, expected `name` or `id`".into(),
         ));
     }
     Ok(workflow_json(&find(ctx, &a)?))
@@ -512,9 +521,9 @@ fn get_workflow(ctx: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, 
 
 fn delete_workflow(ctx: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
     let a: KeyArgs = args::parse(a)?;
-    if a.dry_run.is_some() || a.stop_on_error.is_some() {
+    if a.dry_run.is_some() || a.stop_on_error.is_some() || a.confirm.is_some() {
         return Err(ToolError::InvalidParams(
-            "unknown field `dry_run`/`stop_on_error`, expected `name` or `id`".into(),
+            "unknown field `dry_run`/`stop_on_error`/`confirm`, expected `name` or `id`".into(),
         ));
     }
     let w = find(ctx, &a)?;
@@ -555,14 +564,23 @@ fn execute_workflow(
             skip: None,
         })
         .collect();
-    let caller = Caller {
-        label: format!("{} (workflow {:?})", caller.label, w.name),
+    let label = format!("{} (workflow {:?})", caller.label, w.name);
+    let confirmation = match (dry_run, confirm_question(ctx, &w)) {
+        (false, Some(q)) => Some((caller.confirm(a.confirm, &q), q)),
+        _ => None,
     };
-    let mut out = run(ctx, &planned, &caller, dry_run, stop_on_error);
+    let unconfirmed = confirmation
+        .as_ref()
+        .filter(|(c, _)| *c != Confirmation::Go);
+    let dry_run = dry_run || unconfirmed.is_some();
+    let mut out = run(ctx, &planned, caller, &label, dry_run, stop_on_error);
+    if let Some((outcome, q)) = unconfirmed {
+        super::mark_unconfirmed(&mut out, q, outcome);
+    }
     log::info!(
         "workflow {:?} run by {}{}: {} ok, {} failed, {} skipped, {} ms",
         w.name,
-        caller.label,
+        label,
         if dry_run { " (dry run)" } else { "" },
         out["succeeded"],
         out["failed"],
@@ -573,6 +591,59 @@ fn execute_workflow(
     Ok(out)
 }
 
+/// The question before running `w`, when it has security steps (a step tool, or the
+/// workflow's recorded permission, of `security` or more) or house-wide steps
+/// (`control_all_lights`, `control_all_rolladen`, a unified tool with scope `system`); `None`
+/// when it needs no confirmation.
+fn confirm_question(ctx: &Ctx, w: &Workflow) -> Option<String> {
+    let security = |s: &Step| {
+        ctx.catalogue
+            .iter()
+            .find(|t| t.name == s.tool)
+            .is_some_and(|t| t.permission >= Permission::Security)
+    };
+    let house_wide = |s: &Step| match s.tool.as_str() {
+        "control_all_lights" | "control_all_rolladen" => true,
+        "control_lights_unified" | "control_rolladen_unified" => s
+            .arguments
+            .get("scope")
+            .and_then(Value::as_str)
+            .is_some_and(|v| {
+                super::batch::Scope::parse(v).is_ok_and(|s| s == super::batch::Scope::System)
+            }),
+        _ => false,
+    };
+    let recorded = parse_permission(&w.permission).unwrap_or(Permission::Admin);
+    let flagged: Vec<String> = w
+        .steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| security(s) || house_wide(s))
+        .map(|(i, s)| format!("step {i} {}", describe_step(s)))
+        .collect();
+    if flagged.is_empty() && recorded < Permission::Security {
+        return None;
+    }
+    let what = if flagged.is_empty() {
+        format!("it needs the {} permission", w.permission)
+    } else {
+        format!("it includes {}", flagged.join(", "))
+    };
+    Some(format!(
+        "Run the workflow {:?} ({} steps; {what})?",
+        w.name,
+        w.steps.len()
+    ))
+}
+
+/// "disarm_alarm" or "control_all_lights (action off)" for the confirmation question.
+fn describe_step(s: &Step) -> String {
+    match s.arguments.get("action").and_then(Value::as_str) {
+        Some(a) => format!("{} (action {a})", s.tool),
+        None => s.tool.clone(),
+    }
+}
+
 /// A step as the executor sees it: maybe with a purpose (demo) or a reason to skip it.
 struct Planned {
     step: Step,
@@ -580,22 +651,49 @@ struct Planned {
     skip: Option<String>,
 }
 
-/// Runs `steps` stage by stage and reports each.
-fn run(ctx: &Ctx, steps: &[Planned], caller: &Caller, dry_run: bool, stop_on_error: bool) -> Value {
+/// Runs `steps` stage by stage and reports each. The steps run as `outer` labelled `label`,
+/// already confirmed (they do not ask again) and without progress of their own: `outer`
+/// reports one progress notification per finished step ("step 2 control_room_lights:
+/// success").
+fn run(
+    ctx: &Ctx,
+    steps: &[Planned],
+    outer: &Caller,
+    label: &str,
+    dry_run: bool,
+    stop_on_error: bool,
+) -> Value {
     let started = Instant::now();
+    let caller = &outer.nested(label, true);
+    let total = steps.len();
+    let mut done = 0;
+    let mut tell = |i: usize, r: &Value| {
+        done += 1;
+        outer.progress(
+            done,
+            total,
+            &format!(
+                "step {i} {}: {}",
+                steps[i].step.tool,
+                r["status"].as_str().unwrap_or("done")
+            ),
+        );
+    };
     let plain: Vec<Step> = steps.iter().map(|p| p.step.clone()).collect();
     let mut records: Vec<Option<Value>> = vec![None; steps.len()];
     let mut stopped: Option<usize> = None;
     for stage in workflow::stages(&plain) {
         if let Some(failed) = stopped {
             for &i in &stage {
-                records[i] = Some(record(
+                let r = record(
                     i,
                     &steps[i],
                     "skipped",
                     json!({"reason": format!("stop_on_error: step {failed} failed")}),
                     Duration::ZERO,
-                ));
+                );
+                tell(i, &r);
+                records[i] = Some(r);
             }
             continue;
         }
@@ -634,6 +732,7 @@ fn run(ctx: &Ctx, steps: &[Planned], caller: &Caller, dry_run: bool, stop_on_err
             if stop_on_error && r["status"] == "error" && stopped.is_none() {
                 stopped = Some(i);
             }
+            tell(i, &r);
             records[i] = Some(r);
         }
     }
@@ -746,11 +845,9 @@ fn execute_workflow_demo(
     let a: DemoArgs = args::parse(a)?;
     let dry_run = a.dry_run.unwrap_or(false);
     let steps = demo_plan(ctx, caller);
-    let caller = Caller {
-        label: format!("{} (demo workflow)", caller.label),
-    };
+    let label = format!("{} (demo workflow)", caller.label);
     let home = ctx.home();
-    let mut out = run(ctx, &steps, &caller, dry_run, false);
+    let mut out = run(ctx, &steps, caller, &label, dry_run, false);
     out["workflow"] = json!({
         "name": "demo",
         "permission": Permission::Control.as_str(),

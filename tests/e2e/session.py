@@ -1,6 +1,7 @@
 """A short home-owner session through the official Python MCP SDK over stdio, printed as a
 transcript and checked step by step: the home summary, a room action, a dry run of a
-house-wide action, and a secured disarm (wrong PIN refused, right PIN accepted).
+house-wide action, and a secured disarm (without confirm nothing happens, wrong PIN refused,
+right PIN accepted).
 
 usage: python session.py path/to/home-mcp   (run with a python that has the `mcp` package,
 e.g. the venv tests/e2e/python-sdk.sh prepares). Exits 1 when a step does not behave.
@@ -79,13 +80,22 @@ async def main():
         env = show("arm_alarm", args, await call("arm_alarm", args))
         expect(env.get("status") == "success", "arm with the visualisation password")
 
-        args = {"code": "0000"}
+        # Without confirm: a client with elicitation is asked (the SDK's default answer is
+        # no), one without gets the dry run; either way nothing is disarmed.
+        args = {"code": "1234"}
+        env = show("disarm_alarm", args, await call("disarm_alarm", args))
+        data = env.get("data", {})
+        expect(env.get("status") == "success" and data.get("dry_run") is True
+               and (data.get("confirmation_required") or data.get("cancelled")),
+               "disarm without confirm does nothing and says why")
+
+        args = {"code": "0000", "confirm": True}
         result = await call("disarm_alarm", args)
         env = show("disarm_alarm", args, result)
         expect(is_error(result) and env["error"]["code"] == "INVALID_PARAMETERS"
                and "0000" not in json.dumps(env), "wrong PIN refused without echoing it")
 
-        args = {"code": "1234"}
+        args = {"code": "1234", "confirm": True}
         env = show("disarm_alarm", args, await call("disarm_alarm", args))
         expect(env.get("status") == "success", "disarm with the right PIN")
 
@@ -94,7 +104,7 @@ async def main():
         expect(env.get("status") == "success" and not env["data"].get("any_armed"),
                "security status shows nothing armed")
 
-    print(f"\n{7 - len(failures)} passed, {len(failures)} failed")
+    print(f"\n{8 - len(failures)} passed, {len(failures)} failed")
     sys.exit(1 if failures else 0)
 
 
