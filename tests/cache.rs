@@ -361,9 +361,7 @@ fn resources_are_cached_and_invalidated() {
 }
 
 fn caller() -> home_mcp::tools::Caller {
-    home_mcp::tools::Caller {
-        label: "test".into(),
-    }
+    home_mcp::tools::Caller::new("test")
 }
 
 /// Not an assertion on speed: prints what the cache saves on the demo house (simulator over
