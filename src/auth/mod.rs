@@ -1,0 +1,205 @@
+//! API keys, roles and permissions (spec §2 "API key record", §5).
+//!
+//! A key record is identified by its `id`, which is also the secret the client sends
+//! (`homekey_{role}_{sequence}_{random}`, at least 128 random bits). Only
+//! [`mask`]ed ids ever appear in logs and errors. Roles map to [`Permission`] sets
+//! ([`Role::permissions`]); `custom` keys carry their own list. Stores live in [`store`].
+
+pub mod store;
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::tools::Permission;
+
+/// The roles of spec §5.5, in privilege order admin > operator > monitor > device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Device,
+    Monitor,
+    Operator,
+    Admin,
+    /// Permissions listed on the key itself.
+    Custom,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::Operator => "operator",
+            Role::Monitor => "monitor",
+            Role::Device => "device",
+            Role::Custom => "custom",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        Some(match s {
+            "admin" => Role::Admin,
+            "operator" => Role::Operator,
+            "monitor" => Role::Monitor,
+            "device" => Role::Device,
+            "custom" => Role::Custom,
+            _ => return None,
+        })
+    }
+
+    /// What the role may do. Disarming alarms and opening gates need [`Permission::Security`],
+    /// which only admin (and custom keys that list it) have: "operator" alone is not enough
+    /// (issue 6). Device keys may read and control, but only their allowed devices.
+    pub fn permissions(self) -> BTreeSet<Permission> {
+        use Permission::*;
+        match self {
+            Role::Admin => [Read, Control, Security, Admin].into(),
+            Role::Operator => [Read, Control].into(),
+            Role::Monitor => [Read].into(),
+            Role::Device => [Read, Control].into(),
+            Role::Custom => BTreeSet::new(),
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One API key record (spec §2) with its usage data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApiKey {
+    /// The key itself: `homekey_{role}_{sequence}_{random}`. Never log it: use [`mask`].
+    pub id: String,
+    pub name: String,
+    pub role: Role,
+    #[serde(default)]
+    pub created_by: String,
+    /// ISO 8601 UTC.
+    pub created_at: String,
+    #[serde(default = "yes")]
+    pub active: bool,
+    /// ISO 8601 UTC; `None`: never expires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// IP addresses or CIDR ranges (v4/v6); empty: any address.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ip_whitelist: Vec<String>,
+    /// For `device` keys: the devices (UUID or name) the key may control.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_devices: Vec<String>,
+    /// For `custom` keys: the permissions (`read`, `control`, `security`, `admin`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub permissions: Vec<String>,
+    /// Optional scope: only these rooms (names or UUIDs); empty: all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rooms: Vec<String>,
+    /// Optional scope: only these families or Loxone categories; empty: all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub categories: Vec<String>,
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Usage data per key (spec §2): batched to the store, never written per request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_used: Option<String>,
+    #[serde(default)]
+    pub count: u64,
+    #[serde(default)]
+    pub failed_attempts: u64,
+    /// Distinct client addresses seen (at most 20 kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ips: Vec<String>,
+}
+
+impl ApiKey {
+    /// The key's permissions: the role's, or the listed ones for `custom` keys (unknown
+    /// names are ignored).
+    pub fn permissions(&self) -> BTreeSet<Permission> {
+        if self.role != Role::Custom {
+            return self.role.permissions();
+        }
+        self.permissions
+            .iter()
+            .filter_map(|p| match p.as_str() {
+                "read" => Some(Permission::Read),
+                "control" => Some(Permission::Control),
+                "security" => Some(Permission::Security),
+                "admin" => Some(Permission::Admin),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// `homekey_operator_3_a1b2…` -> `homekey_operator_3_a1b2****`: enough to tell keys apart in
+/// logs, never enough to use one.
+pub fn mask(id: &str) -> String {
+    match id.rfind('_') {
+        Some(i) if id.len() > i + 5 => format!("{}****", &id[..i + 5]),
+        _ => "****".into(),
+    }
+}
+
+/// A new key id for `role` with `sequence`: 128 bits from the OS CSPRNG, hex.
+pub fn new_key_id(role: Role, sequence: u64) -> Result<String, getrandom::Error> {
+    let mut b = [0u8; 16];
+    getrandom::fill(&mut b)?;
+    let random: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    Ok(format!("homekey_{}_{sequence}_{random}", role.as_str()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_have_the_spec_format_and_128_random_bits() {
+        let a = new_key_id(Role::Operator, 7).unwrap();
+        let b = new_key_id(Role::Operator, 7).unwrap();
+        assert_ne!(a, b);
+        let parts: Vec<&str> = a.split('_').collect();
+        assert_eq!(parts[..3], ["homekey", "operator", "7"]);
+        assert_eq!(parts[3].len(), 32);
+        assert!(parts[3].chars().all(|c| c.is_ascii_hexdigit()));
+        let m = mask(&a);
+        assert!(m.ends_with("****") && m.len() < a.len(), "{m}");
+        assert!(!m.contains(&parts[3][4..]));
+    }
+
+    #[test]
+    fn roles_and_custom_permissions() {
+        assert!(Role::Admin.permissions().contains(&Permission::Security));
+        assert!(!Role::Operator.permissions().contains(&Permission::Security));
+        assert!(!Role::Monitor.permissions().contains(&Permission::Control));
+        let k = ApiKey {
+            id: "x".into(),
+            name: "n".into(),
+            role: Role::Custom,
+            created_by: String::new(),
+            created_at: String::new(),
+            active: true,
+            expires_at: None,
+            ip_whitelist: vec![],
+            allowed_devices: vec![],
+            permissions: vec!["read".into(), "security".into(), "bogus".into()],
+            rooms: vec![],
+            categories: vec![],
+            usage: Usage::default(),
+        };
+        assert_eq!(
+            k.permissions(),
+            [Permission::Read, Permission::Security].into()
+        );
+    }
+}
