@@ -20,12 +20,14 @@ USAGE:
   home-mcp serve [--demo] [--listen ADDR] [--config FILE] [--workers N]
   home-mcp stdio [--demo] [--config FILE]
   home-mcp sim --structure FILE [--listen ADDR] [--user U --password P]
+  home-mcp keys generate|list|show|revoke|update|export|import ... [--key-store PATH]
   home-mcp --help | --version
 
 COMMANDS:
   serve   Streamable HTTP on /mcp (default listen 127.0.0.1:3001)
   stdio   JSON-RPC over stdin/stdout, for Claude Desktop and other local clients
   sim     a Miniserver simulator speaking Loxone HTTP, loaded from a structure file
+  keys    manage API keys (HOME_KEY_BACKEND = file | env | memory | sqlite)
 
 Run `home-mcp COMMAND --help` for a command's options.
 
@@ -39,13 +41,14 @@ const SERVE_HELP: &str =
     "home-mcp serve: MCP over Streamable HTTP (POST/DELETE /mcp), plus GET /health
 
 USAGE:
-  home-mcp serve [--demo] [--listen ADDR] [--config FILE] [--workers N]
+  home-mcp serve [--demo] [--listen ADDR] [--config FILE] [--workers N] [--key-store PATH]
 
 OPTIONS:
   --demo           use the built-in simulated Miniserver with the demo house
   --listen ADDR    address to listen on (default 127.0.0.1:3001)
   --config FILE    TOML config file (see README)
   --workers N      request worker threads, 1-64 (default 2)
+  --key-store PATH API key store (default <data_dir>/keys.toml; HOME_KEY_BACKEND)
   -h, --help       this help
   -V, --version    print the version";
 
@@ -88,6 +91,7 @@ fn main() -> ExitCode {
         Some("serve") => serve(args),
         Some("stdio") => stdio(args),
         Some("sim") => sim(args),
+        Some("keys") => return keys(args),
         Some("-h" | "--help" | "help") => {
             println!("{HELP}");
             return ExitCode::SUCCESS;
@@ -186,6 +190,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     let listen = opt_string(&mut args, "--listen")?;
     let config_path: Option<PathBuf> = opt_string(&mut args, "--config")?.map(PathBuf::from);
     let workers = opt_string(&mut args, "--workers")?;
+    let key_store: Option<PathBuf> = opt_string(&mut args, "--key-store")?.map(PathBuf::from);
     finish(args)?;
 
     let mut config = match load_config(config_path) {
@@ -202,6 +207,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         config.server.workers = check_workers(n, "--workers").map_err(|e| Usage(e.to_string()))?;
     }
     init_logging(config.log_level);
+    first_run_hint(key_store, &config);
 
     let app = match start_app(&config, demo) {
         Ok(a) => a,
@@ -270,6 +276,41 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     }
     app.shutdown();
     Ok(ExitCode::SUCCESS)
+}
+
+/// `keys ...`: usage errors exit 2, failures 1.
+fn keys(args: pico_args::Arguments) -> ExitCode {
+    let env = |k: &str| std::env::var(k).ok();
+    match home_mcp::auth::cli::run(args, &env, &mut std::io::stdout()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(home_mcp::auth::cli::CliError::Usage(m)) => usage(Usage(m), home_mcp::auth::cli::HELP),
+        Err(home_mcp::auth::cli::CliError::Failed(m)) => {
+            eprintln!("error: {m}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs how to create the first admin key when the key store has none (never a secret).
+fn first_run_hint(key_store: Option<PathBuf>, config: &Config) {
+    use home_mcp::auth::store::{open_store, Backend};
+    let env = |k: &str| std::env::var(k).ok();
+    let backend = match Backend::from_env(&env) {
+        Ok(b) => b,
+        Err(e) => {
+            log::warn!("{e}");
+            return;
+        }
+    };
+    let path = key_store.unwrap_or_else(|| backend.default_path(&config.server.data_dir));
+    match open_store(backend, &path, &env) {
+        Ok(store) => {
+            if let Some(hint) = home_mcp::auth::cli::first_run_hint(store.as_ref()) {
+                log::warn!("{hint}");
+            }
+        }
+        Err(e) => log::warn!("{e}"),
+    }
 }
 
 fn stdio(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {

@@ -5,6 +5,7 @@
 //! [`mask`]ed ids ever appear in logs and errors. Roles map to [`Permission`] sets
 //! ([`Role::permissions`]); `custom` keys carry their own list. Stores live in [`store`].
 
+pub mod cli;
 pub mod store;
 
 use std::collections::BTreeSet;

@@ -1,0 +1,519 @@
+//! `home-mcp keys ...`: the command-line key tool (spec §5.9). Generates, lists, shows,
+//! revokes, updates, exports and imports API keys in the store chosen by `HOME_KEY_BACKEND`
+//! and `--key-store PATH` (default `<data_dir>/keys.toml`, or `keys.db` for SQLite).
+//!
+//! Secrets go to stdout only, and only from `generate` (once), `show` and `export`; `list`
+//! prints masked ids, and commands accept a full id or a unique masked one
+//! (`homekey_operator_3_a1b2****`). Nothing here writes a secret to stderr or the log.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use super::store::{open_store, write_atomic, Backend, KeyStore, StoreError};
+use super::{mask, new_key_id, ApiKey, Role, Usage};
+
+pub const HELP: &str = "home-mcp keys: manage API keys
+
+USAGE:
+  home-mcp keys generate --role ROLE [--name N] [--expires-days D] [--ip CIDR]...
+                         [--device D]... [--permission P]... [--room R]... [--category C]...
+                         [--json] [--key-store PATH]
+  home-mcp keys list [--active] [--json] [--key-store PATH]
+  home-mcp keys show ID [--key-store PATH]
+  home-mcp keys revoke ID [--key-store PATH]
+  home-mcp keys update ID [--name N] [--expires-days D] [--active true|false] [--ip CIDR]...
+                          [--device D]... [--permission P]... [--key-store PATH]
+  home-mcp keys export [FILE] [--key-store PATH]
+  home-mcp keys import FILE [--key-store PATH]
+
+ROLES: admin, operator, monitor, device (needs --device), custom (needs --permission:
+read, control, security, admin)
+
+ID is the full key or its masked form as `list` prints it.
+--expires-days 0 on update removes the expiry. --ip, --device and --permission on update
+replace the key's list.
+
+ENVIRONMENT:
+  HOME_KEY_BACKEND  file (default), env (HOME_API_KEYS, read-only), memory, sqlite
+  HOME_DATA_DIR     directory of the default key store (default ./data)";
+
+/// Why a `keys` command failed.
+#[derive(Debug)]
+pub enum CliError {
+    /// Bad arguments: exit 2 with the usage text.
+    Usage(String),
+    /// The command could not be done (store error, unknown key): exit 1.
+    Failed(String),
+}
+
+impl From<StoreError> for CliError {
+    fn from(e: StoreError) -> Self {
+        CliError::Failed(e.to_string())
+    }
+}
+
+fn usage(m: impl Into<String>) -> CliError {
+    CliError::Usage(m.into())
+}
+
+/// Runs `keys ARGS` (the word `keys` already taken), printing to `out`.
+pub fn run(
+    mut args: pico_args::Arguments,
+    env: &dyn Fn(&str) -> Option<String>,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let sub = args.subcommand().map_err(|e| usage(e.to_string()))?;
+    let sub = match sub.as_deref() {
+        None if args.contains(["-h", "--help"]) => {
+            let _ = writeln!(out, "{HELP}");
+            return Ok(());
+        }
+        None => return Err(usage("a keys command is needed")),
+        Some("-h" | "--help" | "help") => {
+            let _ = writeln!(out, "{HELP}");
+            return Ok(());
+        }
+        Some(s) => s.to_string(),
+    };
+    if args.contains(["-h", "--help"]) {
+        let _ = writeln!(out, "{HELP}");
+        return Ok(());
+    }
+    let store_path: Option<PathBuf> = opt(&mut args, "--key-store")?.map(PathBuf::from);
+    let backend = Backend::from_env(env).map_err(usage)?;
+    let path = match store_path {
+        Some(p) => p,
+        None => backend.default_path(&data_dir(env)),
+    };
+    let cmd = parse_command(&sub, args)?;
+    if matches!(backend, Backend::File | Backend::Sqlite) && cmd.writes() {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            create_dir_private(dir)
+                .map_err(|e| CliError::Failed(format!("cannot create {}: {e}", dir.display())))?;
+        }
+    }
+    let store = open_store(backend, &path, env)?;
+    cmd.run(store.as_ref(), out)
+}
+
+/// `HOME_DATA_DIR`, else systemd's `STATE_DIRECTORY`, else `./data` (as the server's config).
+fn data_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+    env("HOME_DATA_DIR")
+        .filter(|d| !d.trim().is_empty())
+        .or_else(|| env("STATE_DIRECTORY").and_then(|d| d.split(':').next().map(str::to_string)))
+        .map(|d| PathBuf::from(d.trim()))
+        .unwrap_or_else(|| PathBuf::from(crate::config::DEFAULT_DATA_DIR))
+}
+
+fn create_dir_private(dir: &Path) -> std::io::Result<()> {
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        b.mode(0o700);
+    }
+    b.create(dir)
+}
+
+fn opt(args: &mut pico_args::Arguments, key: &'static str) -> Result<Option<String>, CliError> {
+    args.opt_value_from_str(key)
+        .map_err(|e| usage(format!("{key}: {e}")))
+}
+
+fn many(args: &mut pico_args::Arguments, key: &'static str) -> Result<Vec<String>, CliError> {
+    args.values_from_str(key)
+        .map_err(|e| usage(format!("{key}: {e}")))
+}
+
+fn free(args: &mut pico_args::Arguments, what: &str) -> Result<Option<String>, CliError> {
+    args.opt_free_from_str()
+        .map_err(|e| usage(format!("{what}: {e}")))
+}
+
+fn finish(args: pico_args::Arguments) -> Result<(), CliError> {
+    let rest: Vec<String> = args
+        .finish()
+        .into_iter()
+        .map(|s: OsString| s.to_string_lossy().into_owned())
+        .collect();
+    if rest.is_empty() {
+        Ok(())
+    } else {
+        Err(usage(format!("unknown argument(s): {}", rest.join(" "))))
+    }
+}
+
+/// Fields `generate` and `update` share.
+#[derive(Debug, Default)]
+struct Fields {
+    name: Option<String>,
+    expires_days: Option<u32>,
+    ips: Vec<String>,
+    devices: Vec<String>,
+    permissions: Vec<String>,
+    rooms: Vec<String>,
+    categories: Vec<String>,
+}
+
+fn parse_fields(args: &mut pico_args::Arguments) -> Result<Fields, CliError> {
+    let name = opt(args, "--name")?;
+    let expires_days = match opt(args, "--expires-days")? {
+        None => None,
+        Some(d) => Some(
+            d.parse::<u32>()
+                .ok()
+                .filter(|d| *d <= 36500)
+                .ok_or_else(|| usage(format!("--expires-days: {d:?} is not 0-36500")))?,
+        ),
+    };
+    let ips = many(args, "--ip")?;
+    for ip in &ips {
+        if !valid_ip_or_cidr(ip) {
+            return Err(usage(format!(
+                "--ip: {ip:?} is not an IP address or CIDR range"
+            )));
+        }
+    }
+    let permissions = many(args, "--permission")?;
+    for p in &permissions {
+        if !["read", "control", "security", "admin"].contains(&p.as_str()) {
+            return Err(usage(format!(
+                "--permission: {p:?} is not one of read, control, security, admin"
+            )));
+        }
+    }
+    Ok(Fields {
+        name,
+        expires_days,
+        ips,
+        devices: many(args, "--device")?,
+        permissions,
+        rooms: many(args, "--room")?,
+        categories: many(args, "--category")?,
+    })
+}
+
+/// `192.168.1.5`, `10.0.0.0/8`, `::1`, `fd00::/8`.
+pub fn valid_ip_or_cidr(s: &str) -> bool {
+    let (addr, prefix) = match s.split_once('/') {
+        Some((a, p)) => (a, Some(p)),
+        None => (s, None),
+    };
+    let Ok(ip) = addr.parse::<std::net::IpAddr>() else {
+        return false;
+    };
+    let max = if ip.is_ipv4() { 32 } else { 128 };
+    match prefix {
+        None => true,
+        Some(p) => p.parse::<u8>().is_ok_and(|p| p <= max),
+    }
+}
+
+enum Command {
+    Generate {
+        role: Role,
+        fields: Fields,
+        json: bool,
+    },
+    List {
+        active: bool,
+        json: bool,
+    },
+    Show(String),
+    Revoke(String),
+    Update {
+        id: String,
+        fields: Fields,
+        active: Option<bool>,
+    },
+    Export(Option<PathBuf>),
+    Import(PathBuf),
+}
+
+fn parse_command(sub: &str, mut args: pico_args::Arguments) -> Result<Command, CliError> {
+    let cmd = match sub {
+        "generate" => {
+            let role =
+                opt(&mut args, "--role")?.ok_or_else(|| usage("generate needs --role ROLE"))?;
+            let role = Role::parse(&role).ok_or_else(|| {
+                usage(format!(
+                    "--role: {role:?} is not one of admin, operator, monitor, device, custom"
+                ))
+            })?;
+            let json = args.contains("--json");
+            let fields = parse_fields(&mut args)?;
+            if role == Role::Device && fields.devices.is_empty() {
+                return Err(usage("a device key needs at least one --device"));
+            }
+            if role == Role::Custom && fields.permissions.is_empty() {
+                return Err(usage("a custom key needs at least one --permission"));
+            }
+            if role != Role::Custom && !fields.permissions.is_empty() {
+                return Err(usage("--permission is only for --role custom"));
+            }
+            Command::Generate { role, fields, json }
+        }
+        "list" => Command::List {
+            active: args.contains("--active"),
+            json: args.contains("--json"),
+        },
+        "show" | "revoke" => {
+            let id = free(&mut args, "ID")?.ok_or_else(|| usage(format!("{sub} needs an ID")))?;
+            if sub == "show" {
+                Command::Show(id)
+            } else {
+                Command::Revoke(id)
+            }
+        }
+        "update" => {
+            let active = match opt(&mut args, "--active")?.as_deref() {
+                None => None,
+                Some("true") => Some(true),
+                Some("false") => Some(false),
+                Some(v) => return Err(usage(format!("--active: {v:?} is not true or false"))),
+            };
+            let fields = parse_fields(&mut args)?;
+            let id = free(&mut args, "ID")?.ok_or_else(|| usage("update needs an ID"))?;
+            Command::Update { id, fields, active }
+        }
+        "export" => Command::Export(free(&mut args, "FILE")?.map(PathBuf::from)),
+        "import" => Command::Import(
+            free(&mut args, "FILE")?
+                .map(PathBuf::from)
+                .ok_or_else(|| usage("import needs a FILE"))?,
+        ),
+        other => return Err(usage(format!("unknown keys command {other:?}"))),
+    };
+    finish(args)?;
+    Ok(cmd)
+}
+
+/// The next sequence number: one more than the largest in the store.
+pub fn next_sequence(keys: &[ApiKey]) -> u64 {
+    keys.iter()
+        .filter_map(|k| k.id.split('_').nth(2)?.parse::<u64>().ok())
+        .max()
+        .map_or(1, |m| m + 1)
+}
+
+fn expiry(days: u32) -> Option<String> {
+    (days > 0).then(|| {
+        crate::time::iso8601(SystemTime::now() + Duration::from_secs(u64::from(days) * 86_400))
+    })
+}
+
+/// The key `id` names: the full id, or a masked id (or prefix) matching exactly one key.
+fn find(store: &dyn KeyStore, id: &str) -> Result<ApiKey, CliError> {
+    if let Some(k) = store.get(id)? {
+        return Ok(k);
+    }
+    let prefix = id.trim_end_matches('*');
+    // A prefix must reach into the random part to be a reference, not a guess at a role.
+    if prefix.split('_').count() >= 4 {
+        let mut hits: Vec<ApiKey> = store
+            .list()?
+            .into_iter()
+            .filter(|k| k.id.starts_with(prefix))
+            .collect();
+        if hits.len() == 1 {
+            return Ok(hits.remove(0));
+        }
+        if hits.len() > 1 {
+            return Err(CliError::Failed(format!(
+                "{} matches {} keys; give the full id",
+                mask(id),
+                hits.len()
+            )));
+        }
+    }
+    Err(CliError::Failed(format!("no key {}", mask(id))))
+}
+
+fn io(e: std::io::Error) -> CliError {
+    CliError::Failed(format!("cannot write output: {e}"))
+}
+
+fn json_pretty<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default()
+}
+
+impl Command {
+    fn writes(&self) -> bool {
+        !matches!(
+            self,
+            Command::List { .. } | Command::Show(_) | Command::Export(_)
+        )
+    }
+
+    fn run(self, store: &dyn KeyStore, out: &mut dyn Write) -> Result<(), CliError> {
+        match self {
+            Command::Generate { role, fields, json } => {
+                let keys = store.list()?;
+                let seq = next_sequence(&keys);
+                let id = new_key_id(role, seq)
+                    .map_err(|e| CliError::Failed(format!("no random numbers: {e}")))?;
+                let key = ApiKey {
+                    id,
+                    name: fields.name.unwrap_or_else(|| format!("{role} key {seq}")),
+                    role,
+                    created_by: "cli".into(),
+                    created_at: crate::time::now_iso8601(),
+                    active: true,
+                    expires_at: fields.expires_days.and_then(expiry),
+                    ip_whitelist: fields.ips,
+                    allowed_devices: fields.devices,
+                    permissions: fields.permissions,
+                    rooms: fields.rooms,
+                    categories: fields.categories,
+                    usage: Usage::default(),
+                };
+                store.insert(key.clone())?;
+                if json {
+                    writeln!(out, "{}", json_pretty(&key)).map_err(io)?;
+                } else {
+                    writeln!(
+                        out,
+                        "Created {} key {:?}{}.\nThe key is shown only now; store it safely:\n\n{}\n",
+                        key.role,
+                        key.name,
+                        key.expires_at
+                            .as_deref()
+                            .map(|e| format!(", expires {e}"))
+                            .unwrap_or_default(),
+                        key.id
+                    )
+                    .map_err(io)?;
+                }
+                Ok(())
+            }
+            Command::List { active, json } => {
+                let keys: Vec<ApiKey> = store
+                    .list()?
+                    .into_iter()
+                    .filter(|k| !active || k.active)
+                    .map(|mut k| {
+                        k.id = mask(&k.id);
+                        k
+                    })
+                    .collect();
+                if json {
+                    writeln!(out, "{}", json_pretty(&keys)).map_err(io)?;
+                    return Ok(());
+                }
+                if keys.is_empty() {
+                    writeln!(out, "no keys").map_err(io)?;
+                }
+                for k in keys {
+                    writeln!(
+                        out,
+                        "{}  {}  {}  {}  expires {}  used {} (last {})",
+                        k.id,
+                        k.role,
+                        if k.active { "active" } else { "revoked" },
+                        k.name,
+                        k.expires_at.as_deref().unwrap_or("never"),
+                        k.usage.count,
+                        k.usage.last_used.as_deref().unwrap_or("never"),
+                    )
+                    .map_err(io)?;
+                }
+                Ok(())
+            }
+            Command::Show(id) => {
+                let key = find(store, &id)?;
+                writeln!(out, "{}", json_pretty(&key)).map_err(io)
+            }
+            Command::Revoke(id) => {
+                let mut key = find(store, &id)?;
+                key.active = false;
+                let m = mask(&key.id);
+                store.update(key)?;
+                writeln!(out, "revoked {m}").map_err(io)
+            }
+            Command::Update { id, fields, active } => {
+                let mut key = find(store, &id)?;
+                if let Some(n) = fields.name {
+                    key.name = n;
+                }
+                if let Some(d) = fields.expires_days {
+                    key.expires_at = expiry(d);
+                }
+                if let Some(a) = active {
+                    key.active = a;
+                }
+                if !fields.ips.is_empty() {
+                    key.ip_whitelist = fields.ips;
+                }
+                if !fields.devices.is_empty() {
+                    key.allowed_devices = fields.devices;
+                }
+                if !fields.permissions.is_empty() {
+                    if key.role != Role::Custom {
+                        return Err(usage("--permission is only for custom keys"));
+                    }
+                    key.permissions = fields.permissions;
+                }
+                if !fields.rooms.is_empty() {
+                    key.rooms = fields.rooms;
+                }
+                if !fields.categories.is_empty() {
+                    key.categories = fields.categories;
+                }
+                let m = mask(&key.id);
+                store.update(key)?;
+                writeln!(out, "updated {m}").map_err(io)
+            }
+            Command::Export(file) => {
+                let text = json_pretty(&store.list()?);
+                match file {
+                    None => writeln!(out, "{text}").map_err(io),
+                    Some(f) => {
+                        write_atomic(&f, format!("{text}\n").as_bytes()).map_err(|e| {
+                            CliError::Failed(format!("cannot write {}: {e}", f.display()))
+                        })?;
+                        writeln!(out, "exported {} keys to {}", count(store)?, f.display())
+                            .map_err(io)
+                    }
+                }
+            }
+            Command::Import(file) => {
+                let text = std::fs::read_to_string(&file).map_err(|e| {
+                    CliError::Failed(format!("cannot read {}: {e}", file.display()))
+                })?;
+                let keys: Vec<ApiKey> = serde_json::from_str(&text).map_err(|e| {
+                    CliError::Failed(format!("{}: not a JSON array of keys: {e}", file.display()))
+                })?;
+                let (mut added, mut skipped) = (0, 0);
+                for k in keys {
+                    match store.insert(k) {
+                        Ok(()) => added += 1,
+                        Err(StoreError::Exists) => skipped += 1,
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                writeln!(out, "imported {added}, skipped {skipped} (existing ids)").map_err(io)
+            }
+        }
+    }
+}
+
+fn count(store: &dyn KeyStore) -> Result<usize, CliError> {
+    Ok(store.list()?.len())
+}
+
+/// The first-run hint for `serve`: `Some(message)` when the store has no active admin key.
+/// Never contains a secret.
+pub fn first_run_hint(store: &dyn KeyStore) -> Option<String> {
+    let keys = store.list().ok()?;
+    if keys.iter().any(|k| k.role == Role::Admin && k.active) {
+        return None;
+    }
+    Some(
+        "no admin API key exists yet: create one with `home-mcp keys generate --role admin` \
+         (the key is printed once, on that terminal)"
+            .into(),
+    )
+}

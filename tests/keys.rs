@@ -1,0 +1,574 @@
+//! API key stores and the `keys` command (issue 6, spec §5.8-5.9): CRUD on each backend,
+//! atomic 0600 file writes that survive kill -9, damaged files, the read-only env backend,
+//! batched usage data, and the command line (import/export round trip, usage errors, secrets
+//! never on stderr).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use home_mcp::auth::cli::{first_run_hint, next_sequence};
+use home_mcp::auth::store::{
+    open_store, Backend, EnvStore, FileStore, KeyStore, MemoryStore, SqliteStore, StoreError,
+    UsageRecorder,
+};
+use home_mcp::auth::{new_key_id, ApiKey, Role, Usage};
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("home-mcp-keys-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn key(role: Role, seq: u64, name: &str) -> ApiKey {
+    ApiKey {
+        id: new_key_id(role, seq).unwrap(),
+        name: name.into(),
+        role,
+        created_by: "test".into(),
+        created_at: "2026-11-21T08:00:00.000Z".into(),
+        active: true,
+        expires_at: Some("2027-01-01T00:00:00.000Z".into()),
+        ip_whitelist: vec!["10.0.0.0/8".into(), "fd00::/8".into()],
+        allowed_devices: vec!["Kitchen light".into()],
+        permissions: vec![],
+        rooms: vec![],
+        categories: vec![],
+        usage: Usage::default(),
+    }
+}
+
+fn crud(store: &dyn KeyStore) {
+    assert!(store.list().unwrap().is_empty());
+    let a = key(Role::Admin, 1, "a");
+    let b = key(Role::Device, 2, "b");
+    store.insert(a.clone()).unwrap();
+    store.insert(b.clone()).unwrap();
+    assert!(matches!(store.insert(a.clone()), Err(StoreError::Exists)));
+    assert_eq!(store.list().unwrap(), vec![a.clone(), b.clone()]);
+    assert_eq!(store.get(&b.id).unwrap(), Some(b.clone()));
+    assert_eq!(store.get("homekey_admin_9_00").unwrap(), None);
+    let mut b2 = b.clone();
+    b2.active = false;
+    b2.usage.count = 5;
+    b2.usage.ips = vec!["10.1.2.3".into()];
+    store.update(b2.clone()).unwrap();
+    assert_eq!(store.get(&b.id).unwrap(), Some(b2));
+    assert!(matches!(
+        store.update(key(Role::Monitor, 3, "x")),
+        Err(StoreError::NotFound)
+    ));
+    store.delete(&a.id).unwrap();
+    assert!(matches!(store.delete(&a.id), Err(StoreError::NotFound)));
+    assert_eq!(store.list().unwrap().len(), 1);
+}
+
+#[cfg(unix)]
+fn mode(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn memory_store_crud() {
+    crud(&MemoryStore::default());
+}
+
+#[test]
+fn file_store_crud_persists_with_mode_0600() {
+    let dir = tmp("file-crud");
+    let path = dir.join("keys.toml");
+    crud(&FileStore::new(&path));
+    // A second store on the same file sees what the first wrote.
+    let again = FileStore::new(&path);
+    assert_eq!(again.list().unwrap().len(), 1);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("[[keys]]"), "{text}");
+    #[cfg(unix)]
+    assert_eq!(mode(&path), 0o600);
+    // No temp files are left behind.
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+}
+
+#[test]
+fn file_store_missing_file_is_empty_and_damaged_file_is_an_error_never_overwritten() {
+    let dir = tmp("file-damaged");
+    let path = dir.join("keys.toml");
+    assert!(FileStore::new(&path).list().unwrap().is_empty());
+    assert!(!path.exists(), "reading must not create the file");
+
+    std::fs::write(&path, "[[keys]]\nid = \"homekey_admin_1_x\"\nname = ").unwrap();
+    let store = FileStore::new(&path);
+    let e = store.list().unwrap_err();
+    assert!(matches!(e, StoreError::Corrupt(_)), "{e}");
+    assert!(e.to_string().contains("keys.toml"), "{e}");
+    let e = store.insert(key(Role::Admin, 1, "a")).unwrap_err();
+    assert!(matches!(e, StoreError::Corrupt(_)), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "[[keys]]\nid = \"homekey_admin_1_x\"\nname = "
+    );
+}
+
+#[test]
+fn sqlite_store_crud_persists_with_mode_0600() {
+    crud(&SqliteStore::in_memory().unwrap());
+    let dir = tmp("sqlite");
+    let path = dir.join("keys.db");
+    crud(&SqliteStore::open(&path).unwrap());
+    assert_eq!(SqliteStore::open(&path).unwrap().list().unwrap().len(), 1);
+    #[cfg(unix)]
+    assert_eq!(mode(&path), 0o600);
+    let bad = dir.join("bad.db");
+    std::fs::write(&bad, "this is not a database, not at all, no").unwrap();
+    assert!(SqliteStore::open(&bad).is_err());
+}
+
+#[test]
+fn env_store_is_read_only() {
+    let keys = vec![key(Role::Operator, 1, "op"), key(Role::Monitor, 2, "mon")];
+    let json = serde_json::to_string(&keys).unwrap();
+    let store = EnvStore::parse(Some(&json)).unwrap();
+    assert_eq!(store.list().unwrap(), keys);
+    assert!(matches!(
+        store.insert(key(Role::Admin, 3, "a")),
+        Err(StoreError::ReadOnly)
+    ));
+    assert!(matches!(
+        store.update(keys[0].clone()),
+        Err(StoreError::ReadOnly)
+    ));
+    assert!(matches!(
+        store.delete(&keys[0].id),
+        Err(StoreError::ReadOnly)
+    ));
+    assert!(EnvStore::parse(None).unwrap().list().unwrap().is_empty());
+    assert!(matches!(
+        EnvStore::parse(Some("{not json")),
+        Err(StoreError::Corrupt(_))
+    ));
+}
+
+#[test]
+fn open_store_follows_the_backend() {
+    let dir = tmp("open");
+    let json = serde_json::to_string(&vec![key(Role::Admin, 1, "a")]).unwrap();
+    let env = move |k: &str| (k == "HOME_API_KEYS").then(|| json.clone());
+    assert_eq!(Backend::from_env(&|_| None).unwrap(), Backend::File);
+    assert_eq!(
+        Backend::from_env(&|_| Some("sqlite".into())).unwrap(),
+        Backend::Sqlite
+    );
+    assert!(Backend::from_env(&|_| Some("redis".into())).is_err());
+    let envs = open_store(Backend::Env, &dir.join("x"), &env).unwrap();
+    assert_eq!(envs.list().unwrap().len(), 1);
+    let mem = open_store(Backend::Memory, &dir.join("x"), &env).unwrap();
+    assert!(mem.list().unwrap().is_empty());
+    let file = open_store(Backend::File, &dir.join("keys.toml"), &env).unwrap();
+    file.insert(key(Role::Admin, 1, "a")).unwrap();
+    assert!(dir.join("keys.toml").exists());
+    let db = open_store(Backend::Sqlite, &dir.join("keys.db"), &env).unwrap();
+    db.insert(key(Role::Admin, 1, "a")).unwrap();
+}
+
+#[test]
+fn first_run_hint_only_without_an_active_admin_key() {
+    let store = MemoryStore::default();
+    let hint = first_run_hint(&store).unwrap();
+    assert!(
+        hint.contains("home-mcp keys generate --role admin"),
+        "{hint}"
+    );
+    let mut admin = key(Role::Admin, 1, "a");
+    admin.active = false;
+    store.insert(admin.clone()).unwrap();
+    store.insert(key(Role::Operator, 2, "o")).unwrap();
+    assert!(first_run_hint(&store).is_some());
+    admin.active = true;
+    store.update(admin.clone()).unwrap();
+    assert!(first_run_hint(&store).is_none());
+    assert!(!hint.contains("homekey_"));
+}
+
+#[test]
+fn sequence_is_max_plus_one() {
+    assert_eq!(next_sequence(&[]), 1);
+    let keys = vec![key(Role::Admin, 4, "a"), key(Role::Monitor, 11, "m")];
+    assert_eq!(next_sequence(&keys), 12);
+}
+
+#[test]
+fn usage_is_batched_and_flushed() {
+    let dir = tmp("usage");
+    let path = dir.join("keys.toml");
+    let store: Arc<dyn KeyStore> = Arc::new(FileStore::new(&path));
+    let k = key(Role::Operator, 1, "op");
+    store.insert(k.clone()).unwrap();
+    let before = std::fs::read_to_string(&path).unwrap();
+
+    let rec = UsageRecorder::new(store.clone(), Duration::from_secs(3600));
+    for i in 0..30 {
+        rec.record_use(&k.id, &format!("10.0.0.{i}"));
+    }
+    rec.record_use(&k.id, "10.0.0.1");
+    rec.record_failure(&k.id);
+    rec.record_use("homekey_operator_99_unknown", "10.0.0.1");
+    // Nothing written yet: one request must not mean one write.
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+    let pending = rec.usage(&k.id).unwrap();
+    assert_eq!(pending.count, 31);
+
+    rec.flush();
+    let u = store.get(&k.id).unwrap().unwrap().usage;
+    assert_eq!(u.count, 31);
+    assert_eq!(u.failed_attempts, 1);
+    assert_eq!(u.ips.len(), 20);
+    assert!(u.last_used.is_some());
+
+    // A second batch adds to the stored numbers; dropping the recorder flushes.
+    rec.record_use(&k.id, "192.168.1.5");
+    drop(rec);
+    let u = store.get(&k.id).unwrap().unwrap().usage;
+    assert_eq!(u.count, 32);
+    assert_eq!(u.ips.len(), 20, "at most 20 addresses");
+
+    // With a zero interval every record is written at once.
+    let rec = UsageRecorder::new(store.clone(), Duration::ZERO);
+    rec.record_failure(&k.id);
+    assert_eq!(store.get(&k.id).unwrap().unwrap().usage.failed_attempts, 2);
+}
+
+#[test]
+fn usage_on_a_read_only_store_is_dropped_quietly() {
+    let json = serde_json::to_string(&vec![key(Role::Operator, 1, "op")]).unwrap();
+    let store: Arc<dyn KeyStore> = Arc::new(EnvStore::parse(Some(&json)).unwrap());
+    let id = store.list().unwrap()[0].id.clone();
+    let rec = UsageRecorder::new(store, Duration::ZERO);
+    rec.record_use(&id, "10.0.0.1");
+}
+
+// ---- the command line ----
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_home-mcp"));
+    for k in [
+        "HOME_KEY_BACKEND",
+        "HOME_API_KEYS",
+        "HOME_DATA_DIR",
+        "STATE_DIRECTORY",
+    ] {
+        c.env_remove(k);
+    }
+    c.stdin(Stdio::null());
+    c
+}
+
+fn keys(store: &Path, args: &[&str]) -> Output {
+    bin()
+        .arg("keys")
+        .args(args)
+        .arg("--key-store")
+        .arg(store)
+        .output()
+        .unwrap()
+}
+
+fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The secret from `generate`'s output.
+fn secret(o: &Output) -> String {
+    let s = out(o);
+    s.split_whitespace()
+        .find(|w| w.starts_with("homekey_"))
+        .unwrap_or_else(|| panic!("no key in {s:?}"))
+        .to_string()
+}
+
+#[test]
+fn cli_generate_list_show_revoke_update() {
+    let dir = tmp("cli");
+    let store = dir.join("sub").join("keys.toml");
+    let o = keys(&store, &["generate", "--role", "admin", "--name", "Laptop"]);
+    assert!(o.status.success(), "{}", err(&o));
+    let admin = secret(&o);
+    assert!(admin.starts_with("homekey_admin_1_"), "{admin}");
+    assert!(!err(&o).contains(&admin), "secret on stderr");
+    #[cfg(unix)]
+    assert_eq!(mode(&store), 0o600);
+
+    let o = keys(
+        &store,
+        &[
+            "generate",
+            "--role",
+            "device",
+            "--device",
+            "Kitchen light",
+            "--ip",
+            "192.168.1.0/24",
+            "--ip",
+            "::1",
+            "--expires-days",
+            "30",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    let rec: ApiKey = serde_json::from_str(&out(&o)).unwrap();
+    assert!(rec.id.starts_with("homekey_device_2_"));
+    assert_eq!(rec.allowed_devices, ["Kitchen light"]);
+    assert_eq!(rec.ip_whitelist, ["192.168.1.0/24", "::1"]);
+    assert!(rec.expires_at.is_some());
+    assert!(!err(&o).contains(&rec.id));
+
+    let o = keys(
+        &store,
+        &["generate", "--role", "custom", "--permission", "read"],
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    let custom = secret(&o);
+    assert!(custom.starts_with("homekey_custom_3_"));
+
+    // list masks; --json too.
+    let o = keys(&store, &["list"]);
+    let text = out(&o);
+    assert!(o.status.success());
+    assert_eq!(text.lines().count(), 3, "{text}");
+    for id in [&admin, &rec.id, &custom] {
+        assert!(!text.contains(id.as_str()), "{text}");
+    }
+    assert!(text.contains("Laptop"));
+    let listed: Vec<ApiKey> =
+        serde_json::from_str(&out(&keys(&store, &["list", "--json"]))).unwrap();
+    assert_eq!(listed.len(), 3);
+    assert!(listed.iter().all(|k| k.id.ends_with("****")));
+
+    // show by full or masked id.
+    let shown: ApiKey = serde_json::from_str(&out(&keys(&store, &["show", &admin]))).unwrap();
+    assert_eq!(shown.name, "Laptop");
+    let shown: ApiKey =
+        serde_json::from_str(&out(&keys(&store, &["show", &listed[1].id]))).unwrap();
+    assert_eq!(shown.id, rec.id);
+    let o = keys(&store, &["show", "homekey_admin_1_ffff****"]);
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+
+    // revoke and --active.
+    let o = keys(&store, &["revoke", &custom]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(!out(&o).contains(&custom));
+    let active: Vec<ApiKey> =
+        serde_json::from_str(&out(&keys(&store, &["list", "--active", "--json"]))).unwrap();
+    assert_eq!(active.len(), 2);
+
+    // update.
+    let o = keys(
+        &store,
+        &[
+            "update",
+            &rec.id,
+            "--name",
+            "Tablet",
+            "--expires-days",
+            "0",
+            "--ip",
+            "10.0.0.0/8",
+            "--active",
+            "false",
+        ],
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    let shown: ApiKey = serde_json::from_str(&out(&keys(&store, &["show", &rec.id]))).unwrap();
+    assert_eq!(shown.name, "Tablet");
+    assert_eq!(shown.expires_at, None);
+    assert_eq!(shown.ip_whitelist, ["10.0.0.0/8"]);
+    assert!(!shown.active);
+    assert_eq!(shown.allowed_devices, ["Kitchen light"]);
+
+    // Sequence continues from the largest.
+    let o = keys(&store, &["generate", "--role", "monitor"]);
+    assert!(secret(&o).starts_with("homekey_monitor_4_"));
+}
+
+#[test]
+fn cli_export_import_round_trip_skips_existing() {
+    let dir = tmp("cli-export");
+    let a = dir.join("a.toml");
+    for role in ["admin", "operator", "monitor"] {
+        assert!(keys(&a, &["generate", "--role", role]).status.success());
+    }
+    let export = dir.join("export.json");
+    let o = keys(&a, &["export", export.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", err(&o));
+    #[cfg(unix)]
+    assert_eq!(mode(&export), 0o600);
+    let exported: Vec<ApiKey> =
+        serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
+    assert_eq!(exported.len(), 3);
+    // export to stdout gives the same.
+    let stdout: Vec<ApiKey> = serde_json::from_str(&out(&keys(&a, &["export"]))).unwrap();
+    assert_eq!(stdout, exported);
+
+    // Into a SQLite store: all three, then again: all skipped.
+    let b = dir.join("b.db");
+    let import = |store: &Path| {
+        bin()
+            .env("HOME_KEY_BACKEND", "sqlite")
+            .args(["keys", "import"])
+            .arg(&export)
+            .arg("--key-store")
+            .arg(store)
+            .output()
+            .unwrap()
+    };
+    let o = import(&b);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(out(&o).contains("imported 3, skipped 0"), "{}", out(&o));
+    let o = import(&b);
+    assert!(out(&o).contains("imported 0, skipped 3"), "{}", out(&o));
+    assert_eq!(SqliteStore::open(&b).unwrap().list().unwrap(), exported);
+
+    // Into a file store holding one of them plus its own.
+    let c = dir.join("c.toml");
+    let own = FileStore::new(&c);
+    own.insert(exported[1].clone()).unwrap();
+    own.insert(key(Role::Device, 7, "own")).unwrap();
+    let o = keys(&c, &["import", export.to_str().unwrap()]);
+    assert!(out(&o).contains("imported 2, skipped 1"), "{}", out(&o));
+    assert_eq!(own.list().unwrap().len(), 4);
+
+    let o = keys(&c, &["import", dir.join("missing.json").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn cli_usage_errors_exit_2() {
+    let dir = tmp("cli-usage");
+    let store = dir.join("keys.toml");
+    for args in [
+        &[][..],
+        &["frobnicate"],
+        &["generate"],
+        &["generate", "--role", "root"],
+        &["generate", "--role", "device"],
+        &["generate", "--role", "custom"],
+        &["generate", "--role", "custom", "--permission", "everything"],
+        &["generate", "--role", "operator", "--permission", "read"],
+        &["generate", "--role", "admin", "--ip", "300.1.1.1"],
+        &["generate", "--role", "admin", "--ip", "10.0.0.0/33"],
+        &["generate", "--role", "admin", "--expires-days", "soon"],
+        &["generate", "--role", "admin", "--bogus"],
+        &["show"],
+        &["revoke"],
+        &["update"],
+        &["update", "x", "--active", "maybe"],
+        &["import"],
+        &["list", "extra"],
+    ] {
+        let o = keys(&store, args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", err(&o));
+        assert!(err(&o).contains("error:"), "{args:?}");
+    }
+    assert!(!store.exists(), "usage errors write nothing");
+    let o = bin().args(["keys", "--help"]).output().unwrap();
+    assert!(o.status.success());
+    assert!(out(&o).contains("keys generate"));
+    let o = bin()
+        .env("HOME_KEY_BACKEND", "redis")
+        .args(["keys", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn cli_env_backend_is_read_only_and_damaged_file_fails() {
+    let json = serde_json::to_string(&vec![key(Role::Operator, 1, "op")]).unwrap();
+    let o = bin()
+        .env("HOME_KEY_BACKEND", "env")
+        .env("HOME_API_KEYS", &json)
+        .args(["keys", "list", "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(
+        serde_json::from_str::<Vec<ApiKey>>(&out(&o)).unwrap().len(),
+        1
+    );
+    let o = bin()
+        .env("HOME_KEY_BACKEND", "env")
+        .env("HOME_API_KEYS", &json)
+        .args(["keys", "generate", "--role", "admin"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err(&o).contains("read-only"), "{}", err(&o));
+    assert!(
+        !out(&o).contains("homekey_"),
+        "no secret for a key that was not stored"
+    );
+
+    let dir = tmp("cli-damaged");
+    let store = dir.join("keys.toml");
+    std::fs::write(&store, "[[keys]\n").unwrap();
+    let o = keys(&store, &["generate", "--role", "admin"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err(&o).contains("damaged"), "{}", err(&o));
+    assert!(!out(&o).contains("homekey_"));
+    assert_eq!(std::fs::read_to_string(&store).unwrap(), "[[keys]\n");
+}
+
+/// kill -9 at random moments while `keys generate` writes: the file always parses, and every
+/// key whose generate finished (and printed its secret) is still there.
+#[test]
+fn kill_9_during_writes_loses_no_committed_key() {
+    let dir = tmp("kill");
+    let store = dir.join("keys.toml");
+    let mut committed: Vec<String> = Vec::new();
+    let mut kills = 0;
+    let mut rounds = 0;
+    while kills < 20 && rounds < 200 {
+        rounds += 1;
+        let child = bin()
+            .args(["keys", "generate", "--role", "operator", "--key-store"])
+            .arg(&store)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut r = [0u8; 2];
+        getrandom::fill(&mut r).unwrap();
+        let delay = Duration::from_micros(u64::from(u16::from_le_bytes(r)) % 20_000);
+        std::thread::sleep(delay);
+        let mut child = child;
+        let killed = child.try_wait().unwrap().is_none() && child.kill().is_ok();
+        let o = child.wait_with_output().unwrap();
+        if killed && !o.status.success() {
+            kills += 1;
+        }
+        if o.status.success() {
+            committed.push(secret(&o));
+        }
+        let keys = FileStore::new(&store)
+            .list()
+            .unwrap_or_else(|e| panic!("round {rounds}: {e}"));
+        for id in &committed {
+            assert!(
+                keys.iter().any(|k| &k.id == id),
+                "round {rounds}: a committed key is gone"
+            );
+        }
+    }
+    assert!(kills >= 20, "only {kills} kills in {rounds} rounds");
+    eprintln!(
+        "{kills} kills, {} keys committed in {rounds} rounds",
+        committed.len()
+    );
+}
