@@ -351,26 +351,38 @@ impl Command {
     fn run(self, store: &dyn KeyStore, out: &mut dyn Write) -> Result<(), CliError> {
         match self {
             Command::Generate { role, fields, json } => {
-                let keys = store.list()?;
-                let seq = next_sequence(&keys);
-                let id = new_key_id(role, seq)
-                    .map_err(|e| CliError::Failed(format!("no random numbers: {e}")))?;
-                let key = ApiKey {
-                    id,
-                    name: fields.name.unwrap_or_else(|| format!("{role} key {seq}")),
-                    role,
-                    created_by: "cli".into(),
-                    created_at: crate::time::now_iso8601(),
-                    active: true,
-                    expires_at: fields.expires_days.and_then(expiry),
-                    ip_whitelist: fields.ips,
-                    allowed_devices: fields.devices,
-                    permissions: fields.permissions,
-                    rooms: fields.rooms,
-                    categories: fields.categories,
-                    usage: Usage::default(),
-                };
-                store.insert(key.clone())?;
+                let created_at = crate::time::now_iso8601();
+                let expires_at = fields.expires_days.and_then(expiry);
+                // The random part first (a failure stores nothing); the sequence number is
+                // picked under the store's lock.
+                let random = new_key_id(role, 0)
+                    .map_err(|e| CliError::Failed(format!("no random numbers: {e}")))?
+                    .rsplit('_')
+                    .next()
+                    .unwrap_or_default()
+                    .to_string();
+                let key = store.insert_new(&mut |keys| {
+                    let seq = next_sequence(keys);
+                    ApiKey {
+                        id: format!("homekey_{role}_{seq}_{random}"),
+                        name: fields
+                            .name
+                            .clone()
+                            .unwrap_or_else(|| format!("{role} key {seq}")),
+                        role,
+                        created_by: "cli".into(),
+                        created_at: created_at.clone(),
+                        active: true,
+                        expires_at: expires_at.clone(),
+                        ip_whitelist: fields.ips.clone(),
+                        allowed_devices: fields.devices.clone(),
+                        permissions: fields.permissions.clone(),
+                        rooms: fields.rooms.clone(),
+                        categories: fields.categories.clone(),
+                        usage: Usage::default(),
+                    }
+                });
+                let key = key?;
                 if json {
                     writeln!(out, "{}", json_pretty(&key)).map_err(io)?;
                 } else {

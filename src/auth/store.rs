@@ -69,6 +69,13 @@ pub trait KeyStore: Send + Sync {
     fn update(&self, key: ApiKey) -> Result<(), StoreError>;
     /// Deletes a key; [`StoreError::NotFound`] when there is none.
     fn delete(&self, id: &str) -> Result<(), StoreError>;
+    /// Adds the key `make` builds from the current keys, atomically where the backend can
+    /// (so two `keys generate` at once do not pick the same sequence number). Returns it.
+    fn insert_new(&self, make: &mut dyn FnMut(&[ApiKey]) -> ApiKey) -> Result<ApiKey, StoreError> {
+        let key = make(&self.list()?);
+        self.insert(key.clone())?;
+        Ok(key)
+    }
 }
 
 /// Keys in memory only (tests, `HOME_KEY_BACKEND=memory`).
@@ -97,6 +104,13 @@ impl KeyStore for MemoryStore {
         }
         keys.push(key);
         Ok(())
+    }
+
+    fn insert_new(&self, make: &mut dyn FnMut(&[ApiKey]) -> ApiKey) -> Result<ApiKey, StoreError> {
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let key = make(&keys);
+        apply(&mut keys, Change::Insert(key.clone()))?;
+        Ok(key)
     }
 
     fn update(&self, key: ApiKey) -> Result<(), StoreError> {
@@ -150,6 +164,14 @@ fn apply(keys: &mut Vec<ApiKey>, change: Change) -> Result<(), StoreError> {
     Ok(())
 }
 
+fn change_once(c: &Change) -> Change {
+    match c {
+        Change::Insert(k) => Change::Insert(k.clone()),
+        Change::Update(k) => Change::Update(k.clone()),
+        Change::Delete(id) => Change::Delete(id.clone()),
+    }
+}
+
 enum Change {
     Insert(ApiKey),
     Update(ApiKey),
@@ -164,9 +186,10 @@ struct KeyFile {
 }
 
 /// Keys in a TOML file (`[[keys]]` tables), the default backend. Each operation reads the
-/// file, so edits by another process (the `keys` command while `serve` runs) are seen; writes
-/// within this process are serialised. Two processes writing at the same instant can lose one
-/// of the two changes (no file lock), but never tear the file.
+/// file, so edits by another process (the `keys` command while `serve` runs) are seen. Every
+/// change is a read-modify-write under an exclusive lock on `<path>.lock` (and a mutex within
+/// the process), so concurrent writers do not lose each other's changes; readers need no lock
+/// because the file is replaced by rename.
 #[derive(Debug)]
 pub struct FileStore {
     path: PathBuf,
@@ -198,13 +221,63 @@ impl FileStore {
     }
 
     fn change(&self, change: Change) -> Result<(), StoreError> {
+        self.change_with(&mut |_| change_once(&change))
+    }
+
+    fn change_with(&self, make: &mut dyn FnMut(&[ApiKey]) -> Change) -> Result<(), StoreError> {
         let _guard = lock(&self.write);
+        let _file_lock = self
+            .lock_file()
+            .map_err(|e| StoreError::Io(format!("{}.lock: {e}", self.path.display())))?;
+        self.remove_stale_temp_files();
         let mut keys = self.read()?;
+        let change = make(&keys);
         apply(&mut keys, change)?;
         let text = toml::to_string(&KeyFile { keys })
             .map_err(|e| StoreError::Io(format!("cannot encode keys: {e}")))?;
         write_atomic(&self.path, text.as_bytes())
             .map_err(|e| StoreError::Io(format!("{}: {e}", self.path.display())))
+    }
+}
+
+impl FileStore {
+    /// Takes the exclusive lock on `<path>.lock` (released when the file is dropped), so a
+    /// `keys` command and a running server do not overwrite each other's changes.
+    fn lock_file(&self) -> std::io::Result<std::fs::File> {
+        let mut name = self.path.as_os_str().to_owned();
+        name.push(".lock");
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let f = options.open(PathBuf::from(name))?;
+        f.lock()?;
+        Ok(f)
+    }
+
+    /// Temp files of writers killed mid-write. Only called under the lock, when no other
+    /// writer can be using one.
+    fn remove_stale_temp_files(&self) {
+        let (Some(dir), Some(name)) = (self.path.parent(), self.path.file_name()) else {
+            return;
+        };
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        let prefix = format!(".{}.tmp.", name.to_string_lossy());
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
     }
 }
 
@@ -259,6 +332,16 @@ impl KeyStore for FileStore {
 
     fn delete(&self, id: &str) -> Result<(), StoreError> {
         self.change(Change::Delete(id.into()))
+    }
+
+    fn insert_new(&self, make: &mut dyn FnMut(&[ApiKey]) -> ApiKey) -> Result<ApiKey, StoreError> {
+        let mut made = None;
+        self.change_with(&mut |keys| {
+            let key = make(keys);
+            made = Some(key.clone());
+            Change::Insert(key)
+        })?;
+        made.ok_or_else(|| StoreError::Io("no key made".into()))
     }
 }
 
@@ -398,6 +481,41 @@ impl KeyStore for SqliteStore {
             serde_json::from_str(&j).map_err(|e| StoreError::Corrupt(format!("api_keys: {e}")))
         })
         .transpose()
+    }
+
+    fn insert_new(&self, make: &mut dyn FnMut(&[ApiKey]) -> ApiKey) -> Result<ApiKey, StoreError> {
+        let mut conn = lock(&self.conn);
+        // IMMEDIATE: the write lock is taken before reading, so another process cannot insert
+        // between our read and our write.
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        let keys = {
+            let mut stmt = tx
+                .prepare("SELECT record FROM api_keys ORDER BY rowid")
+                .map_err(sql)?;
+            let rows = stmt.query_map([], |r| r.get::<_, String>(0)).map_err(sql)?;
+            let mut keys: Vec<ApiKey> = Vec::new();
+            for row in rows {
+                keys.push(
+                    serde_json::from_str(&row.map_err(sql)?)
+                        .map_err(|e| StoreError::Corrupt(format!("api_keys: {e}")))?,
+                );
+            }
+            keys
+        };
+        let key = make(&keys);
+        let n = tx
+            .execute(
+                "INSERT OR IGNORE INTO api_keys (id, record) VALUES (?1, ?2)",
+                params![key.id, encode(&key)?],
+            )
+            .map_err(sql)?;
+        if n == 0 {
+            return Err(StoreError::Exists);
+        }
+        tx.commit().map_err(sql)?;
+        Ok(key)
     }
 
     fn insert(&self, key: ApiKey) -> Result<(), StoreError> {
