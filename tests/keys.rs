@@ -253,6 +253,28 @@ fn usage_is_batched_and_flushed() {
     assert_eq!(u.count, 32);
     assert_eq!(u.ips.len(), 20, "at most 20 addresses");
 
+    // One flush of several keys is one rewrite of the file.
+    let k2 = key(Role::Monitor, 2, "mon");
+    store.insert(k2.clone()).unwrap();
+    let rec = UsageRecorder::new(store.clone(), Duration::from_secs(3600));
+    rec.record_use(&k.id, "10.0.0.1");
+    rec.record_use(&k2.id, "10.0.0.2");
+    rec.record_failure(&k2.id);
+    rec.flush();
+    let k2u = store.get(&k2.id).unwrap().unwrap().usage;
+    assert_eq!((k2u.count, k2u.failed_attempts), (1, 1));
+    assert_eq!(store.get(&k.id).unwrap().unwrap().usage.count, 33);
+    drop(rec);
+
+    // The same through SQLite (one transaction per flush).
+    let db: Arc<dyn KeyStore> = Arc::new(SqliteStore::in_memory().unwrap());
+    db.insert(k2.clone()).unwrap();
+    let rec = UsageRecorder::new(db.clone(), Duration::from_secs(3600));
+    rec.record_use(&k2.id, "10.0.0.2");
+    rec.flush();
+    assert_eq!(db.get(&k2.id).unwrap().unwrap().usage.count, 1);
+    drop(rec);
+
     // With a zero interval every record is written at once.
     let rec = UsageRecorder::new(store.clone(), Duration::ZERO);
     rec.record_failure(&k.id);

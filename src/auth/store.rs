@@ -69,6 +69,19 @@ pub trait KeyStore: Send + Sync {
     fn update(&self, key: ApiKey) -> Result<(), StoreError>;
     /// Deletes a key; [`StoreError::NotFound`] when there is none.
     fn delete(&self, id: &str) -> Result<(), StoreError>;
+    /// Lets `f` change every key in one write (usage flushes); `f` returns whether it changed
+    /// the key. The default updates the changed keys one by one.
+    fn update_all(&self, f: &mut dyn FnMut(&mut ApiKey) -> bool) -> Result<(), StoreError> {
+        for mut key in self.list()? {
+            if f(&mut key) {
+                match self.update(key) {
+                    Ok(()) | Err(StoreError::NotFound) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(())
+    }
     /// Adds the key `make` builds from the current keys, atomically where the backend can
     /// (so two `keys generate` at once do not pick the same sequence number). Returns it.
     fn insert_new(&self, make: &mut dyn FnMut(&[ApiKey]) -> ApiKey) -> Result<ApiKey, StoreError> {
@@ -153,6 +166,7 @@ fn apply(keys: &mut Vec<ApiKey>, change: Change) -> Result<(), StoreError> {
             Some(k) => *k = key,
             None => return Err(StoreError::NotFound),
         },
+        Change::Replace(all) => *keys = all,
         Change::Delete(id) => {
             let before = keys.len();
             keys.retain(|k| k.id != id);
@@ -169,10 +183,13 @@ fn change_once(c: &Change) -> Change {
         Change::Insert(k) => Change::Insert(k.clone()),
         Change::Update(k) => Change::Update(k.clone()),
         Change::Delete(id) => Change::Delete(id.clone()),
+        Change::Replace(all) => Change::Replace(all.clone()),
     }
 }
 
 enum Change {
+    /// The whole list (computed from the current one under the lock).
+    Replace(Vec<ApiKey>),
     Insert(ApiKey),
     Update(ApiKey),
     Delete(String),
@@ -334,6 +351,16 @@ impl KeyStore for FileStore {
         self.change(Change::Delete(id.into()))
     }
 
+    fn update_all(&self, f: &mut dyn FnMut(&mut ApiKey) -> bool) -> Result<(), StoreError> {
+        self.change_with(&mut |keys| {
+            let mut all = keys.to_vec();
+            for k in &mut all {
+                f(k);
+            }
+            Change::Replace(all)
+        })
+    }
+
     fn insert_new(&self, make: &mut dyn FnMut(&[ApiKey]) -> ApiKey) -> Result<ApiKey, StoreError> {
         let mut made = None;
         self.change_with(&mut |keys| {
@@ -445,26 +472,29 @@ fn sql(e: rusqlite::Error) -> StoreError {
     StoreError::Io(e.to_string())
 }
 
+/// Every key, read inside a transaction.
+fn read_all(conn: &Connection) -> Result<Vec<ApiKey>, StoreError> {
+    let mut stmt = conn
+        .prepare("SELECT record FROM api_keys ORDER BY rowid")
+        .map_err(sql)?;
+    let rows = stmt.query_map([], |r| r.get::<_, String>(0)).map_err(sql)?;
+    let mut keys = Vec::new();
+    for row in rows {
+        keys.push(
+            serde_json::from_str(&row.map_err(sql)?)
+                .map_err(|e| StoreError::Corrupt(format!("api_keys: {e}")))?,
+        );
+    }
+    Ok(keys)
+}
+
 fn encode(key: &ApiKey) -> Result<String, StoreError> {
     serde_json::to_string(key).map_err(|e| StoreError::Io(e.to_string()))
 }
 
 impl KeyStore for SqliteStore {
     fn list(&self) -> Result<Vec<ApiKey>, StoreError> {
-        let conn = lock(&self.conn);
-        let mut stmt = conn
-            .prepare("SELECT record FROM api_keys ORDER BY rowid")
-            .map_err(sql)?;
-        let rows = stmt.query_map([], |r| r.get::<_, String>(0)).map_err(sql)?;
-        let mut keys = Vec::new();
-        for row in rows {
-            let json = row.map_err(sql)?;
-            keys.push(
-                serde_json::from_str(&json)
-                    .map_err(|e| StoreError::Corrupt(format!("api_keys: {e}")))?,
-            );
-        }
-        Ok(keys)
+        read_all(&lock(&self.conn))
     }
 
     fn get(&self, id: &str) -> Result<Option<ApiKey>, StoreError> {
@@ -490,20 +520,7 @@ impl KeyStore for SqliteStore {
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(sql)?;
-        let keys = {
-            let mut stmt = tx
-                .prepare("SELECT record FROM api_keys ORDER BY rowid")
-                .map_err(sql)?;
-            let rows = stmt.query_map([], |r| r.get::<_, String>(0)).map_err(sql)?;
-            let mut keys: Vec<ApiKey> = Vec::new();
-            for row in rows {
-                keys.push(
-                    serde_json::from_str(&row.map_err(sql)?)
-                        .map_err(|e| StoreError::Corrupt(format!("api_keys: {e}")))?,
-                );
-            }
-            keys
-        };
+        let keys = read_all(&tx)?;
         let key = make(&keys);
         let n = tx
             .execute(
@@ -516,6 +533,23 @@ impl KeyStore for SqliteStore {
         }
         tx.commit().map_err(sql)?;
         Ok(key)
+    }
+
+    fn update_all(&self, f: &mut dyn FnMut(&mut ApiKey) -> bool) -> Result<(), StoreError> {
+        let mut conn = lock(&self.conn);
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        for mut key in read_all(&tx)? {
+            if f(&mut key) {
+                tx.execute(
+                    "UPDATE api_keys SET record = ?2 WHERE id = ?1",
+                    params![key.id, encode(&key)?],
+                )
+                .map_err(sql)?;
+            }
+        }
+        tx.commit().map_err(sql)
     }
 
     fn insert(&self, key: ApiKey) -> Result<(), StoreError> {
@@ -725,18 +759,22 @@ impl UsageRecorder {
             state.1 = Instant::now();
             std::mem::take(&mut state.0)
         };
-        for (id, p) in pending {
-            let result = self.store.get(&id).and_then(|k| match k {
-                Some(mut key) => {
-                    merge(&mut key.usage, &p);
-                    self.store.update(key)
+        if pending.is_empty() {
+            return;
+        }
+        // One write for the whole batch (one file rewrite for the file store).
+        let result = self
+            .store
+            .update_all(&mut |key| match pending.get(&key.id) {
+                Some(p) => {
+                    merge(&mut key.usage, p);
+                    true
                 }
-                None => Ok(()),
+                None => false,
             });
-            match result {
-                Ok(()) | Err(StoreError::ReadOnly) | Err(StoreError::NotFound) => {}
-                Err(e) => log::warn!("cannot save usage of key {}: {e}", super::mask(&id)),
-            }
+        match result {
+            Ok(()) | Err(StoreError::ReadOnly) => {}
+            Err(e) => log::warn!("cannot save usage of {} keys: {e}", pending.len()),
         }
     }
 }
