@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::auth::gate::{Gate, PermissionFn};
+use crate::auth::store::MemoryStore;
 use crate::config::LiveMode;
 use crate::config::{Config, ConfigError, MiniserverConfig};
 use crate::home::{Change, Event, Home, House};
@@ -121,6 +123,9 @@ pub struct App {
     pub simulator: Option<(Arc<Simulator>, SimServer)>,
     /// Stops the resource notifier thread.
     pub notifier_stop: Arc<AtomicBool>,
+    /// The API key gate for the HTTP server (`[auth]`), over the keys of a
+    /// [`MemoryStore`](crate::auth::store::MemoryStore) until a key store is configured.
+    pub gate: Arc<Gate>,
 }
 
 impl App {
@@ -194,13 +199,17 @@ impl App {
                 Arc::new(HouseFeed::new(house.clone())),
             )
         });
-        let mcp = Arc::new(McpServer::new(
-            Arc::new(
-                HomeTools::with_store(house.clone(), workflows.clone())
-                    .with_caches(config.server.caches),
-            ),
-            McpConfig::default(),
+        let tools = Arc::new(
+            HomeTools::with_store(house.clone(), workflows.clone())
+                .with_caches(config.server.caches),
+        );
+        let gate = Arc::new(Gate::new(
+            Arc::new(MemoryStore::default()),
+            config.auth.clone(),
+            config.server.listen.ip(),
+            permission_of(tools.clone()),
         ));
+        let mcp = Arc::new(McpServer::new(tools, McpConfig::default()));
         let notifier_stop = Arc::new(AtomicBool::new(false));
         start_resource_notifier(
             house.clone(),
@@ -218,6 +227,7 @@ impl App {
             client: client_for_app,
             poller: Some(poller),
             simulator,
+            gate,
         })
     }
 
@@ -241,6 +251,11 @@ impl App {
 }
 
 /// Opens `<data_dir>/workflows.db`, creating the directory (mode 0700 on Unix) if needed.
+/// The gate's view of the tool registry: the permission a call needs.
+pub fn permission_of(tools: Arc<HomeTools>) -> PermissionFn {
+    Arc::new(move |name, arguments| tools.required_permission(name, arguments))
+}
+
 pub fn open_store(data_dir: &std::path::Path) -> Result<WorkflowStore, StartError> {
     if !data_dir.exists() {
         let mut builder = std::fs::DirBuilder::new();

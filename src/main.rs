@@ -216,6 +216,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         allowed_hosts: config.server.allowed_hosts.clone(),
         max_streams: config.server.max_streams,
         keep_alive: config.server.keep_alive,
+        gate: Some(app.gate.clone()),
         ..HttpConfig::default()
     };
     let house = app.house.clone();

@@ -5,6 +5,8 @@
 //! [`mask`]ed ids ever appear in logs and errors. Roles map to [`Permission`] sets
 //! ([`Role::permissions`]); `custom` keys carry their own list. Stores live in [`store`].
 
+pub mod gate;
+pub mod ratelimit;
 pub mod store;
 
 use std::collections::BTreeSet;
