@@ -55,10 +55,10 @@
 //!
 //! `required = false` in staging or production is ignored (with a warning).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{json, Map, Value};
@@ -319,6 +319,9 @@ pub struct Gate {
     required: bool,
     limiter: RateLimiter,
     permission_of: PermissionFn,
+    /// SHA-256 of stored ids, so a request hashes only the presented key (looked up by the
+    /// stored id, never by the presented one).
+    digests: Mutex<HashMap<String, [u8; 32]>>,
 }
 
 impl fmt::Debug for Gate {
@@ -371,6 +374,7 @@ impl Gate {
             config,
             required,
             permission_of,
+            digests: Mutex::new(HashMap::new()),
         }
     }
 
@@ -411,7 +415,7 @@ impl Gate {
             log::error!("key store: {e}");
             invalid("the key store is unavailable")
         })?;
-        let Some(key) = find(&keys, presented) else {
+        let Some(key) = self.find(&keys, presented) else {
             log::info!("unknown API key {} from {:?}", mask(presented), creds.ip);
             return Err(invalid("unknown API key"));
         };
@@ -451,6 +455,32 @@ impl Gate {
             key: Some(key),
             rate,
         })
+    }
+
+    /// The key whose id equals `presented`: SHA-256 digests compared in constant time against
+    /// every stored key (no early exit, equal-length inputs), so timing tells nothing about the
+    /// ids.
+    fn find(&self, keys: &[ApiKey], presented: &str) -> Option<ApiKey> {
+        let want: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+        let mut digests = self.digests.lock().unwrap_or_else(|e| e.into_inner());
+        if digests.len() > 4 * keys.len() + 64 {
+            digests.clear(); // forget deleted keys
+        }
+        let mut found = None;
+        for k in keys {
+            let have = match digests.get(&k.id) {
+                Some(d) => *d,
+                None => {
+                    let d: [u8; 32] = Sha256::digest(k.id.as_bytes()).into();
+                    digests.insert(k.id.clone(), d);
+                    d
+                }
+            };
+            if bool::from(have.as_slice().ct_eq(want.as_slice())) {
+                found = Some(k);
+            }
+        }
+        found.cloned()
     }
 
     /// Anonymous bucket(s) by address.
@@ -542,20 +572,6 @@ fn method_permission(method: &str) -> Option<Permission> {
         m if m.starts_with("notifications/") => None,
         _ => Some(Permission::Read),
     }
-}
-
-/// The key whose id equals `presented`: SHA-256 digests compared in constant time against every
-/// stored key (no early exit, equal-length inputs), so timing tells nothing about the ids.
-fn find(keys: &[ApiKey], presented: &str) -> Option<ApiKey> {
-    let want = Sha256::digest(presented.as_bytes());
-    let mut found = None;
-    for k in keys {
-        let have = Sha256::digest(k.id.as_bytes());
-        if bool::from(have.as_slice().ct_eq(want.as_slice())) {
-            found = Some(k);
-        }
-    }
-    found.cloned()
 }
 
 /// An unparsable expiry counts as expired (fail closed).
