@@ -124,7 +124,7 @@ pub struct App {
     /// Stops the resource notifier thread.
     pub notifier_stop: Arc<AtomicBool>,
     /// The API key gate for the HTTP server (`[auth]`), over the keys of a
-    /// [`MemoryStore`](crate::auth::store::MemoryStore) until a key store is configured.
+    /// [`MemoryStore`] until a key store is configured.
     pub gate: Arc<Gate>,
 }
 

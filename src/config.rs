@@ -42,6 +42,18 @@
 //!
 //! [log]
 //! level = "info"               # error, warn, info, debug, trace
+//!
+//! [auth]                       # the API key gate (see crate::auth::gate)
+//! security_level = "development"   # or "staging", "production" (env SECURITY_LEVEL)
+//! required = false             # keys required in development too (always off-loopback)
+//!
+//! [auth.rate_limits]           # requests per minute
+//! admin = 1000
+//! operator = 500
+//! monitor = 200
+//! device = 100
+//! custom = 200
+//! per_client = 100             # per client address on /mcp, /sse, /message
 //! ```
 
 use std::fmt;

@@ -25,6 +25,13 @@
 //! `/tools/call` and `/api/devices...` (see [`rest`]), anything else 404
 //! `{"error":{"code":"NOT_FOUND","message":…}}`. The Host header is checked on every route
 //! (see [`HttpConfig::allowed_hosts`]).
+//!
+//! With [`HttpConfig::gate`] set, every route but `/health` (and unknown paths, which 404)
+//! is authenticated by the router before any body is read ([`Gate::authenticate`]: key,
+//! expiry, IP whitelist, rate limits); routes then ask `Ctx::authorize` about the MCP method
+//! or tool they are about to run, and `/admin/...` needs `admin`. Answers written by a
+//! worker get the `X-RateLimit-*` headers. See [`crate::auth::gate`] for the rules and error
+//! mapping.
 
 pub mod legacy;
 pub mod mcp;
