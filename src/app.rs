@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::auth::gate::{Gate, PermissionFn};
+use crate::auth::store::MemoryStore;
 use crate::config::LiveMode;
 use crate::config::{Config, ConfigError, MiniserverConfig};
 use crate::home::{Change, Event, Home, House};
@@ -33,6 +35,8 @@ pub enum StartError {
     Io(std::io::Error),
     /// The data directory or the workflow store could not be opened.
     Store(StoreError),
+    /// The API key store could not be opened.
+    Keys(crate::auth::store::StoreError),
 }
 
 impl fmt::Display for StartError {
@@ -43,6 +47,7 @@ impl fmt::Display for StartError {
             StartError::Structure(e) => write!(f, "{e}"),
             StartError::Io(e) => write!(f, "{e}"),
             StartError::Store(e) => write!(f, "{e}"),
+            StartError::Keys(e) => write!(f, "{e}"),
         }
     }
 }
@@ -121,6 +126,9 @@ pub struct App {
     pub simulator: Option<(Arc<Simulator>, SimServer)>,
     /// Stops the resource notifier thread.
     pub notifier_stop: Arc<AtomicBool>,
+    /// The API key gate for the HTTP server (`[auth]`), over the configured key store (a
+    /// [`MemoryStore`] for `--demo`).
+    pub gate: Arc<Gate>,
 }
 
 impl App {
@@ -194,13 +202,31 @@ impl App {
                 Arc::new(HouseFeed::new(house.clone())),
             )
         });
-        let mcp = Arc::new(McpServer::new(
-            Arc::new(
-                HomeTools::with_store(house.clone(), workflows.clone())
-                    .with_caches(config.server.caches),
-            ),
-            McpConfig::default(),
+        let tools = Arc::new(
+            HomeTools::with_store(house.clone(), workflows.clone())
+                .with_caches(config.server.caches),
+        );
+        // The demo serves loopback without keys (development level) and writes nothing to
+        // disk; a real start reads the key store the `keys` command writes.
+        let keys: Arc<dyn crate::auth::store::KeyStore> = if demo {
+            Arc::new(MemoryStore::default())
+        } else {
+            let env = |k: &str| std::env::var(k).ok();
+            let backend = crate::auth::store::Backend::from_env(&env)
+                .map_err(|e| StartError::Keys(crate::auth::store::StoreError::Io(e)))?;
+            let path = config
+                .key_store
+                .clone()
+                .unwrap_or_else(|| backend.default_path(&config.server.data_dir));
+            crate::auth::store::open_store(backend, &path, &env).map_err(StartError::Keys)?
+        };
+        let gate = Arc::new(Gate::new(
+            keys,
+            config.auth.clone(),
+            config.server.listen.ip(),
+            permission_of(tools.clone()),
         ));
+        let mcp = Arc::new(McpServer::new(tools, McpConfig::default()));
         let notifier_stop = Arc::new(AtomicBool::new(false));
         start_resource_notifier(
             house.clone(),
@@ -218,6 +244,7 @@ impl App {
             client: client_for_app,
             poller: Some(poller),
             simulator,
+            gate,
         })
     }
 
@@ -241,6 +268,11 @@ impl App {
 }
 
 /// Opens `<data_dir>/workflows.db`, creating the directory (mode 0700 on Unix) if needed.
+/// The gate's view of the tool registry: the permission a call needs.
+pub fn permission_of(tools: Arc<HomeTools>) -> PermissionFn {
+    Arc::new(move |name, arguments| tools.required_permission(name, arguments))
+}
+
 pub fn open_store(data_dir: &std::path::Path) -> Result<WorkflowStore, StartError> {
     if !data_dir.exists() {
         let mut builder = std::fs::DirBuilder::new();

@@ -42,6 +42,18 @@
 //!
 //! [log]
 //! level = "info"               # error, warn, info, debug, trace
+//!
+//! [auth]                       # the API key gate (see crate::auth::gate)
+//! security_level = "development"   # or "staging", "production" (env SECURITY_LEVEL)
+//! required = false             # keys required in development too (always off-loopback)
+//!
+//! [auth.rate_limits]           # requests per minute
+//! admin = 1000
+//! operator = 500
+//! monitor = 200
+//! device = 100
+//! custom = 200
+//! per_client = 100             # per client address on /mcp, /sse, /message
 //! ```
 
 use std::fmt;
@@ -50,6 +62,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
+
+use crate::auth::gate::{GateConfig, SecurityLevel};
 
 use crate::home::Secret;
 use crate::loxone::poll::PollConfig;
@@ -77,6 +91,12 @@ pub struct Config {
     pub miniserver_auth: AuthMode,
     /// WebSocket event stream (default) or polling only.
     pub miniserver_live: LiveMode,
+    /// The API key gate (`[auth]`: `security_level`, `required`, `rate_limits`; env
+    /// `SECURITY_LEVEL`). See [`crate::auth::gate`].
+    pub auth: GateConfig,
+    /// The API key store (`--key-store PATH`); default `<data_dir>/keys.toml` (or `keys.db`
+    /// with `HOME_KEY_BACKEND=sqlite`).
+    pub key_store: Option<std::path::PathBuf>,
 }
 
 /// How the client authenticates to the Miniserver (loxone-protocol.md §3).
@@ -203,6 +223,8 @@ impl Default for Config {
             visu_password: None,
             miniserver_auth: AuthMode::Auto,
             miniserver_live: LiveMode::WebSocket,
+            auth: GateConfig::default(),
+            key_store: None,
         }
     }
 }
@@ -246,6 +268,31 @@ struct FileConfig {
     miniserver: FileMiniserver,
     #[serde(default)]
     log: FileLog,
+    #[serde(default)]
+    auth: FileAuth,
+}
+
+/// `[auth]`: `security_level = "development" | "staging" | "production"`, `required`, and
+/// `[auth.rate_limits]` with `admin`, `operator`, `monitor`, `device`, `custom`, `per_client`
+/// (requests per minute).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAuth {
+    security_level: Option<String>,
+    required: Option<bool>,
+    #[serde(default)]
+    rate_limits: FileRateLimits,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileRateLimits {
+    admin: Option<u32>,
+    operator: Option<u32>,
+    monitor: Option<u32>,
+    device: Option<u32>,
+    custom: Option<u32>,
+    per_client: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -455,6 +502,46 @@ impl Config {
             .or(file.miniserver.visu_password)
             .filter(|p| !p.is_empty())
             .map(Secret::new);
+
+        if let Some(level) = env("SECURITY_LEVEL").or(file.auth.security_level) {
+            cfg.auth.level = match level.trim() {
+                "development" => SecurityLevel::Development,
+                "staging" => SecurityLevel::Staging,
+                "production" => SecurityLevel::Production,
+                _ => {
+                    return Err(invalid(
+                        "auth.security_level",
+                        "use development, staging or production",
+                    ))
+                }
+            };
+        }
+        cfg.auth.required = file.auth.required.unwrap_or(false);
+        let r = &file.auth.rate_limits;
+        let limits = &mut cfg.auth.limits;
+        for (value, slot, name) in [
+            (r.admin, &mut limits.admin, "auth.rate_limits.admin"),
+            (
+                r.operator,
+                &mut limits.operator,
+                "auth.rate_limits.operator",
+            ),
+            (r.monitor, &mut limits.monitor, "auth.rate_limits.monitor"),
+            (r.device, &mut limits.device, "auth.rate_limits.device"),
+            (r.custom, &mut limits.custom, "auth.rate_limits.custom"),
+            (
+                r.per_client,
+                &mut limits.per_client,
+                "auth.rate_limits.per_client",
+            ),
+        ] {
+            if let Some(v) = value {
+                if v == 0 {
+                    return Err(invalid(name, "must be at least 1 (requests per minute)"));
+                }
+                *slot = v;
+            }
+        }
 
         if let Some(level) = env("HOME_LOG_LEVEL").or(file.log.level) {
             cfg.log_level = level
@@ -795,6 +882,31 @@ mod tests {
         assert!(matches!(e, ConfigError::Toml { .. }), "{e}");
         let e = parse("[server]\ntool_cache_secs = -1\n", &[]).unwrap_err();
         assert!(matches!(e, ConfigError::Toml { .. }), "{e}");
+    }
+
+    #[test]
+    fn auth_settings() {
+        let cfg = parse("", &[]).unwrap();
+        assert_eq!(cfg.auth, GateConfig::default());
+        let cfg = parse(
+            "[auth]\nsecurity_level = \"staging\"\nrequired = true\n[auth.rate_limits]\noperator = 7\nper_client = 9\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(cfg.auth.level, SecurityLevel::Staging);
+        assert!(cfg.auth.required);
+        assert_eq!(
+            (
+                cfg.auth.limits.operator,
+                cfg.auth.limits.per_client,
+                cfg.auth.limits.admin
+            ),
+            (7, 9, 1000)
+        );
+        let cfg = parse("", &[("SECURITY_LEVEL", "production")]).unwrap();
+        assert_eq!(cfg.auth.level, SecurityLevel::Production);
+        assert!(parse("[auth]\nsecurity_level = \"lax\"\n", &[]).is_err());
+        assert!(parse("[auth.rate_limits]\nadmin = 0\n", &[]).is_err());
     }
 
     #[test]

@@ -207,6 +207,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         config.server.workers = check_workers(n, "--workers").map_err(|e| Usage(e.to_string()))?;
     }
     init_logging(config.log_level);
+    config.key_store = key_store.clone();
     first_run_hint(key_store, &config);
 
     let app = match start_app(&config, demo) {
@@ -222,6 +223,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         allowed_hosts: config.server.allowed_hosts.clone(),
         max_streams: config.server.max_streams,
         keep_alive: config.server.keep_alive,
+        gate: Some(app.gate.clone()),
         ..HttpConfig::default()
     };
     let house = app.house.clone();

@@ -361,3 +361,100 @@ fn sigterm_stops_cleanly_and_kills_the_tokens() {
         "the HTTP token: {text}"
     );
 }
+
+/// The whole set-up: `keys generate --role admin` writes the store that `serve` reads; without
+/// the key a staging server answers 401, with it the call goes through.
+#[test]
+fn serve_reads_the_keys_the_keys_command_writes() {
+    let dir = std::env::temp_dir().join(format!("home-mcp-keys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = dir.join("keys.toml");
+    let o = bin()
+        .args(["keys", "generate", "--role", "operator", "--name", "test"])
+        .args(["--key-store", store.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let key = out
+        .split_whitespace()
+        .find(|w| w.starts_with("homekey_operator_"))
+        .unwrap_or_else(|| panic!("no key printed: {out}"))
+        .to_string();
+
+    let ms_port = free_port();
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/Smarteon-loxone-java-showroom.json"
+    );
+    let _ms = Kill(
+        bin()
+            .args([
+                "sim",
+                "--structure",
+                fixture,
+                "--listen",
+                &format!("127.0.0.1:{ms_port}"),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", ms_port)).is_err() {
+        assert!(Instant::now() < deadline, "sim did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let port = free_port();
+    let _server = Kill(
+        bin()
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--key-store", store.to_str().unwrap()])
+            .env("HOME_HOST", format!("127.0.0.1:{ms_port}"))
+            .env("HOME_USER", "demo")
+            .env("HOME_PASS", "demo")
+            .env("HOME_DATA_DIR", dir.join("data"))
+            .env("SECURITY_LEVEL", "staging")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    health_until(port, |v| v["status"].is_string());
+    let call = |key: Option<&str>| -> String {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let body = r#"{"tool":"list_rooms"}"#;
+        let auth = key
+            .map(|k| format!("X-API-Key: {k}\r\n"))
+            .unwrap_or_default();
+        s.write_all(
+            format!(
+                "POST /tools/call HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    };
+    let denied = call(None);
+    assert!(denied.starts_with("HTTP/1.1 401"), "{denied}");
+    assert!(denied.contains("INVALID_API_KEY"), "{denied}");
+    let wrong = call(Some("homekey_operator_1_00000000000000000000000000000000"));
+    assert!(wrong.starts_with("HTTP/1.1 401"), "{wrong}");
+    assert!(
+        !wrong.contains("00000000000000000000000000000000"),
+        "the key is masked: {wrong}"
+    );
+    let ok = call(Some(&key));
+    assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
+    assert!(
+        ok.contains("X-RateLimit-Remaining") || ok.contains("x-ratelimit-remaining"),
+        "{ok}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

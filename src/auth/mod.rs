@@ -6,6 +6,8 @@
 //! ([`Role::permissions`]); `custom` keys carry their own list. Stores live in [`store`].
 
 pub mod cli;
+pub mod gate;
+pub mod ratelimit;
 pub mod store;
 
 use std::collections::BTreeSet;

@@ -101,7 +101,11 @@ fn session_param(url: &str) -> Result<String, Answer> {
 }
 
 /// `POST /message?sessionId=...`.
-pub(crate) fn message(ctx: &Arc<Ctx>, request: &mut tiny_http::Request) -> Answer {
+pub(crate) fn message(
+    ctx: &Arc<Ctx>,
+    request: &mut tiny_http::Request,
+    auth: Option<&crate::auth::gate::Principal>,
+) -> Answer {
     if request.method() != &tiny_http::Method::Post {
         return method_not_allowed("POST");
     }
@@ -125,6 +129,10 @@ pub(crate) fn message(ctx: &Arc<Ctx>, request: &mut tiny_http::Request) -> Answe
     let incoming = jsonrpc::parse(&body);
     if let Err(parse_error) = &incoming {
         return Answer::json_text(400, parse_error.to_json());
+    }
+    // A refusal is answered on this POST (401/403/429), not on the stream.
+    if let Some(denied) = super::mcp::denied(ctx, auth, &incoming) {
+        return denied;
     }
     let slow = matches!(&incoming, Ok(Incoming::Single(Ok(Message::Request(r))))
         if matches!(r.method.as_str(), "tools/call" | "prompts/get" | "resources/read" | "completion/complete"));

@@ -44,6 +44,7 @@ use std::time::Duration;
 
 use super::stream::{run_detached, Outbox, SseWriter};
 use super::{header, host_name, is_loopback_name, Answer, Ctx, Handled};
+use crate::auth::gate::{Action, Principal};
 use crate::mcp::jsonrpc::{self, Incoming, Message, Response};
 use crate::mcp::{Outlet, ProtocolVersion, Reply, RpcError, SessionState};
 
@@ -86,14 +87,18 @@ pub(crate) fn session_not_found() -> Answer {
 }
 
 /// Handles one request to `/mcp`.
-pub(crate) fn handle(ctx: &Arc<Ctx>, request: &mut tiny_http::Request) -> Handled {
+pub(crate) fn handle(
+    ctx: &Arc<Ctx>,
+    request: &mut tiny_http::Request,
+    auth: Option<&Principal>,
+) -> Handled {
     if let Some(origin) = header(request, "Origin") {
         if !origin_allowed(ctx, origin, header(request, "Host")) {
             return forbidden(&format!("Origin {origin} is not allowed")).into();
         }
     }
     match request.method() {
-        tiny_http::Method::Post => post(ctx, request),
+        tiny_http::Method::Post => post(ctx, request, auth),
         tiny_http::Method::Get => get(ctx, request),
         tiny_http::Method::Delete => delete(ctx, request).into(),
         _ => rpc_error(
@@ -286,14 +291,18 @@ fn streams_answer(incoming: &Result<Incoming, Response>, state: &SessionState) -
         || caps.get("sampling").is_some()
 }
 
-fn post(ctx: &Arc<Ctx>, request: &mut tiny_http::Request) -> Handled {
-    match post_inner(ctx, request) {
+fn post(ctx: &Arc<Ctx>, request: &mut tiny_http::Request, auth: Option<&Principal>) -> Handled {
+    match post_inner(ctx, request, auth) {
         Ok(answer) => answer.into(),
         Err(handled) => handled,
     }
 }
 
-fn post_inner(ctx: &Arc<Ctx>, request: &mut tiny_http::Request) -> Result<Answer, Handled> {
+fn post_inner(
+    ctx: &Arc<Ctx>,
+    request: &mut tiny_http::Request,
+    auth: Option<&Principal>,
+) -> Result<Answer, Handled> {
     let sse_ok = accepts_sse(header(request, "Accept"));
     let Some(format) = negotiate(header(request, "Accept")) else {
         return Ok(rpc_error(
@@ -335,6 +344,9 @@ fn post_inner(ctx: &Arc<Ctx>, request: &mut tiny_http::Request) -> Result<Answer
         Err(answer) => return Ok(answer),
     };
     let incoming = jsonrpc::parse(&body);
+    if let Some(denied) = denied(ctx, auth, &incoming) {
+        return Ok(denied);
+    }
 
     let mut state = match session {
         Some(state) => state,
@@ -445,6 +457,51 @@ fn stream_answer(
 }
 
 /// True when the frame is a single `initialize` request.
+/// Step 2 of the gate for each request in a message (a batch is refused whole, with `id:
+/// null`, when any request in it is): the method's permission, for `tools/call` the tool's.
+pub(crate) fn denied(
+    ctx: &Ctx,
+    auth: Option<&Principal>,
+    incoming: &Result<Incoming, Response>,
+) -> Option<Answer> {
+    auth?;
+    let (messages, batch): (Vec<&Message>, bool) = match incoming {
+        Ok(Incoming::Single(Ok(m))) => (vec![m], false),
+        Ok(Incoming::Batch(v)) => (v.iter().filter_map(|r| r.as_ref().ok()).collect(), true),
+        _ => return None,
+    };
+    let empty = serde_json::Map::new();
+    for m in messages {
+        let Message::Request(r) = m else { continue };
+        let result = if r.method == "tools/call" {
+            let params = match &r.params {
+                Some(jsonrpc::Params::Object(p)) => Some(p),
+                _ => None,
+            };
+            let name = params
+                .and_then(|p| p.get("name"))
+                .and_then(|v| v.as_str())
+                .unwrap_or("");
+            let arguments = params
+                .and_then(|p| p.get("arguments"))
+                .and_then(|v| v.as_object())
+                .unwrap_or(&empty);
+            ctx.authorize(auth, &Action::Tool { name, arguments })
+        } else {
+            ctx.authorize(auth, &Action::Method(&r.method))
+        };
+        if let Err(d) = result {
+            let id = if batch {
+                serde_json::Value::Null
+            } else {
+                serde_json::to_value(&r.id).unwrap_or_default()
+            };
+            return Some(super::deny(&d, true, id));
+        }
+    }
+    None
+}
+
 fn is_initialize(incoming: &Result<Incoming, Response>) -> bool {
     matches!(incoming, Ok(Incoming::Single(Ok(Message::Request(r)))) if r.method == "initialize")
 }

@@ -25,6 +25,13 @@
 //! `/tools/call` and `/api/devices...` (see [`rest`]), anything else 404
 //! `{"error":{"code":"NOT_FOUND","message":…}}`. The Host header is checked on every route
 //! (see [`HttpConfig::allowed_hosts`]).
+//!
+//! With [`HttpConfig::gate`] set, every route but `/health` (and unknown paths, which 404)
+//! is authenticated by the router before any body is read ([`Gate::authenticate`]: key,
+//! expiry, IP whitelist, rate limits); routes then ask `Ctx::authorize` about the MCP method
+//! or tool they are about to run, and `/admin/...` needs `admin`. Answers written by a
+//! worker get the `X-RateLimit-*` headers. See [`crate::auth::gate`] for the rules and error
+//! mapping.
 
 pub mod legacy;
 pub mod mcp;
@@ -43,6 +50,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use socket2::{Domain, Protocol, Socket, Type};
 
+use crate::auth::gate::{Action, Credentials, Denial, Gate, Principal};
 use crate::mcp::McpServer;
 
 /// The `/health` callback: returns the JSON document to serve.
@@ -79,6 +87,9 @@ pub struct HttpConfig {
     pub stream_queue: usize,
     /// `retry:` sent at the start of each stream, in ms (default 1,000).
     pub retry_ms: u64,
+    /// The API key gate in front of every route but `/health` (see [`crate::auth::gate`]);
+    /// `None`: no authentication (tests, embedding).
+    pub gate: Option<Arc<Gate>>,
 }
 
 impl Default for HttpConfig {
@@ -95,6 +106,7 @@ impl Default for HttpConfig {
             replay_buffer: 256,
             stream_queue: 64,
             retry_ms: 1000,
+            gate: None,
         }
     }
 }
@@ -117,6 +129,18 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
+    /// Step 2 of the gate (see [`crate::auth::gate`]); `Ok` without a gate or principal.
+    pub(crate) fn authorize(
+        &self,
+        principal: Option<&Principal>,
+        action: &Action<'_>,
+    ) -> Result<(), Denial> {
+        match (&self.config.gate, principal) {
+            (Some(gate), Some(p)) => gate.authorize(p, action),
+            _ => Ok(()),
+        }
+    }
+
     /// The outbox of HTTP session `id`, created and registered with the MCP hub if needed.
     pub(crate) fn outbox(&self, id: &str) -> Arc<stream::Outbox> {
         let (outbox, new) = self.outboxes.get_or_create(id, || {
@@ -381,6 +405,53 @@ fn add_header<R: std::io::Read>(response: &mut tiny_http::Response<R>, name: &st
     }
 }
 
+/// A gate refusal: a JSON-RPC error with `id` on MCP routes (`rpc`), else the §7.1 object;
+/// status and headers from the [`Denial`].
+pub(crate) fn deny(d: &Denial, rpc: bool, id: Value) -> Answer {
+    let body = if rpc { d.rpc_body(id) } else { d.rest_body() };
+    let mut answer = Answer::json(d.code.status(), &body);
+    for (name, value) in d.headers() {
+        answer = answer.with_header(name, value);
+    }
+    answer
+}
+
+/// Step 1 of the gate for a request to `path`: `Ok(None)` when ungated (`/health`, unknown
+/// paths, no gate).
+fn authenticate(
+    ctx: &Ctx,
+    request: &tiny_http::Request,
+    path: &str,
+) -> Result<Option<Principal>, Answer> {
+    let Some(gate) = &ctx.config.gate else {
+        return Ok(None);
+    };
+    let mcp = matches!(path, "/mcp" | "/sse" | "/message");
+    if !(mcp || rest::is_rest_path(path) || path == "/admin" || path.starts_with("/admin/")) {
+        return Ok(None);
+    }
+    let mut creds = Credentials::from_parts(
+        header(request, "X-API-Key"),
+        header(request, "Authorization"),
+        request.url(),
+        request.remote_addr().map(|a| a.ip()),
+    );
+    creds.mcp = mcp;
+    match gate.authenticate(&creds) {
+        Ok(p) => Ok(Some(p)),
+        Err(d) => {
+            log::info!(
+                "{} {path} from {:?}: {} ({})",
+                request.method(),
+                creds.ip,
+                d.code.as_str(),
+                d.key_id.as_deref().unwrap_or("no key")
+            );
+            Err(deny(&d, mcp, Value::Null))
+        }
+    }
+}
+
 /// The REST-style error body of spec §7.1 (without `details`).
 pub(crate) fn rest_error(status: u16, code: &str, message: &str) -> Answer {
     Answer::json(
@@ -445,6 +516,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
         quarantine_oversized(request, answer);
         return;
     }
+    let mut rate = None;
     let handled: Handled = if !host_allowed(ctx, header(&request, "Host")) {
         match path.as_str() {
             "/mcp" | "/sse" | "/message" => mcp::forbidden("Host header not allowed"),
@@ -452,10 +524,23 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
         }
         .into()
     } else {
+        let principal = match authenticate(ctx, &request, &path) {
+            Ok(p) => p,
+            Err(answer) => {
+                let status = answer.status;
+                if let Err(e) = request.respond(answer.into_response()) {
+                    log::debug!("writing response failed: {e}");
+                }
+                log::debug!("{method} {path} {status} (gate)");
+                return;
+            }
+        };
+        rate = principal.as_ref().map(|p| p.rate);
+        let auth = principal.as_ref();
         match path.as_str() {
-            "/mcp" => mcp::handle(ctx, &mut request),
+            "/mcp" => mcp::handle(ctx, &mut request, auth),
             "/sse" => legacy::open(ctx, &request),
-            "/message" => legacy::message(ctx, &mut request).into(),
+            "/message" => legacy::message(ctx, &mut request, auth).into(),
             "/health" => match method {
                 tiny_http::Method::Get | tiny_http::Method::Head => {
                     let body = (ctx.health)();
@@ -470,11 +555,19 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
                     .with_header("Allow", "GET")
                     .into(),
             },
-            p if rest::is_rest_path(p) => rest::handle(ctx, &mut request, p).into(),
+            p if rest::is_rest_path(p) => rest::handle(ctx, &mut request, p, auth).into(),
+            p if auth.is_some() && p.starts_with("/admin") => {
+                match ctx.authorize(auth, &Action::Admin) {
+                    Err(d) => deny(&d, false, Value::Null),
+                    // The admin endpoints are not served by this build yet.
+                    Ok(()) => rest_error(404, "NOT_FOUND", &format!("no route for {path}")),
+                }
+                .into()
+            }
             _ => rest_error(404, "NOT_FOUND", &format!("no route for {path}")).into(),
         }
     };
-    let answer = match handled {
+    let mut answer = match handled {
         Handled::Answer(a) => a,
         Handled::Take(job) => {
             log::debug!("{method} {path} taken over by a stream");
@@ -482,6 +575,15 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
             return;
         }
     };
+    if let Some(rate) = rate {
+        if !answer
+            .headers
+            .iter()
+            .any(|(n, _)| *n == "X-RateLimit-Limit")
+        {
+            answer.headers.extend(rate.headers());
+        }
+    }
     let status = answer.status;
     if let Err(e) = request.respond(answer.into_response()) {
         log::debug!("writing response failed: {e}");

@@ -33,6 +33,7 @@ use std::io::Read;
 use serde_json::{json, Map, Value};
 
 use super::{header, Answer, Ctx};
+use crate::auth::gate::{Action, Principal};
 use crate::mcp::jsonrpc::{ErrorObject, Outcome};
 use crate::mcp::{ProtocolVersion, Reply, RpcError, SessionState};
 
@@ -66,15 +67,25 @@ pub(crate) fn is_rest_path(path: &str) -> bool {
 }
 
 /// The auth seam (issue 6): every REST request passes here with the tool and arguments it is
-/// about to run; an `Err` is sent as is. Today everyone is allowed (the Host/Origin checks
-/// still apply). The key gate will read `X-API-Key`/`Authorization: Bearer` from `request`
-/// and check the tool's permission (`HomeTools::required_permission`).
+/// about to run; the router already authenticated the key ([`crate::auth::gate`]). `GET
+/// /tools` needs `read`, a call the tool's permission; a refusal is the §7.1 object with 403
+/// (or 401/429) and the rate-limit headers.
 pub(crate) fn authorize(
-    _ctx: &Ctx,
-    _request: &tiny_http::Request,
-    _action: &RestAction<'_>,
+    ctx: &Ctx,
+    principal: Option<&Principal>,
+    action: &RestAction<'_>,
 ) -> Result<(), Answer> {
-    Ok(())
+    let result = match action.tool {
+        None => ctx.authorize(principal, &Action::Method("tools/list")),
+        Some(name) => ctx.authorize(
+            principal,
+            &Action::Tool {
+                name,
+                arguments: action.arguments,
+            },
+        ),
+    };
+    result.map_err(|d| super::deny(&d, false, Value::Null))
 }
 
 /// The §7.1 error object with a status.
@@ -94,7 +105,12 @@ fn method_not_allowed(allow: &'static str) -> Answer {
 }
 
 /// Handles a request whose path passed [`is_rest_path`].
-pub(crate) fn handle(ctx: &Ctx, request: &mut tiny_http::Request, path: &str) -> Answer {
+pub(crate) fn handle(
+    ctx: &Ctx,
+    request: &mut tiny_http::Request,
+    path: &str,
+    principal: Option<&Principal>,
+) -> Answer {
     if let Some(origin) = header(request, "Origin") {
         if !super::mcp::origin_allowed(ctx, origin, header(request, "Host")) {
             return error(
@@ -113,7 +129,7 @@ pub(crate) fn handle(ctx: &Ctx, request: &mut tiny_http::Request, path: &str) ->
         Route::ListTools => {
             if let Err(a) = authorize(
                 ctx,
-                request,
+                principal,
                 &RestAction {
                     tool: None,
                     arguments: &Map::new(),
@@ -152,7 +168,7 @@ pub(crate) fn handle(ctx: &Ctx, request: &mut tiny_http::Request, path: &str) ->
     };
     if let Err(a) = authorize(
         ctx,
-        request,
+        principal,
         &RestAction {
             tool: Some(&tool),
             arguments: &arguments,

@@ -1,0 +1,640 @@
+//! The auth gate: who is calling, may they do this, and not too often (issue 6, spec §5, §7.1,
+//! §8).
+//!
+//! Every HTTP route except `/health` passes the gate in two steps (stdio is trusted and has no
+//! gate):
+//! 1. [`Gate::authenticate`], in the router before any body is read: the key from `X-API-Key`
+//!    or `Authorization: Bearer` (or `?key=`, outside production), looked up by comparing
+//!    SHA-256 digests of the presented key and each stored id in constant time; then
+//!    active / expiry / IP whitelist, then the rate limits. The result is a [`Principal`].
+//! 2. [`Gate::authorize`], in the route once it knows what the request will do ([`Action`]):
+//!    the permission of the MCP method or tool, and for `device` keys the device allow-list.
+//!
+//! ## Which request needs what
+//! | request | needs |
+//! |---|---|
+//! | `GET /health` | nothing (no key) |
+//! | MCP `initialize`, `ping`, notifications, client responses; `GET`/`DELETE /mcp`, `GET /sse` | a valid key |
+//! | MCP `tools/list`, `resources/*`, `prompts/*`, `completion/complete`, `logging/setLevel`; `GET /tools` | [`Permission::Read`] |
+//! | `tools/call` (MCP or REST) | the tool's permission (`HomeTools::required_permission`; for `execute_workflow` the highest of its steps) |
+//! | `/admin/...` | [`Permission::Admin`] |
+//!
+//! `device` keys may call a tool needing `control` (or more) only when the call names its
+//! devices in `device`, `device_id` or `target` (a string or a list of strings), and every one
+//! of them is on the key's `allowed_devices` (name or UUID, case-insensitive). A control call
+//! naming no device (a room, the whole house, a workflow) is refused.
+//!
+//! ## Errors
+//! | condition | code | HTTP | JSON-RPC |
+//! |---|---|---|---|
+//! | missing, unknown, inactive or expired key; `?key=` in production; non-admin key without expiry in production | `INVALID_API_KEY` | 401 (+ `WWW-Authenticate: Bearer`) | -32001 |
+//! | client address outside the key's `ip_whitelist` | `INSUFFICIENT_PERMISSIONS` | 403 | -32003 |
+//! | permission missing, device not allowed | `INSUFFICIENT_PERMISSIONS` | 403 | -32003 |
+//! | rate limit exceeded | `RATE_LIMIT_EXCEEDED` | 429 (+ `Retry-After`) | -32029 |
+//!
+//! An address outside the whitelist gets 403, not 401: the key is authentic, so asking the
+//! client to authenticate again would mislead it. REST and admin routes answer with the spec
+//! §7.1 object `{"error": {code, message, details}}`; MCP routes with a JSON-RPC error whose
+//! `data` holds `details` (the message), `code` (the §7.1 code) and `key_id`, with the same HTTP
+//! status. `details.key_id` is always [`mask`]ed (`null` when no key was sent).
+//!
+//! ## Rate limits
+//! Per key, by role (default per minute: admin 1000, operator 500, monitor 200, device 100,
+//! custom 200); per client address on the MCP HTTP transport (`/mcp`, `/sse`, `/message`;
+//! default 100), and for requests without a key on every route. Fixed windows (see
+//! [`ratelimit`](super::ratelimit)). Every gated answer written by a worker carries
+//! `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset` of the tighter bucket.
+//!
+//! ## Security levels
+//! | | development | staging | production |
+//! |---|---|---|---|
+//! | key required | no (`required = true` makes it so); **always** when the bind address is not loopback | yes | yes |
+//! | without keys | a loud warning at start; requests without a key pass as anonymous with every permission; a presented key is still checked | - | - |
+//! | `?key=` query credentials | accepted | accepted | refused (401) |
+//! | non-admin keys without `expires_at` | accepted | accepted | refused (401) |
+//!
+//! `required = false` in staging or production is ignored (with a warning).
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use super::ratelimit::{RateInfo, RateLimiter};
+use super::store::KeyStore;
+use super::{mask, ApiKey, Role};
+use crate::tools::Permission;
+
+/// The overall security level (`[auth] security_level`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SecurityLevel {
+    #[default]
+    Development,
+    Staging,
+    Production,
+}
+
+/// Requests per window for each role and per client address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimits {
+    pub admin: u32,
+    pub operator: u32,
+    pub monitor: u32,
+    pub device: u32,
+    pub custom: u32,
+    /// Per client address on the MCP HTTP transport (and for anonymous requests).
+    pub per_client: u32,
+}
+
+impl Default for RateLimits {
+    fn default() -> Self {
+        Self {
+            admin: 1000,
+            operator: 500,
+            monitor: 200,
+            device: 100,
+            custom: 200,
+            per_client: 100,
+        }
+    }
+}
+
+impl RateLimits {
+    fn for_role(&self, role: Role) -> u32 {
+        match role {
+            Role::Admin => self.admin,
+            Role::Operator => self.operator,
+            Role::Monitor => self.monitor,
+            Role::Device => self.device,
+            Role::Custom => self.custom,
+        }
+    }
+}
+
+/// The gate's settings (`[auth]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateConfig {
+    pub level: SecurityLevel,
+    /// Keys required in development too.
+    pub required: bool,
+    pub limits: RateLimits,
+    /// Rate-limit window (one minute).
+    pub window: Duration,
+}
+
+impl Default for GateConfig {
+    fn default() -> Self {
+        Self {
+            level: SecurityLevel::Development,
+            required: false,
+            limits: RateLimits::default(),
+            window: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The permission a tool call needs (`HomeTools::required_permission`); `None`: unknown tool.
+pub type PermissionFn = Arc<dyn Fn(&str, &Map<String, Value>) -> Option<Permission> + Send + Sync>;
+
+/// What a request presents.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Credentials<'a> {
+    /// From `X-API-Key` or `Authorization: Bearer`.
+    pub header_key: Option<&'a str>,
+    /// From `?key=` in the URL.
+    pub query_key: Option<&'a str>,
+    /// The client's address.
+    pub ip: Option<IpAddr>,
+    /// MCP HTTP transport: the per-client limit applies.
+    pub mcp: bool,
+}
+
+impl<'a> Credentials<'a> {
+    /// The key from `X-API-Key` (preferred) or `Authorization: Bearer ...`, and `key=` from
+    /// the query of `url`.
+    pub fn from_parts(
+        x_api_key: Option<&'a str>,
+        authorization: Option<&'a str>,
+        url: &'a str,
+        ip: Option<IpAddr>,
+    ) -> Self {
+        let bearer = authorization.and_then(|v| {
+            let v = v.trim();
+            let (scheme, rest) = v.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+        });
+        let header_key = x_api_key
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .or(bearer.filter(|k| !k.is_empty()));
+        let query_key = url.split_once('?').and_then(|(_, q)| {
+            q.split('&')
+                .find_map(|p| p.strip_prefix("key="))
+                .filter(|k| !k.is_empty())
+        });
+        Self {
+            header_key,
+            query_key,
+            ip,
+            mcp: false,
+        }
+    }
+}
+
+/// Who passed [`Gate::authenticate`].
+#[derive(Debug, Clone)]
+pub struct Principal {
+    /// `None`: anonymous (development without required keys).
+    pub key: Option<ApiKey>,
+    /// The tighter rate-limit bucket, for the answer's headers.
+    pub rate: RateInfo,
+}
+
+impl Principal {
+    /// The masked key id, for logs.
+    pub fn masked(&self) -> String {
+        self.key
+            .as_ref()
+            .map_or_else(|| "anonymous".into(), |k| mask(&k.id))
+    }
+}
+
+/// What a request is about to do, for [`Gate::authorize`].
+#[derive(Debug, Clone, Copy)]
+pub enum Action<'a> {
+    /// An MCP method other than `tools/call` (see the module docs).
+    Method(&'a str),
+    /// A tool call (MCP or REST).
+    Tool {
+        name: &'a str,
+        arguments: &'a Map<String, Value>,
+    },
+    /// An `/admin` endpoint.
+    Admin,
+}
+
+/// Why the gate refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DenyCode {
+    InvalidApiKey,
+    InsufficientPermissions,
+    RateLimitExceeded,
+}
+
+impl DenyCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DenyCode::InvalidApiKey => "INVALID_API_KEY",
+            DenyCode::InsufficientPermissions => "INSUFFICIENT_PERMISSIONS",
+            DenyCode::RateLimitExceeded => "RATE_LIMIT_EXCEEDED",
+        }
+    }
+
+    /// HTTP status on every route.
+    pub fn status(self) -> u16 {
+        match self {
+            DenyCode::InvalidApiKey => 401,
+            DenyCode::InsufficientPermissions => 403,
+            DenyCode::RateLimitExceeded => 429,
+        }
+    }
+
+    /// JSON-RPC error code on MCP routes (server-defined range).
+    pub fn rpc_code(self) -> i64 {
+        match self {
+            DenyCode::InvalidApiKey => -32001,
+            DenyCode::InsufficientPermissions => -32003,
+            DenyCode::RateLimitExceeded => -32029,
+        }
+    }
+}
+
+/// A refusal, rendered by the HTTP layer.
+#[derive(Debug, Clone)]
+pub struct Denial {
+    pub code: DenyCode,
+    pub message: String,
+    /// Masked key id (`None` when no key was sent).
+    pub key_id: Option<String>,
+    /// The bucket that refused (429) or the principal's (403), for the headers.
+    pub rate: Option<RateInfo>,
+}
+
+impl Denial {
+    fn new(code: DenyCode, message: impl Into<String>, key: Option<&str>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            key_id: key.map(mask),
+            rate: None,
+        }
+    }
+
+    /// The spec §7.1 object.
+    pub fn rest_body(&self) -> Value {
+        json!({"error": {
+            "code": self.code.as_str(),
+            "message": self.message,
+            "details": {"key_id": self.key_id},
+        }})
+    }
+
+    /// A JSON-RPC error response with `id`.
+    pub fn rpc_body(&self, id: Value) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "error": {
+            "code": self.code.rpc_code(),
+            "message": self.code.as_str(),
+            "data": {"details": self.message, "code": self.code.as_str(), "key_id": self.key_id},
+        }})
+    }
+
+    /// Headers to send with the refusal: rate-limit headers, `Retry-After` on 429,
+    /// `WWW-Authenticate` on 401.
+    pub fn headers(&self) -> Vec<(&'static str, String)> {
+        let mut h: Vec<(&'static str, String)> = Vec::new();
+        if let Some(r) = &self.rate {
+            h.extend(r.headers());
+            if self.code == DenyCode::RateLimitExceeded {
+                h.push(("Retry-After", r.retry_after.to_string()));
+            }
+        }
+        if self.code == DenyCode::InvalidApiKey {
+            h.push(("WWW-Authenticate", "Bearer".into()));
+        }
+        h
+    }
+}
+
+/// The gate. Shared by all workers; the store is read on every request (so revocations apply
+/// at once).
+pub struct Gate {
+    store: Arc<dyn KeyStore>,
+    config: GateConfig,
+    required: bool,
+    limiter: RateLimiter,
+    permission_of: PermissionFn,
+    /// SHA-256 of stored ids, so a request hashes only the presented key (looked up by the
+    /// stored id, never by the presented one).
+    digests: Mutex<HashMap<String, [u8; 32]>>,
+}
+
+impl fmt::Debug for Gate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Gate")
+            .field("config", &self.config)
+            .field("required", &self.required)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Gate {
+    /// A gate for a server bound to `bind`. Keys become required when the level or `required`
+    /// says so, and always on a non-loopback bind (logged).
+    pub fn new(
+        store: Arc<dyn KeyStore>,
+        config: GateConfig,
+        bind: IpAddr,
+        permission_of: PermissionFn,
+    ) -> Self {
+        let required = match config.level {
+            SecurityLevel::Development => {
+                if config.required {
+                    true
+                } else if !bind.is_loopback() {
+                    log::warn!(
+                        "security level development on non-loopback address {bind}: API keys \
+                         are required anyway (auth is never off on the network)"
+                    );
+                    true
+                } else {
+                    log::warn!(
+                        "!!! SECURITY LEVEL DEVELOPMENT: requests WITHOUT an API key are \
+                         allowed (loopback {bind} only). Set [auth] security_level = \
+                         \"staging\" or \"production\" for real use. !!!"
+                    );
+                    false
+                }
+            }
+            level => {
+                if !config.required {
+                    log::debug!("[auth] required = false is ignored at level {level:?}");
+                }
+                true
+            }
+        };
+        Self {
+            limiter: RateLimiter::new(config.window),
+            store,
+            config,
+            required,
+            permission_of,
+            digests: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether requests need a key.
+    pub fn required(&self) -> bool {
+        self.required
+    }
+
+    pub fn level(&self) -> SecurityLevel {
+        self.config.level
+    }
+
+    /// Step 1: the key, its state, the client address and the rate limits.
+    pub fn authenticate(&self, creds: &Credentials<'_>) -> Result<Principal, Denial> {
+        let production = self.config.level == SecurityLevel::Production;
+        if production && creds.query_key.is_some() {
+            return Err(Denial::new(
+                DenyCode::InvalidApiKey,
+                "credentials in the URL (?key=) are refused in production; send X-API-Key or \
+                 Authorization: Bearer",
+                creds.query_key,
+            ));
+        }
+        let presented = creds.header_key.or(creds.query_key);
+        let Some(presented) = presented else {
+            if self.required {
+                return Err(Denial::new(
+                    DenyCode::InvalidApiKey,
+                    "an API key is required (X-API-Key or Authorization: Bearer)",
+                    None,
+                ));
+            }
+            let rate = self.limit(&[("anon", creds.ip, self.config.limits.per_client)])?;
+            return Ok(Principal { key: None, rate });
+        };
+        let invalid = |m: &str| Denial::new(DenyCode::InvalidApiKey, m, Some(presented));
+        let keys = self.store.list().map_err(|e| {
+            log::error!("key store: {e}");
+            invalid("the key store is unavailable")
+        })?;
+        let Some(key) = self.find(&keys, presented) else {
+            log::info!("unknown API key {} from {:?}", mask(presented), creds.ip);
+            return Err(invalid("unknown API key"));
+        };
+        if !key.active {
+            return Err(invalid("the API key is revoked (inactive)"));
+        }
+        match &key.expires_at {
+            Some(at) if expired(at) => return Err(invalid("the API key has expired")),
+            None if production && key.role != Role::Admin => {
+                return Err(invalid(
+                    "production requires an expiry (expires_at) on non-admin keys",
+                ))
+            }
+            _ => {}
+        }
+        if !key.ip_whitelist.is_empty() && !creds.ip.is_some_and(|ip| whitelisted(&key, ip)) {
+            log::info!(
+                "API key {} used from {:?}, not whitelisted",
+                mask(&key.id),
+                creds.ip
+            );
+            return Err(Denial::new(
+                DenyCode::InsufficientPermissions,
+                "the client address is not in the key's IP whitelist",
+                Some(presented),
+            ));
+        }
+        let mut buckets = vec![("key", None, self.config.limits.for_role(key.role))];
+        if creds.mcp {
+            buckets.push(("ip", creds.ip, self.config.limits.per_client));
+        }
+        let rate = self.limit_key(&key.id, &buckets).map_err(|mut d| {
+            d.key_id = Some(mask(&key.id));
+            d
+        })?;
+        Ok(Principal {
+            key: Some(key),
+            rate,
+        })
+    }
+
+    /// The key whose id equals `presented`: SHA-256 digests compared in constant time against
+    /// every stored key (no early exit, equal-length inputs), so timing tells nothing about the
+    /// ids.
+    fn find(&self, keys: &[ApiKey], presented: &str) -> Option<ApiKey> {
+        let want: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+        let mut digests = self.digests.lock().unwrap_or_else(|e| e.into_inner());
+        if digests.len() > 4 * keys.len() + 64 {
+            digests.clear(); // forget deleted keys
+        }
+        let mut found = None;
+        for k in keys {
+            let have = match digests.get(&k.id) {
+                Some(d) => *d,
+                None => {
+                    let d: [u8; 32] = Sha256::digest(k.id.as_bytes()).into();
+                    digests.insert(k.id.clone(), d);
+                    d
+                }
+            };
+            if bool::from(have.as_slice().ct_eq(want.as_slice())) {
+                found = Some(k);
+            }
+        }
+        found.cloned()
+    }
+
+    /// Anonymous bucket(s) by address.
+    fn limit(&self, buckets: &[(&str, Option<IpAddr>, u32)]) -> Result<RateInfo, Denial> {
+        self.limit_key("", buckets)
+    }
+
+    /// Hits each bucket; the tighter state, or the first refusal.
+    fn limit_key(
+        &self,
+        key_id: &str,
+        buckets: &[(&str, Option<IpAddr>, u32)],
+    ) -> Result<RateInfo, Denial> {
+        let mut tightest: Option<RateInfo> = None;
+        for (kind, ip, limit) in buckets {
+            let name = match ip {
+                Some(ip) => format!("ip:{ip}"),
+                None if *kind == "key" => format!("key:{key_id}"),
+                None => format!("{kind}:unknown"),
+            };
+            match self.limiter.hit(&name, *limit) {
+                Ok(info) => {
+                    if tightest.is_none_or(|t| info.remaining < t.remaining) {
+                        tightest = Some(info);
+                    }
+                }
+                Err(info) => {
+                    let mut d = Denial::new(
+                        DenyCode::RateLimitExceeded,
+                        format!(
+                            "rate limit of {limit} requests per {} s exceeded; retry in {} s",
+                            self.limiter.window().as_secs().max(1),
+                            info.retry_after
+                        ),
+                        None,
+                    );
+                    d.rate = Some(info);
+                    return Err(d);
+                }
+            }
+        }
+        Ok(tightest.unwrap_or(RateInfo {
+            limit: 0,
+            remaining: 0,
+            reset: 0,
+            retry_after: 1,
+        }))
+    }
+
+    /// Step 2: may `principal` do `action`?
+    pub fn authorize(&self, principal: &Principal, action: &Action<'_>) -> Result<(), Denial> {
+        let Some(key) = &principal.key else {
+            return Ok(()); // anonymous: only when keys are not required
+        };
+        let needed = match action {
+            Action::Method(m) => method_permission(m),
+            Action::Admin => Some(Permission::Admin),
+            Action::Tool { name, arguments } => {
+                Some((self.permission_of)(name, arguments).unwrap_or(Permission::Read))
+            }
+        };
+        let deny = |m: String| {
+            let mut d = Denial::new(DenyCode::InsufficientPermissions, m, Some(&key.id));
+            d.rate = Some(principal.rate);
+            d
+        };
+        let Some(needed) = needed else { return Ok(()) };
+        let have: BTreeSet<Permission> = key.permissions();
+        if !have.contains(&needed) {
+            return Err(deny(format!(
+                "role {} lacks the {} permission",
+                key.role,
+                needed.as_str()
+            )));
+        }
+        if let (Role::Device, Action::Tool { name, arguments }) = (key.role, action) {
+            if needed >= Permission::Control {
+                device_allowed(key, arguments).map_err(|m| deny(format!("{name}: {m}")))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The permission an MCP method needs; `None`: only a valid key.
+fn method_permission(method: &str) -> Option<Permission> {
+    match method {
+        "initialize" | "ping" => None,
+        m if m.starts_with("notifications/") => None,
+        _ => Some(Permission::Read),
+    }
+}
+
+/// An unparsable expiry counts as expired (fail closed).
+fn expired(at: &str) -> bool {
+    match humantime::parse_rfc3339_weak(at.trim()) {
+        Ok(t) => t <= SystemTime::now(),
+        Err(_) => {
+            log::warn!("API key expiry {at:?} is not an ISO 8601 UTC time; treated as expired");
+            true
+        }
+    }
+}
+
+/// `ip` matches an address or CIDR range of the whitelist (v4-mapped v6 counts as v4).
+fn whitelisted(key: &ApiKey, ip: IpAddr) -> bool {
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
+    key.ip_whitelist.iter().any(|entry| {
+        let entry = entry.trim();
+        if let Ok(net) = entry.parse::<ipnet::IpNet>() {
+            net.contains(&ip)
+        } else if let Ok(addr) = entry.parse::<IpAddr>() {
+            addr == ip
+        } else {
+            log::warn!("ignoring invalid ip_whitelist entry {entry:?}");
+            false
+        }
+    })
+}
+
+/// A device key's control call must name its devices, all allowed.
+fn device_allowed(key: &ApiKey, arguments: &Map<String, Value>) -> Result<(), String> {
+    let mut named = Vec::new();
+    for field in ["device", "device_id", "target"] {
+        match arguments.get(field) {
+            Some(Value::String(s)) => named.push(s.as_str()),
+            Some(Value::Array(items)) => {
+                for item in items {
+                    match item.as_str() {
+                        Some(s) => named.push(s),
+                        None => return Err(format!("{field} must list device names")),
+                    }
+                }
+            }
+            Some(_) => return Err(format!("{field} must name a device")),
+            None => {}
+        }
+    }
+    if named.is_empty() {
+        return Err(
+            "device keys may only operate their allowed devices; this call names none".into(),
+        );
+    }
+    for d in named {
+        let ok = key
+            .allowed_devices
+            .iter()
+            .any(|a| a.trim().to_lowercase() == d.trim().to_lowercase());
+        if !ok {
+            return Err(format!("device {d:?} is not allowed for this key"));
+        }
+    }
+    Ok(())
+}

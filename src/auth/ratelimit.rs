@@ -1,0 +1,122 @@
+//! Request rate limits (spec §8): a fixed window per bucket.
+//!
+//! A bucket is a string the [gate](super::gate) picks (`key:<id>` for a key's role limit,
+//! `ip:<addr>` for the per-client limit on the MCP HTTP transport). Each bucket's window starts
+//! at its first request and lasts [`RateLimiter::window`] (one minute in production use);
+//! within it at most `limit` requests pass. A refused request does not count. The answer
+//! carries what the `X-RateLimit-*` headers and `Retry-After` need ([`RateInfo`]).
+//!
+//! Fixed windows allow a burst of up to twice the limit across a window edge; that is accepted
+//! for a house controller (the limits are coarse abuse guards, not billing).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Buckets kept before expired ones are swept.
+const SWEEP_ABOVE: usize = 4096;
+
+/// The state of one bucket after a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateInfo {
+    /// Requests allowed per window.
+    pub limit: u32,
+    /// Requests still allowed in this window.
+    pub remaining: u32,
+    /// When the window ends, Unix seconds (`X-RateLimit-Reset`).
+    pub reset: u64,
+    /// Seconds until the window ends, at least 1 (`Retry-After`).
+    pub retry_after: u64,
+}
+
+impl RateInfo {
+    /// `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset`.
+    pub fn headers(&self) -> [(&'static str, String); 3] {
+        [
+            ("X-RateLimit-Limit", self.limit.to_string()),
+            ("X-RateLimit-Remaining", self.remaining.to_string()),
+            ("X-RateLimit-Reset", self.reset.to_string()),
+        ]
+    }
+}
+
+struct Bucket {
+    start: Instant,
+    count: u32,
+}
+
+/// Fixed-window counters, shared by all workers.
+pub struct RateLimiter {
+    window: Duration,
+    buckets: Mutex<HashMap<String, Bucket>>,
+}
+
+impl RateLimiter {
+    pub fn new(window: Duration) -> Self {
+        Self {
+            window: window.max(Duration::from_millis(1)),
+            buckets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn window(&self) -> Duration {
+        self.window
+    }
+
+    /// Counts one request against `bucket`: `Ok` with the bucket's state when it passes,
+    /// `Err` (not counted) when `limit` requests already passed in this window.
+    pub fn hit(&self, bucket: &str, limit: u32) -> Result<RateInfo, RateInfo> {
+        let now = Instant::now();
+        let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
+        if buckets.len() > SWEEP_ABOVE {
+            let window = self.window;
+            buckets.retain(|_, b| now.duration_since(b.start) < window);
+        }
+        let b = match buckets.get_mut(bucket) {
+            Some(b) => b,
+            None => buckets.entry(bucket.to_string()).or_insert(Bucket {
+                start: now,
+                count: 0,
+            }),
+        };
+        if now.duration_since(b.start) >= self.window {
+            b.start = now;
+            b.count = 0;
+        }
+        let left = self.window.saturating_sub(now.duration_since(b.start));
+        let retry_after = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+        let unix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        let mut info = RateInfo {
+            limit,
+            remaining: 0,
+            reset: unix + retry_after,
+            retry_after: retry_after.max(1),
+        };
+        if b.count >= limit {
+            return Err(info);
+        }
+        b.count += 1;
+        info.remaining = limit - b.count;
+        Ok(info)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_refuses_and_resets() {
+        let r = RateLimiter::new(Duration::from_millis(200));
+        assert_eq!(r.hit("a", 2).unwrap().remaining, 1);
+        assert_eq!(r.hit("a", 2).unwrap().remaining, 0);
+        let refused = r.hit("a", 2).unwrap_err();
+        assert!(refused.retry_after >= 1);
+        assert_eq!(r.hit("b", 2).unwrap().remaining, 1, "buckets are separate");
+        std::thread::sleep(Duration::from_millis(220));
+        assert_eq!(r.hit("a", 2).unwrap().remaining, 1, "a new window");
+    }
+}

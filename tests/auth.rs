@@ -1,0 +1,695 @@
+//! The auth gate (`src/auth/gate.rs`, issue 6): the gate directly against the real tool
+//! registry of the demo house (role x tool matrix, device allow-lists, expiry, revocation, IP
+//! whitelists, headers, security levels, rate limits, overhead), then round trips over real
+//! loopback HTTP (REST, MCP, `/health`, `/admin`).
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use home_mcp::app::{permission_of, App};
+use home_mcp::auth::gate::{
+    Action, Credentials, DenyCode, Gate, GateConfig, PermissionFn, RateLimits, SecurityLevel,
+};
+use home_mcp::auth::store::{KeyStore, MemoryStore};
+use home_mcp::auth::{ApiKey, Role, Usage};
+use home_mcp::config::Config;
+use home_mcp::http::{HttpConfig, HttpServer};
+use home_mcp::tools::HomeTools;
+use home_mcp::workflow::WorkflowStore;
+use serde_json::{json, Map, Value};
+
+const ADMIN: &str = "homekey_admin_1_00112233445566778899aabbccddeeff";
+const OPERATOR: &str = "homekey_operator_2_00112233445566778899aabbccddeeff";
+const MONITOR: &str = "homekey_monitor_3_00112233445566778899aabbccddeeff";
+const DEVICE: &str = "homekey_device_4_00112233445566778899aabbccddeeff";
+const CUSTOM: &str = "homekey_custom_5_00112233445566778899aabbccddeeff";
+const FUTURE: &str = "2099-01-01T00:00:00Z";
+
+fn key(id: &str, role: Role) -> ApiKey {
+    ApiKey {
+        id: id.into(),
+        name: format!("{role} key"),
+        role,
+        created_by: "test".into(),
+        created_at: "2026-01-01T00:00:00Z".into(),
+        active: true,
+        expires_at: None,
+        ip_whitelist: vec![],
+        allowed_devices: vec![],
+        permissions: vec![],
+        rooms: vec![],
+        categories: vec![],
+        usage: Usage::default(),
+    }
+}
+
+fn keys() -> Vec<ApiKey> {
+    let mut device = key(DEVICE, Role::Device);
+    device.allowed_devices = vec!["Kitchen Light".into(), "0f1e2d3c-aaaa".into()];
+    let mut custom = key(CUSTOM, Role::Custom);
+    custom.permissions = vec!["read".into(), "security".into()];
+    vec![
+        key(ADMIN, Role::Admin),
+        key(OPERATOR, Role::Operator),
+        key(MONITOR, Role::Monitor),
+        device,
+        custom,
+    ]
+}
+
+/// The permission resolver of the real tool registry, over one demo house for the process.
+fn perms() -> PermissionFn {
+    static PERMS: OnceLock<PermissionFn> = OnceLock::new();
+    PERMS
+        .get_or_init(|| {
+            let app: &'static App = Box::leak(Box::new(
+                App::start(&Config::default(), true).expect("demo"),
+            ));
+            let tools =
+                HomeTools::with_store(app.house.clone(), Arc::new(WorkflowStore::in_memory()));
+            permission_of(Arc::new(tools))
+        })
+        .clone()
+}
+
+fn loopback() -> IpAddr {
+    "127.0.0.1".parse().unwrap()
+}
+
+fn gate_with(store: Arc<dyn KeyStore>, level: SecurityLevel, limits: RateLimits) -> Gate {
+    let config = GateConfig {
+        level,
+        limits,
+        ..GateConfig::default()
+    };
+    Gate::new(store, config, loopback(), perms())
+}
+
+fn gate(level: SecurityLevel) -> Gate {
+    gate_with(
+        Arc::new(MemoryStore::new(keys())),
+        level,
+        RateLimits::default(),
+    )
+}
+
+fn creds(key: &str) -> Credentials<'_> {
+    Credentials {
+        header_key: Some(key),
+        ip: Some(loopback()),
+        ..Credentials::default()
+    }
+}
+
+fn args(v: Value) -> Map<String, Value> {
+    v.as_object().unwrap().clone()
+}
+
+/// `Ok(())`, or the refusal's code, for `key` doing `tool(arguments)`.
+fn call(g: &Gate, key: &str, tool: &str, arguments: Value) -> Result<(), DenyCode> {
+    let p = g.authenticate(&creds(key)).map_err(|d| d.code)?;
+    let arguments = args(arguments);
+    g.authorize(
+        &p,
+        &Action::Tool {
+            name: tool,
+            arguments: &arguments,
+        },
+    )
+    .map_err(|d| d.code)
+}
+
+#[test]
+fn role_by_tool_matrix() {
+    let g = gate(SecurityLevel::Staging);
+    let list = ("list_rooms", json!({}));
+    let control = (
+        "control_device",
+        json!({"device": "Kitchen Light", "action": "on"}),
+    );
+    let disarm = ("disarm_alarm", json!({"device": "Alarm", "confirm": true}));
+    let deny = Err(DenyCode::InsufficientPermissions);
+    // (key, list_rooms, control_device, disarm_alarm)
+    let matrix = [
+        (ADMIN, Ok(()), Ok(()), Ok(())),
+        (OPERATOR, Ok(()), Ok(()), deny),
+        (MONITOR, Ok(()), deny, deny),
+        (DEVICE, Ok(()), Ok(()), deny),
+        (CUSTOM, Ok(()), deny, Ok(())),
+    ];
+    for (k, l, c, d) in matrix {
+        assert_eq!(call(&g, k, list.0, list.1.clone()), l, "{k} list_rooms");
+        assert_eq!(call(&g, k, control.0, control.1.clone()), c, "{k} control");
+        assert_eq!(call(&g, k, disarm.0, disarm.1.clone()), d, "{k} disarm");
+    }
+    // Admin endpoints and MCP methods.
+    for (k, admin) in [(ADMIN, true), (OPERATOR, false), (MONITOR, false)] {
+        let p = g.authenticate(&creds(k)).unwrap();
+        assert_eq!(g.authorize(&p, &Action::Admin).is_ok(), admin, "{k}");
+        assert!(g.authorize(&p, &Action::Method("resources/read")).is_ok());
+        assert!(g.authorize(&p, &Action::Method("initialize")).is_ok());
+    }
+    // A custom key with no permissions may initialize but not list.
+    let store = Arc::new(MemoryStore::new(vec![key(CUSTOM, Role::Custom)]));
+    let g = gate_with(store, SecurityLevel::Staging, RateLimits::default());
+    let p = g.authenticate(&creds(CUSTOM)).unwrap();
+    assert!(g.authorize(&p, &Action::Method("initialize")).is_ok());
+    let d = g.authorize(&p, &Action::Method("tools/list")).unwrap_err();
+    assert_eq!(d.code, DenyCode::InsufficientPermissions);
+    assert_eq!(d.code.status(), 403);
+    assert_eq!(
+        d.rest_body()["error"]["details"]["key_id"],
+        "homekey_custom_5_0011****"
+    );
+}
+
+#[test]
+fn device_keys_only_operate_their_devices() {
+    let g = gate(SecurityLevel::Staging);
+    let deny = Err(DenyCode::InsufficientPermissions);
+    let ok = |tool: &str, a: Value| call(&g, DEVICE, tool, a);
+    assert_eq!(
+        ok(
+            "control_device",
+            json!({"device": "kitchen light", "action": "off"})
+        ),
+        Ok(())
+    );
+    assert_eq!(
+        ok(
+            "control_device",
+            json!({"device_id": "0F1E2D3C-aaaa", "action": "on"})
+        ),
+        Ok(())
+    );
+    assert_eq!(
+        ok(
+            "control_device",
+            json!({"device": "Garage Door", "action": "on"})
+        ),
+        deny
+    );
+    assert_eq!(
+        ok(
+            "control_device",
+            json!({"device": ["Kitchen Light", "Garage Door"]})
+        ),
+        deny,
+        "every named device must be allowed"
+    );
+    assert_eq!(ok("control_device", json!({"device": 7})), deny);
+    assert_eq!(
+        ok(
+            "control_room_lights",
+            json!({"room": "Kitchen", "action": "on"})
+        ),
+        deny,
+        "a control call naming no device"
+    );
+    assert_eq!(ok("list_rooms", json!({})), Ok(()), "reading is allowed");
+}
+
+#[test]
+fn expiry_and_revocation() {
+    let mut past = key("homekey_operator_6_aa", Role::Operator);
+    past.expires_at = Some("2020-01-01T00:00:00Z".into());
+    let mut future = key("homekey_operator_7_bb", Role::Operator);
+    future.expires_at = Some(FUTURE.into());
+    let mut garbage = key("homekey_operator_8_cc", Role::Operator);
+    garbage.expires_at = Some("next tuesday".into());
+    let mut revoked = key("homekey_operator_9_dd", Role::Operator);
+    revoked.active = false;
+    let store = Arc::new(MemoryStore::new(vec![
+        past,
+        future.clone(),
+        garbage,
+        revoked,
+        key(OPERATOR, Role::Operator),
+    ]));
+    let g = gate_with(store.clone(), SecurityLevel::Staging, RateLimits::default());
+    let code = |k: &str| g.authenticate(&creds(k)).err().map(|d| d.code);
+    let invalid = Some(DenyCode::InvalidApiKey);
+    assert_eq!(code("homekey_operator_6_aa"), invalid, "expired");
+    assert_eq!(code("homekey_operator_7_bb"), None, "not yet expired");
+    assert_eq!(
+        code("homekey_operator_8_cc"),
+        invalid,
+        "unparsable expiry fails closed"
+    );
+    assert_eq!(code("homekey_operator_9_dd"), invalid, "inactive");
+    assert_eq!(code("homekey_operator_2_nope"), invalid, "unknown");
+    // Revoking in the store applies to the next request.
+    assert_eq!(code(OPERATOR), None);
+    let mut k = store.get(OPERATOR).unwrap().unwrap();
+    k.active = false;
+    store.update(k).unwrap();
+    let d = g.authenticate(&creds(OPERATOR)).unwrap_err();
+    assert_eq!(d.code, DenyCode::InvalidApiKey);
+    assert_eq!(d.key_id.as_deref(), Some("homekey_operator_2_0011****"));
+    assert!(
+        !d.rest_body().to_string().contains(OPERATOR),
+        "never the secret"
+    );
+}
+
+#[test]
+fn ip_whitelists_v4_v6_cidr() {
+    let mut k = key(OPERATOR, Role::Operator);
+    k.ip_whitelist = vec![
+        "192.168.1.10".into(),
+        "10.0.0.0/8".into(),
+        "2001:db8::1".into(),
+        "fd00::/8".into(),
+        "not an address".into(),
+    ];
+    let g = gate_with(
+        Arc::new(MemoryStore::new(vec![k])),
+        SecurityLevel::Staging,
+        RateLimits::default(),
+    );
+    let from = |ip: &str| {
+        let c = Credentials {
+            header_key: Some(OPERATOR),
+            ip: Some(ip.parse().unwrap()),
+            ..Credentials::default()
+        };
+        g.authenticate(&c).err().map(|d| d.code)
+    };
+    let outside = Some(DenyCode::InsufficientPermissions);
+    assert_eq!(from("192.168.1.10"), None);
+    assert_eq!(from("192.168.1.11"), outside);
+    assert_eq!(from("10.200.3.4"), None, "v4 CIDR");
+    assert_eq!(from("11.0.0.1"), outside);
+    assert_eq!(from("::ffff:10.1.2.3"), None, "v4-mapped v6 counts as v4");
+    assert_eq!(from("2001:db8::1"), None);
+    assert_eq!(from("2001:db8::2"), outside);
+    assert_eq!(from("fd12:3456::1"), None, "v6 CIDR");
+    assert_eq!(from("fe80::1"), outside);
+    let no_ip = Credentials {
+        header_key: Some(OPERATOR),
+        ..Credentials::default()
+    };
+    assert!(g.authenticate(&no_ip).is_err(), "unknown address: refused");
+}
+
+#[test]
+fn both_headers_and_query_credentials() {
+    let ip = Some(loopback());
+    let c = Credentials::from_parts(Some(ADMIN), None, "/mcp", ip);
+    assert_eq!(c.header_key, Some(ADMIN));
+    let bearer = format!("Bearer {ADMIN}");
+    let c = Credentials::from_parts(None, Some(&bearer), "/mcp", ip);
+    assert_eq!(c.header_key, Some(ADMIN));
+    let lower = format!("bearer  {ADMIN} ");
+    assert_eq!(
+        Credentials::from_parts(None, Some(&lower), "/", ip).header_key,
+        Some(ADMIN)
+    );
+    let basic = "Basic dXNlcjpwYXNz";
+    assert_eq!(
+        Credentials::from_parts(None, Some(basic), "/", ip).header_key,
+        None
+    );
+    let url = format!("/message?sessionId=x&key={ADMIN}");
+    let c = Credentials::from_parts(None, None, &url, ip);
+    assert_eq!((c.header_key, c.query_key), (None, Some(ADMIN)));
+    assert!(
+        gate(SecurityLevel::Staging).authenticate(&c).is_ok(),
+        "staging takes ?key="
+    );
+    let d = gate(SecurityLevel::Production)
+        .authenticate(&c)
+        .unwrap_err();
+    assert_eq!(d.code, DenyCode::InvalidApiKey, "production refuses ?key=");
+}
+
+#[test]
+fn security_levels() {
+    let none = Credentials {
+        ip: Some(loopback()),
+        ..Credentials::default()
+    };
+    // development on loopback: optional; a presented key is still checked.
+    let dev = gate(SecurityLevel::Development);
+    assert!(!dev.required());
+    let p = dev.authenticate(&none).unwrap();
+    assert!(p.key.is_none());
+    assert!(
+        dev.authorize(&p, &Action::Admin).is_ok(),
+        "anonymous in development"
+    );
+    assert!(dev.authenticate(&creds("homekey_admin_1_wrong")).is_err());
+    // development never off on a non-loopback bind; `required` forces it.
+    let store: Arc<dyn KeyStore> = Arc::new(MemoryStore::new(keys()));
+    let lan = Gate::new(
+        store.clone(),
+        GateConfig::default(),
+        "0.0.0.0".parse().unwrap(),
+        perms(),
+    );
+    assert!(lan.required());
+    assert_eq!(
+        lan.authenticate(&none).unwrap_err().code,
+        DenyCode::InvalidApiKey
+    );
+    let forced = GateConfig {
+        required: true,
+        ..GateConfig::default()
+    };
+    assert!(Gate::new(store.clone(), forced, loopback(), perms()).required());
+    // staging: keys required; keys without expiry fine.
+    let staging = gate(SecurityLevel::Staging);
+    let d = staging.authenticate(&none).unwrap_err();
+    assert_eq!(
+        (d.code, d.code.status(), d.key_id),
+        (DenyCode::InvalidApiKey, 401, None)
+    );
+    assert!(staging.authenticate(&creds(OPERATOR)).is_ok());
+    // production: non-admin keys need an expiry; admin keys do not.
+    let mut dated = key("homekey_operator_10_ee", Role::Operator);
+    dated.expires_at = Some(FUTURE.into());
+    let prod = gate_with(
+        Arc::new(MemoryStore::new(vec![
+            key(ADMIN, Role::Admin),
+            key(OPERATOR, Role::Operator),
+            dated,
+        ])),
+        SecurityLevel::Production,
+        RateLimits::default(),
+    );
+    assert!(prod.required());
+    assert!(prod.authenticate(&creds(ADMIN)).is_ok());
+    assert_eq!(
+        prod.authenticate(&creds(OPERATOR)).unwrap_err().code,
+        DenyCode::InvalidApiKey
+    );
+    assert!(prod.authenticate(&creds("homekey_operator_10_ee")).is_ok());
+    assert!(prod.authenticate(&none).is_err());
+}
+
+#[test]
+fn rate_limits_per_role_and_per_client() {
+    let limits = RateLimits {
+        operator: 3,
+        monitor: 50,
+        per_client: 4,
+        ..RateLimits::default()
+    };
+    let g = gate_with(
+        Arc::new(MemoryStore::new(keys())),
+        SecurityLevel::Staging,
+        limits,
+    );
+    let remaining: Vec<u32> = (0..3)
+        .map(|_| g.authenticate(&creds(OPERATOR)).unwrap().rate.remaining)
+        .collect();
+    assert_eq!(remaining, [2, 1, 0]);
+    let d = g.authenticate(&creds(OPERATOR)).unwrap_err();
+    assert_eq!(
+        (d.code, d.code.status()),
+        (DenyCode::RateLimitExceeded, 429)
+    );
+    let headers = d.headers();
+    let get = |n: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| *k == n)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(get("X-RateLimit-Limit").as_deref(), Some("3"));
+    assert_eq!(get("X-RateLimit-Remaining").as_deref(), Some("0"));
+    let retry: u64 = get("Retry-After").unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry), "{retry}");
+    assert!(get("X-RateLimit-Reset").unwrap().parse::<u64>().unwrap() > 1_700_000_000);
+    // Another key has its own bucket; on MCP the per-client limit (4) is the tighter one.
+    let mut c = creds(MONITOR);
+    c.mcp = true;
+    let r = g.authenticate(&c).unwrap().rate;
+    assert_eq!((r.limit, r.remaining), (4, 3), "per-client bucket reported");
+    for _ in 0..3 {
+        g.authenticate(&c).unwrap();
+    }
+    let d = g.authenticate(&c).unwrap_err();
+    assert_eq!(d.code, DenyCode::RateLimitExceeded);
+    let mut other = creds(MONITOR);
+    other.ip = Some("127.0.0.2".parse().unwrap());
+    other.mcp = true;
+    assert!(g.authenticate(&other).is_ok(), "another client address");
+}
+
+#[test]
+fn gate_overhead_per_request() {
+    // 50 keys in the store: every request hashes and compares against all of them.
+    let mut many = keys();
+    for i in 0..45 {
+        many.push(key(
+            &format!("homekey_operator_{}_{i:032x}", 100 + i),
+            Role::Operator,
+        ));
+    }
+    let limits = RateLimits {
+        admin: u32::MAX,
+        operator: u32::MAX,
+        per_client: u32::MAX,
+        ..RateLimits::default()
+    };
+    let g = gate_with(
+        Arc::new(MemoryStore::new(many)),
+        SecurityLevel::Production,
+        limits,
+    );
+    let mut op = key(OPERATOR, Role::Operator);
+    op.expires_at = Some(FUTURE.into());
+    let g2 = gate_with(
+        Arc::new(MemoryStore::new(vec![op])),
+        SecurityLevel::Staging,
+        limits,
+    );
+    let arguments = args(json!({"device": "Kitchen Light", "action": "on"}));
+    let n = 20_000;
+    for (label, gate, k) in [("1 key", &g2, OPERATOR), ("50 keys", &g, ADMIN)] {
+        let mut c = creds(k);
+        c.mcp = true;
+        let started = Instant::now();
+        for _ in 0..n {
+            let p = gate.authenticate(&c).unwrap();
+            gate.authorize(
+                &p,
+                &Action::Tool {
+                    name: "control_device",
+                    arguments: &arguments,
+                },
+            )
+            .unwrap();
+        }
+        let per = started.elapsed() / n;
+        println!("auth gate overhead ({label} in the store, debug build): {per:?} per request");
+        assert!(per < Duration::from_millis(5));
+    }
+}
+
+// ---- over real loopback HTTP ----
+
+struct Fixture {
+    server: HttpServer,
+    _app: App,
+}
+
+fn start(limits: RateLimits) -> Fixture {
+    let app = App::start(&Config::default(), true).expect("demo starts");
+    let store = Arc::new(MemoryStore::new(keys()));
+    let gate = Gate::new(
+        store,
+        GateConfig {
+            level: SecurityLevel::Staging,
+            limits,
+            ..GateConfig::default()
+        },
+        loopback(),
+        perms(),
+    );
+    let config = HttpConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        gate: Some(Arc::new(gate)),
+        ..HttpConfig::default()
+    };
+    let server = HttpServer::start(
+        config,
+        app.mcp.clone(),
+        Arc::new(|| json!({"status": "ok"})),
+    )
+    .expect("server starts");
+    Fixture { server, _app: app }
+}
+
+/// One request on a fresh connection; returns (status, raw head, JSON body).
+fn send(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[&str],
+    body: &str,
+) -> (u16, String, Value) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        addr.port(),
+        body.len()
+    );
+    for h in headers {
+        head.push_str(h);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").expect("a full response");
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = serde_json::from_str(body).unwrap_or(Value::Null);
+    (status, head.to_ascii_lowercase(), body)
+}
+
+fn has(head: &str, header: &str) -> bool {
+    head.contains(&format!("\r\n{}:", header.to_ascii_lowercase()))
+}
+
+#[test]
+fn http_rest_and_admin() {
+    let f = start(RateLimits::default());
+    let a = f.server.addr();
+    let (s, _, _) = send(a, "GET", "/health", &[], "");
+    assert_eq!(s, 200, "/health needs no key");
+
+    let (s, head, body) = send(a, "GET", "/tools", &[], "");
+    assert_eq!(s, 401);
+    assert_eq!(body["error"]["code"], "INVALID_API_KEY");
+    assert!(body["error"]["details"]["key_id"].is_null());
+    assert!(has(&head, "WWW-Authenticate"));
+
+    let x = format!("X-API-Key: {MONITOR}");
+    let (s, head, body) = send(a, "GET", "/tools", &[&x], "");
+    assert_eq!(s, 200, "{body}");
+    for h in [
+        "X-RateLimit-Limit",
+        "X-RateLimit-Remaining",
+        "X-RateLimit-Reset",
+    ] {
+        assert!(has(&head, h), "{h} in {head}");
+    }
+    assert!(
+        head.contains("x-ratelimit-limit: 200"),
+        "monitor limit: {head}"
+    );
+
+    let bearer = format!("Authorization: Bearer {OPERATOR}");
+    let (s, _, body) = send(a, "GET", "/api/devices", &[&bearer], "");
+    assert_eq!(s, 200, "{body}");
+
+    let call = r#"{"tool":"control_device","arguments":{"device":"Kitchen Light","action":"on"}}"#;
+    let (s, head, body) = send(a, "POST", "/tools/call", &[&x], call);
+    assert_eq!(s, 403);
+    assert_eq!(body["error"]["code"], "INSUFFICIENT_PERMISSIONS");
+    assert_eq!(
+        body["error"]["details"]["key_id"],
+        "homekey_monitor_3_0011****"
+    );
+    assert!(has(&head, "X-RateLimit-Remaining"));
+
+    let wrong = "X-API-Key: homekey_admin_1_ffffffffffffffffffffffffffffffff";
+    let (s, _, body) = send(a, "GET", "/tools", &[wrong], "");
+    assert_eq!(s, 401);
+    assert_eq!(
+        body["error"]["details"]["key_id"],
+        "homekey_admin_1_ffff****"
+    );
+
+    let admin = format!("X-API-Key: {ADMIN}");
+    let (s, _, body) = send(a, "GET", "/admin/status", &[&bearer], "");
+    assert_eq!(
+        (s, body["error"]["code"].as_str()),
+        (403, Some("INSUFFICIENT_PERMISSIONS"))
+    );
+    let (s, _, _) = send(a, "GET", "/admin/status", &[&admin], "");
+    assert_eq!(
+        s, 404,
+        "admin passes the gate (no admin routes in this build)"
+    );
+    let (s, _, _) = send(a, "GET", "/admin/status", &[], "");
+    assert_eq!(s, 401);
+}
+
+#[test]
+fn http_mcp_json_rpc_errors() {
+    let f = start(RateLimits::default());
+    let a = f.server.addr();
+    let json = ["Content-Type: application/json", "Accept: application/json"];
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let (s, _, body) = send(a, "POST", "/mcp", &json, init);
+    assert_eq!(s, 401);
+    assert_eq!(body["error"]["code"], -32001);
+    assert_eq!(body["error"]["data"]["code"], "INVALID_API_KEY");
+
+    let x = format!("X-API-Key: {OPERATOR}");
+    let mut h: Vec<&str> = json.to_vec();
+    h.push(&x);
+    let (s, head, body) = send(a, "POST", "/mcp", &h, init);
+    assert_eq!(s, 200, "{body}");
+    assert!(has(&head, "X-RateLimit-Limit"));
+    let session = head
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id: "))
+        .expect("session id")
+        .trim()
+        .to_string();
+    let sid = format!("Mcp-Session-Id: {session}");
+    h.push(&sid);
+    let disarm = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"disarm_alarm","arguments":{"confirm":true}}}"#;
+    let (s, _, body) = send(a, "POST", "/mcp", &h, disarm);
+    assert_eq!(s, 403);
+    assert_eq!(body["id"], 7);
+    assert_eq!(body["error"]["code"], -32003);
+    assert_eq!(body["error"]["data"]["code"], "INSUFFICIENT_PERMISSIONS");
+    assert_eq!(
+        body["error"]["data"]["key_id"],
+        "homekey_operator_2_0011****"
+    );
+    let list = r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"list_rooms","arguments":{}}}"#;
+    let (s, _, body) = send(a, "POST", "/mcp", &h, list);
+    assert_eq!(s, 200, "{body}");
+    assert!(body["result"].is_object(), "{body}");
+}
+
+#[test]
+fn http_rate_limit_429_with_retry_after() {
+    let f = start(RateLimits {
+        device: 2,
+        ..RateLimits::default()
+    });
+    let a = f.server.addr();
+    let x = format!("X-API-Key: {DEVICE}");
+    for left in ["1", "0"] {
+        let (s, head, _) = send(a, "GET", "/tools", &[&x], "");
+        assert_eq!(s, 200);
+        assert!(
+            head.contains(&format!("x-ratelimit-remaining: {left}")),
+            "{head}"
+        );
+    }
+    let (s, head, body) = send(a, "GET", "/tools", &[&x], "");
+    assert_eq!(s, 429);
+    assert_eq!(body["error"]["code"], "RATE_LIMIT_EXCEEDED");
+    assert!(
+        has(&head, "Retry-After") && has(&head, "X-RateLimit-Reset"),
+        "{head}"
+    );
+    // Per client on MCP: 100 by default, reported on /mcp answers.
+    let (s, head, _) = send(a, "GET", "/health", &[], "");
+    assert_eq!(s, 200);
+    assert!(!has(&head, "X-RateLimit-Limit"), "/health is not gated");
+}
