@@ -1,0 +1,380 @@
+// Shared by tests/streams.rs and tests/sse_legacy.rs (textually included with include!): a
+// test Handler using the Peer, a raw HTTP/1.1 client that reads SSE incrementally, and helpers.
+use home_mcp::mcp::{
+    CallToolResult, Content, Handler, Implementation, LogLevel, McpConfig, McpServer,
+    RequestContext, ResourceContents, ResourceDescriptor, RpcError, ToolAnnotations,
+    ToolDescriptor,
+};
+use serde_json::{json, Map, Value};
+
+// ---------------------------------------------------------------- handler
+
+struct TestHandler;
+
+fn text(t: impl Into<String>) -> CallToolResult {
+    CallToolResult {
+        content: vec![Content::Text { text: t.into() }],
+        structured_content: None,
+        is_error: false,
+    }
+}
+
+impl Handler for TestHandler {
+    fn server_info(&self) -> Implementation {
+        Implementation {
+            name: "streams".into(),
+            version: "0".into(),
+            title: None,
+        }
+    }
+    fn instructions(&self) -> String {
+        String::new()
+    }
+    fn list_tools(&self) -> Vec<ToolDescriptor> {
+        ["progress", "ask", "echo"]
+            .iter()
+            .map(|n| ToolDescriptor {
+                name: n.to_string(),
+                title: None,
+                description: n.to_string(),
+                input_schema: json!({"type": "object"}),
+                output_schema: None,
+                annotations: ToolAnnotations::default(),
+            })
+            .collect()
+    }
+    fn call_tool(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> Result<CallToolResult, RpcError> {
+        match name {
+            "progress" => {
+                for i in 1..=3 {
+                    ctx.progress(i as f64, Some(3.0), Some("step"));
+                }
+                ctx.log(LogLevel::Info, "test", json!("halfway"));
+                Ok(text("done"))
+            }
+            "ask" => {
+                if !ctx.can_elicit() {
+                    return Ok(text("cannot elicit"));
+                }
+                let Some(peer) = &ctx.peer else {
+                    return Ok(text("no peer"));
+                };
+                let answer = peer.0.request(
+                    "elicitation/create",
+                    json!({"message": "Name?", "requestedSchema": {"type": "object",
+                        "properties": {"name": {"type": "string"}}}}),
+                    Duration::from_secs(10),
+                )?;
+                Ok(text(format!(
+                    "{}:{}",
+                    answer["action"].as_str().unwrap_or("?"),
+                    answer["content"]["name"].as_str().unwrap_or("?")
+                )))
+            }
+            "echo" => Ok(text(Value::Object(arguments).to_string())),
+            other => Err(RpcError::invalid_params(format!("Unknown tool: {other}"))),
+        }
+    }
+    fn list_resources(&self) -> Vec<ResourceDescriptor> {
+        vec![ResourceDescriptor {
+            uri: "test://watched".into(),
+            name: "watched".into(),
+            title: None,
+            description: None,
+            mime_type: Some("text/plain".into()),
+        }]
+    }
+    fn read_resource(
+        &self,
+        uri: &str,
+        _ctx: &RequestContext,
+    ) -> Result<Vec<ResourceContents>, RpcError> {
+        if uri.starts_with("test://") {
+            Ok(vec![ResourceContents::text(uri, "text/plain", "x")])
+        } else {
+            Err(RpcError {
+                code: RpcError::RESOURCE_NOT_FOUND,
+                message: "Resource not found".into(),
+                details: None,
+            })
+        }
+    }
+}
+
+// ---------------------------------------------------------------- harness
+
+struct Server {
+    http: HttpServer,
+    mcp: Arc<McpServer>,
+}
+
+impl Server {
+    fn addr(&self) -> SocketAddr {
+        self.http.addr()
+    }
+    fn stop(self) {
+        self.http.shutdown();
+        self.http.join();
+    }
+}
+
+fn start_with(f: impl FnOnce(&mut HttpConfig)) -> Server {
+    let mcp = Arc::new(McpServer::new(Arc::new(TestHandler), McpConfig::default()));
+    let mut config = HttpConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        workers: 2,
+        idle_timeout: Duration::from_secs(5),
+        keep_alive: Duration::from_millis(200),
+        ..HttpConfig::default()
+    };
+    f(&mut config);
+    let http = HttpServer::start(config, mcp.clone(), Arc::new(|| json!({"status": "ok"})))
+        .expect("start");
+    Server { http, mcp }
+}
+
+fn start() -> Server {
+    start_with(|_| {})
+}
+
+/// One SSE event (or comment / retry field block).
+#[derive(Debug, Default, Clone)]
+struct Event {
+    id: Option<String>,
+    event: Option<String>,
+    data: Option<String>,
+    comment: bool,
+    retry: Option<u64>,
+}
+
+impl Event {
+    fn json(&self) -> Value {
+        serde_json::from_str(self.data.as_deref().unwrap_or("null")).unwrap_or(Value::Null)
+    }
+}
+
+/// A raw HTTP/1.1 exchange whose body is read incrementally (chunked or Content-Length).
+struct Http {
+    reader: BufReader<TcpStream>,
+    status: u16,
+    headers: Vec<(String, String)>,
+    chunked: bool,
+    remaining: Option<usize>,
+    text: String,
+    ended: bool,
+}
+
+fn send(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Http {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    s.write_all(body).unwrap();
+    let mut reader = BufReader::new(s);
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    let status: u16 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line).unwrap();
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        let (k, v) = l.split_once(':').unwrap();
+        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+    }
+    let get = |n: &str| headers.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+    let chunked = get("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
+    let remaining = get("content-length").map(|v| v.parse().unwrap());
+    Http {
+        reader,
+        status,
+        headers,
+        chunked,
+        remaining,
+        text: String::new(),
+        ended: false,
+    }
+}
+
+impl Http {
+    fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Reads more body; `false` at the end.
+    fn fill(&mut self) -> bool {
+        if self.ended {
+            return false;
+        }
+        if self.chunked {
+            let mut line = String::new();
+            if self.reader.read_line(&mut line).unwrap_or(0) == 0 {
+                self.ended = true;
+                return false;
+            }
+            let size = usize::from_str_radix(line.trim(), 16).unwrap();
+            if size == 0 {
+                let mut crlf = String::new();
+                let _ = self.reader.read_line(&mut crlf);
+                self.ended = true;
+                return false;
+            }
+            let mut buf = vec![0; size + 2];
+            self.reader.read_exact(&mut buf).unwrap();
+            self.text
+                .push_str(std::str::from_utf8(&buf[..size]).unwrap());
+            true
+        } else {
+            let n = self.remaining.unwrap_or(0);
+            let mut buf = vec![0; n];
+            self.reader.read_exact(&mut buf).unwrap();
+            self.text.push_str(std::str::from_utf8(&buf).unwrap());
+            self.ended = true;
+            n > 0
+        }
+    }
+
+    fn body(mut self) -> String {
+        while self.fill() {}
+        self.text
+    }
+
+    fn json(self) -> Value {
+        serde_json::from_str(&self.body()).unwrap()
+    }
+
+    /// The next SSE block, or `None` at the end of the stream.
+    fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(i) = self.text.find("\n\n") {
+                let block: String = self.text.drain(..i + 2).collect();
+                let mut e = Event::default();
+                for line in block.lines() {
+                    if let Some(c) = line.strip_prefix(':') {
+                        let _ = c;
+                        e.comment = true;
+                    } else if let Some((k, v)) = line.split_once(':') {
+                        let v = v.strip_prefix(' ').unwrap_or(v).to_string();
+                        match k {
+                            "id" => e.id = Some(v),
+                            "event" => e.event = Some(v),
+                            "data" => e.data = Some(v),
+                            "retry" => e.retry = v.parse().ok(),
+                            _ => {}
+                        }
+                    }
+                }
+                return Some(e);
+            }
+            if !self.fill() {
+                return None;
+            }
+        }
+    }
+
+    /// The next event carrying data, skipping comments and `retry:` blocks.
+    fn next_data(&mut self) -> Option<Event> {
+        loop {
+            let e = self.next()?;
+            if e.data.as_deref().is_some_and(|d| !d.is_empty()) {
+                return Some(e);
+            }
+        }
+    }
+}
+
+const BOTH: &str = "application/json, text/event-stream";
+
+fn post(addr: SocketAddr, session: Option<&str>, body: &Value) -> Http {
+    let mut h = vec![("Content-Type", "application/json"), ("Accept", BOTH)];
+    if let Some(s) = session {
+        h.push(("Mcp-Session-Id", s));
+    }
+    send(addr, "POST", "/mcp", &h, body.to_string().as_bytes())
+}
+
+fn post_json(addr: SocketAddr, session: &str, body: &Value) -> Http {
+    send(
+        addr,
+        "POST",
+        "/mcp",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json"),
+            ("Mcp-Session-Id", session),
+        ],
+        body.to_string().as_bytes(),
+    )
+}
+
+fn initialize(addr: SocketAddr) -> String {
+    let r = send(
+        addr,
+        "POST",
+        "/mcp",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json"),
+        ],
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "t", "version": "0"}}})
+        .to_string()
+        .as_bytes(),
+    );
+    assert_eq!(r.status, 200);
+    let sid = r.header("mcp-session-id").unwrap().to_string();
+    let _ = r.body();
+    let r = post_json(
+        addr,
+        &sid,
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    assert_eq!(r.status, 202);
+    sid
+}
+
+fn call(id: u64, name: &str, token: Option<&str>) -> Value {
+    let mut params = json!({"name": name, "arguments": {}});
+    if let Some(t) = token {
+        params["_meta"] = json!({"progressToken": t});
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+fn open_get(addr: SocketAddr, sid: &str, last: Option<&str>) -> Http {
+    let mut h = vec![("Accept", "text/event-stream"), ("Mcp-Session-Id", sid)];
+    if let Some(l) = last {
+        h.push(("Last-Event-ID", l));
+    }
+    send(addr, "GET", "/mcp", &h, b"")
+}
+
+/// Reads the `retry:` block and the priming event; returns the priming id.
+fn expect_prelude(s: &mut Http) -> String {
+    let retry = s.next().expect("retry");
+    assert!(retry.retry.is_some(), "{retry:?}");
+    let priming = s.next().expect("priming");
+    assert_eq!(priming.data.as_deref(), Some(""), "{priming:?}");
+    priming.id.expect("priming id")
+}
