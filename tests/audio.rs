@@ -17,7 +17,6 @@ use home_mcp::config::{MiniserverConfig, Timeouts};
 use home_mcp::home::{House, Value as StateValue};
 use home_mcp::loxone::client::Client;
 use home_mcp::loxone::structure::parse_structure;
-use home_mcp::sim::{SimConfig, SimServer, Simulator};
 use home_mcp::tools::HomeTools;
 
 fn uuid_of(app: &App, name: &str) -> String {
@@ -368,25 +367,8 @@ fn miniserver_down_gives_connection_error() {
 
 #[test]
 fn fixture_uk_audio_zones() {
-    let file = "TheJack75-Loxone.NET-uk-demo-miniserver.json";
-    let text = std::fs::read_to_string(format!(
-        "{}/tests/fixtures/{file}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap();
-    let sim = Arc::new(Simulator::new(&text, None, SimConfig::default()).unwrap());
-    let server = SimServer::start(sim.clone(), "127.0.0.1:0").unwrap();
-    let ms = MiniserverConfig {
-        base_url: server.base_url(),
-        user: "demo".into(),
-        password: "demo".into(),
-    };
-    let house = Arc::new(House::new(
-        parse_structure(&text).unwrap(),
-        Arc::new(Client::new(&ms, &Timeouts::default())),
-        Duration::from_secs(5),
-    ));
-    let tools = HomeTools::new(house.clone());
+    let f = common::fixture_house("TheJack75-Loxone.NET-uk-demo-miniserver.json");
+    let (tools, house, sim) = (&f.tools, &f.house, &f.sim);
     let home = house.home();
     let zones: Vec<String> = home
         .controls
@@ -398,7 +380,7 @@ fn fixture_uk_audio_zones() {
 
     // Every zone is called "Audio Player": the bare name is ambiguous, with the rooms listed.
     let e = tool_error(
-        &tools,
+        tools,
         "control_audio_zone",
         json!({"zone": "Audio Player", "action": "play"}),
     );
@@ -406,19 +388,19 @@ fn fixture_uk_audio_zones() {
     assert!(e["message"].as_str().unwrap().contains("Study"), "{e}");
 
     // The central block plays all four.
-    let data = act(&tools, "Audio Central", "play");
+    let data = act(tools, "Audio Central", "play");
     assert_eq!(data["total"], 4);
     for z in &zones {
         assert_eq!(sim.state(z, "playState"), Some(2.0), "{z}");
     }
     for z in &zones {
-        act(&tools, z, "pause");
+        act(tools, z, "pause");
         assert_eq!(sim.state(z, "playState"), Some(1.0));
-        act(&tools, z, "next");
+        act(tools, z, "next");
         assert_eq!(sim.state(z, "playState"), Some(2.0));
-        volume(&tools, z, json!({"volume": 40}));
+        volume(tools, z, json!({"volume": 40}));
         assert_eq!(sim.state(z, "volume"), Some(40.0));
-        let data = volume(&tools, z, json!({"step": -6}));
+        let data = volume(tools, z, json!({"step": -6}));
         assert_eq!(
             data["results"][0]["commands"],
             json!(["volDown", "volDown"])
@@ -427,10 +409,10 @@ fn fixture_uk_audio_zones() {
         assert_eq!(sim.state(z, "volume"), Some(34.0));
     }
     // A room-qualified zone name and a room name.
-    let data = act(&tools, "Audio Player Study", "stop");
+    let data = act(tools, "Audio Player Study", "stop");
     assert_eq!(data["results"][0]["room"], "Study");
-    let data = act(&tools, "Master Bedroom", "volume_up");
+    let data = act(tools, "Master Bedroom", "volume_up");
     assert_eq!(data["results"][0]["commands"], json!(["volUp"]));
-    let status = ok(&tools, "get_audio_status", json!({}));
+    let status = ok(tools, "get_audio_status", json!({}));
     assert_eq!(status["total"], 4);
 }

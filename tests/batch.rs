@@ -6,19 +6,10 @@
 mod common;
 use common::*;
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use serde_json::{json, Value};
 
 use home_mcp::app::App;
-use home_mcp::config::{Config, MiniserverConfig};
-use home_mcp::home::House;
-use home_mcp::loxone::client::Client;
-use home_mcp::loxone::structure::parse_structure;
 use home_mcp::mcp::Handler;
-use home_mcp::sim::{SimConfig, SimServer, Simulator, DEMO_PASSWORD, DEMO_USER};
-use home_mcp::tools::HomeTools;
 
 fn uuid_of(app: &App, name: &str, room: &str) -> String {
     let home = app.house.home();
@@ -35,26 +26,6 @@ fn statuses(data: &Value) -> Vec<String> {
         .iter()
         .map(|r| r["status"].as_str().unwrap().to_string())
         .collect()
-}
-
-/// A structure file from `tests/fixtures` behind the simulator and the real client.
-fn fixture(name: &str) -> (SimServer, HomeTools, Arc<Simulator>) {
-    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(path).unwrap();
-    let sim = Arc::new(Simulator::new(&text, None, SimConfig::default()).unwrap());
-    let server = SimServer::start(sim.clone(), "127.0.0.1:0").unwrap();
-    let ms = MiniserverConfig {
-        base_url: server.base_url(),
-        user: DEMO_USER.into(),
-        password: DEMO_PASSWORD.into(),
-    };
-    let client = Client::new(&ms, &Config::default().miniserver_timeouts);
-    let house = House::new(
-        parse_structure(&text).unwrap(),
-        Arc::new(client),
-        Duration::from_secs(5),
-    );
-    (server, HomeTools::new(Arc::new(house)), sim)
 }
 
 #[test]
@@ -349,10 +320,11 @@ fn batch_tools_are_declared() {
 
 #[test]
 fn uk_demo_room_devices_and_category_scope() {
-    let (_server, tools, sim) = fixture("TheJack75-Loxone.NET-uk-demo-miniserver.json");
+    let f = common::fixture_house("TheJack75-Loxone.NET-uk-demo-miniserver.json");
+    let (tools, sim) = (&f.tools, &f.sim);
     // Gen 2 lighting: a room's LightControllerV2 through control_room_devices.
     let data = ok(
-        &tools,
+        tools,
         "control_room_devices",
         json!({"room": "Living Room", "action": "off", "device_type": "lighting"}),
     );
@@ -365,14 +337,14 @@ fn uk_demo_room_devices_and_category_scope() {
     assert_eq!(data["summary"]["total"], 1);
     // Category scope: the user's "Lighting" category = the eleven V2 controllers.
     let data = ok(
-        &tools,
+        tools,
         "control_lights_unified",
         json!({"scope": "category", "target": "Lighting", "action": "off", "dry_run": true}),
     );
     assert_eq!(data["summary"]["planned"], 11, "{data}");
     // Blinds of the "Shading" category: every Jalousie, no central block.
     let data = ok(
-        &tools,
+        tools,
         "control_rolladen_unified",
         json!({"scope": "category", "target": "shading", "action": "down", "dry_run": true}),
     );
@@ -383,7 +355,7 @@ fn uk_demo_room_devices_and_category_scope() {
         .iter()
         .all(|r| r["device"]["type"] == "Jalousie"));
     let data = ok(
-        &tools,
+        tools,
         "control_multiple_devices",
         json!({"operations": [
             {"device": "Lighting Controller", "room": "Kitchen", "action": "off"},

@@ -18,7 +18,7 @@ use home_mcp::config::{MiniserverConfig, Timeouts};
 use home_mcp::home::{House, Value as StateValue, LOXONE_EPOCH_UNIX};
 use home_mcp::loxone::client::Client;
 use home_mcp::loxone::structure::parse_structure;
-use home_mcp::sim::{SimConfig, SimServer, Simulator};
+use home_mcp::sim::Simulator;
 use home_mcp::tools::HomeTools;
 
 /// UUID of the room controller in `room` (demo house).
@@ -261,7 +261,7 @@ fn room_mode_climate_controller_next_to_room_controllers() {
     let mut doc: Value = serde_json::from_str(include_str!("../assets/demo-house.json")).unwrap();
     let living = doc["controls"]["1d5c3a56-0205-506a-ffff504f94d0e5a1"]["room"].clone();
     doc["controls"][DEMO_CLIMATE]["room"] = living;
-    let f = fixture_text(&doc.to_string());
+    let f = common::sim_house(&doc.to_string());
     let irc = "1d5c3a56-0205-506a-ffff504f94d0e5a1";
 
     // Comfort: the room controller takes it, the Climate Controller cannot (its item's error).
@@ -651,46 +651,8 @@ fn miniserver_down_gives_connection_error() {
 // ---------------------------------------------------------------------------------------------
 // Every fixture structure file with room controllers.
 
-struct Fixture {
-    sim: Arc<Simulator>,
-    _server: SimServer,
-    tools: HomeTools,
-    house: Arc<House>,
-}
-
-fn fixture(file: &str) -> Fixture {
-    let text = std::fs::read_to_string(format!(
-        "{}/tests/fixtures/{file}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap();
-    fixture_text(&text)
-}
-
-/// The server on a simulated Miniserver serving `text` as its structure file.
-fn fixture_text(text: &str) -> Fixture {
-    let sim = Arc::new(Simulator::new(text, None, SimConfig::default()).unwrap());
-    let server = SimServer::start(sim.clone(), "127.0.0.1:0").unwrap();
-    let ms = MiniserverConfig {
-        base_url: server.base_url(),
-        user: "demo".into(),
-        password: "demo".into(),
-    };
-    let house = Arc::new(House::new(
-        parse_structure(text).unwrap(),
-        Arc::new(Client::new(&ms, &Timeouts::default())),
-        Duration::from_secs(5),
-    ));
-    Fixture {
-        sim,
-        _server: server,
-        tools: HomeTools::new(house.clone()),
-        house,
-    }
-}
-
 /// (controller UUID, room UUID) of every control of `kind` in the fixture.
-fn of_kind(f: &Fixture, kind: &str) -> Vec<(String, String)> {
+fn of_kind(f: &SimHouse, kind: &str) -> Vec<(String, String)> {
     f.house
         .home()
         .controls
@@ -714,7 +676,7 @@ const V2_FIXTURES: [&str; 1] = ["TheJack75-Loxone.NET-uk-demo-miniserver.json"];
 #[test]
 fn fixtures_v1_room_controllers() {
     for file in V1_FIXTURES {
-        let f = fixture(file);
+        let f = common::fixture_house(file);
         let list = of_kind(&f, "IRoomController");
         assert!(!list.is_empty(), "{file}");
         for (irc, room) in list {
@@ -747,7 +709,7 @@ fn fixtures_v1_room_controllers() {
 #[test]
 fn fixtures_v2_room_controllers() {
     for file in V2_FIXTURES {
-        let f = fixture(file);
+        let f = common::fixture_house(file);
         let list = of_kind(&f, "IRoomControllerV2");
         assert_eq!(list.len(), 9, "{file}");
         for (irc, room) in list {

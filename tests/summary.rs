@@ -14,28 +14,7 @@ use home_mcp::config::{Config, MiniserverConfig};
 use home_mcp::home::{House, Value as Reading};
 use home_mcp::loxone::client::Client;
 use home_mcp::loxone::structure::parse_structure;
-use home_mcp::sim::{SimConfig, SimServer, Simulator, DEMO_PASSWORD, DEMO_USER};
 use home_mcp::tools::HomeTools;
-
-/// A structure file from `tests/fixtures` behind the simulator and the real client.
-fn fixture(name: &str) -> (SimServer, HomeTools) {
-    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(path).unwrap();
-    let sim = Arc::new(Simulator::new(&text, None, SimConfig::default()).unwrap());
-    let server = SimServer::start(sim, "127.0.0.1:0").unwrap();
-    let ms = MiniserverConfig {
-        base_url: server.base_url(),
-        user: DEMO_USER.into(),
-        password: DEMO_PASSWORD.into(),
-    };
-    let client = Client::new(&ms, &Config::default().miniserver_timeouts);
-    let house = House::new(
-        parse_structure(&text).unwrap(),
-        Arc::new(client),
-        Duration::from_secs(5),
-    );
-    (server, HomeTools::new(Arc::new(house)))
-}
 
 /// The UUID of the named state of the control `name` (in `room`).
 fn state_uuid(tools_house: &House, name: &str, room: Option<&str>, state: &str) -> String {
@@ -263,8 +242,9 @@ fn sensors_by_kind_with_filters() {
 
 #[test]
 fn solarnetwork_fixture_sensors_and_summary() {
-    let (_server, tools) = fixture("SolarNetwork-solarnetwork-loxone-evident-test.json");
-    let data = ok(&tools, "get_sensors_status", json!({"type": "temperature"}));
+    let f = common::fixture_house("SolarNetwork-solarnetwork-loxone-evident-test.json");
+    let tools = &f.tools;
+    let data = ok(tools, "get_sensors_status", json!({"type": "temperature"}));
     let names: Vec<&str> = data["sensors"]
         .as_array()
         .unwrap()
@@ -274,12 +254,12 @@ fn solarnetwork_fixture_sensors_and_summary() {
     for n in ["temperature", "feltTemperature", "OutsideTemp"] {
         assert!(names.contains(&n), "{n} in {names:?}");
     }
-    let data = ok(&tools, "get_sensors_status", json!({"type": "humidity"}));
+    let data = ok(tools, "get_sensors_status", json!({"type": "humidity"}));
     assert_eq!(data["sensors"][0]["name"], "relativeHumidity");
-    let data = ok(&tools, "get_sensors_status", json!({"type": "brightness"}));
+    let data = ok(tools, "get_sensors_status", json!({"type": "brightness"}));
     assert_eq!(data["total"], 2, "{data}");
 
-    let data = ok(&tools, "get_home_summary", json!({}));
+    let data = ok(tools, "get_home_summary", json!({}));
     assert!(data.to_string().len() < 3000, "{data}");
     assert!(data.get("warning").is_none(), "{data}");
     let rooms: Vec<&str> = data["climate"]
@@ -292,10 +272,10 @@ fn solarnetwork_fixture_sensors_and_summary() {
         assert!(rooms.contains(&r), "{r} in {rooms:?}");
     }
     // Lights and blinds status on the same file: its Jalousies, no central blocks.
-    let data = ok(&tools, "get_blinds_status", json!({}));
+    let data = ok(tools, "get_blinds_status", json!({}));
     assert_eq!(data["total"], 3);
     let data = ok(
-        &tools,
+        tools,
         "control_rolladen_unified",
         json!({"scope": "category", "target": "Shading", "action": "down", "dry_run": true}),
     );

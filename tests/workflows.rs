@@ -14,12 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use home_mcp::app::{open_store, App, StartError};
-use home_mcp::config::{MiniserverConfig, Timeouts};
-use home_mcp::home::House;
-use home_mcp::loxone::client::Client;
-use home_mcp::loxone::structure::parse_structure;
 use home_mcp::mcp::Handler;
-use home_mcp::sim::{SimConfig, SimServer, Simulator};
 use home_mcp::tools::{HomeTools, Permission};
 use home_mcp::workflow::{NewWorkflow, StoreError, WorkflowStore};
 
@@ -764,30 +759,6 @@ fn demo_dry_run_changes_nothing() {
     }
 }
 
-/// A house whose Miniserver is the simulator running `fixture` from tests/fixtures.
-fn fixture_house(fixture: &str) -> (SimServer, HomeTools) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(fixture);
-    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    // Some published samples carry a made-up serial number the simulator does not accept.
-    doc["msInfo"]["serialNr"] = json!("504F94A00001");
-    let text = doc.to_string();
-    let sim = Arc::new(Simulator::new(&text, None, SimConfig::default()).unwrap());
-    let server = SimServer::start(sim, "127.0.0.1:0").unwrap();
-    let ms = MiniserverConfig {
-        base_url: server.base_url(),
-        user: home_mcp::sim::DEMO_USER.into(),
-        password: home_mcp::sim::DEMO_PASSWORD.into(),
-    };
-    let house = House::new(
-        parse_structure(&text).unwrap(),
-        Arc::new(Client::new(&ms, &Timeouts::default())),
-        Duration::from_secs(5),
-    );
-    (server, HomeTools::new(Arc::new(house)))
-}
-
 #[test]
 fn demo_adapts_to_real_structure_files() {
     let mut lights_somewhere = false;
@@ -798,12 +769,13 @@ fn demo_adapts_to_real_structure_files() {
         "SolarNetwork-solarnetwork-loxone-evident-test.json",
         "TheJack75-Loxone.NET-uk-demo-miniserver.json",
     ] {
-        let (_server, tools) = fixture_house(fixture);
+        let f = common::fixture_house(fixture);
+        let tools = &f.tools;
         // A dry run first: nothing fails, the light steps show their commands.
-        let dry = ok(&tools, "execute_workflow_demo", json!({"dry_run": true}));
+        let dry = ok(tools, "execute_workflow_demo", json!({"dry_run": true}));
         demo_steps(&dry, false);
         // The real run: every step succeeds or is skipped with a reason.
-        let data = ok(&tools, "execute_workflow_demo", json!({}));
+        let data = ok(tools, "execute_workflow_demo", json!({}));
         let steps = demo_steps(&data, false);
         assert_eq!(step(&steps, "list_rooms")["status"], "success", "{fixture}");
         let light = step(&steps, "control_room_lights");

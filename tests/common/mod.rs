@@ -73,3 +73,51 @@ pub fn invalid_params(tools: &HomeTools, name: &str, args: Value) -> String {
         Ok(r) => panic!("expected -32602, got {:?}", text(&r)),
     }
 }
+
+/// The text of a structure file from `tests/fixtures` (real Loxone samples).
+pub fn fixture_text(file: &str) -> String {
+    let path = format!("{}/tests/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// A house on a simulated Miniserver that serves a structure file, reached with the real
+/// HTTP client: no live link or poller threads (tests that need them start an `App`).
+/// Fields drop in order: tools and house, then the server, then the simulator.
+pub struct SimHouse {
+    pub tools: HomeTools,
+    pub house: std::sync::Arc<home_mcp::home::House>,
+    pub server: home_mcp::sim::SimServer,
+    pub sim: std::sync::Arc<Simulator>,
+}
+
+/// [`SimHouse`] for the fixture file `file`.
+pub fn fixture_house(file: &str) -> SimHouse {
+    sim_house(&fixture_text(file))
+}
+
+/// [`SimHouse`] serving `text` as its structure file (user/password `demo`/`demo`).
+pub fn sim_house(text: &str) -> SimHouse {
+    use std::sync::Arc;
+    let sim = Arc::new(
+        Simulator::new(text, None, home_mcp::sim::SimConfig::default())
+            .expect("the simulator takes the structure file"),
+    );
+    let server = home_mcp::sim::SimServer::start(sim.clone(), "127.0.0.1:0").unwrap();
+    let ms = home_mcp::config::MiniserverConfig {
+        base_url: server.base_url(),
+        user: home_mcp::sim::DEMO_USER.into(),
+        password: home_mcp::sim::DEMO_PASSWORD.into(),
+    };
+    let client = home_mcp::loxone::client::Client::new(&ms, &Config::default().miniserver_timeouts);
+    let house = Arc::new(home_mcp::home::House::new(
+        home_mcp::loxone::structure::parse_structure(text).expect("the fixture parses"),
+        Arc::new(client),
+        std::time::Duration::from_secs(5),
+    ));
+    SimHouse {
+        tools: HomeTools::new(house.clone()),
+        house,
+        server,
+        sim,
+    }
+}
