@@ -50,6 +50,20 @@ pub fn limit(value: Option<i64>) -> Result<usize, ToolError> {
     }
 }
 
+/// Schema fragment for a `room` argument: a room name (accents optional) or UUID.
+pub fn room_schema() -> Value {
+    serde_json::json!({"type": "string", "description": "Room name or UUID"})
+}
+
+/// The whole input schema of the list tools that take only an optional `room` and `limit`.
+pub fn room_limit_schema() -> Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {"room": room_schema(), "limit": limit_schema()},
+        "additionalProperties": false
+    })
+}
+
 /// Schema fragment for `limit`.
 pub fn limit_schema() -> Value {
     serde_json::json!({

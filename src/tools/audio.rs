@@ -100,16 +100,7 @@ pub fn tools() -> Vec<Tool> {
             description: "Lists audio zones (AudioZone, AudioZoneV2) with room, play state (playing, paused, stopped), and when reported live: power, volume in percent, and title/artist/station (v1). Optional: room (name or UUID), limit.",
             permission: Permission::Read,
             annotations: READ_ONLY,
-            input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "room": {"type": "string", "description": "Room name or UUID"},
-                        "limit": args::limit_schema()
-                    },
-                    "additionalProperties": false
-                })
-            },
+            input_schema: args::room_limit_schema,
             data_schema: || {
                 json!({
                     "type": "object",

@@ -80,7 +80,7 @@ pub fn tools() -> Vec<Tool> {
                 json!({
                     "type": "object",
                     "properties": {
-                        "room": {"type": "string", "description": "Room name or UUID"},
+                        "room": args::room_schema(),
                         "action": action,
                         "value": {"type": "number", "minimum": 0, "maximum": 100, "description": "Brightness or position in percent"},
                         "device_type": {"type": "string", "description": "A family (lighting, blinds, audio, climate, ...) or Loxone type (Switch, Jalousie, ...)"},

@@ -28,16 +28,7 @@ pub fn tools() -> Vec<Tool> {
             description: "Lists every blind (Loxone Jalousie) and central blind block (CentralJalousie) with room, type, current position in percent closed (0 = fully open, 100 = fully closed; null for central blocks), style (blinds, shutters, curtain, awning), slat support, whether automatic shading is configured (isAutomatic), and the actions it supports (up, down, stop, shade, position, slats). Optional: room (name or UUID), limit.",
             permission: Permission::Read,
             annotations: READ_ONLY,
-            input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "room": {"type": "string", "description": "Room name or UUID"},
-                        "limit": args::limit_schema()
-                    },
-                    "additionalProperties": false
-                })
-            },
+            input_schema: args::room_limit_schema,
             data_schema: || {
                 json!({
                     "type": "object",
@@ -77,7 +68,7 @@ pub fn tools() -> Vec<Tool> {
                 json!({
                     "type": "object",
                     "properties": {
-                        "room": {"type": "string", "description": "Room name or UUID"},
+                        "room": args::room_schema(),
                         "action": {"type": "string", "enum": ROOM_ACTIONS},
                         "position": position_schema(),
                         "dry_run": args::dry_run_schema()
@@ -145,7 +136,7 @@ pub fn tools() -> Vec<Tool> {
                 json!({
                     "type": "object",
                     "properties": {
-                        "room": {"type": "string", "description": "Room name or UUID"},
+                        "room": args::room_schema(),
                         "name": {"type": "string", "description": "Only blinds whose name contains this text"},
                         "state": {"type": "string", "enum": ["open", "closed", "partly_closed", "not_open"]},
                         "limit": args::limit_schema()

@@ -40,16 +40,7 @@ pub fn tools() -> Vec<Tool> {
             description: "Lists temperature readings in °C: analog temperature sensors and the actual temperature of each room controller. Optional: room (name or UUID), limit.",
             permission: Permission::Read,
             annotations: READ_ONLY,
-            input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "room": {"type": "string", "description": "Room name or UUID"},
-                        "limit": args::limit_schema()
-                    },
-                    "additionalProperties": false
-                })
-            },
+            input_schema: args::room_limit_schema,
             data_schema: || {
                 json!({
                     "type": "object",
@@ -84,7 +75,7 @@ pub fn tools() -> Vec<Tool> {
                 json!({
                     "type": "object",
                     "properties": {
-                        "room": {"type": "string", "description": "Room name or UUID"},
+                        "room": args::room_schema(),
                         "temperature": {"type": "number", "minimum": MIN_TEMPERATURE, "maximum": MAX_TEMPERATURE, "description": "Target temperature in °C, e.g. 21.5"},
                         "dry_run": args::dry_run_schema()
                     },
@@ -105,7 +96,7 @@ pub fn tools() -> Vec<Tool> {
                 json!({
                     "type": "object",
                     "properties": {
-                        "room": {"type": "string", "description": "Room name or UUID"},
+                        "room": args::room_schema(),
                         "mode": {"type": "string", "enum": MODES},
                         "duration_minutes": {"type": "integer", "minimum": 1, "maximum": MAX_DURATION_MINUTES, "description": "For comfort, eco, off: minutes until the schedule takes over again"},
                         "dry_run": args::dry_run_schema()
@@ -156,16 +147,7 @@ pub fn tools() -> Vec<Tool> {
             description: "Climate of the house: every room controller (Intelligent Room Controller V1/V2) with actual and target temperature in °C, operating mode, override (comfort, eco, building protection) and open window, plus the house-wide Climate Controller (current mode number, info text). Values not reported live yet are null. Optional: room (name or UUID), limit.",
             permission: Permission::Read,
             annotations: READ_ONLY,
-            input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "room": {"type": "string", "description": "Room name or UUID"},
-                        "limit": args::limit_schema()
-                    },
-                    "additionalProperties": false
-                })
-            },
+            input_schema: args::room_limit_schema,
             data_schema: || {
                 json!({
                     "type": "object",

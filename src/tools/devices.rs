@@ -61,7 +61,7 @@ pub fn tools() -> Vec<Tool> {
                 json!({
                     "type": "object",
                     "properties": {
-                        "room": {"type": "string", "description": "Room name or UUID"},
+                        "room": args::room_schema(),
                         "category": {"type": "string", "description": "lighting, blinds, climate, audio, security, access, sensors, energy, other, or a Loxone category name"},
                         "type": {"type": "string", "description": "Loxone control type, e.g. Dimmer, Jalousie, LightControllerV2"},
                         "include_state": {"type": "boolean", "default": true, "description": "Read current values from the Miniserver"},

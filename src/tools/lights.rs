@@ -46,7 +46,7 @@ pub fn tools() -> Vec<Tool> {
                 json!({
                     "type": "object",
                     "properties": {
-                        "room": {"type": "string", "description": "Room name or UUID"},
+                        "room": args::room_schema(),
                         "action": {"type": "string", "enum": ["on", "off"]},
                         "brightness": percent_schema("Brightness in percent for action on (0-100)"),
                         "dry_run": args::dry_run_schema()
@@ -155,7 +155,7 @@ pub fn tools() -> Vec<Tool> {
                 json!({
                     "type": "object",
                     "properties": {
-                        "room": {"type": "string", "description": "Room name or UUID"},
+                        "room": args::room_schema(),
                         "name": {"type": "string", "description": "Only lights whose name contains this text"},
                         "type": {"type": "string", "description": "Loxone control type, e.g. Dimmer, Switch, LightControllerV2"},
                         "state": {"type": "string", "enum": ["on", "off"]},

@@ -129,16 +129,7 @@ pub fn tools() -> Vec<Tool> {
             description: "Shows the security system: burglar alarms (armed, arming in progress, alarm level 0 none .. 6, exit delay in s), smoke alarms (level 0 none, 1 pre-alarm, 2 main alarm), gates and doors (open in %, 0 = closed) and access controls. Values that are not known are null. Optional: room (name or UUID), limit per list.",
             permission: Permission::Read,
             annotations: READ_ONLY,
-            input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "room": {"type": "string", "description": "Room name or UUID"},
-                        "limit": args::limit_schema()
-                    },
-                    "additionalProperties": false
-                })
-            },
+            input_schema: args::room_limit_schema,
             data_schema: || {
                 let entry = json!({"type": "object", "properties": {
                     "uuid": {"type": "string"}, "name": {"type": "string"},

@@ -39,7 +39,7 @@ pub fn tools() -> Vec<Tool> {
                 json!({
                     "type": "object",
                     "properties": {
-                        "room": {"type": "string", "description": "Room name or UUID"}
+                        "room": args::room_schema()
                     },
                     "additionalProperties": false
                 })
@@ -99,7 +99,7 @@ pub fn tools() -> Vec<Tool> {
                 json!({
                     "type": "object",
                     "properties": {
-                        "room": {"type": "string", "description": "Room name or UUID"},
+                        "room": args::room_schema(),
                         "type": {"type": "string", "enum": SENSOR_TYPES},
                         "name": {"type": "string", "description": "Only sensors whose name contains this text"},
                         "limit": args::limit_schema()
