@@ -662,3 +662,29 @@ fn concurrent_generates_lose_nothing() {
         "sequence numbers are unique"
     );
 }
+
+/// The server's store answers from its parsed copy while the file is unchanged, and sees a
+/// change made by another process (here: another `FileStore` on the same file, as the `keys`
+/// command is) at once, so a revocation takes effect on the next request.
+#[test]
+fn file_store_reads_are_cached_until_the_file_changes() {
+    let dir = tmp("cached");
+    let path = dir.join("keys.toml");
+    let server = FileStore::new(&path);
+    let cli = FileStore::new(&path);
+    let k = key(Role::Operator, 1, "op");
+    cli.insert(k.clone()).unwrap();
+    assert!(server.list().unwrap()[0].active);
+    assert_eq!(server.list().unwrap(), server.list().unwrap());
+    let mut revoked = k.clone();
+    revoked.active = false;
+    cli.update(revoked).unwrap();
+    assert!(
+        !server.get(&k.id).unwrap().unwrap().active,
+        "revocation seen at once"
+    );
+    // A damaged file is still reported, not hidden behind the cache.
+    std::fs::write(&path, "[[keys]]\nid = ").unwrap();
+    assert!(matches!(server.list(), Err(StoreError::Corrupt(_))));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -211,6 +211,33 @@ struct KeyFile {
 pub struct FileStore {
     path: PathBuf,
     write: Mutex<()>,
+    /// The keys as last parsed, with the file identity they were parsed from: the gate reads
+    /// the store on every request, and this keeps that to one `stat` instead of a read and a
+    /// TOML parse (each write renames a new file into place, so its inode changes).
+    cached: Mutex<Option<(FileId, Vec<ApiKey>)>>,
+}
+
+/// What identifies one version of the key file: inode (a new one per atomic write), length and
+/// modification time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileId {
+    ino: u64,
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl FileId {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        #[cfg(unix)]
+        let ino = std::os::unix::fs::MetadataExt::ino(meta);
+        #[cfg(not(unix))]
+        let ino = 0;
+        FileId {
+            ino,
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        }
+    }
 }
 
 impl FileStore {
@@ -219,6 +246,7 @@ impl FileStore {
         Self {
             path: path.into(),
             write: Mutex::new(()),
+            cached: Mutex::new(None),
         }
     }
 
@@ -226,7 +254,25 @@ impl FileStore {
         &self.path
     }
 
+    /// The keys, from the cache while the file is the one last parsed (one `stat`).
     fn read(&self) -> Result<Vec<ApiKey>, StoreError> {
+        let id = match std::fs::metadata(&self.path) {
+            Ok(m) => FileId::of(&m),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(StoreError::Io(format!("{}: {e}", self.path.display()))),
+        };
+        if let Some((cached_id, keys)) = &*lock(&self.cached) {
+            if *cached_id == id {
+                return Ok(keys.clone());
+            }
+        }
+        let keys = self.read_fresh()?;
+        *lock(&self.cached) = Some((id, keys.clone()));
+        Ok(keys)
+    }
+
+    /// The keys as the file holds them now (always reads and parses).
+    fn read_fresh(&self) -> Result<Vec<ApiKey>, StoreError> {
         let text = match std::fs::read_to_string(&self.path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -247,7 +293,7 @@ impl FileStore {
             .lock_file()
             .map_err(|e| StoreError::Io(format!("{}.lock: {e}", self.path.display())))?;
         self.remove_stale_temp_files();
-        let mut keys = self.read()?;
+        let mut keys = self.read_fresh()?;
         let change = make(&keys);
         apply(&mut keys, change)?;
         let text = toml::to_string(&KeyFile { keys })
