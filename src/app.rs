@@ -190,7 +190,8 @@ impl App {
                 config.miniserver_timeouts.value_max_age,
             )
             .with_visu_password(config.visu_password.clone())
-            .with_verify_timeout(config.server.verify_timeout),
+            .with_verify_timeout(config.server.verify_timeout)
+            .with_command_limits(config.command_limits),
         );
         let poller =
             Poller::start(house.clone(), client.clone(), config.poll).map_err(StartError::Io)?;

@@ -39,6 +39,9 @@
 //! poll_interval_secs = 5       # HTTP polling fallback: primary values read every N s (1-3600)
 //! structure_check_secs = 60    # LoxAPPversion3 checked every N s; a change reloads the
 //!                              # structure file (10-86400)
+//! max_commands_per_control = 6 # outbound limit: commands to one control per 10 s (so no
+//!                              # client can make a blind or relay chatter)
+//! max_commands = 120           # outbound limit: commands to the Miniserver per 10 s
 //!
 //! [log]
 //! level = "info"               # error, warn, info, debug, trace
@@ -46,6 +49,9 @@
 //! [auth]                       # the API key gate (see crate::auth::gate)
 //! security_level = "development"   # or "staging", "production" (env SECURITY_LEVEL)
 //! required = false             # keys required in development too (always off-loopback)
+//! admin_networks = []          # addresses/CIDR ranges /admin is served to (production
+//!                              # default: loopback only; elsewhere default: any)
+//! # env HTTP_API_KEY (or LOXONE_API_KEY): deprecated single key, accepted as an operator key
 //!
 //! [auth.rate_limits]           # requests per minute
 //! admin = 1000
@@ -91,6 +97,9 @@ pub struct Config {
     pub miniserver_auth: AuthMode,
     /// WebSocket event stream (default) or polling only.
     pub miniserver_live: LiveMode,
+    /// Outbound command limits toward the Miniserver (`[miniserver] max_commands_per_control`,
+    /// `max_commands`, per 10 s).
+    pub command_limits: crate::home::CommandLimits,
     /// The API key gate (`[auth]`: `security_level`, `required`, `rate_limits`; env
     /// `SECURITY_LEVEL`). See [`crate::auth::gate`].
     pub auth: GateConfig,
@@ -222,6 +231,7 @@ impl Default for Config {
             log_level: log::LevelFilter::Info,
             visu_password: None,
             miniserver_auth: AuthMode::Auto,
+            command_limits: crate::home::CommandLimits::default(),
             miniserver_live: LiveMode::WebSocket,
             auth: GateConfig::default(),
             key_store: None,
@@ -280,6 +290,7 @@ struct FileConfig {
 struct FileAuth {
     security_level: Option<String>,
     required: Option<bool>,
+    admin_networks: Option<Vec<String>>,
     #[serde(default)]
     rate_limits: FileRateLimits,
 }
@@ -326,6 +337,8 @@ struct FileMiniserver {
     value_max_age_secs: Option<u64>,
     poll_interval_secs: Option<u64>,
     structure_check_secs: Option<u64>,
+    max_commands_per_control: Option<u32>,
+    max_commands: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -497,6 +510,25 @@ impl Config {
         }
 
         cfg.miniserver_auth = file.miniserver.auth.unwrap_or_default();
+        for (value, slot, name) in [
+            (
+                file.miniserver.max_commands_per_control,
+                &mut cfg.command_limits.per_control,
+                "miniserver.max_commands_per_control",
+            ),
+            (
+                file.miniserver.max_commands,
+                &mut cfg.command_limits.total,
+                "miniserver.max_commands",
+            ),
+        ] {
+            if let Some(v) = value {
+                if v == 0 {
+                    return Err(invalid(name, "must be at least 1 (commands per 10 s)"));
+                }
+                *slot = v;
+            }
+        }
         cfg.miniserver_live = file.miniserver.live.unwrap_or_default();
         cfg.visu_password = env("HOME_VISU_PASS")
             .or(file.miniserver.visu_password)
@@ -517,6 +549,23 @@ impl Config {
             };
         }
         cfg.auth.required = file.auth.required.unwrap_or(false);
+        if let Some(nets) = file.auth.admin_networks {
+            for n in &nets {
+                let n = n.trim();
+                if n.parse::<ipnet::IpNet>().is_err() && n.parse::<std::net::IpAddr>().is_err() {
+                    return Err(invalid(
+                        "auth.admin_networks",
+                        &format!("{n:?} is not an IP address or CIDR range"),
+                    ));
+                }
+            }
+            cfg.auth.admin_networks = nets;
+        }
+        cfg.auth.legacy_key = env("HTTP_API_KEY")
+            .or_else(|| env("LOXONE_API_KEY"))
+            .map(|k| k.trim().to_string())
+            .filter(|k| !k.is_empty())
+            .map(Secret::new);
         let r = &file.auth.rate_limits;
         let limits = &mut cfg.auth.limits;
         for (value, slot, name) in [
@@ -549,6 +598,23 @@ impl Config {
                 .map_err(|_| invalid("log.level", "use error, warn, info, debug or trace"))?;
         }
         Ok(cfg)
+    }
+
+    /// Checks settings that depend on each other once the command line has been applied:
+    /// production on a non-loopback address needs `[server] allowed_hosts` (the strict Host
+    /// allow-list; DNS-rebinding protection cannot guess the names the server is reached by).
+    pub fn check_serve(&self) -> Result<(), ConfigError> {
+        if self.auth.level == SecurityLevel::Production
+            && !self.server.listen.ip().is_loopback()
+            && self.server.allowed_hosts.is_empty()
+        {
+            return Err(invalid(
+                "server.allowed_hosts",
+                "production on a non-loopback address needs the host names and addresses the \
+                 server is reached by (e.g. [\"homepi.local\", \"192.168.1.20\"])",
+            ));
+        }
+        Ok(())
     }
 
     /// The Miniserver settings, or [`ConfigError::MissingMiniserver`] naming what is missing.
@@ -907,6 +973,58 @@ mod tests {
         assert_eq!(cfg.auth.level, SecurityLevel::Production);
         assert!(parse("[auth]\nsecurity_level = \"lax\"\n", &[]).is_err());
         assert!(parse("[auth.rate_limits]\nadmin = 0\n", &[]).is_err());
+    }
+
+    #[test]
+    fn admin_networks_legacy_key_and_command_limits() {
+        let cfg = parse(
+            "[auth]\nadmin_networks = [\"192.168.1.0/24\", \"::1\"]\n",
+            &[("HTTP_API_KEY", " old-key ")],
+        )
+        .unwrap();
+        assert_eq!(cfg.auth.admin_networks, ["192.168.1.0/24", "::1"]);
+        assert_eq!(cfg.auth.legacy_key, Some(Secret::new("old-key")));
+        let cfg = parse("", &[("LOXONE_API_KEY", "k2")]).unwrap();
+        assert_eq!(cfg.auth.legacy_key, Some(Secret::new("k2")));
+        assert_eq!(
+            parse("", &[("HTTP_API_KEY", "")]).unwrap().auth.legacy_key,
+            None
+        );
+        let e = parse("[auth]\nadmin_networks = [\"lan\"]\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("auth.admin_networks"), "{e}");
+
+        let cfg = parse("", &[]).unwrap();
+        assert_eq!(cfg.command_limits, crate::home::CommandLimits::default());
+        let cfg = parse(
+            "[miniserver]\nmax_commands_per_control = 2\nmax_commands = 50\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            (cfg.command_limits.per_control, cfg.command_limits.total),
+            (2, 50)
+        );
+        let e = parse("[miniserver]\nmax_commands = 0\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("miniserver.max_commands"), "{e}");
+    }
+
+    #[test]
+    fn production_off_loopback_needs_allowed_hosts() {
+        let lan = [
+            ("HOME_LISTEN", "0.0.0.0:3001"),
+            ("SECURITY_LEVEL", "production"),
+        ];
+        let e = parse("", &lan).unwrap().check_serve().unwrap_err();
+        assert!(e.to_string().contains("server.allowed_hosts"), "{e}");
+        let ok = parse("[server]\nallowed_hosts = [\"homepi.local\"]\n", &lan).unwrap();
+        assert!(ok.check_serve().is_ok());
+        let staging = [
+            ("HOME_LISTEN", "0.0.0.0:3001"),
+            ("SECURITY_LEVEL", "staging"),
+        ];
+        assert!(parse("", &staging).unwrap().check_serve().is_ok());
+        let local = [("SECURITY_LEVEL", "production")];
+        assert!(parse("", &local).unwrap().check_serve().is_ok(), "loopback");
     }
 
     #[test]

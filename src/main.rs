@@ -207,6 +207,10 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         config.server.workers = check_workers(n, "--workers").map_err(|e| Usage(e.to_string()))?;
     }
     init_logging(config.log_level);
+    if let Err(e) = config.check_serve() {
+        log::error!("cannot start: {e}");
+        return Ok(ExitCode::FAILURE);
+    }
     config.key_store = key_store.clone();
     first_run_hint(key_store, &config);
 
@@ -276,6 +280,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
             server.join();
         }
     }
+    app.gate.flush_usage();
     app.shutdown();
     Ok(ExitCode::SUCCESS)
 }

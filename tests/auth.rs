@@ -693,3 +693,278 @@ fn http_rate_limit_429_with_retry_after() {
     assert_eq!(s, 200);
     assert!(!has(&head, "X-RateLimit-Limit"), "/health is not gated");
 }
+
+// ---- usage data, the legacy key, admin networks, Origin, streams ----
+
+#[test]
+fn usage_is_batched_then_written() {
+    let store = Arc::new(MemoryStore::new(keys()));
+    let mut revoked = key(
+        "homekey_operator_9_99999999999999999999999999999999",
+        Role::Operator,
+    );
+    revoked.active = false;
+    store.insert(revoked.clone()).unwrap();
+    let g = Gate::new(
+        store.clone(),
+        GateConfig {
+            level: SecurityLevel::Staging,
+            usage_interval: Duration::from_secs(3600),
+            ..GateConfig::default()
+        },
+        loopback(),
+        perms(),
+    );
+    for _ in 0..3 {
+        g.authenticate(&creds(OPERATOR)).expect("valid");
+    }
+    let v6 = Credentials {
+        ip: Some("::ffff:192.168.1.9".parse().unwrap()),
+        ..creds(OPERATOR)
+    };
+    g.authenticate(&v6).expect("valid from anywhere");
+    for _ in 0..2 {
+        assert_eq!(
+            g.authenticate(&creds(&revoked.id)).unwrap_err().code,
+            DenyCode::InvalidApiKey
+        );
+    }
+    // Nothing written yet (the SD card is spared); the gate knows the pending counts.
+    let stored = store.get(OPERATOR).unwrap().unwrap();
+    assert_eq!(stored.usage.count, 0);
+    let pending = g.usage_of(OPERATOR).unwrap();
+    assert_eq!(pending.count, 4);
+    assert_eq!(pending.ips, ["127.0.0.1", "192.168.1.9"]);
+    assert!(pending.last_used.is_some());
+    g.flush_usage();
+    let stored = store.get(OPERATOR).unwrap().unwrap();
+    assert_eq!(stored.usage.count, 4);
+    assert_eq!(stored.usage.ips, ["127.0.0.1", "192.168.1.9"]);
+    let stored = store.get(&revoked.id).unwrap().unwrap();
+    assert_eq!(stored.usage.failed_attempts, 2);
+    assert_eq!(stored.usage.count, 0);
+}
+
+#[test]
+fn legacy_http_api_key_is_an_operator_key() {
+    let legacy = "my-old-single-key-0123456789";
+    let at = |level| {
+        Gate::new(
+            Arc::new(MemoryStore::new(keys())),
+            GateConfig {
+                level,
+                legacy_key: Some(home_mcp::home::Secret::new(legacy)),
+                ..GateConfig::default()
+            },
+            loopback(),
+            perms(),
+        )
+    };
+    let g = at(SecurityLevel::Staging);
+    let p = g.authenticate(&creds(legacy)).expect("accepted");
+    let k = p.key.as_ref().unwrap();
+    assert_eq!(
+        (k.role, k.name.as_str()),
+        (Role::Operator, "legacy HTTP_API_KEY")
+    );
+    assert_eq!(
+        call(
+            &g,
+            legacy,
+            "control_device",
+            json!({"device": "Kitchen Light", "action": "on"})
+        ),
+        Ok(())
+    );
+    assert_eq!(
+        call(&g, legacy, "disarm_alarm", json!({"confirm": true})),
+        Err(DenyCode::InsufficientPermissions),
+        "the legacy key never disarms"
+    );
+    assert_eq!(
+        g.authenticate(&creds("my-old-single-key-0123456788"))
+            .unwrap_err()
+            .code,
+        DenyCode::InvalidApiKey
+    );
+    // Production requires expiries on non-admin keys: the legacy key has none.
+    let p = at(SecurityLevel::Production).authenticate(&creds(legacy));
+    assert_eq!(p.unwrap_err().code, DenyCode::InvalidApiKey);
+}
+
+#[test]
+fn admin_networks() {
+    let ip = |s: &str| Some(s.parse::<IpAddr>().unwrap());
+    let with = |level, nets: &[&str]| {
+        Gate::new(
+            Arc::new(MemoryStore::new(keys())),
+            GateConfig {
+                level,
+                admin_networks: nets.iter().map(|s| s.to_string()).collect(),
+                ..GateConfig::default()
+            },
+            loopback(),
+            perms(),
+        )
+    };
+    let dev = with(SecurityLevel::Staging, &[]);
+    assert!(
+        dev.admin_network_allows(ip("192.168.1.5")),
+        "no restriction below production"
+    );
+    let prod = with(SecurityLevel::Production, &[]);
+    assert!(prod.admin_network_allows(ip("127.0.0.1")));
+    assert!(prod.admin_network_allows(ip("::1")));
+    assert!(prod.admin_network_allows(ip("::ffff:127.0.0.1")));
+    assert!(
+        !prod.admin_network_allows(ip("192.168.1.5")),
+        "production: loopback only"
+    );
+    assert!(!prod.admin_network_allows(None));
+    let lan = with(
+        SecurityLevel::Production,
+        &["192.168.1.0/24", "fd00::/8", "10.1.2.3"],
+    );
+    assert!(lan.admin_network_allows(ip("192.168.1.5")));
+    assert!(lan.admin_network_allows(ip("fd00::1")));
+    assert!(lan.admin_network_allows(ip("10.1.2.3")));
+    assert!(!lan.admin_network_allows(ip("10.1.2.4")));
+    assert!(
+        !lan.admin_network_allows(ip("127.0.0.1")),
+        "configured networks only"
+    );
+}
+
+/// A gated server on `listen` with `gate_config` (and `allowed_hosts`).
+fn start_with(listen: &str, gate_config: GateConfig, allowed_hosts: &[&str]) -> Fixture {
+    let app = App::start(&Config::default(), true).expect("demo starts");
+    let store = Arc::new(MemoryStore::new(keys()));
+    let bind: SocketAddr = listen.parse().unwrap();
+    let gate = Gate::new(store, gate_config, bind.ip(), perms());
+    let config = HttpConfig {
+        listen: bind,
+        gate: Some(Arc::new(gate)),
+        allowed_hosts: allowed_hosts.iter().map(|s| s.to_string()).collect(),
+        ..HttpConfig::default()
+    };
+    let server = HttpServer::start(
+        config,
+        app.mcp.clone(),
+        Arc::new(|| json!({"status": "ok"})),
+    )
+    .expect("server starts");
+    Fixture { server, _app: app }
+}
+
+#[test]
+fn http_admin_outside_admin_networks_is_refused() {
+    let f = start_with(
+        "127.0.0.1:0",
+        GateConfig {
+            level: SecurityLevel::Staging,
+            admin_networks: vec!["10.0.0.0/8".into()],
+            ..GateConfig::default()
+        },
+        &[],
+    );
+    let admin = format!("X-API-Key: {ADMIN}");
+    let (s, _, body) = send(f.server.addr(), "GET", "/admin/status", &[&admin], "");
+    assert_eq!(s, 403, "{body}");
+    assert_eq!(body["error"]["code"], "INSUFFICIENT_PERMISSIONS");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("admin_networks"),
+        "{body}"
+    );
+    // Other routes are not affected.
+    let (s, _, _) = send(f.server.addr(), "GET", "/tools", &[&admin], "");
+    assert_eq!(s, 200);
+}
+
+#[test]
+fn http_origin_is_checked_on_every_route() {
+    let f = start(RateLimits::default());
+    let a = f.server.addr();
+    let x = format!("X-API-Key: {ADMIN}");
+    for path in ["/tools", "/api/devices", "/admin/status", "/no/such/route"] {
+        let (s, _, body) = send(a, "GET", path, &[&x, "Origin: http://evil.example"], "");
+        assert_eq!(s, 403, "{path}: {body}");
+        assert_eq!(body["error"]["code"], "FORBIDDEN", "{path}");
+    }
+    let same = format!("Origin: http://127.0.0.1:{}", a.port());
+    let (s, _, _) = send(a, "GET", "/tools", &[&x, &same], "");
+    assert_eq!(s, 200, "same origin");
+    let (s, _, _) = send(a, "GET", "/health", &["Origin: http://evil.example"], "");
+    assert_eq!(s, 200, "/health answers anyone");
+}
+
+#[test]
+fn http_production_is_strict_about_origins() {
+    // Bound to every address (as on a Pi); reached through 127.0.0.1, which is an allowed host.
+    let level = |level| {
+        start_with(
+            "0.0.0.0:0",
+            GateConfig {
+                level,
+                ..GateConfig::default()
+            },
+            &["127.0.0.1"],
+        )
+    };
+    let x = format!("X-API-Key: {ADMIN}");
+    let local_page = "Origin: http://localhost:5173";
+    for (lvl, want) in [
+        (SecurityLevel::Staging, 200),
+        (SecurityLevel::Production, 403),
+    ] {
+        let f = level(lvl);
+        let a = SocketAddr::from(([127, 0, 0, 1], f.server.addr().port()));
+        let (s, _, body) = send(a, "GET", "/tools", &[&x, local_page], "");
+        assert_eq!(
+            s, want,
+            "{lvl:?}: a page on the client's own machine: {body}"
+        );
+        let (s, _, _) = send(a, "GET", "/tools", &[&x], "");
+        assert_eq!(s, 200, "{lvl:?}: no Origin (not a browser)");
+        let mut raw = TcpStream::connect(a).unwrap();
+        raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(
+            raw,
+            "GET /tools HTTP/1.1\r\nHost: evil.example\r\n{x}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut out = String::new();
+        let _ = raw.read_to_string(&mut out);
+        assert!(
+            out.starts_with("HTTP/1.1 403"),
+            "{lvl:?}: Host outside allowed_hosts: {out}"
+        );
+    }
+}
+
+#[test]
+fn sse_streams_carry_rate_limit_headers() {
+    let f = start(RateLimits::default());
+    let mut s = TcpStream::connect(f.server.addr()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nX-API-Key: {MONITOR}\r\n\r\n"
+    )
+    .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && s.read(&mut byte).unwrap() == 1 {
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(head.contains("content-type: text/event-stream"), "{head}");
+    assert!(
+        head.contains("x-ratelimit-limit: 100"),
+        "the per-client limit of the MCP transport (tighter than the monitor's 200): {head}"
+    );
+    assert!(has(&head, "X-RateLimit-Remaining") && has(&head, "X-RateLimit-Reset"));
+}

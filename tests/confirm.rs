@@ -108,7 +108,7 @@ fn ok_in(tools: &HomeTools, ctx: &RequestContext, name: &str, args: Value) -> Va
 fn demo_with_pin() -> (App, HomeTools) {
     let config = Config {
         visu_password: Some(Secret::new(DEMO_VISU_PASSWORD)),
-        ..Config::default()
+        ..test_config()
     };
     let app = App::start(&config, true).expect("demo starts");
     let tools = HomeTools::new(app.house.clone());

@@ -51,9 +51,20 @@
 //! | key required | no (`required = true` makes it so); **always** when the bind address is not loopback | yes | yes |
 //! | without keys | a loud warning at start; requests without a key pass as anonymous with every permission; a presented key is still checked | - | - |
 //! | `?key=` query credentials | accepted | accepted | refused (401) |
-//! | non-admin keys without `expires_at` | accepted | accepted | refused (401) |
+//! | non-admin keys without `expires_at` (and the legacy `HTTP_API_KEY`) | accepted | accepted | refused (401) |
+//! | `/admin` from outside `[auth] admin_networks` | refused (403) when configured | refused (403) when configured | refused (403); unconfigured = loopback only |
+//! | `Host` allow-list | loopback names on a loopback bind, else any | same | `[server] allowed_hosts` required off loopback (the server does not start without it) |
+//! | `Origin` (every route but `/health`) | loopback, same host or `allowed_origins` | same | same, but loopback origins only on a loopback bind |
 //!
 //! `required = false` in staging or production is ignored (with a warning).
+//!
+//! ## Usage data and the legacy key
+//! Each authentication updates the key's usage (last use, count, client addresses; failed
+//! attempts for inactive, expired or off-whitelist use) in a [`UsageRecorder`], written to the
+//! store at most once per [`GateConfig::usage_interval`] and at shutdown
+//! ([`Gate::flush_usage`]). The deprecated single key (`HTTP_API_KEY` or `LOXONE_API_KEY`) is
+//! accepted as an `operator` key named [`LEGACY_KEY_NAME`] (never `security` or `admin`), with
+//! a warning at start.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -66,8 +77,9 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::ratelimit::{RateInfo, RateLimiter};
-use super::store::KeyStore;
-use super::{mask, ApiKey, Role};
+use super::store::{KeyStore, UsageRecorder};
+use super::{mask, ApiKey, Role, Usage};
+use crate::home::Secret;
 use crate::tools::Permission;
 
 /// The overall security level (`[auth] security_level`).
@@ -126,6 +138,15 @@ pub struct GateConfig {
     pub limits: RateLimits,
     /// Rate-limit window (one minute).
     pub window: Duration,
+    /// The deprecated single key (`HTTP_API_KEY`, or `LOXONE_API_KEY`): accepted as an
+    /// `operator` key named "legacy HTTP_API_KEY", with a deprecation warning at start.
+    pub legacy_key: Option<Secret>,
+    /// Networks (addresses or CIDR ranges) `/admin` is served to (`[auth] admin_networks`).
+    /// Empty: any address, except in production, where empty means loopback only.
+    pub admin_networks: Vec<String>,
+    /// How often usage data (last use, counts, addresses) is written to the key store
+    /// (default 60 s; also at shutdown, see [`Gate::flush_usage`]).
+    pub usage_interval: Duration,
 }
 
 impl Default for GateConfig {
@@ -135,9 +156,15 @@ impl Default for GateConfig {
             required: false,
             limits: RateLimits::default(),
             window: Duration::from_secs(60),
+            legacy_key: None,
+            admin_networks: Vec::new(),
+            usage_interval: Duration::from_secs(60),
         }
     }
 }
+
+/// The id and name of the synthetic key built from `HTTP_API_KEY`.
+pub const LEGACY_KEY_NAME: &str = "legacy HTTP_API_KEY";
 
 /// The permission a tool call needs (`HomeTools::required_permission`); `None`: unknown tool.
 pub type PermissionFn = Arc<dyn Fn(&str, &Map<String, Value>) -> Option<Permission> + Send + Sync>;
@@ -322,6 +349,10 @@ pub struct Gate {
     /// SHA-256 of stored ids, so a request hashes only the presented key (looked up by the
     /// stored id, never by the presented one).
     digests: Mutex<HashMap<String, [u8; 32]>>,
+    /// Usage data, batched to the store.
+    usage: UsageRecorder,
+    /// The key built from [`GateConfig::legacy_key`].
+    legacy: Option<ApiKey>,
 }
 
 impl fmt::Debug for Gate {
@@ -368,14 +399,82 @@ impl Gate {
                 true
             }
         };
+        let legacy = config.legacy_key.as_ref().map(|secret| {
+            log::warn!(
+                "HTTP_API_KEY is deprecated: it is accepted as an operator key (control, no \
+                 security or admin permission){}. Create keys with `home-mcp keys generate \
+                 --role operator` and unset HTTP_API_KEY.",
+                if config.level == SecurityLevel::Production {
+                    "; production refuses it (no expiry)"
+                } else {
+                    ""
+                }
+            );
+            ApiKey {
+                id: secret.expose().to_string(),
+                name: LEGACY_KEY_NAME.into(),
+                role: Role::Operator,
+                created_by: "environment".into(),
+                created_at: String::new(),
+                active: true,
+                expires_at: None,
+                ip_whitelist: Vec::new(),
+                allowed_devices: Vec::new(),
+                permissions: Vec::new(),
+                rooms: Vec::new(),
+                categories: Vec::new(),
+                usage: Usage::default(),
+            }
+        });
+        if config.level == SecurityLevel::Production && config.admin_networks.is_empty() {
+            log::info!(
+                "production: /admin is served to loopback clients only ([auth] admin_networks)"
+            );
+        }
         Self {
             limiter: RateLimiter::new(config.window),
+            usage: UsageRecorder::new(store.clone(), config.usage_interval),
             store,
             config,
             required,
             permission_of,
             digests: Mutex::new(HashMap::new()),
+            legacy,
         }
+    }
+
+    /// Writes pending usage data to the key store now (at shutdown).
+    pub fn flush_usage(&self) {
+        self.usage.flush();
+    }
+
+    /// The usage of key `id` including what is not yet written to the store.
+    pub fn usage_of(&self, id: &str) -> Option<Usage> {
+        self.usage.usage(id)
+    }
+
+    /// The key store the gate reads.
+    pub fn store(&self) -> &Arc<dyn KeyStore> {
+        &self.store
+    }
+
+    /// The gate's settings.
+    pub fn config(&self) -> &GateConfig {
+        &self.config
+    }
+
+    /// Whether `/admin` may be served to `ip`: [`GateConfig::admin_networks`], or loopback only
+    /// in production when none are configured. An unknown address is refused when a
+    /// restriction applies.
+    pub fn admin_network_allows(&self, ip: Option<IpAddr>) -> bool {
+        let nets: &[String] = &self.config.admin_networks;
+        if nets.is_empty() {
+            if self.config.level != SecurityLevel::Production {
+                return true;
+            }
+            return ip.is_some_and(|ip| canonical(ip).is_loopback());
+        }
+        ip.is_some_and(|ip| in_networks(nets, ip))
     }
 
     /// Whether requests need a key.
@@ -419,13 +518,17 @@ impl Gate {
             log::info!("unknown API key {} from {:?}", mask(presented), creds.ip);
             return Err(invalid("unknown API key"));
         };
+        let refuse = |d: Denial| {
+            self.usage.record_failure(&key.id);
+            Err(d)
+        };
         if !key.active {
-            return Err(invalid("the API key is revoked (inactive)"));
+            return refuse(invalid("the API key is revoked (inactive)"));
         }
         match &key.expires_at {
-            Some(at) if expired(at) => return Err(invalid("the API key has expired")),
+            Some(at) if expired(at) => return refuse(invalid("the API key has expired")),
             None if production && key.role != Role::Admin => {
-                return Err(invalid(
+                return refuse(invalid(
                     "production requires an expiry (expires_at) on non-admin keys",
                 ))
             }
@@ -437,12 +540,19 @@ impl Gate {
                 mask(&key.id),
                 creds.ip
             );
-            return Err(Denial::new(
+            return refuse(Denial::new(
                 DenyCode::InsufficientPermissions,
                 "the client address is not in the key's IP whitelist",
                 Some(presented),
             ));
         }
+        self.usage.record_use(
+            &key.id,
+            &creds
+                .ip
+                .map(|ip| canonical(ip).to_string())
+                .unwrap_or_default(),
+        );
         let mut buckets = vec![("key", None, self.config.limits.for_role(key.role))];
         if creds.mcp {
             buckets.push(("ip", creds.ip, self.config.limits.per_client));
@@ -467,7 +577,7 @@ impl Gate {
             digests.clear(); // forget deleted keys
         }
         let mut found = None;
-        for k in keys {
+        for k in keys.iter().chain(self.legacy.as_ref()) {
             let have = match digests.get(&k.id) {
                 Some(d) => *d,
                 None => {
@@ -585,13 +695,24 @@ fn expired(at: &str) -> bool {
     }
 }
 
-/// `ip` matches an address or CIDR range of the whitelist (v4-mapped v6 counts as v4).
-fn whitelisted(key: &ApiKey, ip: IpAddr) -> bool {
-    let ip = match ip {
+/// A v4-mapped v6 address as v4.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
         v4 => v4,
-    };
-    key.ip_whitelist.iter().any(|entry| {
+    }
+}
+
+/// `ip` matches an address or CIDR range of the key's whitelist.
+fn whitelisted(key: &ApiKey, ip: IpAddr) -> bool {
+    in_networks(&key.ip_whitelist, ip)
+}
+
+/// `ip` matches an address or CIDR range of `list` (v4-mapped v6 counts as v4); invalid
+/// entries match nothing (logged).
+pub fn in_networks(list: &[String], ip: IpAddr) -> bool {
+    let ip = canonical(ip);
+    list.iter().any(|entry| {
         let entry = entry.trim();
         if let Ok(net) = entry.parse::<ipnet::IpNet>() {
             net.contains(&ip)

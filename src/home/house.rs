@@ -15,6 +15,7 @@ use super::bus::{Bus, Change, Event};
 use super::link::{LinkMode, LinkStatus};
 use super::model::{Control, Home};
 use super::state::{Source, StateStore, StateValue, Value};
+use crate::auth::ratelimit::RateLimiter;
 
 /// Default of `[server] verify_timeout_ms`: how long control tools wait for a command's effect.
 pub const DEFAULT_VERIFY_TIMEOUT: Duration = Duration::from_millis(1500);
@@ -163,6 +164,38 @@ pub enum ControllerError {
     /// Too many wrong visualisation passwords in a row: secured commands are refused for
     /// `remaining_secs` (see [`PIN_ATTEMPTS`]). `RATE_LIMIT_EXCEEDED`.
     VisuPasswordBlocked { remaining_secs: u64 },
+    /// The outbound command limit ([`CommandLimits`]) refused a command: too many to this
+    /// control (`control` is its name) or to the Miniserver as a whole (`control` is `None`)
+    /// in the window. Nothing was sent. `RATE_LIMIT_EXCEEDED`.
+    CommandsLimited {
+        control: Option<String>,
+        limit: u32,
+        window_secs: u64,
+        retry_after_secs: u64,
+    },
+}
+
+/// Outbound limits on commands toward the Miniserver (`[miniserver] max_commands_per_control`,
+/// `max_commands`), so that no client, however fast or confused, can make blind motors or
+/// relays chatter: within each `window` at most `per_control` commands go to one control and
+/// at most `total` to the Miniserver. Reads are not limited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommandLimits {
+    pub per_control: u32,
+    pub total: u32,
+    pub window: Duration,
+}
+
+impl Default for CommandLimits {
+    /// 6 commands per control and 120 in all per 10 s: enough for "all lights off" in a large
+    /// house and for a few quick corrections to one dimmer, not for a relay clicking at 1 Hz.
+    fn default() -> Self {
+        Self {
+            per_control: 6,
+            total: 120,
+            window: Duration::from_secs(10),
+        }
+    }
 }
 
 /// Wrong visualisation passwords in a row before secured commands pause for [`PIN_PAUSE`], so a
@@ -184,6 +217,14 @@ impl ControllerError {
         )
     }
 
+    /// Whether no further command of a batch can pass now: the Miniserver is out of reach
+    /// ([`ControllerError::is_unreachable`]) or the house-wide outbound command limit is used
+    /// up. Batches stop sending at the first such error (the rest are `not_attempted`).
+    pub fn stops_batch(&self) -> bool {
+        self.is_unreachable()
+            || matches!(self, ControllerError::CommandsLimited { control: None, .. })
+    }
+
     /// The spec §7.1 error code.
     pub fn code(&self) -> &'static str {
         match self {
@@ -191,7 +232,8 @@ impl ControllerError {
             ControllerError::Unsupported(_)
             | ControllerError::VisuPasswordMissing(_)
             | ControllerError::VisuPasswordWrong => "INVALID_PARAMETERS",
-            ControllerError::VisuPasswordBlocked { .. } => "RATE_LIMIT_EXCEEDED",
+            ControllerError::VisuPasswordBlocked { .. }
+            | ControllerError::CommandsLimited { .. } => "RATE_LIMIT_EXCEEDED",
             _ => "CONNECTION_ERROR",
         }
     }
@@ -226,6 +268,20 @@ impl fmt::Display for ControllerError {
                 f,
                 "too many wrong visualisation passwords; secured commands pause for \
                  {remaining_secs} s"
+            ),
+            ControllerError::CommandsLimited {
+                control,
+                limit,
+                window_secs,
+                retry_after_secs,
+            } => write!(
+                f,
+                "outbound command limit: at most {limit} commands per {window_secs} s {} \
+                 (protects motors and relays); nothing was sent; retry in {retry_after_secs} s",
+                match control {
+                    Some(name) => format!("to {name}"),
+                    None => "to the Miniserver".to_string(),
+                }
             ),
         }
     }
@@ -301,6 +357,8 @@ pub struct House {
     bus: Arc<Bus>,
     link: Arc<LinkStatus>,
     verify_timeout: Duration,
+    /// The outbound command limits and their counters (`None`: unlimited).
+    command_limits: Option<(CommandLimits, RateLimiter)>,
     /// Counts what changes readers' view besides the store's changes: commands (they drop
     /// remembered values), failed reads and model replacements. See [`House::generation`].
     epoch: AtomicU64,
@@ -319,8 +377,43 @@ impl House {
             bus: Arc::new(Bus::default()),
             link: Arc::new(LinkStatus::new()),
             verify_timeout: DEFAULT_VERIFY_TIMEOUT,
+            command_limits: None,
             epoch: AtomicU64::new(0),
         }
+    }
+
+    /// Limits the commands sent to the Miniserver (see [`CommandLimits`]); a house without
+    /// this call sends every command it is asked to (tests, tools that batch on purpose).
+    pub fn with_command_limits(mut self, limits: CommandLimits) -> Self {
+        self.command_limits = Some((limits, RateLimiter::new(limits.window)));
+        self
+    }
+
+    /// Counts one command to `control` against the limits; the error says which limit refused.
+    fn admit_command(&self, control: &Control) -> Result<(), ControllerError> {
+        let Some((limits, limiter)) = &self.command_limits else {
+            return Ok(());
+        };
+        let refused = |name: Option<&str>, limit: u32, retry: u64| {
+            log::warn!(
+                "outbound command limit: {} refused ({limit} per {} s)",
+                name.unwrap_or("the Miniserver"),
+                limits.window.as_secs().max(1)
+            );
+            ControllerError::CommandsLimited {
+                control: name.map(str::to_string),
+                limit,
+                window_secs: limits.window.as_secs().max(1),
+                retry_after_secs: retry,
+            }
+        };
+        limiter
+            .hit(&control.uuid, limits.per_control)
+            .map_err(|i| refused(Some(&control.name), limits.per_control, i.retry_after))?;
+        limiter
+            .hit("*", limits.total)
+            .map_err(|i| refused(None, limits.total, i.retry_after))?;
+        Ok(())
     }
 
     /// A number that grows whenever what a reader of the house sees may have changed: a state
@@ -439,6 +532,7 @@ impl House {
         action: &Action,
         caller: &str,
     ) -> Result<Outcome, ControllerError> {
+        self.admit_command(control)?;
         let result = self.controller.act(control, action);
         self.finish(control, action, caller, result)
     }
@@ -468,6 +562,7 @@ impl House {
             }
             *failures = (0, None);
         }
+        self.admit_command(control)?;
         let result = match visu_password.or(self.visu_password.as_ref()) {
             Some(pw) => self.controller.act_secured(control, action, pw),
             None => Err(ControllerError::VisuPasswordMissing(control.name.clone())),

@@ -56,9 +56,9 @@ pub(crate) fn open(ctx: &Arc<Ctx>, request: &tiny_http::Request) -> Handled {
     let outbox = ctx.outbox(&id);
     let attached = outbox.attach(None);
     let ctx = ctx.clone();
-    Handled::Take(Box::new(move |request| {
+    Handled::Take(Box::new(move |request, headers| {
         run_detached("mcp-sse-stream", Some(permit), move || {
-            match SseWriter::start(request, &[]) {
+            match SseWriter::start(request, &headers) {
                 Ok(mut w) => {
                     let endpoint = format!("/message?sessionId={id}");
                     if w.event(None, Some("endpoint"), &endpoint).is_ok() {

@@ -172,11 +172,11 @@ fn get(ctx: &Arc<Ctx>, request: &tiny_http::Request) -> Handled {
     let last = header(request, "Last-Event-ID").map(str::to_string);
     let outbox = ctx.outbox(&id);
     let ctx = ctx.clone();
-    Handled::Take(Box::new(move |request| {
+    Handled::Take(Box::new(move |request, mut headers| {
         run_detached("mcp-get-stream", Some(permit), move || {
             let attached = outbox.attach(last.as_deref());
             let conn = attached.conn;
-            let headers = [("Mcp-Session-Id", id.clone())];
+            headers.push(("Mcp-Session-Id", id.clone()));
             match SseWriter::start(request, &headers) {
                 Ok(mut w) => {
                     let ok = w.retry(ctx.config.retry_ms).is_ok()
@@ -420,11 +420,11 @@ fn stream_answer(
 ) -> Handled {
     let permit = ctx.pool.acquire();
     let ctx = ctx.clone();
-    Handled::Take(Box::new(move |request| {
+    Handled::Take(Box::new(move |request, headers| {
         run_detached("mcp-post-stream", permit, move || {
             let outbox = ctx.outbox(&id);
             let (stream, priming) = outbox.open_stream();
-            let writer = match SseWriter::start(request, &[]) {
+            let writer = match SseWriter::start(request, &headers) {
                 Ok(mut w) => {
                     let ok = w.retry(ctx.config.retry_ms).is_ok()
                         && w.event(Some(&priming), None, "").is_ok();
@@ -585,7 +585,9 @@ fn sse(reply: &Reply, status: u16) -> Answer {
     }
 }
 
-/// Origin validation: loopback, same host as the request, or configured.
+/// Origin validation: loopback, same host as the request, or configured. In production
+/// (strict), loopback origins pass only when the server itself listens on loopback: a page
+/// served on the client's own machine is no reason to trust it on a LAN server.
 pub(crate) fn origin_allowed(ctx: &Ctx, origin: &str, host: Option<&str>) -> bool {
     let origin = origin.trim().trim_end_matches('/');
     let authority = origin.split_once("://").map(|(_, rest)| rest).unwrap_or("");
@@ -597,7 +599,7 @@ pub(crate) fn origin_allowed(ctx: &Ctx, origin: &str, host: Option<&str>) -> boo
             .iter()
             .any(|a| a.eq_ignore_ascii_case(origin));
     }
-    if is_loopback_name(name) {
+    if is_loopback_name(name) && (ctx.loopback || !ctx.strict()) {
         return true;
     }
     if host.is_some_and(|h| host_name(h.trim()).eq_ignore_ascii_case(name)) {

@@ -117,7 +117,7 @@ pub(crate) struct Ctx {
     pub(crate) mcp: Arc<McpServer>,
     health: HealthFn,
     /// Listening on a loopback address (enables the default Host allow-list).
-    loopback: bool,
+    pub(crate) loopback: bool,
     /// False once tiny_http's acceptor died.
     accepting: AtomicBool,
     /// Set by [`HttpServer::shutdown`]: stream threads end.
@@ -129,6 +129,15 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
+    /// Security level production: Host and Origin are checked strictly (see
+    /// [`crate::auth::gate`]).
+    pub(crate) fn strict(&self) -> bool {
+        self.config
+            .gate
+            .as_ref()
+            .is_some_and(|g| g.level() == crate::auth::gate::SecurityLevel::Production)
+    }
+
     /// Step 2 of the gate (see [`crate::auth::gate`]); `Ok` without a gate or principal.
     pub(crate) fn authorize(
         &self,
@@ -164,12 +173,16 @@ impl Ctx {
     }
 }
 
+/// Extra response headers (name, value).
+pub(crate) type Headers = Vec<(&'static str, String)>;
+
 /// What a route did with a request.
 pub(crate) enum Handled {
     /// A finished answer for the worker to write.
     Answer(Answer),
-    /// The route takes the request over (a stream); the worker is done with it.
-    Take(Box<dyn FnOnce(tiny_http::Request) + Send>),
+    /// The route takes the request over (a stream); the worker is done with it. The job gets
+    /// the headers the router adds to every answer (`X-RateLimit-*`), to write with its head.
+    Take(Box<dyn FnOnce(tiny_http::Request, Headers) + Send>),
 }
 
 impl From<Answer> for Handled {
@@ -427,14 +440,30 @@ fn authenticate(
         return Ok(None);
     };
     let mcp = matches!(path, "/mcp" | "/sse" | "/message");
-    if !(mcp || rest::is_rest_path(path) || path == "/admin" || path.starts_with("/admin/")) {
+    let admin = path == "/admin" || path.starts_with("/admin/");
+    if !(mcp || admin || rest::is_rest_path(path)) {
         return Ok(None);
+    }
+    let ip = request.remote_addr().map(|a| a.ip());
+    if admin && !gate.admin_network_allows(ip) {
+        log::info!(
+            "{} {path} from {ip:?}: outside [auth] admin_networks",
+            request.method()
+        );
+        let d = Denial {
+            code: crate::auth::gate::DenyCode::InsufficientPermissions,
+            message: "the admin endpoints are not served to this network ([auth] admin_networks)"
+                .into(),
+            key_id: None,
+            rate: None,
+        };
+        return Err(deny(&d, false, Value::Null));
     }
     let mut creds = Credentials::from_parts(
         header(request, "X-API-Key"),
         header(request, "Authorization"),
         request.url(),
-        request.remote_addr().map(|a| a.ip()),
+        ip,
     );
     creds.mcp = mcp;
     match gate.authenticate(&creds) {
@@ -517,10 +546,21 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
         return;
     }
     let mut rate = None;
+    let origin_refused = header(&request, "Origin")
+        .filter(|o| path != "/health" && !mcp::origin_allowed(ctx, o, header(&request, "Host")))
+        .map(|o| format!("Origin {o} is not allowed"));
     let handled: Handled = if !host_allowed(ctx, header(&request, "Host")) {
         match path.as_str() {
             "/mcp" | "/sse" | "/message" => mcp::forbidden("Host header not allowed"),
             _ => rest_error(403, "FORBIDDEN", "Host header not allowed"),
+        }
+        .into()
+    } else if let Some(refused) = origin_refused {
+        // Every route (the MCP and REST routes check it again): a browser page of another
+        // site gets nothing from this server, whatever key it holds.
+        match path.as_str() {
+            "/mcp" | "/sse" | "/message" => mcp::forbidden(&refused),
+            _ => rest_error(403, "FORBIDDEN", &refused),
         }
         .into()
     } else {
@@ -571,7 +611,10 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
         Handled::Answer(a) => a,
         Handled::Take(job) => {
             log::debug!("{method} {path} taken over by a stream");
-            job(request);
+            job(
+                request,
+                rate.map(|r| r.headers().to_vec()).unwrap_or_default(),
+            );
             return;
         }
     };

@@ -309,7 +309,7 @@ fn run_on(
                 Ok(_) => sent.push(cmd.command),
                 Err(e) => {
                     error = Some(e.to_string());
-                    if e.is_unreachable() {
+                    if e.stops_batch() {
                         out_of_reach = Some(e);
                     }
                     break;

@@ -791,7 +791,7 @@ fn attempt(
     }
     for action in &item.actions {
         if let Err(e) = caller.act(house, c, action) {
-            if e.is_unreachable() {
+            if e.stops_batch() {
                 report.out_of_reach = Some(e.clone());
             }
             return Err(ToolError::Controller(e));

@@ -10,8 +10,19 @@ use home_mcp::mcp::{CallToolResult, Content, Handler, RequestContext, RpcError};
 use home_mcp::sim::Simulator;
 use home_mcp::tools::HomeTools;
 
+/// The default configuration, with the outbound command limit (6 commands per control per
+/// 10 s) raised: the tool tests drive one control through many states within a second on
+/// purpose. The limit itself is tested with its defaults in tests/command_limits.rs.
+#[allow(dead_code)]
+pub fn test_config() -> Config {
+    let mut config = Config::default();
+    config.command_limits.per_control = 1000;
+    config.command_limits.total = 10_000;
+    config
+}
+
 pub fn demo() -> (App, HomeTools) {
-    let app = App::start(&Config::default(), true).expect("demo starts");
+    let app = App::start(&test_config(), true).expect("demo starts");
     let tools = HomeTools::new(app.house.clone());
     (app, tools)
 }
