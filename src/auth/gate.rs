@@ -387,8 +387,21 @@ impl Gate {
         self.config.level
     }
 
-    /// Step 1: the key, its state, the client address and the rate limits.
+    /// Step 1: the key, its state, the client address and the rate limits. Refusals are
+    /// counted in [`crate::metrics`] (`home_mcp_auth_failures_total`).
     pub fn authenticate(&self, creds: &Credentials<'_>) -> Result<Principal, Denial> {
+        use crate::metrics::{global, AuthFailure};
+        self.check(creds).inspect_err(|d| {
+            global().auth_failure(match d.code {
+                DenyCode::InvalidApiKey => AuthFailure::InvalidApiKey,
+                // The only 403 of step 1.
+                DenyCode::InsufficientPermissions => AuthFailure::IpNotWhitelisted,
+                DenyCode::RateLimitExceeded => AuthFailure::RateLimited,
+            })
+        })
+    }
+
+    fn check(&self, creds: &Credentials<'_>) -> Result<Principal, Denial> {
         let production = self.config.level == SecurityLevel::Production;
         if production && creds.query_key.is_some() {
             return Err(Denial::new(
@@ -508,6 +521,11 @@ impl Gate {
                     }
                 }
                 Err(info) => {
+                    crate::metrics::global().rate_limited(match (*kind, ip) {
+                        ("key", _) => crate::metrics::RateBucket::Key,
+                        ("anon", _) => crate::metrics::RateBucket::Anonymous,
+                        _ => crate::metrics::RateBucket::Client,
+                    });
                     let mut d = Denial::new(
                         DenyCode::RateLimitExceeded,
                         format!(
@@ -530,8 +548,15 @@ impl Gate {
         }))
     }
 
-    /// Step 2: may `principal` do `action`?
+    /// Step 2: may `principal` do `action`? Refusals are counted in [`crate::metrics`].
     pub fn authorize(&self, principal: &Principal, action: &Action<'_>) -> Result<(), Denial> {
+        self.permit(principal, action).inspect_err(|_| {
+            crate::metrics::global()
+                .auth_failure(crate::metrics::AuthFailure::InsufficientPermissions)
+        })
+    }
+
+    fn permit(&self, principal: &Principal, action: &Action<'_>) -> Result<(), Denial> {
         let Some(key) = &principal.key else {
             return Ok(()); // anonymous: only when keys are not required
         };

@@ -52,6 +52,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::auth::gate::{Action, Credentials, Denial, Gate, Principal};
 use crate::mcp::McpServer;
+use crate::metrics::{self, HttpTransport};
 
 /// The `/health` callback: returns the JSON document to serve.
 pub type HealthFn = Arc<dyn Fn() -> Value + Send + Sync>;
@@ -90,6 +91,21 @@ pub struct HttpConfig {
     /// The API key gate in front of every route but `/health` (see [`crate::auth::gate`]);
     /// `None`: no authentication (tests, embedding).
     pub gate: Option<Arc<Gate>>,
+    /// `GET /metrics` (Prometheus text, see [`crate::metrics`]) and what its scrape reads;
+    /// `None`: no such route (404).
+    pub metrics: Option<Arc<MetricsContext>>,
+}
+
+/// What `GET /metrics` needs besides the router's own state (sessions, streams).
+#[derive(Debug, Clone, Default)]
+pub struct MetricsContext {
+    /// The Miniserver link to report (`house.link().clone()`; `home_mcp_miniserver_*`, read
+    /// at scrape time); `None` leaves those metrics out.
+    pub link: Option<Arc<crate::home::link::LinkStatus>>,
+    /// `[metrics] public = true`: served without a key. Otherwise the route is gated like the
+    /// others and needs the `read` permission (monitor or above; anonymous in development on
+    /// loopback).
+    pub public: bool,
 }
 
 impl Default for HttpConfig {
@@ -107,6 +123,7 @@ impl Default for HttpConfig {
             stream_queue: 64,
             retry_ms: 1000,
             gate: None,
+            metrics: None,
         }
     }
 }
@@ -427,7 +444,12 @@ fn authenticate(
         return Ok(None);
     };
     let mcp = matches!(path, "/mcp" | "/sse" | "/message");
-    if !(mcp || rest::is_rest_path(path) || path == "/admin" || path.starts_with("/admin/")) {
+    if !(mcp
+        || rest::is_rest_path(path)
+        || path == "/admin"
+        || path.starts_with("/admin/")
+        || metrics_gated(ctx, path))
+    {
         return Ok(None);
     }
     let mut creds = Credentials::from_parts(
@@ -500,6 +522,7 @@ fn quarantine_oversized(request: tiny_http::Request, answer: Answer) {
 
 fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
     let started = Instant::now();
+    let transport = HttpTransport::from_path(request.url().split('?').next().unwrap_or(""));
     let method = request.method().clone();
     let url = request.url().to_string();
     let path = url.split('?').next().unwrap_or("").to_string();
@@ -513,6 +536,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
             "/mcp" => mcp::too_large(limit),
             _ => rest_error(413, "PAYLOAD_TOO_LARGE", &details),
         };
+        metrics::global().http_request(transport, 413, None);
         quarantine_oversized(request, answer);
         return;
     }
@@ -528,6 +552,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
             Ok(p) => p,
             Err(answer) => {
                 let status = answer.status;
+                metrics::global().http_request(transport, status, None);
                 if let Err(e) = request.respond(answer.into_response()) {
                     log::debug!("writing response failed: {e}");
                 }
@@ -555,6 +580,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
                     .with_header("Allow", "GET")
                     .into(),
             },
+            "/metrics" if ctx.config.metrics.is_some() => metrics_route(ctx, &method, auth).into(),
             p if rest::is_rest_path(p) => rest::handle(ctx, &mut request, p, auth).into(),
             p if auth.is_some() && p.starts_with("/admin") => {
                 match ctx.authorize(auth, &Action::Admin) {
@@ -570,6 +596,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
     let mut answer = match handled {
         Handled::Answer(a) => a,
         Handled::Take(job) => {
+            metrics::global().http_request(transport, 200, Some(started.elapsed()));
             log::debug!("{method} {path} taken over by a stream");
             job(request);
             return;
@@ -588,10 +615,40 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
     if let Err(e) = request.respond(answer.into_response()) {
         log::debug!("writing response failed: {e}");
     }
+    let elapsed = started.elapsed();
+    metrics::global().http_request(transport, status, Some(elapsed));
     log::debug!(
         "{method} {path} {status} {:.1} ms",
-        started.elapsed().as_secs_f64() * 1000.0
+        elapsed.as_secs_f64() * 1000.0
     );
+}
+
+/// Whether `path` is `/metrics` behind the gate (configured and not `public`).
+fn metrics_gated(ctx: &Ctx, path: &str) -> bool {
+    path == "/metrics" && ctx.config.metrics.as_ref().is_some_and(|m| !m.public)
+}
+
+/// `GET /metrics`: the Prometheus text exposition; needs `read` ([`Action::Method`]
+/// `"metrics"`) unless public. 405 on other methods.
+fn metrics_route(ctx: &Ctx, method: &tiny_http::Method, auth: Option<&Principal>) -> Answer {
+    if !matches!(method, tiny_http::Method::Get | tiny_http::Method::Head) {
+        return rest_error(405, "METHOD_NOT_ALLOWED", "use GET").with_header("Allow", "GET");
+    }
+    if let Err(d) = ctx.authorize(auth, &Action::Method("metrics")) {
+        return deny(&d, false, Value::Null);
+    }
+    let link = ctx.config.metrics.as_ref().and_then(|m| m.link.as_ref());
+    let scrape = metrics::Scrape {
+        link: link.map(|l| l.snapshot()),
+        sessions: Some(ctx.mcp.sessions().len()),
+        streams: Some(ctx.pool.active()),
+    };
+    Answer {
+        status: 200,
+        content_type: Some(metrics::CONTENT_TYPE),
+        headers: Vec::new(),
+        body: metrics::global().render(&scrape).into_bytes(),
+    }
 }
 
 /// Host validation (DNS-rebinding protection). A missing Host is allowed (not a browser).
