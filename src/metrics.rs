@@ -19,7 +19,7 @@
 //! | name | type | labels | meaning |
 //! |---|---|---|---|
 //! | `home_mcp_http_requests_total` | counter | `transport`, `outcome` | HTTP requests answered (or handed to a stream) |
-//! | `home_mcp_http_request_duration_seconds` | histogram | `transport` | time until the answer was written or handed to a stream thread |
+//! | `home_mcp_http_request_duration_seconds` | histogram | `transport` | time until the answer was ready to write or handed to a stream thread |
 //! | `home_mcp_mcp_requests_total` | counter | `transport`, `method`, `outcome` (+ `tool` for `tools/call`) | JSON-RPC requests (all transports, stdio included) |
 //! | `home_mcp_mcp_request_duration_seconds` | histogram | `transport` | time the MCP core spent on a request |
 //! | `home_mcp_tool_call_duration_seconds` | histogram | `tool` | time of `tools/call` by tool |
@@ -509,7 +509,7 @@ impl Metrics {
             w,
             "home_mcp_http_request_duration_seconds",
             "histogram",
-            "Time until an HTTP answer was written or handed to a stream thread, in seconds.",
+            "Time until an HTTP answer was ready to write or handed to a stream thread, in seconds.",
         );
         for t in HttpTransport::ALL {
             histogram(
@@ -1090,8 +1090,10 @@ mod tests {
         }
         let per = t.elapsed() / n;
         println!("metrics record cost (debug build): {per:?} per request (HTTP + MCP record)");
+        global().render(&Scrape::default());
         let t = Instant::now();
         let text = global().render(&Scrape::default());
         println!("render: {:?} for {} bytes", t.elapsed(), text.len());
+        assert!(check_exposition(&text).is_ok());
     }
 }

@@ -17,6 +17,7 @@
 //! | MCP `initialize`, `ping`, notifications, client responses; `GET`/`DELETE /mcp`, `GET /sse` | a valid key |
 //! | MCP `tools/list`, `resources/*`, `prompts/*`, `completion/complete`, `logging/setLevel`; `GET /tools` | [`Permission::Read`] |
 //! | `tools/call` (MCP or REST) | the tool's permission (`HomeTools::required_permission`; for `execute_workflow` the highest of its steps) |
+//! | `GET /metrics` ([`Action::Method`] `"metrics"`) | [`Permission::Read`] (not gated with `[metrics] public = true`) |
 //! | `/admin/...` | [`Permission::Admin`] |
 //!
 //! `device` keys may call a tool needing `control` (or more) only when the call names its

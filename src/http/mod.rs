@@ -21,13 +21,16 @@
 //!
 //! Routes: `/mcp` (Streamable HTTP, see [`mcp`]), `GET /sse` and `POST /message` (legacy
 //! HTTP+SSE of 2024-11-05, see [`legacy`]), `GET /health` (200 with the JSON of the
-//! `health` closure, 503 when no longer accepting), the quick-start REST routes `/tools`,
+//! `health` closure, 503 when no longer accepting), `GET /metrics` (Prometheus text, see
+//! [`crate::metrics`]; only with [`HttpConfig::metrics`]), the quick-start REST routes `/tools`,
 //! `/tools/call` and `/api/devices...` (see [`rest`]), anything else 404
 //! `{"error":{"code":"NOT_FOUND","message":…}}`. The Host header is checked on every route
 //! (see [`HttpConfig::allowed_hosts`]).
 //!
-//! With [`HttpConfig::gate`] set, every route but `/health` (and unknown paths, which 404)
-//! is authenticated by the router before any body is read ([`Gate::authenticate`]: key,
+//! Every request is counted in [`crate::metrics`] (route family, outcome, latency).
+//!
+//! With [`HttpConfig::gate`] set, every route but `/health`, a public `/metrics` (and unknown
+//! paths, which 404) is authenticated by the router before any body is read ([`Gate::authenticate`]: key,
 //! expiry, IP whitelist, rate limits); routes then ask `Ctx::authorize` about the MCP method
 //! or tool they are about to run, and `/admin/...` needs `admin`. Answers written by a
 //! worker get the `X-RateLimit-*` headers. See [`crate::auth::gate`] for the rules and error
@@ -612,11 +615,12 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
         }
     }
     let status = answer.status;
+    // Counted before writing, so a client that reads the answer and then scrapes sees it.
+    let elapsed = started.elapsed();
+    metrics::global().http_request(transport, status, Some(elapsed));
     if let Err(e) = request.respond(answer.into_response()) {
         log::debug!("writing response failed: {e}");
     }
-    let elapsed = started.elapsed();
-    metrics::global().http_request(transport, status, Some(elapsed));
     log::debug!(
         "{method} {path} {status} {:.1} ms",
         elapsed.as_secs_f64() * 1000.0
