@@ -60,6 +60,10 @@
 //! device = 100
 //! custom = 200
 //! per_client = 100             # per client address on /mcp, /sse, /message
+//!
+//! [metrics]                    # GET /metrics (Prometheus text, see crate::metrics)
+//! public = false               # true: served without a key (a warning when the bind
+//!                              # address is not loopback); else it needs `read`
 //! ```
 
 use std::fmt;
@@ -106,6 +110,9 @@ pub struct Config {
     /// The API key store (`--key-store PATH`); default `<data_dir>/keys.toml` (or `keys.db`
     /// with `HOME_KEY_BACKEND=sqlite`).
     pub key_store: Option<std::path::PathBuf>,
+    /// `[metrics] public`: `GET /metrics` without a key (default false: it needs a key with
+    /// the `read` permission, or follows the anonymous rule of development on loopback).
+    pub metrics_public: bool,
 }
 
 /// How the client authenticates to the Miniserver (loxone-protocol.md §3).
@@ -235,6 +242,7 @@ impl Default for Config {
             miniserver_live: LiveMode::WebSocket,
             auth: GateConfig::default(),
             key_store: None,
+            metrics_public: false,
         }
     }
 }
@@ -280,6 +288,15 @@ struct FileConfig {
     log: FileLog,
     #[serde(default)]
     auth: FileAuth,
+    #[serde(default)]
+    metrics: FileMetrics,
+}
+
+/// `[metrics]`: `public`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileMetrics {
+    public: Option<bool>,
 }
 
 /// `[auth]`: `security_level = "development" | "staging" | "production"`, `required`, and
@@ -566,6 +583,7 @@ impl Config {
             .map(|k| k.trim().to_string())
             .filter(|k| !k.is_empty())
             .map(Secret::new);
+        cfg.metrics_public = file.metrics.public.unwrap_or(false);
         let r = &file.auth.rate_limits;
         let limits = &mut cfg.auth.limits;
         for (value, slot, name) in [
@@ -960,6 +978,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(cfg.auth.level, SecurityLevel::Staging);
+        assert!(!cfg.metrics_public);
+        let m = parse("[metrics]\npublic = true\n", &[]).unwrap();
+        assert!(m.metrics_public);
         assert!(cfg.auth.required);
         assert_eq!(
             (

@@ -12,6 +12,7 @@ pub mod home;
 pub mod http;
 pub mod loxone;
 pub mod mcp;
+pub mod metrics;
 pub mod prompts;
 pub mod resources;
 pub mod sim;

@@ -9,7 +9,7 @@ use home_mcp::home::link::LinkMode;
 
 use home_mcp::app::App;
 use home_mcp::config::{check_workers, parse_listen, Config};
-use home_mcp::http::{HttpConfig, HttpServer};
+use home_mcp::http::{HttpConfig, HttpServer, MetricsContext};
 use home_mcp::sim::{SimConfig, SimServer, Simulator};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -228,8 +228,19 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         max_streams: config.server.max_streams,
         keep_alive: config.server.keep_alive,
         gate: Some(app.gate.clone()),
+        metrics: Some(Arc::new(MetricsContext {
+            link: Some(app.house.link().clone()),
+            public: config.metrics_public,
+        })),
         ..HttpConfig::default()
     };
+    if config.metrics_public && !config.server.listen.ip().is_loopback() {
+        log::warn!(
+            "[metrics] public = true on non-loopback address {}: GET /metrics is served to \
+             anyone on the network without a key",
+            config.server.listen
+        );
+    }
     let house = app.house.clone();
     let health = Arc::new(move || {
         let home = house.home();

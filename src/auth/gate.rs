@@ -17,6 +17,7 @@
 //! | MCP `initialize`, `ping`, notifications, client responses; `GET`/`DELETE /mcp`, `GET /sse` | a valid key |
 //! | MCP `tools/list`, `resources/*`, `prompts/*`, `completion/complete`, `logging/setLevel`; `GET /tools` | [`Permission::Read`] |
 //! | `tools/call` (MCP or REST) | the tool's permission (`HomeTools::required_permission`; for `execute_workflow` the highest of its steps) |
+//! | `GET /metrics` ([`Action::Method`] `"metrics"`) | [`Permission::Read`] (not gated with `[metrics] public = true`) |
 //! | `/admin/...` | [`Permission::Admin`] |
 //!
 //! `device` keys may call a tool needing `control` (or more) only when the call names its
@@ -486,8 +487,21 @@ impl Gate {
         self.config.level
     }
 
-    /// Step 1: the key, its state, the client address and the rate limits.
+    /// Step 1: the key, its state, the client address and the rate limits. Refusals are
+    /// counted in [`crate::metrics`] (`home_mcp_auth_failures_total`).
     pub fn authenticate(&self, creds: &Credentials<'_>) -> Result<Principal, Denial> {
+        use crate::metrics::{global, AuthFailure};
+        self.check(creds).inspect_err(|d| {
+            global().auth_failure(match d.code {
+                DenyCode::InvalidApiKey => AuthFailure::InvalidApiKey,
+                // The only 403 of step 1.
+                DenyCode::InsufficientPermissions => AuthFailure::IpNotWhitelisted,
+                DenyCode::RateLimitExceeded => AuthFailure::RateLimited,
+            })
+        })
+    }
+
+    fn check(&self, creds: &Credentials<'_>) -> Result<Principal, Denial> {
         let production = self.config.level == SecurityLevel::Production;
         if production && creds.query_key.is_some() {
             return Err(Denial::new(
@@ -618,6 +632,11 @@ impl Gate {
                     }
                 }
                 Err(info) => {
+                    crate::metrics::global().rate_limited(match (*kind, ip) {
+                        ("key", _) => crate::metrics::RateBucket::Key,
+                        ("anon", _) => crate::metrics::RateBucket::Anonymous,
+                        _ => crate::metrics::RateBucket::Client,
+                    });
                     let mut d = Denial::new(
                         DenyCode::RateLimitExceeded,
                         format!(
@@ -640,8 +659,15 @@ impl Gate {
         }))
     }
 
-    /// Step 2: may `principal` do `action`?
+    /// Step 2: may `principal` do `action`? Refusals are counted in [`crate::metrics`].
     pub fn authorize(&self, principal: &Principal, action: &Action<'_>) -> Result<(), Denial> {
+        self.permit(principal, action).inspect_err(|_| {
+            crate::metrics::global()
+                .auth_failure(crate::metrics::AuthFailure::InsufficientPermissions)
+        })
+    }
+
+    fn permit(&self, principal: &Principal, action: &Action<'_>) -> Result<(), Denial> {
         let Some(key) = &principal.key else {
             return Ok(()); // anonymous: only when keys are not required
         };

@@ -131,7 +131,7 @@ pub(crate) fn message(
         return Answer::json_text(400, parse_error.to_json());
     }
     // A refusal is answered on this POST (401/403/429), not on the stream.
-    if let Some(denied) = super::mcp::denied(ctx, auth, &incoming) {
+    if let Some(denied) = super::mcp::denied(ctx, auth, &incoming, "sse") {
         return denied;
     }
     let slow = matches!(&incoming, Ok(Incoming::Single(Ok(Message::Request(r))))

@@ -344,7 +344,7 @@ fn post_inner(
         Err(answer) => return Ok(answer),
     };
     let incoming = jsonrpc::parse(&body);
-    if let Some(denied) = denied(ctx, auth, &incoming) {
+    if let Some(denied) = denied(ctx, auth, &incoming, "http") {
         return Ok(denied);
     }
 
@@ -463,6 +463,7 @@ pub(crate) fn denied(
     ctx: &Ctx,
     auth: Option<&Principal>,
     incoming: &Result<Incoming, Response>,
+    transport: &'static str,
 ) -> Option<Answer> {
     auth?;
     let (messages, batch): (Vec<&Message>, bool) = match incoming {
@@ -491,6 +492,20 @@ pub(crate) fn denied(
             ctx.authorize(auth, &Action::Method(&r.method))
         };
         if let Err(d) = result {
+            let tool = (r.method == "tools/call").then(|| {
+                let name = match &r.params {
+                    Some(jsonrpc::Params::Object(p)) => p.get("name").and_then(|v| v.as_str()),
+                    _ => None,
+                };
+                crate::metrics::global().known_tool(name.unwrap_or(""))
+            });
+            crate::metrics::global().mcp_request(
+                transport,
+                &r.method,
+                tool,
+                crate::metrics::Outcome::Denied,
+                None,
+            );
             let id = if batch {
                 serde_json::Value::Null
             } else {

@@ -21,13 +21,16 @@
 //!
 //! Routes: `/mcp` (Streamable HTTP, see [`mcp`]), `GET /sse` and `POST /message` (legacy
 //! HTTP+SSE of 2024-11-05, see [`legacy`]), `GET /health` (200 with the JSON of the
-//! `health` closure, 503 when no longer accepting), the quick-start REST routes `/tools`,
+//! `health` closure, 503 when no longer accepting), `GET /metrics` (Prometheus text, see
+//! [`crate::metrics`]; only with [`HttpConfig::metrics`]), the quick-start REST routes `/tools`,
 //! `/tools/call` and `/api/devices...` (see [`rest`]), anything else 404
 //! `{"error":{"code":"NOT_FOUND","message":…}}`. The Host header is checked on every route
 //! (see [`HttpConfig::allowed_hosts`]).
 //!
-//! With [`HttpConfig::gate`] set, every route but `/health` (and unknown paths, which 404)
-//! is authenticated by the router before any body is read ([`Gate::authenticate`]: key,
+//! Every request is counted in [`crate::metrics`] (route family, outcome, latency).
+//!
+//! With [`HttpConfig::gate`] set, every route but `/health`, a public `/metrics` (and unknown
+//! paths, which 404) is authenticated by the router before any body is read ([`Gate::authenticate`]: key,
 //! expiry, IP whitelist, rate limits); routes then ask `Ctx::authorize` about the MCP method
 //! or tool they are about to run, and `/admin/...` needs `admin`. Answers written by a
 //! worker get the `X-RateLimit-*` headers. See [`crate::auth::gate`] for the rules and error
@@ -52,6 +55,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::auth::gate::{Action, Credentials, Denial, Gate, Principal};
 use crate::mcp::McpServer;
+use crate::metrics::{self, HttpTransport};
 
 /// The `/health` callback: returns the JSON document to serve.
 pub type HealthFn = Arc<dyn Fn() -> Value + Send + Sync>;
@@ -90,6 +94,21 @@ pub struct HttpConfig {
     /// The API key gate in front of every route but `/health` (see [`crate::auth::gate`]);
     /// `None`: no authentication (tests, embedding).
     pub gate: Option<Arc<Gate>>,
+    /// `GET /metrics` (Prometheus text, see [`crate::metrics`]) and what its scrape reads;
+    /// `None`: no such route (404).
+    pub metrics: Option<Arc<MetricsContext>>,
+}
+
+/// What `GET /metrics` needs besides the router's own state (sessions, streams).
+#[derive(Debug, Clone, Default)]
+pub struct MetricsContext {
+    /// The Miniserver link to report (`house.link().clone()`; `home_mcp_miniserver_*`, read
+    /// at scrape time); `None` leaves those metrics out.
+    pub link: Option<Arc<crate::home::link::LinkStatus>>,
+    /// `[metrics] public = true`: served without a key. Otherwise the route is gated like the
+    /// others and needs the `read` permission (monitor or above; anonymous in development on
+    /// loopback).
+    pub public: bool,
 }
 
 impl Default for HttpConfig {
@@ -107,6 +126,7 @@ impl Default for HttpConfig {
             stream_queue: 64,
             retry_ms: 1000,
             gate: None,
+            metrics: None,
         }
     }
 }
@@ -441,7 +461,7 @@ fn authenticate(
     };
     let mcp = matches!(path, "/mcp" | "/sse" | "/message");
     let admin = path == "/admin" || path.starts_with("/admin/");
-    if !(mcp || admin || rest::is_rest_path(path)) {
+    if !(mcp || admin || rest::is_rest_path(path) || metrics_gated(ctx, path)) {
         return Ok(None);
     }
     let ip = request.remote_addr().map(|a| a.ip());
@@ -529,6 +549,7 @@ fn quarantine_oversized(request: tiny_http::Request, answer: Answer) {
 
 fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
     let started = Instant::now();
+    let transport = HttpTransport::from_path(request.url().split('?').next().unwrap_or(""));
     let method = request.method().clone();
     let url = request.url().to_string();
     let path = url.split('?').next().unwrap_or("").to_string();
@@ -542,6 +563,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
             "/mcp" => mcp::too_large(limit),
             _ => rest_error(413, "PAYLOAD_TOO_LARGE", &details),
         };
+        metrics::global().http_request(transport, 413, None);
         quarantine_oversized(request, answer);
         return;
     }
@@ -568,6 +590,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
             Ok(p) => p,
             Err(answer) => {
                 let status = answer.status;
+                metrics::global().http_request(transport, status, None);
                 if let Err(e) = request.respond(answer.into_response()) {
                     log::debug!("writing response failed: {e}");
                 }
@@ -595,6 +618,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
                     .with_header("Allow", "GET")
                     .into(),
             },
+            "/metrics" if ctx.config.metrics.is_some() => metrics_route(ctx, &method, auth).into(),
             p if rest::is_rest_path(p) => rest::handle(ctx, &mut request, p, auth).into(),
             p if auth.is_some() && p.starts_with("/admin") => {
                 match ctx.authorize(auth, &Action::Admin) {
@@ -610,6 +634,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
     let mut answer = match handled {
         Handled::Answer(a) => a,
         Handled::Take(job) => {
+            metrics::global().http_request(transport, 200, Some(started.elapsed()));
             log::debug!("{method} {path} taken over by a stream");
             job(
                 request,
@@ -628,13 +653,44 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
         }
     }
     let status = answer.status;
+    // Counted before writing, so a client that reads the answer and then scrapes sees it.
+    let elapsed = started.elapsed();
+    metrics::global().http_request(transport, status, Some(elapsed));
     if let Err(e) = request.respond(answer.into_response()) {
         log::debug!("writing response failed: {e}");
     }
     log::debug!(
         "{method} {path} {status} {:.1} ms",
-        started.elapsed().as_secs_f64() * 1000.0
+        elapsed.as_secs_f64() * 1000.0
     );
+}
+
+/// Whether `path` is `/metrics` behind the gate (configured and not `public`).
+fn metrics_gated(ctx: &Ctx, path: &str) -> bool {
+    path == "/metrics" && ctx.config.metrics.as_ref().is_some_and(|m| !m.public)
+}
+
+/// `GET /metrics`: the Prometheus text exposition; needs `read` ([`Action::Method`]
+/// `"metrics"`) unless public. 405 on other methods.
+fn metrics_route(ctx: &Ctx, method: &tiny_http::Method, auth: Option<&Principal>) -> Answer {
+    if !matches!(method, tiny_http::Method::Get | tiny_http::Method::Head) {
+        return rest_error(405, "METHOD_NOT_ALLOWED", "use GET").with_header("Allow", "GET");
+    }
+    if let Err(d) = ctx.authorize(auth, &Action::Method("metrics")) {
+        return deny(&d, false, Value::Null);
+    }
+    let link = ctx.config.metrics.as_ref().and_then(|m| m.link.as_ref());
+    let scrape = metrics::Scrape {
+        link: link.map(|l| l.snapshot()),
+        sessions: Some(ctx.mcp.sessions().len()),
+        streams: Some(ctx.pool.active()),
+    };
+    Answer {
+        status: 200,
+        content_type: Some(metrics::CONTENT_TYPE),
+        headers: Vec::new(),
+        body: metrics::global().render(&scrape).into_bytes(),
+    }
 }
 
 /// Host validation (DNS-rebinding protection). A missing Host is allowed (not a browser).

@@ -85,7 +85,15 @@ pub(crate) fn authorize(
             },
         ),
     };
-    result.map_err(|d| super::deny(&d, false, Value::Null))
+    result.map_err(|d| {
+        let m = crate::metrics::global();
+        let (method, tool) = match action.tool {
+            None => ("tools/list", None),
+            Some(name) => ("tools/call", Some(m.known_tool(name))),
+        };
+        m.mcp_request("rest", method, tool, crate::metrics::Outcome::Denied, None);
+        super::deny(&d, false, Value::Null)
+    })
 }
 
 /// The §7.1 error object with a status.

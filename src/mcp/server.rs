@@ -240,6 +240,16 @@ impl McpServer {
             }
             Message::Request(request) => {
                 let id = request.id.clone();
+                let started = std::time::Instant::now();
+                let transport = state.transport;
+                // Only for the metrics: the method and tool are bounded there, so only the
+                // `tools/call` name is looked at (no allocation).
+                let method = metric_method(&request.method);
+                let tool = if method == "tools/call" {
+                    tool_name(&request.params)
+                } else {
+                    None
+                };
                 let outcome = if in_batch && request.method == "initialize" {
                     Err(RpcError {
                         code: RpcError::INVALID_REQUEST,
@@ -249,6 +259,17 @@ impl McpServer {
                 } else {
                     self.dispatch(state, request, peer)
                 };
+                crate::metrics::global().mcp_request(
+                    transport,
+                    method,
+                    tool,
+                    if outcome.is_ok() {
+                        crate::metrics::Outcome::Ok
+                    } else {
+                        crate::metrics::Outcome::Error
+                    },
+                    Some(started.elapsed()),
+                );
                 Some(match outcome {
                     Ok(value) => Response::result(id, value),
                     Err(error) => Response::error(Some(id), error),
@@ -644,6 +665,20 @@ fn strip_titles(mut result: Value, version: ProtocolVersion) -> Value {
 }
 
 /// `params` as an object: absent means empty; an array is -32602.
+/// The `method` label of the metrics: the name when the server implements it, else `other`.
+fn metric_method(method: &str) -> &'static str {
+    crate::metrics::known_method(method)
+}
+
+/// The `tool` label of a `tools/call` (`unknown` for names outside the catalogue).
+fn tool_name(params: &Option<Params>) -> Option<&'static str> {
+    let name = match params {
+        Some(Params::Object(p)) => p.get("name").and_then(Value::as_str).unwrap_or(""),
+        _ => "",
+    };
+    Some(crate::metrics::global().known_tool(name))
+}
+
 fn object_params(params: Option<Params>) -> Result<Map<String, Value>, RpcError> {
     match params {
         None => Ok(Map::new()),

@@ -27,6 +27,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::metrics::CacheKind;
+
 /// How long a request waits for an identical one in progress before computing on its own.
 pub const COALESCE_WAIT: Duration = Duration::from_secs(15);
 
@@ -97,6 +99,8 @@ pub struct Cache<V> {
     ttl: Duration,
     capacity: usize,
     inner: Mutex<Inner<V>>,
+    /// Lookups are counted in [`crate::metrics`] under this cache (see [`Cache::counted`]).
+    metric: Option<CacheKind>,
 }
 
 impl<V: Clone> Cache<V> {
@@ -109,6 +113,20 @@ impl<V: Clone> Cache<V> {
                 entries: HashMap::new(),
                 flights: HashMap::new(),
             }),
+            metric: None,
+        }
+    }
+
+    /// Counts hits and misses as `kind` in [`crate::metrics`] (`home_mcp_cache_hits_total`,
+    /// `home_mcp_cache_misses_total`); a cache with a zero TTL (off) counts nothing.
+    pub fn counted(mut self, kind: CacheKind) -> Self {
+        self.metric = (!self.ttl.is_zero()).then_some(kind);
+        self
+    }
+
+    fn count(&self, hit: bool) {
+        if let Some(kind) = self.metric {
+            crate::metrics::global().cache(kind, hit);
         }
     }
 
@@ -130,6 +148,7 @@ impl<V: Clone> Cache<V> {
             let mut inner = self.lock();
             if let Some(e) = inner.entries.get(key) {
                 if e.generation == start && e.filled.elapsed() < self.ttl {
+                    self.count(true);
                     return e.value.clone();
                 }
                 inner.entries.remove(key);
@@ -148,10 +167,19 @@ impl<V: Clone> Cache<V> {
             }
         };
         match flight {
-            Ok(mine) => self.lead(key, mine, start, generation, compute),
+            Ok(mine) => {
+                self.count(false);
+                self.lead(key, mine, start, generation, compute)
+            }
             Err(theirs) => match wait(&theirs) {
-                Some(v) => v,
-                None => compute().0,
+                Some(v) => {
+                    self.count(true);
+                    v
+                }
+                None => {
+                    self.count(false);
+                    compute().0
+                }
             },
         }
     }

@@ -435,8 +435,10 @@ impl HomeTools {
     /// Turns the response caches on (spec §8: read-only tools 30 s, resources 60 s by
     /// default; a zero TTL leaves that cache off).
     pub fn with_caches(mut self, config: CacheConfig) -> Self {
-        self.tool_cache = Cache::new(config.tool_ttl, DEFAULT_CAPACITY);
-        self.resource_cache = Cache::new(config.resource_ttl, DEFAULT_CAPACITY);
+        use crate::metrics::CacheKind;
+        self.tool_cache = Cache::new(config.tool_ttl, DEFAULT_CAPACITY).counted(CacheKind::Tool);
+        self.resource_cache =
+            Cache::new(config.resource_ttl, DEFAULT_CAPACITY).counted(CacheKind::Resource);
         self
     }
 

@@ -1,0 +1,320 @@
+//! `GET /metrics` (issue 7): the Prometheus exposition of a real server over loopback HTTP with
+//! the demo house: counters move with the requests, refusals are counted, the link gauge shows
+//! the demo's mode, histograms are consistent, and access follows the gate (or `public`).
+//!
+//! The registry is process-wide, so tests that run in parallel share it: checks compare values
+//! before and after (at least the expected rise).
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+use home_mcp::app::{permission_of, App};
+use home_mcp::auth::gate::{Gate, GateConfig, SecurityLevel};
+use home_mcp::auth::store::MemoryStore;
+use home_mcp::auth::{ApiKey, Role, Usage};
+use home_mcp::config::Config;
+use home_mcp::http::{HttpConfig, HttpServer, MetricsContext};
+use home_mcp::metrics::check_exposition;
+use home_mcp::tools::HomeTools;
+use serde_json::{json, Value};
+
+const OPERATOR: &str = "homekey_operator_2_00112233445566778899aabbccddeeff";
+const MONITOR: &str = "homekey_monitor_3_00112233445566778899aabbccddeeff";
+const FENCED: &str = "homekey_monitor_9_00112233445566778899aabbccddeeff";
+
+fn key(id: &str, role: Role) -> ApiKey {
+    ApiKey {
+        id: id.into(),
+        name: format!("{role} key"),
+        role,
+        created_by: "test".into(),
+        created_at: "2026-01-01T00:00:00Z".into(),
+        active: true,
+        expires_at: None,
+        ip_whitelist: vec![],
+        allowed_devices: vec![],
+        permissions: vec![],
+        rooms: vec![],
+        categories: vec![],
+        usage: Usage::default(),
+    }
+}
+
+struct Fixture {
+    server: HttpServer,
+    app: App,
+}
+
+fn start(level: SecurityLevel, public: bool) -> Fixture {
+    let app = App::start(&Config::default(), true).expect("demo starts");
+    let mut fenced = key(FENCED, Role::Monitor);
+    fenced.ip_whitelist = vec!["10.0.0.0/8".into()];
+    let store = Arc::new(MemoryStore::new(vec![
+        key(OPERATOR, Role::Operator),
+        key(MONITOR, Role::Monitor),
+        fenced,
+    ]));
+    let tools = Arc::new(HomeTools::new(app.house.clone()));
+    let loopback: IpAddr = "127.0.0.1".parse().unwrap();
+    let gate = Gate::new(
+        store,
+        GateConfig {
+            level,
+            ..GateConfig::default()
+        },
+        loopback,
+        permission_of(tools),
+    );
+    let config = HttpConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        gate: Some(Arc::new(gate)),
+        metrics: Some(Arc::new(MetricsContext {
+            link: Some(app.house.link().clone()),
+            public,
+        })),
+        ..HttpConfig::default()
+    };
+    let server = HttpServer::start(
+        config,
+        app.mcp.clone(),
+        Arc::new(|| json!({"status": "ok"})),
+    )
+    .expect("server starts");
+    Fixture { server, app }
+}
+
+/// One request on a fresh connection; returns (status, lower-case head, body).
+fn send(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[String],
+    body: &str,
+) -> (u16, String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        addr.port(),
+        body.len()
+    );
+    for h in headers {
+        head.push_str(h);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").expect("a full response");
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, head.to_ascii_lowercase(), body.to_string())
+}
+
+fn bearer(key: &str) -> String {
+    format!("Authorization: Bearer {key}")
+}
+
+/// The exposition, read with `key` (asserting 200 and the content type).
+fn scrape(addr: SocketAddr, key: Option<&str>) -> String {
+    let headers: Vec<String> = key.map(bearer).into_iter().collect();
+    let (status, head, body) = send(addr, "GET", "/metrics", &headers, "");
+    assert_eq!(status, 200, "{head}{body}");
+    assert!(
+        head.contains("content-type: text/plain; version=0.0.4; charset=utf-8"),
+        "{head}"
+    );
+    body
+}
+
+/// The value of the series `series` (name with labels, exactly as exposed); 0 when absent.
+fn value(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .map_or(0.0, |v| v.parse().unwrap())
+}
+
+/// An initialized MCP session with `key`; returns its id.
+fn session(addr: SocketAddr, key: &str) -> String {
+    let mcp = |sid: Option<&str>, body: Value| {
+        let mut h = vec![
+            bearer(key),
+            "Content-Type: application/json".to_string(),
+            "Accept: application/json, text/event-stream".to_string(),
+        ];
+        if let Some(s) = sid {
+            h.push(format!("Mcp-Session-Id: {s}"));
+        }
+        send(addr, "POST", "/mcp", &h, &body.to_string())
+    };
+    let (status, head, body) = mcp(
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "metrics-test", "version": "1"}}}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let sid = head
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id: "))
+        .expect("a session id")
+        .trim()
+        .to_string();
+    let (status, _, _) = mcp(
+        Some(&sid),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    assert_eq!(status, 202);
+    sid
+}
+
+fn call(addr: SocketAddr, key: &str, sid: &str, tool: &str, args: Value) -> (u16, Value) {
+    let h = vec![
+        bearer(key),
+        "Content-Type: application/json".to_string(),
+        "Accept: application/json".to_string(),
+        format!("Mcp-Session-Id: {sid}"),
+    ];
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": tool, "arguments": args}});
+    let (status, _, body) = send(addr, "POST", "/mcp", &h, &body.to_string());
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+}
+
+const LIST_OK: &str = "home_mcp_mcp_requests_total{transport=\"mcp_http\",method=\"tools/call\",tool=\"list_devices\",outcome=\"ok\"}";
+
+#[test]
+fn tool_calls_refusals_and_link_are_counted() {
+    let f = start(SecurityLevel::Staging, false);
+    let a = f.server.addr();
+
+    // Staging: a key is needed; a monitor key may read.
+    let (status, head, _) = send(a, "GET", "/metrics", &[], "");
+    assert_eq!(status, 401, "{head}");
+    assert!(head.contains("www-authenticate: bearer"));
+    let before = scrape(a, Some(MONITOR));
+    let (status, _, _) = send(a, "POST", "/metrics", &[bearer(MONITOR)], "");
+    assert_eq!(status, 405);
+
+    // A tool call raises its counter and the tool's histogram.
+    let sid = session(a, OPERATOR);
+    let (status, body) = call(a, OPERATOR, &sid, "list_devices", json!({}));
+    assert_eq!(status, 200, "{body}");
+    assert!(body.get("result").is_some(), "{body}");
+    let after = scrape(a, Some(MONITOR));
+    assert!(
+        value(&after, LIST_OK) >= value(&before, LIST_OK) + 1.0,
+        "{after}"
+    );
+    let hist = "home_mcp_tool_call_duration_seconds_count{tool=\"list_devices\"}";
+    assert!(value(&after, hist) >= value(&before, hist) + 1.0);
+    let init =
+        "home_mcp_mcp_requests_total{transport=\"mcp_http\",method=\"initialize\",outcome=\"ok\"}";
+    assert!(value(&after, init) >= 1.0, "{after}");
+    assert!(value(&after, "home_mcp_mcp_sessions") >= 1.0);
+
+    // Refusals: no key, a key without the permission, a whitelisted key from elsewhere.
+    let reason = |r: &str| format!("home_mcp_auth_failures_total{{reason=\"{r}\"}}");
+    let (status, _) = call(
+        a,
+        MONITOR,
+        &sid,
+        "control_device",
+        json!({"device": "x", "action": "on"}),
+    );
+    assert_eq!(status, 403);
+    let (status, _, _) = send(a, "GET", "/tools", &[bearer(FENCED)], "");
+    assert_eq!(status, 403);
+    let (status, _, _) = send(a, "GET", "/tools", &[], "");
+    assert_eq!(status, 401);
+    let now = scrape(a, Some(MONITOR));
+    for r in [
+        "insufficient_permissions",
+        "ip_not_whitelisted",
+        "invalid_api_key",
+    ] {
+        assert!(
+            value(&now, &reason(r)) >= value(&after, &reason(r)) + 1.0,
+            "{r}: {now}"
+        );
+    }
+    let denied = "home_mcp_mcp_requests_total{transport=\"mcp_http\",method=\"tools/call\",tool=\"control_device\",outcome=\"denied\"}";
+    assert!(value(&now, denied) >= 1.0, "{now}");
+    let http_denied = "home_mcp_http_requests_total{transport=\"rest\",outcome=\"denied\"}";
+    assert!(value(&now, http_denied) >= 2.0, "{now}");
+
+    // The link gauge shows the demo's mode, and only that one.
+    let mode = f.app.house.link().mode().as_str();
+    for m in ["websocket", "polling", "disconnected"] {
+        let v = value(
+            &now,
+            &format!("home_mcp_miniserver_link_state{{mode=\"{m}\"}}"),
+        );
+        assert_eq!(v, f64::from(u8::from(m == mode)), "{m} vs {mode}: {now}");
+    }
+    assert!(now.contains("# TYPE home_mcp_miniserver_events_received_total counter"));
+
+    // The whole exposition: HELP/TYPE per family, valid names, no duplicates, cumulative
+    // buckets ending in +Inf == _count.
+    let samples = check_exposition(&now).unwrap_or_else(|e| panic!("{e}\n{now}"));
+    assert!(samples > 30);
+    assert!(now.contains("home_mcp_process_resident_memory_bytes "));
+    assert!(now.contains("home_mcp_build_info{version=\""));
+}
+
+#[test]
+fn histogram_buckets_are_cumulative() {
+    let f = start(SecurityLevel::Staging, false);
+    let a = f.server.addr();
+    for _ in 0..3 {
+        let (s, _, _) = send(a, "GET", "/health", &[], "");
+        assert_eq!(s, 200);
+    }
+    let text = scrape(a, Some(MONITOR));
+    let prefix = "home_mcp_http_request_duration_seconds_bucket{transport=\"health\",le=\"";
+    let buckets: Vec<(String, f64)> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix(prefix))
+        .map(|rest| {
+            let (le, v) = rest.split_once("\"} ").unwrap();
+            (le.to_string(), v.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(buckets.len(), 14, "{text}");
+    assert_eq!(buckets.last().unwrap().0, "+Inf");
+    assert!(buckets.windows(2).all(|w| w[0].1 <= w[1].1), "{buckets:?}");
+    let count = value(
+        &text,
+        "home_mcp_http_request_duration_seconds_count{transport=\"health\"}",
+    );
+    assert_eq!(buckets.last().unwrap().1, count);
+    assert!(count >= 3.0);
+}
+
+#[test]
+fn public_and_development_access() {
+    // `[metrics] public = true`: no key needed even in staging.
+    let f = start(SecurityLevel::Staging, true);
+    let text = scrape(f.server.addr(), None);
+    check_exposition(&text).unwrap();
+    // Development on loopback: the gate's anonymous rule.
+    let d = start(SecurityLevel::Development, false);
+    scrape(d.server.addr(), None);
+    // Without a metrics context there is no route.
+    let app = App::start(&Config::default(), true).expect("demo starts");
+    let plain = HttpServer::start(
+        HttpConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            ..HttpConfig::default()
+        },
+        app.mcp.clone(),
+        Arc::new(|| json!({})),
+    )
+    .unwrap();
+    let (status, _, _) = send(plain.addr(), "GET", "/metrics", &[], "");
+    assert_eq!(status, 404);
+}
