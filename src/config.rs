@@ -54,6 +54,10 @@
 //! device = 100
 //! custom = 200
 //! per_client = 100             # per client address on /mcp, /sse, /message
+//!
+//! [audit]                      # the audit log <data_dir>/audit.db (see crate::audit)
+//! enabled = true               # state-changing tool calls, refusals and key operations
+//! retention_days = 90          # older entries are deleted at start and daily (1-36500)
 //! ```
 
 use std::fmt;
@@ -97,6 +101,8 @@ pub struct Config {
     /// The API key store (`--key-store PATH`); default `<data_dir>/keys.toml` (or `keys.db`
     /// with `HOME_KEY_BACKEND=sqlite`).
     pub key_store: Option<std::path::PathBuf>,
+    /// The audit log (`[audit]`: `enabled`, `retention_days`). See [`crate::audit`].
+    pub audit: crate::audit::AuditConfig,
 }
 
 /// How the client authenticates to the Miniserver (loxone-protocol.md §3).
@@ -225,6 +231,7 @@ impl Default for Config {
             miniserver_live: LiveMode::WebSocket,
             auth: GateConfig::default(),
             key_store: None,
+            audit: crate::audit::AuditConfig::default(),
         }
     }
 }
@@ -270,6 +277,16 @@ struct FileConfig {
     log: FileLog,
     #[serde(default)]
     auth: FileAuth,
+    #[serde(default)]
+    audit: FileAudit,
+}
+
+/// `[audit]`: `enabled`, `retention_days`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAudit {
+    enabled: Option<bool>,
+    retention_days: Option<u32>,
 }
 
 /// `[auth]`: `security_level = "development" | "staging" | "production"`, `required`, and
@@ -517,6 +534,13 @@ impl Config {
             };
         }
         cfg.auth.required = file.auth.required.unwrap_or(false);
+        cfg.audit.enabled = file.audit.enabled.unwrap_or(true);
+        if let Some(days) = file.audit.retention_days {
+            if !(1..=36500).contains(&days) {
+                return Err(invalid("audit.retention_days", "must be 1-36500 (days)"));
+            }
+            cfg.audit.retention_days = days;
+        }
         let r = &file.auth.rate_limits;
         let limits = &mut cfg.auth.limits;
         for (value, slot, name) in [
@@ -907,6 +931,19 @@ mod tests {
         assert_eq!(cfg.auth.level, SecurityLevel::Production);
         assert!(parse("[auth]\nsecurity_level = \"lax\"\n", &[]).is_err());
         assert!(parse("[auth.rate_limits]\nadmin = 0\n", &[]).is_err());
+    }
+
+    #[test]
+    fn audit_settings() {
+        let cfg = parse("", &[]).unwrap();
+        assert_eq!(cfg.audit, crate::audit::AuditConfig::default());
+        assert!(cfg.audit.enabled);
+        assert_eq!(cfg.audit.retention_days, 90);
+        let cfg = parse("[audit]\nenabled = false\nretention_days = 7\n", &[]).unwrap();
+        assert!(!cfg.audit.enabled);
+        assert_eq!(cfg.audit.retention_days, 7);
+        assert!(parse("[audit]\nretention_days = 0\n", &[]).is_err());
+        assert!(parse("[audit]\nkeep = 1\n", &[]).is_err());
     }
 
     #[test]

@@ -9,6 +9,7 @@ use home_mcp::home::link::LinkMode;
 
 use home_mcp::app::App;
 use home_mcp::config::{check_workers, parse_listen, Config};
+use home_mcp::http::admin::AdminContext;
 use home_mcp::http::{HttpConfig, HttpServer};
 use home_mcp::sim::{SimConfig, SimServer, Simulator};
 
@@ -224,6 +225,12 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         max_streams: config.server.max_streams,
         keep_alive: config.server.keep_alive,
         gate: Some(app.gate.clone()),
+        audit: app.audit.clone(),
+        admin: Some(Arc::new(AdminContext::new(
+            app.gate.clone(),
+            app.house.clone(),
+            app.audit.clone(),
+        ))),
         ..HttpConfig::default()
     };
     let house = app.house.clone();

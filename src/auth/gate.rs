@@ -194,9 +194,23 @@ pub struct Principal {
     pub key: Option<ApiKey>,
     /// The tighter rate-limit bucket, for the answer's headers.
     pub rate: RateInfo,
+    /// The client's address as the request came in.
+    pub ip: Option<IpAddr>,
 }
 
 impl Principal {
+    /// Who this is, for the audit log (`anonymous` without a key).
+    pub fn caller(&self) -> crate::mcp::Caller {
+        crate::mcp::Caller {
+            key_name: self
+                .key
+                .as_ref()
+                .map_or_else(|| "anonymous".into(), |k| k.name.clone()),
+            key_id: self.key.as_ref().map(|k| k.id.clone()),
+            ip: self.ip,
+        }
+    }
+
     /// The masked key id, for logs.
     pub fn masked(&self) -> String {
         self.key
@@ -387,6 +401,36 @@ impl Gate {
         self.config.level
     }
 
+    /// The key store the gate reads (the admin API writes to the same one).
+    pub fn store(&self) -> &Arc<dyn KeyStore> {
+        &self.store
+    }
+
+    /// The gate's settings (limits, window, level).
+    pub fn config(&self) -> &GateConfig {
+        &self.config
+    }
+
+    /// The permission a tool call needs (`None`: unknown tool).
+    pub fn permission_of(&self, name: &str, arguments: &Map<String, Value>) -> Option<Permission> {
+        (self.permission_of)(name, arguments)
+    }
+
+    /// The rate-limit buckets of the current windows, key ids [`mask`]ed
+    /// (`key:homekey_operator_2_0011****`, `ip:192.168.1.20`, `anon:...`).
+    pub fn rate_buckets(&self) -> Vec<super::ratelimit::BucketState> {
+        self.limiter
+            .snapshot()
+            .into_iter()
+            .map(|mut b| {
+                if let Some(id) = b.bucket.strip_prefix("key:") {
+                    b.bucket = format!("key:{}", mask(id));
+                }
+                b
+            })
+            .collect()
+    }
+
     /// Step 1: the key, its state, the client address and the rate limits.
     pub fn authenticate(&self, creds: &Credentials<'_>) -> Result<Principal, Denial> {
         let production = self.config.level == SecurityLevel::Production;
@@ -408,7 +452,11 @@ impl Gate {
                 ));
             }
             let rate = self.limit(&[("anon", creds.ip, self.config.limits.per_client)])?;
-            return Ok(Principal { key: None, rate });
+            return Ok(Principal {
+                key: None,
+                rate,
+                ip: creds.ip,
+            });
         };
         let invalid = |m: &str| Denial::new(DenyCode::InvalidApiKey, m, Some(presented));
         let keys = self.store.list().map_err(|e| {
@@ -454,6 +502,7 @@ impl Gate {
         Ok(Principal {
             key: Some(key),
             rate,
+            ip: creds.ip,
         })
     }
 

@@ -33,6 +33,7 @@
 //! worker get the `X-RateLimit-*` headers. See [`crate::auth::gate`] for the rules and error
 //! mapping.
 
+pub mod admin;
 pub mod legacy;
 pub mod mcp;
 mod rest;
@@ -90,6 +91,11 @@ pub struct HttpConfig {
     /// The API key gate in front of every route but `/health` (see [`crate::auth::gate`]);
     /// `None`: no authentication (tests, embedding).
     pub gate: Option<Arc<Gate>>,
+    /// The audit log: refused state-changing calls are recorded here (the calls themselves by
+    /// [`crate::audit::AuditedHandler`]); `None`: no audit.
+    pub audit: Option<Arc<crate::audit::AuditLog>>,
+    /// What the `/admin/...` endpoints need (see [`admin`]); `None`: they answer 404.
+    pub admin: Option<Arc<admin::AdminContext>>,
 }
 
 impl Default for HttpConfig {
@@ -107,6 +113,8 @@ impl Default for HttpConfig {
             stream_queue: 64,
             retry_ms: 1000,
             gate: None,
+            audit: None,
+            admin: None,
         }
     }
 }
@@ -139,6 +147,35 @@ impl Ctx {
             (Some(gate), Some(p)) => gate.authorize(p, action),
             _ => Ok(()),
         }
+    }
+
+    /// [`Ctx::authorize`] for a tool call on `transport`; a state-changing call refused for lack
+    /// of permission is recorded in the audit log ([`HttpConfig::audit`]).
+    pub(crate) fn authorize_tool(
+        &self,
+        principal: Option<&Principal>,
+        transport: &str,
+        name: &str,
+        arguments: &serde_json::Map<String, Value>,
+    ) -> Result<(), Denial> {
+        let result = self.authorize(principal, &Action::Tool { name, arguments });
+        if let (Err(d), Some(audit), Some(gate), Some(p)) =
+            (&result, &self.config.audit, &self.config.gate, principal)
+        {
+            if d.code == crate::auth::gate::DenyCode::InsufficientPermissions
+                && crate::audit::state_changing(gate.permission_of(name, arguments))
+            {
+                audit.record(crate::audit::Entry::new(
+                    Some(&p.caller()),
+                    transport,
+                    name,
+                    &crate::audit::target_of(arguments),
+                    d.code.as_str(),
+                    Duration::ZERO,
+                ));
+            }
+        }
+        result
     }
 
     /// The outbox of HTTP session `id`, created and registered with the MCP hub if needed.
@@ -559,8 +596,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
             p if auth.is_some() && p.starts_with("/admin") => {
                 match ctx.authorize(auth, &Action::Admin) {
                     Err(d) => deny(&d, false, Value::Null),
-                    // The admin endpoints are not served by this build yet.
-                    Ok(()) => rest_error(404, "NOT_FOUND", &format!("no route for {path}")),
+                    Ok(()) => admin::handle(ctx, &mut request, &url, auth),
                 }
                 .into()
             }
