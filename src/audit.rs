@@ -210,7 +210,7 @@ CREATE INDEX IF NOT EXISTS audit_time ON audit(time);";
 
 impl AuditLog {
     /// Opens (or creates, mode 0600) the database at `path`, prunes rows older than
-    /// `retention_days` and starts the writer.
+    /// `retention_days` (`u32::MAX`: never, as the `keys` CLI opens it) and starts the writer.
     ///
     /// Errors: [`AuditError::Open`] when the file cannot be created or opened.
     pub fn open(path: &Path, retention_days: u32) -> Result<Arc<AuditLog>, AuditError> {
@@ -299,10 +299,7 @@ impl AuditLog {
 
     /// Deletes rows older than the retention relative to `now`; returns how many.
     pub fn prune(&self, now: SystemTime) -> Result<usize, AuditError> {
-        let cutoff = now
-            .checked_sub(Duration::from_secs(u64::from(self.retention_days) * 86_400))
-            .unwrap_or(SystemTime::UNIX_EPOCH);
-        prune_before(&lock(&self.conn), &crate::time::iso8601(cutoff))
+        prune_before(&lock(&self.conn), &cutoff(now, self.retention_days))
     }
 
     /// Rows stored (committed).
@@ -379,6 +376,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// `now` minus `days`, as ISO 8601 (never before 1970: nothing is that old).
+fn cutoff(now: SystemTime, days: u32) -> String {
+    let t = now
+        .checked_sub(Duration::from_secs(u64::from(days) * 86_400))
+        .filter(|t| *t >= SystemTime::UNIX_EPOCH)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    crate::time::iso8601(t)
+}
+
 fn prune_before(conn: &Connection, cutoff: &str) -> Result<usize, AuditError> {
     conn.execute("DELETE FROM audit WHERE time < ?1", params![cutoff])
         .map_err(sql)
@@ -437,10 +443,7 @@ fn daily_prune(conn: &Mutex<Connection>, last: &mut Instant, retention_days: u32
         return;
     }
     *last = Instant::now();
-    let cutoff = SystemTime::now()
-        .checked_sub(Duration::from_secs(u64::from(retention_days) * 86_400))
-        .unwrap_or(SystemTime::UNIX_EPOCH);
-    match prune_before(&lock(conn), &crate::time::iso8601(cutoff)) {
+    match prune_before(&lock(conn), &cutoff(SystemTime::now(), retention_days)) {
         Ok(n) if n > 0 => log::info!("audit log: {n} entries older than {retention_days} days"),
         Ok(_) => {}
         Err(e) => log::warn!("audit log: pruning failed: {e}"),

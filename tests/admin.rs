@@ -651,3 +651,77 @@ fn the_pin_never_reaches_audit_db_on_disk() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn cli_key_changes_are_audited_next_to_the_store() {
+    let dir = std::env::temp_dir().join(format!("admin-cli-audit-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = dir.join("keys.toml");
+    let keys = |args: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_home-mcp"));
+        for k in [
+            "HOME_KEY_BACKEND",
+            "HOME_API_KEYS",
+            "HOME_DATA_DIR",
+            "STATE_DIRECTORY",
+        ] {
+            c.env_remove(k);
+        }
+        let o = c
+            .arg("keys")
+            .args(args)
+            .arg("--key-store")
+            .arg(&store)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let out = keys(&[
+        "generate",
+        "--role",
+        "operator",
+        "--name",
+        "cli tablet",
+        "--json",
+    ]);
+    let id = serde_json::from_str::<Value>(&out).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    keys(&["update", &id, "--name", "renamed"]);
+    keys(&["revoke", &id]);
+    keys(&["list"]);
+    let log = home_mcp::audit::AuditLog::open(&dir.join("audit.db"), 90).unwrap();
+    let entries = log.query(&Query::default()).unwrap();
+    let ops: Vec<&str> = entries.iter().map(|e| e.operation.as_str()).collect();
+    assert_eq!(
+        ops,
+        ["key.revoke", "key.update", "key.create"],
+        "{entries:?}"
+    );
+    assert!(entries
+        .iter()
+        .all(|e| e.transport == "cli" && e.result == "ok"));
+    assert!(entries[2]
+        .target
+        .starts_with("cli tablet (homekey_operator_1_"));
+    drop(log);
+    for f in std::fs::read_dir(&dir).unwrap() {
+        let p = f.unwrap().path();
+        if p.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("audit.db")
+        {
+            let bytes = std::fs::read(&p).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(&id[22..]),
+                "no secret"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -95,7 +95,45 @@ pub fn run(
         }
     }
     let store = open_store(backend, &path, env)?;
-    cmd.run(store.as_ref(), out)
+    let mut done = Vec::new();
+    let result = cmd.run(store.as_ref(), out, &mut done);
+    if matches!(backend, Backend::File | Backend::Sqlite) && !done.is_empty() {
+        audit_cli(&path, &done);
+    }
+    result
+}
+
+/// Records CLI key changes in `audit.db` next to the key store (the server's
+/// `<data_dir>/audit.db` for the default store), transport `cli`, key name `cli`. Failures
+/// are logged, never fatal. Opening does not prune (the server's retention applies).
+fn audit_cli(store_path: &Path, done: &[(&'static str, String)]) {
+    let dir = store_path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let log = match crate::audit::AuditLog::open(&dir.join("audit.db"), u32::MAX) {
+        Ok(l) => l,
+        Err(e) => {
+            log::warn!("{e}; key change not audited");
+            return;
+        }
+    };
+    let caller = crate::mcp::Caller {
+        key_name: "cli".into(),
+        key_id: None,
+        ip: None,
+    };
+    for (op, target) in done {
+        log.record(crate::audit::Entry::new(
+            Some(&caller),
+            "cli",
+            op,
+            target,
+            "ok",
+            Duration::ZERO,
+        ));
+    }
+    log.close();
 }
 
 /// `HOME_DATA_DIR`, else systemd's `STATE_DIRECTORY`, else `./data` (as the server's config).
@@ -477,10 +515,18 @@ impl Command {
         )
     }
 
-    fn run(self, store: &dyn KeyStore, out: &mut dyn Write) -> Result<(), CliError> {
+    /// Runs the command; key changes are pushed to `done` as (operation, target) for the
+    /// audit log.
+    fn run(
+        self,
+        store: &dyn KeyStore,
+        out: &mut dyn Write,
+        done: &mut Vec<(&'static str, String)>,
+    ) -> Result<(), CliError> {
         match self {
             Command::Generate { role, fields, json } => {
                 let key = create_key(store, role, &fields, "cli")?;
+                done.push(("key.create", format!("{} ({})", key.name, mask(&key.id))));
                 if json {
                     writeln!(out, "{}", json_pretty(&key)).map_err(io)?;
                 } else {
@@ -540,14 +586,18 @@ impl Command {
                 let mut key = find(store, &id)?;
                 key.active = false;
                 let m = mask(&key.id);
+                let target = format!("{} ({m})", key.name);
                 store.update(key)?;
+                done.push(("key.revoke", target));
                 writeln!(out, "revoked {m}").map_err(io)
             }
             Command::Update { id, fields, active } => {
                 let mut key = find(store, &id)?;
                 apply_update(&mut key, fields, active).map_err(usage)?;
                 let m = mask(&key.id);
+                let target = format!("{} ({m})", key.name);
                 store.update(key)?;
+                done.push(("key.update", target));
                 writeln!(out, "updated {m}").map_err(io)
             }
             Command::Export(file) => {
@@ -572,8 +622,12 @@ impl Command {
                 })?;
                 let (mut added, mut skipped) = (0, 0);
                 for k in keys {
+                    let target = format!("{} ({})", k.name, mask(&k.id));
                     match store.insert(k) {
-                        Ok(()) => added += 1,
+                        Ok(()) => {
+                            added += 1;
+                            done.push(("key.import", target));
+                        }
                         Err(StoreError::Exists) => skipped += 1,
                         Err(e) => return Err(e.into()),
                     }
