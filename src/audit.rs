@@ -11,7 +11,7 @@
 //! | `key_id` | `homekey_operator_3_a1b2****` | always [`mask`]ed, never the secret |
 //! | `ip` | `192.168.1.20` | `null` for stdio and the CLI |
 //! | `transport` | `http` | `http` (`/mcp`), `sse` (legacy `/message`), `rest`, `stdio`, `admin`, `cli` |
-//! | `operation` | `control_device`, `key.create` | the tool name, or `key.create` / `key.update` / `key.delete` |
+//! | `operation` | `control_device`, `key.create` | the tool name, or `key.create` / `key.update` / `key.delete` (admin API, CLI), `key.revoke` / `key.import` (CLI) |
 //! | `target` | `Kitchen Light` | what the arguments name ([`target_of`]): never codes, PINs or passwords |
 //! | `result` | `ok`, `DEVICE_NOT_FOUND` | `ok` or the error code (spec §7.1) |
 //! | `latency_ms` | `42` | wall time of the call in milliseconds |
@@ -21,6 +21,9 @@
 //! ([`QUEUE_CAPACITY`]); a full queue drops the entry, counts it ([`AuditLog::dropped`]) and
 //! logs a warning. A writer thread commits what arrived in one transaction at most every
 //! [`BATCH_WINDOW`] (few writes: SD card friendly) and flushes everything when the log drops.
+//!
+//! The `keys` command records its changes in `audit.db` next to the key store it writes
+//! (file and SQLite backends), key name `cli`, without pruning.
 //!
 //! Configuration (`[audit]`): `enabled` (default `true`), `retention_days` (default 90, at least
 //! 1): older rows are deleted at start and once a day.
@@ -498,7 +501,7 @@ fn create_private(path: &Path) -> std::io::Result<()> {
 
 /// Arguments whose string values name what a call acts on. Only these are recorded: secrets
 /// (`code`, `pin`, `password`, ...) can never reach the log.
-const TARGET_FIELDS: [&str; 9] = [
+pub const TARGET_FIELDS: [&str; 9] = [
     "device",
     "device_id",
     "target",

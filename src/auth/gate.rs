@@ -17,7 +17,10 @@
 //! | MCP `initialize`, `ping`, notifications, client responses; `GET`/`DELETE /mcp`, `GET /sse` | a valid key |
 //! | MCP `tools/list`, `resources/*`, `prompts/*`, `completion/complete`, `logging/setLevel`; `GET /tools` | [`Permission::Read`] |
 //! | `tools/call` (MCP or REST) | the tool's permission (`HomeTools::required_permission`; for `execute_workflow` the highest of its steps) |
-//! | `/admin/...` | [`Permission::Admin`] |
+//! | `/admin/...` (see [`crate::http::admin`]) | [`Permission::Admin`] |
+//!
+//! A `tools/call` refused with `INSUFFICIENT_PERMISSIONS` whose tool needs `control` or more is
+//! recorded in the audit log ([`crate::audit`]) by the HTTP layer.
 //!
 //! `device` keys may call a tool needing `control` (or more) only when the call names its
 //! devices in `device`, `device_id` or `target` (a string or a list of strings), and every one

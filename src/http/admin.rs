@@ -1,7 +1,7 @@
 //! The admin REST API (spec §4.4, issue 6): keys, status, rate limits and the audit log.
 //!
 //! Every route needs a key with the `admin` permission; the router authenticates and
-//! authorizes before calling [`handle`] (see [`crate::auth::gate`]). Bodies and answers are
+//! authorizes before calling `handle` (see [`crate::auth::gate`]). Bodies and answers are
 //! JSON; errors are the spec §7.1 object `{"error": {code, message, details}}`.
 //!
 //! | route | does |

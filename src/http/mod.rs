@@ -22,7 +22,8 @@
 //! Routes: `/mcp` (Streamable HTTP, see [`mcp`]), `GET /sse` and `POST /message` (legacy
 //! HTTP+SSE of 2024-11-05, see [`legacy`]), `GET /health` (200 with the JSON of the
 //! `health` closure, 503 when no longer accepting), the quick-start REST routes `/tools`,
-//! `/tools/call` and `/api/devices...` (see [`rest`]), anything else 404
+//! `/tools/call` and `/api/devices...` (see [`rest`]), the admin API `/admin/...` (see
+//! [`admin`]; 404 without [`HttpConfig::admin`]), anything else 404
 //! `{"error":{"code":"NOT_FOUND","message":…}}`. The Host header is checked on every route
 //! (see [`HttpConfig::allowed_hosts`]).
 //!
