@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::audit::{AuditLog, AuditedHandler};
 use crate::auth::gate::{Gate, PermissionFn};
 use crate::auth::store::MemoryStore;
 use crate::config::LiveMode;
@@ -37,6 +38,8 @@ pub enum StartError {
     Store(StoreError),
     /// The API key store could not be opened.
     Keys(crate::auth::store::StoreError),
+    /// The audit log could not be opened.
+    Audit(crate::audit::AuditError),
 }
 
 impl fmt::Display for StartError {
@@ -48,6 +51,7 @@ impl fmt::Display for StartError {
             StartError::Io(e) => write!(f, "{e}"),
             StartError::Store(e) => write!(f, "{e}"),
             StartError::Keys(e) => write!(f, "{e}"),
+            StartError::Audit(e) => write!(f, "{e}"),
         }
     }
 }
@@ -129,6 +133,9 @@ pub struct App {
     /// The API key gate for the HTTP server (`[auth]`), over the configured key store (a
     /// [`MemoryStore`] for `--demo`).
     pub gate: Arc<Gate>,
+    /// The audit log (`[audit]`): `<data_dir>/audit.db`, in memory for `--demo`; `None` when
+    /// disabled. Every state-changing tool call through [`App::mcp`] is recorded in it.
+    pub audit: Option<Arc<AuditLog>>,
 }
 
 impl App {
@@ -227,7 +234,26 @@ impl App {
             config.server.listen.ip(),
             permission_of(tools.clone()),
         ));
-        let mcp = Arc::new(McpServer::new(tools, McpConfig::default()));
+        let audit = if !config.audit.enabled {
+            None
+        } else if demo {
+            Some(AuditLog::in_memory(config.audit.retention_days))
+        } else {
+            let path = config.server.data_dir.join("audit.db");
+            let log =
+                AuditLog::open(&path, config.audit.retention_days).map_err(StartError::Audit)?;
+            log::info!("audit log {}", path.display());
+            Some(log)
+        };
+        let handler: Arc<dyn crate::mcp::Handler> = match &audit {
+            Some(log) => Arc::new(AuditedHandler::new(
+                tools.clone(),
+                log.clone(),
+                permission_of(tools.clone()),
+            )),
+            None => tools,
+        };
+        let mcp = Arc::new(McpServer::new(handler, McpConfig::default()));
         let notifier_stop = Arc::new(AtomicBool::new(false));
         start_resource_notifier(
             house.clone(),
@@ -246,6 +272,7 @@ impl App {
             poller: Some(poller),
             simulator,
             gate,
+            audit,
         })
     }
 
@@ -258,6 +285,9 @@ impl App {
         }
         if let Some(p) = self.poller.take() {
             p.stop();
+        }
+        if let Some(audit) = self.audit.take() {
+            audit.close();
         }
         if self.client.auth_in_use() == "token" {
             match self.client.kill_token() {

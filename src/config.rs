@@ -64,6 +64,9 @@
 //! [metrics]                    # GET /metrics (Prometheus text, see crate::metrics)
 //! public = false               # true: served without a key (a warning when the bind
 //!                              # address is not loopback); else it needs `read`
+//! [audit]                      # the audit log <data_dir>/audit.db (see crate::audit)
+//! enabled = true               # state-changing tool calls, refusals and key operations
+//! retention_days = 90          # older entries are deleted at start and daily (1-36500)
 //! ```
 
 use std::fmt;
@@ -113,6 +116,8 @@ pub struct Config {
     /// `[metrics] public`: `GET /metrics` without a key (default false: it needs a key with
     /// the `read` permission, or follows the anonymous rule of development on loopback).
     pub metrics_public: bool,
+    /// The audit log (`[audit]`: `enabled`, `retention_days`). See [`crate::audit`].
+    pub audit: crate::audit::AuditConfig,
 }
 
 /// How the client authenticates to the Miniserver (loxone-protocol.md §3).
@@ -243,6 +248,7 @@ impl Default for Config {
             auth: GateConfig::default(),
             key_store: None,
             metrics_public: false,
+            audit: crate::audit::AuditConfig::default(),
         }
     }
 }
@@ -290,6 +296,8 @@ struct FileConfig {
     auth: FileAuth,
     #[serde(default)]
     metrics: FileMetrics,
+    #[serde(default)]
+    audit: FileAudit,
 }
 
 /// `[metrics]`: `public`.
@@ -297,6 +305,14 @@ struct FileConfig {
 #[serde(deny_unknown_fields)]
 struct FileMetrics {
     public: Option<bool>,
+}
+
+/// `[audit]`: `enabled`, `retention_days`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAudit {
+    enabled: Option<bool>,
+    retention_days: Option<u32>,
 }
 
 /// `[auth]`: `security_level = "development" | "staging" | "production"`, `required`, and
@@ -584,6 +600,13 @@ impl Config {
             .filter(|k| !k.is_empty())
             .map(Secret::new);
         cfg.metrics_public = file.metrics.public.unwrap_or(false);
+        cfg.audit.enabled = file.audit.enabled.unwrap_or(true);
+        if let Some(days) = file.audit.retention_days {
+            if !(1..=36500).contains(&days) {
+                return Err(invalid("audit.retention_days", "must be 1-36500 (days)"));
+            }
+            cfg.audit.retention_days = days;
+        }
         let r = &file.auth.rate_limits;
         let limits = &mut cfg.auth.limits;
         for (value, slot, name) in [
@@ -1046,6 +1069,19 @@ mod tests {
         assert!(parse("", &staging).unwrap().check_serve().is_ok());
         let local = [("SECURITY_LEVEL", "production")];
         assert!(parse("", &local).unwrap().check_serve().is_ok(), "loopback");
+    }
+
+    #[test]
+    fn audit_settings() {
+        let cfg = parse("", &[]).unwrap();
+        assert_eq!(cfg.audit, crate::audit::AuditConfig::default());
+        assert!(cfg.audit.enabled);
+        assert_eq!(cfg.audit.retention_days, 90);
+        let cfg = parse("[audit]\nenabled = false\nretention_days = 7\n", &[]).unwrap();
+        assert!(!cfg.audit.enabled);
+        assert_eq!(cfg.audit.retention_days, 7);
+        assert!(parse("[audit]\nretention_days = 0\n", &[]).is_err());
+        assert!(parse("[audit]\nkeep = 1\n", &[]).is_err());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! Loxone HTTP protocol, used by `--demo` and the tests. [`app`] wires the parts.
 
 pub mod app;
+pub mod audit;
 pub mod auth;
 pub mod config;
 pub mod conformance;

@@ -9,6 +9,7 @@ use home_mcp::home::link::LinkMode;
 
 use home_mcp::app::App;
 use home_mcp::config::{check_workers, parse_listen, Config};
+use home_mcp::http::admin::AdminContext;
 use home_mcp::http::{HttpConfig, HttpServer, MetricsContext};
 use home_mcp::sim::{SimConfig, SimServer, Simulator};
 
@@ -232,6 +233,12 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
             link: Some(app.house.link().clone()),
             public: config.metrics_public,
         })),
+        audit: app.audit.clone(),
+        admin: Some(Arc::new(AdminContext::new(
+            app.gate.clone(),
+            app.house.clone(),
+            app.audit.clone(),
+        ))),
         ..HttpConfig::default()
     };
     if config.metrics_public && !config.server.listen.ip().is_loopback() {

@@ -95,7 +95,45 @@ pub fn run(
         }
     }
     let store = open_store(backend, &path, env)?;
-    cmd.run(store.as_ref(), out)
+    let mut done = Vec::new();
+    let result = cmd.run(store.as_ref(), out, &mut done);
+    if matches!(backend, Backend::File | Backend::Sqlite) && !done.is_empty() {
+        audit_cli(&path, &done);
+    }
+    result
+}
+
+/// Records CLI key changes in `audit.db` next to the key store (the server's
+/// `<data_dir>/audit.db` for the default store), transport `cli`, key name `cli`. Failures
+/// are logged, never fatal. Opening does not prune (the server's retention applies).
+fn audit_cli(store_path: &Path, done: &[(&'static str, String)]) {
+    let dir = store_path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let log = match crate::audit::AuditLog::open(&dir.join("audit.db"), u32::MAX) {
+        Ok(l) => l,
+        Err(e) => {
+            log::warn!("{e}; key change not audited");
+            return;
+        }
+    };
+    let caller = crate::mcp::Caller {
+        key_name: "cli".into(),
+        key_id: None,
+        ip: None,
+    };
+    for (op, target) in done {
+        log.record(crate::audit::Entry::new(
+            Some(&caller),
+            "cli",
+            op,
+            target,
+            "ok",
+            Duration::ZERO,
+        ));
+    }
+    log.close();
 }
 
 /// `HOME_DATA_DIR`, else systemd's `STATE_DIRECTORY`, else `./data` (as the server's config).
@@ -146,16 +184,75 @@ fn finish(args: pico_args::Arguments) -> Result<(), CliError> {
     }
 }
 
-/// Fields `generate` and `update` share.
-#[derive(Debug, Default)]
-struct Fields {
-    name: Option<String>,
-    expires_days: Option<u32>,
-    ips: Vec<String>,
-    devices: Vec<String>,
-    permissions: Vec<String>,
-    rooms: Vec<String>,
-    categories: Vec<String>,
+/// Key fields that `keys generate`, `keys update` and the admin API
+/// (`POST`/`PUT /admin/api/keys`) share; checked by [`check_fields`] and [`check_new`].
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Fields {
+    pub name: Option<String>,
+    /// Days from now (at most 36,500); on update 0 removes the expiry.
+    pub expires_days: Option<u32>,
+    /// IP addresses or CIDR ranges.
+    pub ips: Vec<String>,
+    pub devices: Vec<String>,
+    /// `read`, `control`, `security`, `admin` (custom keys only).
+    pub permissions: Vec<String>,
+    pub rooms: Vec<String>,
+    pub categories: Vec<String>,
+}
+
+/// The longest accepted expiry in days (100 years).
+pub const MAX_EXPIRES_DAYS: u32 = 36500;
+
+/// `role` by name; the message lists the roles.
+pub fn parse_role(role: &str) -> Result<Role, String> {
+    Role::parse(role).ok_or_else(|| {
+        format!("role {role:?} is not one of admin, operator, monitor, device, custom")
+    })
+}
+
+/// Checks the values of `f` (expiry range, IP/CIDR syntax, permission names, name length).
+pub fn check_fields(f: &Fields) -> Result<(), String> {
+    if let Some(d) = f.expires_days {
+        if d > MAX_EXPIRES_DAYS {
+            return Err(format!("expires_days: {d} is not 0-{MAX_EXPIRES_DAYS}"));
+        }
+    }
+    if let Some(n) = &f.name {
+        if n.trim().is_empty() || n.chars().count() > 200 {
+            return Err("name must be 1-200 characters".into());
+        }
+    }
+    for ip in &f.ips {
+        if !valid_ip_or_cidr(ip) {
+            return Err(format!(
+                "ip_whitelist: {ip:?} is not an IP address or CIDR range"
+            ));
+        }
+    }
+    for p in &f.permissions {
+        if !["read", "control", "security", "admin"].contains(&p.as_str()) {
+            return Err(format!(
+                "permissions: {p:?} is not one of read, control, security, admin"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks `f` for a new key of `role`: [`check_fields`], a device key lists devices, a custom
+/// key lists permissions, and only custom keys list permissions.
+pub fn check_new(role: Role, f: &Fields) -> Result<(), String> {
+    check_fields(f)?;
+    if role == Role::Device && f.devices.is_empty() {
+        return Err("a device key needs at least one allowed device".into());
+    }
+    if role == Role::Custom && f.permissions.is_empty() {
+        return Err("a custom key needs at least one permission".into());
+    }
+    if role != Role::Custom && !f.permissions.is_empty() {
+        return Err("permissions are only for custom keys".into());
+    }
+    Ok(())
 }
 
 fn parse_fields(args: &mut pico_args::Arguments) -> Result<Fields, CliError> {
@@ -164,36 +261,20 @@ fn parse_fields(args: &mut pico_args::Arguments) -> Result<Fields, CliError> {
         None => None,
         Some(d) => Some(
             d.parse::<u32>()
-                .ok()
-                .filter(|d| *d <= 36500)
-                .ok_or_else(|| usage(format!("--expires-days: {d:?} is not 0-36500")))?,
+                .map_err(|_| usage(format!("--expires-days: {d:?} is not 0-36500")))?,
         ),
     };
-    let ips = many(args, "--ip")?;
-    for ip in &ips {
-        if !valid_ip_or_cidr(ip) {
-            return Err(usage(format!(
-                "--ip: {ip:?} is not an IP address or CIDR range"
-            )));
-        }
-    }
-    let permissions = many(args, "--permission")?;
-    for p in &permissions {
-        if !["read", "control", "security", "admin"].contains(&p.as_str()) {
-            return Err(usage(format!(
-                "--permission: {p:?} is not one of read, control, security, admin"
-            )));
-        }
-    }
-    Ok(Fields {
+    let fields = Fields {
         name,
         expires_days,
-        ips,
+        ips: many(args, "--ip")?,
+        permissions: many(args, "--permission")?,
         devices: many(args, "--device")?,
-        permissions,
         rooms: many(args, "--room")?,
         categories: many(args, "--category")?,
-    })
+    };
+    check_fields(&fields).map_err(usage)?;
+    Ok(fields)
 }
 
 /// `192.168.1.5`, `10.0.0.0/8`, `::1`, `fd00::/8`.
@@ -238,22 +319,10 @@ fn parse_command(sub: &str, mut args: pico_args::Arguments) -> Result<Command, C
         "generate" => {
             let role =
                 opt(&mut args, "--role")?.ok_or_else(|| usage("generate needs --role ROLE"))?;
-            let role = Role::parse(&role).ok_or_else(|| {
-                usage(format!(
-                    "--role: {role:?} is not one of admin, operator, monitor, device, custom"
-                ))
-            })?;
+            let role = parse_role(&role).map_err(usage)?;
             let json = args.contains("--json");
             let fields = parse_fields(&mut args)?;
-            if role == Role::Device && fields.devices.is_empty() {
-                return Err(usage("a device key needs at least one --device"));
-            }
-            if role == Role::Custom && fields.permissions.is_empty() {
-                return Err(usage("a custom key needs at least one --permission"));
-            }
-            if role != Role::Custom && !fields.permissions.is_empty() {
-                return Err(usage("--permission is only for --role custom"));
-            }
+            check_new(role, &fields).map_err(usage)?;
             Command::Generate { role, fields, json }
         }
         "list" => Command::List {
@@ -305,16 +374,43 @@ fn expiry(days: u32) -> Option<String> {
     })
 }
 
+/// Why [`find`] found no single key.
+#[derive(Debug)]
+pub enum FindError {
+    /// No key matches.
+    NotFound,
+    /// A masked id or prefix matches this many keys.
+    Ambiguous(usize),
+    Store(StoreError),
+}
+
+impl std::fmt::Display for FindError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FindError::NotFound => f.write_str("no such key"),
+            FindError::Ambiguous(n) => write!(f, "the id matches {n} keys; give the full id"),
+            FindError::Store(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl From<FindError> for CliError {
+    fn from(e: FindError) -> Self {
+        CliError::Failed(e.to_string())
+    }
+}
+
 /// The key `id` names: the full id, or a masked id (or prefix) matching exactly one key.
-fn find(store: &dyn KeyStore, id: &str) -> Result<ApiKey, CliError> {
-    if let Some(k) = store.get(id)? {
+pub fn find(store: &dyn KeyStore, id: &str) -> Result<ApiKey, FindError> {
+    if let Some(k) = store.get(id).map_err(FindError::Store)? {
         return Ok(k);
     }
     let prefix = id.trim_end_matches('*');
     // A prefix must reach into the random part to be a reference, not a guess at a role.
     if prefix.split('_').count() >= 4 {
         let mut hits: Vec<ApiKey> = store
-            .list()?
+            .list()
+            .map_err(FindError::Store)?
             .into_iter()
             .filter(|k| k.id.starts_with(prefix))
             .collect();
@@ -322,14 +418,85 @@ fn find(store: &dyn KeyStore, id: &str) -> Result<ApiKey, CliError> {
             return Ok(hits.remove(0));
         }
         if hits.len() > 1 {
-            return Err(CliError::Failed(format!(
-                "{} matches {} keys; give the full id",
-                mask(id),
-                hits.len()
-            )));
+            return Err(FindError::Ambiguous(hits.len()));
         }
     }
-    Err(CliError::Failed(format!("no key {}", mask(id))))
+    Err(FindError::NotFound)
+}
+
+/// Creates a key of `role` from checked `fields` ([`check_new`]) in `store`: 128 random bits,
+/// the next sequence number (picked under the store's lock), `created_by` as given.
+pub fn create_key(
+    store: &dyn KeyStore,
+    role: Role,
+    fields: &Fields,
+    created_by: &str,
+) -> Result<ApiKey, CliError> {
+    let created_at = crate::time::now_iso8601();
+    let expires_at = fields.expires_days.and_then(expiry);
+    // The random part first (a failure stores nothing).
+    let random = new_key_id(role, 0)
+        .map_err(|e| CliError::Failed(format!("no random numbers: {e}")))?
+        .rsplit('_')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let key = store.insert_new(&mut |keys| {
+        let seq = next_sequence(keys);
+        ApiKey {
+            id: format!("homekey_{role}_{seq}_{random}"),
+            name: fields
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("{role} key {seq}")),
+            role,
+            created_by: created_by.into(),
+            created_at: created_at.clone(),
+            active: true,
+            expires_at: expires_at.clone(),
+            ip_whitelist: fields.ips.clone(),
+            allowed_devices: fields.devices.clone(),
+            permissions: fields.permissions.clone(),
+            rooms: fields.rooms.clone(),
+            categories: fields.categories.clone(),
+            usage: Usage::default(),
+        }
+    })?;
+    Ok(key)
+}
+
+/// Applies an update to `key`: set fields replace the key's values (non-empty lists replace
+/// the list; `expires_days` 0 removes the expiry). Errors: permissions on a non-custom key.
+pub fn apply_update(key: &mut ApiKey, fields: Fields, active: Option<bool>) -> Result<(), String> {
+    check_fields(&fields)?;
+    if !fields.permissions.is_empty() && key.role != Role::Custom {
+        return Err("permissions are only for custom keys".into());
+    }
+    if let Some(n) = fields.name {
+        key.name = n;
+    }
+    if let Some(d) = fields.expires_days {
+        key.expires_at = expiry(d);
+    }
+    if let Some(a) = active {
+        key.active = a;
+    }
+    if !fields.ips.is_empty() {
+        key.ip_whitelist = fields.ips;
+    }
+    if !fields.devices.is_empty() {
+        key.allowed_devices = fields.devices;
+    }
+    if !fields.permissions.is_empty() {
+        key.permissions = fields.permissions;
+    }
+    if !fields.rooms.is_empty() {
+        key.rooms = fields.rooms;
+    }
+    if !fields.categories.is_empty() {
+        key.categories = fields.categories;
+    }
+    Ok(())
 }
 
 fn io(e: std::io::Error) -> CliError {
@@ -348,41 +515,18 @@ impl Command {
         )
     }
 
-    fn run(self, store: &dyn KeyStore, out: &mut dyn Write) -> Result<(), CliError> {
+    /// Runs the command; key changes are pushed to `done` as (operation, target) for the
+    /// audit log.
+    fn run(
+        self,
+        store: &dyn KeyStore,
+        out: &mut dyn Write,
+        done: &mut Vec<(&'static str, String)>,
+    ) -> Result<(), CliError> {
         match self {
             Command::Generate { role, fields, json } => {
-                let created_at = crate::time::now_iso8601();
-                let expires_at = fields.expires_days.and_then(expiry);
-                // The random part first (a failure stores nothing); the sequence number is
-                // picked under the store's lock.
-                let random = new_key_id(role, 0)
-                    .map_err(|e| CliError::Failed(format!("no random numbers: {e}")))?
-                    .rsplit('_')
-                    .next()
-                    .unwrap_or_default()
-                    .to_string();
-                let key = store.insert_new(&mut |keys| {
-                    let seq = next_sequence(keys);
-                    ApiKey {
-                        id: format!("homekey_{role}_{seq}_{random}"),
-                        name: fields
-                            .name
-                            .clone()
-                            .unwrap_or_else(|| format!("{role} key {seq}")),
-                        role,
-                        created_by: "cli".into(),
-                        created_at: created_at.clone(),
-                        active: true,
-                        expires_at: expires_at.clone(),
-                        ip_whitelist: fields.ips.clone(),
-                        allowed_devices: fields.devices.clone(),
-                        permissions: fields.permissions.clone(),
-                        rooms: fields.rooms.clone(),
-                        categories: fields.categories.clone(),
-                        usage: Usage::default(),
-                    }
-                });
-                let key = key?;
+                let key = create_key(store, role, &fields, "cli")?;
+                done.push(("key.create", format!("{} ({})", key.name, mask(&key.id))));
                 if json {
                     writeln!(out, "{}", json_pretty(&key)).map_err(io)?;
                 } else {
@@ -442,40 +586,18 @@ impl Command {
                 let mut key = find(store, &id)?;
                 key.active = false;
                 let m = mask(&key.id);
+                let target = format!("{} ({m})", key.name);
                 store.update(key)?;
+                done.push(("key.revoke", target));
                 writeln!(out, "revoked {m}").map_err(io)
             }
             Command::Update { id, fields, active } => {
                 let mut key = find(store, &id)?;
-                if let Some(n) = fields.name {
-                    key.name = n;
-                }
-                if let Some(d) = fields.expires_days {
-                    key.expires_at = expiry(d);
-                }
-                if let Some(a) = active {
-                    key.active = a;
-                }
-                if !fields.ips.is_empty() {
-                    key.ip_whitelist = fields.ips;
-                }
-                if !fields.devices.is_empty() {
-                    key.allowed_devices = fields.devices;
-                }
-                if !fields.permissions.is_empty() {
-                    if key.role != Role::Custom {
-                        return Err(usage("--permission is only for custom keys"));
-                    }
-                    key.permissions = fields.permissions;
-                }
-                if !fields.rooms.is_empty() {
-                    key.rooms = fields.rooms;
-                }
-                if !fields.categories.is_empty() {
-                    key.categories = fields.categories;
-                }
+                apply_update(&mut key, fields, active).map_err(usage)?;
                 let m = mask(&key.id);
+                let target = format!("{} ({m})", key.name);
                 store.update(key)?;
+                done.push(("key.update", target));
                 writeln!(out, "updated {m}").map_err(io)
             }
             Command::Export(file) => {
@@ -500,8 +622,12 @@ impl Command {
                 })?;
                 let (mut added, mut skipped) = (0, 0);
                 for k in keys {
+                    let target = format!("{} ({})", k.name, mask(&k.id));
                     match store.insert(k) {
-                        Ok(()) => added += 1,
+                        Ok(()) => {
+                            added += 1;
+                            done.push(("key.import", target));
+                        }
                         Err(StoreError::Exists) => skipped += 1,
                         Err(e) => return Err(e.into()),
                     }

@@ -19,6 +19,10 @@
 //! | `tools/call` (MCP or REST) | the tool's permission (`HomeTools::required_permission`; for `execute_workflow` the highest of its steps) |
 //! | `GET /metrics` ([`Action::Method`] `"metrics"`) | [`Permission::Read`] (not gated with `[metrics] public = true`) |
 //! | `/admin/...` | [`Permission::Admin`] |
+//! | `/admin/...` (see [`crate::http::admin`]) | [`Permission::Admin`] |
+//!
+//! A `tools/call` refused with `INSUFFICIENT_PERMISSIONS` whose tool needs `control` or more is
+//! recorded in the audit log ([`crate::audit`]) by the HTTP layer.
 //!
 //! `device` keys may call a tool needing `control` (or more) only when the call names its
 //! devices in `device`, `device_id` or `target` (a string or a list of strings), and every one
@@ -222,9 +226,23 @@ pub struct Principal {
     pub key: Option<ApiKey>,
     /// The tighter rate-limit bucket, for the answer's headers.
     pub rate: RateInfo,
+    /// The client's address as the request came in.
+    pub ip: Option<IpAddr>,
 }
 
 impl Principal {
+    /// Who this is, for the audit log (`anonymous` without a key).
+    pub fn caller(&self) -> crate::mcp::Caller {
+        crate::mcp::Caller {
+            key_name: self
+                .key
+                .as_ref()
+                .map_or_else(|| "anonymous".into(), |k| k.name.clone()),
+            key_id: self.key.as_ref().map(|k| k.id.clone()),
+            ip: self.ip,
+        }
+    }
+
     /// The masked key id, for logs.
     pub fn masked(&self) -> String {
         self.key
@@ -487,6 +505,26 @@ impl Gate {
         self.config.level
     }
 
+    /// The permission a tool call needs (`None`: unknown tool).
+    pub fn permission_of(&self, name: &str, arguments: &Map<String, Value>) -> Option<Permission> {
+        (self.permission_of)(name, arguments)
+    }
+
+    /// The rate-limit buckets of the current windows, key ids [`mask`]ed
+    /// (`key:homekey_operator_2_0011****`, `ip:192.168.1.20`, `anon:...`).
+    pub fn rate_buckets(&self) -> Vec<super::ratelimit::BucketState> {
+        self.limiter
+            .snapshot()
+            .into_iter()
+            .map(|mut b| {
+                if let Some(id) = b.bucket.strip_prefix("key:") {
+                    b.bucket = format!("key:{}", mask(id));
+                }
+                b
+            })
+            .collect()
+    }
+
     /// Step 1: the key, its state, the client address and the rate limits. Refusals are
     /// counted in [`crate::metrics`] (`home_mcp_auth_failures_total`).
     pub fn authenticate(&self, creds: &Credentials<'_>) -> Result<Principal, Denial> {
@@ -521,7 +559,11 @@ impl Gate {
                 ));
             }
             let rate = self.limit(&[("anon", creds.ip, self.config.limits.per_client)])?;
-            return Ok(Principal { key: None, rate });
+            return Ok(Principal {
+                key: None,
+                rate,
+                ip: creds.ip,
+            });
         };
         let invalid = |m: &str| Denial::new(DenyCode::InvalidApiKey, m, Some(presented));
         let keys = self.store.list().map_err(|e| {
@@ -578,6 +620,7 @@ impl Gate {
         Ok(Principal {
             key: Some(key),
             rate,
+            ip: creds.ip,
         })
     }
 

@@ -43,6 +43,23 @@ impl RateInfo {
 struct Bucket {
     start: Instant,
     count: u32,
+    /// The limit of the latest request.
+    limit: u32,
+}
+
+/// One bucket's current window, for `GET /admin/rate-limits`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BucketState {
+    /// The bucket name (`key:<id>`, `ip:<addr>`; the gate masks key ids).
+    pub bucket: String,
+    /// Requests counted in this window.
+    pub count: u32,
+    /// Requests allowed per window.
+    pub limit: u32,
+    /// Requests still allowed in this window.
+    pub remaining: u32,
+    /// Seconds until the window ends.
+    pub reset_in_secs: u64,
 }
 
 /// Fixed-window counters, shared by all workers.
@@ -77,8 +94,10 @@ impl RateLimiter {
             None => buckets.entry(bucket.to_string()).or_insert(Bucket {
                 start: now,
                 count: 0,
+                limit,
             }),
         };
+        b.limit = limit;
         if now.duration_since(b.start) >= self.window {
             b.start = now;
             b.count = 0;
@@ -104,6 +123,30 @@ impl RateLimiter {
     }
 }
 
+impl RateLimiter {
+    /// The buckets whose window is still running, sorted by name (read-only).
+    pub fn snapshot(&self) -> Vec<BucketState> {
+        let now = Instant::now();
+        let buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out: Vec<BucketState> = buckets
+            .iter()
+            .filter(|(_, b)| now.duration_since(b.start) < self.window)
+            .map(|(name, b)| {
+                let left = self.window.saturating_sub(now.duration_since(b.start));
+                BucketState {
+                    bucket: name.clone(),
+                    count: b.count,
+                    limit: b.limit,
+                    remaining: b.limit.saturating_sub(b.count),
+                    reset_in_secs: left.as_secs() + u64::from(left.subsec_nanos() > 0),
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| a.bucket.cmp(&b.bucket));
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,5 +161,16 @@ mod tests {
         assert_eq!(r.hit("b", 2).unwrap().remaining, 1, "buckets are separate");
         std::thread::sleep(Duration::from_millis(220));
         assert_eq!(r.hit("a", 2).unwrap().remaining, 1, "a new window");
+        let snap = r.snapshot();
+        assert_eq!(snap.len(), 1, "b's window ended: {snap:?}");
+        assert_eq!(
+            (
+                snap[0].bucket.as_str(),
+                snap[0].count,
+                snap[0].limit,
+                snap[0].remaining
+            ),
+            ("a", 1, 2, 1)
+        );
     }
 }

@@ -131,9 +131,10 @@ pub(crate) fn message(
         return Answer::json_text(400, parse_error.to_json());
     }
     // A refusal is answered on this POST (401/403/429), not on the stream.
-    if let Some(denied) = super::mcp::denied(ctx, auth, &incoming, "sse") {
+    if let Some(denied) = super::mcp::denied(ctx, auth, "sse", &incoming) {
         return denied;
     }
+    state.caller = auth.map(crate::auth::gate::Principal::caller);
     let slow = matches!(&incoming, Ok(Incoming::Single(Ok(Message::Request(r))))
         if matches!(r.method.as_str(), "tools/call" | "prompts/get" | "resources/read" | "completion/complete"));
     let peer = ctx.mcp.peer(Some(&id), outbox.clone());

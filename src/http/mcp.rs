@@ -344,7 +344,7 @@ fn post_inner(
         Err(answer) => return Ok(answer),
     };
     let incoming = jsonrpc::parse(&body);
-    if let Some(denied) = denied(ctx, auth, &incoming, "http") {
+    if let Some(denied) = denied(ctx, auth, "http", &incoming) {
         return Ok(denied);
     }
 
@@ -359,6 +359,7 @@ fn post_inner(
             SessionState::new("http")
         }
     };
+    state.caller = auth.map(Principal::caller);
     let new_session = state.id.is_none();
     if sse_ok && state.version.is_some() && streams_answer(&incoming, &state) {
         if let Some(id) = state.id.clone() {
@@ -462,8 +463,8 @@ fn stream_answer(
 pub(crate) fn denied(
     ctx: &Ctx,
     auth: Option<&Principal>,
-    incoming: &Result<Incoming, Response>,
     transport: &'static str,
+    incoming: &Result<Incoming, Response>,
 ) -> Option<Answer> {
     auth?;
     let (messages, batch): (Vec<&Message>, bool) = match incoming {
@@ -487,7 +488,7 @@ pub(crate) fn denied(
                 .and_then(|p| p.get("arguments"))
                 .and_then(|v| v.as_object())
                 .unwrap_or(&empty);
-            ctx.authorize(auth, &Action::Tool { name, arguments })
+            ctx.authorize_tool(auth, transport, name, arguments)
         } else {
             ctx.authorize(auth, &Action::Method(&r.method))
         };

@@ -23,7 +23,8 @@
 //! HTTP+SSE of 2024-11-05, see [`legacy`]), `GET /health` (200 with the JSON of the
 //! `health` closure, 503 when no longer accepting), `GET /metrics` (Prometheus text, see
 //! [`crate::metrics`]; only with [`HttpConfig::metrics`]), the quick-start REST routes `/tools`,
-//! `/tools/call` and `/api/devices...` (see [`rest`]), anything else 404
+//! `/tools/call` and `/api/devices...` (see [`rest`]), the admin API `/admin/...` (see
+//! [`admin`]; 404 without [`HttpConfig::admin`]), anything else 404
 //! `{"error":{"code":"NOT_FOUND","message":…}}`. The Host header is checked on every route
 //! (see [`HttpConfig::allowed_hosts`]).
 //!
@@ -36,6 +37,7 @@
 //! worker get the `X-RateLimit-*` headers. See [`crate::auth::gate`] for the rules and error
 //! mapping.
 
+pub mod admin;
 pub mod legacy;
 pub mod mcp;
 mod rest;
@@ -97,6 +99,11 @@ pub struct HttpConfig {
     /// `GET /metrics` (Prometheus text, see [`crate::metrics`]) and what its scrape reads;
     /// `None`: no such route (404).
     pub metrics: Option<Arc<MetricsContext>>,
+    /// The audit log: refused state-changing calls are recorded here (the calls themselves by
+    /// [`crate::audit::AuditedHandler`]); `None`: no audit.
+    pub audit: Option<Arc<crate::audit::AuditLog>>,
+    /// What the `/admin/...` endpoints need (see [`admin`]); `None`: they answer 404.
+    pub admin: Option<Arc<admin::AdminContext>>,
 }
 
 /// What `GET /metrics` needs besides the router's own state (sessions, streams).
@@ -127,6 +134,8 @@ impl Default for HttpConfig {
             retry_ms: 1000,
             gate: None,
             metrics: None,
+            audit: None,
+            admin: None,
         }
     }
 }
@@ -168,6 +177,35 @@ impl Ctx {
             (Some(gate), Some(p)) => gate.authorize(p, action),
             _ => Ok(()),
         }
+    }
+
+    /// [`Ctx::authorize`] for a tool call on `transport`; a state-changing call refused for lack
+    /// of permission is recorded in the audit log ([`HttpConfig::audit`]).
+    pub(crate) fn authorize_tool(
+        &self,
+        principal: Option<&Principal>,
+        transport: &str,
+        name: &str,
+        arguments: &serde_json::Map<String, Value>,
+    ) -> Result<(), Denial> {
+        let result = self.authorize(principal, &Action::Tool { name, arguments });
+        if let (Err(d), Some(audit), Some(gate), Some(p)) =
+            (&result, &self.config.audit, &self.config.gate, principal)
+        {
+            if d.code == crate::auth::gate::DenyCode::InsufficientPermissions
+                && crate::audit::state_changing(gate.permission_of(name, arguments))
+            {
+                audit.record(crate::audit::Entry::new(
+                    Some(&p.caller()),
+                    transport,
+                    name,
+                    &crate::audit::target_of(arguments),
+                    d.code.as_str(),
+                    Duration::ZERO,
+                ));
+            }
+        }
+        result
     }
 
     /// The outbox of HTTP session `id`, created and registered with the MCP hub if needed.
@@ -623,8 +661,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
             p if auth.is_some() && p.starts_with("/admin") => {
                 match ctx.authorize(auth, &Action::Admin) {
                     Err(d) => deny(&d, false, Value::Null),
-                    // The admin endpoints are not served by this build yet.
-                    Ok(()) => rest_error(404, "NOT_FOUND", &format!("no route for {path}")),
+                    Ok(()) => admin::handle(ctx, &mut request, &url, auth),
                 }
                 .into()
             }

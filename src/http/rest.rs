@@ -77,13 +77,7 @@ pub(crate) fn authorize(
 ) -> Result<(), Answer> {
     let result = match action.tool {
         None => ctx.authorize(principal, &Action::Method("tools/list")),
-        Some(name) => ctx.authorize(
-            principal,
-            &Action::Tool {
-                name,
-                arguments: action.arguments,
-            },
-        ),
+        Some(name) => ctx.authorize_tool(principal, "rest", name, action.arguments),
     };
     result.map_err(|d| {
         let m = crate::metrics::global();
@@ -184,7 +178,7 @@ pub(crate) fn handle(
     ) {
         return a;
     }
-    call_tool(ctx, &tool, arguments)
+    call_tool(ctx, &tool, arguments, principal)
 }
 
 fn resolve(method: &tiny_http::Method, path: &str) -> Result<Route, Answer> {
@@ -301,8 +295,14 @@ fn query_arguments(url: &str) -> Map<String, Value> {
 }
 
 /// One JSON-RPC request through the core, in a one-off session on transport `rest`.
-fn rpc(ctx: &Ctx, method: &str, params: Value) -> Result<Value, ErrorObject> {
+fn rpc(
+    ctx: &Ctx,
+    method: &str,
+    params: Value,
+    principal: Option<&Principal>,
+) -> Result<Value, ErrorObject> {
     let mut state = SessionState::new("rest");
+    state.caller = principal.map(Principal::caller);
     state.version = Some(ProtocolVersion::V2025_06_18);
     state.initialized = true;
     let frame = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
@@ -339,7 +339,7 @@ fn list_tools(ctx: &Ctx) -> Answer {
             Some(c) => json!({"cursor": c}),
             None => json!({}),
         };
-        let mut page = match rpc(ctx, "tools/list", params) {
+        let mut page = match rpc(ctx, "tools/list", params, None) {
             Ok(p) => p,
             Err(e) => return rpc_failure(e),
         };
@@ -373,11 +373,17 @@ fn text_json(result: &Value) -> Option<Value> {
     serde_json::from_str(text).ok()
 }
 
-fn call_tool(ctx: &Ctx, tool: &str, arguments: Map<String, Value>) -> Answer {
+fn call_tool(
+    ctx: &Ctx,
+    tool: &str,
+    arguments: Map<String, Value>,
+    principal: Option<&Principal>,
+) -> Answer {
     let result = match rpc(
         ctx,
         "tools/call",
         json!({"name": tool, "arguments": arguments}),
+        principal,
     ) {
         Ok(r) => r,
         Err(e) => return rpc_failure(e),

@@ -301,6 +301,17 @@ impl RpcError {
     }
 }
 
+/// Who sends a request, as the transport authenticated it (for the audit log).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Caller {
+    /// The API key's name; `anonymous` without a key.
+    pub key_name: String,
+    /// The API key id (the secret: mask it before it leaves memory); `None` without a key.
+    pub key_id: Option<String>,
+    /// The client's address.
+    pub ip: Option<std::net::IpAddr>,
+}
+
 /// What a handler knows about the caller of one request.
 #[derive(Debug, Clone, Default)]
 pub struct RequestContext {
@@ -318,6 +329,8 @@ pub struct RequestContext {
     pub client_capabilities: Value,
     /// The session's `logging/setLevel`; `None`: the client did not ask for log messages.
     pub log_level: Option<LogLevel>,
+    /// Who sent the request (HTTP transports with a gate); `None` for stdio.
+    pub caller: Option<Caller>,
 }
 
 impl RequestContext {

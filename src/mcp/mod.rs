@@ -12,10 +12,10 @@ pub mod session;
 pub mod updates;
 
 pub use handler::{
-    CallToolResult, Completion, CompletionRef, Content, GetPromptResult, Handler, Implementation,
-    LogLevel, Peer, PeerHandle, PromptArgument, PromptDescriptor, PromptMessage, RequestContext,
-    ResourceContents, ResourceDescriptor, ResourceTemplate, RpcError, ToolAnnotations,
-    ToolDescriptor,
+    CallToolResult, Caller, Completion, CompletionRef, Content, GetPromptResult, Handler,
+    Implementation, LogLevel, Peer, PeerHandle, PromptArgument, PromptDescriptor, PromptMessage,
+    RequestContext, ResourceContents, ResourceDescriptor, ResourceTemplate, RpcError,
+    ToolAnnotations, ToolDescriptor,
 };
 pub use peer::{Hub, Outlet, OutletPeer, Pending};
 pub use server::{McpConfig, McpServer, Reply};

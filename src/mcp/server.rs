@@ -334,6 +334,7 @@ impl McpServer {
                 .cloned(),
             client_capabilities: state.client_capabilities.clone(),
             log_level: state.log_level,
+            caller: state.caller.clone(),
         };
         match method {
             "tools/list" => self.tools_list(version, &params),

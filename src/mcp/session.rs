@@ -79,6 +79,8 @@ pub struct SessionState {
     /// Set when this message changed `subscriptions`, so the store writes them back (other
     /// requests of the session may run at the same time with an older copy).
     pub subscriptions_changed: bool,
+    /// Who sends the current message (set per request by HTTP transports, never stored).
+    pub caller: Option<super::Caller>,
 }
 
 impl SessionState {
@@ -93,6 +95,7 @@ impl SessionState {
             log_level: None,
             subscriptions: Default::default(),
             subscriptions_changed: false,
+            caller: None,
         }
     }
 }
@@ -220,6 +223,7 @@ impl SessionStore {
             log_level: entry.log_level,
             subscriptions: entry.subscriptions.clone(),
             subscriptions_changed: false,
+            caller: None,
         })
     }
 

@@ -1,0 +1,850 @@
+//! The audit log (issue 6): who changed what in the house, and who changed the keys.
+//!
+//! One row per state-changing tool call (the tool needs `control` or more, see
+//! `HomeTools::required_permission`) on every transport, per call refused for lack of
+//! permission, and per key operation (admin API or CLI). A row ([`Entry`]):
+//!
+//! | field | example | notes |
+//! |---|---|---|
+//! | `time` | `2026-11-21T08:28:00.123Z` | ISO 8601 UTC, milliseconds |
+//! | `key_name` | `kitchen tablet` | `stdio (local)` for stdio, `anonymous` without a key |
+//! | `key_id` | `homekey_operator_3_a1b2****` | always [`mask`]ed, never the secret |
+//! | `ip` | `192.168.1.20` | `null` for stdio and the CLI |
+//! | `transport` | `http` | `http` (`/mcp`), `sse` (legacy `/message`), `rest`, `stdio`, `admin`, `cli` |
+//! | `operation` | `control_device`, `key.create` | the tool name, or `key.create` / `key.update` / `key.delete` (admin API, CLI), `key.revoke` / `key.import` (CLI) |
+//! | `target` | `Kitchen Light` | what the arguments name ([`target_of`]): never codes, PINs or passwords |
+//! | `result` | `ok`, `DEVICE_NOT_FOUND` | `ok` or the error code (spec §7.1) |
+//! | `latency_ms` | `42` | wall time of the call in milliseconds |
+//!
+//! Storage: SQLite at `<data_dir>/audit.db` (mode 0600), in memory for `--demo`. Requests never
+//! wait for the disk: [`AuditLog::record`] puts the entry on a bounded queue
+//! ([`QUEUE_CAPACITY`]); a full queue drops the entry, counts it ([`AuditLog::dropped`]) and
+//! logs a warning. A writer thread commits what arrived in one transaction at most every
+//! [`BATCH_WINDOW`] (few writes: SD card friendly) and flushes everything when the log drops.
+//!
+//! The `keys` command records its changes in `audit.db` next to the key store it writes
+//! (file and SQLite backends), key name `cli`, without pruning.
+//!
+//! Configuration (`[audit]`): `enabled` (default `true`), `retention_days` (default 90, at least
+//! 1): older rows are deleted at start and once a day.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender, TrySendError};
+use rusqlite::{params, Connection};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::auth::gate::PermissionFn;
+use crate::auth::mask;
+use crate::mcp::{
+    CallToolResult, Caller, Completion, CompletionRef, GetPromptResult, Handler, Implementation,
+    PromptDescriptor, RequestContext, ResourceContents, ResourceDescriptor, ResourceTemplate,
+    RpcError, ToolDescriptor,
+};
+use crate::tools::Permission;
+
+/// Entries queued for the writer before new ones are dropped.
+pub const QUEUE_CAPACITY: usize = 1024;
+
+/// The writer commits at most this often (entries arriving meanwhile share one transaction).
+pub const BATCH_WINDOW: Duration = Duration::from_millis(500);
+
+/// Most entries one query returns.
+pub const MAX_LIMIT: usize = 1000;
+
+/// Key name recorded for the stdio transport (trusted, no key).
+pub const STDIO_KEY_NAME: &str = "stdio (local)";
+
+/// `[audit]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditConfig {
+    /// Record at all (default `true`).
+    pub enabled: bool,
+    /// Rows older than this many days are deleted (default 90, at least 1).
+    pub retention_days: u32,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            retention_days: 90,
+        }
+    }
+}
+
+/// Why the audit log failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AuditError {
+    /// The database could not be opened or created.
+    Open { path: String, message: String },
+    /// A query failed.
+    Sql(String),
+    /// A query parameter is not usable (e.g. `since` is not an ISO 8601 time).
+    InvalidQuery(String),
+}
+
+impl fmt::Display for AuditError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AuditError::Open { path, message } => write!(f, "audit log {path}: {message}"),
+            AuditError::Sql(m) => write!(f, "audit log: {m}"),
+            AuditError::InvalidQuery(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl std::error::Error for AuditError {}
+
+fn sql(e: rusqlite::Error) -> AuditError {
+    AuditError::Sql(e.to_string())
+}
+
+/// One audit row (see the module docs for the fields).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Entry {
+    /// ISO 8601 UTC with milliseconds.
+    pub time: String,
+    pub key_name: String,
+    /// Masked key id (`None`: no key, e.g. stdio).
+    pub key_id: Option<String>,
+    pub ip: Option<String>,
+    pub transport: String,
+    pub operation: String,
+    pub target: String,
+    /// `ok` or an error code.
+    pub result: String,
+    /// Milliseconds.
+    pub latency_ms: u64,
+}
+
+impl Entry {
+    /// An entry stamped now; `key_id` is masked here (pass the full id or a masked one).
+    pub fn new(
+        caller: Option<&Caller>,
+        transport: &str,
+        operation: &str,
+        target: &str,
+        result: &str,
+        latency: Duration,
+    ) -> Self {
+        let (key_name, key_id, ip) = match caller {
+            Some(c) => (
+                c.key_name.clone(),
+                c.key_id.as_deref().map(mask),
+                c.ip.map(|ip| ip.to_string()),
+            ),
+            None if transport == "stdio" => (STDIO_KEY_NAME.to_string(), None, None),
+            None => ("anonymous".to_string(), None, None),
+        };
+        Self {
+            time: crate::time::now_iso8601(),
+            key_name,
+            key_id,
+            ip,
+            transport: transport.to_string(),
+            operation: operation.to_string(),
+            target: target.to_string(),
+            result: result.to_string(),
+            latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+}
+
+/// Filters of [`AuditLog::query`]; all optional, combined with AND.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Query {
+    /// Only entries at or after this ISO 8601 time.
+    pub since: Option<String>,
+    /// Only this key name (exact).
+    pub key: Option<String>,
+    /// Only this operation (exact).
+    pub operation: Option<String>,
+    /// Only this result (`ok` or an error code).
+    pub result: Option<String>,
+    /// At most this many (default 100, at most [`MAX_LIMIT`]).
+    pub limit: Option<usize>,
+}
+
+/// The writer's inbox.
+enum Msg {
+    Entry(Box<Entry>),
+    /// Commit everything queued before this, then answer.
+    Flush(Sender<()>),
+}
+
+/// The audit log: a SQLite table fed by a background writer. Share it as `Arc<AuditLog>`.
+pub struct AuditLog {
+    conn: Arc<Mutex<Connection>>,
+    tx: Mutex<Option<Sender<Msg>>>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+    dropped: AtomicU64,
+    retention_days: u32,
+}
+
+impl fmt::Debug for AuditLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuditLog")
+            .field("retention_days", &self.retention_days)
+            .field("dropped", &self.dropped())
+            .finish_non_exhaustive()
+    }
+}
+
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    time TEXT NOT NULL,
+    key_name TEXT NOT NULL,
+    key_id TEXT,
+    ip TEXT,
+    transport TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    target TEXT NOT NULL,
+    result TEXT NOT NULL,
+    latency_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_time ON audit(time);";
+
+impl AuditLog {
+    /// Opens (or creates, mode 0600) the database at `path`, prunes rows older than
+    /// `retention_days` (`u32::MAX`: never, as the `keys` CLI opens it) and starts the writer.
+    ///
+    /// Errors: [`AuditError::Open`] when the file cannot be created or opened.
+    pub fn open(path: &Path, retention_days: u32) -> Result<Arc<AuditLog>, AuditError> {
+        let open_err = |message: String| AuditError::Open {
+            path: path.display().to_string(),
+            message,
+        };
+        create_private(path).map_err(|e| open_err(e.to_string()))?;
+        let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
+        let _ = conn.pragma_update(None, "journal_mode", "WAL");
+        Self::start(conn, retention_days).map_err(|e| open_err(e.to_string()))
+    }
+
+    /// A log kept in memory (`--demo`, tests).
+    pub fn in_memory(retention_days: u32) -> Arc<AuditLog> {
+        let conn = Connection::open_in_memory().expect("SQLite in memory");
+        Self::start(conn, retention_days).expect("in-memory audit schema")
+    }
+
+    fn start(conn: Connection, retention_days: u32) -> Result<Arc<AuditLog>, AuditError> {
+        conn.execute_batch(SCHEMA).map_err(sql)?;
+        let conn = Arc::new(Mutex::new(conn));
+        let (tx, rx) = bounded::<Msg>(QUEUE_CAPACITY);
+        let log = Arc::new(AuditLog {
+            conn: conn.clone(),
+            tx: Mutex::new(Some(tx)),
+            writer: Mutex::new(None),
+            dropped: AtomicU64::new(0),
+            retention_days: retention_days.max(1),
+        });
+        if let Err(e) = log.prune(SystemTime::now()) {
+            log::warn!("audit log: pruning failed: {e}");
+        }
+        let days = log.retention_days;
+        let handle = std::thread::Builder::new()
+            .name("audit-writer".into())
+            .spawn(move || writer(&conn, &rx, days))
+            .map_err(|e| AuditError::Sql(format!("cannot start the writer: {e}")))?;
+        *lock(&log.writer) = Some(handle);
+        Ok(log)
+    }
+
+    /// Queues `entry` for the writer; never blocks. A full queue drops it (counted, logged).
+    pub fn record(&self, entry: Entry) {
+        let tx = lock(&self.tx);
+        let Some(tx) = tx.as_ref() else { return };
+        match tx.try_send(Msg::Entry(Box::new(entry))) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+                if n == 1 || n.is_multiple_of(100) {
+                    log::warn!("audit log queue full: {n} entries dropped so far");
+                }
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                log::warn!("audit writer stopped; entry dropped");
+            }
+        }
+    }
+
+    /// Entries dropped because the queue was full, since start.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Waits (at most 5 s) until everything queued so far is committed.
+    pub fn flush(&self) {
+        let (done_tx, done_rx) = bounded(1);
+        let tx = lock(&self.tx).clone();
+        let sent = tx.is_some_and(|tx| {
+            tx.send_timeout(Msg::Flush(done_tx), Duration::from_secs(5))
+                .is_ok()
+        });
+        if sent {
+            let _ = done_rx.recv_timeout(Duration::from_secs(5));
+        }
+    }
+
+    /// Commits the queue, stops the writer and waits for it. Later records are ignored.
+    pub fn close(&self) {
+        lock(&self.tx).take();
+        if let Some(h) = lock(&self.writer).take() {
+            let _ = h.join();
+        }
+    }
+
+    /// Deletes rows older than the retention relative to `now`; returns how many.
+    pub fn prune(&self, now: SystemTime) -> Result<usize, AuditError> {
+        prune_before(&lock(&self.conn), &cutoff(now, self.retention_days))
+    }
+
+    /// Rows stored (committed).
+    pub fn count(&self) -> Result<u64, AuditError> {
+        lock(&self.conn)
+            .query_row("SELECT COUNT(*) FROM audit", [], |r| r.get::<_, i64>(0))
+            .map(|n| n.max(0) as u64)
+            .map_err(sql)
+    }
+
+    /// Entries matching `q`, newest first (after a [`flush`](Self::flush)).
+    ///
+    /// Errors: [`AuditError::InvalidQuery`] for a `since` that is not an ISO 8601 time or a
+    /// `limit` of 0 or above [`MAX_LIMIT`]; [`AuditError::Sql`].
+    pub fn query(&self, q: &Query) -> Result<Vec<Entry>, AuditError> {
+        let limit = q.limit.unwrap_or(100);
+        if limit == 0 || limit > MAX_LIMIT {
+            return Err(AuditError::InvalidQuery(format!(
+                "limit must be 1-{MAX_LIMIT}, got {limit}"
+            )));
+        }
+        let since = match &q.since {
+            None => None,
+            Some(s) => Some(
+                humantime::parse_rfc3339_weak(s.trim())
+                    .map(crate::time::iso8601)
+                    .map_err(|_| {
+                        AuditError::InvalidQuery(format!(
+                            "since: {s:?} is not an ISO 8601 UTC time (2026-01-31T08:00:00Z)"
+                        ))
+                    })?,
+            ),
+        };
+        self.flush();
+        let conn = lock(&self.conn);
+        let mut stmt = conn
+            .prepare(
+                "SELECT time, key_name, key_id, ip, transport, operation, target, result,
+                        latency_ms FROM audit
+                 WHERE (?1 IS NULL OR time >= ?1) AND (?2 IS NULL OR key_name = ?2)
+                   AND (?3 IS NULL OR operation = ?3) AND (?4 IS NULL OR result = ?4)
+                 ORDER BY time DESC, id DESC LIMIT ?5",
+            )
+            .map_err(sql)?;
+        let rows = stmt
+            .query_map(
+                params![since, q.key, q.operation, q.result, limit as i64],
+                |r| {
+                    Ok(Entry {
+                        time: r.get(0)?,
+                        key_name: r.get(1)?,
+                        key_id: r.get(2)?,
+                        ip: r.get(3)?,
+                        transport: r.get(4)?,
+                        operation: r.get(5)?,
+                        target: r.get(6)?,
+                        result: r.get(7)?,
+                        latency_ms: r.get::<_, i64>(8)?.max(0) as u64,
+                    })
+                },
+            )
+            .map_err(sql)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(sql)
+    }
+}
+
+impl Drop for AuditLog {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `now` minus `days`, as ISO 8601 (never before 1970: nothing is that old).
+fn cutoff(now: SystemTime, days: u32) -> String {
+    let t = now
+        .checked_sub(Duration::from_secs(u64::from(days) * 86_400))
+        .filter(|t| *t >= SystemTime::UNIX_EPOCH)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    crate::time::iso8601(t)
+}
+
+fn prune_before(conn: &Connection, cutoff: &str) -> Result<usize, AuditError> {
+    conn.execute("DELETE FROM audit WHERE time < ?1", params![cutoff])
+        .map_err(sql)
+}
+
+/// The writer thread: batches, commits, prunes daily, ends when every sender is gone.
+fn writer(conn: &Mutex<Connection>, rx: &Receiver<Msg>, retention_days: u32) {
+    let mut last_prune = Instant::now();
+    loop {
+        let first = match rx.recv_timeout(Duration::from_secs(3600)) {
+            Ok(m) => m,
+            Err(RecvTimeoutError::Timeout) => {
+                daily_prune(conn, &mut last_prune, retention_days);
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        let mut batch = Vec::new();
+        let mut waiters = Vec::new();
+        let mut open = true;
+        let take = |m: Msg, batch: &mut Vec<Entry>, waiters: &mut Vec<Sender<()>>| match m {
+            Msg::Entry(e) => batch.push(*e),
+            Msg::Flush(w) => waiters.push(w),
+        };
+        take(first, &mut batch, &mut waiters);
+        let deadline = Instant::now() + BATCH_WINDOW;
+        while waiters.is_empty() && batch.len() < QUEUE_CAPACITY {
+            match rx.recv_deadline(deadline) {
+                Ok(m) => take(m, &mut batch, &mut waiters),
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => {
+                    open = false;
+                    break;
+                }
+            }
+        }
+        // Whatever is already queued joins this batch.
+        while let Ok(m) = rx.try_recv() {
+            take(m, &mut batch, &mut waiters);
+        }
+        if let Err(e) = insert_batch(&mut lock(conn), &batch) {
+            log::error!("audit log: {} entries lost: {e}", batch.len());
+        }
+        for w in waiters {
+            let _ = w.send(());
+        }
+        daily_prune(conn, &mut last_prune, retention_days);
+        if !open {
+            return;
+        }
+    }
+}
+
+fn daily_prune(conn: &Mutex<Connection>, last: &mut Instant, retention_days: u32) {
+    if last.elapsed() < Duration::from_secs(86_400) {
+        return;
+    }
+    *last = Instant::now();
+    match prune_before(&lock(conn), &cutoff(SystemTime::now(), retention_days)) {
+        Ok(n) if n > 0 => log::info!("audit log: {n} entries older than {retention_days} days"),
+        Ok(_) => {}
+        Err(e) => log::warn!("audit log: pruning failed: {e}"),
+    }
+}
+
+fn insert_batch(conn: &mut Connection, batch: &[Entry]) -> Result<(), AuditError> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let tx = conn.transaction().map_err(sql)?;
+    {
+        let mut stmt = tx
+            .prepare_cached(
+                "INSERT INTO audit (time, key_name, key_id, ip, transport, operation, target,
+                                    result, latency_ms) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
+            )
+            .map_err(sql)?;
+        for e in batch {
+            stmt.execute(params![
+                e.time,
+                e.key_name,
+                e.key_id,
+                e.ip,
+                e.transport,
+                e.operation,
+                e.target,
+                e.result,
+                i64::try_from(e.latency_ms).unwrap_or(i64::MAX)
+            ])
+            .map_err(sql)?;
+        }
+    }
+    tx.commit().map_err(sql)
+}
+
+/// Creates `path` empty with mode 0600 unless it exists.
+fn create_private(path: &Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Arguments whose string values name what a call acts on. Only these are recorded: secrets
+/// (`code`, `pin`, `password`, ...) can never reach the log.
+pub const TARGET_FIELDS: [&str; 9] = [
+    "device",
+    "device_id",
+    "target",
+    "devices",
+    "room",
+    "workflow",
+    "name",
+    "scene",
+    "zone",
+];
+
+/// The target summary of a call: the string values of [`TARGET_FIELDS`] (lists joined with
+/// `, `), joined with `; `; empty when none. At most 200 characters.
+pub fn target_of(arguments: &Map<String, Value>) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for field in TARGET_FIELDS {
+        match arguments.get(field) {
+            Some(Value::String(s)) if !s.trim().is_empty() => parts.push(s.trim().to_string()),
+            Some(Value::Array(items)) => {
+                let names: Vec<&str> = items.iter().filter_map(Value::as_str).collect();
+                if !names.is_empty() {
+                    parts.push(names.join(", "));
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut t = parts.join("; ");
+    if t.chars().count() > 200 {
+        t = t.chars().take(199).collect::<String>() + "…";
+    }
+    t
+}
+
+/// The error code of a failed tool result: `error.code` of the structured (or text JSON)
+/// envelope, else `ERROR`.
+pub fn error_code(result: &CallToolResult) -> String {
+    let from = |v: &Value| {
+        v.get("error")
+            .and_then(|e| e.get("code"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    if let Some(code) = result.structured_content.as_ref().and_then(from) {
+        return code;
+    }
+    for c in &result.content {
+        if let crate::mcp::Content::Text { text } = c {
+            if let Some(code) = serde_json::from_str::<Value>(text)
+                .ok()
+                .as_ref()
+                .and_then(from)
+            {
+                return code;
+            }
+        }
+    }
+    "ERROR".into()
+}
+
+/// Whether a call with this permission changes state (and is audited).
+pub fn state_changing(permission: Option<Permission>) -> bool {
+    permission.is_some_and(|p| p >= Permission::Control)
+}
+
+/// Wraps the tool registry: every state-changing `tools/call` is recorded with the caller of
+/// its [`RequestContext`], its outcome and latency. Everything else is passed through.
+pub struct AuditedHandler {
+    inner: Arc<dyn Handler>,
+    log: Arc<AuditLog>,
+    permission_of: PermissionFn,
+}
+
+impl AuditedHandler {
+    /// `permission_of` is the gate's view of the registry (`app::permission_of`).
+    pub fn new(inner: Arc<dyn Handler>, log: Arc<AuditLog>, permission_of: PermissionFn) -> Self {
+        Self {
+            inner,
+            log,
+            permission_of,
+        }
+    }
+}
+
+impl Handler for AuditedHandler {
+    fn server_info(&self) -> Implementation {
+        self.inner.server_info()
+    }
+    fn instructions(&self) -> String {
+        self.inner.instructions()
+    }
+    fn list_tools(&self) -> Vec<ToolDescriptor> {
+        self.inner.list_tools()
+    }
+    fn call_tool(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> Result<CallToolResult, RpcError> {
+        if !state_changing((self.permission_of)(name, &arguments)) {
+            return self.inner.call_tool(name, arguments, ctx);
+        }
+        let target = target_of(&arguments);
+        let started = Instant::now();
+        let result = self.inner.call_tool(name, arguments, ctx);
+        let outcome = match &result {
+            Ok(r) if !r.is_error => "ok".to_string(),
+            Ok(r) => error_code(r),
+            Err(e) if e.code == RpcError::INVALID_PARAMS => "INVALID_PARAMETERS".into(),
+            Err(_) => "INTERNAL_ERROR".into(),
+        };
+        self.log.record(Entry::new(
+            ctx.caller.as_ref(),
+            ctx.transport,
+            name,
+            &target,
+            &outcome,
+            started.elapsed(),
+        ));
+        result
+    }
+    fn list_resources(&self) -> Vec<ResourceDescriptor> {
+        self.inner.list_resources()
+    }
+    fn list_resource_templates(&self) -> Vec<ResourceTemplate> {
+        self.inner.list_resource_templates()
+    }
+    fn read_resource(
+        &self,
+        uri: &str,
+        ctx: &RequestContext,
+    ) -> Result<Vec<ResourceContents>, RpcError> {
+        self.inner.read_resource(uri, ctx)
+    }
+    fn check_subscribable(&self, uri: &str) -> Result<(), RpcError> {
+        self.inner.check_subscribable(uri)
+    }
+    fn list_prompts(&self) -> Vec<PromptDescriptor> {
+        self.inner.list_prompts()
+    }
+    fn get_prompt(
+        &self,
+        name: &str,
+        arguments: &Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> Result<GetPromptResult, RpcError> {
+        self.inner.get_prompt(name, arguments, ctx)
+    }
+    fn complete(
+        &self,
+        reference: &CompletionRef,
+        argument: &str,
+        value: &str,
+        context: &Map<String, Value>,
+    ) -> Result<Completion, RpcError> {
+        self.inner.complete(reference, argument, value, context)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entry(time: &str, key: &str, op: &str, result: &str) -> Entry {
+        Entry {
+            time: time.into(),
+            key_name: key.into(),
+            key_id: Some("homekey_operator_2_0011****".into()),
+            ip: Some("127.0.0.1".into()),
+            transport: "http".into(),
+            operation: op.into(),
+            target: "Kitchen Light".into(),
+            result: result.into(),
+            latency_ms: 3,
+        }
+    }
+
+    #[test]
+    fn batches_flush_and_filters() {
+        let log = AuditLog::in_memory(90);
+        let now = crate::time::now_iso8601();
+        for i in 0..50 {
+            let result = if i % 10 == 0 {
+                "DEVICE_NOT_FOUND"
+            } else {
+                "ok"
+            };
+            log.record(entry(
+                &now,
+                if i < 25 { "a" } else { "b" },
+                "control_device",
+                result,
+            ));
+        }
+        log.record(entry("2020-01-01T00:00:00.000Z", "a", "key.create", "ok"));
+        assert_eq!(log.query(&Query::default()).unwrap().len(), 51);
+        assert_eq!(log.count().unwrap(), 51);
+        let q = |q: Query| log.query(&q).unwrap();
+        assert_eq!(
+            q(Query {
+                key: Some("b".into()),
+                ..Query::default()
+            })
+            .len(),
+            25
+        );
+        assert_eq!(
+            q(Query {
+                result: Some("DEVICE_NOT_FOUND".into()),
+                ..Query::default()
+            })
+            .len(),
+            5
+        );
+        assert_eq!(
+            q(Query {
+                operation: Some("key.create".into()),
+                ..Query::default()
+            })
+            .len(),
+            1
+        );
+        let recent = q(Query {
+            since: Some("2021-01-01T00:00:00Z".into()),
+            ..Query::default()
+        });
+        assert_eq!(recent.len(), 50);
+        let newest = q(Query {
+            limit: Some(2),
+            ..Query::default()
+        });
+        assert_eq!(newest.len(), 2);
+        assert_eq!(newest[0].time, now, "newest first");
+        assert!(matches!(
+            log.query(&Query {
+                limit: Some(1001),
+                ..Query::default()
+            }),
+            Err(AuditError::InvalidQuery(_))
+        ));
+        assert!(matches!(
+            log.query(&Query {
+                since: Some("yesterday".into()),
+                ..Query::default()
+            }),
+            Err(AuditError::InvalidQuery(_))
+        ));
+    }
+
+    #[test]
+    fn drop_commits_the_queue_and_retention_prunes() {
+        let dir = std::env::temp_dir().join(format!("audit-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("audit.db");
+        let _ = std::fs::remove_file(&path);
+        {
+            let log = AuditLog::open(&path, 30).unwrap();
+            log.record(entry(
+                "2026-01-01T00:00:00.000Z",
+                "old",
+                "control_device",
+                "ok",
+            ));
+            log.record(entry(
+                "2026-03-01T00:00:00.000Z",
+                "new",
+                "control_device",
+                "ok",
+            ));
+            // dropped here without a flush: the writer commits on the way out
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let log = AuditLog::open(&path, 30).unwrap();
+        assert_eq!(log.count().unwrap(), 0, "both older than 30 days at start");
+        log.record(entry(
+            "2026-01-01T00:00:00.000Z",
+            "old",
+            "control_device",
+            "ok",
+        ));
+        log.record(entry(
+            "2026-03-01T00:00:00.000Z",
+            "new",
+            "control_device",
+            "ok",
+        ));
+        log.flush();
+        let now = humantime::parse_rfc3339("2026-03-15T00:00:00Z").unwrap();
+        assert_eq!(log.prune(now).unwrap(), 1);
+        let left = log.query(&Query::default()).unwrap();
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].key_name, "new");
+        drop(log);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn targets_never_carry_secrets() {
+        let args = json!({"device": "Alarm", "code": "1234", "pin": "9", "password": "x",
+                          "room": "Hall", "devices": ["A", "B"], "confirm": true});
+        let t = target_of(args.as_object().unwrap());
+        assert_eq!(t, "Alarm; A, B; Hall");
+        assert!(!t.contains("1234"));
+        assert_eq!(target_of(&Map::new()), "");
+    }
+
+    #[test]
+    fn entries_mask_and_name_stdio() {
+        let caller = Caller {
+            key_name: "k".into(),
+            key_id: Some("homekey_admin_1_00112233445566778899aabbccddeeff".into()),
+            ip: Some("127.0.0.1".parse().unwrap()),
+        };
+        let e = Entry::new(
+            Some(&caller),
+            "http",
+            "t",
+            "",
+            "ok",
+            Duration::from_millis(5),
+        );
+        assert_eq!(e.key_id.as_deref(), Some("homekey_admin_1_0011****"));
+        assert_eq!(e.latency_ms, 5);
+        let e = Entry::new(None, "stdio", "t", "", "ok", Duration::ZERO);
+        assert_eq!(e.key_name, STDIO_KEY_NAME);
+    }
+
+    #[test]
+    fn a_full_queue_drops_and_counts() {
+        let log = AuditLog::in_memory(90);
+        // Hold the connection so the writer cannot commit; the queue fills up.
+        let guard = lock(&log.conn);
+        for _ in 0..(QUEUE_CAPACITY * 3) {
+            log.record(entry("2026-01-01T00:00:00.000Z", "a", "x", "ok"));
+        }
+        assert!(log.dropped() > 0);
+        drop(guard);
+    }
+}
