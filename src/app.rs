@@ -228,12 +228,15 @@ impl App {
                 .unwrap_or_else(|| backend.default_path(&config.server.data_dir));
             crate::auth::store::open_store(backend, &path, &env).map_err(StartError::Keys)?
         };
-        let gate = Arc::new(Gate::new(
-            keys,
-            config.auth.clone(),
-            config.server.listen.ip(),
-            permission_of(tools.clone()),
-        ));
+        let gate = Arc::new(
+            Gate::new(
+                keys,
+                config.auth.clone(),
+                config.server.listen.ip(),
+                permission_of(tools.clone()),
+            )
+            .with_scope_check(scope_check(tools.clone())),
+        );
         let audit = if !config.audit.enabled {
             None
         } else if demo {
@@ -299,6 +302,11 @@ impl App {
 }
 
 /// Opens `<data_dir>/workflows.db`, creating the directory (mode 0700 on Unix) if needed.
+/// The gate's check of calls by keys limited to rooms or categories ([`HomeTools::check_scope`]).
+pub fn scope_check(tools: Arc<HomeTools>) -> crate::auth::gate::ScopeFn {
+    Arc::new(move |name, arguments, scope| tools.check_scope(name, arguments, scope))
+}
+
 /// The gate's view of the tool registry: the permission a call needs.
 pub fn permission_of(tools: Arc<HomeTools>) -> PermissionFn {
     Arc::new(move |name, arguments| tools.required_permission(name, arguments))

@@ -424,9 +424,13 @@ fn writer(conn: &Mutex<Connection>, rx: &Receiver<Msg>, retention_days: u32) {
                 }
             }
         }
-        // Whatever is already queued joins this batch.
-        while let Ok(m) = rx.try_recv() {
-            take(m, &mut batch, &mut waiters);
+        // Whatever is already queued joins this batch (bounded: a batch holds at most twice
+        // the queue, so a stalled database cannot make the writer hoard memory).
+        for _ in 0..QUEUE_CAPACITY {
+            match rx.try_recv() {
+                Ok(m) => take(m, &mut batch, &mut waiters),
+                Err(_) => break,
+            }
         }
         if let Err(e) = insert_batch(&mut lock(conn), &batch) {
             log::error!("audit log: {} entries lost: {e}", batch.len());
@@ -821,6 +825,7 @@ mod tests {
             key_name: "k".into(),
             key_id: Some("homekey_admin_1_00112233445566778899aabbccddeeff".into()),
             ip: Some("127.0.0.1".parse().unwrap()),
+            scope: None,
         };
         let e = Entry::new(
             Some(&caller),
@@ -841,7 +846,8 @@ mod tests {
         let log = AuditLog::in_memory(90);
         // Hold the connection so the writer cannot commit; the queue fills up.
         let guard = lock(&log.conn);
-        for _ in 0..(QUEUE_CAPACITY * 3) {
+        // The writer holds at most 2 x QUEUE_CAPACITY in its batch, the queue one more.
+        for _ in 0..(QUEUE_CAPACITY * 4) {
             log.record(entry("2026-01-01T00:00:00.000Z", "a", "x", "ok"));
         }
         assert!(log.dropped() > 0);

@@ -968,3 +968,244 @@ fn sse_streams_carry_rate_limit_headers() {
     );
     assert!(has(&head, "X-RateLimit-Remaining") && has(&head, "X-RateLimit-Reset"));
 }
+
+// ---- key scopes: rooms and categories ----
+
+const GUEST: &str = "homekey_operator_7_77777777777777777777777777777777";
+const LIGHTS_ONLY: &str = "homekey_operator_8_88888888888888888888888888888888";
+const KITCHEN_LIGHT: &str = "1d5c3a92-0209-520e-ffff504f94d0e5a1"; // Deckenlicht (Küche)
+const LIVING_LIGHT: &str = "1d5c3a2e-0202-4f52-ffff504f94d0e5a1"; // Deckenlicht (Wohnzimmer)
+
+fn scoped_keys() -> Vec<ApiKey> {
+    let mut guest = key(GUEST, Role::Operator);
+    guest.name = "guest".into();
+    guest.rooms = vec!["Küche".into(), "bad".into()];
+    guest.categories = vec!["lighting".into(), "blinds".into()];
+    let mut lights = key(LIGHTS_ONLY, Role::Operator);
+    lights.categories = vec!["lights".into()];
+    let mut all = keys();
+    all.extend([guest, lights]);
+    all
+}
+
+/// The demo house's tool registry, for the permission and scope checks of a gate.
+fn demo_tools(app: &App) -> Arc<HomeTools> {
+    Arc::new(HomeTools::with_store(
+        app.house.clone(),
+        Arc::new(WorkflowStore::in_memory()),
+    ))
+}
+
+#[test]
+fn scoped_keys_stay_in_their_rooms_and_categories() {
+    let app = App::start(&Config::default(), true).expect("demo");
+    let tools = demo_tools(&app);
+    let g = Gate::new(
+        Arc::new(MemoryStore::new(scoped_keys())),
+        GateConfig {
+            level: SecurityLevel::Staging,
+            ..GateConfig::default()
+        },
+        loopback(),
+        permission_of(tools.clone()),
+    )
+    .with_scope_check(home_mcp::app::scope_check(tools));
+    let deny = Err(DenyCode::InsufficientPermissions);
+    let cases = [
+        (
+            "control_room_lights",
+            json!({"room": "Küche", "action": "on"}),
+            Ok(()),
+        ),
+        (
+            "control_room_lights",
+            json!({"room": "Bad", "action": "off"}),
+            Ok(()),
+        ),
+        (
+            "control_room_lights",
+            json!({"room": "Wohnzimmer", "action": "on"}),
+            deny,
+        ),
+        (
+            "control_room_rolladen",
+            json!({"room": "Küche", "action": "up"}),
+            Ok(()),
+        ),
+        (
+            "set_room_temperature",
+            json!({"room": "Küche", "temperature": 21}),
+            deny,
+        ),
+        ("control_all_lights", json!({"action": "off"}), deny),
+        (
+            "control_lights_unified",
+            json!({"scope": "system", "action": "off"}),
+            deny,
+        ),
+        (
+            "control_lights_unified",
+            json!({"scope": "room", "target": "Küche", "action": "on"}),
+            Ok(()),
+        ),
+        (
+            "control_device",
+            json!({"device": "Deckenlicht", "room": "Küche", "action": "on"}),
+            Ok(()),
+        ),
+        (
+            "control_device",
+            json!({"device": "Deckenlicht", "room": "Wohnzimmer", "action": "on"}),
+            deny,
+        ),
+        (
+            "control_room_devices",
+            json!({"room": "Küche", "action": "off"}),
+            deny,
+        ),
+        (
+            "control_room_devices",
+            json!({"room": "Küche", "action": "off", "device_types": ["lights", "Jalousie"]}),
+            Ok(()),
+        ),
+        (
+            "control_room_devices",
+            json!({"room": "Küche", "action": "off", "device_type": "audio"}),
+            deny,
+        ),
+        ("list_devices", json!({}), deny),
+        ("list_devices", json!({"room": "Küche"}), deny),
+        (
+            "list_devices",
+            json!({"room": "Küche", "category": "lighting"}),
+            Ok(()),
+        ),
+        ("get_lights_status", json!({"room": "Bad"}), Ok(())),
+        ("get_lights_status", json!({}), deny),
+        ("get_climate_status", json!({"room": "Küche"}), deny),
+        ("get_home_summary", json!({"room": "Küche"}), deny),
+        ("list_rooms", json!({}), deny),
+        ("list_workflows", json!({}), deny),
+        ("execute_workflow_demo", json!({}), deny),
+        (
+            "control_room_lights",
+            json!({"room": "Nowhere", "action": "on"}),
+            deny,
+        ),
+    ];
+    for (tool, arguments, want) in cases {
+        assert_eq!(
+            call(&g, GUEST, tool, arguments.clone()),
+            want,
+            "guest: {tool} {arguments}"
+        );
+    }
+    // A key limited to categories only covers them house-wide.
+    assert_eq!(
+        call(
+            &g,
+            LIGHTS_ONLY,
+            "control_all_lights",
+            json!({"action": "off"})
+        ),
+        Ok(())
+    );
+    assert_eq!(
+        call(
+            &g,
+            LIGHTS_ONLY,
+            "control_all_rolladen",
+            json!({"action": "up"})
+        ),
+        deny
+    );
+    assert_eq!(call(&g, LIGHTS_ONLY, "list_rooms", json!({})), Ok(()));
+    // Methods: the tool list yes; resources, prompts, completions and admin no.
+    let p = g.authenticate(&creds(GUEST)).unwrap();
+    assert!(g.authorize(&p, &Action::Method("tools/list")).is_ok());
+    assert!(g.authorize(&p, &Action::Method("initialize")).is_ok());
+    for m in [
+        "resources/read",
+        "resources/list",
+        "prompts/get",
+        "completion/complete",
+    ] {
+        let d = g.authorize(&p, &Action::Method(m)).unwrap_err();
+        assert_eq!(d.code, DenyCode::InsufficientPermissions, "{m}");
+    }
+    // Keys without a scope are unaffected.
+    assert_eq!(call(&g, OPERATOR, "list_rooms", json!({})), Ok(()));
+    // A gate that cannot check scopes refuses scoped keys (fail closed).
+    let blind = Gate::new(
+        Arc::new(MemoryStore::new(scoped_keys())),
+        GateConfig::default(),
+        loopback(),
+        perms(),
+    );
+    assert_eq!(
+        call(
+            &blind,
+            GUEST,
+            "control_room_lights",
+            json!({"room": "Küche", "action": "on"})
+        ),
+        deny
+    );
+}
+
+#[test]
+fn http_scoped_key_cannot_operate_outside_its_scope() {
+    let app = App::start(&Config::default(), true).expect("demo");
+    let tools = demo_tools(&app);
+    let gate = Gate::new(
+        Arc::new(MemoryStore::new(scoped_keys())),
+        GateConfig {
+            level: SecurityLevel::Staging,
+            ..GateConfig::default()
+        },
+        loopback(),
+        permission_of(tools.clone()),
+    )
+    .with_scope_check(home_mcp::app::scope_check(tools));
+    let server = HttpServer::start(
+        HttpConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            gate: Some(Arc::new(gate)),
+            ..HttpConfig::default()
+        },
+        app.mcp.clone(),
+        Arc::new(|| json!({"status": "ok"})),
+    )
+    .expect("server starts");
+    let a = server.addr();
+    let sim = &app.simulator.as_ref().unwrap().0;
+    let x = format!("X-API-Key: {GUEST}");
+    let call = |device: &str| {
+        let body =
+            json!({"tool": "control_device", "arguments": {"device": device, "action": "on"}});
+        send(
+            a,
+            "POST",
+            "/tools/call",
+            &[&x, "Content-Type: application/json"],
+            &body.to_string(),
+        )
+    };
+    // By UUID the gate cannot tell the room: the command itself is refused.
+    let before = sim.state(LIVING_LIGHT, "position");
+    let (s, _, body) = call(LIVING_LIGHT);
+    let text = body.to_string();
+    assert!(text.contains("INSUFFICIENT_PERMISSIONS"), "{s} {text}");
+    assert!(text.contains("outside the rooms and categories"), "{text}");
+    assert_eq!(
+        sim.state(LIVING_LIGHT, "position"),
+        before,
+        "nothing was sent"
+    );
+    // Inside the scope it works.
+    let (s, _, body) = call(KITCHEN_LIGHT);
+    assert_eq!(s, 200, "{body}");
+    assert!(!body.to_string().contains("\"status\":\"error\""), "{body}");
+    assert_eq!(sim.state(KITCHEN_LIGHT, "active"), Some(1.0));
+    server.shutdown();
+}

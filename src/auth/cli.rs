@@ -120,8 +120,7 @@ fn audit_cli(store_path: &Path, done: &[(&'static str, String)]) {
     };
     let caller = crate::mcp::Caller {
         key_name: "cli".into(),
-        key_id: None,
-        ip: None,
+        ..crate::mcp::Caller::default()
     };
     for (op, target) in done {
         log.record(crate::audit::Entry::new(

@@ -29,6 +29,11 @@
 //! of them is on the key's `allowed_devices` (name or UUID, case-insensitive). A control call
 //! naming no device (a room, the whole house, a workflow) is refused.
 //!
+//! Keys limited to rooms or categories ([`ApiKey::scope`]) may use only `tools/list` and
+//! `logging/setLevel` besides `initialize`/`ping`/notifications, never `/admin`, and their tool
+//! calls must pass the [`ScopeFn`] ([`Gate::with_scope_check`]; without one they are refused);
+//! the commands themselves are checked again when sent (`tools::Caller::act`).
+//!
 //! ## Errors
 //! | condition | code | HTTP | JSON-RPC |
 //! |---|---|---|---|
@@ -171,6 +176,12 @@ impl Default for GateConfig {
 /// The id and name of the synthetic key built from `HTTP_API_KEY`.
 pub const LEGACY_KEY_NAME: &str = "legacy HTTP_API_KEY";
 
+/// Whether a tool call stays within a key's [`Scope`] (`HomeTools::check_scope`): `Err` with
+/// the reason when the call reaches (or reads) outside the key's rooms and categories, or its
+/// reach cannot be told from the arguments.
+pub type ScopeFn =
+    Arc<dyn Fn(&str, &Map<String, Value>, &crate::home::Scope) -> Result<(), String> + Send + Sync>;
+
 /// The permission a tool call needs (`HomeTools::required_permission`); `None`: unknown tool.
 pub type PermissionFn = Arc<dyn Fn(&str, &Map<String, Value>) -> Option<Permission> + Send + Sync>;
 
@@ -240,6 +251,7 @@ impl Principal {
                 .map_or_else(|| "anonymous".into(), |k| k.name.clone()),
             key_id: self.key.as_ref().map(|k| k.id.clone()),
             ip: self.ip,
+            scope: self.key.as_ref().and_then(|k| k.scope()).map(Arc::new),
         }
     }
 
@@ -372,6 +384,8 @@ pub struct Gate {
     usage: UsageRecorder,
     /// The key built from [`GateConfig::legacy_key`].
     legacy: Option<ApiKey>,
+    /// The check of scoped keys' tool calls ([`Gate::with_scope_check`]).
+    scope_check: Option<ScopeFn>,
 }
 
 impl fmt::Debug for Gate {
@@ -459,6 +473,7 @@ impl Gate {
             permission_of,
             digests: Mutex::new(HashMap::new()),
             legacy,
+            scope_check: None,
         }
     }
 
@@ -740,9 +755,46 @@ impl Gate {
                 device_allowed(key, arguments).map_err(|m| deny(format!("{name}: {m}")))?;
             }
         }
+        if let Some(scope) = key.scope() {
+            match action {
+                Action::Method(m) if !SCOPED_METHODS.contains(m) => {
+                    return Err(deny(format!(
+                        "keys limited to rooms or categories cannot use {m}; use the tools"
+                    )))
+                }
+                Action::Method(_) => {}
+                Action::Admin => {
+                    return Err(deny(
+                        "keys limited to rooms or categories cannot use the admin endpoints".into(),
+                    ))
+                }
+                Action::Tool { name, arguments } => match &self.scope_check {
+                    Some(check) => {
+                        check(name, arguments, &scope).map_err(|m| deny(format!("{name}: {m}")))?
+                    }
+                    None => {
+                        return Err(deny(format!(
+                            "{name}: this server cannot check key scopes; keys limited to \
+                             rooms or categories are refused"
+                        )))
+                    }
+                },
+            }
+        }
         Ok(())
     }
+
+    /// Sets the check of tool calls by keys limited to rooms or categories (see
+    /// [`ScopeFn`]); without it such keys may call no tool at all (fail closed).
+    pub fn with_scope_check(mut self, check: ScopeFn) -> Self {
+        self.scope_check = Some(check);
+        self
+    }
 }
+
+/// MCP methods (besides `tools/call`) a key limited to rooms or categories may use: the
+/// resources, prompts and completions describe the whole house, so they are refused.
+const SCOPED_METHODS: [&str; 2] = ["tools/list", "logging/setLevel"];
 
 /// The permission an MCP method needs; `None`: only a valid key.
 fn method_permission(method: &str) -> Option<Permission> {

@@ -126,6 +126,11 @@ pub struct Usage {
 }
 
 impl ApiKey {
+    /// The key's room and category scope (`None`: the whole house).
+    pub fn scope(&self) -> Option<crate::home::Scope> {
+        crate::home::Scope::of(&self.rooms, &self.categories)
+    }
+
     /// The key's permissions: the role's, or the listed ones for `custom` keys (unknown
     /// names are ignored).
     pub fn permissions(&self) -> BTreeSet<Permission> {

@@ -164,6 +164,10 @@ pub enum ControllerError {
     /// Too many wrong visualisation passwords in a row: secured commands are refused for
     /// `remaining_secs` (see [`PIN_ATTEMPTS`]). `RATE_LIMIT_EXCEEDED`.
     VisuPasswordBlocked { remaining_secs: u64 },
+    /// The control is outside the caller's [`Scope`](super::Scope) (the API key is limited to
+    /// some rooms or categories); the message names the control. Nothing was sent.
+    /// `INSUFFICIENT_PERMISSIONS`.
+    OutOfScope(String),
     /// The outbound command limit ([`CommandLimits`]) refused a command: too many to this
     /// control (`control` is its name) or to the Miniserver as a whole (`control` is `None`)
     /// in the window. Nothing was sent. `RATE_LIMIT_EXCEEDED`.
@@ -232,6 +236,7 @@ impl ControllerError {
             ControllerError::Unsupported(_)
             | ControllerError::VisuPasswordMissing(_)
             | ControllerError::VisuPasswordWrong => "INVALID_PARAMETERS",
+            ControllerError::OutOfScope(_) => "INSUFFICIENT_PERMISSIONS",
             ControllerError::VisuPasswordBlocked { .. }
             | ControllerError::CommandsLimited { .. } => "RATE_LIMIT_EXCEEDED",
             _ => "CONNECTION_ERROR",
@@ -269,6 +274,12 @@ impl fmt::Display for ControllerError {
                 "too many wrong visualisation passwords; secured commands pause for \
                  {remaining_secs} s"
             ),
+            ControllerError::OutOfScope(what) => {
+                write!(
+                    f,
+                    "{what} is outside the rooms and categories of this API key"
+                )
+            }
             ControllerError::CommandsLimited {
                 control,
                 limit,

@@ -7,6 +7,7 @@ pub mod house;
 pub mod link;
 pub mod model;
 pub mod resolve;
+pub mod scope;
 pub mod state;
 
 pub use bus::{Bus, Change, Event, Subscription};
@@ -18,4 +19,5 @@ pub use link::{LinkMode, LinkSnapshot, LinkStatus};
 pub use model::{
     Category, CategoryKind, Control, ControlKind, Family, Home, MsInfo, Room, StateRef,
 };
+pub use scope::Scope;
 pub use state::{Source, StateStore, StateValue, Value};

@@ -310,6 +310,9 @@ pub struct Caller {
     pub key_id: Option<String>,
     /// The client's address.
     pub ip: Option<std::net::IpAddr>,
+    /// The rooms and categories the key is limited to (`None`: the whole house). Tools refuse
+    /// to operate a control outside it (see [`crate::home::Scope`]).
+    pub scope: Option<std::sync::Arc<crate::home::Scope>>,
 }
 
 /// What a handler knows about the caller of one request.

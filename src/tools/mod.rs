@@ -22,6 +22,7 @@ mod climate;
 mod devices;
 mod lights;
 pub mod schema;
+pub mod scope;
 mod security;
 pub(crate) mod summary;
 pub(crate) mod view;
@@ -145,9 +146,35 @@ impl Caller {
         c: &Control,
         action: &Action,
     ) -> Result<Outcome, ControllerError> {
+        self.check_scope(house, c)?;
         let r = house.act(c, action, &self.label);
         self.log_write(house, c, action, &r);
         r
+    }
+
+    /// The scope of the request's API key (`None`: the whole house).
+    pub fn scope(&self) -> Option<&crate::home::Scope> {
+        self.request
+            .as_ref()
+            .and_then(|r| r.caller.as_ref())
+            .and_then(|c| c.scope.as_deref())
+    }
+
+    /// [`ControllerError::OutOfScope`] when `c` is outside the key's scope: the last check
+    /// before any command, whatever tool, batch or workflow step sends it.
+    fn check_scope(&self, house: &House, c: &Control) -> Result<(), ControllerError> {
+        let Some(scope) = self.scope() else {
+            return Ok(());
+        };
+        let home = house.home();
+        if scope.contains(&home, c) {
+            return Ok(());
+        }
+        let room = crate::home::scope::room_of(&home, c)
+            .and_then(|r| home.room(r))
+            .map_or("no room".to_string(), |r| r.name.clone());
+        log::info!("refused {} ({room}): outside the key's scope", c.name);
+        Err(ControllerError::OutOfScope(format!("{} ({room})", c.name)))
     }
 
     /// [`House::act_secured`] as this caller, logged like [`Caller::act`] (never the code).
@@ -158,6 +185,7 @@ impl Caller {
         action: &Action,
         code: Option<&Secret>,
     ) -> Result<Outcome, ControllerError> {
+        self.check_scope(house, c)?;
         let r = house.act_secured(c, action, code, &self.label);
         self.log_write(house, c, action, &r);
         r
@@ -456,6 +484,17 @@ impl HomeTools {
             name,
             arguments,
         )))
+    }
+
+    /// Whether a call by a key limited to `scope` stays inside it, as far as the arguments
+    /// tell ([`scope::check`]); every command is checked again when it is sent.
+    pub fn check_scope(
+        &self,
+        name: &str,
+        arguments: &Map<String, Value>,
+        scope: &crate::home::Scope,
+    ) -> Result<(), String> {
+        scope::check(&self.house.home(), name, arguments, scope)
     }
 
     /// The tool named `name`.
