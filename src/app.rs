@@ -37,6 +37,8 @@ pub enum StartError {
     Store(StoreError),
     /// The API key store could not be opened.
     Keys(crate::auth::store::StoreError),
+    /// The dashboard's history store could not be opened.
+    History(crate::dashboard::HistoryError),
 }
 
 impl fmt::Display for StartError {
@@ -48,6 +50,7 @@ impl fmt::Display for StartError {
             StartError::Io(e) => write!(f, "{e}"),
             StartError::Store(e) => write!(f, "{e}"),
             StartError::Keys(e) => write!(f, "{e}"),
+            StartError::History(e) => write!(f, "{e}"),
         }
     }
 }
@@ -246,6 +249,26 @@ impl App {
             simulator,
             gate,
         })
+    }
+
+    /// Starts the web dashboard over this house: its history in `<data_dir>/history.db` (in
+    /// memory with `demo`), the recorder and WebSocket fan-out threads. Stop it with
+    /// [`crate::dashboard::Dashboard::shutdown`] before [`App::shutdown`].
+    pub fn start_dashboard(
+        &self,
+        config: &Config,
+        demo: bool,
+    ) -> Result<Arc<crate::dashboard::Dashboard>, StartError> {
+        use crate::dashboard::{Dashboard, History};
+        let settings = config.dashboard.clone();
+        let history = if demo {
+            History::in_memory(settings.history)
+        } else {
+            // open_store created the data directory.
+            History::open(&config.server.data_dir.join("history.db"), settings.history)
+        }
+        .map_err(StartError::History)?;
+        Dashboard::start(self.house.clone(), history, settings.ws).map_err(StartError::Io)
     }
 
     /// Stops cleanly: the live link (kills its WebSocket token, closes the socket), the poller,

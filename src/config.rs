@@ -54,6 +54,12 @@
 //! device = 100
 //! custom = 200
 //! per_client = 100             # per client address on /mcp, /sse, /message
+//!
+//! [dashboard]                  # the web dashboard at /dashboard/ (see crate::dashboard)
+//! history_days = 7             # state changes and sensor values kept this long (1-365), in
+//!                              # <data_dir>/history.db (in memory for --demo)
+//! history_flush_secs = 30      # queued history rows are committed this often (1-3600)
+//! max_ws_clients = 32          # live WebSocket clients at once (1-1024); more get 503
 //! ```
 
 use std::fmt;
@@ -97,6 +103,9 @@ pub struct Config {
     /// The API key store (`--key-store PATH`); default `<data_dir>/keys.toml` (or `keys.db`
     /// with `HOME_KEY_BACKEND=sqlite`).
     pub key_store: Option<std::path::PathBuf>,
+    /// The web dashboard (`[dashboard]`: `history_days`, `history_flush_secs`,
+    /// `max_ws_clients`).
+    pub dashboard: crate::dashboard::DashboardConfig,
 }
 
 /// How the client authenticates to the Miniserver (loxone-protocol.md §3).
@@ -225,6 +234,7 @@ impl Default for Config {
             miniserver_live: LiveMode::WebSocket,
             auth: GateConfig::default(),
             key_store: None,
+            dashboard: crate::dashboard::DashboardConfig::default(),
         }
     }
 }
@@ -270,6 +280,17 @@ struct FileConfig {
     log: FileLog,
     #[serde(default)]
     auth: FileAuth,
+    #[serde(default)]
+    dashboard: FileDashboard,
+}
+
+/// `[dashboard]`: `history_days`, `history_flush_secs`, `max_ws_clients`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDashboard {
+    history_days: Option<u32>,
+    history_flush_secs: Option<u64>,
+    max_ws_clients: Option<usize>,
 }
 
 /// `[auth]`: `security_level = "development" | "staging" | "production"`, `required`, and
@@ -541,6 +562,35 @@ impl Config {
                 }
                 *slot = v;
             }
+        }
+
+        let d = &file.dashboard;
+        if let Some(n) = d.history_days {
+            if !(1..=365).contains(&n) {
+                return Err(invalid(
+                    "dashboard.history_days",
+                    "must be between 1 and 365",
+                ));
+            }
+            cfg.dashboard.history.days = n;
+        }
+        if let Some(n) = d.history_flush_secs {
+            if !(1..=3600).contains(&n) {
+                return Err(invalid(
+                    "dashboard.history_flush_secs",
+                    "must be between 1 and 3600",
+                ));
+            }
+            cfg.dashboard.history.flush_every = Duration::from_secs(n);
+        }
+        if let Some(n) = d.max_ws_clients {
+            if !(1..=1024).contains(&n) {
+                return Err(invalid(
+                    "dashboard.max_ws_clients",
+                    "must be between 1 and 1024",
+                ));
+            }
+            cfg.dashboard.ws.max_clients = n;
         }
 
         if let Some(level) = env("HOME_LOG_LEVEL").or(file.log.level) {
@@ -907,6 +957,40 @@ mod tests {
         assert_eq!(cfg.auth.level, SecurityLevel::Production);
         assert!(parse("[auth]\nsecurity_level = \"lax\"\n", &[]).is_err());
         assert!(parse("[auth.rate_limits]\nadmin = 0\n", &[]).is_err());
+    }
+
+    #[test]
+    fn dashboard_settings() {
+        let cfg = parse("", &[]).unwrap();
+        assert_eq!(cfg.dashboard.history.days, 7);
+        assert_eq!(cfg.dashboard.ws.max_clients, 32);
+        let cfg = parse(
+            "[dashboard]\nhistory_days = 30\nhistory_flush_secs = 5\nmax_ws_clients = 4\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(cfg.dashboard.history.days, 30);
+        assert_eq!(cfg.dashboard.history.flush_every, Duration::from_secs(5));
+        assert_eq!(cfg.dashboard.ws.max_clients, 4);
+        for (text, setting) in [
+            ("[dashboard]\nhistory_days = 0\n", "dashboard.history_days"),
+            (
+                "[dashboard]\nhistory_days = 400\n",
+                "dashboard.history_days",
+            ),
+            (
+                "[dashboard]\nhistory_flush_secs = 0\n",
+                "dashboard.history_flush_secs",
+            ),
+            (
+                "[dashboard]\nmax_ws_clients = 0\n",
+                "dashboard.max_ws_clients",
+            ),
+        ] {
+            let e = parse(text, &[]).unwrap_err();
+            assert!(e.to_string().contains(setting), "{e}");
+        }
+        assert!(parse("[dashboard]\nbogus = 1\n", &[]).is_err());
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod app;
 pub mod auth;
 pub mod config;
 pub mod conformance;
+pub mod dashboard;
 pub mod home;
 pub mod http;
 pub mod loxone;

@@ -38,7 +38,7 @@ ENVIRONMENT:
   HOME_LISTEN, HOME_LOG_LEVEL override the config file";
 
 const SERVE_HELP: &str =
-    "home-mcp serve: MCP over Streamable HTTP (POST/DELETE /mcp), plus GET /health
+    "home-mcp serve: MCP over Streamable HTTP (POST/DELETE /mcp), GET /health, the dashboard at /dashboard/
 
 USAGE:
   home-mcp serve [--demo] [--listen ADDR] [--config FILE] [--workers N] [--key-store PATH]
@@ -214,6 +214,13 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         Ok(a) => a,
         Err(code) => return Ok(code),
     };
+    let dashboard = match app.start_dashboard(&config, demo) {
+        Ok(d) => d,
+        Err(e) => {
+            log::error!("cannot start: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
     let http = HttpConfig {
         listen: config.server.listen,
         workers: config.server.workers,
@@ -224,6 +231,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         max_streams: config.server.max_streams,
         keep_alive: config.server.keep_alive,
         gate: Some(app.gate.clone()),
+        dashboard: Some(dashboard.clone()),
         ..HttpConfig::default()
     };
     let house = app.house.clone();
@@ -269,6 +277,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
                 log::info!("signal {sig}: shutting down");
             }
             server.shutdown();
+            dashboard.shutdown();
             server.join();
         }
         Err(e) => {
@@ -276,6 +285,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
             server.join();
         }
     }
+    dashboard.shutdown();
     app.shutdown();
     Ok(ExitCode::SUCCESS)
 }

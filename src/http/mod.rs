@@ -33,6 +33,7 @@
 //! worker get the `X-RateLimit-*` headers. See [`crate::auth::gate`] for the rules and error
 //! mapping.
 
+mod dashboard;
 pub mod legacy;
 pub mod mcp;
 mod rest;
@@ -90,6 +91,8 @@ pub struct HttpConfig {
     /// The API key gate in front of every route but `/health` (see [`crate::auth::gate`]);
     /// `None`: no authentication (tests, embedding).
     pub gate: Option<Arc<Gate>>,
+    /// The web dashboard (`/dashboard/...`, see [`crate::dashboard`]); `None`: those paths 404.
+    pub dashboard: Option<Arc<crate::dashboard::Dashboard>>,
 }
 
 impl Default for HttpConfig {
@@ -107,6 +110,7 @@ impl Default for HttpConfig {
             stream_queue: 64,
             retry_ms: 1000,
             gate: None,
+            dashboard: None,
         }
     }
 }
@@ -126,6 +130,8 @@ pub(crate) struct Ctx {
     pub(crate) pool: Arc<stream::StreamPool>,
     /// Per-session outboxes (GET streams, replay buffers, legacy streams).
     pub(crate) outboxes: stream::Outboxes,
+    /// The bound port (the dashboard WebSocket finds its socket by it).
+    pub(crate) local_port: u16,
 }
 
 impl Ctx {
@@ -209,6 +215,7 @@ impl HttpServer {
             stopping: AtomicBool::new(false),
             pool: stream::StreamPool::new(config.max_streams),
             outboxes: stream::Outboxes::default(),
+            local_port: addr.port(),
             config,
             mcp,
             health,
@@ -427,7 +434,8 @@ fn authenticate(
         return Ok(None);
     };
     let mcp = matches!(path, "/mcp" | "/sse" | "/message");
-    if !(mcp || rest::is_rest_path(path) || path == "/admin" || path.starts_with("/admin/")) {
+    let admin = path == "/admin" || path.starts_with("/admin/");
+    if !(mcp || rest::is_rest_path(path) || admin || dashboard::is_gated(path)) {
         return Ok(None);
     }
     let mut creds = Credentials::from_parts(
@@ -437,6 +445,10 @@ fn authenticate(
         request.remote_addr().map(|a| a.ip()),
     );
     creds.mcp = mcp;
+    if path == dashboard::WS_PATH && creds.header_key.is_none() {
+        creds.header_key =
+            crate::auth::gate::subprotocol_key(header(request, "Sec-WebSocket-Protocol"));
+    }
     match gate.authenticate(&creds) {
         Ok(p) => Ok(Some(p)),
         Err(d) => {
@@ -556,6 +568,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
                     .into(),
             },
             p if rest::is_rest_path(p) => rest::handle(ctx, &mut request, p, auth).into(),
+            p if dashboard::is_dashboard(p) => dashboard::handle(ctx, &request, p, &url, auth),
             p if auth.is_some() && p.starts_with("/admin") => {
                 match ctx.authorize(auth, &Action::Admin) {
                     Err(d) => deny(&d, false, Value::Null),
