@@ -347,6 +347,20 @@ fn bad_input_is_refused_with_the_error_object() {
     }
     let (s, _, b) = send(f.server.addr(), "POST", "/dashboard/api/data", &[]);
     assert_eq!(s, 405, "{b}");
+    // A foreign page may not open the WebSocket (cross-site WebSocket hijacking).
+    let (s, _, b) = send(
+        f.server.addr(),
+        "GET",
+        "/dashboard/ws",
+        &[
+            "Origin: https://evil.example",
+            "Upgrade: websocket",
+            "Connection: Upgrade",
+            "Sec-WebSocket-Version: 13",
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+        ],
+    );
+    assert_eq!(s, 403, "{b}");
     // A plain GET of the WebSocket path is no handshake.
     let (s, _, b) = send(f.server.addr(), "GET", "/dashboard/ws", &[]);
     assert_eq!(s, 400, "{b}");
@@ -546,6 +560,21 @@ fn websocket_pushes_a_switched_light_within_a_second() {
     assert!(p["state"].is_string() && p["at"].is_string() && p["seq"].is_u64());
     assert!(p["display"]["on"].is_boolean(), "{p}");
 
+    // Link down and up: system events.
+    f.app.house.link().failed("test: cable pulled");
+    let until = Instant::now() + Duration::from_secs(2);
+    let mut link = None;
+    while Instant::now() < until && link.is_none() {
+        if let Some(m) = next_json(&mut ws, Duration::from_millis(100)) {
+            if m["type"] == "system_event" && m["payload"]["event"] == "link" {
+                link = Some(m);
+            }
+        }
+    }
+    let link = link.expect("a link system_event");
+    assert_eq!(link["payload"]["mode"], "disconnected");
+    assert_eq!(link["payload"]["link"]["last_error"], "test: cable pulled");
+
     // Server shutdown closes the client with 1001.
     f.server.shutdown();
     let until = Instant::now() + Duration::from_secs(3);
@@ -694,4 +723,19 @@ fn measure_rss_with_20_clients() {
     drop(clients);
     let _ = child.kill();
     let _ = child.wait();
+}
+
+#[test]
+fn an_oversized_client_message_ends_the_session() {
+    let f = start(false, WsConfig::default());
+    let mut ws = ws_connect(f.server.addr(), None).unwrap();
+    hello(&mut ws);
+    assert_eq!(f.dash.ws_clients(), 1);
+    let _ = ws.send(Message::text("x".repeat(200 * 1024)));
+    let until = Instant::now() + Duration::from_secs(3);
+    while f.dash.ws_clients() > 0 && Instant::now() < until {
+        let _ = ws.read();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(f.dash.ws_clients(), 0, "the session ended");
 }

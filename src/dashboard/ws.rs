@@ -39,11 +39,14 @@ use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 use serde_json::{json, Value as Json};
 use tiny_http::{Header, Request, Response};
 use tungstenite::protocol::frame::coding::CloseCode;
-use tungstenite::protocol::{CloseFrame, Role};
+use tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tungstenite::{Message, WebSocket};
 
 use super::history::classify;
 use crate::home::{Change, Event, House, LinkMode};
+
+/// Largest message or frame a client may send (bytes); larger ends the session.
+pub const MAX_CLIENT_MESSAGE: usize = 64 * 1024;
 
 /// The subprotocol the dashboard speaks; the server answers with it when offered.
 pub const SUBPROTOCOL: &str = "home-mcp";
@@ -356,9 +359,16 @@ pub fn serve(
     if !timeouts {
         log::warn!("dashboard ws: no read timeout on the socket; events wait for client input");
     }
-    let ws = WebSocket::from_raw_socket(stream, Role::Server, None);
+    // Clients only send close frames and pongs: small buffers and limits keep a client at a
+    // few KiB instead of tungstenite's 128 KiB default read buffer.
+    let limits = WebSocketConfig::default()
+        .read_buffer_size(4096)
+        .max_message_size(Some(MAX_CLIENT_MESSAGE))
+        .max_frame_size(Some(MAX_CLIENT_MESSAGE));
+    let ws = WebSocket::from_raw_socket(stream, Role::Server, Some(limits));
     let spawned = std::thread::Builder::new()
         .name("dashboard-ws".into())
+        .stack_size(256 * 1024)
         .spawn(move || session(ws, slot, hello, &config, stop.as_ref()));
     if let Err(e) = spawned {
         log::warn!("dashboard ws: cannot start a session thread: {e}");

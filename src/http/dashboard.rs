@@ -1,6 +1,8 @@
 //! The `/dashboard` routes: the embedded page (no key; strict security headers), the JSON API
 //! under `/dashboard/api/` and the WebSocket `/dashboard/ws` (both gated, `read`
-//! permission). See [`crate::dashboard`] for the payloads.
+//! permission; the WebSocket also refuses a foreign `Origin` with 403, as `/mcp` does). Only
+//! GET (and HEAD); `/dashboard` redirects (308) to `/dashboard/`. See [`crate::dashboard`]
+//! for the payloads.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -66,6 +68,13 @@ pub(crate) fn handle(
         return secure(Answer::empty(308).with_header("Location", "/dashboard/")).into();
     }
     if path == WS_PATH {
+        // Cross-site WebSocket hijacking: a browser sends the page's Origin; only the
+        // dashboard's own origin (or a loopback / configured one) may connect.
+        if let Some(origin) = super::header(request, "Origin") {
+            if !super::mcp::origin_allowed(ctx, origin, super::header(request, "Host")) {
+                return secure(rest_error(403, "FORBIDDEN", "Origin not allowed")).into();
+            }
+        }
         if !ws::is_handshake(request) {
             return secure(rest_error(
                 400,

@@ -22,14 +22,17 @@
 //! Routes: `/mcp` (Streamable HTTP, see [`mcp`]), `GET /sse` and `POST /message` (legacy
 //! HTTP+SSE of 2024-11-05, see [`legacy`]), `GET /health` (200 with the JSON of the
 //! `health` closure, 503 when no longer accepting), the quick-start REST routes `/tools`,
-//! `/tools/call` and `/api/devices...` (see [`rest`]), anything else 404
+//! `/tools/call` and `/api/devices...` (see [`rest`]), the web dashboard `/dashboard/...`
+//! (page, `/dashboard/api/...`, `WS /dashboard/ws`; see [`crate::dashboard`]), anything else 404
 //! `{"error":{"code":"NOT_FOUND","message":…}}`. The Host header is checked on every route
 //! (see [`HttpConfig::allowed_hosts`]).
 //!
 //! With [`HttpConfig::gate`] set, every route but `/health` (and unknown paths, which 404)
 //! is authenticated by the router before any body is read ([`Gate::authenticate`]: key,
 //! expiry, IP whitelist, rate limits); routes then ask `Ctx::authorize` about the MCP method
-//! or tool they are about to run, and `/admin/...` needs `admin`. Answers written by a
+//! or tool they are about to run, and `/admin/...` needs `admin`. The dashboard's API and
+//! WebSocket are gated (`read`; the WebSocket may carry the key as the subprotocol
+//! `key.<KEY>`), its page assets are not. Answers written by a
 //! worker get the `X-RateLimit-*` headers. See [`crate::auth::gate`] for the rules and error
 //! mapping.
 
