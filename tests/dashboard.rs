@@ -479,8 +479,18 @@ fn history_records_a_switched_light_and_trends_aggregate() {
     assert!(f.dash.history().written() > 0);
     let (_, data) = get(&f, "/dashboard/api/data");
     let changes = data["changes"].as_array().unwrap();
-    assert!(changes.len() <= 10);
-    assert!(changes.iter().any(|x| x["uuid"] == c.uuid.as_str()));
+    assert!(!changes.is_empty() && changes.len() <= 10);
+    let at = |x: &Value| x["at_ms"].as_i64().unwrap();
+    assert!(
+        changes.windows(2).all(|w| at(&w[0]) >= at(&w[1])),
+        "newest first"
+    );
+    // The switch is among the last 10 changes unless 10 newer ones came after it.
+    assert!(
+        changes.iter().any(|x| x["uuid"] == c.uuid.as_str())
+            || (changes.len() == 10 && changes.iter().all(|x| at(x) >= at(&e))),
+        "{changes:?}"
+    );
 
     // Trends: two temperatures of one sensor in this hour -> one bucket with min/avg/max.
     let sensor = f
@@ -738,4 +748,23 @@ fn an_oversized_client_message_ends_the_session() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(f.dash.ws_clients(), 0, "the session ended");
+}
+
+#[test]
+fn the_activity_feed_comes_from_its_source() {
+    let app = App::start(&Config::default(), true).expect("demo starts");
+    let history = History::in_memory(HistoryConfig::default()).unwrap();
+    let dash = Dashboard::start(app.house.clone(), history, WsConfig::default())
+        .unwrap()
+        .with_activity(Arc::new(|n| {
+            (0..n + 5)
+                .map(|i| serde_json::json!({"tool": "control_device", "seq": i}))
+                .collect()
+        }));
+    let data = home_mcp::dashboard::api::data(&dash);
+    assert_eq!(data.status, 200);
+    let activity = data.body["activity"].as_array().unwrap();
+    assert_eq!(activity.len(), home_mcp::dashboard::api::RECENT_ACTIVITY);
+    assert_eq!(activity[0]["tool"], "control_device");
+    dash.shutdown();
 }

@@ -94,11 +94,6 @@ impl Dashboard {
         &self.history
     }
 
-    /// The house shown.
-    pub fn house(&self) -> &Arc<House> {
-        &self.house
-    }
-
     /// The activity feed's source (the audit log, when configured); without one `activity`
     /// is an empty list. Call before sharing the dashboard.
     pub fn with_activity(mut self: Arc<Self>, source: ActivityFn) -> Arc<Self> {
