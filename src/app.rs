@@ -40,6 +40,8 @@ pub enum StartError {
     Keys(crate::auth::store::StoreError),
     /// The audit log could not be opened.
     Audit(crate::audit::AuditError),
+    /// The dashboard's history store could not be opened.
+    History(crate::dashboard::HistoryError),
 }
 
 impl fmt::Display for StartError {
@@ -52,6 +54,7 @@ impl fmt::Display for StartError {
             StartError::Store(e) => write!(f, "{e}"),
             StartError::Keys(e) => write!(f, "{e}"),
             StartError::Audit(e) => write!(f, "{e}"),
+            StartError::History(e) => write!(f, "{e}"),
         }
     }
 }
@@ -276,6 +279,47 @@ impl App {
             simulator,
             gate,
             audit,
+        })
+    }
+
+    /// Starts the web dashboard over this house: its history in `<data_dir>/history.db` (in
+    /// memory with `demo`), the recorder and WebSocket fan-out threads. Stop it with
+    /// [`crate::dashboard::Dashboard::shutdown`] before [`App::shutdown`].
+    pub fn start_dashboard(
+        &self,
+        config: &Config,
+        demo: bool,
+    ) -> Result<Arc<crate::dashboard::Dashboard>, StartError> {
+        use crate::dashboard::{Dashboard, History};
+        let settings = config.dashboard.clone();
+        let history = if demo {
+            History::in_memory(settings.history)
+        } else {
+            // open_store created the data directory.
+            History::open(&config.server.data_dir.join("history.db"), settings.history)
+        }
+        .map_err(StartError::History)?;
+        let dashboard =
+            Dashboard::start(self.house.clone(), history, settings.ws).map_err(StartError::Io)?;
+        // The "AI activity" feed: the newest audit entries (what MCP clients did).
+        Ok(match self.audit.clone() {
+            Some(audit) => dashboard.with_activity(Arc::new(move |n| {
+                let q = crate::audit::Query {
+                    limit: Some(n.clamp(1, crate::audit::MAX_LIMIT)),
+                    ..crate::audit::Query::default()
+                };
+                match audit.query(&q) {
+                    Ok(entries) => entries
+                        .iter()
+                        .filter_map(|e| serde_json::to_value(e).ok())
+                        .collect(),
+                    Err(e) => {
+                        log::warn!("dashboard activity: {e}");
+                        Vec::new()
+                    }
+                }
+            })),
+            None => dashboard,
         })
     }
 

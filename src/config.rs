@@ -67,6 +67,11 @@
 //! [audit]                      # the audit log <data_dir>/audit.db (see crate::audit)
 //! enabled = true               # state-changing tool calls, refusals and key operations
 //! retention_days = 90          # older entries are deleted at start and daily (1-36500)
+//! [dashboard]                  # the web dashboard at /dashboard/ (see crate::dashboard)
+//! history_days = 7             # state changes and sensor values kept this long (1-365), in
+//!                              # <data_dir>/history.db (in memory for --demo)
+//! history_flush_secs = 30      # queued history rows are committed this often (1-3600)
+//! max_ws_clients = 32          # live WebSocket clients at once (1-1024); more get 503
 //! ```
 
 use std::fmt;
@@ -118,6 +123,9 @@ pub struct Config {
     pub metrics_public: bool,
     /// The audit log (`[audit]`: `enabled`, `retention_days`). See [`crate::audit`].
     pub audit: crate::audit::AuditConfig,
+    /// The web dashboard (`[dashboard]`: `history_days`, `history_flush_secs`,
+    /// `max_ws_clients`).
+    pub dashboard: crate::dashboard::DashboardConfig,
 }
 
 /// How the client authenticates to the Miniserver (loxone-protocol.md §3).
@@ -249,6 +257,7 @@ impl Default for Config {
             key_store: None,
             metrics_public: false,
             audit: crate::audit::AuditConfig::default(),
+            dashboard: crate::dashboard::DashboardConfig::default(),
         }
     }
 }
@@ -298,6 +307,8 @@ struct FileConfig {
     metrics: FileMetrics,
     #[serde(default)]
     audit: FileAudit,
+    #[serde(default)]
+    dashboard: FileDashboard,
 }
 
 /// `[metrics]`: `public`.
@@ -313,6 +324,15 @@ struct FileMetrics {
 struct FileAudit {
     enabled: Option<bool>,
     retention_days: Option<u32>,
+}
+
+/// `[dashboard]`: `history_days`, `history_flush_secs`, `max_ws_clients`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDashboard {
+    history_days: Option<u32>,
+    history_flush_secs: Option<u64>,
+    max_ws_clients: Option<usize>,
 }
 
 /// `[auth]`: `security_level = "development" | "staging" | "production"`, `required`, and
@@ -631,6 +651,35 @@ impl Config {
                 }
                 *slot = v;
             }
+        }
+
+        let d = &file.dashboard;
+        if let Some(n) = d.history_days {
+            if !(1..=365).contains(&n) {
+                return Err(invalid(
+                    "dashboard.history_days",
+                    "must be between 1 and 365",
+                ));
+            }
+            cfg.dashboard.history.days = n;
+        }
+        if let Some(n) = d.history_flush_secs {
+            if !(1..=3600).contains(&n) {
+                return Err(invalid(
+                    "dashboard.history_flush_secs",
+                    "must be between 1 and 3600",
+                ));
+            }
+            cfg.dashboard.history.flush_every = Duration::from_secs(n);
+        }
+        if let Some(n) = d.max_ws_clients {
+            if !(1..=1024).contains(&n) {
+                return Err(invalid(
+                    "dashboard.max_ws_clients",
+                    "must be between 1 and 1024",
+                ));
+            }
+            cfg.dashboard.ws.max_clients = n;
         }
 
         if let Some(level) = env("HOME_LOG_LEVEL").or(file.log.level) {
@@ -1082,6 +1131,40 @@ mod tests {
         assert_eq!(cfg.audit.retention_days, 7);
         assert!(parse("[audit]\nretention_days = 0\n", &[]).is_err());
         assert!(parse("[audit]\nkeep = 1\n", &[]).is_err());
+    }
+
+    #[test]
+    fn dashboard_settings() {
+        let cfg = parse("", &[]).unwrap();
+        assert_eq!(cfg.dashboard.history.days, 7);
+        assert_eq!(cfg.dashboard.ws.max_clients, 32);
+        let cfg = parse(
+            "[dashboard]\nhistory_days = 30\nhistory_flush_secs = 5\nmax_ws_clients = 4\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(cfg.dashboard.history.days, 30);
+        assert_eq!(cfg.dashboard.history.flush_every, Duration::from_secs(5));
+        assert_eq!(cfg.dashboard.ws.max_clients, 4);
+        for (text, setting) in [
+            ("[dashboard]\nhistory_days = 0\n", "dashboard.history_days"),
+            (
+                "[dashboard]\nhistory_days = 400\n",
+                "dashboard.history_days",
+            ),
+            (
+                "[dashboard]\nhistory_flush_secs = 0\n",
+                "dashboard.history_flush_secs",
+            ),
+            (
+                "[dashboard]\nmax_ws_clients = 0\n",
+                "dashboard.max_ws_clients",
+            ),
+        ] {
+            let e = parse(text, &[]).unwrap_err();
+            assert!(e.to_string().contains(setting), "{e}");
+        }
+        assert!(parse("[dashboard]\nbogus = 1\n", &[]).is_err());
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod audit;
 pub mod auth;
 pub mod config;
 pub mod conformance;
+pub mod dashboard;
 pub mod home;
 pub mod http;
 pub mod loxone;

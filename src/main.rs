@@ -39,7 +39,7 @@ ENVIRONMENT:
   HOME_LISTEN, HOME_LOG_LEVEL override the config file";
 
 const SERVE_HELP: &str =
-    "home-mcp serve: MCP over Streamable HTTP (POST/DELETE /mcp), plus GET /health
+    "home-mcp serve: MCP over Streamable HTTP (POST/DELETE /mcp), GET /health, the dashboard at /dashboard/
 
 USAGE:
   home-mcp serve [--demo] [--listen ADDR] [--config FILE] [--workers N] [--key-store PATH]
@@ -219,6 +219,13 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         Ok(a) => a,
         Err(code) => return Ok(code),
     };
+    let dashboard = match app.start_dashboard(&config, demo) {
+        Ok(d) => d,
+        Err(e) => {
+            log::error!("cannot start: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
     let http = HttpConfig {
         listen: config.server.listen,
         workers: config.server.workers,
@@ -239,6 +246,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
             app.house.clone(),
             app.audit.clone(),
         ))),
+        dashboard: Some(dashboard.clone()),
         ..HttpConfig::default()
     };
     if config.metrics_public && !config.server.listen.ip().is_loopback() {
@@ -291,6 +299,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
                 log::info!("signal {sig}: shutting down");
             }
             server.shutdown();
+            dashboard.shutdown();
             server.join();
         }
         Err(e) => {
@@ -299,6 +308,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         }
     }
     app.gate.flush_usage();
+    dashboard.shutdown();
     app.shutdown();
     Ok(ExitCode::SUCCESS)
 }

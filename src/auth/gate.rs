@@ -230,6 +230,17 @@ impl<'a> Credentials<'a> {
     }
 }
 
+/// The API key a browser WebSocket offers as the subprotocol `key.<KEY>` in
+/// `Sec-WebSocket-Protocol` (browsers cannot set headers on a WebSocket, and a key in the URL
+/// would end up in logs). `None` when no such entry is offered or it is empty. The server
+/// never echoes this subprotocol back.
+pub fn subprotocol_key(header: Option<&str>) -> Option<&str> {
+    header?
+        .split(',')
+        .find_map(|p| p.trim().strip_prefix("key."))
+        .filter(|k| !k.is_empty())
+}
+
 /// Who passed [`Gate::authenticate`].
 #[derive(Debug, Clone)]
 pub struct Principal {
@@ -879,4 +890,18 @@ fn device_allowed(key: &ApiKey, arguments: &Map<String, Value>) -> Result<(), St
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subprotocol_keys() {
+        assert_eq!(subprotocol_key(Some("home-mcp, key.abc")), Some("abc"));
+        assert_eq!(subprotocol_key(Some("key.abc,home-mcp")), Some("abc"));
+        assert_eq!(subprotocol_key(Some("home-mcp")), None);
+        assert_eq!(subprotocol_key(Some("home-mcp, key.")), None);
+        assert_eq!(subprotocol_key(None), None);
+    }
 }

@@ -24,7 +24,8 @@
 //! `health` closure, 503 when no longer accepting), `GET /metrics` (Prometheus text, see
 //! [`crate::metrics`]; only with [`HttpConfig::metrics`]), the quick-start REST routes `/tools`,
 //! `/tools/call` and `/api/devices...` (see [`rest`]), the admin API `/admin/...` (see
-//! [`admin`]; 404 without [`HttpConfig::admin`]), anything else 404
+//! [`admin`]; 404 without [`HttpConfig::admin`]), the web dashboard `/dashboard/...`
+//! (page, `/dashboard/api/...`, `WS /dashboard/ws`; see [`crate::dashboard`]), anything else 404
 //! `{"error":{"code":"NOT_FOUND","message":…}}`. The Host header is checked on every route
 //! (see [`HttpConfig::allowed_hosts`]).
 //!
@@ -33,11 +34,14 @@
 //! With [`HttpConfig::gate`] set, every route but `/health`, a public `/metrics` (and unknown
 //! paths, which 404) is authenticated by the router before any body is read ([`Gate::authenticate`]: key,
 //! expiry, IP whitelist, rate limits); routes then ask `Ctx::authorize` about the MCP method
-//! or tool they are about to run, and `/admin/...` needs `admin`. Answers written by a
+//! or tool they are about to run, and `/admin/...` needs `admin`. The dashboard's API and
+//! WebSocket are gated (`read`; the WebSocket may carry the key as the subprotocol
+//! `key.<KEY>`), its page assets are not. Answers written by a
 //! worker get the `X-RateLimit-*` headers. See [`crate::auth::gate`] for the rules and error
 //! mapping.
 
 pub mod admin;
+mod dashboard;
 pub mod legacy;
 pub mod mcp;
 mod rest;
@@ -104,6 +108,8 @@ pub struct HttpConfig {
     pub audit: Option<Arc<crate::audit::AuditLog>>,
     /// What the `/admin/...` endpoints need (see [`admin`]); `None`: they answer 404.
     pub admin: Option<Arc<admin::AdminContext>>,
+    /// The web dashboard (`/dashboard/...`, see [`crate::dashboard`]); `None`: those paths 404.
+    pub dashboard: Option<Arc<crate::dashboard::Dashboard>>,
 }
 
 /// What `GET /metrics` needs besides the router's own state (sessions, streams).
@@ -136,6 +142,7 @@ impl Default for HttpConfig {
             metrics: None,
             audit: None,
             admin: None,
+            dashboard: None,
         }
     }
 }
@@ -155,6 +162,8 @@ pub(crate) struct Ctx {
     pub(crate) pool: Arc<stream::StreamPool>,
     /// Per-session outboxes (GET streams, replay buffers, legacy streams).
     pub(crate) outboxes: stream::Outboxes,
+    /// The bound port (the dashboard WebSocket finds its socket by it).
+    pub(crate) local_port: u16,
 }
 
 impl Ctx {
@@ -280,6 +289,7 @@ impl HttpServer {
             stopping: AtomicBool::new(false),
             pool: stream::StreamPool::new(config.max_streams),
             outboxes: stream::Outboxes::default(),
+            local_port: addr.port(),
             config,
             mcp,
             health,
@@ -499,7 +509,12 @@ fn authenticate(
     };
     let mcp = matches!(path, "/mcp" | "/sse" | "/message");
     let admin = path == "/admin" || path.starts_with("/admin/");
-    if !(mcp || admin || rest::is_rest_path(path) || metrics_gated(ctx, path)) {
+    if !(mcp
+        || admin
+        || rest::is_rest_path(path)
+        || metrics_gated(ctx, path)
+        || dashboard::is_gated(path))
+    {
         return Ok(None);
     }
     let ip = request.remote_addr().map(|a| a.ip());
@@ -524,6 +539,10 @@ fn authenticate(
         ip,
     );
     creds.mcp = mcp;
+    if path == dashboard::WS_PATH && creds.header_key.is_none() {
+        creds.header_key =
+            crate::auth::gate::subprotocol_key(header(request, "Sec-WebSocket-Protocol"));
+    }
     match gate.authenticate(&creds) {
         Ok(p) => Ok(Some(p)),
         Err(d) => {
@@ -658,6 +677,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
             },
             "/metrics" if ctx.config.metrics.is_some() => metrics_route(ctx, &method, auth).into(),
             p if rest::is_rest_path(p) => rest::handle(ctx, &mut request, p, auth).into(),
+            p if dashboard::is_dashboard(p) => dashboard::handle(ctx, &request, p, &url, auth),
             p if auth.is_some() && p.starts_with("/admin") => {
                 match ctx.authorize(auth, &Action::Admin) {
                     Err(d) => deny(&d, false, Value::Null),

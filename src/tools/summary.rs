@@ -449,7 +449,12 @@ fn values_on(c: &Control, v: Option<f64>) -> Option<bool> {
 
 /// Per room: the room controller's actual temperature and its target (when the state store
 /// knows `tempTarget`), else a temperature sensor's reading.
-fn climate(house: &House, home: &Home, room: Option<&str>, values: &mut ValueReader) -> Vec<Value> {
+pub(crate) fn climate(
+    house: &House,
+    home: &Home,
+    room: Option<&str>,
+    values: &mut ValueReader,
+) -> Vec<Value> {
     let mut out = Vec::new();
     for r in home
         .rooms

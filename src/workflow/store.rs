@@ -259,7 +259,7 @@ fn get_in(conn: &Connection, key: &WorkflowKey) -> Result<Option<Workflow>, Stor
 
 /// Creates `path` empty with mode 0600 if it does not exist (Unix), so the database is never
 /// readable by others, not even for a moment.
-fn create_private(path: &Path) -> std::io::Result<()> {
+pub(crate) fn create_private(path: &Path) -> std::io::Result<()> {
     if path.exists() {
         return Ok(());
     }

@@ -1,0 +1,224 @@
+// Home dashboard: vanilla JS, no dependencies. Fetches /dashboard/api/data with the API key
+// (X-API-Key, kept in sessionStorage), then follows /dashboard/ws (the key travels as the
+// WebSocket subprotocol "key.<KEY>", never in a URL) and reconnects with backoff.
+'use strict';
+(function () {
+  var KEY = 'home-mcp-key';
+  var $ = function (id) { return document.getElementById(id); };
+  var state = { changes: [], backoff: 1000, ws: null };
+
+  function key() { return sessionStorage.getItem(KEY) || ''; }
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+
+  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
+
+  function showKeyForm(message) {
+    $('main').hidden = true;
+    $('key-form').hidden = false;
+    var err = $('key-error');
+    err.hidden = !message;
+    err.textContent = message || '';
+  }
+
+  function api(path) {
+    var headers = {};
+    if (key()) headers['X-API-Key'] = key();
+    return fetch('/dashboard/api/' + path, { headers: headers, cache: 'no-store' }).then(function (r) {
+      if (r.status === 401 || r.status === 403) {
+        var e = new Error('auth'); e.status = r.status; throw e;
+      }
+      if (!r.ok) throw new Error('HTTP ' + r.status);
+      return r.json();
+    });
+  }
+
+  function describe(display, value) {
+    if (display && typeof display === 'object') {
+      if ('on' in display) return display.on ? ('on' + (display.level !== undefined ? ' ' + display.level + '%' : '')) : 'off';
+      if ('temperature' in display) return display.temperature + ' °C';
+      if ('position' in display) return display.position + '% closed';
+      if ('armed' in display) return display.armed ? 'armed' : 'disarmed';
+      if ('power' in display) return display.power + ' ' + (display.unit || '');
+      if ('value' in display) return display.value + (display.unit ? ' ' + display.unit : '');
+      if ('play_state' in display) return display.play_state;
+      if ('presence' in display) return display.presence ? 'presence' : 'none';
+      if ('text' in display) return display.text;
+      if ('open' in display) return display.open + ' open';
+    }
+    return value === null || value === undefined ? '–' : String(value);
+  }
+
+  function renderLink(link) {
+    var b = $('link-status');
+    var mode = link ? link.mode : 'unknown';
+    b.dataset.mode = mode;
+    b.className = 'badge ' + (mode === 'websocket' ? 'ok' : mode === 'polling' ? 'warn' : 'bad');
+    b.textContent = 'Miniserver: ' + mode;
+  }
+
+  function renderRooms(rooms) {
+    var root = $('rooms'); clear(root);
+    rooms.forEach(function (room) {
+      var box = el('div', 'tile');
+      box.appendChild(el('strong', null, room.name));
+      var ul = el('ul');
+      room.devices.forEach(function (d) {
+        var li = el('li');
+        li.id = 'dev-' + d.uuid;
+        li.appendChild(document.createTextNode(d.name + ': '));
+        var s = el('span', d.state && d.state.on ? 'on' : '', describe(d.state, null));
+        li.appendChild(s);
+        ul.appendChild(li);
+      });
+      box.appendChild(ul);
+      root.appendChild(box);
+    });
+  }
+
+  function changeText(c) {
+    var when = new Date(c.at).toLocaleTimeString();
+    var where = c.room ? ' (' + c.room + ')' : '';
+    var what = c.display ? describe(c.display, c.value) : (c.state !== 'value' ? c.state + ' = ' : '') + describe(null, c.value !== undefined && c.value !== null ? c.value : c.text);
+    return when + ' ' + c.name + where + ': ' + what;
+  }
+
+  function renderChanges() {
+    var root = $('changes'); clear(root);
+    state.changes.slice(0, 10).forEach(function (c) { root.appendChild(el('li', null, changeText(c))); });
+  }
+
+  function renderClimate(list) {
+    var root = $('climate'); clear(root);
+    if (!list.length) root.appendChild(el('p', 'dim', 'No climate controllers'));
+    list.forEach(function (z) {
+      var t = el('div', 'tile');
+      t.appendChild(el('div', 'dim', z.room));
+      t.appendChild(el('div', 'big', z.temperature === null ? '–' : z.temperature + ' °C'));
+      t.appendChild(el('div', 'dim', 'target ' + (z.target === null ? '–' : z.target + ' °C')));
+      root.appendChild(t);
+    });
+  }
+
+  function renderAlarm(list) {
+    var root = $('alarm'); clear(root);
+    if (!list.length) root.appendChild(el('p', 'dim', 'No alarm system'));
+    list.forEach(function (a) {
+      var text = a.name + ': ' + (a.armed === null || a.armed === undefined ? (a.level ? 'ALARM level ' + a.level : 'quiet') : (a.armed ? 'armed' : 'disarmed'));
+      root.appendChild(el('p', a.level ? 'error' : '', text));
+    });
+  }
+
+  function renderEnergy(list) {
+    var root = $('energy'); clear(root);
+    if (!list.length) root.appendChild(el('p', 'dim', 'No meters'));
+    list.forEach(function (m) {
+      root.appendChild(el('p', null, m.name + ': ' + (m.power === null ? '–' : m.power + ' ' + m.unit)));
+    });
+  }
+
+  function renderActivity(list) {
+    var root = $('activity'); clear(root);
+    if (!list.length) root.appendChild(el('li', 'dim', 'No AI activity recorded'));
+    list.forEach(function (a) {
+      // An audit entry: {time, key_name, ip, transport, operation, target, result, latency_ms}.
+      var when = (a.time || '').replace('T', ' ').slice(0, 19);
+      var text = when + ' ' + (a.key_name || '') + ': ' + (a.operation || '') +
+        (a.target ? ' ' + a.target : '') + ' → ' + (a.result || '');
+      root.appendChild(el('li', a.result === 'ok' ? null : 'warn', text.trim()));
+    });
+  }
+
+  function load() {
+    return api('data').then(function (d) {
+      $('key-form').hidden = true;
+      $('main').hidden = false;
+      renderLink(d.status.link);
+      renderRooms(d.rooms);
+      state.changes = d.changes;
+      renderChanges();
+      renderClimate(d.climate);
+      renderAlarm(d.alarm);
+      renderEnergy(d.energy);
+      renderActivity(d.activity);
+      connect();
+    }).catch(function (e) {
+      if (e.status) { sessionStorage.removeItem(KEY); showKeyForm(key() ? 'The key was refused.' : 'An API key is needed.'); }
+      else { setTimeout(load, 5000); }
+    });
+  }
+
+  function apply(msg) {
+    var p = msg.payload || {};
+    if (msg.type === 'system_event') {
+      if (p.event === 'hello' && p.status) renderLink(p.status.link);
+      if (p.event === 'link') renderLink(p.link);
+      if (p.event === 'structure_changed' || p.event === 'resync') { closeWs(); load(); }
+      return;
+    }
+    if (msg.type === 'device_state_change' || msg.type === 'alarm_event') {
+      state.changes.unshift(p);
+      state.changes = state.changes.slice(0, 10);
+      renderChanges();
+      var ch = $('changes');
+      ch.setAttribute('data-updated', String(Date.now()));
+      ch.classList.remove('flash'); void ch.offsetWidth; ch.classList.add('flash');
+    }
+    var dev = $('dev-' + p.uuid);
+    if (dev && p.display) {
+      var s = dev.lastChild;
+      s.textContent = describe(p.display, p.value);
+      s.className = p.display.on ? 'on' : '';
+    }
+    if (msg.type === 'alarm_event' || msg.type === 'energy_update' || (msg.type === 'sensor_update' && p.type && p.type.indexOf('RoomController') >= 0)) {
+      scheduleRefresh();
+    }
+  }
+
+  var refreshTimer = null;
+  function scheduleRefresh() {
+    if (refreshTimer) return;
+    refreshTimer = setTimeout(function () {
+      refreshTimer = null;
+      api('data').then(function (d) { renderClimate(d.climate); renderAlarm(d.alarm); renderEnergy(d.energy); renderActivity(d.activity); }).catch(function () {});
+    }, 2000);
+  }
+
+  function live(text, cls) { var b = $('live-status'); b.textContent = 'live: ' + text; b.className = 'badge ' + cls; }
+
+  function closeWs() { if (state.ws) { state.ws.onclose = null; state.ws.close(); state.ws = null; } }
+
+  function connect() {
+    if (state.ws) return;
+    var proto = location.protocol === 'https:' ? 'wss://' : 'ws://';
+    var protocols = ['home-mcp'];
+    if (key()) protocols.push('key.' + key());
+    var ws;
+    try { ws = new WebSocket(proto + location.host + '/dashboard/ws', protocols); } catch (e) { retry(); return; }
+    state.ws = ws;
+    ws.onopen = function () { state.backoff = 1000; live('connected', 'ok'); };
+    ws.onmessage = function (ev) { try { apply(JSON.parse(ev.data)); } catch (e) { /* ignore malformed */ } };
+    ws.onclose = function () { state.ws = null; live('reconnecting', 'warn'); retry(); };
+  }
+
+  function retry() {
+    var wait = state.backoff;
+    state.backoff = Math.min(state.backoff * 2, 30000);
+    setTimeout(function () { if (!state.ws) load(); }, wait);
+  }
+
+  document.addEventListener('DOMContentLoaded', function () {
+    $('key-form').addEventListener('submit', function (ev) {
+      ev.preventDefault();
+      sessionStorage.setItem(KEY, $('key-input').value.trim());
+      $('key-input').value = '';
+      load();
+    });
+    load();
+  });
+})();

@@ -1,0 +1,339 @@
+//! The dashboard's JSON endpoints under `/dashboard/api/` (GET only). Values come from the
+//! state store the live link keeps current (never a Miniserver round trip per device), except
+//! the climate grid, which reuses `get_home_summary`'s query (a stale value is read again).
+//!
+//! Errors use the spec §7.1 object `{"error": {"code", "message", "details": {}}}`: an unknown
+//! path, history type or trend period is 404 `NOT_FOUND`; a bad query parameter is 400
+//! `INVALID_PARAMETERS`; a failing history store is 500 `INTERNAL_ERROR`.
+
+use serde_json::{json, Value as Json};
+
+use super::history::{HistoryType, Period};
+use super::Dashboard;
+use crate::home::{Control, ControlKind, Home};
+use crate::tools::view;
+
+/// Device state changes shown by `data`.
+pub const RECENT_CHANGES: usize = 10;
+/// Entries of the AI activity feed shown by `data`.
+pub const RECENT_ACTIVITY: usize = 20;
+
+/// A JSON answer: HTTP status and body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiAnswer {
+    pub status: u16,
+    pub body: Json,
+}
+
+impl ApiAnswer {
+    fn ok(body: Json) -> Self {
+        Self { status: 200, body }
+    }
+
+    /// The §7.1 error object with empty `details`.
+    pub fn error(status: u16, code: &str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            body: json!({"error": {"code": code, "message": message.into(), "details": {}}}),
+        }
+    }
+}
+
+/// Routes `rest` (the path after `/dashboard/api/`) with the raw `query` string.
+pub fn handle(dash: &Dashboard, rest: &str, query: &str) -> ApiAnswer {
+    match rest.trim_end_matches('/').split_once('/') {
+        None => match rest.trim_end_matches('/') {
+            "status" => ApiAnswer::ok(status(dash)),
+            "data" => data(dash),
+            "rooms" => ApiAnswer::ok(json!({"rooms": rooms(&dash.house.home(), dash)})),
+            "metrics" => ApiAnswer::ok(metrics(dash)),
+            other => not_found(other),
+        },
+        Some(("history", ty)) => history(dash, ty, query),
+        Some(("trends", period)) => trends(dash, period, query),
+        Some(_) => not_found(rest),
+    }
+}
+
+fn not_found(what: &str) -> ApiAnswer {
+    ApiAnswer::error(
+        404,
+        "NOT_FOUND",
+        format!("no dashboard endpoint /dashboard/api/{what}"),
+    )
+}
+
+fn param<'q>(query: &'q str, name: &str) -> Option<&'q str> {
+    query
+        .split('&')
+        .find_map(|p| p.strip_prefix(name)?.strip_prefix('='))
+}
+
+/// `GET status`: `{"version", "uptime_secs", "link": {"mode": "websocket" | "polling" |
+/// "disconnected", "degraded", "since_secs", "last_error", "reconnects", "events_received",
+/// "last_event_secs"}, "miniserver": {"name", "serial", "structure"}, "counts": {"rooms",
+/// "controls", "ws_clients"}, "history": {"days", "persistent", "pending", "written"}}`.
+pub fn status(dash: &Dashboard) -> Json {
+    let home = dash.house.home();
+    json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "uptime_secs": dash.started.elapsed().as_secs(),
+        "link": dash.house.link().snapshot().to_json(),
+        "miniserver": {
+            "name": home.ms_info.ms_name,
+            "serial": home.ms_info.serial_nr,
+            "structure": home.last_modified,
+        },
+        "counts": {
+            "rooms": home.rooms.len(),
+            "controls": home.controls.len(),
+            "ws_clients": dash.ws_clients(),
+        },
+        "history": {
+            "days": dash.history.config().days,
+            "persistent": dash.history.path().is_some(),
+            "pending": dash.history.pending(),
+            "written": dash.history.written(),
+        },
+    })
+}
+
+/// One device of a room: `{"uuid", "name", "type", "category", "state": the primary value in
+/// words (e.g. `{"on": true}`) or `null` when not known yet, "age_secs": seconds since it was
+/// learnt or `null`}`.
+fn device(dash: &Dashboard, c: &Control) -> Json {
+    let v = dash.house.states().get(&c.uuid);
+    json!({
+        "uuid": c.uuid,
+        "name": c.name,
+        "type": c.kind.as_str(),
+        "category": c.family().as_str(),
+        "state": v.as_ref().map(|v| view::state(c, &v.value)),
+        "age_secs": v.as_ref().map(|v| v.age_secs().round()),
+    })
+}
+
+/// `GET rooms`: `{"rooms": [{"uuid", "name", "devices": [device]}]}` in structure-file
+/// order; devices without a room come last in a room with `"uuid": null, "name": "Other"`.
+pub fn rooms(home: &Home, dash: &Dashboard) -> Vec<Json> {
+    let mut out: Vec<Json> = home
+        .rooms
+        .iter()
+        .map(|r| {
+            let devices: Vec<Json> = home
+                .controls_in_room(&r.uuid)
+                .into_iter()
+                .map(|c| device(dash, c))
+                .collect();
+            json!({"uuid": r.uuid, "name": r.name, "devices": devices})
+        })
+        .collect();
+    let other: Vec<Json> = home
+        .controls
+        .iter()
+        .filter(|c| c.room.as_deref().is_none_or(|r| home.room(r).is_none()))
+        .map(|c| device(dash, c))
+        .collect();
+    if !other.is_empty() {
+        out.push(json!({"uuid": null, "name": "Other", "devices": other}));
+    }
+    out
+}
+
+/// Alarms and smoke alarms: `[{"uuid", "name", "room", "type", "armed": bool | null (alarms),
+/// "level": number | null (the alarm level; 0 = quiet)}]`.
+fn alarms(dash: &Dashboard, home: &Home) -> Vec<Json> {
+    home.controls
+        .iter()
+        .filter(|c| matches!(c.kind, ControlKind::Alarm | ControlKind::SmokeAlarm))
+        .map(|c| {
+            let primary = dash
+                .house
+                .states()
+                .get(&c.uuid)
+                .and_then(|v| v.value.as_f64());
+            let level = view::named_state(&dash.house, c, "level").and_then(|v| v.as_f64());
+            let armed = (c.kind == ControlKind::Alarm)
+                .then(|| primary.map(|v| v != 0.0))
+                .flatten();
+            json!({
+                "uuid": c.uuid, "name": c.name, "room": view::room_of(home, c),
+                "type": c.kind.as_str(), "armed": armed,
+                "level": level.or((c.kind == ControlKind::SmokeAlarm).then_some(primary).flatten()),
+            })
+        })
+        .collect()
+}
+
+/// Meters: `[{"uuid", "name", "room", "power": number | null, "unit", "total": number |
+/// null (the meter's counter, as the Miniserver reports it)}]`.
+fn energy(dash: &Dashboard, home: &Home) -> Vec<Json> {
+    home.controls
+        .iter()
+        .filter(|c| c.kind == ControlKind::Meter)
+        .map(|c| {
+            let power = dash
+                .house
+                .states()
+                .get(&c.uuid)
+                .and_then(|v| v.value.as_f64())
+                .map(view::round1);
+            let total = view::named_state(&dash.house, c, "total").and_then(|v| v.as_f64());
+            json!({
+                "uuid": c.uuid, "name": c.name, "room": view::room_of(home, c),
+                "power": power, "unit": view::unit(c).unwrap_or_else(|| "kW".into()),
+                "total": total.map(view::round1),
+            })
+        })
+        .collect()
+}
+
+/// The AI activity feed: the newest `n` entries of `source`, newest first, or an empty list
+/// without one. The source is the audit log of tool calls when one is configured (each entry
+/// a JSON object as the audit log writes it); the dashboard passes its own
+/// ([`Dashboard::with_activity`]).
+pub fn recent_activity(source: Option<&dyn Fn(usize) -> Vec<Json>>, n: usize) -> Vec<Json> {
+    match source {
+        Some(f) => f(n).into_iter().take(n).collect(),
+        None => Vec::new(),
+    }
+}
+
+/// `GET data`, the whole page: `{"status": <status>, "rooms": <rooms>, "changes": [history
+/// row, newest first, at most 10: {"at", "at_ms", "kind", "uuid", "name", "room", "state",
+/// "value", "text"}], "climate": [{"room", "temperature": °C | null, "target": °C | null}],
+/// "alarm": <alarms>, "energy": <meters>, "activity": [audit entries, newest first]}`.
+pub fn data(dash: &Dashboard) -> ApiAnswer {
+    let home = dash.house.home();
+    let changes = match dash.history.recent_changes(RECENT_CHANGES) {
+        Ok(rows) => rows.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
+        Err(e) => return store_error(&e),
+    };
+    let mut values = view::ValueReader::new(&dash.house);
+    let climate = crate::tools::summary::climate(&dash.house, &home, None, &mut values);
+    let activity = recent_activity(dash.activity.as_deref().map(|f| f as _), RECENT_ACTIVITY);
+    ApiAnswer::ok(json!({
+        "status": status(dash),
+        "rooms": rooms(&home, dash),
+        "changes": changes,
+        "climate": climate,
+        "alarm": alarms(dash, &home),
+        "energy": energy(dash, &home),
+        "activity": activity,
+    }))
+}
+
+/// `GET metrics`: `{"uptime_secs", "events_received" (values from the Miniserver),
+/// "link_reconnects", "bus_published", "bus_subscribers", "ws_clients", "ws_messages_queued",
+/// "ws_clients_dropped" (too slow to take a frame), "ws_messages_dropped" (queue full),
+/// "ws_refused" (over the limit), "history_rows_written",
+/// "history_rows_pending"}`; the HTTP layer adds `mcp_sessions` and `sse_streams`.
+pub fn metrics(dash: &Dashboard) -> Json {
+    let link = dash.house.link().snapshot();
+    json!({
+        "uptime_secs": dash.started.elapsed().as_secs(),
+        "events_received": link.events_received,
+        "link_reconnects": link.reconnects,
+        "bus_published": dash.house.bus().published(),
+        "bus_subscribers": dash.house.bus().subscriber_count(),
+        "ws_clients": dash.ws_clients(),
+        "ws_messages_queued": dash.hub.sent(),
+        "ws_clients_dropped": dash.hub.dropped_clients(),
+        "ws_messages_dropped": dash.hub.dropped_messages(),
+        "ws_refused": dash.hub.refused(),
+        "history_rows_written": dash.history.written(),
+        "history_rows_pending": dash.history.pending(),
+    })
+}
+
+fn store_error(e: &super::history::HistoryError) -> ApiAnswer {
+    log::warn!("dashboard: {e}");
+    ApiAnswer::error(500, "INTERNAL_ERROR", "the history store failed")
+}
+
+/// `GET history/{type}?hours=N` (`type`: see [`HistoryType::NAMES`]; `hours` 1 to 24 ×
+/// `history_days`, default 24): `{"type", "hours", "from": ISO, "to": ISO, "count",
+/// "entries": [history row, oldest first, at most 5000]}`.
+pub fn history(dash: &Dashboard, ty: &str, query: &str) -> ApiAnswer {
+    let Some(t) = HistoryType::parse(ty) else {
+        return ApiAnswer::error(
+            404,
+            "NOT_FOUND",
+            format!(
+                "unknown history type {ty:?}; use one of {}",
+                HistoryType::NAMES.join(", ")
+            ),
+        );
+    };
+    let max = 24 * i64::from(dash.history.config().days.max(1));
+    let hours = match param(query, "hours") {
+        None => 24.min(max),
+        Some(h) => match h.parse::<i64>() {
+            Ok(n) if (1..=max).contains(&n) => n,
+            _ => {
+                return ApiAnswer::error(
+                    400,
+                    "INVALID_PARAMETERS",
+                    format!("hours must be a whole number from 1 to {max}"),
+                )
+            }
+        },
+    };
+    match dash.history.history(t, hours) {
+        Ok(rows) => {
+            let now = std::time::SystemTime::now();
+            let from = now - std::time::Duration::from_secs(hours as u64 * 3600);
+            ApiAnswer::ok(json!({
+                "type": ty, "hours": hours,
+                "from": crate::time::iso8601(from), "to": crate::time::iso8601(now),
+                "count": rows.len(),
+                "entries": rows.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
+            }))
+        }
+        Err(e) => store_error(&e),
+    }
+}
+
+/// `GET trends/{period}?type=T` (`period`: `hour` (last 24 h), `day` (last 7 days), `week`
+/// (the whole retention); `type` default `temperature`): `{"period", "type", "hours",
+/// "series": [{"uuid", "name", "room", "buckets": [{"start": ISO, "start_ms", "min", "avg",
+/// "max", "count"}]}]}`, numeric values only.
+pub fn trends(dash: &Dashboard, period: &str, query: &str) -> ApiAnswer {
+    let Some(p) = Period::parse(period) else {
+        return ApiAnswer::error(
+            404,
+            "NOT_FOUND",
+            format!("unknown trend period {period:?}; use hour, day or week"),
+        );
+    };
+    let ty = param(query, "type").unwrap_or("temperature");
+    let Some(t) = HistoryType::parse(ty) else {
+        return ApiAnswer::error(
+            400,
+            "INVALID_PARAMETERS",
+            format!("type must be one of {}", HistoryType::NAMES.join(", ")),
+        );
+    };
+    match dash.history.trends(t, p) {
+        Ok(series) => ApiAnswer::ok(json!({
+            "period": p.as_str(), "type": ty,
+            "hours": p.span_hours(dash.history.config().days),
+            "series": series,
+        })),
+        Err(e) => store_error(&e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_and_activity() {
+        assert_eq!(param("a=1&hours=5", "hours"), Some("5"));
+        assert_eq!(param("hoursx=5", "hours"), None);
+        assert!(recent_activity(None, 10).is_empty());
+        let f = |n: usize| vec![json!({"tool": "x"}); n + 3];
+        assert_eq!(recent_activity(Some(&f), 2).len(), 2);
+    }
+}

@@ -1,0 +1,131 @@
+//! The `/dashboard` routes: the embedded page (no key; strict security headers), the JSON API
+//! under `/dashboard/api/` and the WebSocket `/dashboard/ws` (both gated, `read`
+//! permission; the WebSocket also refuses a foreign `Origin` with 403, as `/mcp` does). Only
+//! GET (and HEAD); `/dashboard` redirects (308) to `/dashboard/`. See [`crate::dashboard`]
+//! for the payloads.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{deny, Answer, Ctx, Handled};
+use crate::auth::gate::{Action, Principal};
+use crate::dashboard::{api, asset, ws, CSP};
+
+/// The WebSocket path.
+pub(crate) const WS_PATH: &str = "/dashboard/ws";
+
+/// Whether `path` belongs to the dashboard.
+pub(crate) fn is_dashboard(path: &str) -> bool {
+    path == "/dashboard" || path.starts_with("/dashboard/")
+}
+
+/// Whether `path` needs a key: the API and the WebSocket (the page's assets do not).
+pub(crate) fn is_gated(path: &str) -> bool {
+    path == WS_PATH || path == "/dashboard/api" || path.starts_with("/dashboard/api/")
+}
+
+/// The §7.1 error object (with empty `details`).
+fn rest_error(status: u16, code: &str, message: &str) -> Answer {
+    Answer::json(status, &api::ApiAnswer::error(status, code, message).body)
+}
+
+fn secure(answer: Answer) -> Answer {
+    answer
+        .with_header("Content-Security-Policy", CSP)
+        .with_header("X-Content-Type-Options", "nosniff")
+        .with_header("Referrer-Policy", "no-referrer")
+        .with_header("Cache-Control", "no-store")
+}
+
+/// Serves a `/dashboard...` request.
+pub(crate) fn handle(
+    ctx: &Arc<Ctx>,
+    request: &tiny_http::Request,
+    path: &str,
+    url: &str,
+    auth: Option<&Principal>,
+) -> Handled {
+    let Some(dash) = ctx.config.dashboard.clone() else {
+        return rest_error(404, "NOT_FOUND", &format!("no route for {path}")).into();
+    };
+    if !matches!(
+        request.method(),
+        tiny_http::Method::Get | tiny_http::Method::Head
+    ) {
+        return secure(
+            rest_error(405, "METHOD_NOT_ALLOWED", "use GET").with_header("Allow", "GET"),
+        )
+        .into();
+    }
+    if is_gated(path) {
+        if let Err(d) = ctx.authorize(auth, &Action::Method("dashboard")) {
+            return secure(deny(&d, false, Value::Null)).into();
+        }
+    }
+    if path == "/dashboard" {
+        return secure(Answer::empty(308).with_header("Location", "/dashboard/")).into();
+    }
+    if path == WS_PATH {
+        // Cross-site WebSocket hijacking: a browser sends the page's Origin; only the
+        // dashboard's own origin (or a loopback / configured one) may connect.
+        if let Some(origin) = super::header(request, "Origin") {
+            if !super::mcp::origin_allowed(ctx, origin, super::header(request, "Host")) {
+                return secure(rest_error(403, "FORBIDDEN", "Origin not allowed")).into();
+            }
+        }
+        if !ws::is_handshake(request) {
+            return secure(rest_error(
+                400,
+                "INVALID_PARAMETERS",
+                "a WebSocket handshake is expected (Upgrade: websocket, version 13)",
+            ))
+            .into();
+        }
+        let Some(slot) = dash.hub().acquire() else {
+            return secure(rest_error(
+                503,
+                "SERVICE_UNAVAILABLE",
+                "too many dashboard WebSocket clients; retry later",
+            ))
+            .with_header("Retry-After", "5")
+            .into();
+        };
+        let hello = dash.hello();
+        let port = ctx.local_port;
+        let stop_ctx = ctx.clone();
+        let stop = Box::new(move || stop_ctx.stopping.load(Ordering::SeqCst));
+        // The WebSocket handshake answer carries no rate-limit headers (tungstenite writes it).
+        return Handled::Take(Box::new(move |request, _headers| {
+            ws::serve(request, slot, hello, port, stop)
+        }));
+    }
+    if let Some(rest) = path.strip_prefix("/dashboard/api/") {
+        let query = url.split_once('?').map_or("", |(_, q)| q);
+        let mut a = api::handle(&dash, rest, query);
+        if rest.trim_end_matches('/') == "metrics" && a.status == 200 {
+            a.body["mcp_sessions"] = ctx.mcp.sessions().len().into();
+            a.body["sse_streams"] = ctx.pool.active().into();
+        }
+        return secure(Answer::json(a.status, &a.body)).into();
+    }
+    if path == "/dashboard/api" {
+        return secure(rest_error(404, "NOT_FOUND", "no route for /dashboard/api")).into();
+    }
+    match asset(path.trim_start_matches("/dashboard/")) {
+        Some((content_type, body)) => secure(Answer {
+            status: 200,
+            content_type: Some(content_type),
+            headers: Vec::new(),
+            body: body.as_bytes().to_vec(),
+        })
+        .into(),
+        None => secure(rest_error(
+            404,
+            "NOT_FOUND",
+            &format!("no route for {path}"),
+        ))
+        .into(),
+    }
+}
