@@ -24,20 +24,24 @@
 //! `health` closure, 503 when no longer accepting), `GET /metrics` (Prometheus text, see
 //! [`crate::metrics`]; only with [`HttpConfig::metrics`]), the quick-start REST routes `/tools`,
 //! `/tools/call` and `/api/devices...` (see [`rest`]), the admin API `/admin/...` (see
-//! [`admin`]; 404 without [`HttpConfig::admin`]), anything else 404
+//! [`admin`]; 404 without [`HttpConfig::admin`]), the admin key page `GET /admin/keys` with
+//! `/admin/assets/keys.js|keys.css` (embedded files, see [`assets`]; also only with
+//! [`HttpConfig::admin`]), anything else 404
 //! `{"error":{"code":"NOT_FOUND","message":…}}`. The Host header is checked on every route
 //! (see [`HttpConfig::allowed_hosts`]).
 //!
 //! Every request is counted in [`crate::metrics`] (route family, outcome, latency).
 //!
-//! With [`HttpConfig::gate`] set, every route but `/health`, a public `/metrics` (and unknown
-//! paths, which 404) is authenticated by the router before any body is read ([`Gate::authenticate`]: key,
+//! With [`HttpConfig::gate`] set, every route but `/health`, a public `/metrics`, the admin
+//! page's static files ([`assets::ADMIN`]: no key, but still only to `[auth] admin_networks`)
+//! (and unknown paths, which 404) is authenticated by the router before any body is read ([`Gate::authenticate`]: key,
 //! expiry, IP whitelist, rate limits); routes then ask `Ctx::authorize` about the MCP method
 //! or tool they are about to run, and `/admin/...` needs `admin`. Answers written by a
 //! worker get the `X-RateLimit-*` headers. See [`crate::auth::gate`] for the rules and error
 //! mapping.
 
 pub mod admin;
+pub mod assets;
 pub mod legacy;
 pub mod mcp;
 mod rest;
@@ -488,7 +492,8 @@ pub(crate) fn deny(d: &Denial, rpc: bool, id: Value) -> Answer {
 }
 
 /// Step 1 of the gate for a request to `path`: `Ok(None)` when ungated (`/health`, unknown
-/// paths, no gate).
+/// paths, no gate). The admin page's static files ([`assets::ADMIN`]) need no key but are
+/// refused (403) outside `[auth] admin_networks` like the rest of `/admin`.
 fn authenticate(
     ctx: &Ctx,
     request: &tiny_http::Request,
@@ -516,6 +521,10 @@ fn authenticate(
             rate: None,
         };
         return Err(deny(&d, false, Value::Null));
+    }
+    if assets::find(assets::ADMIN, path).is_some() {
+        // Static files without data: the page asks for the key itself.
+        return Ok(None);
     }
     let mut creds = Credentials::from_parts(
         header(request, "X-API-Key"),
@@ -638,6 +647,12 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
         };
         rate = principal.as_ref().map(|p| p.rate);
         let auth = principal.as_ref();
+        // The admin page's files, only where the admin API is served.
+        let page = ctx
+            .config
+            .admin
+            .as_ref()
+            .and(assets::find(assets::ADMIN, &path));
         match path.as_str() {
             "/mcp" => mcp::handle(ctx, &mut request, auth),
             "/sse" => legacy::open(ctx, &request),
@@ -658,6 +673,12 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
             },
             "/metrics" if ctx.config.metrics.is_some() => metrics_route(ctx, &method, auth).into(),
             p if rest::is_rest_path(p) => rest::handle(ctx, &mut request, p, auth).into(),
+            _ if page.is_some() => page
+                .map_or_else(
+                    || rest_error(404, "NOT_FOUND", "no such file"),
+                    |a| assets::serve(a, &method, header(&request, "If-None-Match")),
+                )
+                .into(),
             p if auth.is_some() && p.starts_with("/admin") => {
                 match ctx.authorize(auth, &Action::Admin) {
                     Err(d) => deny(&d, false, Value::Null),
