@@ -238,3 +238,42 @@ fn html_loads_only_its_own_files() {
         assert!(!js.contains(sink), "keys.js uses {sink}");
     }
 }
+
+/// `serve --demo --key-store PATH` (what `tests/e2e/browser.sh` runs) uses that store; plain
+/// `--demo` keeps an empty in-memory one.
+#[test]
+fn demo_uses_a_named_key_store() {
+    let dir = std::env::temp_dir().join(format!("home-mcp-admin-page-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("keys.toml");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_home-mcp"))
+        .args([
+            "keys",
+            "generate",
+            "--role",
+            "admin",
+            "--json",
+            "--key-store",
+        ])
+        .arg(&path)
+        .output()
+        .expect("keys generate runs");
+    assert!(out.status.success(), "{out:?}");
+    let id = serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let config = Config {
+        key_store: Some(path),
+        ..Config::default()
+    };
+    let app = App::start(&config, true).expect("demo starts");
+    let keys = app.gate.store().list().unwrap();
+    assert_eq!(keys.len(), 1);
+    assert_eq!(keys[0].id, id);
+    app.shutdown();
+    let app = App::start(&Config::default(), true).expect("demo starts");
+    assert!(app.gate.store().list().unwrap().is_empty());
+    app.shutdown();
+    let _ = std::fs::remove_dir_all(&dir);
+}
