@@ -134,7 +134,7 @@ pub struct App {
     /// Stops the resource notifier thread.
     pub notifier_stop: Arc<AtomicBool>,
     /// The API key gate for the HTTP server (`[auth]`), over the configured key store (a
-    /// [`MemoryStore`] for `--demo`).
+    /// [`MemoryStore`] for `--demo`, unless `--demo --key-store PATH` names a store).
     pub gate: Arc<Gate>,
     /// The audit log (`[audit]`): `<data_dir>/audit.db`, in memory for `--demo`; `None` when
     /// disabled. Every state-changing tool call through [`App::mcp`] is recorded in it.
@@ -218,8 +218,9 @@ impl App {
                 .with_caches(config.server.caches),
         );
         // The demo serves loopback without keys (development level) and writes nothing to
-        // disk; a real start reads the key store the `keys` command writes.
-        let keys: Arc<dyn crate::auth::store::KeyStore> = if demo {
+        // disk, unless `--demo --key-store PATH` names a store (browser tests, trying the admin
+        // page with real keys); a real start reads the key store the `keys` command writes.
+        let keys: Arc<dyn crate::auth::store::KeyStore> = if demo && config.key_store.is_none() {
             Arc::new(MemoryStore::default())
         } else {
             let env = |k: &str| std::env::var(k).ok();

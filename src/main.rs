@@ -49,7 +49,8 @@ OPTIONS:
   --listen ADDR    address to listen on (default 127.0.0.1:3001)
   --config FILE    TOML config file (see README)
   --workers N      request worker threads, 1-64 (default 2)
-  --key-store PATH API key store (default <data_dir>/keys.toml; HOME_KEY_BACKEND)
+  --key-store PATH API key store (default <data_dir>/keys.toml; HOME_KEY_BACKEND); with
+                   --demo, keys come from this store instead of an empty in-memory one
   -h, --help       this help
   -V, --version    print the version";
 

@@ -24,15 +24,18 @@
 //! `health` closure, 503 when no longer accepting), `GET /metrics` (Prometheus text, see
 //! [`crate::metrics`]; only with [`HttpConfig::metrics`]), the quick-start REST routes `/tools`,
 //! `/tools/call` and `/api/devices...` (see [`rest`]), the admin API `/admin/...` (see
-//! [`admin`]; 404 without [`HttpConfig::admin`]), the web dashboard `/dashboard/...`
-//! (page, `/dashboard/api/...`, `WS /dashboard/ws`; see [`crate::dashboard`]), anything else 404
+//! [`admin`]; 404 without [`HttpConfig::admin`]), the admin key page `GET /admin/keys` with
+//! `/admin/assets/keys.js|keys.css` (embedded files, see [`assets`]; also only with
+//! [`HttpConfig::admin`]), the web dashboard `/dashboard/...` (page, `/dashboard/api/...`,
+//! `WS /dashboard/ws`; see [`crate::dashboard`]), anything else 404
 //! `{"error":{"code":"NOT_FOUND","message":…}}`. The Host header is checked on every route
 //! (see [`HttpConfig::allowed_hosts`]).
 //!
 //! Every request is counted in [`crate::metrics`] (route family, outcome, latency).
 //!
-//! With [`HttpConfig::gate`] set, every route but `/health`, a public `/metrics` (and unknown
-//! paths, which 404) is authenticated by the router before any body is read ([`Gate::authenticate`]: key,
+//! With [`HttpConfig::gate`] set, every route but `/health`, a public `/metrics`, the admin
+//! page's static files ([`assets::ADMIN`]: no key, but still only to `[auth] admin_networks`)
+//! (and unknown paths, which 404) is authenticated by the router before any body is read ([`Gate::authenticate`]: key,
 //! expiry, IP whitelist, rate limits); routes then ask `Ctx::authorize` about the MCP method
 //! or tool they are about to run, and `/admin/...` needs `admin`. The dashboard's API and
 //! WebSocket are gated (`read`; the WebSocket may carry the key as the subprotocol
@@ -41,6 +44,7 @@
 //! mapping.
 
 pub mod admin;
+pub mod assets;
 mod dashboard;
 pub mod legacy;
 pub mod mcp;
@@ -498,7 +502,8 @@ pub(crate) fn deny(d: &Denial, rpc: bool, id: Value) -> Answer {
 }
 
 /// Step 1 of the gate for a request to `path`: `Ok(None)` when ungated (`/health`, unknown
-/// paths, no gate).
+/// paths, no gate). The admin page's static files ([`assets::ADMIN`]) need no key but are
+/// refused (403) outside `[auth] admin_networks` like the rest of `/admin`.
 fn authenticate(
     ctx: &Ctx,
     request: &tiny_http::Request,
@@ -531,6 +536,10 @@ fn authenticate(
             rate: None,
         };
         return Err(deny(&d, false, Value::Null));
+    }
+    if assets::find(assets::ADMIN, path).is_some() {
+        // Static files without data: the page asks for the key itself.
+        return Ok(None);
     }
     let mut creds = Credentials::from_parts(
         header(request, "X-API-Key"),
@@ -657,6 +666,12 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
         };
         rate = principal.as_ref().map(|p| p.rate);
         let auth = principal.as_ref();
+        // The admin page's files, only where the admin API is served.
+        let page = ctx
+            .config
+            .admin
+            .as_ref()
+            .and(assets::find(assets::ADMIN, &path));
         match path.as_str() {
             "/mcp" => mcp::handle(ctx, &mut request, auth),
             "/sse" => legacy::open(ctx, &request),
@@ -678,6 +693,12 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
             "/metrics" if ctx.config.metrics.is_some() => metrics_route(ctx, &method, auth).into(),
             p if rest::is_rest_path(p) => rest::handle(ctx, &mut request, p, auth).into(),
             p if dashboard::is_dashboard(p) => dashboard::handle(ctx, &request, p, &url, auth),
+            _ if page.is_some() => page
+                .map_or_else(
+                    || rest_error(404, "NOT_FOUND", "no such file"),
+                    |a| assets::serve(a, &method, header(&request, "If-None-Match")),
+                )
+                .into(),
             p if auth.is_some() && p.starts_with("/admin") => {
                 match ctx.authorize(auth, &Action::Admin) {
                     Err(d) => deny(&d, false, Value::Null),
