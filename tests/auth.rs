@@ -6,7 +6,7 @@
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use home_mcp::app::{permission_of, App};
 use home_mcp::auth::gate::{
