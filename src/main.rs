@@ -58,13 +58,19 @@ const STDIO_HELP: &str =
     "home-mcp stdio: MCP over stdin/stdout (one JSON-RPC message per line); logs go to stderr
 
 USAGE:
-  home-mcp stdio [--demo] [--config FILE]
+  home-mcp stdio [--demo] [--config FILE] [--key-store PATH]
 
 OPTIONS:
-  --demo           use the built-in simulated Miniserver with the demo house
-  --config FILE    TOML config file (see README)
-  -h, --help       this help
-  -V, --version    print the version";
+  --demo            use the built-in simulated Miniserver with the demo house
+  --config FILE     TOML config file (see README)
+  --key-store PATH  the API key store HOME_STDIO_KEY is looked up in
+  -h, --help        this help
+  -V, --version     print the version
+
+ENVIRONMENT:
+  HOME_STDIO_KEY    stdio is trusted (every request allowed) unless this names an API key:
+                    then every request runs as that key (role, scope, audit log) and what it
+                    may not do is refused with JSON-RPC error -32003";
 
 const SIM_HELP: &str =
     "home-mcp sim: a Miniserver simulator (Loxone HTTP API) loaded from a structure file
@@ -355,18 +361,47 @@ fn stdio(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     }
     let demo = args.contains("--demo");
     let config_path: Option<PathBuf> = opt_string(&mut args, "--config")?.map(PathBuf::from);
+    let key_store: Option<PathBuf> = opt_string(&mut args, "--key-store")?.map(PathBuf::from);
     finish(args)?;
-    let config = match load_config(config_path) {
+    let mut config = match load_config(config_path) {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
+    config.key_store = key_store;
     init_logging(config.log_level);
     let app = match start_app(&config, demo) {
         Ok(a) => a,
         Err(code) => return Ok(code),
     };
-    log::info!("MCP over stdio; end of input stops the server");
-    let result = home_mcp::stdio::serve_stdio(&app.mcp);
+    let key = match std::env::var("HOME_STDIO_KEY")
+        .ok()
+        .filter(|k| !k.trim().is_empty())
+    {
+        None => None,
+        Some(k) => match stdio_key(&app.gate, k.trim()) {
+            Ok(key) => Some(key),
+            Err(e) => {
+                log::error!("HOME_STDIO_KEY: {e}");
+                app.shutdown();
+                return Ok(ExitCode::FAILURE);
+            }
+        },
+    };
+    log::info!(
+        "MCP over stdio ({}); end of input stops the server",
+        key.as_ref().map_or("trusted".to_string(), |k| format!(
+            "as key {:?}",
+            k.caller.key_name
+        ))
+    );
+    let stdin = std::io::stdin();
+    let result = home_mcp::stdio::serve_as(
+        &app.mcp,
+        stdin.lock(),
+        std::io::stdout(),
+        home_mcp::stdio::MAX_LINE_BYTES,
+        key.as_ref(),
+    );
     app.shutdown();
     match result {
         Ok(()) => Ok(ExitCode::SUCCESS),
@@ -375,6 +410,27 @@ fn stdio(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+/// The stdio session as API key `id`: checked once now (unknown, revoked, expired or, in
+/// production, without expiry: an error naming the masked key), then per request.
+fn stdio_key(
+    gate: &Arc<home_mcp::auth::gate::Gate>,
+    id: &str,
+) -> Result<home_mcp::stdio::StdioKey, String> {
+    let creds = home_mcp::auth::gate::Credentials {
+        header_key: Some(id),
+        ip: Some(std::net::Ipv4Addr::LOCALHOST.into()),
+        ..Default::default()
+    };
+    let principal = gate
+        .authenticate(&creds)
+        .map_err(|d| format!("{} ({})", d.message, d.key_id.unwrap_or_default()))?;
+    let gate = gate.clone();
+    Ok(home_mcp::stdio::StdioKey {
+        caller: principal.caller(),
+        check: Box::new(move |r| gate.authorize_request(&principal, r)),
+    })
 }
 
 fn sim(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {

@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::auth::gate::Denial;
 use crate::mcp::jsonrpc::{self, Incoming, Message, Response};
 use crate::mcp::{McpServer, Outlet, SessionState};
 
@@ -46,12 +47,34 @@ pub fn serve<R: BufRead, W: Write + Send>(mcp: &McpServer, input: R, output: W) 
     serve_with_limit(mcp, input, output, MAX_LINE_BYTES)
 }
 
+/// The stdio session's key, when stdio is not trusted (`HOME_STDIO_KEY`): the caller every
+/// request runs as (audit log, scope), and the gate's check of each request, whose refusal
+/// is answered with its JSON-RPC error (-32003) instead of running the request.
+pub struct StdioKey {
+    pub caller: crate::mcp::Caller,
+    pub check: RequestCheck,
+}
+
+/// The gate's step 2 for one request ([`crate::auth::gate::Gate::authorize_request`]).
+pub type RequestCheck = Box<dyn Fn(&jsonrpc::Request) -> Result<(), Denial> + Send + Sync>;
+
 /// [`serve`] with an explicit line limit in bytes.
 pub fn serve_with_limit<R: BufRead, W: Write + Send>(
+    mcp: &McpServer,
+    input: R,
+    output: W,
+    max_line_bytes: usize,
+) -> io::Result<()> {
+    serve_as(mcp, input, output, max_line_bytes, None)
+}
+
+/// [`serve_with_limit`] as `key` (`None`: trusted, every request allowed).
+pub fn serve_as<R: BufRead, W: Write + Send>(
     mcp: &McpServer,
     mut input: R,
     mut output: W,
     max_line_bytes: usize,
+    key: Option<&StdioKey>,
 ) -> io::Result<()> {
     let (tx, rx) = crossbeam_channel::unbounded::<String>();
     let in_flight = AtomicUsize::new(0);
@@ -67,7 +90,15 @@ pub fn serve_with_limit<R: BufRead, W: Write + Send>(
         });
         let outlet: Arc<dyn Outlet> = Arc::new(move |m: &str| tx.send(m.to_string()).is_ok());
         mcp.hub().register(HUB_KEY, outlet.clone());
-        let result = read_loop(mcp, &mut input, &outlet, max_line_bytes, scope, in_flight);
+        let result = read_loop(
+            mcp,
+            &mut input,
+            &outlet,
+            max_line_bytes,
+            scope,
+            in_flight,
+            key,
+        );
         // Requests still running hold clones of the outlet; the scope waits for them, and the
         // writer ends when the last clone is gone.
         mcp.hub().unregister(HUB_KEY);
@@ -86,8 +117,10 @@ fn read_loop<'scope, 'env, R: BufRead>(
     max_line_bytes: usize,
     scope: &'scope std::thread::Scope<'scope, 'env>,
     in_flight: &'env AtomicUsize,
+    key: Option<&StdioKey>,
 ) -> io::Result<()> {
     let mut state = SessionState::new("stdio");
+    state.caller = key.map(|k| k.caller.clone());
     let mut line = Vec::new();
     loop {
         let incoming = match read_line_bounded(input, max_line_bytes, &mut line)? {
@@ -109,6 +142,12 @@ fn read_loop<'scope, 'env, R: BufRead>(
                 jsonrpc::parse(&line)
             }
         };
+        if let Some(refusal) = key.and_then(|k| refused(k, &incoming)) {
+            if !outlet.send(&refusal.to_string()) {
+                return Err(io::Error::other("stdio output closed"));
+            }
+            continue;
+        }
         if may_wait(&incoming) && state.version.is_some() {
             if in_flight.fetch_add(1, Ordering::SeqCst) < MAX_IN_FLIGHT {
                 let mut copy = state.clone();
@@ -150,6 +189,23 @@ fn read_loop<'scope, 'env, R: BufRead>(
                 return Err(io::Error::other("stdio output closed"));
             }
         }
+    }
+}
+
+/// The JSON-RPC error for a frame the stdio key may not send: a single request gets it with
+/// its id; a batch with any refused request is refused whole (`id: null`), as over HTTP.
+fn refused(key: &StdioKey, incoming: &Result<Incoming, Response>) -> Option<serde_json::Value> {
+    match incoming {
+        Ok(Incoming::Single(Ok(Message::Request(r)))) => (key.check)(r)
+            .err()
+            .map(|d| d.rpc_body(serde_json::to_value(&r.id).unwrap_or_default())),
+        Ok(Incoming::Batch(list)) => list.iter().find_map(|m| match m {
+            Ok(Message::Request(r)) => (key.check)(r)
+                .err()
+                .map(|d| d.rpc_body(serde_json::Value::Null)),
+            _ => None,
+        }),
+        _ => None,
     }
 }
 

@@ -17,6 +17,9 @@ fn bin() -> Command {
         "HOME_LOG_LEVEL",
         "HOME_DATA_DIR",
         "HOME_VISU_PASS",
+        "HOME_STDIO_KEY",
+        "HOME_KEY_BACKEND",
+        "SECURITY_LEVEL",
     ] {
         c.env_remove(k);
     }
@@ -455,6 +458,101 @@ fn serve_reads_the_keys_the_keys_command_writes() {
     assert!(
         ok.contains("X-RateLimit-Remaining") || ok.contains("x-ratelimit-remaining"),
         "{ok}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs `stdio --demo --key-store store` with `HOME_STDIO_KEY=key`, feeding `lines`; the
+/// output lines (JSON) and the exit status.
+fn stdio_as(
+    store: &std::path::Path,
+    key: &str,
+    lines: &[&str],
+) -> (Vec<serde_json::Value>, Output) {
+    let mut child = bin()
+        .args(["stdio", "--demo", "--key-store"])
+        .arg(store)
+        .env("HOME_STDIO_KEY", key)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        for l in lines {
+            let _ = writeln!(stdin, "{l}");
+        }
+    }
+    let o = child.wait_with_output().unwrap();
+    let out = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("stdout carries only JSON-RPC"))
+        .collect();
+    (out, o)
+}
+
+#[test]
+fn stdio_runs_as_home_stdio_key_when_given() {
+    let dir = std::env::temp_dir().join(format!("home-mcp-stdio-key-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = dir.join("keys.toml");
+    let o = run(&[
+        "keys",
+        "generate",
+        "--role",
+        "monitor",
+        "--name",
+        "desktop",
+        "--json",
+        "--key-store",
+        store.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let generated: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let key = generated["id"]
+        .as_str()
+        .or(generated["key"].as_str())
+        .expect("the key")
+        .to_string();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let read = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_rooms","arguments":{}}}"#;
+    let write = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"control_device","arguments":{"device":"Deckenlicht","room":"Küche","action":"on"}}}"#;
+    let batch = format!("[{read},{write}]");
+    let (out, o) = stdio_as(&store, &key, &[init, read, write, &batch]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(out.len(), 4, "{out:?}");
+    assert_eq!(out[0]["result"]["serverInfo"]["name"], "home-mcp");
+    assert_eq!(out[1]["result"]["isError"], false, "a monitor key reads");
+    assert_eq!(out[2]["id"], 3);
+    assert_eq!(
+        out[2]["error"]["code"], -32003,
+        "a monitor key does not switch: {}",
+        out[2]
+    );
+    assert_eq!(out[2]["error"]["data"]["code"], "INSUFFICIENT_PERMISSIONS");
+    assert!(
+        out[3]["id"].is_null() && out[3]["error"]["code"] == -32003,
+        "batch refused whole"
+    );
+    assert!(stderr(&o).contains("as key \"desktop\""), "{}", stderr(&o));
+    assert!(
+        !stderr(&o).contains(&key),
+        "the key never appears in the log"
+    );
+
+    // An unknown key: the server does not start.
+    let (out, o) = stdio_as(
+        &store,
+        "homekey_admin_9_00000000000000000000000000000000",
+        &[init],
+    );
+    assert!(!o.status.success());
+    assert!(out.is_empty());
+    assert!(
+        stderr(&o).contains("HOME_STDIO_KEY") && stderr(&o).contains("unknown API key"),
+        "{}",
+        stderr(&o)
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

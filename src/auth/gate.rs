@@ -795,6 +795,32 @@ impl Gate {
         Ok(())
     }
 
+    /// Step 2 for one JSON-RPC request: the method's permission, for `tools/call` the tool's
+    /// (with its `name` and `arguments`).
+    pub fn authorize_request(
+        &self,
+        principal: &Principal,
+        request: &crate::mcp::jsonrpc::Request,
+    ) -> Result<(), Denial> {
+        if request.method != "tools/call" {
+            return self.authorize(principal, &Action::Method(&request.method));
+        }
+        let empty = Map::new();
+        let params = match &request.params {
+            Some(crate::mcp::jsonrpc::Params::Object(p)) => Some(p),
+            _ => None,
+        };
+        let name = params
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let arguments = params
+            .and_then(|p| p.get("arguments"))
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        self.authorize(principal, &Action::Tool { name, arguments })
+    }
+
     /// Sets the check of tool calls by keys limited to rooms or categories (see
     /// [`ScopeFn`]); without it such keys may call no tool at all (fail closed).
     pub fn with_scope_check(mut self, check: ScopeFn) -> Self {
