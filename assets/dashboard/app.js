@@ -51,7 +51,7 @@
       if ('text' in display) return display.text;
       if ('open' in display) return display.open + ' open';
     }
-    return value === null || value === undefined ? '–' : String(value);
+    return value === null || value === undefined || value === '' ? '–' : String(value);
   }
 
   function renderLink(link) {
@@ -135,6 +135,8 @@
   }
 
   function load() {
+    // Without a key the API can only refuse (401): ask for one without a failed request.
+    if (!key()) { showKeyForm(''); return Promise.resolve(); }
     return api('data').then(function (d) {
       $('key-form').hidden = true;
       $('main').hidden = false;
@@ -148,8 +150,12 @@
       renderActivity(d.activity);
       connect();
     }).catch(function (e) {
-      if (e.status) { sessionStorage.removeItem(KEY); showKeyForm(key() ? 'The key was refused.' : 'An API key is needed.'); }
-      else { setTimeout(load, 5000); }
+      if (e.status) {
+        // Read the key before forgetting it: a refused key and a missing one read differently.
+        var had = !!key();
+        sessionStorage.removeItem(KEY);
+        showKeyForm(had ? 'The key was refused.' : 'An API key is needed.');
+      } else { setTimeout(load, 5000); }
     });
   }
 
@@ -176,17 +182,31 @@
       s.className = p.display.on ? 'on' : '';
     }
     if (msg.type === 'alarm_event' || msg.type === 'energy_update' || (msg.type === 'sensor_update' && p.type && p.type.indexOf('RoomController') >= 0)) {
-      scheduleRefresh();
+      scheduleRefresh(2000);
+    } else if (msg.type === 'device_state_change') {
+      // A device changed, maybe by an AI client's command: its audit entry is in the next
+      // /dashboard/api/data, so refresh the activity feed soon (one request per burst).
+      scheduleRefresh(500);
     }
   }
 
+  // One pending refresh of the summaries and the activity feed; a sooner request moves it up.
   var refreshTimer = null;
-  function scheduleRefresh() {
-    if (refreshTimer) return;
+  var refreshAt = 0;
+  function scheduleRefresh(delay) {
+    var at = Date.now() + delay;
+    if (refreshTimer) {
+      if (at >= refreshAt) return;
+      clearTimeout(refreshTimer);
+    }
+    refreshAt = at;
     refreshTimer = setTimeout(function () {
       refreshTimer = null;
-      api('data').then(function (d) { renderClimate(d.climate); renderAlarm(d.alarm); renderEnergy(d.energy); renderActivity(d.activity); }).catch(function () {});
-    }, 2000);
+      api('data').then(function (d) {
+        renderClimate(d.climate); renderAlarm(d.alarm); renderEnergy(d.energy); renderActivity(d.activity);
+        $('activity').setAttribute('data-updated', String(Date.now()));
+      }).catch(function () {});
+    }, delay);
   }
 
   function live(text, cls) { var b = $('live-status'); b.textContent = 'live: ' + text; b.className = 'badge ' + cls; }
