@@ -88,8 +88,16 @@
     return when + ' ' + c.name + where + ': ' + what;
   }
 
+  // A change worth a line: a primary value (display), a number or a non-empty text. Empty
+  // text states (a block's jLocked, events, sensors at start-up) would only read "x = –".
+  function meaningful(c) {
+    var blank = function (v) { return v === null || v === undefined || v === ''; };
+    return !!c.display || !blank(c.value) || !blank(c.text);
+  }
+
   function renderChanges() {
     var root = $('changes'); clear(root);
+    if (!state.changes.length) root.appendChild(el('li', 'dim', 'No changes yet'));
     state.changes.slice(0, 10).forEach(function (c) { root.appendChild(el('li', null, changeText(c))); });
   }
 
@@ -142,7 +150,7 @@
       $('main').hidden = false;
       renderLink(d.status.link);
       renderRooms(d.rooms);
-      state.changes = d.changes;
+      state.changes = d.changes.filter(meaningful);
       renderChanges();
       renderClimate(d.climate);
       renderAlarm(d.alarm);
@@ -167,7 +175,7 @@
       if (p.event === 'structure_changed' || p.event === 'resync') { closeWs(); load(); }
       return;
     }
-    if (msg.type === 'device_state_change' || msg.type === 'alarm_event') {
+    if ((msg.type === 'device_state_change' || msg.type === 'alarm_event') && meaningful(p)) {
       state.changes.unshift(p);
       state.changes = state.changes.slice(0, 10);
       renderChanges();

@@ -102,6 +102,8 @@ try {
     const alarm = await page.textContent("#alarm");
     expect(/Alarmanlage: (armed|disarmed)/.test(alarm), "alarm: " + alarm);
     expect(/Rauchmelder: (quiet|ALARM)/.test(alarm), "smoke alarm: " + alarm);
+    const changes = await page.locator("#changes li").allTextContents();
+    expect(!changes.some((t) => / = –?$/.test(t)), "no empty values in Last changes: " + changes);
     await screenshot(page, "dashboard-01-loaded");
   });
 
