@@ -198,10 +198,13 @@
     }
   }
 
-  // One pending refresh of the summaries and the activity feed; a sooner request moves it up.
+  // One pending refresh of the summaries and the activity feed; a sooner request moves it up,
+  // but refreshes stay at least 2 s apart (the climate grid may ask the Miniserver again).
   var refreshTimer = null;
   var refreshAt = 0;
+  var refreshedAt = 0;
   function scheduleRefresh(delay) {
+    delay = Math.max(delay, refreshedAt + 2000 - Date.now());
     var at = Date.now() + delay;
     if (refreshTimer) {
       if (at >= refreshAt) return;
@@ -210,6 +213,7 @@
     refreshAt = at;
     refreshTimer = setTimeout(function () {
       refreshTimer = null;
+      refreshedAt = Date.now();
       api('data').then(function (d) {
         renderClimate(d.climate); renderAlarm(d.alarm); renderEnergy(d.energy); renderActivity(d.activity);
         $('activity').setAttribute('data-updated', String(Date.now()));
