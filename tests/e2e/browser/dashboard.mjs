@@ -5,7 +5,7 @@
 // actual vs target, alarms), a light switched through MCP appearing live in "Last changes"
 // (latency printed) and the call in the AI activity feed, no console errors or CSP violations,
 // and the page on a phone without horizontal scrolling.
-import { ADMIN_KEY, BASE, expect, finish, launch, mcpCall, screenshot, step } from "./lib.mjs";
+import { ADMIN_KEY, BASE, SHOTS, expect, finish, launch, mcpCall, screenshot, step } from "./lib.mjs";
 
 // Deckenlicht (Küche), a Switch of the demo house.
 const LIGHT = "1d5c3a92-0209-520e-ffff504f94d0e5a1";
@@ -166,6 +166,8 @@ try {
     });
     expect(scroll <= client, `scrollWidth ${scroll} > ${client}: ${wide.join(", ")}`);
     await screenshot(phone.page, "dashboard-03-phone");
+    // What the phone shows first (the full page is too tall to read at a glance).
+    await phone.page.screenshot({ path: SHOTS + "/dashboard-04-phone-first-screen.png" });
     expect(phone.problems.length === 0, phone.problems.join("\n"));
     const csp = await phone.page.evaluate(() => window.__csp);
     expect(csp.length === 0, "CSP: " + csp.join("; "));
