@@ -604,6 +604,44 @@ fn websocket_pushes_a_switched_light_within_a_second() {
     assert_eq!(code, Some(CloseCode::Away));
 }
 
+/// The Miniserver's event about a command can arrive before the command's answer; the house
+/// used to forget that new value after the answer, and the page's room tile showed "–".
+#[test]
+fn a_switched_light_keeps_its_new_state_in_the_rooms() {
+    let f = start(false, WsConfig::default());
+    wait_live(&f);
+    let c = light(&f);
+    for _ in 0..2 {
+        let was_on = f
+            .app
+            .house
+            .value(&c)
+            .ok()
+            .and_then(|v| v.value.as_f64())
+            .is_some_and(|v| v != 0.0);
+        toggle(&f, &c);
+        let until = Instant::now() + Duration::from_secs(2);
+        let mut state = Value::Null;
+        while Instant::now() < until {
+            let (status, body) = get(&f, "/dashboard/api/rooms");
+            assert_eq!(status, 200);
+            state = body["rooms"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|r| r["devices"].as_array().unwrap().iter())
+                .find(|d| d["uuid"] == c.uuid.as_str())
+                .map(|d| d["state"].clone())
+                .unwrap_or(Value::Null);
+            if state["on"] == !was_on {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(state["on"], !was_on, "the new state is remembered: {state}");
+    }
+}
+
 #[test]
 fn a_client_that_never_reads_does_not_delay_another() {
     let f = start(

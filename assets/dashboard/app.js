@@ -51,7 +51,7 @@
       if ('text' in display) return display.text;
       if ('open' in display) return display.open + ' open';
     }
-    return value === null || value === undefined ? '–' : String(value);
+    return value === null || value === undefined || value === '' ? '–' : String(value);
   }
 
   function renderLink(link) {
@@ -88,8 +88,16 @@
     return when + ' ' + c.name + where + ': ' + what;
   }
 
+  // A change worth a line: a primary value (display), a number or a non-empty text. Empty
+  // text states (a block's jLocked, events, sensors at start-up) would only read "x = –".
+  function meaningful(c) {
+    var blank = function (v) { return v === null || v === undefined || v === ''; };
+    return !!c.display || !blank(c.value) || !blank(c.text);
+  }
+
   function renderChanges() {
     var root = $('changes'); clear(root);
+    if (!state.changes.length) root.appendChild(el('li', 'dim', 'No changes yet'));
     state.changes.slice(0, 10).forEach(function (c) { root.appendChild(el('li', null, changeText(c))); });
   }
 
@@ -135,12 +143,14 @@
   }
 
   function load() {
+    // Without a key the API can only refuse (401): ask for one without a failed request.
+    if (!key()) { showKeyForm(''); return Promise.resolve(); }
     return api('data').then(function (d) {
       $('key-form').hidden = true;
       $('main').hidden = false;
       renderLink(d.status.link);
       renderRooms(d.rooms);
-      state.changes = d.changes;
+      state.changes = d.changes.filter(meaningful);
       renderChanges();
       renderClimate(d.climate);
       renderAlarm(d.alarm);
@@ -148,8 +158,12 @@
       renderActivity(d.activity);
       connect();
     }).catch(function (e) {
-      if (e.status) { sessionStorage.removeItem(KEY); showKeyForm(key() ? 'The key was refused.' : 'An API key is needed.'); }
-      else { setTimeout(load, 5000); }
+      if (e.status) {
+        // Read the key before forgetting it: a refused key and a missing one read differently.
+        var had = !!key();
+        sessionStorage.removeItem(KEY);
+        showKeyForm(had ? 'The key was refused.' : 'An API key is needed.');
+      } else { setTimeout(load, 5000); }
     });
   }
 
@@ -161,7 +175,7 @@
       if (p.event === 'structure_changed' || p.event === 'resync') { closeWs(); load(); }
       return;
     }
-    if (msg.type === 'device_state_change' || msg.type === 'alarm_event') {
+    if ((msg.type === 'device_state_change' || msg.type === 'alarm_event') && meaningful(p)) {
       state.changes.unshift(p);
       state.changes = state.changes.slice(0, 10);
       renderChanges();
@@ -176,17 +190,35 @@
       s.className = p.display.on ? 'on' : '';
     }
     if (msg.type === 'alarm_event' || msg.type === 'energy_update' || (msg.type === 'sensor_update' && p.type && p.type.indexOf('RoomController') >= 0)) {
-      scheduleRefresh();
+      scheduleRefresh(2000);
+    } else if (msg.type === 'device_state_change') {
+      // A device changed, maybe by an AI client's command: its audit entry is in the next
+      // /dashboard/api/data, so refresh the activity feed soon (one request per burst).
+      scheduleRefresh(500);
     }
   }
 
+  // One pending refresh of the summaries and the activity feed; a sooner request moves it up,
+  // but refreshes stay at least 2 s apart (the climate grid may ask the Miniserver again).
   var refreshTimer = null;
-  function scheduleRefresh() {
-    if (refreshTimer) return;
+  var refreshAt = 0;
+  var refreshedAt = 0;
+  function scheduleRefresh(delay) {
+    delay = Math.max(delay, refreshedAt + 2000 - Date.now());
+    var at = Date.now() + delay;
+    if (refreshTimer) {
+      if (at >= refreshAt) return;
+      clearTimeout(refreshTimer);
+    }
+    refreshAt = at;
     refreshTimer = setTimeout(function () {
       refreshTimer = null;
-      api('data').then(function (d) { renderClimate(d.climate); renderAlarm(d.alarm); renderEnergy(d.energy); renderActivity(d.activity); }).catch(function () {});
-    }, 2000);
+      refreshedAt = Date.now();
+      api('data').then(function (d) {
+        renderClimate(d.climate); renderAlarm(d.alarm); renderEnergy(d.energy); renderActivity(d.activity);
+        $('activity').setAttribute('data-updated', String(Date.now()));
+      }).catch(function () {});
+    }, delay);
   }
 
   function live(text, cls) { var b = $('live-status'); b.textContent = 'live: ' + text; b.className = 'badge ' + cls; }

@@ -8,9 +8,9 @@
 
 use serde_json::{json, Value as Json};
 
-use super::history::{HistoryType, Period};
+use super::history::{HistoryType, Period, PRIMARY_STATES};
 use super::Dashboard;
-use crate::home::{Control, ControlKind, Home};
+use crate::home::{Control, ControlKind, Home, StateValue};
 use crate::tools::view;
 
 /// Device state changes shown by `data`.
@@ -101,8 +101,20 @@ pub fn status(dash: &Dashboard) -> Json {
 /// One device of a room: `{"uuid", "name", "type", "category", "state": the primary value in
 /// words (e.g. `{"on": true}`) or `null` when not known yet, "age_secs": seconds since it was
 /// learnt or `null`}`.
+/// A control's primary value as the state store knows it: the newest of the value under its
+/// own UUID (reads, polling) and its primary named state (`active`, `position`, ...: the
+/// Miniserver's event stream). A command forgets the former, and events only renew the
+/// latter, so looking at one alone shows a switched light as unknown or stale.
+fn primary(dash: &Dashboard, c: &Control) -> Option<StateValue> {
+    let states = dash.house.states();
+    std::iter::once(c.uuid.as_str())
+        .chain(PRIMARY_STATES.iter().filter_map(|name| c.state(name)))
+        .filter_map(|uuid| states.get(uuid))
+        .max_by_key(|v| v.seq)
+}
+
 fn device(dash: &Dashboard, c: &Control) -> Json {
-    let v = dash.house.states().get(&c.uuid);
+    let v = primary(dash, c);
     json!({
         "uuid": c.uuid,
         "name": c.name,
@@ -147,11 +159,7 @@ fn alarms(dash: &Dashboard, home: &Home) -> Vec<Json> {
         .iter()
         .filter(|c| matches!(c.kind, ControlKind::Alarm | ControlKind::SmokeAlarm))
         .map(|c| {
-            let primary = dash
-                .house
-                .states()
-                .get(&c.uuid)
-                .and_then(|v| v.value.as_f64());
+            let primary = primary(dash, c).and_then(|v| v.value.as_f64());
             let level = view::named_state(&dash.house, c, "level").and_then(|v| v.as_f64());
             let armed = (c.kind == ControlKind::Alarm)
                 .then(|| primary.map(|v| v != 0.0))
@@ -172,10 +180,7 @@ fn energy(dash: &Dashboard, home: &Home) -> Vec<Json> {
         .iter()
         .filter(|c| c.kind == ControlKind::Meter)
         .map(|c| {
-            let power = dash
-                .house
-                .states()
-                .get(&c.uuid)
+            let power = primary(dash, c)
                 .and_then(|v| v.value.as_f64())
                 .map(view::round1);
             let total = view::named_state(&dash.house, c, "total").and_then(|v| v.as_f64());

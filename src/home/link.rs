@@ -109,6 +109,20 @@ impl LinkStatus {
     /// reconnect; the same mode again changes nothing.
     pub fn set_mode(&self, mode: LinkMode) {
         let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        Self::switch(&mut s, mode);
+    }
+
+    /// [`LinkStatus::set_mode`]`(Polling)`, unless the WebSocket is up: a polling round that
+    /// began before the WebSocket connected must not mark the live link as polling (nothing
+    /// would set it back while the WebSocket stays up).
+    pub fn polling_unless_websocket(&self) {
+        let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if s.mode != LinkMode::WebSocket {
+            Self::switch(&mut s, LinkMode::Polling);
+        }
+    }
+
+    fn switch(s: &mut LinkSnapshot, mode: LinkMode) {
         if s.mode == mode {
             return;
         }
@@ -164,5 +178,18 @@ mod tests {
         assert_eq!(j["mode"], "polling");
         assert_eq!(j["degraded"], true);
         assert_eq!(j["events_received"], 3);
+    }
+
+    #[test]
+    fn a_late_polling_round_does_not_demote_the_websocket() {
+        let l = LinkStatus::new();
+        l.polling_unless_websocket();
+        assert_eq!(l.mode(), LinkMode::Polling);
+        l.set_mode(LinkMode::WebSocket);
+        l.polling_unless_websocket();
+        assert_eq!(l.mode(), LinkMode::WebSocket);
+        l.failed("cable");
+        l.polling_unless_websocket();
+        assert_eq!(l.mode(), LinkMode::Polling);
     }
 }

@@ -169,7 +169,8 @@ impl Polling {
             }
         }
         if reached || home.controls.is_empty() {
-            self.house.link().set_mode(LinkMode::Polling);
+            // Not when the WebSocket connected during this round: it stays the live link.
+            self.house.link().polling_unless_websocket();
         }
         if read > 0 {
             self.house.link().events(read, SystemTime::now());
