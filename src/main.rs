@@ -164,15 +164,9 @@ fn opt_string(args: &mut pico_args::Arguments, key: &'static str) -> Result<Opti
 }
 
 fn init_logging(level: log::LevelFilter) {
-    // Logs go to stderr (stdout is reserved for JSON-RPC in stdio mode). Under systemd the
-    // journal adds its own timestamps, so none are printed here.
-    let _ = simple_logger::SimpleLogger::new()
-        .with_level(level)
-        .with_module_level("tiny_http", log::LevelFilter::Warn)
-        .with_module_level("ureq", log::LevelFilter::Warn)
-        .with_module_level("ureq_proto", log::LevelFilter::Warn)
-        .with_module_level("rustls", log::LevelFilter::Warn)
-        .init();
+    // Logs go to stderr (stdout is reserved for JSON-RPC in stdio mode), without timestamps;
+    // under systemd (JOURNAL_STREAM) as `<N>` syslog-priority lines for the journal.
+    home_mcp::logging::init(level);
 }
 
 fn load_config(config: Option<PathBuf>) -> Result<Config, ExitCode> {
@@ -296,6 +290,10 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         server.addr(),
         config.server.workers
     );
+    // Type=notify: systemd counts the service as started once the listener is up.
+    if let Err(e) = home_mcp::systemd::notify("READY=1") {
+        log::warn!("sd_notify READY=1: {e}");
+    }
     // Serve until SIGTERM (systemd stop) or SIGINT (Ctrl-C), then stop cleanly.
     match signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGTERM,
@@ -304,6 +302,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         Ok(mut signals) => {
             if let Some(sig) = signals.forever().next() {
                 log::info!("signal {sig}: shutting down");
+                let _ = home_mcp::systemd::notify("STOPPING=1");
             }
             server.shutdown();
             dashboard.shutdown();

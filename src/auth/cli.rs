@@ -37,7 +37,12 @@ replace the key's list.
 
 ENVIRONMENT:
   HOME_KEY_BACKEND  file (default), env (HOME_API_KEYS, read-only), memory, sqlite
-  HOME_DATA_DIR     directory of the default key store (default ./data)";
+  HOME_DATA_DIR     directory of the default key store (default: $STATE_DIRECTORY, else
+                    /var/lib/home-mcp for the packaged /usr/bin/home-mcp when that
+                    directory exists, else ./data)
+
+Run as root on a packaged install, `home-mcp keys generate --role admin` writes the
+service's store; files it creates there are handed to the directory's owner (home-mcp).";
 
 /// Why a `keys` command failed.
 #[derive(Debug)]
@@ -85,7 +90,7 @@ pub fn run(
     let backend = Backend::from_env(env).map_err(usage)?;
     let path = match store_path {
         Some(p) => p,
-        None => backend.default_path(&data_dir(env)),
+        None => backend.default_path(&data_dir(env, installed_system())),
     };
     let cmd = parse_command(&sub, args)?;
     if matches!(backend, Backend::File | Backend::Sqlite) && cmd.writes() {
@@ -95,12 +100,60 @@ pub fn run(
         }
     }
     let store = open_store(backend, &path, env)?;
+    let writes = cmd.writes();
     let mut done = Vec::new();
     let result = cmd.run(store.as_ref(), out, &mut done);
     if matches!(backend, Backend::File | Backend::Sqlite) && !done.is_empty() {
         audit_cli(&path, &done);
     }
+    if matches!(backend, Backend::File | Backend::Sqlite) && writes {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            hand_over_to_dir_owner(dir);
+        }
+    }
     result
+}
+
+/// The data directory of the Debian package's service (`StateDirectory=home-mcp`).
+pub const INSTALLED_DATA_DIR: &str = "/var/lib/home-mcp";
+
+/// True for the packaged binary (`/usr/bin/home-mcp`) on a system where the service's state
+/// directory exists: then `keys` defaults to the store the service reads.
+fn installed_system() -> bool {
+    std::env::current_exe().is_ok_and(|p| p == Path::new("/usr/bin/home-mcp"))
+        && Path::new(INSTALLED_DATA_DIR).is_dir()
+}
+
+/// Run as root in a directory owned by another user (the service's `home-mcp`), files that
+/// root owns there (the key store, audit.db and its journal) are given to the directory's
+/// owner, so the service can still read and write them. Failures are logged, never fatal.
+fn hand_over_to_dir_owner(dir: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    // Only root creates root-owned files, so no euid check is needed: as another user the
+    // chown below fails (EPERM) and is ignored.
+    let Ok(owner) = std::fs::metadata(dir) else {
+        return;
+    };
+    if owner.uid() == 0 {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let p = entry.path();
+        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.uid() == 0 && m.is_file()) {
+            if let Err(e) = std::os::unix::fs::chown(&p, Some(owner.uid()), Some(owner.gid())) {
+                if e.kind() != std::io::ErrorKind::PermissionDenied {
+                    eprintln!(
+                        "warning: cannot give {} to uid {}: {e}",
+                        p.display(),
+                        owner.uid()
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// Records CLI key changes in `audit.db` next to the key store (the server's
@@ -135,13 +188,20 @@ fn audit_cli(store_path: &Path, done: &[(&'static str, String)]) {
     log.close();
 }
 
-/// `HOME_DATA_DIR`, else systemd's `STATE_DIRECTORY`, else `./data` (as the server's config).
-fn data_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+/// `HOME_DATA_DIR`, else systemd's `STATE_DIRECTORY`, else (as the server's config) `./data`,
+/// except on a packaged install ([`installed_system`]): the service's `/var/lib/home-mcp`.
+fn data_dir(env: &dyn Fn(&str) -> Option<String>, installed: bool) -> PathBuf {
     env("HOME_DATA_DIR")
         .filter(|d| !d.trim().is_empty())
         .or_else(|| env("STATE_DIRECTORY").and_then(|d| d.split(':').next().map(str::to_string)))
         .map(|d| PathBuf::from(d.trim()))
-        .unwrap_or_else(|| PathBuf::from(crate::config::DEFAULT_DATA_DIR))
+        .unwrap_or_else(|| {
+            PathBuf::from(if installed {
+                INSTALLED_DATA_DIR
+            } else {
+                crate::config::DEFAULT_DATA_DIR
+            })
+        })
 }
 
 fn create_dir_private(dir: &Path) -> std::io::Result<()> {
@@ -653,4 +713,20 @@ pub fn first_run_hint(store: &dyn KeyStore) -> Option<String> {
          (the key is printed once, on that terminal)"
             .into(),
     )
+}
+
+#[cfg(test)]
+mod data_dir_tests {
+    use super::*;
+
+    #[test]
+    fn data_dir_defaults_to_the_service_store_only_when_installed() {
+        let none = |_: &str| None;
+        assert_eq!(data_dir(&none, false), PathBuf::from("./data"));
+        assert_eq!(data_dir(&none, true), PathBuf::from(INSTALLED_DATA_DIR));
+        let state = |k: &str| (k == "STATE_DIRECTORY").then(|| "/srv/state:/x".to_string());
+        assert_eq!(data_dir(&state, true), PathBuf::from("/srv/state"));
+        let home = |k: &str| (k == "HOME_DATA_DIR").then(|| "/srv/home".to_string());
+        assert_eq!(data_dir(&home, true), PathBuf::from("/srv/home"));
+    }
 }
