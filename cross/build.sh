@@ -18,7 +18,8 @@ stripped size and build time of each.
   --no-default-features  build without TLS (to measure what rustls/ring cost)
   -h, --help             this text
 
-Environment: TARGET_DIR (default target-cross), NICE (default 10), CARGO_BUILD_JOBS.
+Environment: TARGET_DIR (default target-cross), NICE (default 10), CARGO_BUILD_JOBS,
+TOOLCHAIN=debian (use recipe A even where rustup has the target std; to test the fallback).
 Linker, C compiler and qemu runner come from .cargo/config.toml.
 USAGE
 }
@@ -52,7 +53,15 @@ gcc_of() {
 # Which toolchain builds a target: "rustup" (target std installed), "debian" (recipe A,
 # aarch64: Debian rustc-web + multiarch std), "debian-build-std" (recipe A, armv7).
 declare -A how
-have_rustup_std() { command -v rustup >/dev/null && rustup target list --installed 2>/dev/null | grep -qx "$1"; }
+have_rustup_std() {
+  [[ ${TOOLCHAIN:-} != debian ]] && command -v rustup >/dev/null &&
+    rustup target list --installed 2>/dev/null | grep -qx "$1"
+}
+# Recipe A's pieces for a target are in place (aarch64: the multiarch std; armv7: the source).
+have_debian_std() {
+  [[ -x /usr/bin/rustc ]] || return 1
+  if [[ $1 == aarch64-* ]]; then [[ -d /usr/lib/rustlib/$1 ]]; else [[ -d /usr/lib/rustlib/src/rust ]]; fi
+}
 
 install_debian_rust() { # recipe A from /work/shared/research/cross-arm.md §2
   local t=$1
@@ -78,18 +87,18 @@ for t in "${targets[@]}"; do
         gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf libc6-dev-arm64-cross libc6-dev-armhf-cross \
         qemu-user-static
     fi
-    if ! have_rustup_std "$t" && command -v rustup >/dev/null; then
+    if ! have_rustup_std "$t" && command -v rustup >/dev/null && [[ ${TOOLCHAIN:-} != debian ]]; then
       rustup target add "$t" || echo "rustup cannot add $t; falling back to Debian's toolchain" >&2
     fi
-    if ! have_rustup_std "$t" && [[ ! -x /usr/bin/rustc ]]; then
+    if ! have_rustup_std "$t" && ! have_debian_std "$t"; then
       install_debian_rust "$t"
     fi
   fi
   if have_rustup_std "$t"; then
     how[$t]=rustup
-  elif [[ -x /usr/bin/rustc && $t == aarch64-* && -d /usr/lib/rustlib/$t ]]; then
+  elif [[ $t == aarch64-* ]] && have_debian_std "$t"; then
     how[$t]=debian
-  elif [[ -x /usr/bin/rustc && -d /usr/lib/rustlib/src/rust ]]; then
+  elif [[ $t != aarch64-* ]] && have_debian_std "$t"; then
     how[$t]=debian-build-std
   else
     echo "no Rust std for $t: run cross/build.sh --install (as root)" >&2
