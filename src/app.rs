@@ -302,17 +302,35 @@ impl App {
         .map_err(StartError::History)?;
         let dashboard =
             Dashboard::start(self.house.clone(), history, settings.ws).map_err(StartError::Io)?;
-        // The "AI activity" feed: the newest audit entries (what MCP clients did).
+        // The "AI activity" feed: the newest tool calls of the audit log (what MCP clients
+        // did). The dashboard needs only `read`, so key operations (admin API, CLI), masked
+        // key ids and client addresses stay in the admin-only audit API.
         Ok(match self.audit.clone() {
             Some(audit) => dashboard.with_activity(Arc::new(move |n| {
                 let q = crate::audit::Query {
-                    limit: Some(n.clamp(1, crate::audit::MAX_LIMIT)),
+                    limit: Some((n * 4).clamp(1, crate::audit::MAX_LIMIT)),
+                    committed_only: true,
                     ..crate::audit::Query::default()
                 };
                 match audit.query(&q) {
                     Ok(entries) => entries
                         .iter()
-                        .filter_map(|e| serde_json::to_value(e).ok())
+                        .filter(|e| {
+                            !matches!(e.transport.as_str(), "admin" | "cli")
+                                && !e.operation.starts_with("key.")
+                        })
+                        .take(n)
+                        .map(|e| {
+                            serde_json::json!({
+                                "time": e.time,
+                                "key_name": e.key_name,
+                                "transport": e.transport,
+                                "operation": e.operation,
+                                "target": e.target,
+                                "result": e.result,
+                                "latency_ms": e.latency_ms,
+                            })
+                        })
                         .collect(),
                     Err(e) => {
                         log::warn!("dashboard activity: {e}");

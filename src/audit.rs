@@ -170,6 +170,10 @@ pub struct Query {
     pub result: Option<String>,
     /// At most this many (default 100, at most [`MAX_LIMIT`]).
     pub limit: Option<usize>,
+    /// Read only what the writer has committed (up to its 500 ms batch window behind)
+    /// instead of flushing first: for frequent readers such as the dashboard, so they neither
+    /// defeat the batching nor wait on the disk.
+    pub committed_only: bool,
 }
 
 /// The writer's inbox.
@@ -336,7 +340,9 @@ impl AuditLog {
                     })?,
             ),
         };
-        self.flush();
+        if !q.committed_only {
+            self.flush();
+        }
         let conn = lock(&self.conn);
         let mut stmt = conn
             .prepare(

@@ -210,8 +210,9 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     }
     init_logging(config.log_level);
     if let Err(e) = config.check_serve() {
+        // Exit 2 like every configuration error: the unit does not restart on it.
         log::error!("cannot start: {e}");
-        return Ok(ExitCode::FAILURE);
+        return Ok(ExitCode::from(2));
     }
     config.key_store = key_store.clone();
     first_run_hint(key_store, &config);
@@ -428,7 +429,12 @@ fn stdio_key(
     let gate = gate.clone();
     Ok(home_mcp::stdio::StdioKey {
         caller: principal.caller(),
-        check: Box::new(move |r| gate.authorize_request(&principal, r)),
+        // Each request sees the key as the store has it now: revoking, deleting or
+        // narrowing it applies at once, as over HTTP.
+        check: Box::new(move |r| {
+            let now = gate.revalidate(&principal)?;
+            gate.authorize_request(&now, r)
+        }),
     })
 }
 

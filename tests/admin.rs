@@ -528,7 +528,7 @@ fn audit_records_calls_failures_refusals_and_never_pins() {
     let (s, _, body) = send(
         a,
         "GET",
-        "/admin/api/audit?key=kitchen%20tablet&operation=control_device&limit=10",
+        "/admin/api/audit?key_name=kitchen%20tablet&operation=control_device&limit=10",
         Some(ADMIN),
         "",
     );

@@ -1299,3 +1299,60 @@ fn http_role_by_endpoint() {
     server.shutdown();
     dashboard.shutdown();
 }
+
+#[test]
+fn failed_attempts_are_limited_per_client_address() {
+    use home_mcp::auth::gate::FAILED_ATTEMPTS_PER_CLIENT;
+    let g = gate(SecurityLevel::Staging);
+    let from = |ip: &str, key: &'static str| Credentials {
+        header_key: Some(key),
+        ip: Some(ip.parse().unwrap()),
+        ..Credentials::default()
+    };
+    let guess = "homekey_admin_1_ffffffffffffffffffffffffffffffff";
+    for _ in 0..FAILED_ATTEMPTS_PER_CLIENT {
+        let d = g.authenticate(&from("192.168.1.66", guess)).unwrap_err();
+        assert_eq!(d.code, DenyCode::InvalidApiKey);
+    }
+    let d = g.authenticate(&from("192.168.1.66", guess)).unwrap_err();
+    assert_eq!(d.code, DenyCode::RateLimitExceeded, "{}", d.message);
+    assert!(d.headers().iter().any(|(h, _)| *h == "Retry-After"));
+    // Even a valid key from that address waits for the window to end...
+    let d = g.authenticate(&from("192.168.1.66", OPERATOR)).unwrap_err();
+    assert_eq!(d.code, DenyCode::RateLimitExceeded);
+    // ...while other addresses are not affected.
+    assert!(g.authenticate(&from("192.168.1.67", OPERATOR)).is_ok());
+    // Successful requests never count as failures.
+    for _ in 0..(FAILED_ATTEMPTS_PER_CLIENT * 2) {
+        assert!(g.authenticate(&from("192.168.1.68", OPERATOR)).is_ok());
+    }
+}
+
+#[test]
+fn revalidate_follows_the_key_store() {
+    let store = Arc::new(MemoryStore::new(keys()));
+    let g = gate_with(store.clone(), SecurityLevel::Staging, RateLimits::default());
+    let p = g.authenticate(&creds(OPERATOR)).unwrap();
+    assert!(g.revalidate(&p).is_ok());
+    // A narrowed key: the new role applies to the live session.
+    let mut k = store.get(OPERATOR).unwrap().unwrap();
+    k.role = Role::Monitor;
+    store.update(k.clone()).unwrap();
+    let now = g.revalidate(&p).unwrap();
+    let control = args(json!({"device": "Kitchen Light", "action": "on"}));
+    let action = Action::Tool {
+        name: "control_device",
+        arguments: &control,
+    };
+    assert!(g.authorize(&p, &action).is_ok(), "the old principal");
+    assert_eq!(
+        g.authorize(&now, &action).unwrap_err().code,
+        DenyCode::InsufficientPermissions
+    );
+    k.active = false;
+    store.update(k.clone()).unwrap();
+    assert_eq!(g.revalidate(&p).unwrap_err().code, DenyCode::InvalidApiKey);
+    store.delete(OPERATOR).unwrap();
+    let d = g.revalidate(&p).unwrap_err();
+    assert!(d.message.contains("deleted"), "{}", d.message);
+}

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use home_mcp::app::{permission_of, App};
 use home_mcp::auth::gate::{Gate, GateConfig, SecurityLevel};
-use home_mcp::auth::store::MemoryStore;
+use home_mcp::auth::store::{KeyStore, MemoryStore};
 use home_mcp::auth::{ApiKey, Role, Usage};
 use home_mcp::config::Config;
 use home_mcp::dashboard::{Dashboard, History, HistoryConfig, WsConfig};
@@ -28,6 +28,8 @@ struct Fx {
     server: HttpServer,
     dash: Arc<Dashboard>,
     app: App,
+    /// The staging gate's key store (empty without one).
+    keys: Arc<MemoryStore>,
 }
 
 impl Drop for Fx {
@@ -63,9 +65,10 @@ fn start(staging: bool, ws: WsConfig) -> Fx {
     })
     .unwrap();
     let dash = Dashboard::start(app.house.clone(), history, ws).unwrap();
+    let keys = Arc::new(MemoryStore::new(vec![monitor_key()]));
     let gate = staging.then(|| {
         Arc::new(Gate::new(
-            Arc::new(MemoryStore::new(vec![monitor_key()])),
+            keys.clone(),
             GateConfig {
                 level: SecurityLevel::Staging,
                 ..GateConfig::default()
@@ -82,7 +85,12 @@ fn start(staging: bool, ws: WsConfig) -> Fx {
     };
     let server =
         HttpServer::start(config, app.mcp.clone(), Arc::new(|| Value::Null)).expect("starts");
-    Fx { server, dash, app }
+    Fx {
+        server,
+        dash,
+        app,
+        keys,
+    }
 }
 
 /// One request on a fresh connection: (status, raw head, body text).
@@ -805,4 +813,39 @@ fn the_activity_feed_comes_from_its_source() {
     assert_eq!(activity.len(), home_mcp::dashboard::api::RECENT_ACTIVITY);
     assert_eq!(activity[0]["tool"], "control_device");
     dash.shutdown();
+}
+
+#[test]
+fn a_revoked_key_loses_its_websocket_at_the_next_ping() {
+    let f = start(
+        true,
+        WsConfig {
+            ping_every: Duration::from_millis(200),
+            ..WsConfig::default()
+        },
+    );
+    let mut ws = ws_connect(f.server.addr(), Some(&format!("home-mcp, key.{MONITOR}")))
+        .expect("the key subprotocol authenticates");
+    hello(&mut ws);
+    let mut revoked = monitor_key();
+    revoked.active = false;
+    f.keys.update(revoked).unwrap();
+    let until = Instant::now() + Duration::from_secs(5);
+    let code = loop {
+        assert!(
+            Instant::now() < until,
+            "the session outlived its revoked key"
+        );
+        match ws.read() {
+            Ok(Message::Close(frame)) => break frame.map(|f| u16::from(f.code)),
+            Ok(_) => {}
+            Err(tungstenite::Error::Io(e))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) => panic!("expected a close frame, got {e}"),
+        }
+    };
+    assert_eq!(code, Some(1008), "policy violation");
 }

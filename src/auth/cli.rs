@@ -108,7 +108,7 @@ pub fn run(
     }
     if matches!(backend, Backend::File | Backend::Sqlite) && writes {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            hand_over_to_dir_owner(dir);
+            hand_over_to_dir_owner(dir, &path);
         }
     }
     result
@@ -124,33 +124,47 @@ fn installed_system() -> bool {
         && Path::new(INSTALLED_DATA_DIR).is_dir()
 }
 
-/// Run as root in a directory owned by another user (the service's `home-mcp`), files that
-/// root owns there (the key store, audit.db and its journal) are given to the directory's
-/// owner, so the service can still read and write them. Failures are logged, never fatal.
-fn hand_over_to_dir_owner(dir: &Path) {
+/// Run as root on a packaged install, the files this command wrote in the service's state
+/// directory (the key store `store`, its lock file, `audit.db`, and SQLite's journal files)
+/// are given to the directory's owner (the service's `home-mcp` user), so the service can
+/// still read and write them. Only inside [`INSTALLED_DATA_DIR`], only those names, only
+/// regular files owned by root, and with `lchown` (a symlink planted there is never
+/// followed). Failures are logged, never fatal.
+fn hand_over_to_dir_owner(dir: &Path, store: &Path) {
     use std::os::unix::fs::MetadataExt;
-    // Only root creates root-owned files, so no euid check is needed: as another user the
-    // chown below fails (EPERM) and is ignored.
-    let Ok(owner) = std::fs::metadata(dir) else {
-        return;
-    };
-    if owner.uid() == 0 {
+    if dir != Path::new(INSTALLED_DATA_DIR) {
         return;
     }
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    // Only root creates root-owned files, so no euid check is needed: as another user the
+    // chown below fails (EPERM) and is ignored.
+    let Ok(owner) = std::fs::symlink_metadata(dir) else {
         return;
     };
-    for entry in entries.flatten() {
-        let p = entry.path();
-        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.uid() == 0 && m.is_file()) {
-            if let Err(e) = std::os::unix::fs::chown(&p, Some(owner.uid()), Some(owner.gid())) {
-                if e.kind() != std::io::ErrorKind::PermissionDenied {
-                    eprintln!(
-                        "warning: cannot give {} to uid {}: {e}",
-                        p.display(),
-                        owner.uid()
-                    );
-                }
+    if owner.uid() == 0 || !owner.is_dir() {
+        return;
+    }
+    let Some(store_name) = store.file_name().and_then(|n| n.to_str()) else {
+        return;
+    };
+    let mut names: Vec<String> = Vec::new();
+    for base in [store_name, "audit.db"] {
+        for suffix in ["", ".lock", "-wal", "-shm", "-journal"] {
+            names.push(format!("{base}{suffix}"));
+        }
+    }
+    for name in names {
+        let p = dir.join(&name);
+        let ours = std::fs::symlink_metadata(&p).is_ok_and(|m| m.uid() == 0 && m.is_file());
+        if !ours {
+            continue;
+        }
+        if let Err(e) = std::os::unix::fs::lchown(&p, Some(owner.uid()), Some(owner.gid())) {
+            if e.kind() != std::io::ErrorKind::PermissionDenied {
+                eprintln!(
+                    "warning: cannot give {} to uid {}: {e}",
+                    p.display(),
+                    owner.uid()
+                );
             }
         }
     }

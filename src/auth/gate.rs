@@ -173,6 +173,11 @@ impl Default for GateConfig {
     }
 }
 
+/// Failed key attempts (unknown, revoked, expired, off-whitelist) allowed per client address
+/// and rate-limit window; beyond them every request with a key from that address gets
+/// `RATE_LIMIT_EXCEEDED` until the window ends.
+pub const FAILED_ATTEMPTS_PER_CLIENT: u32 = 20;
+
 /// The id and name of the synthetic key built from `HTTP_API_KEY`.
 pub const LEGACY_KEY_NAME: &str = "legacy HTTP_API_KEY";
 
@@ -260,7 +265,8 @@ impl Principal {
                 .key
                 .as_ref()
                 .map_or_else(|| "anonymous".into(), |k| k.name.clone()),
-            key_id: self.key.as_ref().map(|k| k.id.clone()),
+            // Masked here: the caller travels through requests, logs and the audit log.
+            key_id: self.key.as_ref().map(|k| mask(&k.id)),
             ip: self.ip,
             scope: self.key.as_ref().and_then(|k| k.scope()).map(Arc::new),
         }
@@ -591,6 +597,42 @@ impl Gate {
                 ip: creds.ip,
             });
         };
+        // Failed attempts are limited per client address, before any work: guessing keys
+        // (or a client stuck with a revoked one) costs a 429, not a store read and a log line.
+        let fail_bucket = format!(
+            "authfail:{}",
+            creds
+                .ip
+                .map_or("unknown".into(), |ip| canonical(ip).to_string())
+        );
+        if let Err(info) = self.limiter.check(&fail_bucket, FAILED_ATTEMPTS_PER_CLIENT) {
+            let mut d = Denial::new(
+                DenyCode::RateLimitExceeded,
+                format!(
+                    "too many failed API key attempts from this address; retry in {} s",
+                    info.retry_after
+                ),
+                Some(presented),
+            );
+            d.rate = Some(info);
+            return Err(d);
+        }
+        let result = self.check_key(creds, presented, production);
+        if let Err(d) = &result {
+            if d.code != DenyCode::RateLimitExceeded {
+                let _ = self.limiter.hit(&fail_bucket, FAILED_ATTEMPTS_PER_CLIENT);
+            }
+        }
+        result
+    }
+
+    /// The presented key's record, state, address and rate limits (see [`Gate::authenticate`]).
+    fn check_key(
+        &self,
+        creds: &Credentials<'_>,
+        presented: &str,
+        production: bool,
+    ) -> Result<Principal, Denial> {
         let invalid = |m: &str| Denial::new(DenyCode::InvalidApiKey, m, Some(presented));
         let keys = self.store.list().map_err(|e| {
             log::error!("key store: {e}");
@@ -793,6 +835,45 @@ impl Gate {
             }
         }
         Ok(())
+    }
+
+    /// The principal of a long-lived session (a dashboard WebSocket, the stdio key) as the
+    /// key store has it now: `Err(INVALID_API_KEY)` once the key is deleted, revoked or
+    /// expired (or, in production, lost its expiry), else the principal with the key's
+    /// current role, permissions and scope. Counts no rate limit. Anonymous stays anonymous.
+    pub fn revalidate(&self, principal: &Principal) -> Result<Principal, Denial> {
+        let Some(old) = &principal.key else {
+            return Ok(principal.clone());
+        };
+        let invalid = |m: &str| Denial::new(DenyCode::InvalidApiKey, m, Some(&old.id));
+        let current = if self.legacy.as_ref().is_some_and(|l| l.id == old.id) {
+            self.legacy.clone()
+        } else {
+            let keys = self.store.list().map_err(|e| {
+                log::error!("key store: {e}");
+                invalid("the key store is unavailable")
+            })?;
+            keys.into_iter().find(|k| k.id == old.id)
+        };
+        let Some(key) = current else {
+            return Err(invalid("the API key was deleted"));
+        };
+        if !key.active {
+            return Err(invalid("the API key is revoked (inactive)"));
+        }
+        match &key.expires_at {
+            Some(at) if expired(at) => return Err(invalid("the API key has expired")),
+            None if self.config.level == SecurityLevel::Production && key.role != Role::Admin => {
+                return Err(invalid(
+                    "production requires an expiry (expires_at) on non-admin keys",
+                ))
+            }
+            _ => {}
+        }
+        Ok(Principal {
+            key: Some(key),
+            ..principal.clone()
+        })
     }
 
     /// Step 2 for one JSON-RPC request: the method's permission, for `tools/call` the tool's

@@ -72,8 +72,8 @@ impl fmt::Display for Role {
     }
 }
 
-/// One API key record (spec §2) with its usage data.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One API key record (spec §2) with its usage data. `Debug` masks the id (it is the secret).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApiKey {
     /// The key itself: `homekey_{role}_{sequence}_{random}`. Never log it: use [`mask`].
     pub id: String,
@@ -105,6 +105,23 @@ pub struct ApiKey {
     pub categories: Vec<String>,
     #[serde(default)]
     pub usage: Usage,
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApiKey")
+            .field("id", &mask(&self.id))
+            .field("name", &self.name)
+            .field("role", &self.role)
+            .field("active", &self.active)
+            .field("expires_at", &self.expires_at)
+            .field("ip_whitelist", &self.ip_whitelist)
+            .field("allowed_devices", &self.allowed_devices)
+            .field("permissions", &self.permissions)
+            .field("rooms", &self.rooms)
+            .field("categories", &self.categories)
+            .finish_non_exhaustive()
+    }
 }
 
 fn yes() -> bool {
@@ -151,8 +168,12 @@ impl ApiKey {
 }
 
 /// `homekey_operator_3_a1b2…` -> `homekey_operator_3_a1b2****`: enough to tell keys apart in
-/// logs, never enough to use one.
+/// logs, never enough to use one. Anything not in the `homekey_` format is `****`.
 pub fn mask(id: &str) -> String {
+    if !id.starts_with("homekey_") {
+        // Not our format (the legacy HTTP_API_KEY, a typo): nothing of it is shown.
+        return "****".into();
+    }
     match id.rfind('_') {
         Some(i) if id.len() > i + 5 => format!("{}****", &id[..i + 5]),
         _ => "****".into(),

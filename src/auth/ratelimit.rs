@@ -124,6 +124,31 @@ impl RateLimiter {
 }
 
 impl RateLimiter {
+    /// `Err` with the bucket's state when `limit` requests already passed in its current
+    /// window; counts nothing (to refuse early, before work that [`RateLimiter::hit`] would
+    /// count only on failure).
+    pub fn check(&self, bucket: &str, limit: u32) -> Result<(), RateInfo> {
+        let now = Instant::now();
+        let buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
+        match buckets.get(bucket) {
+            Some(b) if now.duration_since(b.start) < self.window && b.count >= limit => {
+                let left = self.window.saturating_sub(now.duration_since(b.start));
+                let retry_after = (left.as_secs() + u64::from(left.subsec_nanos() > 0)).max(1);
+                let unix = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .unwrap_or_default()
+                    .as_secs();
+                Err(RateInfo {
+                    limit,
+                    remaining: 0,
+                    reset: unix + retry_after,
+                    retry_after,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The buckets whose window is still running, sorted by name (read-only).
     pub fn snapshot(&self) -> Vec<BucketState> {
         let now = Instant::now();
@@ -159,6 +184,9 @@ mod tests {
         let refused = r.hit("a", 2).unwrap_err();
         assert!(refused.retry_after >= 1);
         assert_eq!(r.hit("b", 2).unwrap().remaining, 1, "buckets are separate");
+        assert!(r.check("a", 2).is_err(), "check sees the used-up bucket");
+        assert!(r.check("b", 2).is_ok() && r.check("c", 1).is_ok());
+        assert_eq!(r.hit("b", 2).unwrap().remaining, 0, "check counted nothing");
         std::thread::sleep(Duration::from_millis(220));
         assert_eq!(r.hit("a", 2).unwrap().remaining, 1, "a new window");
         let snap = r.snapshot();

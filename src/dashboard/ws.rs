@@ -337,6 +337,7 @@ pub fn serve(
     hello: String,
     local_port: u16,
     stop: Box<dyn Fn() -> bool + Send>,
+    allowed: Box<dyn Fn() -> bool + Send>,
 ) {
     let Some(key) = handshake_key(&request) else {
         let _ = request.respond(Response::from_string("Bad Request").with_status_code(400));
@@ -371,7 +372,7 @@ pub fn serve(
     let spawned = std::thread::Builder::new()
         .name("dashboard-ws".into())
         .stack_size(256 * 1024)
-        .spawn(move || session(ws, slot, hello, &config, stop.as_ref()));
+        .spawn(move || session(ws, slot, hello, &config, stop.as_ref(), allowed.as_ref()));
     if let Err(e) = spawned {
         log::warn!("dashboard ws: cannot start a session thread: {e}");
     }
@@ -379,7 +380,16 @@ pub fn serve(
 
 type Ws = WebSocket<Box<dyn tiny_http::ReadWrite + Send>>;
 
-fn session(mut ws: Ws, slot: Slot, hello: String, config: &WsConfig, stop: &dyn Fn() -> bool) {
+/// `allowed` is asked at every ping: once the client's key is revoked, deleted or expired,
+/// the session ends with close code 1008 (policy violation).
+fn session(
+    mut ws: Ws,
+    slot: Slot,
+    hello: String,
+    config: &WsConfig,
+    stop: &dyn Fn() -> bool,
+    allowed: &dyn Fn() -> bool,
+) {
     log::debug!("dashboard ws: client {} connected", slot.id);
     if ws.send(Message::text(hello)).is_err() {
         return;
@@ -416,6 +426,11 @@ fn session(mut ws: Ws, slot: Slot, hello: String, config: &WsConfig, stop: &dyn 
         }
         if last_ping.elapsed() >= config.ping_every {
             last_ping = Instant::now();
+            if !allowed() {
+                log::info!("dashboard ws: client {}: key no longer valid", slot.id);
+                close(&mut ws, CloseCode::Policy, "the API key is no longer valid");
+                return;
+            }
             if ws.send(Message::Ping(Vec::new().into())).is_err() {
                 return;
             }

@@ -12,7 +12,7 @@
 //! | `DELETE /admin/api/keys/:id` | **200** `{"deleted": masked id}` |
 //! | `GET /admin/status` | version, uptime, security level, `services.loxone` (link mode, `connected`, `last_error`, `reconnects`, `events_received`), structure file, key counts, MCP sessions, audit entries |
 //! | `GET /admin/rate-limits` | limits per role and per client, the window, and the current buckets (key ids masked) |
-//! | `GET /admin/api/audit?since=&key=&operation=&result=&limit=` | `{"entries": [...]}` newest first (limit 1-1000, default 100) |
+//! | `GET /admin/api/audit?since=&key_name=&operation=&result=&limit=` | `{"entries": [...]}` newest first (limit 1-1000, default 100) |
 //!
 //! `:id` is the full key or its unique masked form as `keys list` prints it
 //! (`homekey_operator_3_a1b2****`), percent-decoded. Validation is the CLI's
@@ -581,9 +581,12 @@ fn audit(admin: &AdminContext, query: &str) -> Answer {
         let v = Some(v).filter(|v| !v.is_empty());
         match k {
             "since" => q.since = v,
-            "key" => q.key = v,
+            // Not `key`: `?key=` is a credential to the gate (refused in production).
+            "key_name" => q.key = v,
             "operation" => q.operation = v,
             "result" => q.result = v,
+            // In development `?key=` may carry the credential itself: not a filter.
+            "key" => {}
             "limit" => match v.map(|v| v.parse::<usize>()) {
                 None => {}
                 Some(Ok(n)) => q.limit = Some(n),
@@ -591,7 +594,7 @@ fn audit(admin: &AdminContext, query: &str) -> Answer {
             },
             other => {
                 return invalid(format!(
-                    "unknown query parameter {other:?} (since, key, operation, result, limit)"
+                    "unknown query parameter {other:?} (since, key_name, operation, result, limit)"
                 ))
             }
         }

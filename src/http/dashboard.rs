@@ -96,9 +96,19 @@ pub(crate) fn handle(
         let port = ctx.local_port;
         let stop_ctx = ctx.clone();
         let stop = Box::new(move || stop_ctx.stopping.load(Ordering::SeqCst));
+        // The key is asked again at every ping (revoked: the session ends).
+        let gate = ctx.config.gate.clone();
+        let principal = auth.cloned();
+        let allowed = Box::new(move || match (&gate, &principal) {
+            (Some(g), Some(p)) => g
+                .revalidate(p)
+                .and_then(|now| g.authorize(&now, &Action::Method("dashboard")))
+                .is_ok(),
+            _ => true,
+        });
         // The WebSocket handshake answer carries no rate-limit headers (tungstenite writes it).
         return Handled::Take(Box::new(move |request, _headers| {
-            ws::serve(request, slot, hello, port, stop)
+            ws::serve(request, slot, hello, port, stop, allowed)
         }));
     }
     if let Some(rest) = path.strip_prefix("/dashboard/api/") {

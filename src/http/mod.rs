@@ -555,9 +555,19 @@ fn authenticate(
     match gate.authenticate(&creds) {
         Ok(p) => Ok(Some(p)),
         Err(d) => {
-            log::info!(
-                "{} {path} from {:?}: {} ({})",
+            // Refusals by a rate limit are not logged at info: a flood must not fill the SD
+            // card (they are counted in /metrics). The path is logged without the key a
+            // `PUT/DELETE /admin/api/keys/<full key>` may carry.
+            let level = if d.code == crate::auth::gate::DenyCode::RateLimitExceeded {
+                log::Level::Debug
+            } else {
+                log::Level::Info
+            };
+            log::log!(
+                level,
+                "{} {} from {:?}: {} ({})",
                 request.method(),
+                loggable_path(path),
                 creds.ip,
                 d.code.as_str(),
                 d.key_id.as_deref().unwrap_or("no key")
@@ -660,7 +670,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
                 if let Err(e) = request.respond(answer.into_response()) {
                     log::debug!("writing response failed: {e}");
                 }
-                log::debug!("{method} {path} {status} (gate)");
+                log::debug!("{method} {} {status} (gate)", loggable_path(&path));
                 return;
             }
         };
@@ -738,7 +748,8 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
         log::debug!("writing response failed: {e}");
     }
     log::debug!(
-        "{method} {path} {status} {:.1} ms",
+        "{method} {} {status} {:.1} ms",
+        loggable_path(&path),
         elapsed.as_secs_f64() * 1000.0
     );
 }
@@ -768,6 +779,17 @@ fn metrics_route(ctx: &Ctx, method: &tiny_http::Method, auth: Option<&Principal>
         content_type: Some(metrics::CONTENT_TYPE),
         headers: Vec::new(),
         body: metrics::global().render(&scrape).into_bytes(),
+    }
+}
+
+/// `path` for a log line: a key id in `/admin/api/keys/<id>` is masked.
+fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
+    match path.strip_prefix("/admin/api/keys/") {
+        Some(id) if !id.is_empty() => {
+            let id = percent_encoding::percent_decode_str(id).decode_utf8_lossy();
+            format!("/admin/api/keys/{}", crate::auth::mask(&id)).into()
+        }
+        _ => path.into(),
     }
 }
 

@@ -283,13 +283,17 @@ fn query_arguments(url: &str) -> Map<String, Value> {
                 .decode_utf8_lossy()
                 .into_owned()
         };
+        let k = decode(k);
+        if k == "key" {
+            continue; // the credential of `?key=`, for the gate, not a tool argument
+        }
         let v = decode(v);
         let value = match v.as_str() {
             "true" => Value::Bool(true),
             "false" => Value::Bool(false),
             _ => Value::String(v),
         };
-        args.insert(decode(k), value);
+        args.insert(k, value);
     }
     args
 }

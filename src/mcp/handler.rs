@@ -306,7 +306,7 @@ impl RpcError {
 pub struct Caller {
     /// The API key's name; `anonymous` without a key.
     pub key_name: String,
-    /// The API key id (the secret: mask it before it leaves memory); `None` without a key.
+    /// The API key id, masked (`homekey_operator_2_a1b2****`); `None` without a key.
     pub key_id: Option<String>,
     /// The client's address.
     pub ip: Option<std::net::IpAddr>,
