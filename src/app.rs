@@ -364,7 +364,6 @@ impl App {
     }
 }
 
-/// Opens `<data_dir>/workflows.db`, creating the directory (mode 0700 on Unix) if needed.
 /// The gate's check of calls by keys limited to rooms or categories ([`HomeTools::check_scope`]).
 pub fn scope_check(tools: Arc<HomeTools>) -> crate::auth::gate::ScopeFn {
     Arc::new(move |name, arguments, scope| tools.check_scope(name, arguments, scope))
@@ -375,6 +374,7 @@ pub fn permission_of(tools: Arc<HomeTools>) -> PermissionFn {
     Arc::new(move |name, arguments| tools.required_permission(name, arguments))
 }
 
+/// Opens `<data_dir>/workflows.db`, creating the directory (mode 0700 on Unix) if needed.
 pub fn open_store(data_dir: &std::path::Path) -> Result<WorkflowStore, StartError> {
     if !data_dir.exists() {
         let mut builder = std::fs::DirBuilder::new();

@@ -932,10 +932,14 @@ fn scoped_keys() -> Vec<ApiKey> {
     guest.categories = vec!["lighting".into(), "blinds".into()];
     let mut lights = key(LIGHTS_ONLY, Role::Operator);
     lights.categories = vec!["lights".into()];
+    let mut kitchen = key(KITCHEN_ONLY, Role::Operator);
+    kitchen.rooms = vec!["Küche".into()];
     let mut all = keys();
-    all.extend([guest, lights]);
+    all.extend([guest, lights, kitchen]);
     all
 }
+
+const KITCHEN_ONLY: &str = "homekey_operator_6_66666666666666666666666666666666";
 
 /// The demo house's tool registry, for the permission and scope checks of a gate.
 fn demo_tools(app: &App) -> Arc<HomeTools> {
@@ -1049,6 +1053,21 @@ fn scoped_keys_stay_in_their_rooms_and_categories() {
             "guest: {tool} {arguments}"
         );
     }
+    // get_zone_temperature checks what the tool would read (a room name first).
+    let zone = |z: &str| json!({ "zone_id": z });
+    assert_eq!(
+        call(&g, KITCHEN_ONLY, "get_zone_temperature", zone("Küche")),
+        Ok(())
+    );
+    assert_eq!(
+        call(&g, KITCHEN_ONLY, "get_zone_temperature", zone("Wohnzimmer")),
+        deny
+    );
+    assert_eq!(
+        call(&g, GUEST, "get_zone_temperature", zone("Küche")),
+        deny,
+        "climate"
+    );
     // A key limited to categories only covers them house-wide.
     assert_eq!(
         call(

@@ -148,7 +148,11 @@ fn journal_format_only_when_journal_stream_names_stderr() {
             cmd.env("JOURNAL_STREAM", f(&meta));
         }
         let status = cmd.status().unwrap();
-        assert_eq!(status.code(), Some(2), "a configuration error exits 2 (not restarted)");
+        assert_eq!(
+            status.code(),
+            Some(2),
+            "a configuration error exits 2 (not restarted)"
+        );
         std::fs::read_to_string(&path).unwrap()
     };
     let ours = |m: &std::fs::Metadata| format!("{}:{}", m.dev(), m.ino());

@@ -1,8 +1,10 @@
 //! The auth gate: who is calling, may they do this, and not too often (issue 6, spec §5, §7.1,
 //! §8).
 //!
-//! Every HTTP route except `/health` passes the gate in two steps (stdio is trusted and has no
-//! gate):
+//! Every HTTP route except `/health` and the static files of the dashboard and the admin page
+//! (and `/metrics` with `[metrics] public = true`) passes the gate in two steps; stdio is
+//! trusted unless `HOME_STDIO_KEY` names a key (then step 2 runs per request, after
+//! [`Gate::revalidate`]):
 //! 1. [`Gate::authenticate`], in the router before any body is read: the key from `X-API-Key`
 //!    or `Authorization: Bearer` (or `?key=`, outside production), looked up by comparing
 //!    SHA-256 digests of the presented key and each stored id in constant time; then
@@ -18,8 +20,8 @@
 //! | MCP `tools/list`, `resources/*`, `prompts/*`, `completion/complete`, `logging/setLevel`; `GET /tools` | [`Permission::Read`] |
 //! | `tools/call` (MCP or REST) | the tool's permission (`HomeTools::required_permission`; for `execute_workflow` the highest of its steps) |
 //! | `GET /metrics` ([`Action::Method`] `"metrics"`) | [`Permission::Read`] (not gated with `[metrics] public = true`) |
-//! | `/admin/...` | [`Permission::Admin`] |
-//! | `/admin/...` (see [`crate::http::admin`]) | [`Permission::Admin`] |
+//! | `/dashboard/api/...`, `WS /dashboard/ws` ([`Action::Method`] `"dashboard"`) | [`Permission::Read`] |
+//! | `/admin/...` (see [`crate::http::admin`]; only from `[auth] admin_networks`) | [`Permission::Admin`] |
 //!
 //! A `tools/call` refused with `INSUFFICIENT_PERMISSIONS` whose tool needs `control` or more is
 //! recorded in the audit log ([`crate::audit`]) by the HTTP layer.
@@ -386,8 +388,9 @@ impl Denial {
     }
 }
 
-/// The gate. Shared by all workers; the store is read on every request (so revocations apply
-/// at once).
+/// The gate. Shared by all workers; the store is read on every request, and long-lived
+/// sessions (dashboard WebSocket, stdio key) ask [`Gate::revalidate`], so revocations apply at
+/// once (a WebSocket at its next ping).
 pub struct Gate {
     store: Arc<dyn KeyStore>,
     config: GateConfig,

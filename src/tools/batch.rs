@@ -769,6 +769,9 @@ fn attempt(
     let Some(c) = item.control else {
         return Err(ToolError::InvalidParams("nothing to control".into()));
     };
+    // A key limited to rooms or categories learns nothing of other devices, not even from a
+    // dry run (the commands themselves are checked again in Caller::act).
+    caller.check_scope(house, c)?;
     if c.is_secured {
         return Err(ToolError::Refused {
             code: "INSUFFICIENT_PERMISSIONS",

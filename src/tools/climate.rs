@@ -557,7 +557,7 @@ struct ZoneArgs {
 
 /// The room controllers `query` names: a room's (by UUID or name), else one controller by UUID
 /// or (room-qualified) name. An unknown name is the room resolver's error (room suggestions).
-fn zone_controllers<'h>(
+pub(super) fn zone_controllers<'h>(
     home: &'h Home,
     query: &str,
 ) -> Result<(Option<String>, Vec<&'h Control>), ToolError> {

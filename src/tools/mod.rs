@@ -28,6 +28,7 @@ pub(crate) mod summary;
 pub(crate) mod view;
 mod workflows;
 
+use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -162,7 +163,7 @@ impl Caller {
 
     /// [`ControllerError::OutOfScope`] when `c` is outside the key's scope: the last check
     /// before any command, whatever tool, batch or workflow step sends it.
-    fn check_scope(&self, house: &House, c: &Control) -> Result<(), ControllerError> {
+    pub(crate) fn check_scope(&self, house: &House, c: &Control) -> Result<(), ControllerError> {
         let Some(scope) = self.scope() else {
             return Ok(());
         };
@@ -387,6 +388,16 @@ pub enum ToolError {
     Controller(ControllerError),
     /// A deliberate refusal (safety rule); `code` per spec §7.1.
     Refused { code: &'static str, message: String },
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolError::InvalidParams(m) | ToolError::Refused { message: m, .. } => f.write_str(m),
+            ToolError::Resolve(e) => write!(f, "{e}"),
+            ToolError::Controller(e) => write!(f, "{e}"),
+        }
+    }
 }
 
 impl From<ResolveError> for ToolError {

@@ -145,17 +145,17 @@ pub fn check(
             room("room", true)
         }
         "get_zone_temperature" => {
+            // The tool's own resolution (a room name first, then a controller), so the check
+            // sees exactly the controllers the tool would read.
             let q = arg("zone_id").ok_or("zone_id is required")?;
-            let c = home
-                .resolve_control(q, None, &|_| true)
-                .map_err(|e| e.to_string())?;
-            if scope.contains(home, c) {
-                Ok(())
-            } else {
-                Err(format!(
+            let (_, controllers) =
+                super::climate::zone_controllers(home, q).map_err(|e| e.to_string())?;
+            match controllers.iter().find(|c| !scope.contains(home, c)) {
+                None => Ok(()),
+                Some(c) => Err(format!(
                     "{} is outside this key's rooms and categories",
                     c.name
-                ))
+                )),
             }
         }
         "list_rooms" if !scope.limits_rooms() => Ok(()),
