@@ -886,23 +886,10 @@ impl Gate {
         principal: &Principal,
         request: &crate::mcp::jsonrpc::Request,
     ) -> Result<(), Denial> {
-        if request.method != "tools/call" {
-            return self.authorize(principal, &Action::Method(&request.method));
+        match tool_call(request) {
+            Some((name, arguments)) => self.authorize(principal, &Action::Tool { name, arguments }),
+            None => self.authorize(principal, &Action::Method(&request.method)),
         }
-        let empty = Map::new();
-        let params = match &request.params {
-            Some(crate::mcp::jsonrpc::Params::Object(p)) => Some(p),
-            _ => None,
-        };
-        let name = params
-            .and_then(|p| p.get("name"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let arguments = params
-            .and_then(|p| p.get("arguments"))
-            .and_then(Value::as_object)
-            .unwrap_or(&empty);
-        self.authorize(principal, &Action::Tool { name, arguments })
     }
 
     /// Sets the check of tool calls by keys limited to rooms or categories (see
@@ -916,6 +903,28 @@ impl Gate {
 /// MCP methods (besides `tools/call`) a key limited to rooms or categories may use: the
 /// resources, prompts and completions describe the whole house, so they are refused.
 const SCOPED_METHODS: [&str; 2] = ["tools/list", "logging/setLevel"];
+
+/// For a `tools/call` request: the tool's `name` (`""` when missing) and `arguments` (empty
+/// when missing or not an object); `None` for other methods.
+pub fn tool_call(request: &crate::mcp::jsonrpc::Request) -> Option<(&str, &Map<String, Value>)> {
+    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+    if request.method != "tools/call" {
+        return None;
+    }
+    let params = match &request.params {
+        Some(crate::mcp::jsonrpc::Params::Object(p)) => Some(p),
+        _ => None,
+    };
+    let name = params
+        .and_then(|p| p.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let arguments = params
+        .and_then(|p| p.get("arguments"))
+        .and_then(Value::as_object)
+        .unwrap_or_else(|| EMPTY.get_or_init(Map::new));
+    Some((name, arguments))
+}
 
 /// The permission an MCP method needs; `None`: only a valid key.
 fn method_permission(method: &str) -> Option<Permission> {

@@ -472,34 +472,15 @@ pub(crate) fn denied(
         Ok(Incoming::Batch(v)) => (v.iter().filter_map(|r| r.as_ref().ok()).collect(), true),
         _ => return None,
     };
-    let empty = serde_json::Map::new();
     for m in messages {
         let Message::Request(r) = m else { continue };
-        let result = if r.method == "tools/call" {
-            let params = match &r.params {
-                Some(jsonrpc::Params::Object(p)) => Some(p),
-                _ => None,
-            };
-            let name = params
-                .and_then(|p| p.get("name"))
-                .and_then(|v| v.as_str())
-                .unwrap_or("");
-            let arguments = params
-                .and_then(|p| p.get("arguments"))
-                .and_then(|v| v.as_object())
-                .unwrap_or(&empty);
-            ctx.authorize_tool(auth, transport, name, arguments)
-        } else {
-            ctx.authorize(auth, &Action::Method(&r.method))
+        let call = crate::auth::gate::tool_call(r);
+        let result = match call {
+            Some((name, arguments)) => ctx.authorize_tool(auth, transport, name, arguments),
+            None => ctx.authorize(auth, &Action::Method(&r.method)),
         };
         if let Err(d) = result {
-            let tool = (r.method == "tools/call").then(|| {
-                let name = match &r.params {
-                    Some(jsonrpc::Params::Object(p)) => p.get("name").and_then(|v| v.as_str()),
-                    _ => None,
-                };
-                crate::metrics::global().known_tool(name.unwrap_or(""))
-            });
+            let tool = call.map(|(name, _)| crate::metrics::global().known_tool(name));
             crate::metrics::global().mcp_request(
                 transport,
                 &r.method,
