@@ -1375,3 +1375,53 @@ fn revalidate_follows_the_key_store() {
     let d = g.revalidate(&p).unwrap_err();
     assert!(d.message.contains("deleted"), "{}", d.message);
 }
+
+#[test]
+fn http_sessions_belong_to_the_key_that_opened_them() {
+    let f = start(RateLimits::default());
+    let a = f.server.addr();
+    let json = ["Content-Type: application/json", "Accept: application/json"];
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let op = format!("X-API-Key: {OPERATOR}");
+    let mon = format!("X-API-Key: {MONITOR}");
+    let mut h: Vec<&str> = json.to_vec();
+    h.push(&op);
+    let (s, head, _) = send(a, "POST", "/mcp", &h, init);
+    assert_eq!(s, 200);
+    let session = head
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id: "))
+        .expect("session id")
+        .trim()
+        .to_string();
+    let sid = format!("Mcp-Session-Id: {session}");
+    let with = |key: &str| -> Vec<String> {
+        let mut v: Vec<String> = json.iter().map(|s| s.to_string()).collect();
+        v.push(key.to_string());
+        v.push(sid.clone());
+        v
+    };
+    // Another valid key with the session id: as if the session did not exist.
+    let other = with(&mon);
+    let other: Vec<&str> = other.iter().map(String::as_str).collect();
+    let (s, _, body) = send(a, "POST", "/mcp", &other, list);
+    assert_eq!(s, 404, "{body}");
+    let (s, _, _) = send(
+        a,
+        "GET",
+        "/mcp",
+        &[&mon, &sid, "Accept: text/event-stream"],
+        "",
+    );
+    assert_eq!(s, 404);
+    let (s, _, _) = send(a, "DELETE", "/mcp", &[&mon, &sid], "");
+    assert_eq!(s, 404, "another key cannot end the session");
+    // Its owner goes on.
+    let mine = with(&op);
+    let mine: Vec<&str> = mine.iter().map(String::as_str).collect();
+    let (s, _, body) = send(a, "POST", "/mcp", &mine, list);
+    assert_eq!(s, 200, "{body}");
+    let (s, _, _) = send(a, "DELETE", "/mcp", &[&op, &sid], "");
+    assert_eq!(s, 200);
+}

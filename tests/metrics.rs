@@ -219,10 +219,12 @@ fn tool_calls_refusals_and_link_are_counted() {
 
     // Refusals: no key, a key without the permission, a whitelisted key from elsewhere.
     let reason = |r: &str| format!("home_mcp_auth_failures_total{{reason=\"{r}\"}}");
+    // (a session belongs to the key that opened it: the monitor opens its own)
+    let monitor_sid = session(a, MONITOR);
     let (status, _) = call(
         a,
         MONITOR,
-        &sid,
+        &monitor_sid,
         "control_device",
         json!({"device": "x", "action": "on"}),
     );

@@ -36,7 +36,11 @@ fn origin_ok(ctx: &Ctx, request: &tiny_http::Request) -> Result<(), Answer> {
 }
 
 /// `GET /sse`.
-pub(crate) fn open(ctx: &Arc<Ctx>, request: &tiny_http::Request) -> Handled {
+pub(crate) fn open(
+    ctx: &Arc<Ctx>,
+    request: &tiny_http::Request,
+    auth: Option<&crate::auth::gate::Principal>,
+) -> Handled {
     if request.method() != &tiny_http::Method::Get {
         return method_not_allowed("GET").into();
     }
@@ -47,7 +51,12 @@ pub(crate) fn open(ctx: &Arc<Ctx>, request: &tiny_http::Request) -> Handled {
         return too_many_streams().into();
     };
     let id = match ctx.mcp.sessions().create_uninitialized() {
-        Ok(id) => id,
+        Ok(id) => {
+            ctx.mcp
+                .sessions()
+                .set_owner(&id, super::mcp::owner_of(auth));
+            id
+        }
         Err(e) => {
             log::error!("{e}");
             return super::rest_error(500, "INTERNAL_ERROR", &e.to_string()).into();
@@ -116,7 +125,12 @@ pub(crate) fn message(
         Ok(id) => id,
         Err(a) => return a,
     };
-    let Some(mut state) = ctx.mcp.sessions().touch(&id, "sse") else {
+    let Some(mut state) = ctx
+        .mcp
+        .sessions()
+        .touch(&id, "sse")
+        .filter(|state| super::mcp::owns(state, auth))
+    else {
         return session_not_found();
     };
     let Some(outbox) = ctx.outboxes.get(&id) else {

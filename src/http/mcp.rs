@@ -99,8 +99,8 @@ pub(crate) fn handle(
     }
     match request.method() {
         tiny_http::Method::Post => post(ctx, request, auth),
-        tiny_http::Method::Get => get(ctx, request),
-        tiny_http::Method::Delete => delete(ctx, request).into(),
+        tiny_http::Method::Get => get(ctx, request, auth),
+        tiny_http::Method::Delete => delete(ctx, request, auth).into(),
         _ => rpc_error(
             405,
             RpcError::INVALID_REQUEST,
@@ -112,11 +112,16 @@ pub(crate) fn handle(
     }
 }
 
-fn delete(ctx: &Ctx, request: &tiny_http::Request) -> Answer {
-    match header(request, "Mcp-Session-Id") {
+fn delete(ctx: &Ctx, request: &tiny_http::Request, auth: Option<&Principal>) -> Answer {
+    let id = header(request, "Mcp-Session-Id").map(str::trim);
+    let theirs = id
+        .and_then(|id| ctx.mcp.sessions().touch(id, "http"))
+        .is_some_and(|state| !owns(&state, auth));
+    match id {
         None => bad_request("Mcp-Session-Id header is required"),
-        Some(id) if ctx.mcp.sessions().remove(id.trim()) => {
-            ctx.drop_outbox(id.trim());
+        Some(_) if theirs => session_not_found(),
+        Some(id) if ctx.mcp.sessions().remove(id) => {
+            ctx.drop_outbox(id);
             Answer::empty(200)
         }
         Some(_) => session_not_found(),
@@ -148,7 +153,7 @@ fn accepts_sse(accept: Option<&str>) -> bool {
 }
 
 /// `GET /mcp`: the session's server-to-client stream.
-fn get(ctx: &Arc<Ctx>, request: &tiny_http::Request) -> Handled {
+fn get(ctx: &Arc<Ctx>, request: &tiny_http::Request, auth: Option<&Principal>) -> Handled {
     if !accepts_sse(header(request, "Accept")) {
         return not_acceptable(
             "GET /mcp opens an SSE stream; Accept must include text/event-stream",
@@ -163,8 +168,9 @@ fn get(ctx: &Arc<Ctx>, request: &tiny_http::Request) -> Handled {
     let Some(id) = header(request, "Mcp-Session-Id").map(|s| s.trim().to_string()) else {
         return bad_request("Mcp-Session-Id header is required").into();
     };
-    if ctx.mcp.sessions().touch(&id, "http").is_none() {
-        return session_not_found().into();
+    match ctx.mcp.sessions().touch(&id, "http") {
+        Some(state) if owns(&state, auth) => {}
+        _ => return session_not_found().into(),
     }
     let Some(permit) = ctx.pool.acquire() else {
         return too_many_streams().into();
@@ -332,8 +338,8 @@ fn post_inner(
     }
     let session = match header(request, "Mcp-Session-Id") {
         Some(id) => match ctx.mcp.sessions().touch(id.trim(), "http") {
-            Some(state) => Some(state),
-            None => return Ok(session_not_found()),
+            Some(state) if owns(&state, auth) => Some(state),
+            _ => return Ok(session_not_found()),
         },
         None => None,
     };
@@ -379,6 +385,7 @@ fn post_inner(
         if let Some(version) = state.version {
             match ctx.mcp.sessions().create(version) {
                 Ok(id) => {
+                    ctx.mcp.sessions().set_owner(&id, owner_of(auth));
                     state.id = Some(id.clone());
                     session_header = Some(id);
                 }
@@ -460,6 +467,24 @@ fn stream_answer(
 /// True when the frame is a single `initialize` request.
 /// Step 2 of the gate for each request in a message (a batch is refused whole, with `id:
 /// null`, when any request in it is): the method's permission, for `tools/call` the tool's.
+/// Whether `auth` may use a session opened by `state.owner` (see
+/// [`crate::mcp::SessionStore::set_owner`]): the same key, or any caller when it was opened
+/// without one.
+pub(crate) fn owns(state: &crate::mcp::SessionState, auth: Option<&Principal>) -> bool {
+    match &state.owner {
+        None => true,
+        Some(owner) => auth
+            .and_then(|p| p.key.as_ref())
+            .is_some_and(|k| crate::auth::mask(&k.id) == *owner),
+    }
+}
+
+/// The masked id of `auth`'s key, the owner of a session it opens.
+pub(crate) fn owner_of(auth: Option<&Principal>) -> Option<String> {
+    auth.and_then(|p| p.key.as_ref())
+        .map(|k| crate::auth::mask(&k.id))
+}
+
 pub(crate) fn denied(
     ctx: &Ctx,
     auth: Option<&Principal>,

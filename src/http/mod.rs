@@ -684,7 +684,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
             .and(assets::find(assets::ADMIN, &path));
         match path.as_str() {
             "/mcp" => mcp::handle(ctx, &mut request, auth),
-            "/sse" => legacy::open(ctx, &request),
+            "/sse" => legacy::open(ctx, &request, auth),
             "/message" => legacy::message(ctx, &mut request, auth).into(),
             "/health" => match method {
                 tiny_http::Method::Get | tiny_http::Method::Head => {

@@ -81,6 +81,9 @@ pub struct SessionState {
     pub subscriptions_changed: bool,
     /// Who sends the current message (set per request by HTTP transports, never stored).
     pub caller: Option<super::Caller>,
+    /// The masked id of the API key that opened the session ([`SessionStore::set_owner`]);
+    /// `None`: opened without a key (development on loopback) or over stdio.
+    pub owner: Option<String>,
 }
 
 impl SessionState {
@@ -96,6 +99,7 @@ impl SessionState {
             subscriptions: Default::default(),
             subscriptions_changed: false,
             caller: None,
+            owner: None,
         }
     }
 }
@@ -125,6 +129,7 @@ struct Entry {
     client_capabilities: serde_json::Value,
     log_level: Option<super::LogLevel>,
     subscriptions: std::collections::BTreeSet<String>,
+    owner: Option<String>,
     #[allow(dead_code)] // kept for diagnostics; eviction uses last_seen
     created: Instant,
     last_seen: Instant,
@@ -196,11 +201,21 @@ impl SessionStore {
                 client_capabilities: serde_json::Value::Null,
                 log_level: None,
                 subscriptions: Default::default(),
+                owner: None,
                 created: now,
                 last_seen: now,
             },
         );
         Ok(id)
+    }
+
+    /// Records the masked id of the API key that opened session `id`: the HTTP transports
+    /// refuse its other requests from any other key (they get "session not found"), so a
+    /// session id seen by another client is no way into it.
+    pub fn set_owner(&self, id: &str, owner: Option<String>) {
+        if let Some(entry) = self.lock().get_mut(id) {
+            entry.owner = owner;
+        }
     }
 
     /// Looks a session up and marks it as seen now. `None` for an unknown, deleted or expired
@@ -224,6 +239,7 @@ impl SessionStore {
             subscriptions: entry.subscriptions.clone(),
             subscriptions_changed: false,
             caller: None,
+            owner: entry.owner.clone(),
         })
     }
 
