@@ -215,7 +215,10 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         return Ok(ExitCode::from(2));
     }
     config.key_store = key_store.clone();
-    first_run_hint(key_store, &config);
+    // `--demo` alone keeps its keys in memory: `keys generate` could not add one there.
+    if !demo || key_store.is_some() {
+        first_run_hint(key_store, &config);
+    }
 
     let app = match start_app(&config, demo) {
         Ok(a) => a,

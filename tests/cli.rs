@@ -363,6 +363,10 @@ fn sigterm_stops_cleanly_and_kills_the_tokens() {
         text.contains("Miniserver token killed"),
         "the HTTP token: {text}"
     );
+    assert!(
+        !text.contains("no admin API key"),
+        "--demo keeps its keys in memory: no hint to create one on disk: {text}"
+    );
 }
 
 /// The whole set-up: `keys generate --role admin` writes the store that `serve` reads; without
