@@ -103,6 +103,12 @@ port=$(free_port)
 cp assets/demo-house.json "$root/tmp/demo-house.json"
 chroot "$root" "${hm[@]}" sim --structure /tmp/demo-house.json --listen "127.0.0.1:$sim_port" >/dev/null 2>"$root/tmp/sim.log" &
 sim_pid=$!
+# The service exits when the Miniserver is unreachable at start (systemd restarts it 30 s
+# later); under qemu the simulator takes a moment, so wait until it answers.
+for _ in $(seq 1 300); do
+  curl -s -o /dev/null "http://127.0.0.1:$sim_port/" && break
+  sleep 0.1
+done
 sed -i -e "s/^HOME_HOST=.*/HOME_HOST=127.0.0.1:$sim_port/" -e 's/^HOME_USER=.*/HOME_USER=demo/' \
   -e 's/^HOME_PASS=.*/HOME_PASS=demo/' -e "s/^#HOME_LISTEN=.*/HOME_LISTEN=127.0.0.1:$port/" \
   "$root/etc/home-mcp/home-mcp.env"
