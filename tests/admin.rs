@@ -11,32 +11,23 @@ use home_mcp::app::App;
 use home_mcp::audit::Query;
 use home_mcp::auth::gate::{Gate, GateConfig, SecurityLevel};
 use home_mcp::auth::store::MemoryStore;
-use home_mcp::auth::{ApiKey, Role, Usage};
+use home_mcp::auth::{ApiKey, Role};
 use home_mcp::config::Config;
 use home_mcp::http::admin::AdminContext;
 use home_mcp::http::{HttpConfig, HttpServer};
 use serde_json::{json, Value};
+
+include!("support/gate_common.rs");
 
 const ADMIN: &str = "homekey_admin_1_00112233445566778899aabbccddeeff";
 const ADMIN2: &str = "homekey_admin_6_ffeeddccbbaa99887766554433221100";
 const OPERATOR: &str = "homekey_operator_2_00112233445566778899aabbccddeeff";
 const MONITOR: &str = "homekey_monitor_3_00112233445566778899aabbccddeeff";
 
-fn key(id: &str, role: Role, name: &str) -> ApiKey {
+fn named_key(id: &str, role: Role, name: &str) -> ApiKey {
     ApiKey {
-        id: id.into(),
         name: name.into(),
-        role,
-        created_by: "test".into(),
-        created_at: "2026-01-01T00:00:00Z".into(),
-        active: true,
-        expires_at: None,
-        ip_whitelist: vec![],
-        allowed_devices: vec![],
-        permissions: vec![],
-        rooms: vec![],
-        categories: vec![],
-        usage: Usage::default(),
+        ..key(id, role)
     }
 }
 
@@ -54,10 +45,10 @@ fn start() -> Fixture {
 fn start_with(extra: Vec<ApiKey>) -> Fixture {
     let app = App::start(&Config::default(), true).expect("demo starts");
     let mut keys = vec![
-        key(ADMIN, Role::Admin, "root"),
-        key(ADMIN2, Role::Admin, "second admin"),
-        key(OPERATOR, Role::Operator, "kitchen tablet"),
-        key(MONITOR, Role::Monitor, "dashboard"),
+        named_key(ADMIN, Role::Admin, "root"),
+        named_key(ADMIN2, Role::Admin, "second admin"),
+        named_key(OPERATOR, Role::Operator, "kitchen tablet"),
+        named_key(MONITOR, Role::Monitor, "dashboard"),
     ];
     keys.extend(extra);
     let store = Arc::new(MemoryStore::new(keys));
@@ -90,7 +81,8 @@ fn start_with(extra: Vec<ApiKey>) -> Fixture {
     Fixture { server, app }
 }
 
-/// One request on a fresh connection; returns (status, lower-case head, JSON body).
+/// One request on a fresh connection (JSON, the key in `X-API-Key`); returns (status,
+/// lower-case head, JSON body).
 fn send(
     addr: SocketAddr,
     method: &str,
@@ -98,28 +90,18 @@ fn send(
     key: Option<&str>,
     body: &str,
 ) -> (u16, String, Value) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nContent-Length: {}\r\nContent-Type: application/json\r\nAccept: application/json\r\n",
-        addr.port(),
-        body.len()
-    );
+    let mut headers = vec![
+        "Content-Type: application/json".to_string(),
+        "Accept: application/json".to_string(),
+    ];
     if let Some(k) = key {
-        head.push_str(&format!("X-API-Key: {k}\r\n"));
+        headers.push(format!("X-API-Key: {k}"));
     }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes()).unwrap();
-    s.write_all(body.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = raw.split_once("\r\n\r\n").expect("a full response");
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let (status, head, body) = send_raw(addr, method, path, &headers, body);
     (
         status,
-        head.to_ascii_lowercase(),
-        serde_json::from_str(body).unwrap_or(Value::Null),
+        head,
+        serde_json::from_str(&body).unwrap_or(Value::Null),
     )
 }
 
@@ -396,12 +378,12 @@ fn admin_refuses_bad_input_self_lockout_and_other_roles() {
 #[test]
 fn ambiguous_masked_ids_are_409() {
     let f = start_with(vec![
-        key(
+        named_key(
             "homekey_operator_8_aaaa1111111111111111111111111111",
             Role::Operator,
             "twin a",
         ),
-        key(
+        named_key(
             "homekey_operator_8_aaaa2222222222222222222222222222",
             Role::Operator,
             "twin b",

@@ -13,12 +13,14 @@ use home_mcp::auth::gate::{
     Action, Credentials, DenyCode, Gate, GateConfig, PermissionFn, RateLimits, SecurityLevel,
 };
 use home_mcp::auth::store::{KeyStore, MemoryStore};
-use home_mcp::auth::{ApiKey, Role, Usage};
+use home_mcp::auth::{ApiKey, Role};
 use home_mcp::config::Config;
 use home_mcp::http::{HttpConfig, HttpServer};
 use home_mcp::tools::HomeTools;
 use home_mcp::workflow::WorkflowStore;
 use serde_json::{json, Map, Value};
+
+include!("support/gate_common.rs");
 
 const ADMIN: &str = "homekey_admin_1_00112233445566778899aabbccddeeff";
 const OPERATOR: &str = "homekey_operator_2_00112233445566778899aabbccddeeff";
@@ -26,24 +28,6 @@ const MONITOR: &str = "homekey_monitor_3_00112233445566778899aabbccddeeff";
 const DEVICE: &str = "homekey_device_4_00112233445566778899aabbccddeeff";
 const CUSTOM: &str = "homekey_custom_5_00112233445566778899aabbccddeeff";
 const FUTURE: &str = "2099-01-01T00:00:00Z";
-
-fn key(id: &str, role: Role) -> ApiKey {
-    ApiKey {
-        id: id.into(),
-        name: format!("{role} key"),
-        role,
-        created_by: "test".into(),
-        created_at: "2026-01-01T00:00:00Z".into(),
-        active: true,
-        expires_at: None,
-        ip_whitelist: vec![],
-        allowed_devices: vec![],
-        permissions: vec![],
-        rooms: vec![],
-        categories: vec![],
-        usage: Usage::default(),
-    }
-}
 
 fn keys() -> Vec<ApiKey> {
     let mut device = key(DEVICE, Role::Device);
@@ -473,7 +457,7 @@ fn start(limits: RateLimits) -> Fixture {
     Fixture { server, _app: app }
 }
 
-/// One request on a fresh connection; returns (status, raw head, JSON body).
+/// One request on a fresh connection; returns (status, lower-case head, JSON body).
 fn send(
     addr: SocketAddr,
     method: &str,
@@ -481,27 +465,12 @@ fn send(
     headers: &[&str],
     body: &str,
 ) -> (u16, String, Value) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        addr.port(),
-        body.len()
-    );
-    for h in headers {
-        head.push_str(h);
-        head.push_str("\r\n");
-    }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes()).unwrap();
-    s.write_all(body.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = raw.split_once("\r\n\r\n").expect("a full response");
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    let body = serde_json::from_str(body).unwrap_or(Value::Null);
-    (status, head.to_ascii_lowercase(), body)
+    let (status, head, body) = send_raw(addr, method, path, headers, body);
+    (
+        status,
+        head,
+        serde_json::from_str(&body).unwrap_or(Value::Null),
+    )
 }
 
 fn has(head: &str, header: &str) -> bool {

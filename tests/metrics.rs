@@ -5,42 +5,24 @@
 //! The registry is process-wide, so tests that run in parallel share it: checks compare values
 //! before and after (at least the expected rise).
 
-use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
 
 use home_mcp::app::{permission_of, App};
 use home_mcp::auth::gate::{Gate, GateConfig, SecurityLevel};
 use home_mcp::auth::store::MemoryStore;
-use home_mcp::auth::{ApiKey, Role, Usage};
+use home_mcp::auth::Role;
 use home_mcp::config::Config;
 use home_mcp::http::{HttpConfig, HttpServer, MetricsContext};
 use home_mcp::metrics::check_exposition;
 use home_mcp::tools::HomeTools;
 use serde_json::{json, Value};
 
+include!("support/gate_common.rs");
+
 const OPERATOR: &str = "homekey_operator_2_00112233445566778899aabbccddeeff";
 const MONITOR: &str = "homekey_monitor_3_00112233445566778899aabbccddeeff";
 const FENCED: &str = "homekey_monitor_9_00112233445566778899aabbccddeeff";
-
-fn key(id: &str, role: Role) -> ApiKey {
-    ApiKey {
-        id: id.into(),
-        name: format!("{role} key"),
-        role,
-        created_by: "test".into(),
-        created_at: "2026-01-01T00:00:00Z".into(),
-        active: true,
-        expires_at: None,
-        ip_whitelist: vec![],
-        allowed_devices: vec![],
-        permissions: vec![],
-        rooms: vec![],
-        categories: vec![],
-        usage: Usage::default(),
-    }
-}
 
 struct Fixture {
     server: HttpServer,
@@ -85,7 +67,7 @@ fn start(level: SecurityLevel, public: bool) -> Fixture {
     Fixture { server, app }
 }
 
-/// One request on a fresh connection; returns (status, lower-case head, body).
+/// One request on a fresh connection: (status, lower-case head, body text).
 fn send(
     addr: SocketAddr,
     method: &str,
@@ -93,26 +75,7 @@ fn send(
     headers: &[String],
     body: &str,
 ) -> (u16, String, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        addr.port(),
-        body.len()
-    );
-    for h in headers {
-        head.push_str(h);
-        head.push_str("\r\n");
-    }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes()).unwrap();
-    s.write_all(body.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = raw.split_once("\r\n\r\n").expect("a full response");
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, head.to_ascii_lowercase(), body.to_string())
+    send_raw(addr, method, path, headers, body)
 }
 
 fn bearer(key: &str) -> String {
