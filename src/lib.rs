@@ -23,4 +23,5 @@ pub mod stdio;
 pub mod systemd;
 pub mod time;
 pub mod tools;
+pub mod upgraded;
 pub mod workflow;

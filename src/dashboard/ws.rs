@@ -30,7 +30,6 @@
 //! something: a documented limitation).
 
 use std::io::ErrorKind;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -358,7 +357,9 @@ pub fn serve(
     }
     let stream = request.upgrade("websocket", response);
     let config = slot.hub.config.clone();
-    let timeouts = peer.is_some_and(|p| set_timeouts(p, local_port, &config));
+    let timeouts = peer.is_some_and(|p| {
+        crate::upgraded::set_timeouts(p, local_port, config.poll, config.write_timeout)
+    });
     if !timeouts {
         log::warn!("dashboard ws: no read timeout on the socket; events wait for client input");
     }
@@ -471,49 +472,6 @@ fn close(ws: &mut Ws, code: CloseCode, reason: &str) {
             Err(_) => return,
         }
     }
-}
-
-/// Sets the read and write timeouts on the accepted socket whose peer is `peer` and whose
-/// local port is `local_port`. Returns whether one was found.
-#[cfg(unix)]
-fn set_timeouts(peer: SocketAddr, local_port: u16, config: &WsConfig) -> bool {
-    use std::os::fd::{BorrowedFd, RawFd};
-    let Ok(entries) = std::fs::read_dir("/proc/self/fd").or_else(|_| std::fs::read_dir("/dev/fd"))
-    else {
-        return false;
-    };
-    let mut found = false;
-    for entry in entries.flatten() {
-        let Some(fd) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<RawFd>().ok())
-        else {
-            continue;
-        };
-        if fd < 0 {
-            continue;
-        }
-        // SAFETY: `fd` is only used for the duration of these calls. If another thread closes
-        // it meanwhile, the calls fail with EBADF or reach whatever reuses the number; the
-        // timeouts are only set when local port and peer match this connection, whose socket
-        // stays open (the caller holds its stream).
-        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-        let sock = socket2::SockRef::from(&fd);
-        let (Ok(p), Ok(l)) = (sock.peer_addr(), sock.local_addr()) else {
-            continue;
-        };
-        if p.as_socket() == Some(peer) && l.as_socket().map(|a| a.port()) == Some(local_port) {
-            found |= sock.set_read_timeout(Some(config.poll)).is_ok()
-                && sock.set_write_timeout(Some(config.write_timeout)).is_ok();
-        }
-    }
-    found
-}
-
-#[cfg(not(unix))]
-fn set_timeouts(_peer: SocketAddr, _local_port: u16, _config: &WsConfig) -> bool {
-    false
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@
 use std::any::Any;
 use std::collections::HashMap;
 use std::io::ErrorKind;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -378,7 +378,7 @@ pub(crate) fn upgrade(request: Request, sim: Arc<Simulator>, local_port: u16) {
     }
     let stream = request.upgrade("websocket", response);
     let timeouts = peer
-        .map(|p| set_socket_timeouts(p, local_port))
+        .map(|p| crate::upgraded::set_timeouts(p, local_port, POLL, WRITE_TIMEOUT))
         .unwrap_or(false);
     if !timeouts {
         warn!("sim ws: no read timeout on the session socket; events wait for client input");
@@ -399,51 +399,6 @@ pub(crate) fn upgrade(request: Request, sim: Arc<Simulator>, local_port: u16) {
         // The closure (and its Arc) is gone; undo the count it would have undone.
         sim_for_count.ws.sessions.fetch_sub(1, Ordering::SeqCst);
     }
-}
-
-/// Sets [`POLL`] as read timeout and [`WRITE_TIMEOUT`] on the accepted socket whose peer is
-/// `peer` and whose local port is `local_port`. Returns whether one was found.
-#[cfg(unix)]
-fn set_socket_timeouts(peer: SocketAddr, local_port: u16) -> bool {
-    use std::os::fd::{BorrowedFd, RawFd};
-    for dir in ["/proc/self/fd", "/dev/fd"] {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        let mut found = false;
-        for entry in entries.flatten() {
-            let Some(fd) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<RawFd>().ok())
-            else {
-                continue;
-            };
-            if fd < 0 {
-                continue;
-            }
-            // SAFETY: `fd` is only used for the duration of these calls. If another thread
-            // closes it meanwhile, the calls fail with EBADF or reach whatever reuses the
-            // number; the timeouts are only set when local port and peer match this
-            // connection, whose socket stays open (we hold its stream).
-            let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-            let sock = socket2::SockRef::from(&fd);
-            let (Ok(p), Ok(l)) = (sock.peer_addr(), sock.local_addr()) else {
-                continue;
-            };
-            if p.as_socket() == Some(peer) && l.as_socket().map(|a| a.port()) == Some(local_port) {
-                found |= sock.set_read_timeout(Some(POLL)).is_ok()
-                    && sock.set_write_timeout(Some(WRITE_TIMEOUT)).is_ok();
-            }
-        }
-        return found;
-    }
-    false
-}
-
-#[cfg(not(unix))]
-fn set_socket_timeouts(_peer: SocketAddr, _local_port: u16) -> bool {
-    false
 }
 
 type Ws = WebSocket<Box<dyn ReadWrite + Send>>;
