@@ -22,9 +22,9 @@
 //! Environment: `BENCH_CLIENTS`, `BENCH_CHANGES`, `HOME_MCP_BIN` (the binary to measure;
 //! default the one cargo built with this bench, i.e. release for `cargo bench`).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::io::BufReader;
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -38,7 +38,7 @@ use serde_json::Value;
 use tungstenite::client::IntoClientRequest;
 use tungstenite::Message;
 
-const BASIC_DEMO: &str = "Basic ZGVtbzpkZW1v";
+include!("support/common.rs");
 
 fn env_num(key: &str, default: usize) -> usize {
     std::env::var(key)
@@ -47,64 +47,8 @@ fn env_num(key: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    s.lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
 fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
-}
-
-struct Proc(Child);
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A keep-alive GET with Basic auth on the simulator; returns the status.
-fn get(reader: &mut BufReader<TcpStream>, writer: &mut TcpStream, path: &str) -> u16 {
-    let req =
-        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: {BASIC_DEMO}\r\n\r\n");
-    writer.write_all(req.as_bytes()).unwrap();
-    let mut line = String::new();
-    reader.read_line(&mut line).unwrap();
-    let status = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let mut len = 0usize;
-    loop {
-        line.clear();
-        reader.read_line(&mut line).unwrap();
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = l.split_once(':') {
-            if k.eq_ignore_ascii_case("content-length") {
-                len = v.trim().parse().unwrap();
-            }
-        }
-    }
-    let mut buf = vec![0; len];
-    reader.read_exact(&mut buf).unwrap();
-    status
 }
 
 /// Milliseconds since the Unix epoch of `2026-11-21T12:06:24.123Z`.

@@ -19,9 +19,9 @@
 //! Environment: `BENCH_SECS` (default 2) per rate measurement, `BENCH_CHANGES` (default 300)
 //! command round trips.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -43,21 +43,13 @@ use home_mcp::sim::{SimConfig, SimServer, Simulator, DEMO_PASSWORD, DEMO_USER};
 const CONTROLS: usize = 1000;
 const ROOMS: usize = 50;
 const WAIT: Duration = Duration::from_secs(30);
-const BASIC_DEMO: &str = "Basic ZGVtbzpkZW1v";
+include!("support/common.rs");
 
 fn env_num(key: &str, default: f64) -> f64 {
     std::env::var(key)
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(default)
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
@@ -393,54 +385,6 @@ fn ws_end_to_end() -> WsFigures {
         burst: primaries.len(),
         burst_time,
     }
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    s.lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
-struct Proc(Child);
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A keep-alive GET with Basic auth; returns the status.
-fn get(reader: &mut BufReader<TcpStream>, writer: &mut TcpStream, path: &str) -> u16 {
-    let req =
-        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: {BASIC_DEMO}\r\n\r\n");
-    writer.write_all(req.as_bytes()).unwrap();
-    let mut line = String::new();
-    reader.read_line(&mut line).unwrap();
-    let status = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let mut len = 0usize;
-    loop {
-        line.clear();
-        reader.read_line(&mut line).unwrap();
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = l.split_once(':') {
-            if k.eq_ignore_ascii_case("content-length") {
-                len = v.trim().parse().unwrap();
-            }
-        }
-    }
-    let mut buf = vec![0; len];
-    reader.read_exact(&mut buf).unwrap();
-    status
 }
 
 struct Rss {
