@@ -918,11 +918,10 @@ fn demo_tools(app: &App) -> Arc<HomeTools> {
     ))
 }
 
-#[test]
-fn scoped_keys_stay_in_their_rooms_and_categories() {
-    let app = App::start(&Config::default(), true).expect("demo");
-    let tools = demo_tools(&app);
-    let g = Gate::new(
+/// A staging gate over [`scoped_keys`] with the demo house's permission and scope checks.
+fn scoped_gate(app: &App) -> Gate {
+    let tools = demo_tools(app);
+    Gate::new(
         Arc::new(MemoryStore::new(scoped_keys())),
         GateConfig {
             level: SecurityLevel::Staging,
@@ -931,7 +930,13 @@ fn scoped_keys_stay_in_their_rooms_and_categories() {
         loopback(),
         permission_of(tools.clone()),
     )
-    .with_scope_check(home_mcp::app::scope_check(tools));
+    .with_scope_check(home_mcp::app::scope_check(tools))
+}
+
+#[test]
+fn scoped_keys_stay_in_their_rooms_and_categories() {
+    let app = App::start(&Config::default(), true).expect("demo");
+    let g = scoped_gate(&app);
     let deny = Err(DenyCode::InsufficientPermissions);
     let cases = [
         (
@@ -1093,17 +1098,7 @@ fn scoped_keys_stay_in_their_rooms_and_categories() {
 #[test]
 fn http_scoped_key_cannot_operate_outside_its_scope() {
     let app = App::start(&Config::default(), true).expect("demo");
-    let tools = demo_tools(&app);
-    let gate = Gate::new(
-        Arc::new(MemoryStore::new(scoped_keys())),
-        GateConfig {
-            level: SecurityLevel::Staging,
-            ..GateConfig::default()
-        },
-        loopback(),
-        permission_of(tools.clone()),
-    )
-    .with_scope_check(home_mcp::app::scope_check(tools));
+    let gate = scoped_gate(&app);
     let server = HttpServer::start(
         HttpConfig {
             listen: "127.0.0.1:0".parse().unwrap(),
