@@ -13,26 +13,15 @@
 
 use std::sync::Arc;
 
-use super::mcp::{
-    bad_request, forbidden, origin_allowed, pump, read_body, session_not_found, too_many_streams,
-};
+use super::mcp::{bad_request, pump, read_body, session_not_found, too_many_streams};
 use super::stream::{run_detached, SseWriter};
-use super::{header, Answer, Ctx, Handled};
+use super::{Answer, Ctx, Handled};
 use crate::mcp::jsonrpc::{self, Incoming, Message};
 use crate::mcp::Outlet;
 
 fn method_not_allowed(allow: &'static str) -> Answer {
     super::rest_error(405, "METHOD_NOT_ALLOWED", &format!("use {allow}"))
         .with_header("Allow", allow)
-}
-
-fn origin_ok(ctx: &Ctx, request: &tiny_http::Request) -> Result<(), Answer> {
-    match header(request, "Origin") {
-        Some(origin) if !origin_allowed(ctx, origin, header(request, "Host")) => {
-            Err(forbidden(&format!("Origin {origin} is not allowed")))
-        }
-        _ => Ok(()),
-    }
 }
 
 /// `GET /sse`.
@@ -43,9 +32,6 @@ pub(crate) fn open(
 ) -> Handled {
     if request.method() != &tiny_http::Method::Get {
         return method_not_allowed("GET").into();
-    }
-    if let Err(a) = origin_ok(ctx, request) {
-        return a.into();
     }
     let Some(permit) = ctx.pool.acquire() else {
         return too_many_streams().into();
@@ -117,9 +103,6 @@ pub(crate) fn message(
 ) -> Answer {
     if request.method() != &tiny_http::Method::Post {
         return method_not_allowed("POST");
-    }
-    if let Err(a) = origin_ok(ctx, request) {
-        return a;
     }
     let id = match session_param(request.url()) {
         Ok(id) => id,

@@ -3,7 +3,8 @@
 //! Checks, in order, each failing with a JSON-RPC error body (`id: null` unless the request's
 //! id is known):
 //! 1. `Origin`, if present, must be loopback, match the request's Host, or be listed in
-//!    [`HttpConfig::allowed_origins`](super::HttpConfig::allowed_origins): else **403**.
+//!    [`HttpConfig::allowed_origins`](super::HttpConfig::allowed_origins): else **403** (checked
+//!    by the router, before authentication, with [`origin_allowed`]).
 //! 2. Method: `GET`, `POST` and `DELETE`; anything else **405** with
 //!    `Allow: GET, POST, DELETE`.
 //! 3. `DELETE` needs `Mcp-Session-Id` (**400** without): **200** when it ended a session (its
@@ -92,11 +93,7 @@ pub(crate) fn handle(
     request: &mut tiny_http::Request,
     auth: Option<&Principal>,
 ) -> Handled {
-    if let Some(origin) = header(request, "Origin") {
-        if !origin_allowed(ctx, origin, header(request, "Host")) {
-            return forbidden(&format!("Origin {origin} is not allowed")).into();
-        }
-    }
+    // Origin (DNS rebinding, cross-site requests) is checked by the router for every route.
     match request.method() {
         tiny_http::Method::Post => post(ctx, request, auth),
         tiny_http::Method::Get => get(ctx, request, auth),

@@ -22,8 +22,8 @@
 //!   others 500 `INTERNAL_ERROR`; `details.reason` carries the core's explanation;
 //! * the request itself: body not JSON or of the wrong shape 400 `INVALID_PARAMETERS`, body over
 //!   `max_body_bytes` 413 `PAYLOAD_TOO_LARGE`, wrong method 405 `METHOD_NOT_ALLOWED` with
-//!   `Allow`, a disallowed `Origin` 403 `FORBIDDEN` (the Host check runs in the router for every
-//!   route).
+//!   `Allow`, a disallowed `Origin` 403 `FORBIDDEN` (the Host and Origin checks run in the
+//!   router for every route).
 //!
 //! The body's `Content-Type` is not checked (quick-start `curl -d` sends form encoding); browsers
 //! are kept out by the Origin check. Authentication plugs in at [`authorize`].
@@ -32,7 +32,7 @@ use std::io::Read;
 
 use serde_json::{json, Map, Value};
 
-use super::{header, Answer, Ctx};
+use super::{Answer, Ctx};
 use crate::auth::gate::{Action, Principal};
 use crate::mcp::jsonrpc::{ErrorObject, Outcome};
 use crate::mcp::{ProtocolVersion, Reply, RpcError, SessionState};
@@ -113,16 +113,6 @@ pub(crate) fn handle(
     path: &str,
     principal: Option<&Principal>,
 ) -> Answer {
-    if let Some(origin) = header(request, "Origin") {
-        if !super::mcp::origin_allowed(ctx, origin, header(request, "Host")) {
-            return error(
-                403,
-                "FORBIDDEN",
-                format!("Origin {origin} is not allowed"),
-                json!({}),
-            );
-        }
-    }
     let route = match resolve(request.method(), path) {
         Ok(r) => r,
         Err(answer) => return answer,
