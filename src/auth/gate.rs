@@ -183,7 +183,7 @@ pub const FAILED_ATTEMPTS_PER_CLIENT: u32 = 20;
 /// The id and name of the synthetic key built from `HTTP_API_KEY`.
 pub const LEGACY_KEY_NAME: &str = "legacy HTTP_API_KEY";
 
-/// Whether a tool call stays within a key's [`Scope`] (`HomeTools::check_scope`): `Err` with
+/// Whether a tool call stays within a key's [`Scope`](crate::home::Scope) (`HomeTools::check_scope`): `Err` with
 /// the reason when the call reaches (or reads) outside the key's rooms and categories, or its
 /// reach cannot be told from the arguments.
 pub type ScopeFn =

@@ -4,7 +4,7 @@
 //! page (`GET /admin/keys` and its script and style under `/admin/assets/`). The files hold no
 //! data: the page fetches everything from the admin API with the key the admin types in, so
 //! the router serves them without a key (but only to `[auth] admin_networks`, see
-//! [`super::authenticate`]).
+//! the router's `authenticate`).
 //!
 //! Every answer (200, 304, 405) carries [`SECURITY_HEADERS`]: a Content-Security-Policy that
 //! allows only this origin's scripts, styles and API (no inline code, no third-party assets,

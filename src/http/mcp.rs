@@ -4,7 +4,7 @@
 //! id is known):
 //! 1. `Origin`, if present, must be loopback, match the request's Host, or be listed in
 //!    [`HttpConfig::allowed_origins`](super::HttpConfig::allowed_origins): else **403** (checked
-//!    by the router, before authentication, with [`origin_allowed`]).
+//!    by the router, before authentication, with `origin_allowed`).
 //! 2. Method: `GET`, `POST` and `DELETE`; anything else **405** with
 //!    `Allow: GET, POST, DELETE`.
 //! 3. `DELETE` needs `Mcp-Session-Id` (**400** without): **200** when it ended a session (its
