@@ -529,25 +529,8 @@ impl McpServer {
         params: &Map<String, Value>,
     ) -> Result<Value, RpcError> {
         let tools = guarded(|| self.handler.list_tools())?;
-        let start = match params.get("cursor") {
-            None | Some(Value::Null) => 0,
-            Some(Value::String(c)) => match parse_cursor(c) {
-                Some(n) if n < tools.len() => n,
-                _ => {
-                    return Err(RpcError::invalid_params("Invalid params: invalid `cursor`")
-                        .with_details(format!("cursor {c:?} is not one this server issued")))
-                }
-            },
-            Some(_) => {
-                return Err(RpcError::invalid_params(
-                    "Invalid params: `cursor` must be a string",
-                ))
-            }
-        };
-        let end = (start + self.page_size).min(tools.len());
-        let mut page = Vec::with_capacity(end - start);
-        for tool in &tools[start..end] {
-            let mut value = serde_json::to_value(tool).map_err(internal)?;
+        let (mut page, next) = paginate(&tools, params, self.page_size)?;
+        for value in &mut page {
             if let Some(obj) = value.as_object_mut() {
                 if version < ProtocolVersion::V2025_06_18 {
                     obj.remove("title");
@@ -557,11 +540,10 @@ impl McpServer {
                     obj.remove("annotations");
                 }
             }
-            page.push(value);
         }
         let mut result = json!({ "tools": page });
-        if end < tools.len() {
-            result["nextCursor"] = Value::String(make_cursor(end));
+        if let Some(cursor) = next {
+            result["nextCursor"] = Value::String(cursor);
         }
         Ok(result)
     }
