@@ -51,7 +51,9 @@ pub fn serve<R: BufRead, W: Write + Send>(mcp: &McpServer, input: R, output: W) 
 /// request runs as (audit log, scope), and the gate's check of each request, whose refusal
 /// is answered with its JSON-RPC error (-32003) instead of running the request.
 pub struct StdioKey {
+    /// The key's name, masked id and scope, stored in the session (audit log, scope checks).
     pub caller: crate::mcp::Caller,
+    /// Step 2 of the gate for each request (`Err`: answered with the JSON-RPC refusal).
     pub check: RequestCheck,
 }
 

@@ -185,8 +185,11 @@ pub enum ControllerError {
 /// at most `total` to the Miniserver. Reads are not limited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CommandLimits {
+    /// Commands to one control (by `uuidAction`) per window; at least 1.
     pub per_control: u32,
+    /// Commands to the Miniserver in all per window; at least 1.
     pub total: u32,
+    /// The fixed window both counts run in (10 s from the config file).
     pub window: Duration,
 }
 
