@@ -587,6 +587,15 @@ fn audit_records_calls_failures_refusals_and_never_pins() {
     );
     assert_eq!(s, 200);
     assert_eq!(body["entries"], json!([]));
+    // `key` is the gate's credential in a URL (outside production), never a filter.
+    let (s, _, body) = send(
+        a,
+        "GET",
+        &format!("/admin/api/audit?key={ADMIN}&since=2999-01-01T00:00:00Z"),
+        None,
+        "",
+    );
+    assert_eq!((s, &body["entries"]), (200, &json!([])), "{body}");
 }
 
 #[test]

@@ -508,6 +508,9 @@ fn http_rest_and_admin() {
     let bearer = format!("Authorization: Bearer {OPERATOR}");
     let (s, _, body) = send(a, "GET", "/api/devices", &[&bearer], "");
     assert_eq!(s, 200, "{body}");
+    // `?key=` is the credential, not a tool argument (list_devices takes no `key`).
+    let (s, _, body) = send(a, "GET", &format!("/api/devices?key={OPERATOR}"), &[], "");
+    assert_eq!(s, 200, "{body}");
 
     let call = r#"{"tool":"control_device","arguments":{"device":"Kitchen Light","action":"on"}}"#;
     let (s, head, body) = send(a, "POST", "/tools/call", &[&x], call);
