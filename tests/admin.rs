@@ -17,7 +17,7 @@ use home_mcp::http::admin::AdminContext;
 use home_mcp::http::{HttpConfig, HttpServer};
 use serde_json::{json, Value};
 
-include!("support/gate_common.rs");
+use crate::support::gate::*;
 
 const ADMIN: &str = "homekey_admin_1_00112233445566778899aabbccddeeff";
 const ADMIN2: &str = "homekey_admin_6_ffeeddccbbaa99887766554433221100";

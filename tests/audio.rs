@@ -3,8 +3,8 @@
 //! CentralAudioZone or a room name, per-zone results, the audio status, on the demo house and on
 //! the fixture structure file with audio zones; and every bad-input class.
 
-mod common;
-use common::*;
+use crate::support;
+use support::*;
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -367,7 +367,7 @@ fn miniserver_down_gives_connection_error() {
 
 #[test]
 fn fixture_uk_audio_zones() {
-    let f = common::fixture_house("TheJack75-Loxone.NET-uk-demo-miniserver.json");
+    let f = support::fixture_house("TheJack75-Loxone.NET-uk-demo-miniserver.json");
     let (tools, house, sim) = (&f.tools, &f.house, &f.sim);
     let home = house.home();
     let zones: Vec<String> = home

@@ -20,7 +20,7 @@ use home_mcp::tools::HomeTools;
 use home_mcp::workflow::WorkflowStore;
 use serde_json::{json, Map, Value};
 
-include!("support/gate_common.rs");
+use crate::support::gate::*;
 
 const ADMIN: &str = "homekey_admin_1_00112233445566778899aabbccddeeff";
 const OPERATOR: &str = "homekey_operator_2_00112233445566778899aabbccddeeff";

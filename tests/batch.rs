@@ -3,8 +3,8 @@
 //! anything moves; dry runs send nothing) and `control_room_devices` (families and Loxone types,
 //! both `device_type` and `device_types`), on the demo house and a real structure file.
 
-mod common;
-use common::*;
+use crate::support;
+use support::*;
 
 use serde_json::{json, Value};
 
@@ -320,7 +320,7 @@ fn batch_tools_are_declared() {
 
 #[test]
 fn uk_demo_room_devices_and_category_scope() {
-    let f = common::fixture_house("TheJack75-Loxone.NET-uk-demo-miniserver.json");
+    let f = support::fixture_house("TheJack75-Loxone.NET-uk-demo-miniserver.json");
     let (tools, sim) = (&f.tools, &f.sim);
     // Gen 2 lighting: a room's LightControllerV2 through control_room_devices.
     let data = ok(

@@ -2,8 +2,8 @@
 //! the demo house: discovery, room / house-wide / unified commands (positions in percent closed,
 //! 0 = fully open), dry runs, per-blind results, and every bad-input class.
 
-mod common;
-use common::*;
+use crate::support;
+use support::*;
 
 use std::net::TcpListener;
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! state changes invalidate, TTLs expire, identical concurrent reads are coalesced, 0 turns a
 //! cache off, errors are never kept.
 
-mod common;
+use crate::support;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -11,7 +11,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{json, Value as Json};
 
-use common::{call, ok, text};
 use home_mcp::home::{
     Action, Control, Controller, ControllerError, House, LinkMode, Source, Value,
 };
@@ -19,6 +18,7 @@ use home_mcp::loxone::structure::parse_structure;
 use home_mcp::mcp::{Handler, RequestContext, ResourceContents};
 use home_mcp::tools::cache::CacheConfig;
 use home_mcp::tools::HomeTools;
+use support::{call, ok, text};
 
 /// A controller that remembers values (0 until acted on), counts reads and can be slow or down.
 #[derive(Default)]
@@ -368,7 +368,7 @@ fn caller() -> home_mcp::tools::Caller {
 /// HTTP). Run with `--nocapture` to see it.
 #[test]
 fn measured_effect_on_the_demo_house() {
-    let (app, _) = common::demo();
+    let (app, _) = support::demo();
     let off = HomeTools::new(app.house.clone());
     let on = HomeTools::new(app.house.clone()).with_caches(CacheConfig::default());
     for tool in ["list_rooms", "list_devices", "get_home_summary"] {

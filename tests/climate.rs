@@ -4,8 +4,8 @@
 //! demo house and on every fixture structure file with room controllers; and every bad-input
 //! class.
 
-mod common;
-use common::*;
+use crate::support;
+use support::*;
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -261,7 +261,7 @@ fn room_mode_climate_controller_next_to_room_controllers() {
     let mut doc: Value = serde_json::from_str(include_str!("../assets/demo-house.json")).unwrap();
     let living = doc["controls"]["1d5c3a56-0205-506a-ffff504f94d0e5a1"]["room"].clone();
     doc["controls"][DEMO_CLIMATE]["room"] = living;
-    let f = common::sim_house(&doc.to_string());
+    let f = support::sim_house(&doc.to_string());
     let irc = "1d5c3a56-0205-506a-ffff504f94d0e5a1";
 
     // Comfort: the room controller takes it, the Climate Controller cannot (its item's error).
@@ -676,7 +676,7 @@ const V2_FIXTURES: [&str; 1] = ["TheJack75-Loxone.NET-uk-demo-miniserver.json"];
 #[test]
 fn fixtures_v1_room_controllers() {
     for file in V1_FIXTURES {
-        let f = common::fixture_house(file);
+        let f = support::fixture_house(file);
         let list = of_kind(&f, "IRoomController");
         assert!(!list.is_empty(), "{file}");
         for (irc, room) in list {
@@ -709,7 +709,7 @@ fn fixtures_v1_room_controllers() {
 #[test]
 fn fixtures_v2_room_controllers() {
     for file in V2_FIXTURES {
-        let f = common::fixture_house(file);
+        let f = support::fixture_house(file);
         let list = of_kind(&f, "IRoomControllerV2");
         assert_eq!(list.len(), 9, "{file}");
         for (irc, room) in list {

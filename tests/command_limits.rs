@@ -4,8 +4,8 @@
 //! (simulated) Miniserver, other controls still work, the house-wide limit holds across
 //! controls, and commands flow again once the window has passed.
 
-mod common;
-use common::*;
+use crate::support;
+use support::*;
 
 use std::time::Duration;
 

@@ -2,8 +2,8 @@
 //! and the progress and log notifications tools send during a call, observed through a fake
 //! [`Peer`] in the request's context.
 
-mod common;
-use common::*;
+use crate::support;
+use support::*;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

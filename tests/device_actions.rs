@@ -2,11 +2,11 @@
 //! buttons and timers, value blocks, radio outputs, text inputs; and the safety rules (door
 //! openers, read-only sensors). Each case checks the simulator's state afterwards.
 
-mod common;
+use crate::support;
 
-use common::{demo, invalid_params, ok, sim, tool_error};
 use home_mcp::app::App;
 use serde_json::json;
+use support::{demo, invalid_params, ok, sim, tool_error};
 
 fn uuid_of(app: &App, name: &str, room: &str) -> String {
     let home = app.house.home();

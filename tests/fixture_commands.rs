@@ -3,19 +3,19 @@
 //! exactly as on a real one (api info, structure file over HTTP), `control_device` sends the
 //! command through the Loxone client, and the simulator's state shows the effect.
 
-mod common;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::{call, text};
 use home_mcp::app::App;
 use home_mcp::config::{Config, MiniserverConfig};
 use home_mcp::home::{Control, ControlKind, Home};
 use home_mcp::sim::{SimConfig, SimServer, Simulator};
 use home_mcp::tools::HomeTools;
 use serde_json::{json, Value};
+use support::{call, text};
 
 const FIXTURES: &[&str] = &[
     "Smarteon-loxone-client-kotlin-sample-app.json",

@@ -3,8 +3,8 @@
 //! LightControllerV2 change state; dry runs change nothing; bad inputs give the right errors;
 //! one failing light does not hide the others.
 
-mod common;
-use common::*;
+use crate::support;
+use support::*;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

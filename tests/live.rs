@@ -4,8 +4,8 @@
 //! structure file is noticed and loaded, and control tools report whether their commands had an
 //! effect. Every wait is bounded.
 
-mod common;
-use common::*;
+use crate::support;
+use support::*;
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex};

@@ -3,15 +3,15 @@
 //! Miniserver reaches a bus subscriber tagged with its control, and a command is verified
 //! from the event stream.
 
-mod common;
+use crate::support;
 
 use std::time::{Duration, Instant};
 
-use common::{demo, ok, sim};
 use home_mcp::app::App;
 use home_mcp::home::bus::Event;
 use home_mcp::home::link::LinkMode;
 use serde_json::json;
+use support::{demo, ok, sim};
 
 const WAIT: Duration = Duration::from_secs(20);
 

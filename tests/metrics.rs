@@ -18,7 +18,7 @@ use home_mcp::metrics::check_exposition;
 use home_mcp::tools::HomeTools;
 use serde_json::{json, Value};
 
-include!("support/gate_common.rs");
+use crate::support::gate::*;
 
 const OPERATOR: &str = "homekey_operator_2_00112233445566778899aabbccddeeff";
 const MONITOR: &str = "homekey_monitor_3_00112233445566778899aabbccddeeff";

@@ -4,14 +4,14 @@
 //! Each tool is called on the demo house with typical arguments (and with `dry_run` where the
 //! tool has it, too).
 
-mod common;
+use crate::support;
 
 use std::collections::BTreeSet;
 
-use common::{call, demo, text};
 use home_mcp::mcp::Handler;
 use home_mcp::tools::schema::validate;
 use serde_json::{json, Value};
+use support::{call, demo, text};
 
 /// Typical calls per tool: enough to cover every tool of the catalogue.
 fn calls() -> Vec<(&'static str, Value)> {

@@ -1,7 +1,7 @@
 //! MCP prompts on the demo house: the catalogue, each prompt's messages (real tool names,
 //! embedded current data as resource contents), argument errors and argument completion.
 
-mod common;
+use crate::support;
 
 use home_mcp::mcp::{CompletionRef, Content, GetPromptResult, Handler, RequestContext, RpcError};
 use serde_json::{json, Map, Value};
@@ -35,7 +35,7 @@ fn parts(r: &GetPromptResult) -> (String, Vec<String>) {
 
 #[test]
 fn catalogue_lists_four_prompts_with_arguments() {
-    let (_app, tools) = common::demo();
+    let (_app, tools) = support::demo();
     let list = tools.list_prompts();
     let names: Vec<&str> = list.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(
@@ -62,7 +62,7 @@ fn catalogue_lists_four_prompts_with_arguments() {
 
 #[test]
 fn status_report_embeds_the_summary_or_the_room_overview() {
-    let (_app, tools) = common::demo();
+    let (_app, tools) = support::demo();
     let r = get(&tools, "house_status_report", json!({})).unwrap();
     let (text, uris) = parts(&r);
     assert!(text.contains("get_lights_status"));
@@ -86,7 +86,7 @@ fn status_report_embeds_the_summary_or_the_room_overview() {
 
 #[test]
 fn energy_review_and_good_night_preview_before_acting() {
-    let (_app, tools) = common::demo();
+    let (_app, tools) = support::demo();
     let (text, uris) = parts(&get(&tools, "energy_saving_review", json!({})).unwrap());
     assert!(text.contains("dry_run: true"));
     assert!(text.contains("set_room_temperature"));
@@ -119,7 +119,7 @@ fn energy_review_and_good_night_preview_before_acting() {
 
 #[test]
 fn troubleshoot_needs_a_device_that_exists() {
-    let (app, tools) = common::demo();
+    let (app, tools) = support::demo();
     let home = app.house.home();
     let musik = home.controls.iter().find(|c| c.name == "Musik").unwrap();
     let r = get(&tools, "troubleshoot_device", json!({"device": "musik"})).unwrap();
@@ -145,7 +145,7 @@ fn troubleshoot_needs_a_device_that_exists() {
 
 #[test]
 fn prompt_arguments_complete() {
-    let (app, tools) = common::demo();
+    let (app, tools) = support::demo();
     let home = app.house.home();
     let p = |n: &str| CompletionRef::Prompt(n.into());
     let c = tools

@@ -3,7 +3,7 @@
 //! known rooms and devices; unknown URIs, malformed URIs and bad template values; subscribe
 //! accept/reject; completion; and which URIs a state change affects.
 
-mod common;
+use crate::support;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -185,7 +185,7 @@ fn read_everything(tools: &HomeTools, home: &Home) {
 
 #[test]
 fn demo_house_reads_every_resource_and_template() {
-    let (app, tools) = common::demo();
+    let (app, tools) = support::demo();
     let home = app.house.home();
     read_everything(&tools, &home);
 
@@ -260,7 +260,7 @@ fn demo_house_reads_every_resource_and_template() {
 
 #[test]
 fn unknown_malformed_and_bad_values_are_told_apart() {
-    let (_app, tools) = common::demo();
+    let (_app, tools) = support::demo();
     for uri in [
         "home://nothing",
         "home://rooms/wohnzimmer/nothing",
@@ -343,7 +343,7 @@ fn complete(tools: &HomeTools, r: CompletionRef, arg: &str, value: &str) -> Vec<
 
 #[test]
 fn completion_of_template_values() {
-    let (app, tools) = common::demo();
+    let (app, tools) = support::demo();
     let home = app.house.home();
     let res = |t: &str| CompletionRef::Resource(t.into());
     assert_eq!(
@@ -414,7 +414,7 @@ fn completion_of_template_values() {
 
 #[test]
 fn affected_uris_name_readable_canonical_resources() {
-    let (app, tools) = common::demo();
+    let (app, tools) = support::demo();
     let home = app.house.home();
     let index = AffectedIndex::new(&home);
     for c in &home.controls {

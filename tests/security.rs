@@ -4,8 +4,8 @@
 //! configured PINs; unsecured alarms; the PIN never in logs or errors; the simulator refusing
 //! plain commands to secured controls; `get_security_status`.
 
-mod common;
-use common::*;
+use crate::support;
+use support::*;
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex, OnceLock};

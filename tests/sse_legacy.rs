@@ -1,14 +1,11 @@
 //! The legacy HTTP+SSE transport (2024-11-05) over real loopback sockets: `GET /sse`, the
 //! `endpoint` event, `POST /message` answered on the stream, elicitation, and bad input.
-#![allow(dead_code)]
-
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::sync::Arc;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use home_mcp::http::{HttpConfig, HttpServer};
-include!("support/sse_common.rs");
+use serde_json::{json, Value};
+
+use crate::support::sse::*;
 
 fn message(addr: SocketAddr, endpoint: &str, body: &Value) -> Http {
     send(

@@ -2,14 +2,15 @@
 //! messages and elicitation, the GET stream with priming, replay and resource updates,
 //! workers never held by streams, the legacy HTTP+SSE transport, and bad input.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{BufReader, Read, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use home_mcp::http::{HttpConfig, HttpServer};
 use home_mcp::mcp::updates::{spawn_notifier, Next, Update};
-include!("support/sse_common.rs");
+use serde_json::{json, Value};
+
+use crate::support::sse::*;
 
 // ---------------------------------------------------------------- tests
 

@@ -2,8 +2,8 @@
 //! is not known yet, filled from the state store when it is) and `get_sensors_status` (kinds,
 //! filters, limits) on the demo house and a real structure file.
 
-mod common;
-use common::*;
+use crate::support;
+use support::*;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -242,7 +242,7 @@ fn sensors_by_kind_with_filters() {
 
 #[test]
 fn solarnetwork_fixture_sensors_and_summary() {
-    let f = common::fixture_house("SolarNetwork-solarnetwork-loxone-evident-test.json");
+    let f = support::fixture_house("SolarNetwork-solarnetwork-loxone-evident-test.json");
     let tools = &f.tools;
     let data = ok(tools, "get_sensors_status", json!({"type": "temperature"}));
     let names: Vec<&str> = data["sensors"]

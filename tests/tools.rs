@@ -1,8 +1,8 @@
 //! The first tools, end to end through the real Loxone client against the simulator loaded with
 //! the demo house: results, state changes in the simulator, and every bad-input class.
 
-mod common;
-use common::*;
+use crate::support;
+use support::*;
 
 use std::net::TcpListener;
 use std::sync::Arc;

@@ -4,8 +4,8 @@
 //! field; the SQLite store survives a restart and refuses a damaged file with a clear error;
 //! the demonstration adapts to the demo house and to real structure files.
 
-mod common;
-use common::*;
+use crate::support;
+use support::*;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -769,7 +769,7 @@ fn demo_adapts_to_real_structure_files() {
         "SolarNetwork-solarnetwork-loxone-evident-test.json",
         "TheJack75-Loxone.NET-uk-demo-miniserver.json",
     ] {
-        let f = common::fixture_house(fixture);
+        let f = support::fixture_house(fixture);
         let tools = &f.tools;
         // A dry run first: nothing fails, the light steps show their commands.
         let dry = ok(tools, "execute_workflow_demo", json!({"dry_run": true}));

@@ -139,6 +139,7 @@ impl Simulator {
         peer: IpAddr,
         encrypted: bool,
     ) -> SimResponse {
+        self.record_request(method, url);
         let path = url.split(['?', '#']).next().unwrap_or("");
         let query = url
             .split_once('?')

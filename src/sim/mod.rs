@@ -197,7 +197,12 @@ pub struct Simulator {
     ws: ws::Hub,
     /// Fault switch "answer slowly" ([`Simulator::set_delay`]), in nanoseconds.
     delay_nanos: std::sync::atomic::AtomicU64,
+    /// The last [`REQUEST_LOG_LEN`] request lines, oldest first ([`Simulator::requests`]).
+    requests: Mutex<std::collections::VecDeque<String>>,
 }
+
+/// How many request lines [`Simulator::requests`] keeps (older ones are dropped).
+pub const REQUEST_LOG_LEN: usize = 4096;
 
 impl fmt::Debug for Simulator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -253,6 +258,7 @@ impl Simulator {
             tokens: Mutex::new(auth::Tokens::default()),
             ws: ws::Hub::default(),
             delay_nanos: std::sync::atomic::AtomicU64::new(0),
+            requests: Mutex::new(std::collections::VecDeque::new()),
         })
     }
 
@@ -327,6 +333,29 @@ impl Simulator {
         if !delay.is_zero() {
             std::thread::sleep(delay);
         }
+    }
+
+    /// The request lines this Miniserver received, oldest first, exactly as they came
+    /// (`"GET /jdev/sps/io/<uuid>/on"`, percent-encoding kept): HTTP requests, WebSocket
+    /// commands (as `"GET /<command>"`) and the plain commands inside `jdev/sys/enc|fenc`
+    /// (after decryption). Lets tests assert on what went over the wire. At most
+    /// [`REQUEST_LOG_LEN`] lines are kept.
+    pub fn requests(&self) -> Vec<String> {
+        self.requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    /// Notes one request line for [`Simulator::requests`].
+    pub(crate) fn record_request(&self, method: &str, url: &str) {
+        let mut log = self.requests.lock().unwrap_or_else(|e| e.into_inner());
+        if log.len() >= REQUEST_LOG_LEN {
+            log.pop_front();
+        }
+        log.push_back(format!("{method} {url}"));
     }
 
     /// The configuration in use.

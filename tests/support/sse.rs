@@ -1,17 +1,25 @@
-// Shared by tests/streams.rs and tests/sse_legacy.rs (textually included with include!): a
-// test Handler using the Peer, a raw HTTP/1.1 client that reads SSE incrementally, and helpers.
-use home_mcp::mcp::{
+//! For the stream tests (`streams`, `sse_legacy`): a test Handler using the Peer, a raw HTTP/1.1
+//! client that reads SSE incrementally, and helpers.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use home_mcp::http::{HttpConfig, HttpServer};
+pub use home_mcp::mcp::{
     CallToolResult, Content, Handler, Implementation, LogLevel, McpConfig, McpServer,
     RequestContext, ResourceContents, ResourceDescriptor, RpcError, ToolAnnotations,
     ToolDescriptor,
 };
-use serde_json::{json, Map, Value};
+pub use serde_json::{json, Map, Value};
 
 // ---------------------------------------------------------------- handler
 
-struct TestHandler;
+pub struct TestHandler;
 
-fn text(t: impl Into<String>) -> CallToolResult {
+pub fn text(t: impl Into<String>) -> CallToolResult {
     CallToolResult {
         content: vec![Content::Text { text: t.into() }],
         structured_content: None,
@@ -108,22 +116,22 @@ impl Handler for TestHandler {
 
 // ---------------------------------------------------------------- harness
 
-struct Server {
-    http: HttpServer,
-    mcp: Arc<McpServer>,
+pub struct Server {
+    pub http: HttpServer,
+    pub mcp: Arc<McpServer>,
 }
 
 impl Server {
-    fn addr(&self) -> SocketAddr {
+    pub fn addr(&self) -> SocketAddr {
         self.http.addr()
     }
-    fn stop(self) {
+    pub fn stop(self) {
         self.http.shutdown();
         self.http.join();
     }
 }
 
-fn start_with(f: impl FnOnce(&mut HttpConfig)) -> Server {
+pub fn start_with(f: impl FnOnce(&mut HttpConfig)) -> Server {
     let mcp = Arc::new(McpServer::new(Arc::new(TestHandler), McpConfig::default()));
     let mut config = HttpConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
@@ -138,38 +146,44 @@ fn start_with(f: impl FnOnce(&mut HttpConfig)) -> Server {
     Server { http, mcp }
 }
 
-fn start() -> Server {
+pub fn start() -> Server {
     start_with(|_| {})
 }
 
 /// One SSE event (or comment / retry field block).
 #[derive(Debug, Default, Clone)]
-struct Event {
-    id: Option<String>,
-    event: Option<String>,
-    data: Option<String>,
-    comment: bool,
-    retry: Option<u64>,
+pub struct Event {
+    pub id: Option<String>,
+    pub event: Option<String>,
+    pub data: Option<String>,
+    pub comment: bool,
+    pub retry: Option<u64>,
 }
 
 impl Event {
-    fn json(&self) -> Value {
+    pub fn json(&self) -> Value {
         serde_json::from_str(self.data.as_deref().unwrap_or("null")).unwrap_or(Value::Null)
     }
 }
 
 /// A raw HTTP/1.1 exchange whose body is read incrementally (chunked or Content-Length).
-struct Http {
-    reader: BufReader<TcpStream>,
-    status: u16,
-    headers: Vec<(String, String)>,
-    chunked: bool,
-    remaining: Option<usize>,
-    text: String,
-    ended: bool,
+pub struct Http {
+    pub reader: BufReader<TcpStream>,
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub chunked: bool,
+    pub remaining: Option<usize>,
+    pub text: String,
+    pub ended: bool,
 }
 
-fn send(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Http {
+pub fn send(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Http {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut req = format!(
@@ -212,7 +226,7 @@ fn send(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)], bo
 }
 
 impl Http {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub fn header(&self, name: &str) -> Option<&str> {
         let name = name.to_ascii_lowercase();
         self.headers
             .iter()
@@ -221,7 +235,7 @@ impl Http {
     }
 
     /// Reads more body; `false` at the end.
-    fn fill(&mut self) -> bool {
+    pub fn fill(&mut self) -> bool {
         if self.ended {
             return false;
         }
@@ -253,17 +267,17 @@ impl Http {
         }
     }
 
-    fn body(mut self) -> String {
+    pub fn body(mut self) -> String {
         while self.fill() {}
         self.text
     }
 
-    fn json(self) -> Value {
+    pub fn json(self) -> Value {
         serde_json::from_str(&self.body()).unwrap()
     }
 
     /// The next SSE block, or `None` at the end of the stream.
-    fn next(&mut self) -> Option<Event> {
+    pub fn next(&mut self) -> Option<Event> {
         loop {
             if let Some(i) = self.text.find("\n\n") {
                 let block: String = self.text.drain(..i + 2).collect();
@@ -292,7 +306,7 @@ impl Http {
     }
 
     /// The next event carrying data, skipping comments and `retry:` blocks.
-    fn next_data(&mut self) -> Option<Event> {
+    pub fn next_data(&mut self) -> Option<Event> {
         loop {
             let e = self.next()?;
             if e.data.as_deref().is_some_and(|d| !d.is_empty()) {
@@ -302,9 +316,9 @@ impl Http {
     }
 }
 
-const BOTH: &str = "application/json, text/event-stream";
+pub const BOTH: &str = "application/json, text/event-stream";
 
-fn post(addr: SocketAddr, session: Option<&str>, body: &Value) -> Http {
+pub fn post(addr: SocketAddr, session: Option<&str>, body: &Value) -> Http {
     let mut h = vec![("Content-Type", "application/json"), ("Accept", BOTH)];
     if let Some(s) = session {
         h.push(("Mcp-Session-Id", s));
@@ -312,7 +326,7 @@ fn post(addr: SocketAddr, session: Option<&str>, body: &Value) -> Http {
     send(addr, "POST", "/mcp", &h, body.to_string().as_bytes())
 }
 
-fn post_json(addr: SocketAddr, session: &str, body: &Value) -> Http {
+pub fn post_json(addr: SocketAddr, session: &str, body: &Value) -> Http {
     send(
         addr,
         "POST",
@@ -326,7 +340,7 @@ fn post_json(addr: SocketAddr, session: &str, body: &Value) -> Http {
     )
 }
 
-fn initialize(addr: SocketAddr) -> String {
+pub fn initialize(addr: SocketAddr) -> String {
     let r = send(
         addr,
         "POST",
@@ -354,7 +368,7 @@ fn initialize(addr: SocketAddr) -> String {
     sid
 }
 
-fn call(id: u64, name: &str, token: Option<&str>) -> Value {
+pub fn call(id: u64, name: &str, token: Option<&str>) -> Value {
     let mut params = json!({"name": name, "arguments": {}});
     if let Some(t) = token {
         params["_meta"] = json!({"progressToken": t});
@@ -362,7 +376,7 @@ fn call(id: u64, name: &str, token: Option<&str>) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
 }
 
-fn open_get(addr: SocketAddr, sid: &str, last: Option<&str>) -> Http {
+pub fn open_get(addr: SocketAddr, sid: &str, last: Option<&str>) -> Http {
     let mut h = vec![("Accept", "text/event-stream"), ("Mcp-Session-Id", sid)];
     if let Some(l) = last {
         h.push(("Last-Event-ID", l));
@@ -371,7 +385,7 @@ fn open_get(addr: SocketAddr, sid: &str, last: Option<&str>) -> Http {
 }
 
 /// Reads the `retry:` block and the priming event; returns the priming id.
-fn expect_prelude(s: &mut Http) -> String {
+pub fn expect_prelude(s: &mut Http) -> String {
     let retry = s.next().expect("retry");
     assert!(retry.retry.is_some(), "{retry:?}");
     let priming = s.next().expect("priming");

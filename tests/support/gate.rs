@@ -1,9 +1,8 @@
-// Shared by the gate, admin and metrics tests (`include!("support/gate_common.rs")`): a key
-// record builder and a one-shot raw HTTP request on a fresh loopback connection.
+//! A key record builder and a one-shot raw HTTP request on a fresh loopback connection.
 
 /// An active key record with no expiry, whitelist, devices or scope, named "{role} key".
 #[allow(dead_code)]
-fn key(id: &str, role: home_mcp::auth::Role) -> home_mcp::auth::ApiKey {
+pub fn key(id: &str, role: home_mcp::auth::Role) -> home_mcp::auth::ApiKey {
     home_mcp::auth::ApiKey {
         id: id.into(),
         name: format!("{role} key"),
@@ -24,7 +23,7 @@ fn key(id: &str, role: home_mcp::auth::Role) -> home_mcp::auth::ApiKey {
 /// One request with `headers` (full `Name: value` lines) and `body` on a fresh connection
 /// (`Connection: close`); returns (status, lower-case head, body text).
 #[allow(dead_code)]
-fn send_raw<H: AsRef<str>>(
+pub fn send_raw<H: AsRef<str>>(
     addr: std::net::SocketAddr,
     method: &str,
     path: &str,

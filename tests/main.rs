@@ -1,0 +1,46 @@
+//! home-mcp's integration tests, one binary (`cargo test --test integration`), one harness
+//! (`support`). Each module below is one area of the product, tested from outside where the
+//! area has an outside: the simulator driven over its HTTP API, the server over its sockets.
+
+mod support;
+
+mod admin;
+mod admin_page;
+mod audio;
+mod auth;
+mod batch;
+mod blinds;
+mod cache;
+mod cli;
+mod climate;
+mod command_limits;
+mod confirm;
+mod conformance;
+mod dashboard;
+mod device_actions;
+mod fixture_commands;
+mod keys;
+mod lights;
+mod link;
+mod live;
+mod live_link;
+mod mcp_http;
+mod mcp_stdio;
+mod metrics;
+mod output_schemas;
+mod packaging;
+mod prompts;
+mod regressions;
+mod resolve;
+mod resources;
+mod rest;
+mod security;
+mod sim;
+mod sse_legacy;
+mod streams;
+mod structure;
+mod summary;
+mod token;
+mod tools;
+mod workflows;
+mod ws;

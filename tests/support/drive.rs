@@ -1,0 +1,89 @@
+//! The simulated Miniserver driven as the house drives a real one: over its HTTP API, as a
+//! wall button, the Loxone app or another integration would, and read back over the same API
+//! (`jdev/sps/io/{uuid}/all`). The oracle of a test is what the simulator says here, never
+//! what the server under test computed.
+
+use std::net::SocketAddr;
+
+use serde_json::{Map, Value};
+
+use home_mcp::sim::{DEMO_PASSWORD, DEMO_USER};
+
+use super::net::request;
+
+/// A Miniserver's HTTP API at `addr` with Basic credentials.
+#[derive(Debug, Clone)]
+pub struct MiniserverApi {
+    pub addr: SocketAddr,
+    pub user: String,
+    pub password: String,
+}
+
+impl MiniserverApi {
+    /// The simulator at `addr` with the demo credentials (`demo`/`demo`).
+    pub fn demo(addr: SocketAddr) -> Self {
+        MiniserverApi {
+            addr,
+            user: DEMO_USER.into(),
+            password: DEMO_PASSWORD.into(),
+        }
+    }
+
+    fn get(&self, path: &str) -> Value {
+        use base64::Engine;
+        let auth = base64::engine::general_purpose::STANDARD
+            .encode(format!("{}:{}", self.user, self.password));
+        let r = request(
+            self.addr,
+            "GET",
+            path,
+            &[format!("Authorization: Basic {auth}")],
+            "",
+        );
+        assert_eq!(r.status, 200, "GET {path}: {r:?}");
+        r.json()["LL"].clone()
+    }
+
+    /// Sends `command` to `uuid` (`GET /jdev/sps/io/{uuid}/{command}`) as a wall button would;
+    /// fails the test unless the Miniserver answers code 200. Returns the `LL.value`.
+    pub fn command(&self, uuid: &str, command: &str) -> String {
+        let ll = self.get(&format!("/jdev/sps/io/{uuid}/{command}"));
+        let code = ll
+            .get("Code")
+            .or_else(|| ll.get("code"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        assert_eq!(code, "200", "{uuid}/{command}: {ll}");
+        match &ll["value"] {
+            Value::String(s) => s.clone(),
+            v => v.to_string(),
+        }
+    }
+
+    /// Every state of `uuid` by name, as the Miniserver reports them
+    /// (`jdev/sps/io/{uuid}/all`: `outputN: {name, nr, value}`).
+    pub fn states(&self, uuid: &str) -> Map<String, Value> {
+        let ll = self.get(&format!("/jdev/sps/io/{uuid}/all"));
+        let mut out = Map::new();
+        for (k, v) in ll.as_object().expect("LL object") {
+            if k.starts_with("output") {
+                if let Some(name) = v["name"].as_str() {
+                    out.insert(name.to_string(), v["value"].clone());
+                }
+            }
+        }
+        assert!(!out.is_empty(), "{uuid} reports no states: {ll}");
+        out
+    }
+
+    /// One state of `uuid` as a number; fails when the state is missing or not a number.
+    pub fn state(&self, uuid: &str, state: &str) -> f64 {
+        let states = self.states(uuid);
+        let v = states
+            .get(state)
+            .unwrap_or_else(|| panic!("{uuid} has no state {state}: {states:?}"));
+        v.as_f64()
+            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+            .unwrap_or_else(|| panic!("{uuid}.{state} is not a number: {v}"))
+    }
+}

@@ -1,0 +1,113 @@
+//! An MCP client over Streamable HTTP, as real clients talk to the server: `initialize`, the
+//! session header, JSON or SSE answers, `tools/call` with the result envelope unpacked.
+
+use std::net::SocketAddr;
+
+use serde_json::{json, Value};
+
+use super::net::{request, Reply};
+
+/// One MCP session on `/mcp`.
+pub struct McpHttp {
+    pub addr: SocketAddr,
+    /// `X-API-Key` sent with every request, if any.
+    pub key: Option<String>,
+    pub session: Option<String>,
+    next_id: u64,
+}
+
+impl McpHttp {
+    /// Opens a session (`initialize` with protocol version 2025-06-18, then
+    /// `notifications/initialized`); fails the test when the server refuses.
+    pub fn connect(addr: SocketAddr, key: Option<&str>) -> McpHttp {
+        let mut c = McpHttp {
+            addr,
+            key: key.map(str::to_string),
+            session: None,
+            next_id: 1,
+        };
+        let r = c.post(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "home-mcp tests", "version": "1"}}}),
+        );
+        assert_eq!(r.status, 200, "initialize: {r:?}");
+        c.session = Some(
+            r.header("mcp-session-id")
+                .expect("an Mcp-Session-Id on initialize")
+                .to_string(),
+        );
+        let n = c.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        assert_eq!(n.status, 202, "notifications/initialized: {n:?}");
+        c
+    }
+
+    /// POSTs one JSON-RPC message with the session and key headers; the raw reply.
+    pub fn post(&self, message: &Value) -> Reply {
+        let mut headers = vec![
+            "Content-Type: application/json".to_string(),
+            "Accept: application/json, text/event-stream".to_string(),
+            "MCP-Protocol-Version: 2025-06-18".to_string(),
+        ];
+        if let Some(k) = &self.key {
+            headers.push(format!("X-API-Key: {k}"));
+        }
+        if let Some(s) = &self.session {
+            headers.push(format!("Mcp-Session-Id: {s}"));
+        }
+        request(self.addr, "POST", "/mcp", &headers, &message.to_string())
+    }
+
+    /// A request and its JSON-RPC answer (from a JSON body, or the answer event of an SSE
+    /// body).
+    pub fn rpc(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let r = self.post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        assert_eq!(r.status, 200, "{method}: {r:?}");
+        answer_of(&r, id)
+    }
+
+    /// `tools/call`; returns the `result` (with `isError`), failing on a JSON-RPC error.
+    pub fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let v = self.rpc("tools/call", json!({"name": tool, "arguments": arguments}));
+        assert!(v.get("error").is_none(), "{tool}: JSON-RPC error {v}");
+        v["result"].clone()
+    }
+
+    /// `tools/call` that must succeed; the envelope's `data` (from `structuredContent`).
+    pub fn ok(&mut self, tool: &str, arguments: Value) -> Value {
+        let r = self.call(tool, arguments);
+        assert_ne!(r["isError"], true, "{tool} failed: {r}");
+        let s = &r["structuredContent"];
+        assert_eq!(s["status"], "success", "{tool}: {r}");
+        s["data"].clone()
+    }
+
+    /// `tools/call` that must fail as a tool result; the envelope's `error`.
+    pub fn tool_error(&mut self, tool: &str, arguments: Value) -> Value {
+        let r = self.call(tool, arguments);
+        assert_eq!(r["isError"], true, "{tool} should fail: {r}");
+        r["structuredContent"]["error"].clone()
+    }
+}
+
+/// The JSON-RPC answer with `id` in a reply: the JSON body itself, or the `data:` of the SSE
+/// event that carries it.
+pub fn answer_of(r: &Reply, id: u64) -> Value {
+    if r.header("content-type")
+        .is_some_and(|c| c.starts_with("text/event-stream"))
+    {
+        for line in r.body.lines() {
+            if let Some(data) = line.strip_prefix("data:") {
+                if let Ok(v) = serde_json::from_str::<Value>(data.trim()) {
+                    if v["id"] == id {
+                        return v;
+                    }
+                }
+            }
+        }
+        panic!("no answer with id {id} in the stream: {}", r.body);
+    }
+    r.json()
+}

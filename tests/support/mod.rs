@@ -1,0 +1,30 @@
+//! The one test harness: every integration test module takes its helpers from here.
+//!
+//! - [`wait`]: `wait_until(what, deadline, probe)` and friends: conditions, never sleeps; a
+//!   wait that runs out fails with the last thing it saw.
+//! - [`net`]: free/closed loopback ports and a raw HTTP/1.1 client.
+//! - [`drive`]: the simulated Miniserver driven and read over its own HTTP API, as a wall
+//!   button or the Loxone app would (the independent oracle of a test).
+//! - [`server`]: a simulated Miniserver on a port, and the real `home-mcp serve` binary
+//!   against it.
+//! - [`mcp`]: an MCP client over Streamable HTTP (JSON and SSE answers).
+//! - [`process`]: the real binary as a child process, killed on drop.
+//! - [`house`]: the demo house in-process (simulator + real client) and tool calls that
+//!   check the envelope shapes, for tests of one tool's logic.
+//! - [`gate`]: key records and a one-shot raw HTTP request.
+//! - [`sse`]: a test MCP handler and an incremental SSE reader for the stream tests.
+#![allow(dead_code, unused_imports)]
+
+pub mod drive;
+pub mod gate;
+pub mod house;
+pub mod mcp;
+pub mod net;
+pub mod process;
+pub mod server;
+pub mod sse;
+pub mod wait;
+
+pub use house::*;
+pub use net::{closed_port, free_port};
+pub use wait::{recv_matching, wait_for, wait_true, wait_until, PATIENCE};

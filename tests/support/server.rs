@@ -1,0 +1,261 @@
+//! The product as its users run it: `home-mcp serve` (the real binary) against a simulated
+//! Miniserver on its own port, which the test drives over the simulator's HTTP API and whose
+//! request log (`Simulator::requests`) shows what went over the wire.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use home_mcp::sim::{SimConfig, SimServer, Simulator, DEMO_STRUCTURE, DEMO_VALUES};
+
+use super::drive::MiniserverApi;
+use super::net::{try_request, Reply};
+use super::process::{bin, Kill};
+use super::wait::{wait_until, PATIENCE};
+
+/// A temporary directory removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    /// A new empty directory under the system's temp dir, unique to this process and call.
+    pub fn new(tag: &str) -> TempDir {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "home-mcp-test-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create a temp dir");
+        TempDir(dir)
+    }
+
+    /// A path inside the directory.
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A simulated Miniserver on a loopback port, stopped when dropped.
+pub struct Miniserver {
+    pub sim: Arc<Simulator>,
+    pub api: MiniserverApi,
+    pub server: SimServer,
+}
+
+impl Miniserver {
+    /// The demo house (user/password `demo`).
+    pub fn demo() -> Miniserver {
+        Miniserver::start(DEMO_STRUCTURE, Some(DEMO_VALUES), SimConfig::default())
+    }
+
+    /// A simulator serving `structure` with optional initial `values`.
+    pub fn start(structure: &str, values: Option<&str>, config: SimConfig) -> Miniserver {
+        let sim = Arc::new(Simulator::new(structure, values, config).expect("simulator"));
+        let server = SimServer::start(sim.clone(), "127.0.0.1:0").expect("simulator listens");
+        Miniserver {
+            api: MiniserverApi::demo(server.addr()),
+            sim,
+            server,
+        }
+    }
+
+    /// The commands (not reads) the Miniserver received for `uuid`: request lines of
+    /// `jdev/sps/io/{uuid}/...` or `jdev/sps/ios/{hash}/{uuid}/...` with a command after the
+    /// UUID other than `all` or `state`.
+    pub fn commands_to(&self, uuid: &str) -> Vec<String> {
+        self.sim
+            .requests()
+            .into_iter()
+            .filter(|line| {
+                let path = line.split(' ').nth(1).unwrap_or("");
+                let path = path.split('?').next().unwrap_or("");
+                let Some((_, rest)) = path.split_once(uuid) else {
+                    return false;
+                };
+                let command = rest.trim_start_matches('/');
+                !(command.is_empty() || command == "all" || command == "state")
+            })
+            .collect()
+    }
+
+    /// `host:port` for `HOME_HOST`.
+    pub fn host(&self) -> String {
+        self.server.addr().to_string()
+    }
+
+    /// The request lines the Miniserver received that contain `needle`.
+    pub fn requests_with(&self, needle: &str) -> Vec<String> {
+        self.sim
+            .requests()
+            .into_iter()
+            .filter(|r| r.contains(needle))
+            .collect()
+    }
+}
+
+/// `home-mcp serve` as a child process on a free loopback port, with its data directory in
+/// a temporary folder and its log kept for failure messages. Killed when dropped.
+pub struct Served {
+    pub addr: SocketAddr,
+    log: Arc<Mutex<Vec<String>>>,
+    _child: Kill,
+    pub data: TempDir,
+}
+
+impl Served {
+    /// Starts `serve` against `miniserver` with `config` (TOML added to a file that sets
+    /// the data directory, and a per-client rate limit that polling tests cannot reach
+    /// unless `config` has its own `[auth.rate_limits]`; `[server] data_dir` must not be in
+    /// it) and `env` (on top of the
+    /// Miniserver's `HOME_HOST`/`HOME_USER`/`HOME_PASS`). Waits until `/health` answers.
+    pub fn start(miniserver: &Miniserver, config: &str, env: &[(&str, &str)]) -> Served {
+        Served::start_args(miniserver, config, env, &[])
+    }
+
+    /// [`Served::start`] with extra command-line arguments after `serve`.
+    pub fn start_args(
+        miniserver: &Miniserver,
+        config: &str,
+        env: &[(&str, &str)],
+        args: &[&str],
+    ) -> Served {
+        Served::spawn(miniserver, config, env, args, None)
+    }
+
+    /// [`Served::start`] under a limit of `nofile` open descriptors (`ulimit -n`), as the
+    /// packaged systemd unit's `LimitNOFILE` sets it.
+    pub fn start_limited(miniserver: &Miniserver, nofile: u32) -> Served {
+        Served::spawn(miniserver, "", &[], &[], Some(nofile))
+    }
+
+    fn spawn(
+        miniserver: &Miniserver,
+        config: &str,
+        env: &[(&str, &str)],
+        args: &[&str],
+        nofile: Option<u32>,
+    ) -> Served {
+        let data = TempDir::new("serve");
+        let config_path = data.join("config.toml");
+        let text = if config.contains("[server]") {
+            config.replacen(
+                "[server]",
+                &format!("[server]\ndata_dir = {:?}", data.0.display().to_string()),
+                1,
+            )
+        } else {
+            format!(
+                "[server]\ndata_dir = {:?}\n{config}",
+                data.0.display().to_string()
+            )
+        };
+        // Tests poll: raise the per-client budget unless the test is about rate limits.
+        let text = if text.contains("[auth.rate_limits]") {
+            text
+        } else {
+            format!("{text}\n[auth.rate_limits]\nper_client = 1000000\n")
+        };
+        std::fs::write(&config_path, text).expect("write the config");
+        let mut cmd = match nofile {
+            None => bin(),
+            Some(n) => {
+                let mut c = std::process::Command::new("sh");
+                c.arg("-c")
+                    .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                    .arg(env!("CARGO_BIN_EXE_home-mcp"))
+                    .env_remove("JOURNAL_STREAM")
+                    .env_remove("NOTIFY_SOCKET")
+                    .env_remove("HOME_STDIO_KEY");
+                c
+            }
+        };
+        cmd.arg("serve")
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .arg("--config")
+            .arg(&config_path)
+            .args(args)
+            .env("HOME_HOST", miniserver.host())
+            .env("HOME_USER", &miniserver.api.user)
+            .env("HOME_PASS", &miniserver.api.password)
+            .env("HOME_LOG_LEVEL", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("start home-mcp serve");
+        let stderr = child.stderr.take().unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = crossbeam_channel::unbounded();
+        {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines() {
+                    let Ok(line) = line else { break };
+                    if let Some(addr) = line
+                        .split("HTTP listening on ")
+                        .nth(1)
+                        .and_then(|rest| rest.split(' ').next())
+                    {
+                        let _ = tx.send(addr.to_string());
+                    }
+                    log.lock().unwrap().push(line);
+                }
+            });
+        }
+        let child = Kill(child);
+        let addr: SocketAddr = match rx.recv_timeout(PATIENCE) {
+            Ok(a) => a.parse().expect("listen address"),
+            Err(_) => panic!("serve never listened; log: {:#?}", log.lock().unwrap()),
+        };
+        let served = Served {
+            addr,
+            log,
+            _child: child,
+            data,
+        };
+        wait_until("/health answers", PATIENCE, || {
+            match try_request::<&str>(addr, "GET", "/health", &[], "") {
+                Ok(r) if r.status == 200 || r.status == 503 => Ok(()),
+                other => Err(other.map(|r| r.status)),
+            }
+        });
+        served
+    }
+
+    /// The server's log so far (stderr lines).
+    pub fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Waits until `/health` reports the Miniserver link in `mode` (`websocket`, `polling`,
+    /// `disconnected`); fails with the last health answer.
+    pub fn wait_link(&self, mode: &str) {
+        wait_until(&format!("link {mode}"), PATIENCE, || {
+            let r = try_request::<&str>(self.addr, "GET", "/health", &[], "")?;
+            let v: serde_json::Value = serde_json::from_str(&r.body).map_err(|e| e.to_string())?;
+            if v["miniserver"]["link"]["mode"] == mode {
+                Ok(())
+            } else {
+                Err(r.body)
+            }
+        });
+    }
+
+    /// `GET path` without a key.
+    pub fn get(&self, path: &str) -> Reply {
+        super::net::request::<&str>(self.addr, "GET", path, &[], "")
+    }
+}
