@@ -132,3 +132,22 @@ pub fn sim_house(text: &str) -> SimHouse {
         sim,
     }
 }
+
+/// The UUID of the control `name` in `room` of the app's house; fails when it is not exactly
+/// one control.
+pub fn uuid_of(app: &App, name: &str, room: &str) -> String {
+    app.house
+        .home()
+        .resolve_control(name, Some(room), &|_| true)
+        .unwrap_or_else(|e| panic!("{name} in {room}: {e:?}"))
+        .uuid
+        .clone()
+}
+
+/// The UUID of the one control named `name` in the app's house (any room).
+pub fn uuid_named(app: &App, name: &str) -> String {
+    let home = app.house.home();
+    let found: Vec<_> = home.controls.iter().filter(|c| c.name == name).collect();
+    assert_eq!(found.len(), 1, "controls named {name}: {}", found.len());
+    found[0].uuid.clone()
+}
