@@ -19,6 +19,7 @@ mod conformance;
 mod dashboard;
 mod device_actions;
 mod fixture_commands;
+mod harness;
 mod keys;
 mod lights;
 mod link;

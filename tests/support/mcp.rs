@@ -111,3 +111,84 @@ pub fn answer_of(r: &Reply, id: u64) -> Value {
     }
     r.json()
 }
+
+/// One MCP session over stdio with `home-mcp stdio` (the real binary, a local client's way):
+/// newline-delimited JSON-RPC on the child's stdin/stdout. Killed when dropped.
+pub struct McpStdio {
+    child: super::process::Kill,
+    stdin: std::process::ChildStdin,
+    lines: crossbeam_channel::Receiver<String>,
+    next_id: u64,
+}
+
+impl McpStdio {
+    /// Starts `home-mcp stdio` with `args` (e.g. `["--demo"]`) and `env`, and initializes
+    /// the session (protocol version 2025-06-18).
+    pub fn start(args: &[&str], env: &[(&str, &str)]) -> McpStdio {
+        use std::io::BufRead;
+        use std::process::Stdio;
+        let mut cmd = super::process::bin();
+        cmd.arg("stdio")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("start home-mcp stdio");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut c = McpStdio {
+            child: super::process::Kill(child),
+            stdin,
+            lines,
+            next_id: 1,
+        };
+        let init = c.rpc(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "home-mcp tests", "version": "1"}}),
+        );
+        assert!(init.get("result").is_some(), "initialize: {init}");
+        c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        c
+    }
+
+    /// Writes one message line.
+    pub fn send(&mut self, message: &Value) {
+        use std::io::Write;
+        writeln!(self.stdin, "{message}").expect("write to home-mcp stdio");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// A request and its answer (notifications before it are skipped); fails when none
+    /// comes within [`super::wait::PATIENCE`].
+    pub fn rpc(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let line = super::wait::recv_matching(&self.lines, &format!("answer to {method}"), |l| {
+            serde_json::from_str::<Value>(l).is_ok_and(|v| v["id"] == id)
+        });
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// `tools/call` that must succeed; the envelope's `data`.
+    pub fn ok(&mut self, tool: &str, arguments: Value) -> Value {
+        let v = self.rpc("tools/call", json!({"name": tool, "arguments": arguments}));
+        let r = &v["result"];
+        assert_ne!(r["isError"], true, "{tool} failed: {v}");
+        assert_eq!(r["structuredContent"]["status"], "success", "{tool}: {v}");
+        r["structuredContent"]["data"].clone()
+    }
+}

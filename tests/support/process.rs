@@ -1,6 +1,13 @@
-//! The real `home-mcp` binary as a child process, killed when the test ends.
+//! The real `home-mcp` binary as a child process, killed when the test ends, with its log
+//! (stderr) kept for failure messages and for waiting on a line.
 
-use std::process::{Child, Command};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use crossbeam_channel::Receiver;
+
+use super::wait::PATIENCE;
 
 /// `home-mcp` as built for this test run, with a clean logging environment.
 pub fn bin() -> Command {
@@ -18,5 +25,95 @@ impl Drop for Kill {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+    }
+}
+
+/// A child whose stderr is read line by line into a log; killed when dropped.
+pub struct Logged {
+    pub child: Kill,
+    log: Arc<Mutex<Vec<String>>>,
+    lines: Receiver<String>,
+}
+
+impl Logged {
+    /// Spawns `cmd` with stdin and stdout closed and stderr captured.
+    pub fn spawn(mut cmd: Command) -> Logged {
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("start the child process");
+        let stderr = child.stderr.take().unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (tx, lines) = crossbeam_channel::unbounded();
+        {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines() {
+                    let Ok(line) = line else { break };
+                    log.lock().unwrap().push(line.clone());
+                    let _ = tx.send(line);
+                }
+            });
+        }
+        Logged {
+            child: Kill(child),
+            log,
+            lines,
+        }
+    }
+
+    /// The first line (from the next unread one on) that `find` maps to `Some`, within
+    /// [`PATIENCE`]; fails with the log when the child ends or never prints it.
+    pub fn wait_line<T>(&self, what: &str, mut find: impl FnMut(&str) -> Option<T>) -> T {
+        let end = std::time::Instant::now() + PATIENCE;
+        loop {
+            let left = end.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(v) = find(&line) {
+                        return v;
+                    }
+                }
+                Err(e) => panic!("no {what} ({e}); log: {:#?}", self.log()),
+            }
+        }
+    }
+
+    /// The log so far.
+    pub fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// The child's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.0.id()
+    }
+
+    /// Sends `signal` (`"STOP"`, `"CONT"`, `"TERM"`...) to the child with `kill(1)`, as a
+    /// fault would: a stopped process keeps its sockets open but answers nothing.
+    pub fn signal(&self, signal: &str) {
+        let ok = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.pid().to_string())
+            .status()
+            .expect("run kill")
+            .success();
+        assert!(ok, "kill -{signal} {}", self.pid());
+        // A signal takes effect asynchronously: wait until the kernel shows it.
+        let stopped = || {
+            let stat =
+                std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap_or_default();
+            // The state follows the parenthesised command name: "pid (comm) S ...".
+            let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
+            (state == Some(Some('T')), stat)
+        };
+        match signal {
+            "STOP" => super::wait::wait_for("the process to stop", stopped),
+            "CONT" => super::wait::wait_for("the process to run", || {
+                let (s, stat) = stopped();
+                (!s, stat)
+            }),
+            _ => {}
+        }
     }
 }

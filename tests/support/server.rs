@@ -2,17 +2,15 @@
 //! Miniserver on its own port, which the test drives over the simulator's HTTP API and whose
 //! request log (`Simulator::requests`) shows what went over the wire.
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use home_mcp::sim::{SimConfig, SimServer, Simulator, DEMO_STRUCTURE, DEMO_VALUES};
 
 use super::drive::MiniserverApi;
 use super::net::{try_request, Reply};
-use super::process::{bin, Kill};
+use super::process::{bin, Logged};
 use super::wait::{wait_until, PATIENCE};
 
 /// A temporary directory removed when dropped.
@@ -107,8 +105,7 @@ impl Miniserver {
 /// a temporary folder and its log kept for failure messages. Killed when dropped.
 pub struct Served {
     pub addr: SocketAddr,
-    log: Arc<Mutex<Vec<String>>>,
-    _child: Kill,
+    pub child: Logged,
     pub data: TempDir,
 }
 
@@ -188,44 +185,18 @@ impl Served {
             .env("HOME_HOST", miniserver.host())
             .env("HOME_USER", &miniserver.api.user)
             .env("HOME_PASS", &miniserver.api.password)
-            .env("HOME_LOG_LEVEL", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+            .env("HOME_LOG_LEVEL", "info");
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let mut child = cmd.spawn().expect("start home-mcp serve");
-        let stderr = child.stderr.take().unwrap();
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let (tx, rx) = crossbeam_channel::unbounded();
-        {
-            let log = log.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stderr).lines() {
-                    let Ok(line) = line else { break };
-                    if let Some(addr) = line
-                        .split("HTTP listening on ")
-                        .nth(1)
-                        .and_then(|rest| rest.split(' ').next())
-                    {
-                        let _ = tx.send(addr.to_string());
-                    }
-                    log.lock().unwrap().push(line);
-                }
-            });
-        }
-        let child = Kill(child);
-        let addr: SocketAddr = match rx.recv_timeout(PATIENCE) {
-            Ok(a) => a.parse().expect("listen address"),
-            Err(_) => panic!("serve never listened; log: {:#?}", log.lock().unwrap()),
-        };
-        let served = Served {
-            addr,
-            log,
-            _child: child,
-            data,
-        };
+        let child = Logged::spawn(cmd);
+        let addr: SocketAddr = child.wait_line("serve listening", |line| {
+            line.split("HTTP listening on ")
+                .nth(1)
+                .and_then(|rest| rest.split(' ').next())
+                .and_then(|a| a.parse().ok())
+        });
+        let served = Served { addr, child, data };
         wait_until("/health answers", PATIENCE, || {
             match try_request::<&str>(addr, "GET", "/health", &[], "") {
                 Ok(r) if r.status == 200 || r.status == 503 => Ok(()),
@@ -237,7 +208,7 @@ impl Served {
 
     /// The server's log so far (stderr lines).
     pub fn log(&self) -> Vec<String> {
-        self.log.lock().unwrap().clone()
+        self.child.log()
     }
 
     /// Waits until `/health` reports the Miniserver link in `mode` (`websocket`, `polling`,
@@ -257,5 +228,62 @@ impl Served {
     /// `GET path` without a key.
     pub fn get(&self, path: &str) -> Reply {
         super::net::request::<&str>(self.addr, "GET", path, &[], "")
+    }
+}
+
+/// `home-mcp sim` as its own process on a free loopback port, for faults a process has: a hung
+/// Miniserver (`signal("STOP")`, `signal("CONT")`), a crash and restart on the same port
+/// ([`SimProcess::restart`]). Killed when dropped.
+pub struct SimProcess {
+    pub child: Logged,
+    pub addr: SocketAddr,
+    pub api: MiniserverApi,
+    structure: PathBuf,
+}
+
+impl SimProcess {
+    /// Serves the structure file at `structure` (a path) on a free port.
+    pub fn start(structure: &std::path::Path) -> SimProcess {
+        SimProcess::start_on(structure, "127.0.0.1:0")
+    }
+
+    fn start_on(structure: &std::path::Path, listen: &str) -> SimProcess {
+        let mut cmd = bin();
+        cmd.arg("sim")
+            .arg("--structure")
+            .arg(structure)
+            .arg("--listen")
+            .arg(listen);
+        let child = Logged::spawn(cmd);
+        let addr: SocketAddr = child.wait_line("sim listening", |line| {
+            line.split("simulated Miniserver at http://")
+                .nth(1)
+                .and_then(|a| a.trim().parse().ok())
+        });
+        SimProcess {
+            api: MiniserverApi::demo(addr),
+            child,
+            addr,
+            structure: structure.to_path_buf(),
+        }
+    }
+
+    /// `host:port` for `HOME_HOST`.
+    pub fn host(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// Sends a signal to the simulator process (see [`Logged::signal`]).
+    pub fn signal(&self, signal: &str) {
+        self.child.signal(signal)
+    }
+
+    /// Kills the simulator and starts a new one on the same port (a Miniserver restart): its
+    /// values start afresh from the structure file.
+    pub fn restart(self) -> SimProcess {
+        let (structure, addr) = (self.structure.clone(), self.addr);
+        drop(self);
+        // The old listener is closed once the process is reaped; std binds with SO_REUSEADDR.
+        SimProcess::start_on(&structure, &addr.to_string())
     }
 }
