@@ -388,23 +388,50 @@ mod tests {
         assert!(off.is_empty());
     }
 
+    /// How many hold the flight of `key` (the map, the leader, each waiter); 0 without one.
+    fn holders(c: &Cache<u32>, key: &str) -> usize {
+        c.lock().flights.get(key).map_or(0, Arc::strong_count)
+    }
+
     #[test]
     fn panicking_leader_releases_waiters() {
         let c: Arc<Cache<u32>> = Arc::new(Cache::new(Duration::from_secs(60), 8));
+        let (started_tx, started) = std::sync::mpsc::channel();
+        let (go, go_rx) = std::sync::mpsc::channel::<()>();
         let c2 = c.clone();
         let leader = std::thread::spawn(move || {
             c2.get_or_compute(
                 "k",
                 || 0,
-                || {
-                    std::thread::sleep(Duration::from_millis(100));
+                move || {
+                    started_tx.send(()).unwrap();
+                    let _ = go_rx.recv();
                     panic!("boom")
                 },
             )
         });
-        std::thread::sleep(Duration::from_millis(20));
-        assert_eq!(c.get_or_compute("k", || 0, || (7, true)), 7);
+        started.recv().unwrap();
+        let alone = holders(&c, "k");
+        let c3 = c.clone();
+        let waiter = std::thread::spawn(move || c3.get_or_compute("k", || 0, || (7, true)));
+        // Conditions, not clocks: the waiter is waiting on the leader's flight...
+        let end = std::time::Instant::now() + Duration::from_secs(60);
+        while holders(&c, "k") != alone + 1 {
+            assert!(
+                std::time::Instant::now() < end,
+                "the waiter never joined the flight"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // ... when the leader panics.
+        go.send(()).unwrap();
         assert!(leader.join().is_err());
+        assert_eq!(
+            waiter.join().unwrap(),
+            7,
+            "released, it computes for itself"
+        );
+        // A released waiter's value is not kept (it was not the leader).
         assert_eq!(c.get_or_compute("k", || 0, || (8, true)), 8);
     }
 }
