@@ -21,8 +21,8 @@ pub fn key(id: &str, role: home_mcp::auth::Role) -> home_mcp::auth::ApiKey {
 }
 
 /// One request with `headers` (full `Name: value` lines) and `body` on a fresh connection
-/// (`Connection: close`); returns (status, lower-case head, body text).
-#[allow(dead_code)]
+/// (`Connection: close`); returns (status, lower-case head, body text). See
+/// [`super::net::request`].
 pub fn send_raw<H: AsRef<str>>(
     addr: std::net::SocketAddr,
     method: &str,
@@ -30,26 +30,6 @@ pub fn send_raw<H: AsRef<str>>(
     headers: &[H],
     body: &str,
 ) -> (u16, String, String) {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
-        .unwrap();
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        addr.port(),
-        body.len()
-    );
-    for h in headers {
-        head.push_str(h.as_ref());
-        head.push_str("\r\n");
-    }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes()).unwrap();
-    s.write_all(body.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = raw.split_once("\r\n\r\n").expect("a full response");
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, head.to_ascii_lowercase(), body.to_string())
+    let r = super::net::request(addr, method, path, headers, body);
+    (r.status, r.head, r.body)
 }
