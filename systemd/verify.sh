@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Checks systemd/home-mcp.service offline: `systemd-analyze verify` must print nothing (it
-# runs in a throwaway root holding the unit, the host's stock units and a stand-in for
+# Checks systemd/home-mcp.service offline: `systemd-analyze verify` must print nothing and exit
+# 0 (it runs in a throwaway root holding the unit, the host's stock units and a stand-in for
 # /usr/bin/home-mcp, since systemd need not be PID 1), and `systemd-analyze security` must
-# rate the unit's exposure below MAX_EXPOSURE (default 3.0, i.e. "OK" or better).
+# exit 0 and rate the unit's exposure ("Overall exposure level for UNIT: X.Y ...", a number from
+# 0.0 to 10.0) below MAX_EXPOSURE (default 3.0, i.e. "OK" or better). A missing, empty or
+# unreadable score fails, as does a MAX_EXPOSURE that is not a number.
 set -euo pipefail
 
 usage() {
@@ -40,14 +42,29 @@ cp "$unit" "$root/lib/systemd/system/$name"
 printf '#!/bin/sh\n' >"$root/usr/bin/home-mcp"
 chmod 0755 "$root/usr/bin/home-mcp"
 
-out=$(systemd-analyze verify --man=no --root="$root" "$name" 2>&1) || true
-if [[ -n $out ]]; then
-  echo "systemd-analyze verify $name:" >&2
+out=$(systemd-analyze verify --man=no --root="$root" "$name" 2>&1) && rc=0 || rc=$?
+if [[ -n $out || $rc -ne 0 ]]; then
+  echo "systemd-analyze verify $name (exit $rc):" >&2
   echo "$out" >&2
   exit 1
 fi
 echo "systemd-analyze verify $name: clean"
-sec=$(systemd-analyze security --offline=true --no-pager "$unit" 2>&1 | tail -n1)
-echo "systemd-analyze security: ${sec#→ }"
-score=$(grep -oE '[0-9]+\.[0-9]+' <<<"$sec" | tail -n1)
-awk -v s="$score" -v m="$max" 'BEGIN { exit !(s < m) }' || { echo "exposure $score >= $max" >&2; exit 1; }
+
+number='^[0-9]+(\.[0-9]+)?$'
+[[ $max =~ $number ]] || { echo "MAX_EXPOSURE=$max is not a number" >&2; exit 1; }
+sec=$(systemd-analyze security --offline=true --no-pager "$unit" 2>&1) && rc=0 || rc=$?
+if ((rc != 0)); then
+  echo "systemd-analyze security $unit failed (exit $rc):" >&2
+  echo "$sec" >&2
+  exit 1
+fi
+line=$(grep -E "Overall exposure level for $name: " <<<"$sec" | tail -n1 || true)
+echo "systemd-analyze security: ${line#→ }"
+score=$(sed -nE "s/.*Overall exposure level for $name: ([0-9]+\.[0-9]+)( .*)?$/\1/p" <<<"$line")
+if [[ ! $score =~ $number ]] || ! awk -v s="$score" 'BEGIN { exit !(s + 0 >= 0 && s + 0 <= 10) }'; then
+  echo "systemd-analyze security: no readable exposure score for $name (got '${score}'); its output ends:" >&2
+  tail -n 5 <<<"$sec" >&2
+  exit 1
+fi
+awk -v s="$score" -v m="$max" 'BEGIN { exit !(s + 0 < m + 0) }' || { echo "exposure $score >= $max" >&2; exit 1; }
+echo "exposure $score < $max: OK"
