@@ -2,22 +2,20 @@
 //! loopback HTTP against the demo house: key CRUD and its effect on the gate at once, role
 //! refusals, bad bodies, status, rate limits, and what the audit log records (and never does).
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
-use home_mcp::app::App;
 use home_mcp::audit::Query;
-use home_mcp::auth::gate::{Gate, GateConfig, SecurityLevel};
-use home_mcp::auth::store::MemoryStore;
+use home_mcp::auth::gate::SecurityLevel;
 use home_mcp::auth::{ApiKey, Role};
-use home_mcp::config::Config;
-use home_mcp::http::admin::AdminContext;
-use home_mcp::http::{HttpConfig, HttpServer};
+use home_mcp::http::HttpConfig;
 use serde_json::{json, Value};
 
-use crate::support::gate::*;
+use crate::support::app_server::{admin_context, demo_app, gate, send_json, AppServer};
+use crate::support::gate::key;
+use crate::support::keys_cli::keys;
+use crate::support::mcp::{answer_of, McpHttp};
+use crate::support::server::TempDir;
 
 const ADMIN: &str = "homekey_admin_1_00112233445566778899aabbccddeeff";
 const ADMIN2: &str = "homekey_admin_6_ffeeddccbbaa99887766554433221100";
@@ -31,19 +29,15 @@ fn named_key(id: &str, role: Role, name: &str) -> ApiKey {
     }
 }
 
-struct Fixture {
-    server: HttpServer,
-    app: App,
-}
+type Fixture = AppServer;
 
 fn start() -> Fixture {
     start_with(Vec::new())
 }
 
 /// The demo house behind a staging gate with four keys (two admins, operator, monitor) and
-/// `extra`.
+/// `extra`, the audit log and the admin API.
 fn start_with(extra: Vec<ApiKey>) -> Fixture {
-    let app = App::start(&Config::default(), true).expect("demo starts");
     let mut keys = vec![
         named_key(ADMIN, Role::Admin, "root"),
         named_key(ADMIN2, Role::Admin, "second admin"),
@@ -51,38 +45,19 @@ fn start_with(extra: Vec<ApiKey>) -> Fixture {
         named_key(MONITOR, Role::Monitor, "dashboard"),
     ];
     keys.extend(extra);
-    let store = Arc::new(MemoryStore::new(keys));
-    let gate = Arc::new(Gate::new(
-        store,
-        GateConfig {
-            level: SecurityLevel::Staging,
-            ..GateConfig::default()
-        },
-        "127.0.0.1".parse().unwrap(),
-        home_mcp::app::permission_of(Arc::new(home_mcp::tools::HomeTools::new(app.house.clone()))),
-    ));
-    let config = HttpConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        gate: Some(gate.clone()),
-        audit: app.audit.clone(),
-        admin: Some(Arc::new(AdminContext::new(
-            gate,
-            app.house.clone(),
-            app.audit.clone(),
-        ))),
-        ..HttpConfig::default()
-    };
-    let server = HttpServer::start(
-        config,
-        app.mcp.clone(),
-        Arc::new(|| json!({"status": "ok"})),
-    )
-    .expect("server starts");
-    Fixture { server, app }
+    AppServer::start(|app| {
+        let gate = gate(app, SecurityLevel::Staging, keys, &[]);
+        HttpConfig {
+            gate: Some(gate.clone()),
+            audit: app.audit.clone(),
+            admin: Some(admin_context(app, &gate)),
+            ..HttpConfig::default()
+        }
+    })
 }
 
-/// One request on a fresh connection (JSON, the key in `X-API-Key`); returns (status,
-/// lower-case head, JSON body).
+/// One JSON request with `key` in `X-API-Key`; returns (status, lower-case head, JSON body
+/// or `null`).
 fn send(
     addr: SocketAddr,
     method: &str,
@@ -90,57 +65,36 @@ fn send(
     key: Option<&str>,
     body: &str,
 ) -> (u16, String, Value) {
-    let mut headers = vec![
-        "Content-Type: application/json".to_string(),
-        "Accept: application/json".to_string(),
-    ];
-    if let Some(k) = key {
-        headers.push(format!("X-API-Key: {k}"));
-    }
-    let (status, head, body) = send_raw(addr, method, path, &headers, body);
+    let r = send_json(addr, method, path, key, body);
     (
-        status,
-        head,
-        serde_json::from_str(&body).unwrap_or(Value::Null),
+        r.status,
+        r.head,
+        serde_json::from_str(&r.body).unwrap_or(Value::Null),
     )
 }
 
-/// `initialize` on `/mcp` with `key`; returns the session id (None when refused).
+/// `initialize` on `/mcp` with `key`; the session id, or the status when refused.
 fn mcp_session(addr: SocketAddr, key: &str) -> Result<String, u16> {
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-    let (s, head, _) = send(addr, "POST", "/mcp", Some(key), init);
-    if s != 200 {
-        return Err(s);
+    let r = send_json(addr, "POST", "/mcp", Some(key), init);
+    if r.status != 200 {
+        return Err(r.status);
     }
-    Ok(head
-        .lines()
-        .find_map(|l| l.strip_prefix("mcp-session-id: "))
-        .expect("session id")
-        .trim()
-        .to_string())
+    Ok(r.header("mcp-session-id").expect("session id").to_string())
 }
 
-/// A `tools/call` on `/mcp` with a fresh session; returns (status, body).
+/// A `tools/call` on `/mcp` in a fresh session; returns (status, the JSON-RPC answer or
+/// `null` when refused).
 fn mcp_call(addr: SocketAddr, key: &str, tool: &str, arguments: Value) -> (u16, Value) {
-    let session = mcp_session(addr, key).expect("initialize");
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                      "params": {"name": tool, "arguments": arguments}})
-    .to_string();
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nContent-Length: {}\r\nContent-Type: application/json\r\nAccept: application/json\r\nX-API-Key: {key}\r\nMcp-Session-Id: {session}\r\n\r\n",
-        addr.port(),
-        body.len()
-    );
-    s.write_all(head.as_bytes()).unwrap();
-    s.write_all(body.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = raw.split_once("\r\n\r\n").expect("a full response");
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+    let c = McpHttp::connect(addr, Some(key));
+    let r = c.post(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                      "params": {"name": tool, "arguments": arguments}}));
+    let body = if r.status == 200 {
+        answer_of(&r, 2)
+    } else {
+        serde_json::from_str(&r.body).unwrap_or(Value::Null)
+    };
+    (r.status, body)
 }
 
 fn audit(f: &Fixture, q: Query) -> Vec<home_mcp::audit::Entry> {
@@ -150,7 +104,7 @@ fn audit(f: &Fixture, q: Query) -> Vec<home_mcp::audit::Entry> {
 #[test]
 fn admin_creates_updates_and_deletes_keys_with_immediate_effect() {
     let f = start();
-    let a = f.server.addr();
+    let a = f.addr();
     let (s, _, body) = send(a, "GET", "/admin/api/keys", Some(ADMIN), "");
     assert_eq!(s, 200, "{body}");
     let keys = body["keys"].as_array().unwrap();
@@ -263,7 +217,7 @@ fn admin_creates_updates_and_deletes_keys_with_immediate_effect() {
 #[test]
 fn admin_refuses_bad_input_self_lockout_and_other_roles() {
     let f = start();
-    let a = f.server.addr();
+    let a = f.addr();
     let post = |body: &str| send(a, "POST", "/admin/api/keys", Some(ADMIN), body);
     for bad in [
         r#"{"role":"superuser"}"#,
@@ -389,7 +343,7 @@ fn ambiguous_masked_ids_are_409() {
             "twin b",
         ),
     ]);
-    let a = f.server.addr();
+    let a = f.addr();
     let (s, _, body) = send(
         a,
         "PUT",
@@ -424,7 +378,7 @@ fn ambiguous_masked_ids_are_409() {
 #[test]
 fn status_and_rate_limits() {
     let f = start();
-    let a = f.server.addr();
+    let a = f.addr();
     let (s, _, body) = send(a, "GET", "/admin/status", Some(ADMIN), "");
     assert_eq!(s, 200, "{body}");
     let lox = &body["services"]["loxone"];
@@ -466,7 +420,7 @@ fn status_and_rate_limits() {
 #[test]
 fn audit_records_calls_failures_refusals_and_never_pins() {
     let f = start();
-    let a = f.server.addr();
+    let a = f.addr();
     let (s, body) = mcp_call(
         a,
         OPERATOR,
@@ -600,12 +554,11 @@ fn audit_records_calls_failures_refusals_and_never_pins() {
 
 #[test]
 fn the_pin_never_reaches_audit_db_on_disk() {
-    let dir = std::env::temp_dir().join(format!("admin-audit-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = TempDir::new("admin-audit");
+    let dir = &tmp.0;
     let path = dir.join("audit.db");
     let log = home_mcp::audit::AuditLog::open(&path, 90).unwrap();
-    let app = App::start(&Config::default(), true).expect("demo starts");
+    let app = demo_app();
     let tools = Arc::new(home_mcp::tools::HomeTools::new(app.house.clone()));
     let handler = home_mcp::audit::AuditedHandler::new(
         tools.clone(),
@@ -636,37 +589,19 @@ fn the_pin_never_reaches_audit_db_on_disk() {
     log.close();
     drop(log);
     // Every byte of the database files: the PIN is nowhere.
-    for f in std::fs::read_dir(&dir).unwrap() {
+    for f in std::fs::read_dir(dir).unwrap() {
         let bytes = std::fs::read(f.unwrap().path()).unwrap();
         assert!(!String::from_utf8_lossy(&bytes).contains("555777"));
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn cli_key_changes_are_audited_next_to_the_store() {
-    let dir = std::env::temp_dir().join(format!("admin-cli-audit-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = TempDir::new("admin-cli-audit");
+    let dir = &tmp.0;
     let store = dir.join("keys.toml");
     let keys = |args: &[&str]| {
-        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_home-mcp"));
-        for k in [
-            "HOME_KEY_BACKEND",
-            "HOME_API_KEYS",
-            "HOME_DATA_DIR",
-            "STATE_DIRECTORY",
-        ] {
-            c.env_remove(k);
-        }
-        let o = c
-            .arg("keys")
-            .args(args)
-            .arg("--key-store")
-            .arg(&store)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
+        let o = keys(&store, args);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
@@ -700,7 +635,7 @@ fn cli_key_changes_are_audited_next_to_the_store() {
         .target
         .starts_with("cli tablet (homekey_operator_1_"));
     drop(log);
-    for f in std::fs::read_dir(&dir).unwrap() {
+    for f in std::fs::read_dir(dir).unwrap() {
         let p = f.unwrap().path();
         if p.file_name()
             .unwrap()
@@ -714,5 +649,4 @@ fn cli_key_changes_are_audited_next_to_the_store() {
             );
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,75 +4,38 @@
 //! 404/405 on the rest; and the HTML loads nothing but its own files (no inline code).
 //! What the page does in a browser is tested by `tests/e2e/browser.sh`.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::sync::Arc;
-use std::time::Duration;
+use std::net::SocketAddr;
 
 use home_mcp::app::App;
-use home_mcp::auth::gate::{Gate, GateConfig, SecurityLevel};
-use home_mcp::auth::store::MemoryStore;
+use home_mcp::auth::gate::SecurityLevel;
 use home_mcp::config::Config;
-use home_mcp::http::admin::AdminContext;
 use home_mcp::http::assets;
 use home_mcp::http::{HttpConfig, HttpServer};
-use serde_json::json;
+
+use crate::support::app_server::{admin_context, demo_app, gate, serve};
+use crate::support::keys_cli::generate;
+use crate::support::net::{request, Reply};
+use crate::support::server::TempDir;
 
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-/// A server over `app`'s house behind a gate of `level` with no keys at all.
+/// A server over `app`'s house behind a gate of `level` with no keys at all, with the admin
+/// API (and so the page) when `admin`.
 fn server(app: &App, level: SecurityLevel, admin_networks: &[&str], admin: bool) -> HttpServer {
-    let gate = Arc::new(Gate::new(
-        Arc::new(MemoryStore::new(Vec::new())),
-        GateConfig {
-            level,
-            admin_networks: admin_networks.iter().map(|s| s.to_string()).collect(),
-            ..GateConfig::default()
+    let gate = gate(app, level, Vec::new(), admin_networks);
+    serve(
+        app,
+        HttpConfig {
+            gate: Some(gate.clone()),
+            admin: admin.then(|| admin_context(app, &gate)),
+            ..HttpConfig::default()
         },
-        "127.0.0.1".parse().unwrap(),
-        home_mcp::app::permission_of(Arc::new(home_mcp::tools::HomeTools::new(app.house.clone()))),
-    ));
-    let config = HttpConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        gate: Some(gate.clone()),
-        admin: admin.then(|| {
-            Arc::new(AdminContext::new(
-                gate,
-                app.house.clone(),
-                app.audit.clone(),
-            ))
-        }),
-        ..HttpConfig::default()
-    };
-    HttpServer::start(
-        config,
-        app.mcp.clone(),
-        Arc::new(|| json!({"status": "ok"})),
     )
-    .expect("server starts")
 }
 
-/// One request without a key; returns (status, lower-case head, body).
-fn send(addr: SocketAddr, method: &str, path: &str, extra: &str) -> (u16, String, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nContent-Length: 0\r\n{extra}\r\n",
-        addr.port()
-    );
-    s.write_all(head.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = raw.split_once("\r\n\r\n").expect("a full response");
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, head.to_ascii_lowercase(), body.to_string())
-}
-
-fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
-    head.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
-        .map(str::trim)
+/// One request without a key, with the extra `headers`.
+fn send(addr: SocketAddr, method: &str, path: &str, headers: &[&str]) -> Reply {
+    request(addr, method, path, headers, "")
 }
 
 const FILES: [(&str, &str); 3] = [
@@ -83,64 +46,71 @@ const FILES: [(&str, &str); 3] = [
 
 fn assert_served(addr: SocketAddr) {
     for (path, ct) in FILES {
-        let (status, head, body) = send(addr, "GET", path, "");
-        assert_eq!(status, 200, "{path}: {head}");
-        assert_eq!(header(&head, "content-type"), Some(ct), "{path}");
+        let r = send(addr, "GET", path, &[]);
+        assert_eq!(r.status, 200, "{path}: {}", r.head);
+        assert_eq!(r.header("content-type"), Some(ct), "{path}");
         assert_eq!(
-            header(&head, "content-security-policy"),
+            r.header("content-security-policy"),
             Some(CSP.to_ascii_lowercase().as_str()),
             "{path}"
         );
-        assert_eq!(header(&head, "x-content-type-options"), Some("nosniff"));
-        assert_eq!(header(&head, "referrer-policy"), Some("no-referrer"));
-        assert_eq!(header(&head, "x-frame-options"), Some("deny"));
-        assert_eq!(header(&head, "cache-control"), Some("no-cache"));
-        assert!(!body.is_empty(), "{path}");
+        assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+        assert_eq!(r.header("referrer-policy"), Some("no-referrer"));
+        assert_eq!(r.header("x-frame-options"), Some("deny"));
+        assert_eq!(r.header("cache-control"), Some("no-cache"));
+        assert!(!r.body.is_empty(), "{path}");
         // Revalidation with the ETag.
-        let tag = header(&head, "etag").expect("etag").to_string();
-        let (status, head, body) = send(addr, "GET", path, &format!("If-None-Match: {tag}\r\n"));
-        assert_eq!(status, 304, "{path}");
-        assert!(body.is_empty());
-        assert_eq!(header(&head, "x-content-type-options"), Some("nosniff"));
+        let tag = r.header("etag").expect("etag");
+        let again = send(addr, "GET", path, &[&format!("If-None-Match: {tag}")]);
+        assert_eq!(again.status, 304, "{path}");
+        assert!(again.body.is_empty());
+        assert_eq!(again.header("x-content-type-options"), Some("nosniff"));
     }
 }
 
 #[test]
 fn page_and_assets_without_a_key() {
-    let app = App::start(&Config::default(), true).expect("demo starts");
+    let app = demo_app();
     for level in [SecurityLevel::Staging, SecurityLevel::Production] {
         let s = server(&app, level, &[], true);
         assert_served(s.addr());
         // The API behind it still needs a key.
-        let (status, _, _) = send(s.addr(), "GET", "/admin/api/keys", "");
-        assert_eq!(status, 401, "{level:?}");
-        // Only the exact paths are files.
+        let r = send(s.addr(), "GET", "/admin/api/keys", &[]);
+        assert_eq!(r.status, 401, "{level:?}: {}", r.body);
+        // Only the exact paths are files: anything else under /admin is the admin API, and
+        // in staging and production the gate asks for a key before any route is looked up
+        // (src/http/mod.rs `authenticate`), so a caller without one learns nothing about
+        // which paths exist: 401, never 404.
         for path in [
             "/admin/assets/nope.js",
             "/admin/assets/",
             "/admin/keys/x",
             "/admin/assets/../keys",
         ] {
-            let (status, _, _) = send(s.addr(), "GET", path, "");
-            assert!(status == 401 || status == 404, "{path}: {status}");
+            let r = send(s.addr(), "GET", path, &[]);
+            assert_eq!(r.status, 401, "{level:?} {path}: {}", r.body);
+            assert_eq!(r.json()["error"]["code"], "INVALID_API_KEY", "{path}");
         }
-        let (status, head, _) = send(s.addr(), "POST", "/admin/keys", "");
-        assert_eq!(status, 405);
-        assert_eq!(header(&head, "allow"), Some("get, head"));
-        assert_eq!(header(&head, "x-frame-options"), Some("deny"));
+        let r = send(s.addr(), "POST", "/admin/keys", &[]);
+        assert_eq!(r.status, 405);
+        assert_eq!(r.header("allow"), Some("get, head"));
+        assert_eq!(r.header("x-frame-options"), Some("deny"));
         s.shutdown();
         s.join();
     }
-    // An unknown asset with an admin key gets 404 (not a file, not an API route).
+    // In development on loopback (no key needed: anonymous with every permission), the same
+    // paths reach the admin API, which has no such routes: 404.
     let s = server(&app, SecurityLevel::Development, &[], true);
-    let (status, _, body) = send(s.addr(), "GET", "/admin/assets/nope.js", "");
-    assert_eq!(status, 404, "{body}");
+    for path in ["/admin/assets/nope.js", "/admin/keys/x"] {
+        let r = send(s.addr(), "GET", path, &[]);
+        assert_eq!(r.status, 404, "{path}: {}", r.body);
+    }
     s.shutdown();
     s.join();
     // Without the admin API, no page either.
     let s = server(&app, SecurityLevel::Staging, &[], false);
-    let (status, _, _) = send(s.addr(), "GET", "/admin/keys", "");
-    assert_eq!(status, 404);
+    let r = send(s.addr(), "GET", "/admin/keys", &[]);
+    assert_eq!(r.status, 404);
     s.shutdown();
     s.join();
     app.shutdown();
@@ -148,13 +118,13 @@ fn page_and_assets_without_a_key() {
 
 #[test]
 fn page_honours_admin_networks() {
-    let app = App::start(&Config::default(), true).expect("demo starts");
+    let app = demo_app();
     // Loopback is not in the list: the page and its files are refused like the API.
     let s = server(&app, SecurityLevel::Staging, &["10.0.0.0/8"], true);
     for (path, _) in FILES {
-        let (status, _, body) = send(s.addr(), "GET", path, "");
-        assert_eq!(status, 403, "{path}: {body}");
-        assert!(body.contains("admin_networks"), "{body}");
+        let r = send(s.addr(), "GET", path, &[]);
+        assert_eq!(r.status, 403, "{path}: {}", r.body);
+        assert!(r.body.contains("admin_networks"), "{}", r.body);
     }
     s.shutdown();
     s.join();
@@ -243,25 +213,11 @@ fn html_loads_only_its_own_files() {
 /// `--demo` keeps an empty in-memory one.
 #[test]
 fn demo_uses_a_named_key_store() {
-    let dir = std::env::temp_dir().join(format!("home-mcp-admin-page-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("admin-page");
     let path = dir.join("keys.toml");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_home-mcp"))
-        .args([
-            "keys",
-            "generate",
-            "--role",
-            "admin",
-            "--json",
-            "--key-store",
-        ])
-        .arg(&path)
-        .output()
-        .expect("keys generate runs");
-    assert!(out.status.success(), "{out:?}");
-    let id = serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["id"]
+    let id = generate(&path, "admin", &[])["id"]
         .as_str()
-        .unwrap()
+        .expect("the key")
         .to_string();
     let config = Config {
         key_store: Some(path),
@@ -272,8 +228,7 @@ fn demo_uses_a_named_key_store() {
     assert_eq!(keys.len(), 1);
     assert_eq!(keys[0].id, id);
     app.shutdown();
-    let app = App::start(&Config::default(), true).expect("demo starts");
+    let app = demo_app();
     assert!(app.gate.store().list().unwrap().is_empty());
     app.shutdown();
-    let _ = std::fs::remove_dir_all(&dir);
 }

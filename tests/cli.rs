@@ -1,14 +1,28 @@
 //! The command line as a user meets it: help, version, usage errors (exit 2), missing
 //! Miniserver settings, stdio ending on EOF, and `sim` serving a real fixture structure file.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::process::{Child, Command, Output, Stdio};
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_home-mcp"));
-    // A clean environment for the settings we read, so the developer's own do not leak in.
+use serde_json::Value;
+
+use crate::support::keys_cli::generate;
+use crate::support::net::{free_port, request, try_request};
+use crate::support::process::{bin, Kill};
+use crate::support::server::{Miniserver, Served, TempDir};
+use crate::support::wait::{wait_until, PATIENCE};
+
+/// The showroom structure file of a real Miniserver.
+const SHOWROOM: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/Smarteon-loxone-java-showroom.json"
+);
+
+/// [`bin`] in a clean environment for the settings we read, so the developer's own do not
+/// leak in.
+fn home_mcp() -> Command {
+    let mut c = bin();
     for k in [
         "HOME_HOST",
         "HOME_USER",
@@ -17,7 +31,6 @@ fn bin() -> Command {
         "HOME_LOG_LEVEL",
         "HOME_DATA_DIR",
         "HOME_VISU_PASS",
-        "HOME_STDIO_KEY",
         "HOME_KEY_BACKEND",
         "SECURITY_LEVEL",
     ] {
@@ -26,8 +39,28 @@ fn bin() -> Command {
     c
 }
 
+/// Waits until `child` exits (within [`PATIENCE`]; `what` names the wait).
+fn wait_exit(child: &mut Child, what: &str) -> std::process::ExitStatus {
+    wait_until(what, PATIENCE, || match child.try_wait() {
+        Ok(Some(status)) => Ok(status),
+        Ok(None) => Err("still running".to_string()),
+        Err(e) => Err(e.to_string()),
+    })
+}
+
+/// Polls `GET /health` at `addr` until `want` accepts its JSON; fails with the last answer.
+fn health_until(addr: SocketAddr, want: impl Fn(&Value) -> bool) -> Value {
+    wait_until("a /health answer that matches", PATIENCE, || {
+        let r = try_request::<&str>(addr, "GET", "/health", &[], "")?;
+        match serde_json::from_str::<Value>(&r.body) {
+            Ok(v) if want(&v) => Ok(v),
+            _ => Err(r.body),
+        }
+    })
+}
+
 fn run(args: &[&str]) -> Output {
-    bin()
+    home_mcp()
         .args(args)
         .stdin(Stdio::null())
         .output()
@@ -96,7 +129,7 @@ fn missing_miniserver_settings_are_explained() {
     assert!(e.contains("HOME_HOST") && e.contains("--demo"), "{e}");
     assert!(stdout(&o).is_empty(), "stdout stays clean in stdio mode");
 
-    let o = bin()
+    let o = home_mcp()
         .args(["stdio"])
         .env("HOME_HOST", "192.0.2.1")
         .stdin(Stdio::null())
@@ -105,7 +138,7 @@ fn missing_miniserver_settings_are_explained() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("HOME_USER"), "{}", stderr(&o));
 
-    let o = bin()
+    let o = home_mcp()
         .args(["serve", "--config", "/nonexistent/home-mcp.toml"])
         .output()
         .unwrap();
@@ -119,7 +152,7 @@ fn missing_miniserver_settings_are_explained() {
 
 #[test]
 fn stdio_answers_and_exits_on_eof() {
-    let mut child = bin()
+    let mut child = home_mcp()
         .args(["stdio", "--demo"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -137,11 +170,8 @@ fn stdio_answers_and_exits_on_eof() {
         writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"list_rooms","arguments":{{}}}}}}"#).unwrap();
         writeln!(stdin, "{{not json").unwrap();
     } // stdin closed here
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "stdio did not exit after EOF");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+      // (the answers are a few lines: they fit in the pipe while nobody reads them)
+    wait_exit(&mut child, "stdio to exit after EOF");
     let o = child.wait_with_output().unwrap();
     assert!(o.status.success());
     let lines: Vec<serde_json::Value> = stdout(&o)
@@ -156,97 +186,34 @@ fn stdio_answers_and_exits_on_eof() {
 
 #[test]
 fn sim_serves_a_real_structure_file() {
-    let port = {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let fixture = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/Smarteon-loxone-java-showroom.json"
+    let port = free_port();
+    let _sim = Kill(
+        home_mcp()
+            .args([
+                "sim",
+                "--structure",
+                SHOWROOM,
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+            ])
+            .args(["--user", "admin", "--password", "pässwort"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
     );
-    let mut child = bin()
-        .args([
-            "sim",
-            "--structure",
-            fixture,
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .args(["--user", "admin", "--password", "pässwort"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let body = loop {
-        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
-            s.write_all(b"GET /jdev/sps/LoxAPPversion3 HTTP/1.1\r\nHost: x\r\nAuthorization: Basic YWRtaW46cMOkc3N3b3J0\r\nConnection: close\r\n\r\n")
-                .unwrap();
-            let mut out = String::new();
-            s.read_to_string(&mut out).unwrap();
-            break out;
-        }
-        assert!(Instant::now() < deadline, "sim did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let _ = child.kill();
-    let _ = child.wait();
-    assert!(body.starts_with("HTTP/1.1 200"), "{body}");
-    assert!(body.contains("2017-11-22 18:41:01"), "{body}");
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    // admin:pässwort
+    let auth = ["Authorization: Basic YWRtaW46cMOkc3N3b3J0"];
+    let r = wait_until("the sim to answer", PATIENCE, || {
+        try_request(addr, "GET", "/jdev/sps/LoxAPPversion3", &auth, "")
+    });
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.body.contains("2017-11-22 18:41:01"), "{r:?}");
 
     let o = run(&["sim", "--structure", "/nonexistent.json"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("/nonexistent.json"));
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// GET `path` on the server at `port`; the body, or `None` while it does not answer.
-fn get(port: u16, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    s.write_all(
-        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    Some(out.split_once("\r\n\r\n")?.1.to_string())
-}
-
-/// Polls `/health` until `want` accepts its JSON; panics after 30 s.
-fn health_until(port: u16, want: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut last = None;
-    loop {
-        if let Some(body) = get(port, "/health") {
-            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&body) {
-                if want(&v) {
-                    return v;
-                }
-            }
-            last = Some(body);
-        }
-        assert!(
-            Instant::now() < deadline,
-            "health never matched; last answer: {last:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-struct Kill(std::process::Child);
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]
@@ -254,7 +221,7 @@ fn health_reports_the_live_link_and_degrades_to_polling() {
     // The demo: live over the simulator's WebSocket.
     let port = free_port();
     let _demo = Kill(
-        bin()
+        home_mcp()
             .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -262,98 +229,53 @@ fn health_reports_the_live_link_and_degrades_to_polling() {
             .unwrap(),
     );
     // Connected first, then the initial tables (hundreds of states) arrive.
-    let h = health_until(port, |v| {
+    let h = health_until(([127, 0, 0, 1], port).into(), |v| {
         v["miniserver"]["link"]["mode"] == "websocket"
             && v["miniserver"]["link"]["events_received"].as_u64() > Some(100)
     });
     assert_eq!(h["status"], "ok", "{h}");
     assert!(h["reason"].is_null(), "{h}");
 
-    // A Miniserver followed by polling only: degraded, and says why.
-    let ms_port = free_port();
-    let fixture = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/Smarteon-loxone-java-showroom.json"
+    // A Miniserver (the showroom) followed by polling only: degraded, and says why.
+    let ms = Miniserver::start(
+        &std::fs::read_to_string(SHOWROOM).unwrap(),
+        None,
+        Default::default(),
     );
-    let _ms = Kill(
-        bin()
-            .args([
-                "sim",
-                "--structure",
-                fixture,
-                "--listen",
-                &format!("127.0.0.1:{ms_port}"),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", ms_port)).is_err() {
-        assert!(Instant::now() < deadline, "sim did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let dir = std::env::temp_dir().join(format!("home-mcp-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let cfg = dir.join("config.toml");
-    std::fs::write(
-        &cfg,
+    let served = Served::start(
+        &ms,
         "[miniserver]\nlive = \"polling\"\npoll_interval_secs = 1\n",
-    )
-    .unwrap();
-    let port = free_port();
-    let _server = Kill(
-        bin()
-            .args([
-                "serve",
-                "--config",
-                cfg.to_str().unwrap(),
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-            ])
-            .env("HOME_HOST", format!("127.0.0.1:{ms_port}"))
-            .env("HOME_USER", "demo")
-            .env("HOME_PASS", "demo")
-            .env("HOME_DATA_DIR", dir.join("data"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+        &[],
     );
-    let h = health_until(port, |v| v["miniserver"]["link"]["mode"] == "polling");
+    let h = health_until(served.addr, |v| {
+        v["miniserver"]["link"]["mode"] == "polling"
+    });
     assert_eq!(h["status"], "degraded", "{h}");
     assert!(h["reason"].as_str().unwrap().contains("polling"), "{h}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn sigterm_stops_cleanly_and_kills_the_tokens() {
     let port = free_port();
-    let log = std::env::temp_dir().join(format!("home-mcp-sigterm-{}.log", std::process::id()));
-    let mut child = bin()
+    let dir = TempDir::new("cli-sigterm");
+    let log = dir.join("serve.log");
+    let mut child = home_mcp()
         .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    health_until(port, |v| v["miniserver"]["link"]["mode"] == "websocket");
-    let t = Instant::now();
+    health_until(([127, 0, 0, 1], port).into(), |v| {
+        v["miniserver"]["link"]["mode"] == "websocket"
+    });
     let st = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(st.success());
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(t.elapsed() < Duration::from_secs(15), "still running");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_exit(&mut child, "serve to stop after SIGTERM");
     assert!(status.success(), "{status:?}");
     let text = std::fs::read_to_string(&log).unwrap();
-    let _ = std::fs::remove_file(&log);
     assert!(text.contains("shutting down"), "{text}");
     assert!(
         text.contains("sim: token killed"),
@@ -373,10 +295,9 @@ fn sigterm_stops_cleanly_and_kills_the_tokens() {
 /// the key a staging server answers 401, with it the call goes through.
 #[test]
 fn serve_reads_the_keys_the_keys_command_writes() {
-    let dir = std::env::temp_dir().join(format!("home-mcp-keys-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("cli-keys");
     let store = dir.join("keys.toml");
-    let o = bin()
+    let o = home_mcp()
         .args(["keys", "generate", "--role", "operator", "--name", "test"])
         .args(["--key-store", store.to_str().unwrap()])
         .output()
@@ -389,81 +310,41 @@ fn serve_reads_the_keys_the_keys_command_writes() {
         .unwrap_or_else(|| panic!("no key printed: {out}"))
         .to_string();
 
-    let ms_port = free_port();
-    let fixture = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/Smarteon-loxone-java-showroom.json"
+    let ms = Miniserver::start(
+        &std::fs::read_to_string(SHOWROOM).unwrap(),
+        None,
+        Default::default(),
     );
-    let _ms = Kill(
-        bin()
-            .args([
-                "sim",
-                "--structure",
-                fixture,
-                "--listen",
-                &format!("127.0.0.1:{ms_port}"),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+    let served = Served::start_args(
+        &ms,
+        "",
+        &[("SECURITY_LEVEL", "staging")],
+        &["--key-store", store.to_str().unwrap()],
     );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", ms_port)).is_err() {
-        assert!(Instant::now() < deadline, "sim did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let port = free_port();
-    let _server = Kill(
-        bin()
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .args(["--key-store", store.to_str().unwrap()])
-            .env("HOME_HOST", format!("127.0.0.1:{ms_port}"))
-            .env("HOME_USER", "demo")
-            .env("HOME_PASS", "demo")
-            .env("HOME_DATA_DIR", dir.join("data"))
-            .env("SECURITY_LEVEL", "staging")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    health_until(port, |v| v["status"].is_string());
-    let call = |key: Option<&str>| -> String {
-        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let body = r#"{"tool":"list_rooms"}"#;
-        let auth = key
-            .map(|k| format!("X-API-Key: {k}\r\n"))
-            .unwrap_or_default();
-        s.write_all(
-            format!(
-                "POST /tools/call HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            )
-            .as_bytes(),
+    let call = |key: Option<&str>| {
+        let mut headers = vec!["Content-Type: application/json".to_string()];
+        headers.extend(key.map(|k| format!("X-API-Key: {k}")));
+        request(
+            served.addr,
+            "POST",
+            "/tools/call",
+            &headers,
+            r#"{"tool":"list_rooms"}"#,
         )
-        .unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).unwrap();
-        out
     };
     let denied = call(None);
-    assert!(denied.starts_with("HTTP/1.1 401"), "{denied}");
-    assert!(denied.contains("INVALID_API_KEY"), "{denied}");
+    assert_eq!(denied.status, 401, "{denied:?}");
+    assert!(denied.body.contains("INVALID_API_KEY"), "{denied:?}");
     let wrong = call(Some("homekey_operator_1_00000000000000000000000000000000"));
-    assert!(wrong.starts_with("HTTP/1.1 401"), "{wrong}");
+    assert_eq!(wrong.status, 401, "{wrong:?}");
     assert!(
-        !wrong.contains("00000000000000000000000000000000"),
-        "the key is masked: {wrong}"
+        !wrong.body.contains("00000000000000000000000000000000")
+            && !wrong.head.contains("00000000000000000000000000000000"),
+        "the key is masked: {wrong:?}"
     );
     let ok = call(Some(&key));
-    assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
-    assert!(
-        ok.contains("X-RateLimit-Remaining") || ok.contains("x-ratelimit-remaining"),
-        "{ok}"
-    );
-    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(ok.status, 200, "{ok:?}");
+    assert!(ok.header("x-ratelimit-remaining").is_some(), "{ok:?}");
 }
 
 /// Runs `stdio --demo --key-store store` with `HOME_STDIO_KEY=key`, feeding `lines`; the
@@ -473,7 +354,7 @@ fn stdio_as(
     key: &str,
     lines: &[&str],
 ) -> (Vec<serde_json::Value>, Output) {
-    let mut child = bin()
+    let mut child = home_mcp()
         .args(["stdio", "--demo", "--key-store"])
         .arg(store)
         .env("HOME_STDIO_KEY", key)
@@ -498,26 +379,11 @@ fn stdio_as(
 
 #[test]
 fn stdio_runs_as_home_stdio_key_when_given() {
-    let dir = std::env::temp_dir().join(format!("home-mcp-stdio-key-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("cli-stdio-key");
     let store = dir.join("keys.toml");
-    let o = run(&[
-        "keys",
-        "generate",
-        "--role",
-        "monitor",
-        "--name",
-        "desktop",
-        "--json",
-        "--key-store",
-        store.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let generated: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    let key = generated["id"]
+    let key = generate(&store, "monitor", &["--name", "desktop"])["id"]
         .as_str()
-        .or(generated["key"].as_str())
-        .expect("the key")
+        .expect("the key in `id`")
         .to_string();
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     let read = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_rooms","arguments":{}}}"#;
@@ -558,5 +424,4 @@ fn stdio_runs_as_home_stdio_key_when_given() {
         "{}",
         stderr(&o)
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -3,120 +3,84 @@
 //! a light switched, a slow client, the client limit, shutdown), the gate in staging and the
 //! page's security headers.
 
-use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
-use home_mcp::app::{permission_of, App};
-use home_mcp::auth::gate::{Gate, GateConfig, SecurityLevel};
-use home_mcp::auth::store::{KeyStore, MemoryStore};
-use home_mcp::auth::{ApiKey, Role, Usage};
-use home_mcp::config::Config;
+use home_mcp::auth::gate::{Gate, SecurityLevel};
+use home_mcp::auth::Role;
 use home_mcp::dashboard::{Dashboard, History, HistoryConfig, WsConfig};
 use home_mcp::home::{Action, Control, ControlKind, Family, LinkMode, Source, Value as HValue};
-use home_mcp::http::{HttpConfig, HttpServer};
-use home_mcp::tools::HomeTools;
+use home_mcp::http::HttpConfig;
 use serde_json::Value;
 use tungstenite::client::IntoClientRequest;
 use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::{Message, WebSocket};
 
+use crate::support::app_server::{demo_app, gate, AppServer};
+use crate::support::gate::key;
+use crate::support::net::{request, Reply};
+use crate::support::wait::{wait_until, PATIENCE};
+
 const MONITOR: &str = "homekey_monitor_3_00112233445566778899aabbccddeeff";
 
+/// The demo house served with the dashboard (its history in memory, committed every
+/// 200 ms), behind a staging gate with one monitor key when `staging`, else behind the app's
+/// own (development) gate.
 struct Fx {
-    server: HttpServer,
+    s: AppServer,
     dash: Arc<Dashboard>,
-    app: App,
-    /// The staging gate's key store (empty without one).
-    keys: Arc<MemoryStore>,
+    /// The staging gate (its store holds the monitor key).
+    gate: Option<Arc<Gate>>,
 }
 
 impl Drop for Fx {
     fn drop(&mut self) {
-        self.server.shutdown();
+        self.s.server.shutdown();
         self.dash.shutdown();
     }
 }
 
-fn monitor_key() -> ApiKey {
-    ApiKey {
-        id: MONITOR.into(),
-        name: "monitor".into(),
-        role: Role::Monitor,
-        created_by: "test".into(),
-        created_at: "2026-01-01T00:00:00Z".into(),
-        active: true,
-        expires_at: None,
-        ip_whitelist: vec![],
-        allowed_devices: vec![],
-        permissions: vec![],
-        rooms: vec![],
-        categories: vec![],
-        usage: Usage::default(),
-    }
-}
-
 fn start(staging: bool, ws: WsConfig) -> Fx {
-    let app = App::start(&Config::default(), true).expect("demo starts");
-    let history = History::in_memory(HistoryConfig {
-        flush_every: Duration::from_millis(200),
-        ..HistoryConfig::default()
-    })
-    .unwrap();
-    let dash = Dashboard::start(app.house.clone(), history, ws).unwrap();
-    let keys = Arc::new(MemoryStore::new(vec![monitor_key()]));
-    let gate = staging.then(|| {
-        Arc::new(Gate::new(
-            keys.clone(),
-            GateConfig {
-                level: SecurityLevel::Staging,
-                ..GateConfig::default()
-            },
-            "127.0.0.1".parse().unwrap(),
-            permission_of(Arc::new(HomeTools::new(app.house.clone()))),
-        ))
+    let mut dash = None;
+    let mut staging_gate = None;
+    let s = AppServer::start(|app| {
+        let history = History::in_memory(HistoryConfig {
+            flush_every: Duration::from_millis(200),
+            ..HistoryConfig::default()
+        })
+        .unwrap();
+        let d = Dashboard::start(app.house.clone(), history, ws).unwrap();
+        dash = Some(d.clone());
+        staging_gate = staging.then(|| {
+            gate(
+                app,
+                SecurityLevel::Staging,
+                vec![key(MONITOR, Role::Monitor)],
+                &[],
+            )
+        });
+        HttpConfig {
+            gate: Some(staging_gate.clone().unwrap_or_else(|| app.gate.clone())),
+            dashboard: Some(d),
+            ..HttpConfig::default()
+        }
     });
-    let config = HttpConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        gate: gate.or_else(|| Some(app.gate.clone())),
-        dashboard: Some(dash.clone()),
-        ..HttpConfig::default()
-    };
-    let server =
-        HttpServer::start(config, app.mcp.clone(), Arc::new(|| Value::Null)).expect("starts");
     Fx {
-        server,
-        dash,
-        app,
-        keys,
+        s,
+        dash: dash.unwrap(),
+        gate: staging_gate,
     }
 }
 
-/// One request on a fresh connection: (status, raw head, body text).
+/// One request without a body: (status, lower-case head, body text).
 fn send(addr: SocketAddr, method: &str, path: &str, headers: &[&str]) -> (u16, String, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nContent-Length: 0\r\n",
-        addr.port()
-    );
-    for h in headers {
-        head.push_str(h);
-        head.push_str("\r\n");
-    }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = raw.split_once("\r\n\r\n").expect("a full response");
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, head.to_string(), body.to_string())
+    let r: Reply = request(addr, method, path, headers, "");
+    (r.status, r.head, r.body)
 }
 
 fn get_json(f: &Fx, path: &str, headers: &[&str]) -> (u16, Value) {
-    let (s, _, b) = send(f.server.addr(), "GET", path, headers);
+    let (s, _, b) = send(f.s.addr(), "GET", path, headers);
     (s, serde_json::from_str(&b).unwrap_or(Value::Null))
 }
 
@@ -134,12 +98,11 @@ fn assert_error(body: &Value, code: &str) {
 
 type Client = WebSocket<TcpStream>;
 
-/// A WebSocket client offering `protocols`; `Err(status)` when the upgrade is refused.
+/// A WebSocket client offering `protocols`; `Err(status)` when the upgrade is refused. Its
+/// reads time out after 50 ms, so the waits below can poll it.
 fn ws_connect(addr: SocketAddr, protocols: Option<&str>) -> Result<Client, u16> {
     let stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
+    stream.set_read_timeout(Some(PATIENCE)).unwrap();
     let mut req = format!("ws://127.0.0.1:{}/dashboard/ws", addr.port())
         .into_client_request()
         .unwrap();
@@ -156,6 +119,9 @@ fn ws_connect(addr: SocketAddr, protocols: Option<&str>) -> Result<Client, u16> 
                     "the key is never echoed"
                 );
             }
+            ws.get_ref()
+                .set_read_timeout(Some(Duration::from_millis(50)))
+                .unwrap();
             Ok(ws)
         }
         Err(tungstenite::HandshakeError::Failure(tungstenite::Error::Http(r))) => {
@@ -165,35 +131,80 @@ fn ws_connect(addr: SocketAddr, protocols: Option<&str>) -> Result<Client, u16> 
     }
 }
 
-/// The next JSON text message within `within`.
-fn next_json(ws: &mut Client, within: Duration) -> Option<Value> {
-    let until = Instant::now() + within;
-    while Instant::now() < until {
-        match ws.read() {
-            Ok(Message::Text(t)) => return Some(serde_json::from_str(t.as_str()).unwrap()),
-            Ok(_) => {}
-            Err(tungstenite::Error::Io(e))
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(_) => return None,
-        }
-    }
-    None
+/// What one read of a client gave.
+enum Read {
+    Json(Value),
+    /// A frame that is not text (ping, pong, close).
+    Other(Message),
+    /// Nothing within the read timeout.
+    Idle,
+    /// The connection is gone.
+    Closed(tungstenite::Error),
 }
 
+fn read(ws: &mut Client) -> Read {
+    match ws.read() {
+        Ok(Message::Text(t)) => Read::Json(serde_json::from_str(t.as_str()).unwrap()),
+        Ok(m) => Read::Other(m),
+        Err(tungstenite::Error::Io(e))
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            Read::Idle
+        }
+        Err(e) => Read::Closed(e),
+    }
+}
+
+/// At most 300 characters of `m`, for failure messages.
+fn brief(m: &Value) -> String {
+    m.to_string().chars().take(300).collect()
+}
+
+/// The next JSON message on `ws` that `want` accepts, skipping others; fails (after
+/// [`PATIENCE`]) with the last one skipped, or when the connection ends.
+fn next_matching(ws: &mut Client, what: &str, mut want: impl FnMut(&Value) -> bool) -> Value {
+    let mut last = None;
+    wait_until(what, PATIENCE, || loop {
+        match read(ws) {
+            Read::Json(m) if want(&m) => return Ok(m),
+            Read::Json(m) => last = Some(brief(&m)),
+            Read::Other(_) => {}
+            Read::Idle => return Err(last.clone()),
+            Read::Closed(e) => panic!("{what}: the connection ended ({e}); last: {last:?}"),
+        }
+    })
+}
+
+/// Reads `ws` until the server's close frame; its code. Fails when the connection ends
+/// without one.
+fn close_code(ws: &mut Client, what: &str) -> Option<CloseCode> {
+    let mut last = None;
+    wait_until(what, PATIENCE, || loop {
+        match read(ws) {
+            Read::Other(Message::Close(frame)) => return Ok(frame.map(|f| f.code)),
+            Read::Other(_) => {}
+            Read::Json(m) => last = Some(brief(&m)),
+            Read::Idle => return Err(last.clone()),
+            Read::Closed(e) => panic!("{what}: no close frame ({e}); last: {last:?}"),
+        }
+    })
+}
+
+/// The first message: the hello.
 fn hello(ws: &mut Client) -> Value {
-    let m = next_json(ws, Duration::from_secs(5)).expect("a hello");
-    assert_eq!(m["type"], "system_event");
-    assert_eq!(m["payload"]["event"], "hello");
+    let m = next_matching(ws, "a hello", |_| true);
+    assert_eq!(m["type"], "system_event", "{m}");
+    assert_eq!(m["payload"]["event"], "hello", "{m}");
     assert!(m["payload"]["status"]["link"]["mode"].is_string());
     m
 }
 
 /// A switchable light of the demo house.
 fn light(f: &Fx) -> Control {
-    let home = f.app.house.home();
+    let home = f.s.app.house.home();
     let lights = || {
         home.controls
             .iter()
@@ -206,33 +217,43 @@ fn light(f: &Fx) -> Control {
         .expect("the demo has a light")
 }
 
+/// Waits until the demo house's link to its simulator is live over the WebSocket.
 fn wait_live(f: &Fx) {
-    let until = Instant::now() + Duration::from_secs(15);
-    while f.app.house.link().mode() != LinkMode::WebSocket && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(
+        "the demo link live over its WebSocket",
+        PATIENCE,
+        || match f.s.app.house.link().mode() {
+            LinkMode::WebSocket => Ok(()),
+            other => Err(other),
+        },
+    );
 }
 
-/// Switches `c` to the other state; returns the action sent.
-fn toggle(f: &Fx, c: &Control) {
-    let on = f
-        .app
+/// Whether the house says `c` is on now.
+fn is_on(f: &Fx, c: &Control) -> bool {
+    f.s.app
         .house
         .value(c)
         .ok()
         .and_then(|v| v.value.as_f64())
-        .is_some_and(|v| v != 0.0);
+        .is_some_and(|v| v != 0.0)
+}
+
+/// Switches `c` to the other state; returns whether it is on now.
+fn toggle(f: &Fx, c: &Control) -> bool {
+    let on = is_on(f, c);
     let action = if on { Action::Off } else { Action::On };
-    f.app
+    f.s.app
         .house
         .act(c, &action, "test")
         .expect("the light switches");
+    !on
 }
 
 #[test]
 fn endpoints_answer_with_their_shapes() {
     let f = start(false, WsConfig::default());
-    let home = f.app.house.home();
+    let home = f.s.app.house.home();
 
     let (s, status) = get(&f, "/dashboard/api/status");
     assert_eq!(s, 200, "{status}");
@@ -353,11 +374,11 @@ fn bad_input_is_refused_with_the_error_object() {
         assert_eq!(s, status, "{path}: {b}");
         assert_error(&b, code);
     }
-    let (s, _, b) = send(f.server.addr(), "POST", "/dashboard/api/data", &[]);
+    let (s, _, b) = send(f.s.addr(), "POST", "/dashboard/api/data", &[]);
     assert_eq!(s, 405, "{b}");
     // A foreign page may not open the WebSocket (cross-site WebSocket hijacking).
     let (s, _, b) = send(
-        f.server.addr(),
+        f.s.addr(),
         "GET",
         "/dashboard/ws",
         &[
@@ -370,7 +391,7 @@ fn bad_input_is_refused_with_the_error_object() {
     );
     assert_eq!(s, 403, "{b}");
     // A plain GET of the WebSocket path is no handshake.
-    let (s, _, b) = send(f.server.addr(), "GET", "/dashboard/ws", &[]);
+    let (s, _, b) = send(f.s.addr(), "GET", "/dashboard/ws", &[]);
     assert_eq!(s, 400, "{b}");
 }
 
@@ -383,7 +404,7 @@ fn page_and_assets_carry_strict_headers_and_need_no_key() {
         ("/dashboard/app.js", "text/javascript"),
         ("/dashboard/app.css", "text/css"),
     ] {
-        let (s, head, body) = send(f.server.addr(), "GET", path, &[]);
+        let (s, head, body) = send(f.s.addr(), "GET", path, &[]);
         assert_eq!(s, 200, "{path}");
         let head = head.to_ascii_lowercase();
         assert!(head.contains(&format!("content-type: {ct}")), "{head}");
@@ -396,7 +417,7 @@ fn page_and_assets_carry_strict_headers_and_need_no_key() {
         assert!(head.contains("referrer-policy: no-referrer"));
         assert!(!body.is_empty());
     }
-    let (_, _, html) = send(f.server.addr(), "GET", "/dashboard/", &[]);
+    let (_, _, html) = send(f.s.addr(), "GET", "/dashboard/", &[]);
     for id in [
         "link-status",
         "rooms",
@@ -413,9 +434,9 @@ fn page_and_assets_carry_strict_headers_and_need_no_key() {
         !html.contains("<script>") && !html.contains("style="),
         "no inline code"
     );
-    let (s, head, _) = send(f.server.addr(), "GET", "/dashboard", &[]);
+    let (s, head, _) = send(f.s.addr(), "GET", "/dashboard", &[]);
     assert_eq!(s, 308);
-    assert!(head.contains("Location: /dashboard/"), "{head}");
+    assert!(head.contains("location: /dashboard/"), "{head}");
 }
 
 #[test]
@@ -439,20 +460,13 @@ fn staging_gates_the_api_and_the_websocket() {
         let (s, b) = get_json(&f, path, &[&key]);
         assert_eq!(s, 200, "{path}: {b}");
     }
-    assert_eq!(ws_connect(f.server.addr(), None).err(), Some(401));
+    assert_eq!(ws_connect(f.s.addr(), None).err(), Some(401));
+    assert_eq!(ws_connect(f.s.addr(), Some("home-mcp")).err(), Some(401));
     assert_eq!(
-        ws_connect(f.server.addr(), Some("home-mcp")).err(),
+        ws_connect(f.s.addr(), Some("home-mcp, key.homekey_monitor_9_wrong")).err(),
         Some(401)
     );
-    assert_eq!(
-        ws_connect(
-            f.server.addr(),
-            Some("home-mcp, key.homekey_monitor_9_wrong")
-        )
-        .err(),
-        Some(401)
-    );
-    let mut ws = ws_connect(f.server.addr(), Some(&format!("home-mcp, key.{MONITOR}")))
+    let mut ws = ws_connect(f.s.addr(), Some(&format!("home-mcp, key.{MONITOR}")))
         .expect("the key subprotocol authenticates");
     hello(&mut ws);
 }
@@ -463,23 +477,15 @@ fn history_records_a_switched_light_and_trends_aggregate() {
     wait_live(&f);
     let c = light(&f);
     toggle(&f, &c);
-    let until = Instant::now() + Duration::from_secs(10);
-    let mut found = None;
-    while Instant::now() < until {
+    let e = wait_until("the switch in the history", PATIENCE, || {
         f.dash.history().flush().unwrap();
         let (_, h) = get(&f, "/dashboard/api/history/state_changes?hours=1");
-        if let Some(e) = h["entries"]
+        h["entries"]
             .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["uuid"] == c.uuid.as_str())
-        {
-            found = Some(e.clone());
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let e = found.expect("the switch is in the history");
+            .and_then(|entries| entries.iter().find(|e| e["uuid"] == c.uuid.as_str()))
+            .cloned()
+            .ok_or_else(|| brief(&h))
+    });
     assert_eq!(e["kind"], "state_change");
     assert_eq!(e["name"], c.name.as_str());
     assert!(e["at"].as_str().unwrap().ends_with('Z'));
@@ -500,116 +506,87 @@ fn history_records_a_switched_light_and_trends_aggregate() {
         "{changes:?}"
     );
 
-    // Trends: two temperatures of one sensor in this hour -> one bucket with min/avg/max.
-    let sensor = f
-        .app
-        .house
-        .home()
-        .controls
-        .iter()
-        .find(|c| {
-            matches!(
-                c.kind,
-                ControlKind::IRoomControllerV2 | ControlKind::IRoomController
-            )
-        })
-        .cloned()
-        .expect("a room controller");
+    // Trends: two temperatures of one sensor at one moment of this hour -> one bucket with
+    // min/avg/max over them.
+    let sensor =
+        f.s.app
+            .house
+            .home()
+            .controls
+            .iter()
+            .find(|c| {
+                matches!(
+                    c.kind,
+                    ControlKind::IRoomControllerV2 | ControlKind::IRoomController
+                )
+            })
+            .cloned()
+            .expect("a room controller");
+    let now = SystemTime::now();
     for v in [18.0, 22.0] {
-        f.app.house.record(
+        f.s.app.house.record(
             &sensor.uuid,
             Some(&sensor.uuid),
             HValue::Number(v),
-            SystemTime::now(),
+            now,
             Source::Read,
         );
-        std::thread::sleep(Duration::from_millis(30));
     }
-    let until = Instant::now() + Duration::from_secs(5);
-    loop {
+    let b = wait_until("a trend bucket with 18 and 22", PATIENCE, || {
         f.dash.history().flush().unwrap();
         let (s, t) = get(&f, "/dashboard/api/trends/hour?type=temperature");
         assert_eq!(s, 200);
         let series = t["series"].as_array().unwrap();
         let mine = series.iter().find(|x| x["uuid"] == sensor.uuid.as_str());
-        if let Some(b) = mine.and_then(|m| m["buckets"].as_array().unwrap().last()) {
-            if b["min"].as_f64().unwrap() <= 18.0 && b["max"].as_f64().unwrap() >= 22.0 {
-                assert!(b["count"].as_u64().unwrap() >= 2);
-                let avg = b["avg"].as_f64().unwrap();
-                assert!((b["min"].as_f64().unwrap()..=22.0).contains(&avg));
-                assert!(b["start"].as_str().unwrap().ends_with('Z'));
-                break;
+        match mine.and_then(|m| m["buckets"].as_array().unwrap().last()) {
+            Some(b) if b["min"].as_f64().unwrap() <= 18.0 && b["max"].as_f64().unwrap() >= 22.0 => {
+                Ok(b.clone())
             }
+            _ => Err(brief(&t)),
         }
-        assert!(Instant::now() < until, "no trend bucket: {t}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    });
+    assert!(b["count"].as_u64().unwrap() >= 2, "{b}");
+    let (min, max) = (b["min"].as_f64().unwrap(), b["max"].as_f64().unwrap());
+    assert!((min..=max).contains(&b["avg"].as_f64().unwrap()), "{b}");
+    assert!(b["start"].as_str().unwrap().ends_with('Z'));
 }
 
+/// The push of a switched light, link events and the close at shutdown. How fast a change
+/// reaches the clients is measured by `cargo bench --bench dashboard`, not asserted here.
 #[test]
-fn websocket_pushes_a_switched_light_within_a_second() {
+fn websocket_pushes_a_switched_light_and_link_events() {
     let f = start(false, WsConfig::default());
     wait_live(&f);
-    let mut ws = ws_connect(f.server.addr(), Some("home-mcp")).expect("connects");
+    let mut ws = ws_connect(f.s.addr(), Some("home-mcp")).expect("connects");
     hello(&mut ws);
     assert_eq!(f.dash.ws_clients(), 1);
     let c = light(&f);
-    // Let the start-up values settle, then switch.
-    while next_json(&mut ws, Duration::from_millis(300)).is_some() {}
-    let sent = Instant::now();
-    toggle(&f, &c);
-    let mut got = None;
-    while sent.elapsed() < Duration::from_secs(1) {
-        match next_json(&mut ws, Duration::from_millis(100)) {
-            Some(m)
-                if m["type"] == "device_state_change"
-                    && m["payload"]["uuid"] == c.uuid.as_str() =>
-            {
-                got = Some(m);
-                break;
-            }
-            _ => {}
-        }
-    }
-    let m = got.expect("device_state_change within 1 s");
+    let on = toggle(&f, &c);
+    // Start-up values of the light carry its old state: only the switch has the new one.
+    let m = next_matching(&mut ws, "the switched light's device_state_change", |m| {
+        m["type"] == "device_state_change"
+            && m["payload"]["uuid"] == c.uuid.as_str()
+            && m["payload"]["display"]["on"] == on
+    });
     let p = &m["payload"];
     assert_eq!(p["name"], c.name.as_str());
     assert_eq!(p["category"], "lighting");
     assert!(p["state"].is_string() && p["at"].is_string() && p["seq"].is_u64());
-    assert!(p["display"]["on"].is_boolean(), "{p}");
 
-    // Link down and up: system events.
-    f.app.house.link().failed("test: cable pulled");
-    let until = Instant::now() + Duration::from_secs(2);
-    let mut link = None;
-    while Instant::now() < until && link.is_none() {
-        if let Some(m) = next_json(&mut ws, Duration::from_millis(100)) {
-            if m["type"] == "system_event" && m["payload"]["event"] == "link" {
-                link = Some(m);
-            }
-        }
-    }
-    let link = link.expect("a link system_event");
+    // Link down: a system event.
+    f.s.app.house.link().failed("test: cable pulled");
+    let link = next_matching(&mut ws, "a link system_event", |m| {
+        m["type"] == "system_event" && m["payload"]["event"] == "link"
+    });
     assert_eq!(link["payload"]["mode"], "disconnected");
     assert_eq!(link["payload"]["link"]["last_error"], "test: cable pulled");
 
     // Server shutdown closes the client with 1001.
-    f.server.shutdown();
-    let until = Instant::now() + Duration::from_secs(3);
-    let mut code = None;
-    while Instant::now() < until && code.is_none() {
-        match ws.read() {
-            Ok(Message::Close(Some(frame))) => code = Some(frame.code),
-            Ok(_) => {}
-            Err(tungstenite::Error::Io(e))
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(_) => break,
-        }
-    }
-    assert_eq!(code, Some(CloseCode::Away));
+    f.s.server.shutdown();
+    assert_eq!(
+        close_code(&mut ws, "the close at shutdown"),
+        Some(CloseCode::Away)
+    );
 }
 
 /// The Miniserver's event about a command can arrive before the command's answer; the house
@@ -619,90 +596,109 @@ fn a_switched_light_keeps_its_new_state_in_the_rooms() {
     let f = start(false, WsConfig::default());
     wait_live(&f);
     let c = light(&f);
+    let state_in_rooms = || {
+        let (status, body) = get(&f, "/dashboard/api/rooms");
+        assert_eq!(status, 200);
+        body["rooms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r["devices"].as_array().unwrap().iter())
+            .find(|d| d["uuid"] == c.uuid.as_str())
+            .map(|d| d["state"].clone())
+            .unwrap_or(Value::Null)
+    };
     for _ in 0..2 {
-        let was_on = f
-            .app
-            .house
-            .value(&c)
-            .ok()
-            .and_then(|v| v.value.as_f64())
-            .is_some_and(|v| v != 0.0);
-        toggle(&f, &c);
-        let until = Instant::now() + Duration::from_secs(2);
-        let mut state = Value::Null;
-        while Instant::now() < until {
-            let (status, body) = get(&f, "/dashboard/api/rooms");
-            assert_eq!(status, 200);
-            state = body["rooms"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .flat_map(|r| r["devices"].as_array().unwrap().iter())
-                .find(|d| d["uuid"] == c.uuid.as_str())
-                .map(|d| d["state"].clone())
-                .unwrap_or(Value::Null);
-            if state["on"] == !was_on {
-                break;
+        let on = toggle(&f, &c);
+        wait_until("the new state in the rooms", PATIENCE, || {
+            let state = state_in_rooms();
+            if state["on"] == on {
+                Ok(())
+            } else {
+                Err(state)
             }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        assert_eq!(state["on"], !was_on, "the new state is remembered: {state}");
+        });
+        // ...and it stays: nothing that came with the command's answer undid it.
+        assert_eq!(state_in_rooms()["on"], on, "the new state is remembered");
     }
 }
 
+/// A client that never reads does not hold up another: the other gets every message while
+/// the first's queue overflows. (That it gets them quickly is a speed figure, measured by
+/// `cargo bench --bench dashboard`; here no clock decides the verdict.) Changes are made one
+/// at a time, each after the fast client got the previous one, so the fast client's own queue
+/// never fills; the silent one's fills and its messages are dropped. Its write timeout is
+/// longer than the test, so it stays connected, silent, all along.
 #[test]
 fn a_client_that_never_reads_does_not_delay_another() {
     let f = start(
         false,
         WsConfig {
             client_queue: 64,
-            write_timeout: Duration::from_secs(2),
+            write_timeout: Duration::from_secs(3600),
             ..WsConfig::default()
         },
     );
-    let _slow = ws_connect(f.server.addr(), Some("home-mcp")).expect("connects");
-    let mut fast = ws_connect(f.server.addr(), Some("home-mcp")).expect("connects");
+    wait_live(&f);
+    let _slow = ws_connect(f.s.addr(), Some("home-mcp")).expect("connects");
+    let mut fast = ws_connect(f.s.addr(), Some("home-mcp")).expect("connects");
     hello(&mut fast);
-    while next_json(&mut fast, Duration::from_millis(300)).is_some() {}
+    assert_eq!(f.dash.ws_clients(), 2);
     let c = light(&f);
-    const N: usize = 400;
+    // Text values make big messages, so the silent client's socket fills quickly.
     let padding = "x".repeat(32_000);
-    let house = f.app.house.clone();
-    let uuid = c.uuid.clone();
-    let publisher = std::thread::spawn(move || {
-        for i in 0..N {
-            // Text values make big messages, so the slow client's socket fills quickly.
-            house.record(
-                &uuid,
-                Some(&uuid),
-                HValue::Text(format!("{i}-{padding}")),
+    // At least this many, and on until the silent client has missed some.
+    const N: usize = 400;
+    const MAX: usize = 5_000;
+    let mut resyncs = 0;
+    let mut i = 0;
+    while i < N || f.dash.hub().dropped_messages() == 0 {
+        assert!(
+            i < MAX,
+            "{MAX} messages and the silent client missed none: {}",
+            brief(&get(&f, "/dashboard/api/metrics").1)
+        );
+        let tag = format!("{i}-");
+        let mut attempt = 0;
+        loop {
+            f.s.app.house.record(
+                &c.uuid,
+                Some(&c.uuid),
+                HValue::Text(format!("{i}-{attempt}-{padding}")),
                 SystemTime::now(),
                 Source::Event,
             );
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    });
-    let started = Instant::now();
-    let mut seen = 0;
-    while seen < N && started.elapsed() < Duration::from_secs(10) {
-        if let Some(m) = next_json(&mut fast, Duration::from_millis(500)) {
-            if m["payload"]["uuid"] == c.uuid.as_str() && m["payload"]["value"].is_string() {
-                seen += 1;
+            let m = next_matching(&mut fast, &format!("message {i} on the fast client"), |m| {
+                (m["payload"]["uuid"] == c.uuid.as_str()
+                    && m["payload"]["value"]
+                        .as_str()
+                        .is_some_and(|v| v.starts_with(&tag)))
+                    || m["payload"]["event"] == "resync"
+            });
+            if m["payload"]["event"] != "resync" {
+                break;
             }
+            // The fast client's queue overflowed: not by these changes (one at a time), but
+            // by a burst from the demo house (its start-up values, which can come late on a
+            // busy machine). Make the change again; a client that misses the same message
+            // again and again is not being served.
+            resyncs += 1;
+            attempt += 1;
+            assert!(
+                attempt <= 10,
+                "the fast client keeps missing message {i} ({resyncs} resyncs)"
+            );
         }
+        i += 1;
     }
-    publisher.join().unwrap();
     let (_, m) = get(&f, "/dashboard/api/metrics");
-    assert_eq!(seen, N, "the fast client got every event; {m}");
     assert!(
-        m["ws_messages_dropped"].as_u64().unwrap() > 0
-            || m["ws_clients_dropped"].as_u64().unwrap() > 0,
-        "the slow client fell behind: {m}"
+        m["ws_messages_dropped"].as_u64().unwrap() > 0,
+        "the silent client fell behind: {m}"
     );
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
+    assert_eq!(
+        m["ws_clients"], 2,
+        "the silent client is still connected: {m}"
     );
 }
 
@@ -715,90 +711,44 @@ fn clients_beyond_the_limit_get_503() {
             ..WsConfig::default()
         },
     );
-    let mut a = ws_connect(f.server.addr(), None).unwrap();
-    let _b = ws_connect(f.server.addr(), None).unwrap();
-    assert_eq!(ws_connect(f.server.addr(), None).err(), Some(503));
+    let mut a = ws_connect(f.s.addr(), None).unwrap();
+    let _b = ws_connect(f.s.addr(), None).unwrap();
+    assert_eq!(ws_connect(f.s.addr(), None).err(), Some(503));
     let (_, m) = get(&f, "/dashboard/api/metrics");
     assert_eq!(m["ws_refused"], 1);
     assert_eq!(m["ws_clients"], 2);
     // A client that closes frees its slot.
     hello(&mut a);
     a.close(None).unwrap();
-    let until = Instant::now() + Duration::from_secs(3);
-    while f.dash.ws_clients() > 1 && Instant::now() < until {
+    wait_until("the closed client's slot freed", PATIENCE, || {
         let _ = a.read();
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(f.dash.ws_clients(), 1);
-    let _c = ws_connect(f.server.addr(), None).expect("a slot is free again");
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    s.lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
-/// Memory of `home-mcp serve --demo` before and after 20 dashboard WebSocket clients (debug
-/// build). Run with `cargo test --test dashboard -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn measure_rss_with_20_clients() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_home-mcp"))
-        .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
-        .env("HOME_LOG_LEVEL", "warn")
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let until = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(addr).is_err() && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_secs(3));
-    let before = rss_kib(child.id());
-    let mut clients: Vec<Client> = (0..20)
-        .map(|_| ws_connect(addr, Some("home-mcp")).unwrap())
-        .collect();
-    for c in &mut clients {
-        hello(c);
-    }
-    std::thread::sleep(Duration::from_secs(3));
-    let after = rss_kib(child.id());
-    println!(
-        "VmRSS before {before} KiB, with 20 WS clients {after} KiB (+{} KiB)",
-        after.saturating_sub(before)
-    );
-    drop(clients);
-    let _ = child.kill();
-    let _ = child.wait();
+        match f.dash.ws_clients() {
+            1 => Ok(()),
+            n => Err(n),
+        }
+    });
+    let _c = ws_connect(f.s.addr(), None).expect("a slot is free again");
 }
 
 #[test]
 fn an_oversized_client_message_ends_the_session() {
     let f = start(false, WsConfig::default());
-    let mut ws = ws_connect(f.server.addr(), None).unwrap();
+    let mut ws = ws_connect(f.s.addr(), None).unwrap();
     hello(&mut ws);
     assert_eq!(f.dash.ws_clients(), 1);
     let _ = ws.send(Message::text("x".repeat(200 * 1024)));
-    let until = Instant::now() + Duration::from_secs(3);
-    while f.dash.ws_clients() > 0 && Instant::now() < until {
+    wait_until("the session to end", PATIENCE, || {
         let _ = ws.read();
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(f.dash.ws_clients(), 0, "the session ended");
+        match f.dash.ws_clients() {
+            0 => Ok(()),
+            n => Err(n),
+        }
+    });
 }
 
 #[test]
 fn the_activity_feed_comes_from_its_source() {
-    let app = App::start(&Config::default(), true).expect("demo starts");
+    let app = demo_app();
     let history = History::in_memory(HistoryConfig::default()).unwrap();
     let dash = Dashboard::start(app.house.clone(), history, WsConfig::default())
         .unwrap()
@@ -824,28 +774,20 @@ fn a_revoked_key_loses_its_websocket_at_the_next_ping() {
             ..WsConfig::default()
         },
     );
-    let mut ws = ws_connect(f.server.addr(), Some(&format!("home-mcp, key.{MONITOR}")))
+    let mut ws = ws_connect(f.s.addr(), Some(&format!("home-mcp, key.{MONITOR}")))
         .expect("the key subprotocol authenticates");
     hello(&mut ws);
-    let mut revoked = monitor_key();
+    let mut revoked = key(MONITOR, Role::Monitor);
     revoked.active = false;
-    f.keys.update(revoked).unwrap();
-    let until = Instant::now() + Duration::from_secs(5);
-    let code = loop {
-        assert!(
-            Instant::now() < until,
-            "the session outlived its revoked key"
-        );
-        match ws.read() {
-            Ok(Message::Close(frame)) => break frame.map(|f| u16::from(f.code)),
-            Ok(_) => {}
-            Err(tungstenite::Error::Io(e))
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(e) => panic!("expected a close frame, got {e}"),
-        }
-    };
-    assert_eq!(code, Some(1008), "policy violation");
+    f.gate
+        .as_ref()
+        .expect("the staging gate")
+        .store()
+        .update(revoked)
+        .unwrap();
+    assert_eq!(
+        close_code(&mut ws, "the close after the revocation").map(u16::from),
+        Some(1008),
+        "policy violation"
+    );
 }

@@ -3,8 +3,8 @@
 //! batched usage data, and the command line (import/export round trip, usage errors, secrets
 //! never on stderr).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Output, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,12 +15,8 @@ use home_mcp::auth::store::{
 };
 use home_mcp::auth::{new_key_id, ApiKey, Role, Usage};
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("home-mcp-keys-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use crate::support::keys_cli::{keys, keys_bin};
+use crate::support::server::TempDir;
 
 fn key(role: Role, seq: u64, name: &str) -> ApiKey {
     ApiKey {
@@ -98,7 +94,8 @@ fn memory_store_crud() {
 
 #[test]
 fn file_store_crud_persists_with_mode_0600() {
-    let dir = tmp("file-crud");
+    let tmp = TempDir::new("keys-file-crud");
+    let dir = tmp.0.clone();
     let path = dir.join("keys.toml");
     crud(&FileStore::new(&path));
     // A second store on the same file sees what the first wrote.
@@ -113,7 +110,8 @@ fn file_store_crud_persists_with_mode_0600() {
 
 #[test]
 fn file_store_missing_file_is_empty_and_damaged_file_is_an_error_never_overwritten() {
-    let dir = tmp("file-damaged");
+    let tmp = TempDir::new("keys-file-damaged");
+    let dir = tmp.0.clone();
     let path = dir.join("keys.toml");
     assert!(FileStore::new(&path).list().unwrap().is_empty());
     assert!(!path.exists(), "reading must not create the file");
@@ -134,7 +132,8 @@ fn file_store_missing_file_is_empty_and_damaged_file_is_an_error_never_overwritt
 #[test]
 fn sqlite_store_crud_persists_with_mode_0600() {
     crud(&SqliteStore::in_memory().unwrap());
-    let dir = tmp("sqlite");
+    let tmp = TempDir::new("keys-sqlite");
+    let dir = tmp.0.clone();
     let path = dir.join("keys.db");
     crud(&SqliteStore::open(&path).unwrap());
     assert_eq!(SqliteStore::open(&path).unwrap().list().unwrap().len(), 2);
@@ -172,7 +171,8 @@ fn env_store_is_read_only() {
 
 #[test]
 fn open_store_follows_the_backend() {
-    let dir = tmp("open");
+    let tmp = TempDir::new("keys-open");
+    let dir = tmp.0.clone();
     let json = serde_json::to_string(&vec![key(Role::Admin, 1, "a")]).unwrap();
     let env = move |k: &str| (k == "HOME_API_KEYS").then(|| json.clone());
     assert_eq!(Backend::from_env(&|_| None).unwrap(), Backend::File);
@@ -220,7 +220,8 @@ fn sequence_is_max_plus_one() {
 
 #[test]
 fn usage_is_batched_and_flushed() {
-    let dir = tmp("usage");
+    let tmp = TempDir::new("keys-usage");
+    let dir = tmp.0.clone();
     let path = dir.join("keys.toml");
     let store: Arc<dyn KeyStore> = Arc::new(FileStore::new(&path));
     let k = key(Role::Operator, 1, "op");
@@ -285,36 +286,29 @@ fn usage_is_batched_and_flushed() {
 fn usage_on_a_read_only_store_is_dropped_quietly() {
     let json = serde_json::to_string(&vec![key(Role::Operator, 1, "op")]).unwrap();
     let store: Arc<dyn KeyStore> = Arc::new(EnvStore::parse(Some(&json)).unwrap());
-    let id = store.list().unwrap()[0].id.clone();
-    let rec = UsageRecorder::new(store, Duration::ZERO);
+    let before = store.list().unwrap();
+    let id = before[0].id.clone();
+    // Batched: the use is pending until the flush...
+    let rec = UsageRecorder::new(store.clone(), Duration::from_secs(3600));
     rec.record_use(&id, "10.0.0.1");
+    rec.record_failure(&id);
+    let pending = rec.usage(&id).expect("the key");
+    assert_eq!((pending.count, pending.failed_attempts), (1, 1));
+    // ...which the read-only store refuses: the data is dropped (not kept to grow without
+    // bound), the store is unchanged, and nothing panics.
+    rec.flush();
+    let after = rec.usage(&id).expect("the key");
+    assert_eq!((after.count, after.failed_attempts), (0, 0), "{after:?}");
+    assert_eq!(store.list().unwrap(), before, "the store is unchanged");
+    // With a zero interval every record is a flush: dropped at once as well.
+    let rec = UsageRecorder::new(store.clone(), Duration::ZERO);
+    rec.record_use(&id, "10.0.0.1");
+    assert_eq!(rec.usage(&id).expect("the key").count, 0);
+    drop(rec);
+    assert_eq!(store.list().unwrap(), before, "the store is unchanged");
 }
 
 // ---- the command line ----
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_home-mcp"));
-    for k in [
-        "HOME_KEY_BACKEND",
-        "HOME_API_KEYS",
-        "HOME_DATA_DIR",
-        "STATE_DIRECTORY",
-    ] {
-        c.env_remove(k);
-    }
-    c.stdin(Stdio::null());
-    c
-}
-
-fn keys(store: &Path, args: &[&str]) -> Output {
-    bin()
-        .arg("keys")
-        .args(args)
-        .arg("--key-store")
-        .arg(store)
-        .output()
-        .unwrap()
-}
 
 fn out(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -335,7 +329,8 @@ fn secret(o: &Output) -> String {
 
 #[test]
 fn cli_generate_list_show_revoke_update() {
-    let dir = tmp("cli");
+    let tmp = TempDir::new("keys-cli");
+    let dir = tmp.0.clone();
     let store = dir.join("sub").join("keys.toml");
     let o = keys(&store, &["generate", "--role", "admin", "--name", "Laptop"]);
     assert!(o.status.success(), "{}", err(&o));
@@ -440,7 +435,8 @@ fn cli_generate_list_show_revoke_update() {
 
 #[test]
 fn cli_export_import_round_trip_skips_existing() {
-    let dir = tmp("cli-export");
+    let tmp = TempDir::new("keys-cli-export");
+    let dir = tmp.0.clone();
     let a = dir.join("a.toml");
     for role in ["admin", "operator", "monitor"] {
         assert!(keys(&a, &["generate", "--role", role]).status.success());
@@ -460,7 +456,7 @@ fn cli_export_import_round_trip_skips_existing() {
     // Into a SQLite store: all three, then again: all skipped.
     let b = dir.join("b.db");
     let import = |store: &Path| {
-        bin()
+        keys_bin()
             .env("HOME_KEY_BACKEND", "sqlite")
             .args(["keys", "import"])
             .arg(&export)
@@ -491,7 +487,8 @@ fn cli_export_import_round_trip_skips_existing() {
 
 #[test]
 fn cli_usage_errors_exit_2() {
-    let dir = tmp("cli-usage");
+    let tmp = TempDir::new("keys-cli-usage");
+    let dir = tmp.0.clone();
     let store = dir.join("keys.toml");
     for args in [
         &[][..],
@@ -518,10 +515,10 @@ fn cli_usage_errors_exit_2() {
         assert!(err(&o).contains("error:"), "{args:?}");
     }
     assert!(!store.exists(), "usage errors write nothing");
-    let o = bin().args(["keys", "--help"]).output().unwrap();
+    let o = keys_bin().args(["keys", "--help"]).output().unwrap();
     assert!(o.status.success());
     assert!(out(&o).contains("keys generate"));
-    let o = bin()
+    let o = keys_bin()
         .env("HOME_KEY_BACKEND", "redis")
         .args(["keys", "list"])
         .output()
@@ -532,7 +529,7 @@ fn cli_usage_errors_exit_2() {
 #[test]
 fn cli_env_backend_is_read_only_and_damaged_file_fails() {
     let json = serde_json::to_string(&vec![key(Role::Operator, 1, "op")]).unwrap();
-    let o = bin()
+    let o = keys_bin()
         .env("HOME_KEY_BACKEND", "env")
         .env("HOME_API_KEYS", &json)
         .args(["keys", "list", "--json"])
@@ -543,7 +540,7 @@ fn cli_env_backend_is_read_only_and_damaged_file_fails() {
         serde_json::from_str::<Vec<ApiKey>>(&out(&o)).unwrap().len(),
         1
     );
-    let o = bin()
+    let o = keys_bin()
         .env("HOME_KEY_BACKEND", "env")
         .env("HOME_API_KEYS", &json)
         .args(["keys", "generate", "--role", "admin"])
@@ -556,7 +553,8 @@ fn cli_env_backend_is_read_only_and_damaged_file_fails() {
         "no secret for a key that was not stored"
     );
 
-    let dir = tmp("cli-damaged");
+    let tmp = TempDir::new("keys-cli-damaged");
+    let dir = tmp.0.clone();
     let store = dir.join("keys.toml");
     std::fs::write(&store, "[[keys]\n").unwrap();
     let o = keys(&store, &["generate", "--role", "admin"]);
@@ -570,7 +568,8 @@ fn cli_env_backend_is_read_only_and_damaged_file_fails() {
 /// key whose generate finished (and printed its secret) is still there.
 #[test]
 fn kill_9_during_writes_loses_no_committed_key() {
-    let dir = tmp("kill");
+    let tmp = TempDir::new("keys-kill");
+    let dir = tmp.0.clone();
     let store = dir.join("keys.toml");
     let mut committed: Vec<String> = Vec::new();
     let mut kills = 0;
@@ -578,7 +577,7 @@ fn kill_9_during_writes_loses_no_committed_key() {
     let mut rounds = 0;
     while kills < 20 && rounds < 200 {
         rounds += 1;
-        let child = bin()
+        let child = keys_bin()
             .args(["keys", "generate", "--role", "operator", "--key-store"])
             .arg(&store)
             .stdout(Stdio::piped())
@@ -588,6 +587,9 @@ fn kill_9_during_writes_loses_no_committed_key() {
         let mut r = [0u8; 2];
         getrandom::fill(&mut r).unwrap();
         let delay = Duration::from_micros(u64::from(u16::from_le_bytes(r)) % 20_000);
+        // Not a wait for a condition: the kill must land at a random moment of the child's
+        // run. The verdict never depends on when it lands (any kill, or none, must leave a
+        // readable file with every committed key); `kills` only counts the rounds it hit.
         std::thread::sleep(delay);
         let mut child = child;
         let killed = child.try_wait().unwrap().is_none() && child.kill().is_ok();
@@ -626,11 +628,12 @@ fn kill_9_during_writes_loses_no_committed_key() {
 /// Writers in parallel processes take the lock in turn: no generated key is lost.
 #[test]
 fn concurrent_generates_lose_nothing() {
-    let dir = tmp("concurrent");
+    let tmp = TempDir::new("keys-concurrent");
+    let dir = tmp.0.clone();
     let store = dir.join("keys.toml");
     let children: Vec<_> = (0..8)
         .map(|_| {
-            bin()
+            keys_bin()
                 .args(["keys", "generate", "--role", "monitor", "--key-store"])
                 .arg(&store)
                 .stdout(Stdio::piped())
@@ -668,7 +671,8 @@ fn concurrent_generates_lose_nothing() {
 /// command is) at once, so a revocation takes effect on the next request.
 #[test]
 fn file_store_reads_are_cached_until_the_file_changes() {
-    let dir = tmp("cached");
+    let tmp = TempDir::new("keys-cached");
+    let dir = tmp.0.clone();
     let path = dir.join("keys.toml");
     let server = FileStore::new(&path);
     let cli = FileStore::new(&path);
@@ -686,5 +690,4 @@ fn file_store_reads_are_cached_until_the_file_changes() {
     // A damaged file is still reported, not hidden behind the cache.
     std::fs::write(&path, "[[keys]]\nid = ").unwrap();
     assert!(matches!(server.list(), Err(StoreError::Corrupt(_))));
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,69 +5,45 @@
 //! The registry is process-wide, so tests that run in parallel share it: checks compare values
 //! before and after (at least the expected rise).
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use home_mcp::app::{permission_of, App};
-use home_mcp::auth::gate::{Gate, GateConfig, SecurityLevel};
-use home_mcp::auth::store::MemoryStore;
+use home_mcp::auth::gate::SecurityLevel;
 use home_mcp::auth::Role;
-use home_mcp::config::Config;
-use home_mcp::http::{HttpConfig, HttpServer, MetricsContext};
+use home_mcp::http::{HttpConfig, MetricsContext};
 use home_mcp::metrics::check_exposition;
-use home_mcp::tools::HomeTools;
 use serde_json::{json, Value};
 
-use crate::support::gate::*;
+use crate::support::app_server::{gate, AppServer};
+use crate::support::gate::key;
+use crate::support::mcp::{answer_of, McpHttp};
+use crate::support::net::request;
 
 const OPERATOR: &str = "homekey_operator_2_00112233445566778899aabbccddeeff";
 const MONITOR: &str = "homekey_monitor_3_00112233445566778899aabbccddeeff";
 const FENCED: &str = "homekey_monitor_9_00112233445566778899aabbccddeeff";
 
-struct Fixture {
-    server: HttpServer,
-    app: App,
-}
-
-fn start(level: SecurityLevel, public: bool) -> Fixture {
-    let app = App::start(&Config::default(), true).expect("demo starts");
+/// The demo house behind a gate of `level` (an operator, a monitor, and a monitor fenced to
+/// 10.0.0.0/8) with `GET /metrics` (`public` or gated).
+fn start(level: SecurityLevel, public: bool) -> AppServer {
     let mut fenced = key(FENCED, Role::Monitor);
     fenced.ip_whitelist = vec!["10.0.0.0/8".into()];
-    let store = Arc::new(MemoryStore::new(vec![
+    let keys = vec![
         key(OPERATOR, Role::Operator),
         key(MONITOR, Role::Monitor),
         fenced,
-    ]));
-    let tools = Arc::new(HomeTools::new(app.house.clone()));
-    let loopback: IpAddr = "127.0.0.1".parse().unwrap();
-    let gate = Gate::new(
-        store,
-        GateConfig {
-            level,
-            ..GateConfig::default()
-        },
-        loopback,
-        permission_of(tools),
-    );
-    let config = HttpConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        gate: Some(Arc::new(gate)),
+    ];
+    AppServer::start(|app| HttpConfig {
+        gate: Some(gate(app, level, keys, &[])),
         metrics: Some(Arc::new(MetricsContext {
             link: Some(app.house.link().clone()),
             public,
         })),
         ..HttpConfig::default()
-    };
-    let server = HttpServer::start(
-        config,
-        app.mcp.clone(),
-        Arc::new(|| json!({"status": "ok"})),
-    )
-    .expect("server starts");
-    Fixture { server, app }
+    })
 }
 
-/// One request on a fresh connection: (status, lower-case head, body text).
+/// One request: (status, lower-case head, body text).
 fn send(
     addr: SocketAddr,
     method: &str,
@@ -75,7 +51,8 @@ fn send(
     headers: &[String],
     body: &str,
 ) -> (u16, String, String) {
-    send_raw(addr, method, path, headers, body)
+    let r = request(addr, method, path, headers, body);
+    (r.status, r.head, r.body)
 }
 
 fn bearer(key: &str) -> String {
@@ -101,51 +78,16 @@ fn value(text: &str, series: &str) -> f64 {
         .map_or(0.0, |v| v.parse().unwrap())
 }
 
-/// An initialized MCP session with `key`; returns its id.
-fn session(addr: SocketAddr, key: &str) -> String {
-    let mcp = |sid: Option<&str>, body: Value| {
-        let mut h = vec![
-            bearer(key),
-            "Content-Type: application/json".to_string(),
-            "Accept: application/json, text/event-stream".to_string(),
-        ];
-        if let Some(s) = sid {
-            h.push(format!("Mcp-Session-Id: {s}"));
-        }
-        send(addr, "POST", "/mcp", &h, &body.to_string())
+/// `tools/call` on `c`'s session: (status, the JSON-RPC answer or `null` when refused).
+fn call(c: &McpHttp, tool: &str, args: Value) -> (u16, Value) {
+    let r = c.post(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": tool, "arguments": args}}));
+    let body = if r.status == 200 {
+        answer_of(&r, 7)
+    } else {
+        serde_json::from_str(&r.body).unwrap_or(Value::Null)
     };
-    let (status, head, body) = mcp(
-        None,
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "metrics-test", "version": "1"}}}),
-    );
-    assert_eq!(status, 200, "{body}");
-    let sid = head
-        .lines()
-        .find_map(|l| l.strip_prefix("mcp-session-id: "))
-        .expect("a session id")
-        .trim()
-        .to_string();
-    let (status, _, _) = mcp(
-        Some(&sid),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    );
-    assert_eq!(status, 202);
-    sid
-}
-
-fn call(addr: SocketAddr, key: &str, sid: &str, tool: &str, args: Value) -> (u16, Value) {
-    let h = vec![
-        bearer(key),
-        "Content-Type: application/json".to_string(),
-        "Accept: application/json".to_string(),
-        format!("Mcp-Session-Id: {sid}"),
-    ];
-    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-        "params": {"name": tool, "arguments": args}});
-    let (status, _, body) = send(addr, "POST", "/mcp", &h, &body.to_string());
-    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+    (r.status, body)
 }
 
 const LIST_OK: &str = "home_mcp_mcp_requests_total{transport=\"mcp_http\",method=\"tools/call\",tool=\"list_devices\",outcome=\"ok\"}";
@@ -153,7 +95,7 @@ const LIST_OK: &str = "home_mcp_mcp_requests_total{transport=\"mcp_http\",method
 #[test]
 fn tool_calls_refusals_and_link_are_counted() {
     let f = start(SecurityLevel::Staging, false);
-    let a = f.server.addr();
+    let a = f.addr();
 
     // Staging: a key is needed; a monitor key may read.
     let (status, head, _) = send(a, "GET", "/metrics", &[], "");
@@ -164,8 +106,8 @@ fn tool_calls_refusals_and_link_are_counted() {
     assert_eq!(status, 405);
 
     // A tool call raises its counter and the tool's histogram.
-    let sid = session(a, OPERATOR);
-    let (status, body) = call(a, OPERATOR, &sid, "list_devices", json!({}));
+    let operator = McpHttp::connect(a, Some(OPERATOR));
+    let (status, body) = call(&operator, "list_devices", json!({}));
     assert_eq!(status, 200, "{body}");
     assert!(body.get("result").is_some(), "{body}");
     let after = scrape(a, Some(MONITOR));
@@ -183,11 +125,9 @@ fn tool_calls_refusals_and_link_are_counted() {
     // Refusals: no key, a key without the permission, a whitelisted key from elsewhere.
     let reason = |r: &str| format!("home_mcp_auth_failures_total{{reason=\"{r}\"}}");
     // (a session belongs to the key that opened it: the monitor opens its own)
-    let monitor_sid = session(a, MONITOR);
+    let monitor = McpHttp::connect(a, Some(MONITOR));
     let (status, _) = call(
-        a,
-        MONITOR,
-        &monitor_sid,
+        &monitor,
         "control_device",
         json!({"device": "x", "action": "on"}),
     );
@@ -243,7 +183,7 @@ fn tool_calls_refusals_and_link_are_counted() {
 #[test]
 fn histogram_buckets_are_cumulative() {
     let f = start(SecurityLevel::Staging, false);
-    let a = f.server.addr();
+    let a = f.addr();
     for _ in 0..3 {
         let (s, _, _) = send(a, "GET", "/health", &[], "");
         assert_eq!(s, 200);
@@ -273,22 +213,13 @@ fn histogram_buckets_are_cumulative() {
 fn public_and_development_access() {
     // `[metrics] public = true`: no key needed even in staging.
     let f = start(SecurityLevel::Staging, true);
-    let text = scrape(f.server.addr(), None);
+    let text = scrape(f.addr(), None);
     check_exposition(&text).unwrap();
     // Development on loopback: the gate's anonymous rule.
     let d = start(SecurityLevel::Development, false);
-    scrape(d.server.addr(), None);
+    scrape(d.addr(), None);
     // Without a metrics context there is no route.
-    let app = App::start(&Config::default(), true).expect("demo starts");
-    let plain = HttpServer::start(
-        HttpConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            ..HttpConfig::default()
-        },
-        app.mcp.clone(),
-        Arc::new(|| json!({})),
-    )
-    .unwrap();
+    let plain = AppServer::start(|_| HttpConfig::default());
     let (status, _, _) = send(plain.addr(), "GET", "/metrics", &[], "");
     assert_eq!(status, 404);
 }

@@ -2,79 +2,51 @@
 //! house: the happy paths and every error status.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::sync::Arc;
-use std::time::Duration;
+use std::net::SocketAddr;
 
-use home_mcp::app::App;
-use home_mcp::config::Config;
-use home_mcp::http::{HttpConfig, HttpServer};
+use home_mcp::http::HttpConfig;
 use serde_json::{json, Value};
 
-struct Fixture {
-    server: HttpServer,
-    _app: App,
-}
+use crate::support::app_server::AppServer;
+use crate::support::net::{parse_reply, request};
 
-fn start() -> Fixture {
-    let app = App::start(&Config::default(), true).expect("demo starts");
-    let config = HttpConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
+/// The demo house behind a server without a gate, with a 4 KiB body limit.
+fn start() -> AppServer {
+    AppServer::start(|_| HttpConfig {
         max_body_bytes: 4096,
         ..HttpConfig::default()
-    };
-    let server =
-        HttpServer::start(config, app.mcp.clone(), Arc::new(|| json!({}))).expect("server starts");
-    Fixture { server, _app: app }
+    })
 }
 
-/// One request on a fresh connection; returns (status, raw head, JSON body).
+/// One request; returns (status, lower-case head, JSON body or `null` when empty).
 fn send(
     addr: SocketAddr,
     method: &str,
     path: &str,
     headers: &[&str],
-    body: &[u8],
+    body: &str,
 ) -> (u16, String, Value) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        addr.port(),
-        body.len()
-    );
-    for h in headers {
-        head.push_str(h);
-        head.push_str("\r\n");
-    }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes()).unwrap();
-    let _ = s.write_all(body);
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = raw.split_once("\r\n\r\n").expect("a full response");
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    let body = if body.is_empty() {
+    let r = request(addr, method, path, headers, body);
+    let body = if r.body.is_empty() {
         Value::Null
     } else {
-        serde_json::from_str(body).expect("JSON body")
+        r.json()
     };
-    (status, head.to_string(), body)
+    (r.status, r.head, body)
 }
 
-fn get(f: &Fixture, path: &str) -> (u16, Value) {
-    let (s, _, b) = send(f.server.addr(), "GET", path, &[], b"");
+fn get(f: &AppServer, path: &str) -> (u16, Value) {
+    let (s, _, b) = send(f.addr(), "GET", path, &[], "");
     (s, b)
 }
 
-fn post(f: &Fixture, path: &str, body: Value) -> (u16, Value) {
+fn post(f: &AppServer, path: &str, body: Value) -> (u16, Value) {
     let (s, _, b) = send(
-        f.server.addr(),
+        f.addr(),
         "POST",
         path,
         &["Content-Type: application/json"],
-        body.to_string().as_bytes(),
+        &body.to_string(),
     );
     (s, b)
 }
@@ -142,7 +114,7 @@ fn tool_call_errors() {
         let (status, body) = post(&f, "/tools/call", bad);
         assert_eq!((status, error_code(&body)), (400, "INVALID_PARAMETERS"));
     }
-    let (status, _, body) = send(f.server.addr(), "POST", "/tools/call", &[], b"{not json");
+    let (status, _, body) = send(f.addr(), "POST", "/tools/call", &[], "{not json");
     assert_eq!((status, error_code(&body)), (400, "INVALID_PARAMETERS"));
 }
 
@@ -168,21 +140,21 @@ fn devices_are_listed_and_controlled() {
     assert_eq!(body["data"]["action"], "on");
 
     let (status, _, body) = send(
-        f.server.addr(),
+        f.addr(),
         "POST",
         "/api/devices/Deckenlicht%20K%C3%BCche/off",
         &[],
-        b"",
+        "",
     );
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["status"], "success");
     assert_eq!(body["data"]["action"], "off");
     let (status, _, body) = send(
-        f.server.addr(),
+        f.addr(),
         "POST",
         "/api/devices/Deckenlicht%20K%C3%BCche/on",
         &[],
-        b"",
+        "",
     );
     assert_eq!((status, body["data"]["action"].as_str()), (200, Some("on")));
 }
@@ -196,13 +168,7 @@ fn device_errors() {
         json!({"device": "Nirgendwo", "action": "on"}),
     );
     assert_eq!((status, error_code(&body)), (404, "DEVICE_NOT_FOUND"));
-    let (status, _, body) = send(
-        f.server.addr(),
-        "POST",
-        "/api/devices/Nirgendwo/on",
-        &[],
-        b"",
-    );
+    let (status, _, body) = send(f.addr(), "POST", "/api/devices/Nirgendwo/on", &[], "");
     assert_eq!((status, error_code(&body)), (404, "DEVICE_NOT_FOUND"));
     let (status, body) = post(
         &f,
@@ -212,11 +178,11 @@ fn device_errors() {
     assert_eq!((status, error_code(&body)), (400, "INVALID_PARAMETERS"));
     let (status, body) = post(&f, "/api/devices/control", json!("on"));
     assert_eq!((status, error_code(&body)), (400, "INVALID_PARAMETERS"));
-    let (status, _, body) = send(f.server.addr(), "POST", "/api/devices/control", &[], b"]");
+    let (status, _, body) = send(f.addr(), "POST", "/api/devices/control", &[], "]");
     assert_eq!((status, error_code(&body)), (400, "INVALID_PARAMETERS"));
     let (status, body) = get(&f, "/api/devices?include_state=maybe");
     assert_eq!((status, error_code(&body)), (400, "INVALID_PARAMETERS"));
-    let (status, _, body) = send(f.server.addr(), "POST", "/api/devices/x/explode", &[], b"");
+    let (status, _, body) = send(f.addr(), "POST", "/api/devices/x/explode", &[], "");
     assert_eq!((status, error_code(&body)), (404, "NOT_FOUND"));
 }
 
@@ -230,12 +196,11 @@ fn wrong_methods_get_405_with_allow() {
         ("GET", "/api/devices/control", "POST"),
         ("GET", "/api/devices/Deckenlicht/on", "POST"),
     ] {
-        let (status, head, body) = send(f.server.addr(), method, path, &[], b"");
+        let (status, head, body) = send(f.addr(), method, path, &[], "");
         assert_eq!(status, 405, "{method} {path}");
         assert_eq!(error_code(&body), "METHOD_NOT_ALLOWED");
         assert!(
-            head.to_ascii_lowercase()
-                .contains(&format!("allow: {}", allow.to_ascii_lowercase())),
+            head.contains(&format!("allow: {}", allow.to_ascii_lowercase())),
             "{head}"
         );
     }
@@ -245,28 +210,22 @@ fn wrong_methods_get_405_with_allow() {
 fn oversize_bodies_get_413() {
     let f = start();
     let big = json!({"tool": "list_rooms", "arguments": {"pad": "x".repeat(8000)}}).to_string();
-    let (status, _, body) = send(f.server.addr(), "POST", "/tools/call", &[], big.as_bytes());
+    let (status, _, body) = send(f.addr(), "POST", "/tools/call", &[], &big);
     assert_eq!((status, error_code(&body)), (413, "PAYLOAD_TOO_LARGE"));
-    let (status, _, body) = send(
-        f.server.addr(),
-        "POST",
-        "/api/devices/control",
-        &[],
-        big.as_bytes(),
-    );
+    let (status, _, body) = send(f.addr(), "POST", "/api/devices/control", &[], &big);
     assert_eq!((status, error_code(&body)), (413, "PAYLOAD_TOO_LARGE"));
 }
 
 #[test]
 fn host_and_origin_are_checked() {
     let f = start();
-    let addr = f.server.addr();
+    let addr = f.addr();
     let (status, _, body) = send(
         addr,
         "GET",
         "/tools",
         &["Origin: http://evil.example.com"],
-        b"",
+        "",
     );
     assert_eq!((status, error_code(&body)), (403, "FORBIDDEN"));
     let (status, _, _) = send(
@@ -274,16 +233,18 @@ fn host_and_origin_are_checked() {
         "GET",
         "/tools",
         &[&format!("Origin: http://127.0.0.1:{}", addr.port())],
-        b"",
+        "",
     );
     assert_eq!(status, 200);
-    // The router's Host check (DNS-rebinding protection) covers the REST routes too.
-    let mut s = TcpStream::connect(addr).unwrap();
+    // The router's Host check (DNS-rebinding protection) covers the REST routes too (raw
+    // bytes: the client always sends its own Host).
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
     s.write_all(
         b"GET /api/devices HTTP/1.1\r\nHost: evil.example.com\r\nConnection: close\r\n\r\n",
     )
     .unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    assert!(raw.starts_with("HTTP/1.1 403"), "{raw}");
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let r = parse_reply(&raw).unwrap();
+    assert_eq!(r.status, 403, "{r:?}");
 }

@@ -13,11 +13,16 @@
 //!   check the envelope shapes, for tests of one tool's logic.
 //! - [`gate`]: key records and a one-shot raw HTTP request.
 //! - [`sse`]: a test MCP handler and an incremental SSE reader for the stream tests.
+//! - [`app_server`]: the demo app behind a real `HttpServer` on a loopback port, with a gate
+//!   over in-memory keys.
+//! - [`keys_cli`]: the `keys` command against a key store file.
 #![allow(dead_code, unused_imports)]
 
+pub mod app_server;
 pub mod drive;
 pub mod gate;
 pub mod house;
+pub mod keys_cli;
 pub mod mcp;
 pub mod net;
 pub mod process;
