@@ -14,7 +14,7 @@ use home_mcp::home::link::LinkMode;
 use home_mcp::tools::HomeTools;
 use serde_json::{json, Value};
 use support::live::{api, next_event, state_uuid};
-use support::{demo, ok, test_config, uuid_of, wait_true, PATIENCE};
+use support::{demo, ok, test_config, uuid_of, wait_for, wait_true, PATIENCE};
 
 fn wait_websocket(app: &App) {
     wait_true("the WebSocket link", || {
@@ -133,17 +133,29 @@ fn commands_are_verified_from_the_event_stream() {
     for r in results {
         assert_eq!(r["verified"], true, "{r}");
     }
-    // Let the "off" reach the store before switching back: the simulator's WebSocket session
-    // sends differences every 100 ms, so an off/on within one tick would show no change at all.
-    let light = uuid_of(&app, "Deckenlicht", "Küche");
-    let active = state_uuid(&app, &light, "active");
-    wait_true("the off event", || {
-        app.house
-            .states()
-            .get(&active)
-            .and_then(|v| v.value.as_f64())
-            == Some(0.0)
+    // Let every light's "off" reach the store before switching back: the simulator's
+    // WebSocket session sends differences every 100 ms, so an off/on within one tick would
+    // show no change at all (and could not be confirmed).
+    let home = app.house.home();
+    let primaries: Vec<String> = results
+        .iter()
+        .map(|r| {
+            let uuid = r["device"]["uuid"].as_str().expect("a device uuid");
+            let c = home.control(uuid).expect("a control of the house");
+            c.state("active")
+                .or_else(|| c.state("position"))
+                .unwrap_or_else(|| panic!("{} has no active/position state", c.name))
+                .to_string()
+        })
+        .collect();
+    wait_for("every kitchen light's off event", || {
+        let values: Vec<Option<f64>> = primaries
+            .iter()
+            .map(|p| app.house.states().get(p).and_then(|v| v.value.as_f64()))
+            .collect();
+        (values.iter().all(|v| *v == Some(0.0)), values)
     });
+    let light = uuid_of(&app, "Deckenlicht", "Küche");
     let d = ok(
         &tools,
         "control_room_lights",
