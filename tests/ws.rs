@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::support::drive::MiniserverApi;
 use crate::support::net::request;
-use crate::support::{wait_true, PATIENCE};
+use crate::support::{wait_true, wait_until, PATIENCE};
 
 use home_mcp::loxone::ws::frame::{FrameError, Header, Identifier, ESTIMATED_FLAG};
 use home_mcp::loxone::ws::tables::{
@@ -364,14 +364,11 @@ fn binary(b: impl Into<Vec<u8>>) -> tungstenite::Message {
 
 /// The next message (within [`PATIENCE`]; the reader's own timeouts are its 100 ms steps).
 fn next(r: &mut Reader<WsStream>) -> Incoming {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        match r.next_message() {
-            Ok(m) => return m,
-            Err(WsError::Timeout) if Instant::now() < deadline => continue,
-            Err(e) => panic!("reader: {e}"),
-        }
-    }
+    wait_until("a message", PATIENCE, || match r.next_message() {
+        Ok(m) => Ok(m),
+        Err(WsError::Timeout) => Err("read timeouts"),
+        Err(e) => panic!("reader: {e}"),
+    })
 }
 
 #[test]
@@ -465,14 +462,11 @@ fn reader_rejects_frames_out_of_sequence() {
 }
 
 fn next_err(r: &mut Reader<WsStream>) -> WsError {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        match r.next_message() {
-            Err(WsError::Timeout) if Instant::now() < deadline => continue,
-            Err(e) => return e,
-            Ok(m) => panic!("expected an error, got {m:?}"),
-        }
-    }
+    wait_until("a reader error", PATIENCE, || match r.next_message() {
+        Err(WsError::Timeout) => Err("read timeouts"),
+        Err(e) => Ok(e),
+        Ok(m) => panic!("expected an error, got {m:?}"),
+    })
 }
 
 #[test]
@@ -609,17 +603,18 @@ fn events_until(
     r: &mut Reader<WsStream>,
     mut done: impl FnMut(&[StateEvent]) -> bool,
 ) -> Vec<StateEvent> {
-    let deadline = Instant::now() + PATIENCE;
     let mut all = Vec::new();
-    while !done(&all) {
-        assert!(Instant::now() < deadline, "timed out; got {all:?}");
-        match r.next_message() {
-            Ok(Incoming::Events(ev)) => all.extend(ev),
-            Ok(other) => panic!("unexpected {other:?}"),
-            Err(WsError::Timeout) => {}
-            Err(e) => panic!("reader: {e}"),
+    wait_until("the events", PATIENCE, || {
+        while !done(&all) {
+            match r.next_message() {
+                Ok(Incoming::Events(ev)) => all.extend(ev),
+                Ok(other) => panic!("unexpected {other:?}"),
+                Err(WsError::Timeout) => return Err(all.len()),
+                Err(e) => panic!("reader: {e}"),
+            }
         }
-    }
+        Ok(())
+    });
     all
 }
 
