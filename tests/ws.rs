@@ -318,7 +318,7 @@ fn truncated_and_garbage_input_never_panics() {
 
 const STEP: Duration = Duration::from_millis(100);
 /// How long a whole login may take (RSA in a debug build is slow).
-const LOGIN: Duration = Duration::from_secs(20);
+const LOGIN: Duration = PATIENCE;
 
 /// A one-shot WebSocket server that sends `frames` and then closes with `close`.
 #[allow(clippy::result_large_err)] // tungstenite's callback signature
@@ -393,7 +393,7 @@ fn reader_pairs_headers_with_payloads() {
         binary(Header::new(Identifier::OutOfService, 0).encode()),
     ];
     let url = crafted_server(frames, Some(close_code::FIRMWARE_UPDATE));
-    let mut r = Reader::connect(&url, STEP).unwrap();
+    let mut r = open(&url);
     assert_eq!(next(&mut r), Incoming::Text(answer.into()));
     let Incoming::Events(ev) = next(&mut r) else {
         panic!("events expected")
@@ -423,11 +423,11 @@ fn reader_pairs_headers_with_payloads() {
 fn reader_rejects_frames_out_of_sequence() {
     // A table without a header.
     let url = crafted_server(vec![binary(vec![0u8; 24])], None);
-    let mut r = Reader::connect(&url, STEP).unwrap();
+    let mut r = open(&url);
     assert!(matches!(next_err(&mut r), WsError::Unexpected(_)));
     // A header with a bad identifier.
     let url = crafted_server(vec![binary([3, 9, 0, 0, 0, 0, 0, 0])], None);
-    let mut r = Reader::connect(&url, STEP).unwrap();
+    let mut r = open(&url);
     assert!(matches!(
         next_err(&mut r),
         WsError::Frame(FrameError::Identifier(9))
@@ -440,7 +440,7 @@ fn reader_rejects_frames_out_of_sequence() {
         ],
         None,
     );
-    let mut r = Reader::connect(&url, STEP).unwrap();
+    let mut r = open(&url);
     assert!(matches!(next_err(&mut r), WsError::Unexpected(_)));
     // A truncated table.
     let url = crafted_server(
@@ -450,14 +450,14 @@ fn reader_rejects_frames_out_of_sequence() {
         ],
         None,
     );
-    let mut r = Reader::connect(&url, STEP).unwrap();
+    let mut r = open(&url);
     assert!(matches!(
         next_err(&mut r),
         WsError::Table(TableError::Truncated { .. })
     ));
     // Dropped without a close frame.
     let url = crafted_server(vec![], None);
-    let mut r = Reader::connect(&url, STEP).unwrap();
+    let mut r = open(&url);
     assert_eq!(next(&mut r), Incoming::Closed(None));
 }
 
@@ -483,7 +483,7 @@ fn connect_refuses_bad_urls_and_reports_http_errors() {
     let server = SimServer::start(sim, "127.0.0.1:0").unwrap();
     let url = format!("ws://{}/jdev/cfg/api", server.addr());
     assert!(matches!(
-        Reader::connect(&url, Duration::from_secs(2)),
+        Reader::connect(&url, PATIENCE),
         Err(WsError::Refused(_)) | Err(WsError::Protocol(_))
     ));
 }
@@ -514,7 +514,7 @@ fn wss_to_a_plain_listener_fails_with_a_tls_error_or_the_socket_timeout() {
     // The verdict is the kind of error, not how long it took: the listener keeps its socket
     // open for 3 s, so a client that waited for the peer instead would not see these errors.
     let url = plain_listener(false);
-    let err = Reader::connect(&url, Duration::from_secs(2)).err().unwrap();
+    let err = Reader::connect(&url, PATIENCE).err().unwrap();
     assert!(matches!(err, WsError::Tls(_)), "{err:?}");
     // A peer that never answers the ClientHello: the socket timeout ends the handshake.
     let url = plain_listener(true);
@@ -566,8 +566,15 @@ fn fast_demo() -> Simulator {
     })
 }
 
+/// Opens `url` (the handshake bounded by [`PATIENCE`] only), then reads in [`STEP`]s.
+fn open(url: &str) -> Reader<WsStream> {
+    let r = Reader::connect(url, PATIENCE).unwrap_or_else(|e| panic!("{url}: {e}"));
+    r.get_ref().get_ref().set_timeout(Some(STEP)).unwrap();
+    r
+}
+
 fn connect(server: &SimServer) -> Reader<WsStream> {
-    Reader::connect(&format!("ws://{}/ws/rfc6455", server.addr()), STEP).unwrap()
+    open(&format!("ws://{}/ws/rfc6455", server.addr()))
 }
 
 /// The `LL` answer: (control, code as number, value).
