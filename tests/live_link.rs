@@ -1,56 +1,49 @@
 //! The server following the house live over the WebSocket (`--demo`): the link comes up in
-//! mode `websocket`, named states (targets, moods) reach the tools, a change made on the
-//! Miniserver reaches a bus subscriber tagged with its control, and a command is verified
-//! from the event stream.
+//! mode `websocket`, named states (targets, moods) reach the tools, a change made at the
+//! Miniserver (over its HTTP API, as a wall button would) reaches a bus subscriber tagged with
+//! its control and then what a client reads, and a command is verified from the event stream.
 
 use crate::support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use home_mcp::app::App;
+use home_mcp::config::Config;
 use home_mcp::home::bus::Event;
 use home_mcp::home::link::LinkMode;
-use serde_json::json;
-use support::{demo, ok, sim};
+use home_mcp::tools::HomeTools;
+use serde_json::{json, Value};
+use support::live::{api, next_event, state_uuid};
+use support::{demo, ok, test_config, uuid_of, wait_for, wait_true, PATIENCE};
 
-const WAIT: Duration = Duration::from_secs(20);
-
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + WAIT;
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+fn wait_websocket(app: &App) {
+    wait_true("the WebSocket link", || {
+        app.house.link().mode() == LinkMode::WebSocket
+    });
 }
 
-fn uuid_of(app: &App, name: &str, room: &str) -> String {
-    app.house
-        .home()
-        .resolve_control(name, Some(room), &|_| true)
-        .unwrap()
-        .uuid
-        .clone()
+/// The entry of `uuid` in what list_devices answers for `room`.
+fn listed(tools: &HomeTools, room: &str, uuid: &str) -> Value {
+    let data = ok(tools, "list_devices", json!({"room": room}));
+    let devices = data["devices"].as_array().expect("devices");
+    devices
+        .iter()
+        .find(|d| d["uuid"] == uuid)
+        .cloned()
+        .unwrap_or_else(|| panic!("{uuid} not listed in {room}: {data}"))
 }
 
 #[test]
 fn named_states_arrive_and_tools_show_them() {
     let (app, tools) = demo();
-    wait_for("the WebSocket link", || {
-        app.house.link().mode() == LinkMode::WebSocket
-    });
+    wait_websocket(&app);
     let irc = uuid_of(&app, "Raumregelung", "Wohnzimmer");
-    let target_uuid = app
-        .house
-        .home()
-        .control(&irc)
-        .unwrap()
-        .state("tempTarget")
-        .unwrap()
-        .to_string();
-    wait_for("tempTarget in the store", || {
+    let target_uuid = state_uuid(&app, &irc, "tempTarget");
+    wait_true("tempTarget in the store", || {
         app.house.states().get(&target_uuid).is_some()
     });
-    let want = sim(&app).state(&irc, "tempTarget").unwrap();
+    // The oracle: the Miniserver's own answer over its API.
+    let want = api(&app).state(&irc, "tempTarget");
     let d = ok(
         &tools,
         "get_zone_temperature",
@@ -58,7 +51,7 @@ fn named_states_arrive_and_tools_show_them() {
     );
     assert_eq!(d["target"], json!(want), "{d}");
     // The initial tables hold every state of the house (hundreds).
-    wait_for("the initial tables", || {
+    wait_true("the initial tables", || {
         app.house.link().snapshot().events_received > 100
     });
 }
@@ -66,140 +59,166 @@ fn named_states_arrive_and_tools_show_them() {
 #[test]
 fn a_change_on_the_miniserver_reaches_a_subscriber() {
     let (app, _tools) = demo();
-    wait_for("the WebSocket link", || {
-        app.house.link().mode() == LinkMode::WebSocket
-    });
+    wait_websocket(&app);
     let light = uuid_of(&app, "Nachtlicht", "Kinderzimmer");
-    let position = app
-        .house
-        .home()
-        .control(&light)
-        .unwrap()
-        .state("position")
-        .unwrap()
-        .to_string();
+    let position = state_uuid(&app, &light, "position");
     let sub = app.house.bus().subscribe(4096);
-    // Someone presses a switch: the command reaches the Miniserver, not through us.
-    let url = format!("/jdev/sps/io/{light}/55");
-    let r = sim(&app).handle(
-        "GET",
-        &url,
-        Some("Basic ZGVtbzpkZW1v"),
-        "127.0.0.1".parse().unwrap(),
+    // Someone presses a switch: the command reaches the Miniserver over its API, not us.
+    let ms = api(&app);
+    ms.command(&light, "55");
+    assert_eq!(ms.state(&light, "position"), 55.0);
+    // The initial tables may still be arriving: wait for the position to read 55.
+    let e = next_event(
+        &sub,
+        "the light's position 55 on the bus",
+        |e| matches!(e, Event::Change(c) if c.uuid == position && c.value.as_f64() == Some(55.0)),
     );
-    assert_eq!(r.status, 200);
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match sub.recv_timeout(left) {
-            // The initial tables may still be arriving: wait for the position to read 55.
-            Some(Event::Change(c)) if c.uuid == position && c.value.as_f64() == Some(55.0) => {
-                assert_eq!(c.control.as_deref(), Some(light.as_str()), "{c:?}");
-                break;
-            }
-            Some(_) => {}
-            None => panic!("no change for the light within {WAIT:?}"),
-        }
-    }
+    let Event::Change(c) = e else { unreachable!() };
+    assert_eq!(c.control.as_deref(), Some(light.as_str()), "{c:?}");
+    assert_eq!(
+        app.house.states().get(&position).map(|v| v.value.as_f64()),
+        Some(Some(55.0))
+    );
+}
+
+#[test]
+#[ignore = "fixed by issue 13: a pushed state is what the next tool read shows (today the value read before is answered until value_max_age)"]
+fn a_change_on_the_miniserver_is_what_the_next_read_shows() {
+    // Remembered values stay fresh for an hour: with the link live, the pushed events keep
+    // them current, so a read never needs to ask the Miniserver.
+    let mut config = test_config();
+    config.miniserver_timeouts.value_max_age = Duration::from_secs(3600);
+    let app = App::start(&config, true).expect("demo starts");
+    let tools = HomeTools::new(app.house.clone());
+    wait_websocket(&app);
+    let light = uuid_of(&app, "Deckenlicht", "Küche");
+    let active = state_uuid(&app, &light, "active");
+    let ms = api(&app);
+    assert_eq!(
+        ms.state(&light, "active"),
+        1.0,
+        "the demo starts with it on"
+    );
+    assert_eq!(listed(&tools, "Küche", &light)["state"]["on"], true);
+    let sub = app.house.bus().subscribe(4096);
+    // A wall button turns it off; the Miniserver pushes the change.
+    ms.command(&light, "off");
+    assert_eq!(ms.state(&light, "active"), 0.0);
+    next_event(
+        &sub,
+        "the light's active 0 on the bus",
+        |e| matches!(e, Event::Change(c) if c.uuid == active && c.value.as_f64() == Some(0.0)),
+    );
+    // The push has arrived: the very next read says off.
+    let entry = listed(&tools, "Küche", &light);
+    assert_eq!(entry["state"]["on"], false, "{entry}");
 }
 
 #[test]
 fn commands_are_verified_from_the_event_stream() {
-    // A generous wait for the effect: this machine may be busy with parallel tests.
-    let mut config = home_mcp::config::Config::default();
-    config.server.verify_timeout = Duration::from_secs(10);
+    // Verification waits for the effect up to this long and returns as soon as it is seen:
+    // the bound only decides when a missing effect counts as "not confirmed".
+    let mut config = Config::default();
+    config.server.verify_timeout = PATIENCE;
     let app = App::start(&config, true).expect("demo starts");
-    let tools = home_mcp::tools::HomeTools::new(app.house.clone());
-    wait_for("the WebSocket link", || {
-        app.house.link().mode() == LinkMode::WebSocket
-    });
+    let tools = HomeTools::new(app.house.clone());
+    wait_websocket(&app);
     let d = ok(
         &tools,
         "control_room_lights",
         json!({"room": "Küche", "action": "off"}),
     );
     let results = d["results"].as_array().unwrap();
-    assert!(!results.is_empty());
+    assert!(!results.is_empty(), "the kitchen has lights: {d}");
     for r in results {
         assert_eq!(r["verified"], true, "{r}");
     }
-    // Let the "off" reach the store before switching back: the simulator's WebSocket session
-    // sends differences every 100 ms, so an off/on within one tick would show no change at all.
-    let light = uuid_of(&app, "Deckenlicht", "Küche");
-    let active = app
-        .house
-        .home()
-        .control(&light)
-        .unwrap()
-        .state("active")
-        .unwrap()
-        .to_string();
-    wait_for("the off event", || {
-        app.house
-            .states()
-            .get(&active)
-            .and_then(|v| v.value.as_f64())
-            == Some(0.0)
+    // Let every light's "off" reach the store before switching back: the simulator's
+    // WebSocket session sends differences every 100 ms, so an off/on within one tick would
+    // show no change at all (and could not be confirmed).
+    let home = app.house.home();
+    let primaries: Vec<String> = results
+        .iter()
+        .map(|r| {
+            let uuid = r["device"]["uuid"].as_str().expect("a device uuid");
+            let c = home.control(uuid).expect("a control of the house");
+            c.state("active")
+                .or_else(|| c.state("position"))
+                .unwrap_or_else(|| panic!("{} has no active/position state", c.name))
+                .to_string()
+        })
+        .collect();
+    wait_for("every kitchen light's off event", || {
+        let values: Vec<Option<f64>> = primaries
+            .iter()
+            .map(|p| app.house.states().get(p).and_then(|v| v.value.as_f64()))
+            .collect();
+        (values.iter().all(|v| *v == Some(0.0)), values)
     });
+    let light = uuid_of(&app, "Deckenlicht", "Küche");
     let d = ok(
         &tools,
         "control_room_lights",
         json!({"room": "Küche", "action": "on"}),
     );
-    for r in d["results"].as_array().unwrap() {
+    let results = d["results"].as_array().unwrap();
+    assert!(!results.is_empty(), "the kitchen has lights: {d}");
+    for r in results {
         assert_eq!(r["verified"], true, "{r}");
     }
+    // The Miniserver agrees.
+    assert_eq!(api(&app).state(&light, "active"), 1.0);
 }
 
 #[test]
 fn polling_takes_over_when_the_websocket_is_refused() {
-    use home_mcp::config::{Config, MiniserverConfig};
-    use home_mcp::sim::{SimConfig, SimServer, Simulator};
-    use std::sync::Arc;
+    use home_mcp::config::MiniserverConfig;
+    use home_mcp::sim::{SimConfig, DEMO_STRUCTURE, DEMO_VALUES};
+    use support::server::{Miniserver, TempDir};
     // A Miniserver whose firmware has no token login: the WebSocket cannot be used.
-    let sim = Arc::new(Simulator::demo_with(SimConfig {
-        token_auth: false,
-        ..SimConfig::default()
-    }));
-    let server = SimServer::start(sim.clone(), "127.0.0.1:0").unwrap();
+    let ms = Miniserver::start(
+        DEMO_STRUCTURE,
+        Some(DEMO_VALUES),
+        SimConfig {
+            token_auth: false,
+            ..SimConfig::default()
+        },
+    );
+    let dir = TempDir::new("live-link");
     let mut config = Config {
         miniserver: Some(MiniserverConfig {
-            base_url: server.base_url(),
-            user: "demo".into(),
-            password: "demo".into(),
+            base_url: ms.server.base_url(),
+            user: ms.api.user.clone(),
+            password: ms.api.password.clone(),
         }),
-        ..Config::default()
+        ..test_config()
     };
     config.poll.interval = Duration::from_secs(1);
-    let dir = std::env::temp_dir().join(format!("home-mcp-live-{}", std::process::id()));
-    config.server.data_dir = dir.clone();
+    config.server.data_dir = dir.0.clone();
     let app = App::start(&config, false).expect("starts on old firmware");
-    wait_for("polling mode", || {
+    let tools = HomeTools::new(app.house.clone());
+    wait_true("polling mode", || {
         app.house.link().mode() == LinkMode::Polling
     });
     let snap = app.house.link().snapshot();
     assert!(snap.last_error.is_some(), "the reason is kept: {snap:?}");
     // Changes made on the Miniserver still arrive, by polling.
     let light = uuid_of(&app, "Nachtlicht", "Kinderzimmer");
-    let sub = app.house.bus().subscribe(4096);
-    let r = sim.handle(
-        "GET",
-        &format!("/jdev/sps/io/{light}/42"),
-        Some("Basic ZGVtbzpkZW1v"),
-        "127.0.0.1".parse().unwrap(),
+    assert_ne!(
+        listed(&tools, "Kinderzimmer", &light)["state"]["level"],
+        42.0
     );
-    assert_eq!(r.status, 200);
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match sub.recv_timeout(left) {
-            Some(Event::Change(c)) if c.uuid == light && c.value.as_f64() == Some(42.0) => break,
-            Some(_) => {}
-            None => panic!("the polled change did not arrive"),
-        }
-    }
+    let sub = app.house.bus().subscribe(4096);
+    ms.api.command(&light, "42");
+    assert_eq!(ms.api.state(&light, "position"), 42.0);
+    next_event(
+        &sub,
+        "the polled change",
+        |e| matches!(e, Event::Change(c) if c.uuid == light && c.value.as_f64() == Some(42.0)),
+    );
     assert_eq!(app.house.link().mode(), LinkMode::Polling);
+    // And a client reads what the Miniserver says.
+    let after = listed(&tools, "Kinderzimmer", &light);
+    assert_eq!(after["state"]["level"], 42.0, "{after}");
     drop(app);
-    drop(server);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,7 +4,9 @@
 use std::collections::{BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::support::wait_true;
 
 use base64::prelude::{Engine as _, BASE64_STANDARD};
 use home_mcp::sim::{
@@ -59,17 +61,6 @@ fn uuid(name: &str, room: &str) -> String {
         .as_str()
         .unwrap()
         .to_string()
-}
-
-fn wait_until(deadline: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + deadline;
-    while Instant::now() < end {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    f()
 }
 
 #[test]
@@ -172,12 +163,9 @@ fn lockout_after_failures_even_for_right_credentials() {
     assert_eq!(r.status, 200);
     assert_eq!(sim.handle("GET", "/jdev/cfg/api", None, PEER).status, 200);
     // After the lock-out the right credentials work again.
-    assert!(wait_until(Duration::from_secs(4), || get(
-        &sim,
-        "/jdev/sps/io/Notiz"
-    )
-    .status
-        == 200));
+    wait_true("the lock-out to end", || {
+        get(&sim, "/jdev/sps/io/Notiz").status == 200
+    });
 }
 
 #[test]
@@ -301,20 +289,25 @@ fn jalousie_moves_over_time() {
     assert_eq!(sim.state(&u, "targetPosition"), Some(1.0));
     let p = sim.state(&u, "position").unwrap();
     assert!((0.4..1.0).contains(&p), "still moving: {p}");
-    assert!(wait_until(Duration::from_secs(3), || sim
-        .state(&u, "position")
-        == Some(1.0)));
+    wait_true("the blind down", || sim.state(&u, "position") == Some(1.0));
     assert_eq!(sim.state(&u, "down"), Some(0.0));
     assert_eq!(value(&get(&sim, &format!("/jdev/sps/io/{u}"))), "1.000");
-    // FullUp then stop freezes part-way.
-    get(&sim, &format!("/jdev/sps/io/{u}/FullUp"));
-    std::thread::sleep(Duration::from_millis(60));
-    get(&sim, &format!("/jdev/sps/io/{u}/stop"));
-    let frozen = sim.state(&u, "position").unwrap();
-    assert!(frozen > 0.0 && frozen < 1.0, "frozen at {frozen}");
-    std::thread::sleep(Duration::from_millis(100));
-    assert_eq!(sim.state(&u, "position"), Some(frozen));
-    assert_eq!(sim.state(&u, "up"), Some(0.0));
+    // FullUp then stop freezes part-way (a 10 min travel: certainly still on its way).
+    let slow = Simulator::demo_with(SimConfig {
+        blind_travel: Duration::from_secs(600),
+        ..SimConfig::default()
+    });
+    get(&slow, &format!("/jdev/sps/io/{u}/FullUp"));
+    wait_true("the blind moving up", || {
+        slow.state(&u, "position").unwrap() < 0.4
+    });
+    get(&slow, &format!("/jdev/sps/io/{u}/stop"));
+    let frozen = slow.state(&u, "position").unwrap();
+    assert!(frozen > 0.0 && frozen < 0.4, "frozen at {frozen}");
+    // Real time must pass to show that it stays (it would move on at every tick).
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(slow.state(&u, "position"), Some(frozen));
+    assert_eq!(slow.state(&u, "up"), Some(0.0));
     get(&sim, &format!("/jdev/sps/io/{u}/manualLamelle/25"));
     assert_eq!(sim.state(&u, "targetPositionLamelle"), Some(0.25));
     assert_eq!(
@@ -330,17 +323,17 @@ fn jalousie_moves_over_time() {
     get(&sim, &format!("/jdev/sps/io/{central}/FullDown"));
     let kueche = uuid("Rollladen Küche", "Küche");
     let buero = uuid("Raffstore", "Büro");
-    assert!(wait_until(Duration::from_secs(3), || {
+    wait_true("every blind down", || {
         sim.state(&u, "position") == Some(1.0) && sim.state(&buero, "position") == Some(1.0)
-    }));
+    });
     assert_eq!(sim.state(&kueche, "position"), Some(1.0));
     // Gate: open moves up to 1 with active 1.
     let gate = uuid("Garagentor", "Garage");
     get(&sim, &format!("/jdev/sps/io/{gate}/open"));
     assert_eq!(sim.state(&gate, "active"), Some(1.0));
-    assert!(wait_until(Duration::from_secs(3), || sim
-        .state(&gate, "position")
-        == Some(1.0)));
+    wait_true("the gate open", || {
+        sim.state(&gate, "position") == Some(1.0)
+    });
     assert_eq!(sim.state(&gate, "active"), Some(0.0));
 }
 
@@ -381,9 +374,7 @@ fn alarm_arms_after_delay() {
     get(&sim, &format!("/jdev/sps/io/{u}/delayedon/0"));
     assert_eq!(sim.state(&u, "armed"), Some(0.0));
     assert_eq!(sim.state(&u, "disabledMove"), Some(1.0));
-    assert!(wait_until(Duration::from_secs(3), || sim
-        .state(&u, "armed")
-        == Some(1.0)));
+    wait_true("the alarm armed", || sim.state(&u, "armed") == Some(1.0));
     assert_eq!(value(&get(&sim, &format!("/jdev/sps/io/{u}"))), "1");
     // The central alarm disarms every alarm.
     let central = uuid("Alarm Zentral", "Zentral");

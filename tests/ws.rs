@@ -9,6 +9,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::support::drive::MiniserverApi;
+use crate::support::net::request;
+use crate::support::{wait_true, wait_until, PATIENCE};
+
 use home_mcp::loxone::ws::frame::{FrameError, Header, Identifier, ESTIMATED_FLAG};
 use home_mcp::loxone::ws::tables::{
     decode_daytimer_table, decode_table, decode_text_table, decode_value_table,
@@ -314,7 +318,7 @@ fn truncated_and_garbage_input_never_panics() {
 
 const STEP: Duration = Duration::from_millis(100);
 /// How long a whole login may take (RSA in a debug build is slow).
-const LOGIN: Duration = Duration::from_secs(20);
+const LOGIN: Duration = PATIENCE;
 
 /// A one-shot WebSocket server that sends `frames` and then closes with `close`.
 #[allow(clippy::result_large_err)] // tungstenite's callback signature
@@ -354,19 +358,17 @@ fn crafted_server(frames: Vec<tungstenite::Message>, close: Option<u16>) -> Stri
     format!("ws://{addr}/ws/rfc6455")
 }
 
-fn bin(b: impl Into<Vec<u8>>) -> tungstenite::Message {
+fn binary(b: impl Into<Vec<u8>>) -> tungstenite::Message {
     tungstenite::Message::binary(b.into())
 }
 
+/// The next message (within [`PATIENCE`]; the reader's own timeouts are its 100 ms steps).
 fn next(r: &mut Reader<WsStream>) -> Incoming {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        match r.next_message() {
-            Ok(m) => return m,
-            Err(WsError::Timeout) if Instant::now() < deadline => continue,
-            Err(e) => panic!("reader: {e}"),
-        }
-    }
+    wait_until("a message", PATIENCE, || match r.next_message() {
+        Ok(m) => Ok(m),
+        Err(WsError::Timeout) => Err("read timeouts"),
+        Err(e) => panic!("reader: {e}"),
+    })
 }
 
 #[test]
@@ -374,24 +376,24 @@ fn reader_pairs_headers_with_payloads() {
     let (values, _) = capture("value-events");
     let answer = r#"{"LL":{"control":"jdev/sps/enablebinstatusupdate","value":"1","Code":"200"}}"#;
     let frames = vec![
-        bin(Header::new(Identifier::Text, answer.len() as u32).encode()),
+        binary(Header::new(Identifier::Text, answer.len() as u32).encode()),
         tungstenite::Message::text(answer),
         // Estimated (0x80) then exact header, then the table.
-        bin(Header::estimated(Identifier::ValueTable, 4096).encode()),
-        bin(Header::new(Identifier::ValueTable, values.len() as u32).encode()),
-        bin(values.clone()),
+        binary(Header::estimated(Identifier::ValueTable, 4096).encode()),
+        binary(Header::new(Identifier::ValueTable, values.len() as u32).encode()),
+        binary(values.clone()),
         // Estimated (0x01) and directly the payload, as lxcommunicator accepts.
-        bin([3, 2, 0x01, 0, 24, 0, 0, 0]),
-        bin(values[..24].to_vec()),
-        bin(Header::new(Identifier::Keepalive, 0).encode()),
-        bin(Header::new(Identifier::ValueTable, 0).encode()),
-        bin(Header::new(Identifier::BinaryFile, 3).encode()),
-        bin(vec![1, 2, 3]),
+        binary([3, 2, 0x01, 0, 24, 0, 0, 0]),
+        binary(values[..24].to_vec()),
+        binary(Header::new(Identifier::Keepalive, 0).encode()),
+        binary(Header::new(Identifier::ValueTable, 0).encode()),
+        binary(Header::new(Identifier::BinaryFile, 3).encode()),
+        binary(vec![1, 2, 3]),
         tungstenite::Message::Ping(vec![9].into()),
-        bin(Header::new(Identifier::OutOfService, 0).encode()),
+        binary(Header::new(Identifier::OutOfService, 0).encode()),
     ];
     let url = crafted_server(frames, Some(close_code::FIRMWARE_UPDATE));
-    let mut r = Reader::connect(&url, STEP).unwrap();
+    let mut r = open(&url);
     assert_eq!(next(&mut r), Incoming::Text(answer.into()));
     let Incoming::Events(ev) = next(&mut r) else {
         panic!("events expected")
@@ -420,12 +422,12 @@ fn reader_pairs_headers_with_payloads() {
 #[test]
 fn reader_rejects_frames_out_of_sequence() {
     // A table without a header.
-    let url = crafted_server(vec![bin(vec![0u8; 24])], None);
-    let mut r = Reader::connect(&url, STEP).unwrap();
+    let url = crafted_server(vec![binary(vec![0u8; 24])], None);
+    let mut r = open(&url);
     assert!(matches!(next_err(&mut r), WsError::Unexpected(_)));
     // A header with a bad identifier.
-    let url = crafted_server(vec![bin([3, 9, 0, 0, 0, 0, 0, 0])], None);
-    let mut r = Reader::connect(&url, STEP).unwrap();
+    let url = crafted_server(vec![binary([3, 9, 0, 0, 0, 0, 0, 0])], None);
+    let mut r = open(&url);
     assert!(matches!(
         next_err(&mut r),
         WsError::Frame(FrameError::Identifier(9))
@@ -433,41 +435,38 @@ fn reader_rejects_frames_out_of_sequence() {
     // A text frame where a table was announced.
     let url = crafted_server(
         vec![
-            bin(Header::new(Identifier::TextTable, 4).encode()),
+            binary(Header::new(Identifier::TextTable, 4).encode()),
             tungstenite::Message::text("oops"),
         ],
         None,
     );
-    let mut r = Reader::connect(&url, STEP).unwrap();
+    let mut r = open(&url);
     assert!(matches!(next_err(&mut r), WsError::Unexpected(_)));
     // A truncated table.
     let url = crafted_server(
         vec![
-            bin(Header::new(Identifier::ValueTable, 20).encode()),
-            bin(vec![0u8; 20]),
+            binary(Header::new(Identifier::ValueTable, 20).encode()),
+            binary(vec![0u8; 20]),
         ],
         None,
     );
-    let mut r = Reader::connect(&url, STEP).unwrap();
+    let mut r = open(&url);
     assert!(matches!(
         next_err(&mut r),
         WsError::Table(TableError::Truncated { .. })
     ));
     // Dropped without a close frame.
     let url = crafted_server(vec![], None);
-    let mut r = Reader::connect(&url, STEP).unwrap();
+    let mut r = open(&url);
     assert_eq!(next(&mut r), Incoming::Closed(None));
 }
 
 fn next_err(r: &mut Reader<WsStream>) -> WsError {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        match r.next_message() {
-            Err(WsError::Timeout) if Instant::now() < deadline => continue,
-            Err(e) => return e,
-            Ok(m) => panic!("expected an error, got {m:?}"),
-        }
-    }
+    wait_until("a reader error", PATIENCE, || match r.next_message() {
+        Err(WsError::Timeout) => Err("read timeouts"),
+        Err(e) => Ok(e),
+        Ok(m) => panic!("expected an error, got {m:?}"),
+    })
 }
 
 #[test]
@@ -484,7 +483,7 @@ fn connect_refuses_bad_urls_and_reports_http_errors() {
     let server = SimServer::start(sim, "127.0.0.1:0").unwrap();
     let url = format!("ws://{}/jdev/cfg/api", server.addr());
     assert!(matches!(
-        Reader::connect(&url, Duration::from_secs(2)),
+        Reader::connect(&url, PATIENCE),
         Err(WsError::Refused(_)) | Err(WsError::Protocol(_))
     ));
 }
@@ -511,28 +510,18 @@ fn plain_listener(silent: bool) -> String {
 
 #[cfg(feature = "tls")]
 #[test]
-fn wss_to_a_plain_listener_fails_with_a_tls_error_in_bounded_time() {
+fn wss_to_a_plain_listener_fails_with_a_tls_error_or_the_socket_timeout() {
+    // The verdict is the kind of error, not how long it took: the listener keeps its socket
+    // open for 3 s, so a client that waited for the peer instead would not see these errors.
     let url = plain_listener(false);
-    let started = Instant::now();
-    let err = Reader::connect(&url, Duration::from_secs(2)).err().unwrap();
+    let err = Reader::connect(&url, PATIENCE).err().unwrap();
     assert!(matches!(err, WsError::Tls(_)), "{err:?}");
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
     // A peer that never answers the ClientHello: the socket timeout ends the handshake.
     let url = plain_listener(true);
-    let started = Instant::now();
     let err = Reader::connect(&url, Duration::from_millis(300))
         .err()
         .unwrap();
     assert!(matches!(err, WsError::Timeout), "{err:?}");
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
 }
 
 #[cfg(not(feature = "tls"))]
@@ -577,8 +566,15 @@ fn fast_demo() -> Simulator {
     })
 }
 
+/// Opens `url` (the handshake bounded by [`PATIENCE`] only), then reads in [`STEP`]s.
+fn open(url: &str) -> Reader<WsStream> {
+    let r = Reader::connect(url, PATIENCE).unwrap_or_else(|e| panic!("{url}: {e}"));
+    r.get_ref().get_ref().set_timeout(Some(STEP)).unwrap();
+    r
+}
+
 fn connect(server: &SimServer) -> Reader<WsStream> {
-    Reader::connect(&format!("ws://{}/ws/rfc6455", server.addr()), STEP).unwrap()
+    open(&format!("ws://{}/ws/rfc6455", server.addr()))
 }
 
 /// The `LL` answer: (control, code as number, value).
@@ -609,23 +605,23 @@ fn login(r: &mut Reader<WsStream>) {
     home_mcp::loxone::ws::login::login(r, &pk, "demo", "demo", LOGIN).expect("token login");
 }
 
-/// Reads until `done` says so over the collected events, or panics after `limit`.
+/// Reads until `done` says so over the collected events, or panics after [`PATIENCE`].
 fn events_until(
     r: &mut Reader<WsStream>,
-    limit: Duration,
     mut done: impl FnMut(&[StateEvent]) -> bool,
 ) -> Vec<StateEvent> {
-    let deadline = Instant::now() + limit;
     let mut all = Vec::new();
-    while !done(&all) {
-        assert!(Instant::now() < deadline, "timed out; got {all:?}");
-        match r.next_message() {
-            Ok(Incoming::Events(ev)) => all.extend(ev),
-            Ok(other) => panic!("unexpected {other:?}"),
-            Err(WsError::Timeout) => {}
-            Err(e) => panic!("reader: {e}"),
+    wait_until("the events", PATIENCE, || {
+        while !done(&all) {
+            match r.next_message() {
+                Ok(Incoming::Events(ev)) => all.extend(ev),
+                Ok(other) => panic!("unexpected {other:?}"),
+                Err(WsError::Timeout) => return Err(all.len()),
+                Err(e) => panic!("reader: {e}"),
+            }
         }
-    }
+        Ok(())
+    });
     all
 }
 
@@ -674,7 +670,7 @@ fn initial_tables(server: &SimServer, structure: &str) -> HashMap<String, EventV
         ("jdev/sps/enablebinstatusupdate", 200)
     );
     let want = state_uuids(structure);
-    let got = events_until(&mut r, Duration::from_secs(5), |ev| {
+    let got = events_until(&mut r, |ev| {
         ev.iter().filter(|e| want.contains(&e.uuid)).count() >= want.len()
     });
     got.into_iter().map(|e| (e.uuid, e.value)).collect()
@@ -723,7 +719,7 @@ fn enabled(server: &SimServer) -> Reader<WsStream> {
     r.send_text("jdev/sps/enablebinstatusupdate").unwrap();
     assert_eq!(ll(&next(&mut r)).1, 200);
     let want = state_uuids(DEMO_STRUCTURE).len();
-    events_until(&mut r, Duration::from_secs(5), |ev| ev.len() >= want);
+    events_until(&mut r, |ev| ev.len() >= want);
     r
 }
 
@@ -741,21 +737,12 @@ fn commands_over_ws_and_http_produce_value_events() {
     r.send_text(&cmd).unwrap();
     let (control, code, _) = ll(&next(&mut r));
     assert_eq!((control, code), (cmd, 200));
-    let ev = events_until(&mut r, Duration::from_secs(3), |ev| {
-        has(ev, NACHTLICHT_POS, 40.0)
-    });
+    let ev = events_until(&mut r, |ev| has(ev, NACHTLICHT_POS, 40.0));
     // Only what changed is sent.
     assert!(ev.len() < 5, "{ev:?}");
     // Over HTTP: the event still reaches the WebSocket.
-    let url = format!("{}/jdev/sps/io/{NACHTLICHT}/50", server.base_url());
-    let resp = ureq::get(&url)
-        .header("Authorization", "Basic ZGVtbzpkZW1v")
-        .call()
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    events_until(&mut r, Duration::from_secs(3), |ev| {
-        has(ev, NACHTLICHT_POS, 50.0)
-    });
+    MiniserverApi::demo(server.addr()).command(NACHTLICHT, "50");
+    events_until(&mut r, |ev| has(ev, NACHTLICHT_POS, 50.0));
     // A refused command answers its code and sends nothing.
     r.send_text(&format!("jdev/sps/io/{NACHTLICHT}/bogus"))
         .unwrap();
@@ -764,29 +751,24 @@ fn commands_over_ws_and_http_produce_value_events() {
 
 #[test]
 fn travelling_blinds_send_several_position_events() {
-    // 1 s full travel, events every 100 ms: about ten position updates.
-    let (_sim, server) = start(Simulator::demo_with(SimConfig {
-        blind_travel: Duration::from_secs(1),
+    // A 10 min full travel, events every 100 ms: the blind is still travelling after its
+    // first few position updates, however busy the machine.
+    let (sim, server) = start(Simulator::demo_with(SimConfig {
+        blind_travel: Duration::from_secs(600),
         ..SimConfig::default()
     }));
     let mut r = enabled(&server);
+    let start_pos = sim.state(RAFFSTORE, "position").unwrap();
     r.send_text(&format!("jdev/sps/io/{RAFFSTORE}/FullDown"))
         .unwrap();
     assert_eq!(ll(&next(&mut r)).1, 200);
-    let ev = events_until(&mut r, Duration::from_secs(5), |ev| {
-        has(ev, RAFFSTORE_POS, 1.0)
-    });
-    let positions: Vec<f64> = ev
-        .iter()
-        .filter(|e| e.uuid == RAFFSTORE_POS)
-        .filter_map(|e| match e.value {
-            EventValue::Number(v) => Some(v),
-            _ => None,
-        })
-        .collect();
-    assert!(positions.len() >= 3, "{positions:?}");
-    assert_eq!(positions.last(), Some(&1.0));
+    let ev = events_until(&mut r, |ev| numbers_of(ev, RAFFSTORE_POS).len() >= 3);
+    let positions = numbers_of(&ev, RAFFSTORE_POS);
+    // Each update further down, none of them there yet.
+    assert!(positions[0] > start_pos, "{start_pos} -> {positions:?}");
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
+    assert!(positions.iter().all(|p| *p < 1.0), "{positions:?}");
+    assert!(sim.state(RAFFSTORE, "position").unwrap() < 1.0);
 }
 
 #[test]
@@ -805,15 +787,7 @@ fn keepalive_files_and_estimated_headers() {
     r.send_text("jdev/sps/enablebinstatusupdate").unwrap();
     assert_eq!(ll(&next(&mut r)).1, 200);
     let want = state_uuids(DEMO_STRUCTURE).len();
-    events_until(&mut r, Duration::from_secs(5), |ev| ev.len() >= want);
-}
-
-fn wait_for(limit: Duration, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !ok() {
-        assert!(Instant::now() < deadline, "condition not met in {limit:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    events_until(&mut r, |ev| ev.len() >= want);
 }
 
 #[test]
@@ -822,10 +796,10 @@ fn fault_switches_drop_refuse_and_go_out_of_service() {
     // Drop: the open session ends without a close frame.
     let mut r = connect(&server);
     login(&mut r);
-    wait_for(Duration::from_secs(2), || sim.ws_session_count() == 1);
+    wait_true("one session", || sim.ws_session_count() == 1);
     sim.ws_drop_connections();
     assert_eq!(next(&mut r), Incoming::Closed(None));
-    wait_for(Duration::from_secs(2), || sim.ws_session_count() == 0);
+    wait_true("no session", || sim.ws_session_count() == 0);
     // A new connection works after a drop.
     let mut r = connect(&server);
     r.send_text("keepalive").unwrap();
@@ -848,7 +822,7 @@ fn fault_switches_drop_refuse_and_go_out_of_service() {
     // Stopping the server ends its sessions.
     drop(server);
     assert_eq!(next(&mut r), Incoming::Closed(None));
-    wait_for(Duration::from_secs(2), || sim.ws_session_count() == 0);
+    wait_true("no session", || sim.ws_session_count() == 0);
 }
 
 #[test]
@@ -878,9 +852,8 @@ fn token_auth_refuses_strangers_and_plain_http_gets_400() {
         .unwrap();
     assert_eq!(ll(&next(&mut r)).1, 400);
     // A plain GET of the endpoint is not a handshake.
-    let url = format!("{}/ws/rfc6455", server.base_url());
-    let err = ureq::get(&url).call().unwrap_err();
-    assert!(matches!(err, ureq::Error::StatusCode(400)), "{err}");
+    let r = request::<&str>(server.addr(), "GET", "/ws/rfc6455", &[], "");
+    assert_eq!(r.status, 400, "{r:?}");
 }
 
 #[test]
@@ -917,6 +890,7 @@ fn a_delay_makes_websocket_answers_late() {
     let (sim, server) = start(Simulator::demo());
     let mut r = connect(&server);
     sim.set_delay(Duration::from_millis(300));
+    // Only "at least": a busy machine cannot make a delayed answer come sooner.
     let t = Instant::now();
     r.send_text("keepalive").unwrap();
     assert_eq!(next(&mut r), Incoming::Keepalive);
@@ -925,15 +899,11 @@ fn a_delay_makes_websocket_answers_late() {
         "{:?}",
         t.elapsed()
     );
+    // Switched off, answers still come (how fast is not a verdict).
     sim.set_delay(Duration::ZERO);
-    let t = Instant::now();
+    assert_eq!(sim.delay(), Duration::ZERO);
     r.send_text("keepalive").unwrap();
     assert_eq!(next(&mut r), Incoming::Keepalive);
-    assert!(
-        t.elapsed() < Duration::from_millis(300),
-        "{:?}",
-        t.elapsed()
-    );
 }
 
 /// `tempActual` of a demo v2 room (19.1 °C, target 16) and of the demo's
@@ -959,14 +929,14 @@ fn room_temperatures_drift_toward_their_targets_as_events() {
         ..SimConfig::default()
     }));
     let mut r = enabled(&server);
-    let ev = events_until(&mut r, Duration::from_secs(10), |ev| {
+    let ev = events_until(&mut r, |ev| {
         has(ev, IRC_V2_ACTUAL, 16.0) && has(ev, IRC_V1_ACTUAL, 21.5)
     });
-    // Cooling in steps (the initial table holds the first value).
+    // Cooling (the drift runs from the simulator's start, 19.1 °C, so how far it got before
+    // the login is up to the machine's speed: only the direction and the end are verdicts;
+    // the steps are checked below from a known start).
     let v2 = numbers_of(&ev, IRC_V2_ACTUAL);
-    assert!(v2.len() >= 5, "{v2:?}");
     assert!(v2.windows(2).all(|w| w[0] > w[1]), "{v2:?}");
-    assert!(v2.windows(2).all(|w| w[0] - w[1] < 0.5), "{v2:?}");
     assert_eq!(v2.last(), Some(&16.0));
     // Heating, v1.
     let v1 = numbers_of(&ev, IRC_V1_ACTUAL);
@@ -975,6 +945,7 @@ fn room_temperatures_drift_toward_their_targets_as_events() {
     // HTTP reads show the same value; at the target it stays.
     let room = "1d5c3b0b-0210-555d-ffff504f94d0e5a1";
     assert_eq!(sim.state(room, "tempActual"), Some(16.0));
+    // Real time must pass to show that nothing moves (three drift ticks at least).
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(sim.state(room, "tempActual"), Some(16.0));
     // A new target turns the drift around.
@@ -989,12 +960,29 @@ fn room_temperatures_drift_toward_their_targets_as_events() {
         assert_eq!(ll(&answer).1, 200);
     }
     assert_eq!(sim.state(room, "tempTarget"), Some(16.5));
-    let ev = events_until(&mut r, Duration::from_secs(5), |ev| {
-        has(ev, IRC_V2_ACTUAL, 16.5)
-    });
+    let ev = events_until(&mut r, |ev| has(ev, IRC_V2_ACTUAL, 16.5));
     let up = numbers_of(&ev, IRC_V2_ACTUAL);
+    assert!(!up.is_empty());
+    assert!(up.iter().all(|v| *v > 16.0), "{up:?}");
     assert!(up.windows(2).all(|w| w[0] < w[1]), "{up:?}");
-    assert!(up.len() >= 2, "{up:?}");
+    // From 16.5 toward a far target (13.5 °C away at 1 °C/s): several steps arrive while
+    // it is still on its way.
+    r.send_text(&format!("jdev/sps/io/{room}/setManualTemperature/30"))
+        .unwrap();
+    let mut ev = Vec::new();
+    let answer = loop {
+        match next(&mut r) {
+            Incoming::Events(e) => ev.extend(e),
+            other => break other,
+        }
+    };
+    assert_eq!(ll(&answer).1, 200);
+    ev.extend(events_until(&mut r, |more| {
+        numbers_of(&ev, IRC_V2_ACTUAL).len() + numbers_of(more, IRC_V2_ACTUAL).len() >= 3
+    }));
+    let steps = numbers_of(&ev, IRC_V2_ACTUAL);
+    assert!(steps.iter().all(|v| *v > 16.5 && *v < 30.0), "{steps:?}");
+    assert!(steps.windows(2).all(|w| w[0] < w[1]), "{steps:?}");
 }
 
 #[test]
@@ -1005,6 +993,7 @@ fn room_temperatures_stay_still_without_a_drift_rate() {
     });
     let room = "1d5c3b0b-0210-555d-ffff504f94d0e5a1";
     assert_eq!(sim.state(room, "tempActual"), Some(19.1));
+    // Real time must pass to show that nothing drifts.
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(sim.state(room, "tempActual"), Some(19.1));
     // Bad rates are no drift either, never a panic.

@@ -12,6 +12,7 @@
 //! - [`house`]: the demo house in-process (simulator + real client) and tool calls that
 //!   check the envelope shapes, for tests of one tool's logic.
 //! - [`gate`]: key records and a one-shot raw HTTP request.
+//! - [`live`]: the demo app's simulator over HTTP, state UUIDs, the next bus event.
 //! - [`sse`]: a test MCP handler and an incremental SSE reader for the stream tests.
 //! - [`app_server`]: the demo app behind a real `HttpServer` on a loopback port, with a gate
 //!   over in-memory keys.
@@ -23,6 +24,7 @@ pub mod drive;
 pub mod gate;
 pub mod house;
 pub mod keys_cli;
+pub mod live;
 pub mod mcp;
 pub mod net;
 pub mod process;
