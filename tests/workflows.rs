@@ -7,51 +7,18 @@
 use crate::support;
 use support::*;
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use support::server::TempDir;
+use support::wire::sent_commands;
+
 use serde_json::{json, Map, Value};
 
-use home_mcp::app::{open_store, App, StartError};
+use home_mcp::app::{open_store, StartError};
 use home_mcp::mcp::Handler;
 use home_mcp::tools::{HomeTools, Permission};
 use home_mcp::workflow::{NewWorkflow, StoreError, WorkflowStore};
-
-fn uuid_of(app: &App, name: &str, room: &str) -> String {
-    app.house
-        .home()
-        .resolve_control(name, Some(room), &|_| true)
-        .unwrap()
-        .uuid
-        .clone()
-}
-
-/// A fresh directory under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let dir =
-            std::env::temp_dir().join(format!("home-mcp-wf-{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn evening() -> Value {
     json!({
@@ -342,9 +309,14 @@ fn parallel_groups_run_at_the_same_time_and_groups_in_order() {
         "control_device",
         json!({"device": garden, "action": "off"}),
     );
+    // Two steps of group 1 each wait DELAY. Run one after the other they cannot end before
+    // 2 * DELAY on any machine; run at the same time they end after DELAY plus the time of a
+    // few commands to the local simulator (milliseconds; under heavy load well under a
+    // second). DELAY is the margin between the two, far more than a busy machine adds.
+    const DELAY: f64 = 4.0;
     let delayed = |device: &str, group: u32| {
         json!({"tool": "control_device", "arguments": {"device": device, "action": "on"},
-               "delay_seconds": 0.4, "parallel_group": group})
+               "delay_seconds": DELAY, "parallel_group": group})
     };
     ok(
         &tools,
@@ -353,7 +325,7 @@ fn parallel_groups_run_at_the_same_time_and_groups_in_order() {
             delayed(&kitchen, 1),
             {"tool": "list_rooms", "parallel_group": 2},
             delayed(&garden, 1),
-            {"tool": "list_devices", "arguments": {"room": "Küche", "limit": 5}, "parallel_group": 2},
+            {"tool": "control_device", "arguments": {"device": garden, "action": "off"}, "parallel_group": 2},
             {"tool": "get_temperature_sensors", "arguments": {"limit": 1}}
         ]}),
     );
@@ -365,16 +337,23 @@ fn parallel_groups_run_at_the_same_time_and_groups_in_order() {
     let run = ok(&tools, "execute_workflow", json!({"name": "Parallel"}));
     let took = started.elapsed();
     assert_eq!(run["succeeded"], 5, "{run}");
-    // Both delayed steps waited 0.4 s, at the same time.
-    assert!(took >= Duration::from_millis(400), "{took:?}");
-    assert!(took < Duration::from_millis(780), "{took:?}");
+    let delay = Duration::from_secs_f64(DELAY);
+    assert!(took >= delay, "the delays were waited: {took:?}");
+    assert!(
+        took < 2 * delay,
+        "the delays were waited at the same time: {took:?}"
+    );
+    // Groups in order, on the wire: group 2 switched the garden light off only after group 1
+    // (which waited DELAY first) had switched it on.
+    assert_eq!(sent_commands(s, &garden)[1..], ["on", "off"]);
+    assert_eq!(sent_commands(s, &kitchen)[1..], ["on"]);
     assert_eq!(s.state(&kitchen, "active"), Some(1.0));
-    assert_eq!(s.state(&garden, "active"), Some(1.0));
+    assert_eq!(s.state(&garden, "active"), Some(0.0));
     let steps = run["steps"].as_array().unwrap();
     let indexes: Vec<u64> = steps.iter().map(|s| s["index"].as_u64().unwrap()).collect();
     assert_eq!(indexes, vec![0, 1, 2, 3, 4]);
     assert_eq!(steps[0]["parallel_group"], 1);
-    assert_eq!(steps[0]["delay_seconds"], 0.4);
+    assert_eq!(steps[0]["delay_seconds"], DELAY);
     assert_eq!(steps[4]["parallel_group"], Value::Null);
 }
 
@@ -461,21 +440,25 @@ fn dry_run_sends_nothing() {
         &tools,
         "create_workflow",
         json!({"name": "Trocken", "steps": [
-            {"tool": "control_room_lights", "arguments": {"room": "Küche", "action": "off"}, "delay_seconds": 5},
+            {"tool": "control_room_lights", "arguments": {"room": "Küche", "action": "off"}, "delay_seconds": 600},
             {"tool": "control_device", "arguments": {"device": kitchen, "action": "off"}},
             {"tool": "list_rooms"}
         ]}),
     );
-    let started = Instant::now();
-    let run = ok(
-        &tools,
-        "execute_workflow",
-        json!({"id": 1, "dry_run": true}),
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(4),
-        "delays are not waited"
-    );
+    // A dry run does not wait the step's delay (600 s, ten times PATIENCE): it answers at all
+    // only because it does not wait.
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        let run = ok(
+            &tools,
+            "execute_workflow",
+            json!({"id": 1, "dry_run": true}),
+        );
+        let _ = tx.send(run);
+    });
+    let run = rx
+        .recv_timeout(PATIENCE)
+        .expect("the dry run answers without waiting the delays");
     assert_eq!(run["dry_run"], true);
     let steps = run["steps"].as_array().unwrap();
     assert_eq!(steps[0]["status"], "success");
@@ -493,13 +476,18 @@ fn dry_run_sends_nothing() {
     assert_eq!(run["planned"], 1);
     assert_eq!(run["succeeded"], 2);
     assert_eq!(s.state(&kitchen, "active"), Some(1.0));
+    assert_eq!(
+        sent_commands(s, &kitchen),
+        ["on"],
+        "only the command before the dry run reached the Miniserver"
+    );
 }
 
 #[test]
 fn workflows_survive_a_restart() {
     let (app, _) = demo();
     let dir = TempDir::new("restart");
-    let file = dir.path().join("workflows.db");
+    let file = dir.join("workflows.db");
     {
         let store = Arc::new(WorkflowStore::open(&file).unwrap());
         let tools = HomeTools::with_store(app.house.clone(), store);
@@ -536,7 +524,7 @@ fn workflows_survive_a_restart() {
     assert_eq!(again["id"], 3);
 
     // The server opens <data_dir>/workflows.db, creating the directory.
-    let nested = dir.path().join("state/home-mcp");
+    let nested = dir.join("state/home-mcp");
     let store = open_store(&nested).unwrap();
     assert_eq!(store.path(), Some(nested.join("workflows.db").as_path()));
     #[cfg(unix)]
@@ -550,7 +538,7 @@ fn workflows_survive_a_restart() {
 #[test]
 fn a_damaged_store_is_a_clear_error() {
     let dir = TempDir::new("corrupt");
-    let file = dir.path().join("workflows.db");
+    let file = dir.join("workflows.db");
     std::fs::write(
         &file,
         b"this is not a SQLite database, just some text ".repeat(100),
@@ -565,13 +553,13 @@ fn a_damaged_store_is_a_clear_error() {
         other => panic!("expected Open error, got {other:?}"),
     }
     // Through the server's start path: a StartError naming the file.
-    match open_store(dir.path()) {
+    match open_store(&dir.0) {
         Err(StartError::Store(e)) => assert!(e.to_string().contains("workflows.db"), "{e}"),
         Err(e) => panic!("unexpected {e}"),
         Ok(_) => panic!("a damaged store must not open"),
     }
     // A store from a newer version is refused, not misread.
-    let newer = dir.path().join("newer.db");
+    let newer = dir.join("newer.db");
     drop(WorkflowStore::open(&newer).unwrap());
     rusqlite::Connection::open(&newer)
         .unwrap()
@@ -584,7 +572,7 @@ fn a_damaged_store_is_a_clear_error() {
         other => panic!("expected Open error, got {other:?}"),
     }
     // A data directory that is a file.
-    let not_dir = dir.path().join("plain-file");
+    let not_dir = dir.join("plain-file");
     std::fs::write(&not_dir, b"x").unwrap();
     assert!(open_store(&not_dir.join("sub")).is_err());
 }
@@ -763,12 +751,7 @@ fn demo_dry_run_changes_nothing() {
 fn demo_adapts_to_real_structure_files() {
     let mut lights_somewhere = false;
     let mut skipped_somewhere = false;
-    for fixture in [
-        "Smarteon-loxone-client-kotlin-sample-app.json",
-        "Smarteon-loxone-java-showroom.json",
-        "SolarNetwork-solarnetwork-loxone-evident-test.json",
-        "TheJack75-Loxone.NET-uk-demo-miniserver.json",
-    ] {
+    for fixture in support::fixture_app::FIXTURES {
         let f = support::fixture_house(fixture);
         let tools = &f.tools;
         // A dry run first: nothing fails, the light steps show their commands.

@@ -13,9 +13,15 @@
 //!   check the envelope shapes, for tests of one tool's logic.
 //! - [`gate`]: key records and a one-shot raw HTTP request.
 //! - [`sse`]: a test MCP handler and an incremental SSE reader for the stream tests.
+//! - [`unreachable`]: quick client timeouts and the demo house with its Miniserver out of reach.
+//! - [`wire`]: the commands a `Simulator` received (its request log), for in-process houses.
+//! - [`fixture_app`]: the whole server on a simulator serving a real structure file.
+//! - [`apps`]: the in-process demo house with a chosen configuration (e.g. polling only).
 #![allow(dead_code, unused_imports)]
 
+pub mod apps;
 pub mod drive;
+pub mod fixture_app;
 pub mod gate;
 pub mod house;
 pub mod mcp;
@@ -23,7 +29,9 @@ pub mod net;
 pub mod process;
 pub mod server;
 pub mod sse;
+pub mod unreachable;
 pub mod wait;
+pub mod wire;
 
 pub use house::*;
 pub use net::{closed_port, free_port};
