@@ -436,16 +436,21 @@ fn room_mode_bad_inputs() {
 
 #[test]
 fn zone_temperature_by_room_or_controller() {
-    let (app, tools) = demo();
+    // Polling only: named states stay unknown (null) unless the test sets them, whatever the
+    // timing of a WebSocket link.
+    let (app, tools) = support::apps::demo_polling();
     let sim = sim(&app);
     let kitchen = controller(&app, "Küche");
     let data = ok(&tools, "get_zone_temperature", json!({"zone_id": "kuche"}));
     assert_eq!(data["room"], "Küche");
     assert_eq!(data["unit"], "°C");
+    // The simulator's room temperature drifts toward the target in 0.1 °C steps: at most one
+    // step between the tool's read and this one.
     let actual = sim.state(&kitchen, "tempActual").unwrap();
-    assert_eq!(
-        data["temperature"].as_f64().unwrap(),
-        (actual * 10.0).round() / 10.0
+    let t = data["temperature"].as_f64().unwrap();
+    assert!(
+        (t - actual).abs() < 0.1 + 1e-6,
+        "{data}: simulator says {actual}"
     );
     assert_eq!(data["controllers"][0]["uuid"], kitchen.as_str());
     assert_eq!(data["controllers"][0]["type"], "IRoomControllerV2");
@@ -475,7 +480,13 @@ fn zone_temperature_by_room_or_controller() {
     );
     assert_eq!(data["room"], "Büro");
     assert_eq!(data["controllers"][0]["type"], "IRoomController");
-    assert_eq!(data["temperature"], 20.4);
+    let office = controller(&app, "Büro");
+    let actual = sim.state(&office, "tempActual").unwrap();
+    let t = data["temperature"].as_f64().unwrap();
+    assert!(
+        (t - actual).abs() < 0.1 + 1e-6,
+        "{data}: simulator says {actual}"
+    );
 
     // The plain controller name exists in six rooms.
     let e = tool_error(
@@ -511,7 +522,9 @@ fn zone_temperature_by_room_or_controller() {
 
 #[test]
 fn climate_status_lists_every_controller() {
-    let (app, tools) = demo();
+    // Polling only: named states stay unknown (null) unless the test sets them, whatever the
+    // timing of a WebSocket link.
+    let (app, tools) = support::apps::demo_polling();
     let data = ok(&tools, "get_climate_status", json!({}));
     let zones = data["zones"].as_array().unwrap();
     assert_eq!(zones.len(), 6, "{data}");
