@@ -7,7 +7,7 @@
 use crate::support;
 use support::*;
 
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use support::server::TempDir;
@@ -16,6 +16,7 @@ use support::wire::sent_commands;
 use serde_json::{json, Map, Value};
 
 use home_mcp::app::{open_store, StartError};
+use home_mcp::home::{Action, Control, Controller, ControllerError, House, Value as Reading};
 use home_mcp::mcp::Handler;
 use home_mcp::tools::{HomeTools, Permission};
 use home_mcp::workflow::{NewWorkflow, StoreError, WorkflowStore};
@@ -293,27 +294,67 @@ fn bad_workflows_are_rejected_naming_step_and_field() {
     );
 }
 
+/// A controller whose commands to the controls in `meet` each wait until all of them are in
+/// progress at once: steps run at the same time get through together, steps run one after
+/// the other never do (the first gives up after [`PATIENCE`] and fails). Every command is
+/// logged in the order it arrived.
+struct Rendezvous {
+    meet: Vec<String>,
+    /// (commands to `meet` that arrived, the log of every command as "name Action").
+    seen: Mutex<(usize, Vec<String>)>,
+    arrived: Condvar,
+}
+
+impl Controller for Rendezvous {
+    fn act(&self, control: &Control, action: &Action) -> Result<Option<Reading>, ControllerError> {
+        let mut seen = self.seen.lock().unwrap();
+        seen.1.push(format!("{} {action:?}", control.name));
+        if !self.meet.contains(&control.uuid) {
+            return Ok(None);
+        }
+        seen.0 += 1;
+        self.arrived.notify_all();
+        let (seen, waited) = self
+            .arrived
+            .wait_timeout_while(seen, PATIENCE, |s| s.0 < self.meet.len())
+            .unwrap();
+        drop(seen);
+        if waited.timed_out() {
+            return Err(ControllerError::Connection(format!(
+                "{} waited {PATIENCE:?} for the other steps of its group: not run in parallel",
+                control.name
+            )));
+        }
+        Ok(None)
+    }
+
+    fn read(&self, _: &Control) -> Result<Reading, ControllerError> {
+        Err(ControllerError::Connection("no values in this test".into()))
+    }
+}
+
 #[test]
 fn parallel_groups_run_at_the_same_time_and_groups_in_order() {
-    let (app, tools) = demo();
-    let s = sim(&app);
-    let kitchen = uuid_of(&app, "Deckenlicht", "Küche");
-    let garden = uuid_of(&app, "Gartenbeleuchtung", "Außenbereich");
-    ok(
-        &tools,
-        "control_device",
-        json!({"device": kitchen, "action": "off"}),
-    );
-    ok(
-        &tools,
-        "control_device",
-        json!({"device": garden, "action": "off"}),
-    );
-    // Two steps of group 1 each wait DELAY. Run one after the other they cannot end before
-    // 2 * DELAY on any machine; run at the same time they end after DELAY plus the time of a
-    // few commands to the local simulator (milliseconds; under heavy load well under a
-    // second). DELAY is the margin between the two, far more than a busy machine adds.
-    const DELAY: f64 = 4.0;
+    let home = support::unreachable::demo_home();
+    let resolve = |name: &str, room: &str| {
+        home.resolve_control(name, Some(room), &|_| true)
+            .unwrap()
+            .uuid
+            .clone()
+    };
+    let kitchen = resolve("Deckenlicht", "Küche");
+    let garden = resolve("Gartenbeleuchtung", "Außenbereich");
+    // The two steps of group 1 meet in the controller: the run succeeds only when they are
+    // in progress at the same time (no clock decides it).
+    let controller = Arc::new(Rendezvous {
+        meet: vec![kitchen.clone(), garden.clone()],
+        seen: Mutex::new((0, Vec::new())),
+        arrived: Condvar::new(),
+    });
+    let house = House::new(home.clone(), controller.clone(), Duration::from_secs(5))
+        .with_verify_timeout(Duration::ZERO);
+    let tools = HomeTools::with_store(Arc::new(house), Arc::new(WorkflowStore::in_memory()));
+    const DELAY: f64 = 0.2;
     let delayed = |device: &str, group: u32| {
         json!({"tool": "control_device", "arguments": {"device": device, "action": "on"},
                "delay_seconds": DELAY, "parallel_group": group})
@@ -326,7 +367,7 @@ fn parallel_groups_run_at_the_same_time_and_groups_in_order() {
             {"tool": "list_rooms", "parallel_group": 2},
             delayed(&garden, 1),
             {"tool": "control_device", "arguments": {"device": garden, "action": "off"}, "parallel_group": 2},
-            {"tool": "get_temperature_sensors", "arguments": {"limit": 1}}
+            {"tool": "list_rooms", "arguments": {"limit": 1}}
         ]}),
     );
     assert_eq!(
@@ -335,20 +376,24 @@ fn parallel_groups_run_at_the_same_time_and_groups_in_order() {
     );
     let started = Instant::now();
     let run = ok(&tools, "execute_workflow", json!({"name": "Parallel"}));
-    let took = started.elapsed();
     assert_eq!(run["succeeded"], 5, "{run}");
-    let delay = Duration::from_secs_f64(DELAY);
-    assert!(took >= delay, "the delays were waited: {took:?}");
+    // A delay is waited before its step: a busy machine can only make this longer.
     assert!(
-        took < 2 * delay,
-        "the delays were waited at the same time: {took:?}"
+        started.elapsed() >= Duration::from_secs_f64(DELAY),
+        "the delays were waited"
     );
-    // Groups in order, on the wire: group 2 switched the garden light off only after group 1
-    // (which waited DELAY first) had switched it on.
-    assert_eq!(sent_commands(s, &garden)[1..], ["on", "off"]);
-    assert_eq!(sent_commands(s, &kitchen)[1..], ["on"]);
-    assert_eq!(s.state(&kitchen, "active"), Some(1.0));
-    assert_eq!(s.state(&garden, "active"), Some(0.0));
+    // Groups in order: group 2 switched the garden light off only after group 1 had
+    // switched both lights on.
+    let log = controller.seen.lock().unwrap().1.clone();
+    assert_eq!(log.len(), 3, "{log:?}");
+    let mut group_1 = log[..2].to_vec();
+    group_1.sort();
+    assert_eq!(
+        group_1,
+        ["Deckenlicht On", "Gartenbeleuchtung On"],
+        "{log:?}"
+    );
+    assert_eq!(log[2], "Gartenbeleuchtung Off", "{log:?}");
     let steps = run["steps"].as_array().unwrap();
     let indexes: Vec<u64> = steps.iter().map(|s| s["index"].as_u64().unwrap()).collect();
     assert_eq!(indexes, vec![0, 1, 2, 3, 4]);
