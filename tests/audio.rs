@@ -6,28 +6,10 @@
 use crate::support;
 use support::*;
 
-use std::net::TcpListener;
-use std::sync::Arc;
-use std::time::Duration;
-
 use serde_json::{json, Value};
 
-use home_mcp::app::App;
-use home_mcp::config::{MiniserverConfig, Timeouts};
-use home_mcp::home::{House, Value as StateValue};
-use home_mcp::loxone::client::Client;
-use home_mcp::loxone::structure::parse_structure;
+use home_mcp::home::Value as StateValue;
 use home_mcp::tools::HomeTools;
-
-fn uuid_of(app: &App, name: &str) -> String {
-    let home = app.house.home();
-    home.controls
-        .iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("no {name}"))
-        .uuid
-        .clone()
-}
 
 /// Calls `control_audio_zone`, asserts every zone succeeded; the data.
 fn act(tools: &HomeTools, zone: &str, action: &str) -> Value {
@@ -56,7 +38,7 @@ fn volume(tools: &HomeTools, zone: &str, args: Value) -> Value {
 fn v2_zone_playback() {
     let (app, tools) = demo();
     let sim = sim(&app);
-    let radio = uuid_of(&app, "Küchenradio");
+    let radio = uuid_named(&app, "Küchenradio");
     assert_eq!(sim.state(&radio, "playState"), Some(0.0));
 
     let data = act(&tools, "Küchenradio", "play");
@@ -96,7 +78,7 @@ fn v2_zone_playback() {
 fn v1_zone_by_room_power_and_volstep() {
     let (app, tools) = demo();
     let sim = sim(&app);
-    let bath = uuid_of(&app, "Badradio");
+    let bath = uuid_named(&app, "Badradio");
     // The room name finds the zone of that room.
     let data = act(&tools, "Bad", "on");
     assert_eq!(data["results"][0]["uuid"], bath.as_str());
@@ -124,8 +106,8 @@ fn v1_zone_by_room_power_and_volstep() {
 fn central_block_reaches_every_zone() {
     let (app, tools) = demo();
     let sim = sim(&app);
-    let music = uuid_of(&app, "Musik");
-    let radio = uuid_of(&app, "Küchenradio");
+    let music = uuid_named(&app, "Musik");
+    let radio = uuid_named(&app, "Küchenradio");
     let data = act(&tools, "Audio Zentral", "pause");
     assert_eq!(data["total"], 2);
     let uuids: Vec<&str> = data["results"]
@@ -144,10 +126,12 @@ fn central_block_reaches_every_zone() {
 
 #[test]
 fn dry_run_lists_commands_and_sends_nothing() {
-    let (app, tools) = demo();
+    // Polling only: the live volume stays unknown unless the test sets it, so a step is
+    // presses whatever the timing of a WebSocket link.
+    let (app, tools) = support::apps::demo_polling();
     let sim = sim(&app);
-    let music = uuid_of(&app, "Musik");
-    let radio = uuid_of(&app, "Küchenradio");
+    let music = uuid_named(&app, "Musik");
+    let radio = uuid_named(&app, "Küchenradio");
     let data = ok(
         &tools,
         "control_audio_zone",
@@ -171,9 +155,11 @@ fn dry_run_lists_commands_and_sends_nothing() {
 
 #[test]
 fn v2_volume_absolute_and_relative() {
-    let (app, tools) = demo();
+    // Polling only: the live volume stays unknown unless the test sets it, so a step is
+    // presses whatever the timing of a WebSocket link.
+    let (app, tools) = support::apps::demo_polling();
     let sim = sim(&app);
-    let music = uuid_of(&app, "Musik");
+    let music = uuid_named(&app, "Musik");
     let data = volume(&tools, "Musik", json!({"volume": 50}));
     assert_eq!(data["volume"], 50.0);
     assert!(data["step"].is_null());
@@ -290,7 +276,9 @@ fn audio_bad_inputs() {
 
 #[test]
 fn audio_status_reports_play_state() {
-    let (app, tools) = demo();
+    // Polling only: named states stay unknown (null) unless the test sets them, whatever the
+    // timing of a WebSocket link.
+    let (app, tools) = support::apps::demo_polling();
     let data = ok(&tools, "get_audio_status", json!({}));
     assert_eq!(data["total"], 3);
     assert_eq!(data["playing"], 1);
@@ -305,7 +293,7 @@ fn audio_status_reports_play_state() {
     assert_eq!(bath["type"], "AudioZone");
 
     let home = app.house.home();
-    let c = home.control(&uuid_of(&app, "Badradio")).unwrap().clone();
+    let c = home.control(&uuid_named(&app, "Badradio")).unwrap().clone();
     let states = app.house.states();
     states.set(c.state("volume").unwrap(), StateValue::Number(25.0));
     states.set(
@@ -328,26 +316,7 @@ fn audio_status_reports_play_state() {
 
 #[test]
 fn miniserver_down_gives_connection_error() {
-    let port = {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let ms = MiniserverConfig {
-        base_url: format!("http://127.0.0.1:{port}"),
-        user: "demo".into(),
-        password: "demo".into(),
-    };
-    let timeouts = Timeouts {
-        connect: Duration::from_millis(500),
-        request: Duration::from_secs(2),
-        value_max_age: Duration::from_secs(5),
-    };
-    let house = Arc::new(House::new(
-        parse_structure(include_str!("../assets/demo-house.json")).unwrap(),
-        Arc::new(Client::new(&ms, &timeouts)),
-        Duration::from_secs(5),
-    ));
-    let tools = HomeTools::new(house);
+    let tools = support::unreachable::unreachable_demo();
     let e = tool_error(
         &tools,
         "control_audio_zone",

@@ -8,16 +8,7 @@ use support::*;
 
 use serde_json::{json, Value};
 
-use home_mcp::app::App;
 use home_mcp::mcp::Handler;
-
-fn uuid_of(app: &App, name: &str, room: &str) -> String {
-    let home = app.house.home();
-    home.resolve_control(name, Some(room), &|_| true)
-        .unwrap()
-        .uuid
-        .clone()
-}
 
 fn statuses(data: &Value) -> Vec<String> {
     data["results"]

@@ -5,19 +5,11 @@
 use crate::support;
 use support::*;
 
-use std::net::TcpListener;
-use std::sync::Arc;
-use std::time::Duration;
-
 use serde_json::{json, Value};
+use support::wire::sent_commands;
 
 use home_mcp::app::App;
-use home_mcp::config::{MiniserverConfig, Timeouts};
-use home_mcp::home::House;
-use home_mcp::loxone::client::Client;
-use home_mcp::loxone::structure::parse_structure;
 use home_mcp::mcp::Handler;
-use home_mcp::tools::HomeTools;
 
 /// UUIDs of the demo's Jalousies (not the central block), optionally of one room.
 fn jalousies(app: &App, room: Option<&str>) -> Vec<String> {
@@ -44,6 +36,14 @@ fn central(app: &App) -> String {
 /// Where the simulator's blind is heading (0..1): `targetPosition`.
 fn target(app: &App, uuid: &str) -> Option<f64> {
     sim(app).state(uuid, "targetPosition")
+}
+
+/// Where the simulator's blind is, in percent closed as the tools report it.
+fn percent_closed(app: &App, uuid: &str) -> f64 {
+    sim(app)
+        .state(uuid, "position")
+        .expect("a Jalousie has a position")
+        * 100.0
 }
 
 /// Every result ok (a dry run: planned), in the batch runner's shape.
@@ -86,7 +86,7 @@ fn discover_lists_every_blind_with_capabilities() {
             .unwrap_or_else(|| panic!("{uuid} missing from {data}"));
         assert_eq!(b["type"], "Jalousie");
         let p = b["position"].as_f64().expect("position read");
-        assert!((0.0..=100.0).contains(&p), "{b}");
+        assert!((p - percent_closed(&app, uuid)).abs() < 0.5, "{b}");
         assert!(b["room"].is_string());
         assert!(b["automatic_shading"].is_boolean());
         let actions: Vec<&str> = b["actions"]
@@ -340,7 +340,8 @@ fn dry_run_changes_nothing() {
             "{r}"
         );
         let p = r["current"]["position"].as_f64().unwrap();
-        assert!((0.0..=100.0).contains(&p));
+        let uuid = r["device"]["uuid"].as_str().unwrap();
+        assert!((p - percent_closed(&app, uuid)).abs() < 0.5, "{r}");
     }
     let data = ok(
         &tools,
@@ -353,8 +354,15 @@ fn dry_run_changes_nothing() {
         "control_room_rolladen",
         json!({"room": "Küche", "action": "down", "dry_run": true}),
     );
-    std::thread::sleep(Duration::from_millis(100));
-    assert_eq!(snapshot(&app), before, "a dry run sends nothing");
+    // The tools answer after any command they send: nothing is on its way now.
+    assert_eq!(snapshot(&app), before, "a dry run changes nothing");
+    for uuid in &all {
+        assert_eq!(
+            sent_commands(sim(&app), uuid),
+            Vec::<String>::new(),
+            "a dry run sends nothing to {uuid}"
+        );
+    }
 }
 
 #[test]
@@ -490,32 +498,9 @@ fn tools_are_declared_with_permissions_and_annotations() {
     }
 }
 
-fn closed_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let p = l.local_addr().unwrap().port();
-    drop(l);
-    p
-}
-
 #[test]
 fn miniserver_down_is_one_connection_error() {
-    let ms = MiniserverConfig {
-        base_url: format!("http://127.0.0.1:{}", closed_port()),
-        user: "demo".into(),
-        password: "demo".into(),
-    };
-    let timeouts = Timeouts {
-        connect: Duration::from_millis(500),
-        request: Duration::from_secs(2),
-        value_max_age: Duration::from_secs(5),
-    };
-    let home = parse_structure(include_str!("../assets/demo-house.json")).unwrap();
-    let house = Arc::new(House::new(
-        home,
-        Arc::new(Client::new(&ms, &timeouts)),
-        Duration::from_secs(5),
-    ));
-    let tools = HomeTools::new(house);
+    let tools = support::unreachable::unreachable_demo();
     let e = tool_error(
         &tools,
         "control_all_rolladen",

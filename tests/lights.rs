@@ -13,17 +13,8 @@ use serde_json::{json, Value};
 
 use home_mcp::app::App;
 use home_mcp::home::{Action, Control, Controller, ControllerError, House};
-use home_mcp::loxone::structure::parse_structure;
 use home_mcp::mcp::Handler;
 use home_mcp::tools::HomeTools;
-
-fn uuid_of(app: &App, name: &str, room: &str) -> String {
-    let home = app.house.home();
-    home.resolve_control(name, Some(room), &|_| true)
-        .unwrap()
-        .uuid
-        .clone()
-}
 
 /// The result item of the device named `name` in a batch result's `results`.
 fn record<'a>(data: &'a Value, name: &str) -> &'a Value {
@@ -666,7 +657,7 @@ impl Controller for Flaky {
 
 #[test]
 fn one_failing_light_does_not_hide_the_others() {
-    let home = parse_structure(include_str!("../assets/demo-house.json")).unwrap();
+    let home = support::unreachable::demo_home();
     let ceiling = home
         .resolve_control("Deckenlicht Küche", None, &|_| true)
         .unwrap()
@@ -839,7 +830,7 @@ impl Controller for GoesDown {
 
 #[test]
 fn out_of_reach_midway_marks_the_rest_not_attempted() {
-    let home = parse_structure(include_str!("../assets/demo-house.json")).unwrap();
+    let home = support::unreachable::demo_home();
     let down = Arc::new(GoesDown {
         ok: 2,
         tried: Mutex::new(0),

@@ -4,38 +4,40 @@
 use crate::support;
 use support::*;
 
-use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use home_mcp::app::{App, StartError};
-use home_mcp::config::{Config, MiniserverConfig, Timeouts};
+use home_mcp::config::{Config, MiniserverConfig};
 use home_mcp::home::House;
 use home_mcp::loxone::client::{Client, LoxoneError};
-use home_mcp::loxone::structure::parse_structure;
 use home_mcp::mcp::Handler;
 use home_mcp::tools::HomeTools;
 
-fn uuid_of(app: &App, name: &str, room: &str) -> String {
-    let home = app.house.home();
-    home.resolve_control(name, Some(room), &|_| true)
-        .unwrap()
-        .uuid
-        .clone()
-}
+use support::server::Miniserver;
+use support::unreachable::{demo_home, quick_timeouts, unreachable_demo, unreachable_miniserver};
+use support::wire::sent_commands;
+
+/// The demo house (assets/demo-house.json): 14 rooms, 67 top-level controls, 7 of them
+/// Jalousies.
+const DEMO_ROOMS: usize = 14;
+const DEMO_CONTROLS: u64 = 67;
+const DEMO_JALOUSIES: usize = 7;
 
 #[test]
 fn list_rooms_has_spec_fields() {
     let (_app, tools) = demo();
     let data = ok(&tools, "list_rooms", json!({}));
     let rooms = data["rooms"].as_array().unwrap();
-    assert!(rooms.len() >= 8);
+    assert_eq!(rooms.len(), DEMO_ROOMS);
     assert_eq!(data["total"], rooms.len());
     let kitchen = rooms.iter().find(|r| r["name"] == "Küche").expect("Küche");
     assert!(kitchen["uuid"].as_str().unwrap().len() > 20);
-    assert!(kitchen["device_count"].as_u64().unwrap() >= 2);
+    // Deckenlicht, Unterbauleuchten, Steckdose Kaffeemaschine, Rollladen Küche, Raumregelung,
+    // Küchenradio.
+    assert_eq!(kitchen["device_count"], 6);
     let by_cat = kitchen["devices_by_category"].as_object().unwrap();
     assert!(by_cat.contains_key("lighting"));
     let sum: u64 = by_cat.values().map(|v| v.as_u64().unwrap()).sum();
@@ -45,21 +47,32 @@ fn list_rooms_has_spec_fields() {
     assert_eq!(filtered["rooms"][0]["name"], "Küche");
     let limited = ok(&tools, "list_rooms", json!({"limit": 2}));
     assert_eq!(limited["rooms"].as_array().unwrap().len(), 2);
-    assert!(limited["total"].as_u64().unwrap() >= 8);
+    assert_eq!(limited["total"], DEMO_ROOMS);
 }
 
 #[test]
 fn list_devices_filters_and_reads_state() {
-    let (_app, tools) = demo();
+    let (app, tools) = demo();
     let all = ok(&tools, "list_devices", json!({"limit": 500}));
-    assert!(all["total"].as_u64().unwrap() >= 40);
+    assert_eq!(all["total"], DEMO_CONTROLS);
     let lights = ok(
         &tools,
         "list_devices",
         json!({"room": "kuche", "category": "lighting"}),
     );
     let devs = lights["devices"].as_array().unwrap();
-    assert!(!devs.is_empty());
+    // The family goes by the block type: the coffee machine's socket is a Switch, so it is
+    // lighting here although its Loxone category is Energie.
+    let mut names: Vec<&str> = devs.iter().map(|d| d["name"].as_str().unwrap()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "Deckenlicht",
+            "Steckdose Kaffeemaschine",
+            "Unterbauleuchten"
+        ]
+    );
     for d in devs {
         assert_eq!(d["room"], "Küche");
         assert_eq!(d["category"], "lighting");
@@ -68,10 +81,15 @@ fn list_devices_filters_and_reads_state() {
     assert!(ceiling["state"]["on"].is_boolean());
 
     let blinds = ok(&tools, "list_devices", json!({"type": "jalousie"}));
-    for d in blinds["devices"].as_array().unwrap() {
+    let blinds = blinds["devices"].as_array().unwrap();
+    assert_eq!(blinds.len(), DEMO_JALOUSIES, "{blinds:?}");
+    for d in blinds {
         assert_eq!(d["type"], "Jalousie");
+        // Positions in percent closed: the simulator's 0..1 times 100.
+        let uuid = d["uuid"].as_str().unwrap();
+        let expected = sim(&app).state(uuid, "position").unwrap() * 100.0;
         let p = d["state"]["position"].as_f64().unwrap();
-        assert!((0.0..=100.0).contains(&p));
+        assert!((p - expected).abs() < 0.5, "{d}: simulator says {expected}");
     }
     let one = ok(&tools, "list_devices", json!({"limit": 1}));
     assert_eq!(one["devices"].as_array().unwrap().len(), 1);
@@ -102,19 +120,22 @@ fn control_device_switches_a_light_in_the_simulator() {
         json!({"device": "Deckenlicht Küche", "action": "off"}),
     );
     assert_eq!(sim(&app).state(&uuid, "active"), Some(0.0));
-    let listed = ok(
-        &tools,
-        "list_devices",
-        json!({"room": "Küche", "category": "lighting"}),
-    );
-    let d = listed["devices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["uuid"] == uuid.as_str())
-        .unwrap()
-        .clone();
-    assert_eq!(d["state"]["on"], false);
+    // The light's state as list_devices reports it.
+    let listed_on = || {
+        let listed = ok(
+            &tools,
+            "list_devices",
+            json!({"room": "Küche", "category": "lighting"}),
+        );
+        listed["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["uuid"] == uuid.as_str())
+            .unwrap_or_else(|| panic!("{uuid} not listed: {listed}"))["state"]["on"]
+            .clone()
+    };
+    assert_eq!(listed_on(), false);
 
     let data = ok(
         &tools,
@@ -123,20 +144,9 @@ fn control_device_switches_a_light_in_the_simulator() {
     );
     assert_eq!(data["device"]["uuid"], uuid.as_str());
     assert_eq!(sim(&app).state(&uuid, "active"), Some(1.0));
-    let listed = ok(
-        &tools,
-        "list_devices",
-        json!({"room": "Küche", "category": "lighting"}),
-    );
-    let d = listed["devices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["uuid"] == uuid.as_str())
-        .unwrap()
-        .clone();
     assert_eq!(
-        d["state"]["on"], true,
+        listed_on(),
+        true,
         "list_devices after the command sees the new state"
     );
 }
@@ -179,9 +189,14 @@ fn control_device_dims_and_moves_blinds() {
         "control_device",
         json!({"device": "Rollladen Schlafzimmer", "action": "down"}),
     );
-    // The blind starts to move towards fully closed (state 1.0).
-    let target = sim(&app).state(&blind, "targetPosition");
-    assert!(target.is_none() || target == Some(1.0), "{target:?}");
+    // The command reached the Miniserver, and the blind heads for fully closed (1.0).
+    assert_eq!(
+        sent_commands(sim(&app), &blind).len(),
+        1,
+        "{:?}",
+        sim(&app).requests()
+    );
+    assert_eq!(sim(&app).state(&blind, "targetPosition"), Some(1.0));
 }
 
 #[test]
@@ -313,16 +328,19 @@ fn temperatures_read_and_set() {
     let (app, tools) = demo();
     let data = ok(&tools, "get_temperature_sensors", json!({}));
     let sensors = data["sensors"].as_array().unwrap();
-    assert!(sensors.len() >= 5);
+    // Five InfoOnlyAnalog in °C and six room controllers in the demo house.
+    assert_eq!(sensors.len(), 11, "{sensors:?}");
     for s in sensors {
         assert_eq!(s["unit"], "°C");
         let t = s["temperature"].as_f64().unwrap();
         assert!((-30.0..60.0).contains(&t), "{s}");
     }
     let kitchen = ok(&tools, "get_temperature_sensors", json!({"room": "Küche"}));
-    for s in kitchen["sensors"].as_array().unwrap() {
-        assert_eq!(s["room"], "Küche");
-    }
+    let kitchen = kitchen["sensors"].as_array().unwrap();
+    // The kitchen's only temperature is its room controller's.
+    assert_eq!(kitchen.len(), 1, "{kitchen:?}");
+    assert_eq!(kitchen[0]["room"], "Küche");
+    assert_eq!(kitchen[0]["name"], "Raumregelung");
 
     let irc = uuid_of(&app, "Raumregelung", "Wohnzimmer");
     let data = ok(
@@ -389,39 +407,9 @@ fn every_tool_is_fully_declared() {
     }
 }
 
-fn closed_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let p = l.local_addr().unwrap().port();
-    drop(l);
-    p
-}
-
-fn demo_home() -> home_mcp::home::Home {
-    parse_structure(include_str!("../assets/demo-house.json")).unwrap()
-}
-
-fn quick_timeouts() -> Timeouts {
-    Timeouts {
-        connect: Duration::from_millis(500),
-        request: Duration::from_secs(2),
-        value_max_age: Duration::from_secs(5),
-    }
-}
-
 #[test]
 fn miniserver_down_gives_connection_error() {
-    let ms = MiniserverConfig {
-        base_url: format!("http://127.0.0.1:{}", closed_port()),
-        user: "demo".into(),
-        password: "demo".into(),
-    };
-    let client = Client::new(&ms, &quick_timeouts());
-    let house = Arc::new(House::new(
-        demo_home(),
-        Arc::new(client),
-        Duration::from_secs(5),
-    ));
-    let tools = HomeTools::new(house);
+    let tools = unreachable_demo();
     let e = tool_error(
         &tools,
         "control_device",
@@ -441,6 +429,7 @@ fn miniserver_down_gives_connection_error() {
     assert!(!data["devices"].as_array().unwrap().is_empty());
 
     // Starting against a dead Miniserver fails with a clear error.
+    let ms = unreachable_miniserver();
     let cfg = Config::load(None, &|k| match k {
         "HOME_HOST" => Some(ms.base_url.clone()),
         "HOME_USER" | "HOME_PASS" => Some("demo".into()),
@@ -498,20 +487,10 @@ fn wrong_password_is_reported_and_not_retried() {
 
 #[test]
 fn locked_out_client_waits() {
-    let (app, _tools) = demo();
-    let base = app.simulator.as_ref().unwrap().1.base_url();
-    // The app's polling thread logs in successfully (which resets the failure count) in its
-    // first round; trip the lock-out after it, well before its next round (5 s).
-    let end = std::time::Instant::now() + Duration::from_secs(10);
-    while app.house.link().mode() == home_mcp::home::LinkMode::Disconnected {
-        assert!(std::time::Instant::now() < end, "first poll round");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    // When the WebSocket came up first, a round that began before it may still be running
-    // (it no longer marks the link as polling); later rounds are skipped while it is up.
-    if app.house.link().mode() == home_mcp::home::LinkMode::WebSocket {
-        std::thread::sleep(Duration::from_secs(1));
-    }
+    // A simulator with no server threads of its own polling it: nothing but this test logs
+    // in, so nothing resets its failure count between the wrong logins and the check.
+    let miniserver = Miniserver::demo();
+    let base = miniserver.server.base_url();
     // Trip the simulator's lock-out with raw wrong logins from this IP.
     for i in 0..10 {
         let ms = MiniserverConfig {
@@ -529,11 +508,17 @@ fn locked_out_client_waits() {
     let client = Client::new(&ms, &quick_timeouts());
     match client.structure_file() {
         Err(LoxoneError::LockedOut { remaining_secs }) => assert!(remaining_secs > 0),
-        other => panic!("expected a lock-out, got {other:?}"),
+        other => panic!("expected a lock-out, got {:?}", other.map(|b| b.len())),
     }
     // Known lock-out: refused locally without a request.
+    let asked = miniserver.sim.requests().len();
     assert!(matches!(
         client.structure_version(),
         Err(LoxoneError::LockedOut { .. })
     ));
+    assert_eq!(
+        miniserver.sim.requests().len(),
+        asked,
+        "the known lock-out was not asked again"
+    );
 }

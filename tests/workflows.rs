@@ -7,51 +7,19 @@
 use crate::support;
 use support::*;
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use support::server::TempDir;
+use support::wire::sent_commands;
 
 use serde_json::{json, Map, Value};
 
-use home_mcp::app::{open_store, App, StartError};
+use home_mcp::app::{open_store, StartError};
+use home_mcp::home::{Action, Control, Controller, ControllerError, House, Value as Reading};
 use home_mcp::mcp::Handler;
 use home_mcp::tools::{HomeTools, Permission};
 use home_mcp::workflow::{NewWorkflow, StoreError, WorkflowStore};
-
-fn uuid_of(app: &App, name: &str, room: &str) -> String {
-    app.house
-        .home()
-        .resolve_control(name, Some(room), &|_| true)
-        .unwrap()
-        .uuid
-        .clone()
-}
-
-/// A fresh directory under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let dir =
-            std::env::temp_dir().join(format!("home-mcp-wf-{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn evening() -> Value {
     json!({
@@ -326,25 +294,70 @@ fn bad_workflows_are_rejected_naming_step_and_field() {
     );
 }
 
+/// A controller whose commands to the controls in `meet` each wait until all of them are in
+/// progress at once: steps run at the same time get through together, steps run one after
+/// the other never do (the first gives up after [`PATIENCE`] and fails). Every command is
+/// logged in the order it arrived.
+struct Rendezvous {
+    meet: Vec<String>,
+    /// (commands to `meet` that arrived, the log of every command as "name Action").
+    seen: Mutex<(usize, Vec<String>)>,
+    arrived: Condvar,
+}
+
+impl Controller for Rendezvous {
+    fn act(&self, control: &Control, action: &Action) -> Result<Option<Reading>, ControllerError> {
+        let mut seen = self.seen.lock().unwrap();
+        seen.1.push(format!("{} {action:?}", control.name));
+        if !self.meet.contains(&control.uuid) {
+            return Ok(None);
+        }
+        seen.0 += 1;
+        self.arrived.notify_all();
+        let (seen, waited) = self
+            .arrived
+            .wait_timeout_while(seen, PATIENCE, |s| s.0 < self.meet.len())
+            .unwrap();
+        drop(seen);
+        if waited.timed_out() {
+            return Err(ControllerError::Connection(format!(
+                "{} waited {PATIENCE:?} for the other steps of its group: not run in parallel",
+                control.name
+            )));
+        }
+        Ok(None)
+    }
+
+    fn read(&self, _: &Control) -> Result<Reading, ControllerError> {
+        Err(ControllerError::Connection("no values in this test".into()))
+    }
+}
+
 #[test]
 fn parallel_groups_run_at_the_same_time_and_groups_in_order() {
-    let (app, tools) = demo();
-    let s = sim(&app);
-    let kitchen = uuid_of(&app, "Deckenlicht", "Küche");
-    let garden = uuid_of(&app, "Gartenbeleuchtung", "Außenbereich");
-    ok(
-        &tools,
-        "control_device",
-        json!({"device": kitchen, "action": "off"}),
-    );
-    ok(
-        &tools,
-        "control_device",
-        json!({"device": garden, "action": "off"}),
-    );
+    let home = support::unreachable::demo_home();
+    let resolve = |name: &str, room: &str| {
+        home.resolve_control(name, Some(room), &|_| true)
+            .unwrap()
+            .uuid
+            .clone()
+    };
+    let kitchen = resolve("Deckenlicht", "Küche");
+    let garden = resolve("Gartenbeleuchtung", "Außenbereich");
+    // The two steps of group 1 meet in the controller: the run succeeds only when they are
+    // in progress at the same time (no clock decides it).
+    let controller = Arc::new(Rendezvous {
+        meet: vec![kitchen.clone(), garden.clone()],
+        seen: Mutex::new((0, Vec::new())),
+        arrived: Condvar::new(),
+    });
+    let house = House::new(home.clone(), controller.clone(), Duration::from_secs(5))
+        .with_verify_timeout(Duration::ZERO);
+    let tools = HomeTools::with_store(Arc::new(house), Arc::new(WorkflowStore::in_memory()));
+    const DELAY: f64 = 0.2;
     let delayed = |device: &str, group: u32| {
         json!({"tool": "control_device", "arguments": {"device": device, "action": "on"},
-               "delay_seconds": 0.4, "parallel_group": group})
+               "delay_seconds": DELAY, "parallel_group": group})
     };
     ok(
         &tools,
@@ -353,29 +366,66 @@ fn parallel_groups_run_at_the_same_time_and_groups_in_order() {
             delayed(&kitchen, 1),
             {"tool": "list_rooms", "parallel_group": 2},
             delayed(&garden, 1),
-            {"tool": "list_devices", "arguments": {"room": "Küche", "limit": 5}, "parallel_group": 2},
-            {"tool": "get_temperature_sensors", "arguments": {"limit": 1}}
+            {"tool": "control_device", "arguments": {"device": garden, "action": "off"}, "parallel_group": 2},
+            {"tool": "list_rooms", "arguments": {"limit": 1}}
         ]}),
     );
     assert_eq!(
         ok(&tools, "get_workflow", json!({"name": "Parallel"}))["stages"],
         json!([[0, 2], [1, 3], [4]])
     );
-    let started = Instant::now();
     let run = ok(&tools, "execute_workflow", json!({"name": "Parallel"}));
-    let took = started.elapsed();
     assert_eq!(run["succeeded"], 5, "{run}");
-    // Both delayed steps waited 0.4 s, at the same time.
-    assert!(took >= Duration::from_millis(400), "{took:?}");
-    assert!(took < Duration::from_millis(780), "{took:?}");
-    assert_eq!(s.state(&kitchen, "active"), Some(1.0));
-    assert_eq!(s.state(&garden, "active"), Some(1.0));
+    // Groups in order: group 2 switched the garden light off only after group 1 had
+    // switched both lights on.
+    let log = controller.seen.lock().unwrap().1.clone();
+    assert_eq!(log.len(), 3, "{log:?}");
+    let mut group_1 = log[..2].to_vec();
+    group_1.sort();
+    assert_eq!(
+        group_1,
+        ["Deckenlicht On", "Gartenbeleuchtung On"],
+        "{log:?}"
+    );
+    assert_eq!(log[2], "Gartenbeleuchtung Off", "{log:?}");
     let steps = run["steps"].as_array().unwrap();
     let indexes: Vec<u64> = steps.iter().map(|s| s["index"].as_u64().unwrap()).collect();
     assert_eq!(indexes, vec![0, 1, 2, 3, 4]);
     assert_eq!(steps[0]["parallel_group"], 1);
-    assert_eq!(steps[0]["delay_seconds"], 0.4);
+    assert_eq!(steps[0]["delay_seconds"], DELAY);
     assert_eq!(steps[4]["parallel_group"], Value::Null);
+}
+
+#[test]
+fn a_step_waits_its_delay() {
+    let (app, tools) = demo();
+    let s = sim(&app);
+    let kitchen = uuid_of(&app, "Deckenlicht", "Küche");
+    let garden = uuid_of(&app, "Gartenbeleuchtung", "Außenbereich");
+    ok(
+        &tools,
+        "create_workflow",
+        json!({"name": "Später", "steps": [
+            {"tool": "control_device", "arguments": {"device": kitchen, "action": "on"}},
+            {"tool": "control_device", "arguments": {"device": garden, "action": "on"}, "delay_seconds": 600}
+        ]}),
+    );
+    // The run waits 600 s before its second step: it runs on beside the test, which ends
+    // long before (the thread ends with the test binary).
+    std::thread::spawn(move || {
+        let _ = call(&tools, "execute_workflow", json!({"name": "Später"}));
+    });
+    wait_for("the first step's command", || {
+        let sent = sent_commands(s, &kitchen);
+        (sent == ["on"], sent)
+    });
+    // Seconds after the first step, the second is certainly still waiting its 600 s.
+    assert_eq!(
+        sent_commands(s, &garden),
+        Vec::<String>::new(),
+        "the delayed step waits"
+    );
+    assert_eq!(s.state(&garden, "active"), Some(0.0));
 }
 
 #[test]
@@ -461,21 +511,25 @@ fn dry_run_sends_nothing() {
         &tools,
         "create_workflow",
         json!({"name": "Trocken", "steps": [
-            {"tool": "control_room_lights", "arguments": {"room": "Küche", "action": "off"}, "delay_seconds": 5},
+            {"tool": "control_room_lights", "arguments": {"room": "Küche", "action": "off"}, "delay_seconds": 600},
             {"tool": "control_device", "arguments": {"device": kitchen, "action": "off"}},
             {"tool": "list_rooms"}
         ]}),
     );
-    let started = Instant::now();
-    let run = ok(
-        &tools,
-        "execute_workflow",
-        json!({"id": 1, "dry_run": true}),
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(4),
-        "delays are not waited"
-    );
+    // A dry run does not wait the step's delay (600 s, ten times PATIENCE): it answers at all
+    // only because it does not wait.
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        let run = ok(
+            &tools,
+            "execute_workflow",
+            json!({"id": 1, "dry_run": true}),
+        );
+        let _ = tx.send(run);
+    });
+    let run = rx
+        .recv_timeout(PATIENCE)
+        .expect("the dry run answers without waiting the delays");
     assert_eq!(run["dry_run"], true);
     let steps = run["steps"].as_array().unwrap();
     assert_eq!(steps[0]["status"], "success");
@@ -493,13 +547,18 @@ fn dry_run_sends_nothing() {
     assert_eq!(run["planned"], 1);
     assert_eq!(run["succeeded"], 2);
     assert_eq!(s.state(&kitchen, "active"), Some(1.0));
+    assert_eq!(
+        sent_commands(s, &kitchen),
+        ["on"],
+        "only the command before the dry run reached the Miniserver"
+    );
 }
 
 #[test]
 fn workflows_survive_a_restart() {
     let (app, _) = demo();
     let dir = TempDir::new("restart");
-    let file = dir.path().join("workflows.db");
+    let file = dir.join("workflows.db");
     {
         let store = Arc::new(WorkflowStore::open(&file).unwrap());
         let tools = HomeTools::with_store(app.house.clone(), store);
@@ -536,7 +595,7 @@ fn workflows_survive_a_restart() {
     assert_eq!(again["id"], 3);
 
     // The server opens <data_dir>/workflows.db, creating the directory.
-    let nested = dir.path().join("state/home-mcp");
+    let nested = dir.join("state/home-mcp");
     let store = open_store(&nested).unwrap();
     assert_eq!(store.path(), Some(nested.join("workflows.db").as_path()));
     #[cfg(unix)]
@@ -550,7 +609,7 @@ fn workflows_survive_a_restart() {
 #[test]
 fn a_damaged_store_is_a_clear_error() {
     let dir = TempDir::new("corrupt");
-    let file = dir.path().join("workflows.db");
+    let file = dir.join("workflows.db");
     std::fs::write(
         &file,
         b"this is not a SQLite database, just some text ".repeat(100),
@@ -565,13 +624,13 @@ fn a_damaged_store_is_a_clear_error() {
         other => panic!("expected Open error, got {other:?}"),
     }
     // Through the server's start path: a StartError naming the file.
-    match open_store(dir.path()) {
+    match open_store(&dir.0) {
         Err(StartError::Store(e)) => assert!(e.to_string().contains("workflows.db"), "{e}"),
         Err(e) => panic!("unexpected {e}"),
         Ok(_) => panic!("a damaged store must not open"),
     }
     // A store from a newer version is refused, not misread.
-    let newer = dir.path().join("newer.db");
+    let newer = dir.join("newer.db");
     drop(WorkflowStore::open(&newer).unwrap());
     rusqlite::Connection::open(&newer)
         .unwrap()
@@ -584,7 +643,7 @@ fn a_damaged_store_is_a_clear_error() {
         other => panic!("expected Open error, got {other:?}"),
     }
     // A data directory that is a file.
-    let not_dir = dir.path().join("plain-file");
+    let not_dir = dir.join("plain-file");
     std::fs::write(&not_dir, b"x").unwrap();
     assert!(open_store(&not_dir.join("sub")).is_err());
 }
@@ -763,12 +822,7 @@ fn demo_dry_run_changes_nothing() {
 fn demo_adapts_to_real_structure_files() {
     let mut lights_somewhere = false;
     let mut skipped_somewhere = false;
-    for fixture in [
-        "Smarteon-loxone-client-kotlin-sample-app.json",
-        "Smarteon-loxone-java-showroom.json",
-        "SolarNetwork-solarnetwork-loxone-evident-test.json",
-        "TheJack75-Loxone.NET-uk-demo-miniserver.json",
-    ] {
+    for fixture in support::fixture_app::FIXTURES {
         let f = support::fixture_house(fixture);
         let tools = &f.tools;
         // A dry run first: nothing fails, the light steps show their commands.

@@ -17,10 +17,16 @@
 //! - [`app_server`]: the demo app behind a real `HttpServer` on a loopback port, with a gate
 //!   over in-memory keys.
 //! - [`keys_cli`]: the `keys` command against a key store file.
+//! - [`unreachable`]: quick client timeouts and the demo house with its Miniserver out of reach.
+//! - [`wire`]: the commands a `Simulator` received (its request log), for in-process houses.
+//! - [`fixture_app`]: the whole server on a simulator serving a real structure file.
+//! - [`apps`]: the in-process demo house with a chosen configuration (e.g. polling only).
 #![allow(dead_code, unused_imports)]
 
 pub mod app_server;
+pub mod apps;
 pub mod drive;
+pub mod fixture_app;
 pub mod gate;
 pub mod house;
 pub mod keys_cli;
@@ -30,7 +36,9 @@ pub mod net;
 pub mod process;
 pub mod server;
 pub mod sse;
+pub mod unreachable;
 pub mod wait;
+pub mod wire;
 
 pub use house::*;
 pub use net::{closed_port, free_port};

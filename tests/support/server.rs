@@ -71,19 +71,7 @@ impl Miniserver {
     /// `jdev/sps/io/{uuid}/...` or `jdev/sps/ios/{hash}/{uuid}/...` with a command after the
     /// UUID other than `all` or `state`.
     pub fn commands_to(&self, uuid: &str) -> Vec<String> {
-        self.sim
-            .requests()
-            .into_iter()
-            .filter(|line| {
-                let path = line.split(' ').nth(1).unwrap_or("");
-                let path = path.split('?').next().unwrap_or("");
-                let Some((_, rest)) = path.split_once(uuid) else {
-                    return false;
-                };
-                let command = rest.trim_start_matches('/');
-                !(command.is_empty() || command == "all" || command == "state")
-            })
-            .collect()
+        super::wire::commands_to(&self.sim, uuid)
     }
 
     /// `host:port` for `HOME_HOST`.

@@ -1,0 +1,40 @@
+//! What went over the wire to a simulator: the commands among the request lines it recorded
+//! (`Simulator::requests`), for tests that hold a `Simulator` rather than a
+//! [`super::server::Miniserver`] (the in-process demo house: `sim(&app)`).
+
+use home_mcp::sim::Simulator;
+
+/// The commands (not reads) `sim` received for `uuid`: request lines of
+/// `jdev/sps/io/{uuid}/...` or `jdev/sps/ios/{hash}/{uuid}/...` with a command after the
+/// UUID other than `all` or `state`, oldest first, exactly as received.
+pub fn commands_to(sim: &Simulator, uuid: &str) -> Vec<String> {
+    sim.requests()
+        .into_iter()
+        .filter(|line| {
+            let path = line.split(' ').nth(1).unwrap_or("");
+            let path = path.split('?').next().unwrap_or("");
+            let Some((_, rest)) = path.split_once(uuid) else {
+                return false;
+            };
+            let command = rest.trim_start_matches('/');
+            !(command.is_empty() || command == "all" || command == "state")
+        })
+        .collect()
+}
+
+/// The command part of a request line for `uuid`: the raw (still percent-encoded) path after
+/// `{uuid}/`, without the query. `"GET /jdev/sps/io/{uuid}/on?autht=..."` gives `"on"`.
+pub fn command_of<'a>(line: &'a str, uuid: &str) -> &'a str {
+    let path = line.split(' ').nth(1).unwrap_or("");
+    let path = path.split('?').next().unwrap_or("");
+    path.split_once(uuid)
+        .map_or("", |(_, rest)| rest.trim_start_matches('/'))
+}
+
+/// The commands `sim` received for `uuid`, as [`command_of`] each (`["on", "off"]`).
+pub fn sent_commands(sim: &Simulator, uuid: &str) -> Vec<String> {
+    commands_to(sim, uuid)
+        .iter()
+        .map(|l| command_of(l, uuid).to_string())
+        .collect()
+}
