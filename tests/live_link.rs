@@ -82,7 +82,6 @@ fn a_change_on_the_miniserver_reaches_a_subscriber() {
 }
 
 #[test]
-#[ignore = "fixed by issue 13: a pushed state is what the next tool read shows (today the value read before is answered until value_max_age)"]
 fn a_change_on_the_miniserver_is_what_the_next_read_shows() {
     // Remembered values stay fresh for an hour: with the link live, the pushed events keep
     // them current, so a read never needs to ask the Miniserver.

@@ -35,7 +35,6 @@ fn listed_state(mcp: &mut McpHttp, uuid: &str) -> Value {
 }
 
 #[test]
-#[ignore = "fixed by issue 13: reads take the pushed state, not a cached re-read"]
 fn a_switch_turned_off_at_the_miniserver_reads_off_from_the_pushed_state() {
     let ms = Miniserver::demo();
     let served = Served::start(&ms, "", &[]);

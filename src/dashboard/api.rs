@@ -8,7 +8,7 @@
 
 use serde_json::{json, Value as Json};
 
-use super::history::{HistoryType, Period, PRIMARY_STATES};
+use super::history::{HistoryType, Period};
 use super::Dashboard;
 use crate::home::{Control, ControlKind, Home, StateValue};
 use crate::tools::view;
@@ -101,16 +101,10 @@ pub fn status(dash: &Dashboard) -> Json {
 /// One device of a room: `{"uuid", "name", "type", "category", "state": the primary value in
 /// words (e.g. `{"on": true}`) or `null` when not known yet, "age_secs": seconds since it was
 /// learnt or `null`}`.
-/// A control's primary value as the state store knows it: the newest of the value under its
-/// own UUID (reads, polling) and its primary named state (`active`, `position`, ...: the
-/// Miniserver's event stream). A command forgets the former, and events only renew the
-/// latter, so looking at one alone shows a switched light as unknown or stale.
+/// A control's primary value as the state store knows it, without asking the Miniserver
+/// ([`crate::home::House::known_value`], the same decision every tool read makes).
 fn primary(dash: &Dashboard, c: &Control) -> Option<StateValue> {
-    let states = dash.house.states();
-    std::iter::once(c.uuid.as_str())
-        .chain(PRIMARY_STATES.iter().filter_map(|name| c.state(name)))
-        .filter_map(|uuid| states.get(uuid))
-        .max_by_key(|v| v.seq)
+    dash.house.known_value(c)
 }
 
 fn device(dash: &Dashboard, c: &Control) -> Json {

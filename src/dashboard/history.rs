@@ -610,23 +610,11 @@ pub struct Classified<'h> {
     /// `value` for the primary value, else the state's name.
     pub state: &'h str,
     pub kind: Kind,
-    /// Whether the state carries the control's primary value (`value`, or one of
-    /// [`PRIMARY_STATES`]), so `tools::view::state` can put it in words.
+    /// Whether the state carries the control's primary value as it is (the value under the
+    /// control's own id, or its [`crate::home::Primary::State`]), so `tools::view::state` can
+    /// put it in words.
     pub primary: bool,
 }
-
-/// State names that carry a control's primary value in the Miniserver's event stream (a
-/// switch's `active`, a dimmer's or blind's `position`, a room controller's `tempActual`, an
-/// alarm's `armed`, a meter's `actual`, an audio zone's `playState`).
-pub const PRIMARY_STATES: &[&str] = &[
-    "value",
-    "active",
-    "position",
-    "tempActual",
-    "armed",
-    "actual",
-    "playState",
-];
 
 /// Classifies a change against the model; `None` for values no control owns (global
 /// states).
@@ -671,7 +659,10 @@ pub fn classify<'h>(home: &'h Home, change: &Change) -> Option<Classified<'h>> {
         control,
         state,
         kind,
-        primary: PRIMARY_STATES.contains(&state),
+        // The value under the control's own id (reads, polling), or the one state that is its
+        // primary value as pushed (home::Primary decides which, for every type).
+        primary: control.uuid == change.uuid
+            || matches!(crate::home::Primary::of(control), crate::home::Primary::State(s) if s == state),
     })
 }
 

@@ -275,7 +275,7 @@ fn link_message(house: &House, mode: LinkMode) -> String {
 /// `{"uuid", "name", "room", "type" (Loxone type), "category" (family), "state" (the state's
 /// name; `value` for the primary value), "value" (number or text as reported), "display" (the
 /// primary value in words, e.g. `{"on": true, "level": 60}`; `null` for other states, see
-/// `history::PRIMARY_STATES`), "at"
+/// `home::Primary`), "at"
 /// (ISO 8601 UTC), "seq" (the state store's change number), "source" (`event`, `poll`,
 /// `read`, `command`)}`. `None` for values no control owns.
 pub fn change_payload(house: &House, change: &Change) -> Option<(&'static str, Json)> {

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant, SystemTime};
 use super::bus::{Bus, Change, Event};
 use super::link::{LinkMode, LinkStatus};
 use super::model::{Control, Home};
+use super::primary::Primary;
 use super::state::{Source, StateStore, StateValue, Value};
 use crate::auth::ratelimit::RateLimiter;
 
@@ -376,6 +377,10 @@ pub struct House {
     /// Counts what changes readers' view besides the store's changes: commands (they drop
     /// remembered values), failed reads and model replacements. See [`House::generation`].
     epoch: AtomicU64,
+    /// When each control (by `uuidAction`) was last commanded: until an event newer than
+    /// that arrives (or `value_max_age` passes), its pushed value may predate the command's
+    /// effect, so [`House::value`] reads it again instead (read your own write).
+    commanded: Mutex<std::collections::HashMap<String, SystemTime>>,
 }
 
 impl House {
@@ -393,6 +398,7 @@ impl House {
             verify_timeout: DEFAULT_VERIFY_TIMEOUT,
             command_limits: None,
             epoch: AtomicU64::new(0),
+            commanded: Mutex::new(std::collections::HashMap::new()),
         }
     }
 
@@ -604,12 +610,22 @@ impl House {
     /// sub-controls' and, for central blocks, those of the controls it lists in
     /// `details.controls` (a CentralAlarm disarms every alarm it lists).
     fn forget(&self, control: &Control) {
-        fn own(states: &StateStore, c: &Control) {
-            states.remove(&c.uuid);
-            for s in &c.sub_controls {
-                own(states, s);
+        let now = SystemTime::now();
+        let mut commanded = self.commanded.lock().unwrap_or_else(|e| e.into_inner());
+        // Bounded: entries older than the max age no longer matter.
+        commanded.retain(|_, at| now.duration_since(*at).unwrap_or_default() <= self.value_max_age);
+        let mut own = |states: &StateStore, c: &Control| {
+            fn walk(states: &StateStore, c: &Control, mark: &mut dyn FnMut(&str)) {
+                states.remove(&c.uuid);
+                mark(&c.uuid);
+                for s in &c.sub_controls {
+                    walk(states, s, mark);
+                }
             }
-        }
+            walk(states, c, &mut |u| {
+                commanded.insert(u.to_string(), now);
+            });
+        };
         own(&self.states, control);
         let listed = control
             .details
@@ -627,6 +643,8 @@ impl House {
                 }
             }
         }
+        drop(own);
+        drop(commanded);
         self.bump();
     }
 
@@ -661,15 +679,50 @@ impl House {
         })
     }
 
-    /// The control's primary value: the remembered one if younger than the max age, otherwise
-    /// read from the controller (and remembered). While the link is
-    /// [`LinkMode::Disconnected`], a remembered value is answered however old it is (callers
-    /// show its age, [`StateValue::age_secs`]) instead of waiting for a timeout; without one the
-    /// read is tried and fails with the controller's error (`CONNECTION_ERROR`).
+    /// Whether `control` was commanded after `v` was learnt, within the max age: the command's
+    /// effect may not have been pushed yet.
+    fn commanded_since(&self, control: &Control, v: &StateValue) -> bool {
+        let commanded = self.commanded.lock().unwrap_or_else(|e| e.into_inner());
+        commanded.get(&control.uuid).is_some_and(|at| {
+            *at > v.updated && at.elapsed().unwrap_or_default() <= self.value_max_age
+        })
+    }
+
+    /// The newest primary value of `control` the state store knows, without asking the
+    /// Miniserver: its pushed primary state ([`Primary`]) or the value last read or polled
+    /// under its own `uuidAction`, whichever changed last. `None` when neither is known.
+    pub fn known_value(&self, control: &Control) -> Option<StateValue> {
+        let pushed = Primary::of(control).read(control, &self.states);
+        let own = self.states.get(&control.uuid);
+        match (pushed, own) {
+            (Some(p), Some(o)) => Some(if o.seq > p.seq { o } else { p }),
+            (p, o) => p.or(o),
+        }
+    }
+
+    /// The control's primary value, decided in one place: the newest of its pushed primary
+    /// state ([`Primary`], from the Miniserver's event tables) and the value last read or
+    /// polled under its own `uuidAction`. While the WebSocket is up a pushed value is current
+    /// whatever its age (the Miniserver pushes every change); a read or polled value is
+    /// trusted for the max age, then read again from the controller (and remembered). While
+    /// the link is [`LinkMode::Disconnected`], a remembered value is answered however old it
+    /// is (callers show its age, [`StateValue::age_secs`]) instead of waiting for a timeout;
+    /// without one the read is tried and fails with the controller's error
+    /// (`CONNECTION_ERROR`).
     pub fn value(&self, control: &Control) -> Result<StateValue, ControllerError> {
-        if let Some(v) = self.states.get(&control.uuid) {
-            let age = v.updated.elapsed().unwrap_or_default();
-            if age <= self.value_max_age || self.link.mode() == LinkMode::Disconnected {
+        if let Some(v) = self.known_value(control) {
+            let mode = self.link.mode();
+            // While the WebSocket is up the Miniserver pushes every change of a state, so a
+            // pushed value is current however old; a read or polled one is trusted for
+            // `value_max_age`; while disconnected, whatever is known is answered with its age.
+            let current = match mode {
+                LinkMode::WebSocket if v.source == Source::Event => {
+                    !self.commanded_since(control, &v)
+                }
+                LinkMode::Disconnected => true,
+                _ => v.updated.elapsed().unwrap_or_default() <= self.value_max_age,
+            };
+            if current {
                 return Ok(v);
             }
         }

@@ -6,6 +6,7 @@ pub mod bus;
 pub mod house;
 pub mod link;
 pub mod model;
+pub mod primary;
 pub mod resolve;
 pub mod scope;
 pub mod state;
@@ -19,5 +20,6 @@ pub use link::{LinkMode, LinkSnapshot, LinkStatus};
 pub use model::{
     Category, CategoryKind, Control, ControlKind, Family, Home, MsInfo, Room, StateRef,
 };
+pub use primary::Primary;
 pub use scope::Scope;
 pub use state::{Source, StateStore, StateValue, Value};

@@ -446,7 +446,6 @@ mod tests {
     /// `House::value` looks up the control's uuidAction, so a read of the switch does not see
     /// the event and asks the Miniserver over HTTP instead (here: fails, no HTTP).
     #[test]
-    #[ignore = "fixed by issue 13: pushed state is stored under the state UUID but read under the uuidAction"]
     fn a_pushed_state_answers_the_controls_read_without_http() {
         let (house, feed, ctl) = fed(crate::sim::DEMO_STRUCTURE);
         feed.report(LinkEvent::Connected);
