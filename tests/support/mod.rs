@@ -12,10 +12,14 @@
 //! - [`house`]: the demo house in-process (simulator + real client) and tool calls that
 //!   check the envelope shapes, for tests of one tool's logic.
 //! - [`gate`]: key records and a one-shot raw HTTP request.
-//! - [`sse`]: a test MCP handler and an incremental SSE reader for the stream tests.
+//! - [`sse`]: a server on the fake handler and an incremental SSE reader for the stream tests.
+//! - [`fake_mcp`]: the one fake MCP handler (and recording client peer) of transport tests.
+//! - [`conn`]: a keep-alive HTTP/1.1 connection, several requests on one socket.
 #![allow(dead_code, unused_imports)]
 
+pub mod conn;
 pub mod drive;
+pub mod fake_mcp;
 pub mod gate;
 pub mod house;
 pub mod mcp;
