@@ -245,9 +245,15 @@ impl Http {
         }
     }
 
-    /// The next event carrying data, skipping comments and `retry:` blocks.
+    /// The next event carrying data, skipping comments and `retry:` blocks; `None` at the end
+    /// of the stream, or when only keep-alive comments came for [`PATIENCE`] (so a missing
+    /// event fails the test instead of hanging it).
     pub fn next_data(&mut self) -> Option<Event> {
+        let end = std::time::Instant::now() + PATIENCE;
         loop {
+            if std::time::Instant::now() >= end {
+                return None;
+            }
             let e = self.next()?;
             if e.data.as_deref().is_some_and(|d| !d.is_empty()) {
                 return Some(e);
