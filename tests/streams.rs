@@ -597,14 +597,6 @@ impl LiveHouse {
     }
 }
 
-/// The next `notifications/resources/updated` for `uri` on the stream.
-fn next_update(events: &crossbeam_channel::Receiver<Event>, uri: &str) {
-    recv_matching(events, &format!("resources/updated for {uri}"), |e| {
-        let v = e.json();
-        v["method"] == "notifications/resources/updated" && v["params"]["uri"] == uri
-    });
-}
-
 /// End to end on the demo house: a client subscribed to a device resource hears
 /// `notifications/resources/updated` on its GET stream when the device changes on the
 /// Miniserver (simulator -> WebSocket link -> store -> bus -> notifier -> stream), and the
@@ -630,14 +622,32 @@ fn a_subscribed_device_resource_updates_when_the_house_changes() {
     let want = house.api.state(&light, "position");
     assert_eq!(want, 33.0, "the simulator took the command");
     // Updates may also come from the initial tables still arriving: wait for the one after
-    // which the resource shows the new value (each wait fails after PATIENCE).
-    loop {
-        next_update(&events, &uri);
-        let doc = house.read(&sid, &uri);
-        if doc["states"]["position"]["live"]["value"] == want {
-            break;
-        }
-    }
+    // which the resource shows the new value. The failure shows what was read.
+    let (mut updates, mut last) = (0, Value::Null);
+    wait_until(
+        "an update after which the pushed value is read",
+        PATIENCE,
+        || {
+            while let Ok(e) = events.try_recv() {
+                let v = e.json();
+                if v["method"] != "notifications/resources/updated" || v["params"]["uri"] != uri {
+                    continue;
+                }
+                updates += 1;
+                let doc = house.read(&sid, &uri);
+                if doc["states"]["position"]["live"]["value"] == want {
+                    return Ok(());
+                }
+                last = doc["states"]["position"].clone();
+            }
+            Err(format!(
+                "the Miniserver says {want}; {updates} updates, the last read after one: {last}; \
+             now: {} (link {:?})",
+                house.read(&sid, &uri)["states"]["position"],
+                house.app.house.link().mode()
+            ))
+        },
+    );
     house.stop();
 }
 
