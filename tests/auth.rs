@@ -3,8 +3,7 @@
 //! whitelists, headers, security levels, rate limits, overhead), then round trips over real
 //! loopback HTTP (REST, MCP, `/health`, `/admin`).
 
-use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -20,7 +19,9 @@ use home_mcp::tools::HomeTools;
 use home_mcp::workflow::WorkflowStore;
 use serde_json::{json, Map, Value};
 
+use crate::support::conn::Conn;
 use crate::support::gate::*;
+use crate::support::house::{call as support_call, ok};
 
 const ADMIN: &str = "homekey_admin_1_00112233445566778899aabbccddeeff";
 const OPERATOR: &str = "homekey_operator_2_00112233445566778899aabbccddeeff";
@@ -849,45 +850,39 @@ fn http_production_is_strict_about_origins() {
         );
         let (s, _, _) = send(a, "GET", "/tools", &[&x], "");
         assert_eq!(s, 200, "{lvl:?}: no Origin (not a browser)");
-        let mut raw = TcpStream::connect(a).unwrap();
-        raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        write!(
-            raw,
-            "GET /tools HTTP/1.1\r\nHost: evil.example\r\n{x}\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut out = String::new();
-        let _ = raw.read_to_string(&mut out);
-        assert!(
-            out.starts_with("HTTP/1.1 403"),
-            "{lvl:?}: Host outside allowed_hosts: {out}"
+        let r = Conn::open(a).send(
+            "GET",
+            "/tools",
+            &[("Host", "evil.example"), ("X-API-Key", ADMIN)],
+            b"",
         );
+        assert_eq!(r.status, 403, "{lvl:?}: Host outside allowed_hosts: {r:?}");
     }
 }
 
 #[test]
 fn sse_streams_carry_rate_limit_headers() {
     let f = start(RateLimits::default());
-    let mut s = TcpStream::connect(f.server.addr()).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nX-API-Key: {MONITOR}\r\n\r\n"
-    )
-    .unwrap();
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") && s.read(&mut byte).unwrap() == 1 {
-        head.push(byte[0]);
-    }
-    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
-    assert!(head.starts_with("http/1.1 200"), "{head}");
-    assert!(head.contains("content-type: text/event-stream"), "{head}");
-    assert!(
-        head.contains("x-ratelimit-limit: 100"),
-        "the per-client limit of the MCP transport (tighter than the monitor's 200): {head}"
+    // Only the head: the stream itself stays open.
+    let s = crate::support::sse::send(
+        f.server.addr(),
+        "GET",
+        "/sse",
+        &[("Accept", "text/event-stream"), ("X-API-Key", MONITOR)],
+        b"",
     );
-    assert!(has(&head, "X-RateLimit-Remaining") && has(&head, "X-RateLimit-Reset"));
+    let head = &s.headers;
+    assert_eq!(s.status, 200, "{head:?}");
+    assert_eq!(s.header("content-type"), Some("text/event-stream"));
+    assert_eq!(
+        s.header("x-ratelimit-limit"),
+        Some("100"),
+        "the per-client limit of the MCP transport (tighter than the monitor's 200): {head:?}"
+    );
+    assert!(
+        s.header("x-ratelimit-remaining").is_some() && s.header("x-ratelimit-reset").is_some(),
+        "{head:?}"
+    );
 }
 
 // ---- key scopes: rooms and categories ----
@@ -1147,49 +1142,253 @@ fn http_scoped_key_cannot_operate_outside_its_scope() {
 
 // ---- the whole matrix: every role against every tool and every gated endpoint ----
 
+/// What a tool needs, per the roles of spec §5.5: `Read` is monitoring (a monitor's
+/// "read-only on all resources"), `Control` is device control (the operator's "on/off,
+/// dimming, positioning"; workflows are sequences of device commands), `Security` is the
+/// alarm (beyond the operator's device control: admin, or a custom key given it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Needs {
+    Read,
+    Control,
+    Security,
+}
+
+/// The workflow the workflow tools of [`every_tool`] name (created by the test).
+const WORKFLOW: &str = "role table";
+
+/// Every tool of the demo house, written out: what it needs, and arguments it accepts (valid
+/// for its input schema, naming real rooms and devices of the demo house). A device is named
+/// only in the fields a device key's allow-list is checked against (`device`, `device_id`,
+/// `target`), as `Schreibtischleuchte` or `Raffstore` (both in Büro).
+fn every_tool() -> Vec<(&'static str, Needs, Value)> {
+    use Needs::*;
+    vec![
+        ("list_rooms", Read, json!({})),
+        ("list_devices", Read, json!({"room": "Büro"})),
+        ("get_temperature_sensors", Read, json!({})),
+        ("get_zone_temperature", Read, json!({"zone_id": "Küche"})),
+        ("get_climate_status", Read, json!({"room": "Bad"})),
+        ("get_lights_status", Read, json!({"room": "Büro"})),
+        ("discover_rolladen_capabilities", Read, json!({})),
+        ("get_blinds_status", Read, json!({})),
+        ("get_security_status", Read, json!({})),
+        ("get_audio_status", Read, json!({})),
+        ("get_sensors_status", Read, json!({"room": "Flur"})),
+        ("get_home_summary", Read, json!({})),
+        ("list_workflows", Read, json!({})),
+        ("get_workflow", Read, json!({ "name": WORKFLOW })),
+        (
+            "control_device",
+            Control,
+            json!({"device": "Schreibtischleuchte", "action": "off"}),
+        ),
+        (
+            "set_dimmer",
+            Control,
+            json!({"device_id": "Schreibtischleuchte", "level": 40}),
+        ),
+        (
+            "control_lights_unified",
+            Control,
+            json!({"scope": "device", "target": "Schreibtischleuchte", "action": "on"}),
+        ),
+        (
+            "control_rolladen_unified",
+            Control,
+            json!({"scope": "device", "target": "Raffstore", "action": "down"}),
+        ),
+        (
+            "control_multiple_devices",
+            Control,
+            json!({"operations": [{"device": "Schreibtischleuchte", "action": "on"}]}),
+        ),
+        (
+            "control_room_lights",
+            Control,
+            json!({"room": "Büro", "action": "off"}),
+        ),
+        (
+            "control_all_lights",
+            Control,
+            json!({"action": "off", "dry_run": true}),
+        ),
+        (
+            "room_all_on",
+            Control,
+            json!({"room_id": "Büro", "dry_run": true}),
+        ),
+        (
+            "control_room_rolladen",
+            Control,
+            json!({"room": "Büro", "action": "up"}),
+        ),
+        (
+            "control_all_rolladen",
+            Control,
+            json!({"action": "up", "dry_run": true}),
+        ),
+        (
+            "control_room_devices",
+            Control,
+            json!({"room": "Büro", "action": "off", "device_type": "lighting"}),
+        ),
+        (
+            "set_room_temperature",
+            Control,
+            json!({"room": "Büro", "temperature": 21.5}),
+        ),
+        (
+            "set_room_mode",
+            Control,
+            json!({"room": "Bad", "mode": "eco", "dry_run": true}),
+        ),
+        (
+            "control_audio_zone",
+            Control,
+            json!({"zone": "Badradio", "action": "play"}),
+        ),
+        (
+            "set_audio_volume",
+            Control,
+            json!({"zone": "Badradio", "volume": 20}),
+        ),
+        (
+            "create_workflow",
+            Control,
+            json!({"name": "role table 2", "steps": [
+                {"tool": "control_device", "arguments": {"device": "Flurlicht", "action": "on"}}]}),
+        ),
+        (
+            "execute_workflow",
+            Control,
+            json!({"name": WORKFLOW, "dry_run": true}),
+        ),
+        ("delete_workflow", Control, json!({ "name": WORKFLOW })),
+        ("execute_workflow_demo", Control, json!({"dry_run": true})),
+        (
+            "arm_alarm",
+            Security,
+            json!({"alarm": "Alarmanlage Garage"}),
+        ),
+        (
+            "disarm_alarm",
+            Security,
+            json!({"alarm": "Alarmanlage Garage", "confirm": true}),
+        ),
+        (
+            "acknowledge_alarm",
+            Security,
+            json!({"alarm": "Alarmanlage Garage"}),
+        ),
+    ]
+}
+
+/// Every role against every tool, the expectations written out from spec §5.5 (not taken
+/// from the permission resolver under test): admin everything; operator monitoring and
+/// device control, not the alarm; monitor monitoring only; a device key monitoring and its
+/// own devices (named in the call) only; the custom key here has `read` and `security`.
 #[test]
 fn role_by_every_tool() {
     use home_mcp::mcp::Handler;
-    use home_mcp::tools::Permission;
     let app = App::start(&Config::default(), true).expect("demo");
     let tools = demo_tools(&app);
-    let g = gate(SecurityLevel::Staging);
-    let names: Vec<String> = tools.list_tools().into_iter().map(|t| t.name).collect();
-    assert!(names.len() >= 36, "{names:?}");
+    let table = every_tool();
+    // The table is the whole catalogue: a new tool must be put in it.
+    let mut listed: Vec<String> = tools.list_tools().into_iter().map(|t| t.name).collect();
+    let mut written: Vec<String> = table.iter().map(|(n, _, _)| n.to_string()).collect();
+    listed.sort();
+    written.sort();
+    assert_eq!(listed, written, "tools/list against the table");
+    // What the table calls read-only is what the catalogue marks read-only.
+    for t in tools.list_tools() {
+        let needs = table.iter().find(|(n, _, _)| *n == t.name).unwrap().1;
+        assert_eq!(
+            t.annotations.read_only_hint,
+            needs == Needs::Read,
+            "{}: readOnlyHint against the table",
+            t.name
+        );
+    }
+    let created = ok(
+        &tools,
+        "create_workflow",
+        json!({"name": WORKFLOW, "steps": [
+            {"tool": "control_device", "arguments": {"device": "Flurlicht", "action": "off"}}]}),
+    );
+    assert_eq!(created["name"], WORKFLOW, "{created}");
+
+    let mut store = keys();
+    for k in &mut store {
+        if k.id == DEVICE {
+            k.allowed_devices = vec!["Schreibtischleuchte".into(), "Raffstore".into()];
+        }
+    }
+    let g = Gate::new(
+        Arc::new(MemoryStore::new(store)),
+        GateConfig {
+            level: SecurityLevel::Staging,
+            ..GateConfig::default()
+        },
+        loopback(),
+        permission_of(tools.clone()),
+    );
     let deny = Err(DenyCode::InsufficientPermissions);
-    for name in &names {
-        let needs = tools.required_permission(name, &Map::new()).unwrap();
-        // (key, allowed with no device named) per the roles of spec §5.5
+    let mut device_tools = Vec::new();
+    for (name, needs, arguments) in &table {
+        let names_a_device = ["device", "device_id", "target"]
+            .iter()
+            .any(|f| arguments.get(*f).is_some());
         let expected = [
             (ADMIN, true),
-            (OPERATOR, needs <= Permission::Control),
-            (MONITOR, needs == Permission::Read),
-            (DEVICE, needs == Permission::Read),
+            (OPERATOR, matches!(needs, Needs::Read | Needs::Control)),
+            (MONITOR, *needs == Needs::Read),
+            // A control call of a device key must name only its devices; this one does when
+            // it names a device at all (control_multiple_devices names them inside its
+            // operations, which the gate does not open: refused, fail closed).
             (
-                CUSTOM,
-                matches!(needs, Permission::Read | Permission::Security),
+                DEVICE,
+                *needs == Needs::Read || (*needs == Needs::Control && names_a_device),
             ),
+            (CUSTOM, matches!(needs, Needs::Read | Needs::Security)),
         ];
         for (k, allowed) in expected {
             let want = if allowed { Ok(()) } else { deny };
             assert_eq!(
-                call(&g, k, name, json!({})),
+                call(&g, k, name, arguments.clone()),
                 want,
-                "{k} {name} needs {needs:?}"
+                "{k} {name} {arguments} (needs {needs:?})"
             );
         }
-        // A device key may operate its own device with any control tool, nothing else.
-        if needs == Permission::Control {
-            assert_eq!(
-                call(&g, DEVICE, name, json!({"device": "Kitchen Light"})),
-                Ok(()),
-                "{name}"
-            );
-            assert_eq!(
-                call(&g, DEVICE, name, json!({"device": "Garage Door"})),
-                deny,
-                "{name}"
-            );
+        // The same call naming a device outside the device key's list is refused.
+        if *needs == Needs::Control && names_a_device {
+            device_tools.push(*name);
+            let mut other = arguments.clone();
+            for (field, device) in [
+                ("device", "Spiegelleuchte"),
+                ("device_id", "Spiegelleuchte"),
+                ("target", "Markise"),
+            ] {
+                if other.get(field).is_some() {
+                    other[field] = json!(device);
+                }
+            }
+            assert_eq!(call(&g, DEVICE, name, other.clone()), deny, "{other}");
+        }
+    }
+    assert_eq!(
+        device_tools,
+        [
+            "control_device",
+            "set_dimmer",
+            "control_lights_unified",
+            "control_rolladen_unified"
+        ]
+    );
+    // The arguments are ones the tools take: no call is refused as invalid (-32602).
+    // (In table order: the workflow is read and run before it is deleted.)
+    for (name, _, arguments) in &table {
+        if let Err(e) = support_call(&tools, name, arguments.clone()) {
+            assert_ne!(e.code, -32602, "{name} {arguments}: {}", e.message);
         }
     }
 }

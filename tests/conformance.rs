@@ -2,24 +2,18 @@
 //! serves the fixture catalogue through the product's HTTP transport. (The official suite
 //! itself runs in `tests/conformance.sh`.)
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
-struct Server(Child);
+use crate::support::fake_mcp::RecordingPeer;
+use crate::support::net::request;
+use crate::support::process::Kill;
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts the fixture on a free port; returns it and its `host:port`.
-fn start() -> (Server, String) {
+/// Starts the fixture on a free port; returns it (killed on drop) and its address.
+fn start() -> (Kill, SocketAddr) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_conformance-fixture"))
         .args(["--listen", "127.0.0.1:0"])
         .stdout(Stdio::piped())
@@ -34,39 +28,30 @@ fn start() -> (Server, String) {
     let authority = url
         .strip_prefix("http://")
         .and_then(|r| r.strip_suffix("/mcp"))
-        .unwrap_or_else(|| panic!("unexpected first line {url:?}"))
-        .to_string();
-    (Server(child), authority)
+        .unwrap_or_else(|| panic!("unexpected first line {url:?}"));
+    let addr = authority
+        .parse()
+        .unwrap_or_else(|e| panic!("{authority}: {e}"));
+    (Kill(child), addr)
 }
 
 /// POSTs one JSON-RPC message to /mcp; returns (status, session id, body).
-fn rpc(authority: &str, session: Option<&str>, body: Value) -> (u16, Option<String>, Value) {
-    let mut s = TcpStream::connect(authority).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let body = body.to_string();
-    let mut head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: {}\r\n",
-        body.len()
-    );
+fn rpc(addr: &SocketAddr, session: Option<&str>, body: Value) -> (u16, Option<String>, Value) {
+    let mut headers = vec![
+        "Content-Type: application/json".to_string(),
+        "Accept: application/json".to_string(),
+    ];
     if let Some(id) = session {
-        head.push_str(&format!("Mcp-Session-Id: {id}\r\n"));
+        headers.push(format!("Mcp-Session-Id: {id}"));
     }
-    s.write_all(format!("{head}\r\n{body}").as_bytes()).unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    let session = head.lines().find_map(|l| {
-        let (k, v) = l.split_once(':')?;
-        k.eq_ignore_ascii_case("mcp-session-id")
-            .then(|| v.trim().to_string())
-    });
-    let body = if body.is_empty() {
+    let r = request(*addr, "POST", "/mcp", &headers, &body.to_string());
+    let session = r.header("mcp-session-id").map(str::to_string);
+    let body = if r.body.is_empty() {
         Value::Null
     } else {
-        serde_json::from_str(body).expect("JSON body")
+        r.json()
     };
-    (status, session, body)
+    (r.status, session, body)
 }
 
 #[test]
@@ -174,31 +159,6 @@ fn bad_arguments_are_usage_errors() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--listen"));
 }
 
-/// Records what the fixture sends back mid-call; answers requests like a cooperative client.
-#[derive(Default)]
-struct RecordingPeer {
-    sent: std::sync::Mutex<Vec<(String, Value)>>,
-}
-
-impl home_mcp::mcp::Peer for RecordingPeer {
-    fn notify(&self, method: &str, params: Value) {
-        self.sent.lock().unwrap().push((method.into(), params));
-    }
-    fn request(
-        &self,
-        method: &str,
-        params: Value,
-        _timeout: Duration,
-    ) -> Result<Value, home_mcp::mcp::RpcError> {
-        self.sent.lock().unwrap().push((method.into(), params));
-        Ok(match method {
-            "sampling/createMessage" => json!({"role": "assistant", "model": "m",
-                "content": {"type": "text", "text": "pong"}}),
-            _ => json!({"action": "accept", "content": {"username": "ada", "email": "a@b"}}),
-        })
-    }
-}
-
 /// The scenarios that need the transport's Peer, driven through the MCP core with a recording
 /// peer: the core hands the session's log level, the request's progress token and the client's
 /// capabilities to the fixture, and the fixture sends what the suite expects. Once a transport
@@ -232,7 +192,14 @@ fn peer_scenarios_through_the_core() {
     );
     assert_eq!(set["result"], json!({}));
 
-    let peer = Arc::new(RecordingPeer::default());
+    // A cooperative client: answers sampling and elicitation.
+    let peer = Arc::new(RecordingPeer::new(|method, _| {
+        Ok(match method {
+            "sampling/createMessage" => json!({"role": "assistant", "model": "m",
+                "content": {"type": "text", "text": "pong"}}),
+            _ => json!({"action": "accept", "content": {"username": "ada", "email": "a@b"}}),
+        })
+    }));
     let handle = || Some(PeerHandle(peer.clone()));
     let call = |state: &mut SessionState, id: u32, name: &str, args: Value| {
         send(

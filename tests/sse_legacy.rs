@@ -1,11 +1,11 @@
 //! The legacy HTTP+SSE transport (2024-11-05) over real loopback sockets: `GET /sse`, the
 //! `endpoint` event, `POST /message` answered on the stream, elicitation, and bad input.
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use crate::support::sse::*;
+use crate::support::{wait_until, PATIENCE};
 
 fn message(addr: SocketAddr, endpoint: &str, body: &Value) -> Http {
     send(
@@ -84,20 +84,18 @@ fn endpoint_then_messages_on_the_stream() {
 
     // Closing the stream ends the session.
     drop(s);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
+    wait_until("the session to end with its stream", PATIENCE, || {
         let r = message(
             addr,
             &endpoint,
             &json!({"jsonrpc": "2.0", "id": 9, "method": "ping"}),
         );
-        if r.status == 404 {
-            break;
+        match r.status {
+            404 => Ok(()),
+            202 => Err("202: the session is still there"),
+            other => panic!("neither 202 nor 404: {other}"),
         }
-        assert_eq!(r.status, 202);
-        assert!(Instant::now() < deadline, "session outlived its stream");
-        std::thread::sleep(Duration::from_millis(250));
-    }
+    });
     server.stop();
 }
 

@@ -3,14 +3,18 @@
 //! workers never held by streams, the legacy HTTP+SSE transport, and bad input.
 
 use std::io::{BufReader, Read, Write};
+use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use home_mcp::app::App;
 use home_mcp::http::{HttpConfig, HttpServer};
 use home_mcp::mcp::updates::{spawn_notifier, Next, Update};
 use serde_json::{json, Value};
 
+use crate::support::drive::MiniserverApi;
 use crate::support::sse::*;
+use crate::support::{recv_matching, uuid_of, wait_until, PATIENCE};
 
 // ---------------------------------------------------------------- tests
 
@@ -121,13 +125,13 @@ fn get_stream_primes_carries_updates_and_replays() {
     let mut g = open_get(addr, &sid, None);
     assert_eq!(g.status, 200);
     assert_eq!(g.header("content-type"), Some("text/event-stream"));
+    // The stream attaches before it writes the priming event, so this is delivered.
     expect_prelude(&mut g);
-    // Wait until the stream thread attached before pushing.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while server.mcp.notify_resource_updated("test://watched") == 0 {
-        assert!(Instant::now() < deadline, "stream never attached");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    assert_eq!(
+        server.mcp.notify_resource_updated("test://watched"),
+        1,
+        "delivered to the stream"
+    );
     let e = g.next_data().expect("update");
     let first_id = e.id.clone().unwrap();
     assert_eq!(e.json()["method"], "notifications/resources/updated");
@@ -159,6 +163,24 @@ fn get_stream_primes_carries_updates_and_replays() {
     server.stop();
 }
 
+/// A notifier fed by the test: `send` queues updates, the stream shows what it delivered.
+fn notifier(server: &Server, interval: Duration) -> crossbeam_channel::Sender<Update> {
+    let (tx, rx) = crossbeam_channel::unbounded::<Update>();
+    spawn_notifier(server.mcp.clone(), interval, move |wait| {
+        match rx.recv_timeout(wait) {
+            Ok(u) => Next::Update(u),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => Next::Idle,
+            Err(_) => Next::Closed,
+        }
+    })
+    .unwrap();
+    tx
+}
+
+/// The coalescing window is the notifier's own; the test sets it on both sides instead of
+/// timing it: with a window of 1 h, the first of five updates of one URI goes out and the
+/// other four are held (the list change queued after them arrives next); with 100 ms, the
+/// held update does go out after the window.
 #[test]
 fn notifier_coalesces_and_delivers() {
     let server = start();
@@ -172,35 +194,42 @@ fn notifier_coalesces_and_delivers() {
     let _ = r.body();
     let mut g = open_get(addr, &sid, None);
     expect_prelude(&mut g);
-    std::thread::sleep(Duration::from_millis(100));
-    let (tx, rx) = crossbeam_channel::unbounded::<Update>();
-    spawn_notifier(
-        server.mcp.clone(),
-        Duration::from_millis(250),
-        move |wait| match rx.recv_timeout(wait) {
-            Ok(u) => Next::Update(u),
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => Next::Idle,
-            Err(_) => Next::Closed,
-        },
-    )
-    .unwrap();
-    let t0 = Instant::now();
+    let events = g.events();
+    let next = |what: &str| {
+        recv_matching(&events, what, |e: &Event| {
+            e.data.as_deref().is_some_and(|d| !d.is_empty())
+        })
+        .json()
+    };
+
+    let long = notifier(&server, Duration::from_secs(3600));
     for _ in 0..5 {
-        tx.send(Update::Uris(vec!["test://watched".into()]))
+        long.send(Update::Uris(vec!["test://watched".into()]))
             .unwrap();
     }
-    let a = g.next_data().unwrap();
-    assert_eq!(a.json()["params"]["uri"], "test://watched");
-    let b = g.next_data().unwrap();
-    assert_eq!(b.json()["params"]["uri"], "test://watched");
-    assert!(
-        t0.elapsed() >= Duration::from_millis(200),
-        "second one held back"
+    long.send(Update::ListChanged).unwrap();
+    let a = next("the first update");
+    assert_eq!(a["method"], "notifications/resources/updated");
+    assert_eq!(a["params"]["uri"], "test://watched");
+    let b = next("the list change");
+    assert_eq!(
+        b["method"], "notifications/resources/list_changed",
+        "the other four updates are held for the window: {b}"
     );
-    tx.send(Update::ListChanged).unwrap();
-    let c = g.next_data().unwrap();
-    assert_eq!(c.json()["method"], "notifications/resources/list_changed");
-    drop(tx);
+    drop(long);
+
+    let short = notifier(&server, Duration::from_millis(100));
+    for _ in 0..5 {
+        short
+            .send(Update::Uris(vec!["test://watched".into()]))
+            .unwrap();
+    }
+    let a = next("the first update");
+    assert_eq!(a["params"]["uri"], "test://watched", "{a}");
+    let b = next("the held update after the window");
+    assert_eq!(b["method"], "notifications/resources/updated", "{b}");
+    assert_eq!(b["params"]["uri"], "test://watched", "{b}");
+    drop(short);
     server.stop();
 }
 
@@ -217,7 +246,9 @@ fn streams_do_not_hold_workers() {
         assert_eq!(s.status, 200);
         expect_prelude(s);
     }
-    let t = Instant::now();
+    // With both workers' worth of streams open (and more), requests are still answered: a
+    // held worker would leave them unanswered (the read waits up to PATIENCE and fails).
+    // (It no longer checks they take under 2 s: speed is no verdict on a busy machine.)
     for i in 0..4 {
         let r = post_json(
             addr,
@@ -226,7 +257,6 @@ fn streams_do_not_hold_workers() {
         );
         assert_eq!(r.json()["result"], json!({}));
     }
-    assert!(t.elapsed() < Duration::from_secs(2));
     // One slot left, then 503.
     let mut sixth = open_get(addr, &sid, None);
     assert_eq!(sixth.status, 200);
@@ -243,8 +273,8 @@ fn slow_reader_is_dropped_alone() {
     let addr = server.addr();
     let sid = initialize(addr);
     let mut g = open_get(addr, &sid, None);
+    // The stream attaches before it writes the priming event.
     expect_prelude(&mut g);
-    std::thread::sleep(Duration::from_millis(100));
     // Never read `g` again: big messages fill the socket buffers, then its queue.
     let big = "x".repeat(64 * 1024);
     let outlet = server.mcp.hub().outlet(&sid).unwrap();
@@ -326,13 +356,10 @@ fn session_and_header_checks() {
     // DELETE ends the session and its stream; then 404 everywhere.
     let mut g = open_get(addr, &sid, None);
     expect_prelude(&mut g);
-    std::thread::sleep(Duration::from_millis(50));
+    let events = g.events();
     let r = send(addr, "DELETE", "/mcp", &[("Mcp-Session-Id", &sid)], b"");
     assert_eq!(r.status, 200);
-    let t = Instant::now();
-    while g.next().is_some() {
-        assert!(t.elapsed() < Duration::from_secs(3), "stream ends");
-    }
+    wait_ended(&events, "the stream to end with its session");
     let r = post_json(
         addr,
         &sid,
@@ -396,7 +423,10 @@ impl Write for ChanWriter {
 
 #[test]
 fn stdio_elicitation_does_not_block_reading() {
-    let mcp = Arc::new(McpServer::new(Arc::new(TestHandler), McpConfig::default()));
+    let mcp = Arc::new(McpServer::new(
+        Arc::new(FakeHandler::default()),
+        McpConfig::default(),
+    ));
     let (in_tx, in_rx) = crossbeam_channel::unbounded::<String>();
     let (out_tx, out_rx) = crossbeam_channel::unbounded::<String>();
     let m2 = mcp.clone();
@@ -416,7 +446,12 @@ fn stdio_elicitation_does_not_block_reading() {
         )
     });
     let recv = || -> Value {
-        serde_json::from_str(&out_rx.recv_timeout(Duration::from_secs(5)).unwrap()).unwrap()
+        serde_json::from_str(
+            &out_rx
+                .recv_timeout(PATIENCE)
+                .expect("a line within PATIENCE"),
+        )
+        .unwrap()
     };
     in_tx
         .send(
@@ -458,18 +493,21 @@ fn stdio_elicitation_does_not_block_reading() {
     serving.join().unwrap().unwrap();
 }
 
+/// The idle timeout (1.2 s) is the server's own window: the stream is read past it, counted
+/// in the server's own keep-alive comments (every 200 ms: sixteen of them span at least 3 s,
+/// two and a half idle timeouts), not on the test's clock. (Not shorter: the acceptor's
+/// waker must run once per third of the timeout, see mcp_http's ignored acceptor test.)
 #[test]
 fn streams_outlive_the_connection_idle_timeout() {
     let server = start_with(|c| {
-        c.idle_timeout = Duration::from_millis(600);
-        c.keep_alive = Duration::from_millis(250);
+        c.idle_timeout = Duration::from_millis(1200);
+        c.keep_alive = Duration::from_millis(200);
     });
     let addr = server.addr();
     let sid = initialize(addr);
     let mut g = open_get(addr, &sid, None);
     expect_prelude(&mut g);
-    let t = Instant::now();
-    while t.elapsed() < Duration::from_millis(2000) {
+    for _ in 0..16 {
         assert!(g.next().expect("keep-alive").comment);
     }
     assert_eq!(server.mcp.notify_list_changed(), 1);
@@ -486,96 +524,176 @@ fn streams_outlive_the_connection_idle_timeout() {
     server.stop();
 }
 
+/// The demo house in-process (simulator, live WebSocket link, resource notifier) behind an
+/// HTTP server, with its link up.
+struct LiveHouse {
+    app: App,
+    http: HttpServer,
+    /// The simulated Miniserver's own HTTP API: the wall button and the oracle.
+    api: MiniserverApi,
+}
+
+impl LiveHouse {
+    fn start() -> LiveHouse {
+        let app = App::start(&home_mcp::config::Config::default(), true).unwrap();
+        let http = HttpServer::start(
+            HttpConfig {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                workers: 2,
+                keep_alive: Duration::from_millis(200),
+                ..HttpConfig::default()
+            },
+            app.mcp.clone(),
+            Arc::new(|| json!({"status": "ok"})),
+        )
+        .expect("start");
+        wait_until("the live link", PATIENCE, || {
+            match app.house.link().mode() {
+                home_mcp::home::link::LinkMode::WebSocket => Ok(()),
+                other => Err(other),
+            }
+        });
+        let api = MiniserverApi::demo(app.simulator.as_ref().expect("demo").1.addr());
+        LiveHouse { app, http, api }
+    }
+
+    fn addr(&self) -> SocketAddr {
+        self.http.addr()
+    }
+
+    /// Subscribes a new session to `uri` and opens its GET stream; the session and the
+    /// stream's events.
+    fn watch(&self, uri: &str) -> (String, crossbeam_channel::Receiver<Event>) {
+        let sid = initialize(self.addr());
+        let r = post_json(
+            self.addr(),
+            &sid,
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": uri}}),
+        );
+        assert_eq!(r.json()["result"], json!({}), "subscribed");
+        let mut g = open_get(self.addr(), &sid, None);
+        expect_prelude(&mut g); // (the stream is attached once its priming event is out)
+        (sid, g.events())
+    }
+
+    /// `resources/read` of `uri`: the document of its text content.
+    fn read(&self, sid: &str, uri: &str) -> Value {
+        let r = post_json(
+            self.addr(),
+            sid,
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": uri}}),
+        );
+        let v = r.json();
+        let text = v["result"]["contents"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no text content: {v}"));
+        serde_json::from_str(text).unwrap()
+    }
+
+    fn stop(self) {
+        self.http.shutdown();
+        self.http.join();
+        drop(self.app);
+    }
+}
+
 /// End to end on the demo house: a client subscribed to a device resource hears
 /// `notifications/resources/updated` on its GET stream when the device changes on the
-/// Miniserver (simulator -> WebSocket link -> store -> bus -> notifier -> stream).
+/// Miniserver (simulator -> WebSocket link -> store -> bus -> notifier -> stream), and the
+/// pushed value (`states.*.live`) it then reads is the Miniserver's. What clients read as the
+/// device's state (`state`) is checked by the ignored test below (issue 13).
 #[test]
 fn a_subscribed_device_resource_updates_when_the_house_changes() {
-    let app = home_mcp::app::App::start(&home_mcp::config::Config::default(), true).unwrap();
-    let config = HttpConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        workers: 2,
-        keep_alive: Duration::from_millis(200),
-        ..HttpConfig::default()
-    };
-    let http = HttpServer::start(
-        config,
-        app.mcp.clone(),
-        Arc::new(|| json!({"status": "ok"})),
-    )
-    .expect("start");
-    let addr = http.addr();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while app.house.link().mode() != home_mcp::home::link::LinkMode::WebSocket {
-        assert!(Instant::now() < deadline, "no live link");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let light = app
-        .house
-        .home()
-        .resolve_control("Nachtlicht", Some("Kinderzimmer"), &|_| true)
-        .unwrap()
-        .uuid
-        .clone();
+    let house = LiveHouse::start();
+    let light = uuid_of(&house.app, "Nachtlicht", "Kinderzimmer");
     let uri = format!("home://devices/{light}");
-    let sid = initialize(addr);
-    let r = post_json(
-        addr,
-        &sid,
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": uri}}),
-    );
-    assert_eq!(r.json()["result"], json!({}), "subscribed");
+    let (sid, events) = house.watch(&uri);
     // Subscribing to something that does not exist is refused.
     let r = post_json(
-        addr,
+        house.addr(),
         &sid,
-        &json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": "home://devices/nope"}}),
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe", "params": {"uri": "home://devices/nope"}}),
     );
     let v = r.json();
     assert_eq!(v["error"]["code"], -32002, "{v}");
 
-    let mut g = open_get(addr, &sid, None);
-    expect_prelude(&mut g);
-    std::thread::sleep(Duration::from_millis(300)); // let the stream thread attach
-    let sim = &app.simulator.as_ref().unwrap().0;
-    let started = Instant::now();
-    let r = sim.handle(
-        "GET",
-        &format!("/jdev/sps/io/{light}/33"),
-        Some("Basic ZGVtbzpkZW1v"),
-        "127.0.0.1".parse().unwrap(),
+    // A wall button dims the light; the Miniserver's own state is the oracle.
+    house.api.command(&light, "33");
+    let want = house.api.state(&light, "position");
+    assert_eq!(want, 33.0, "the simulator took the command");
+    // Updates may also come from the initial tables still arriving: wait for the one after
+    // which the resource shows the new value. The failure shows what was read.
+    let (mut updates, mut last) = (0, Value::Null);
+    wait_until(
+        "an update after which the pushed value is read",
+        PATIENCE,
+        || {
+            while let Ok(e) = events.try_recv() {
+                let v = e.json();
+                if v["method"] != "notifications/resources/updated" || v["params"]["uri"] != uri {
+                    continue;
+                }
+                updates += 1;
+                let doc = house.read(&sid, &uri);
+                if doc["states"]["position"]["live"]["value"] == want {
+                    return Ok(());
+                }
+                last = doc["states"]["position"].clone();
+            }
+            Err(format!(
+                "the Miniserver says {want}; {updates} updates, the last read after one: {last}; \
+             now: {} (link {:?})",
+                house.read(&sid, &uri)["states"]["position"],
+                house.app.house.link().mode()
+            ))
+        },
     );
-    assert_eq!(r.status, 200);
-    // Updates may also come from the initial tables still arriving; wait for the one after
-    // which the resource shows the new position.
-    let mut id = 10;
-    loop {
-        let e = g.next_data().expect("an update before the stream ends");
-        let v = e.json();
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "no update: {v}"
-        );
-        if v["method"] != "notifications/resources/updated" || v["params"]["uri"] != uri.as_str() {
-            continue;
-        }
-        id += 1;
-        let r = post_json(
-            addr,
-            &sid,
-            &json!({"jsonrpc": "2.0", "id": id, "method": "resources/read", "params": {"uri": uri}}),
-        );
-        let v = r.json();
-        let text = v["result"]["contents"][0]["text"].as_str().unwrap();
-        let doc: Value = serde_json::from_str(text).unwrap();
-        if doc["states"]["position"]["live"]["value"] == 33.0 {
-            break;
-        }
-    }
-    eprintln!("resource update seen after {:?}", started.elapsed());
-    drop(g);
-    http.shutdown();
-    http.join();
+    house.stop();
+}
+
+/// What a subscribed client reads after the update it was told of is the Miniserver's state:
+/// `state` (the device's state as tools and clients read it), not only the pushed
+/// `states.*.live`.
+#[test]
+fn after_an_update_a_subscribed_client_reads_the_new_state() {
+    let house = LiveHouse::start();
+    let light = uuid_of(&house.app, "Nachtlicht", "Kinderzimmer");
+    let uri = format!("home://devices/{light}");
+    let (sid, events) = house.watch(&uri);
+    // Read once first, as a client shows the device before it changes.
+    let before = house.read(&sid, &uri);
+    assert_eq!(
+        before["state"]["level"],
+        house.api.state(&light, "position"),
+        "{before}"
+    );
+    house.api.command(&light, "33");
+    let want = house.api.state(&light, "position");
+    assert_eq!(want, 33.0, "the simulator took the command");
+    // After some update the resource must read the new state; an update with an old read
+    // behind it must be followed by another one. The failure shows the last read.
+    let mut last = Value::Null;
+    wait_until(
+        "a read after an update to show the new state",
+        PATIENCE,
+        || {
+            while let Ok(e) = events.try_recv() {
+                let v = e.json();
+                if v["method"] != "notifications/resources/updated" || v["params"]["uri"] != uri {
+                    continue;
+                }
+                let doc = house.read(&sid, &uri);
+                if doc["state"]["level"] == want && doc["state"]["on"] == (want > 0.0) {
+                    return Ok(());
+                }
+                last = doc["state"].clone();
+            }
+            Err(format!(
+                "the Miniserver says {want}; the last read after an update: {last}"
+            ))
+        },
+    );
+    house.stop();
 }
 
 /// A client that asked for nothing that streams (no progress token, no log level, no

@@ -610,23 +610,14 @@ impl House {
     /// sub-controls' and, for central blocks, those of the controls it lists in
     /// `details.controls` (a CentralAlarm disarms every alarm it lists).
     fn forget(&self, control: &Control) {
-        let now = SystemTime::now();
-        let mut commanded = self.commanded.lock().unwrap_or_else(|e| e.into_inner());
-        // Bounded: entries older than the max age no longer matter.
-        commanded.retain(|_, at| now.duration_since(*at).unwrap_or_default() <= self.value_max_age);
-        let mut own = |states: &StateStore, c: &Control| {
-            fn walk(states: &StateStore, c: &Control, mark: &mut dyn FnMut(&str)) {
-                states.remove(&c.uuid);
-                mark(&c.uuid);
-                for s in &c.sub_controls {
-                    walk(states, s, mark);
-                }
+        fn own(c: &Control, out: &mut Vec<String>) {
+            out.push(c.uuid.clone());
+            for s in &c.sub_controls {
+                own(s, out);
             }
-            walk(states, c, &mut |u| {
-                commanded.insert(u.to_string(), now);
-            });
-        };
-        own(&self.states, control);
+        }
+        let mut affected = Vec::new();
+        own(control, &mut affected);
         let listed = control
             .details
             .get("controls")
@@ -639,11 +630,18 @@ impl House {
                     .and_then(serde_json::Value::as_str)
                     .or_else(|| entry.as_str());
                 if let Some(child) = uuid.and_then(|u| home.control(u)) {
-                    own(&self.states, child);
+                    own(child, &mut affected);
                 }
             }
         }
-        drop(own);
+        let now = SystemTime::now();
+        let mut commanded = self.commanded.lock().unwrap_or_else(|e| e.into_inner());
+        // Bounded: entries older than the max age no longer matter.
+        commanded.retain(|_, at| now.duration_since(*at).unwrap_or_default() <= self.value_max_age);
+        for uuid in affected {
+            self.states.remove(&uuid);
+            commanded.insert(uuid, now);
+        }
         drop(commanded);
         self.bump();
     }

@@ -13,7 +13,6 @@
 //!   check the envelope shapes, for tests of one tool's logic.
 //! - [`gate`]: key records and a one-shot raw HTTP request.
 //! - [`live`]: the demo app's simulator over HTTP, state UUIDs, the next bus event.
-//! - [`sse`]: a test MCP handler and an incremental SSE reader for the stream tests.
 //! - [`app_server`]: the demo app behind a real `HttpServer` on a loopback port, with a gate
 //!   over in-memory keys.
 //! - [`keys_cli`]: the `keys` command against a key store file.
@@ -21,11 +20,16 @@
 //! - [`wire`]: the commands a `Simulator` received (its request log), for in-process houses.
 //! - [`fixture_app`]: the whole server on a simulator serving a real structure file.
 //! - [`apps`]: the in-process demo house with a chosen configuration (e.g. polling only).
+//! - [`sse`]: a server on the fake handler and an incremental SSE reader for the stream tests.
+//! - [`fake_mcp`]: the one fake MCP handler (and recording client peer) of transport tests.
+//! - [`conn`]: a keep-alive HTTP/1.1 connection, several requests on one socket.
 #![allow(dead_code, unused_imports)]
 
 pub mod app_server;
 pub mod apps;
+pub mod conn;
 pub mod drive;
+pub mod fake_mcp;
 pub mod fixture_app;
 pub mod gate;
 pub mod house;

@@ -1,13 +1,17 @@
-//! For the stream tests (`streams`, `sse_legacy`): a test Handler using the Peer, a raw HTTP/1.1
-//! client that reads SSE incrementally, and helpers.
+//! For the stream tests (`streams`, `sse_legacy`, `mcp_http`): a server on the shared fake
+//! handler, a raw HTTP/1.1 client that reads SSE incrementally, and helpers.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crossbeam_channel::Receiver;
 
 use home_mcp::http::{HttpConfig, HttpServer};
+
+use super::PATIENCE;
 pub use home_mcp::mcp::{
     CallToolResult, Content, Handler, Implementation, LogLevel, McpConfig, McpServer,
     RequestContext, ResourceContents, ResourceDescriptor, RpcError, ToolAnnotations,
@@ -17,102 +21,8 @@ pub use serde_json::{json, Map, Value};
 
 // ---------------------------------------------------------------- handler
 
-pub struct TestHandler;
-
-pub fn text(t: impl Into<String>) -> CallToolResult {
-    CallToolResult {
-        content: vec![Content::Text { text: t.into() }],
-        structured_content: None,
-        is_error: false,
-    }
-}
-
-impl Handler for TestHandler {
-    fn server_info(&self) -> Implementation {
-        Implementation {
-            name: "streams".into(),
-            version: "0".into(),
-            title: None,
-        }
-    }
-    fn instructions(&self) -> String {
-        String::new()
-    }
-    fn list_tools(&self) -> Vec<ToolDescriptor> {
-        ["progress", "ask", "echo"]
-            .iter()
-            .map(|n| ToolDescriptor {
-                name: n.to_string(),
-                title: None,
-                description: n.to_string(),
-                input_schema: json!({"type": "object"}),
-                output_schema: None,
-                annotations: ToolAnnotations::default(),
-            })
-            .collect()
-    }
-    fn call_tool(
-        &self,
-        name: &str,
-        arguments: Map<String, Value>,
-        ctx: &RequestContext,
-    ) -> Result<CallToolResult, RpcError> {
-        match name {
-            "progress" => {
-                for i in 1..=3 {
-                    ctx.progress(i as f64, Some(3.0), Some("step"));
-                }
-                ctx.log(LogLevel::Info, "test", json!("halfway"));
-                Ok(text("done"))
-            }
-            "ask" => {
-                if !ctx.can_elicit() {
-                    return Ok(text("cannot elicit"));
-                }
-                let Some(peer) = &ctx.peer else {
-                    return Ok(text("no peer"));
-                };
-                let answer = peer.0.request(
-                    "elicitation/create",
-                    json!({"message": "Name?", "requestedSchema": {"type": "object",
-                        "properties": {"name": {"type": "string"}}}}),
-                    Duration::from_secs(10),
-                )?;
-                Ok(text(format!(
-                    "{}:{}",
-                    answer["action"].as_str().unwrap_or("?"),
-                    answer["content"]["name"].as_str().unwrap_or("?")
-                )))
-            }
-            "echo" => Ok(text(Value::Object(arguments).to_string())),
-            other => Err(RpcError::invalid_params(format!("Unknown tool: {other}"))),
-        }
-    }
-    fn list_resources(&self) -> Vec<ResourceDescriptor> {
-        vec![ResourceDescriptor {
-            uri: "test://watched".into(),
-            name: "watched".into(),
-            title: None,
-            description: None,
-            mime_type: Some("text/plain".into()),
-        }]
-    }
-    fn read_resource(
-        &self,
-        uri: &str,
-        _ctx: &RequestContext,
-    ) -> Result<Vec<ResourceContents>, RpcError> {
-        if uri.starts_with("test://") {
-            Ok(vec![ResourceContents::text(uri, "text/plain", "x")])
-        } else {
-            Err(RpcError {
-                code: RpcError::RESOURCE_NOT_FOUND,
-                message: "Resource not found".into(),
-                details: None,
-            })
-        }
-    }
-}
+/// The stream tests' handler is the shared fake (`progress`, `ask`, `echo`, `test://watched`).
+pub use super::fake_mcp::{text, FakeHandler};
 
 // ---------------------------------------------------------------- harness
 
@@ -132,7 +42,10 @@ impl Server {
 }
 
 pub fn start_with(f: impl FnOnce(&mut HttpConfig)) -> Server {
-    let mcp = Arc::new(McpServer::new(Arc::new(TestHandler), McpConfig::default()));
+    let mcp = Arc::new(McpServer::new(
+        Arc::new(FakeHandler::default()),
+        McpConfig::default(),
+    ));
     let mut config = HttpConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         workers: 2,
@@ -177,6 +90,8 @@ pub struct Http {
     pub ended: bool,
 }
 
+/// Sends one request on a fresh connection (no `Connection: close`: the caller reads the
+/// answer incrementally) and reads the answer's head. Reads wait up to [`PATIENCE`].
 pub fn send(
     addr: SocketAddr,
     method: &str,
@@ -184,8 +99,8 @@ pub fn send(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> Http {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
     let mut req = format!(
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n",
         body.len()
@@ -194,38 +109,63 @@ pub fn send(
         req.push_str(&format!("{k}: {v}\r\n"));
     }
     req.push_str("\r\n");
-    s.write_all(req.as_bytes()).unwrap();
-    s.write_all(body).unwrap();
     let mut reader = BufReader::new(s);
-    let mut line = String::new();
-    reader.read_line(&mut line).unwrap();
-    let status: u16 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        reader.read_line(&mut line).unwrap();
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        let (k, v) = l.split_once(':').unwrap();
-        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-    }
-    let get = |n: &str| headers.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
-    let chunked = get("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
-    let remaining = get("content-length").map(|v| v.parse().unwrap());
-    Http {
-        reader,
-        status,
-        headers,
-        chunked,
-        remaining,
-        text: String::new(),
-        ended: false,
-    }
+    reader.get_mut().write_all(req.as_bytes()).unwrap();
+    reader.get_mut().write_all(body).unwrap();
+    Http::read_head(reader)
 }
 
 impl Http {
+    /// Reads the status line and headers of the next answer on `reader`; the body is then
+    /// read with [`Http::fill`] / [`Http::next`] / [`Http::body`].
+    pub fn read_head(mut reader: BufReader<TcpStream>) -> Http {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        let status: u16 = line
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_else(|| panic!("bad status line {line:?}"))
+            .parse()
+            .unwrap();
+        let mut headers = Vec::new();
+        loop {
+            line.clear();
+            reader.read_line(&mut line).unwrap();
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            let (k, v) = l.split_once(':').unwrap();
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+        }
+        let get = |n: &str| headers.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
+        let chunked = get("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
+        let remaining = get("content-length").map(|v| v.parse().unwrap());
+        Http {
+            reader,
+            status,
+            headers,
+            chunked,
+            remaining,
+            text: String::new(),
+            ended: false,
+        }
+    }
+
+    /// Every further SSE block on a channel, read by a thread of its own (which ends with the
+    /// stream), for [`super::recv_matching`].
+    pub fn events(mut self) -> Receiver<Event> {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            while let Some(e) = self.next() {
+                if tx.send(e).is_err() {
+                    break;
+                }
+            }
+        });
+        rx
+    }
+
     pub fn header(&self, name: &str) -> Option<&str> {
         let name = name.to_ascii_lowercase();
         self.headers
@@ -305,9 +245,15 @@ impl Http {
         }
     }
 
-    /// The next event carrying data, skipping comments and `retry:` blocks.
+    /// The next event carrying data, skipping comments and `retry:` blocks; `None` at the end
+    /// of the stream, or when only keep-alive comments came for [`PATIENCE`] (so a missing
+    /// event fails the test instead of hanging it).
     pub fn next_data(&mut self) -> Option<Event> {
+        let end = std::time::Instant::now() + PATIENCE;
         loop {
+            if std::time::Instant::now() >= end {
+                return None;
+            }
             let e = self.next()?;
             if e.data.as_deref().is_some_and(|d| !d.is_empty()) {
                 return Some(e);
@@ -391,4 +337,17 @@ pub fn expect_prelude(s: &mut Http) -> String {
     let priming = s.next().expect("priming");
     assert_eq!(priming.data.as_deref(), Some(""), "{priming:?}");
     priming.id.expect("priming id")
+}
+
+/// Waits until the stream behind `events` ([`Http::events`]) ends; fails with the last
+/// event it carried when it is still open after [`PATIENCE`].
+pub fn wait_ended(events: &Receiver<Event>, what: &str) {
+    let mut last = None;
+    super::wait_until(what, PATIENCE, || loop {
+        match events.try_recv() {
+            Ok(e) => last = Some(e),
+            Err(crossbeam_channel::TryRecvError::Empty) => return Err(last.clone()),
+            Err(crossbeam_channel::TryRecvError::Disconnected) => return Ok(()),
+        }
+    });
 }
