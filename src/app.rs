@@ -61,31 +61,8 @@ impl fmt::Display for StartError {
 
 impl std::error::Error for StartError {}
 
-/// The seam to the resources: the resource URIs a state change affects (each subscribed
-/// session gets `notifications/resources/updated` for them).
-pub type AffectedUris = fn(&Home, &Change) -> Vec<String>;
-
-/// The home resources a change affects ([`crate::resources::AffectedIndex`]). The index is
-/// built once per structure file (keyed by its `lastModified` and the model's address) and
-/// reused for every change, so a busy house costs one hash lookup per event.
-fn home_affected_uris(home: &Home, change: &Change) -> Vec<String> {
-    use std::sync::Mutex;
-    type Cached = Option<(usize, String, crate::resources::AffectedIndex)>;
-    static INDEX: Mutex<Cached> = Mutex::new(None);
-    let key = (home as *const Home as usize, home.last_modified.clone());
-    let mut cached = INDEX.lock().unwrap_or_else(|e| e.into_inner());
-    let fresh = matches!(&*cached, Some((addr, version, _)) if (*addr, version) == (key.0, &key.1));
-    if !fresh {
-        *cached = Some((key.0, key.1, crate::resources::AffectedIndex::new(home)));
-    }
-    match &*cached {
-        Some((_, _, index)) => index.uris(&change.uuid, change.control.as_deref()),
-        None => Vec::new(),
-    }
-}
-
-/// The [`AffectedUris`] the app wires into the resource notifier.
-pub const AFFECTED_URIS: AffectedUris = home_affected_uris;
+/// Changes the resource notifier may fall behind by before it drops some (then it resyncs).
+pub const NOTIFIER_QUEUE: usize = 1024;
 
 /// At most one `notifications/resources/updated` per URI per this interval.
 pub const UPDATE_INTERVAL: Duration = Duration::from_millis(250);
@@ -95,19 +72,42 @@ pub const UPDATE_INTERVAL: Duration = Duration::from_millis(250);
 pub fn start_resource_notifier(
     house: Arc<House>,
     mcp: Arc<McpServer>,
-    affected: AffectedUris,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<()> {
-    let sub = house.bus().subscribe(1024);
+    let mut sub = house.bus().subscribe(NOTIFIER_QUEUE);
+    // The home resources a change affects (`resources::AffectedIndex`), built once per model
+    // and owned by this notifier: a busy house costs one hash lookup per event. (Held with
+    // its model, so a new model can never be mistaken for the old one.)
+    let mut index: Option<(Arc<Home>, crate::resources::AffectedIndex)> = None;
+    let mut affected = move |home: Arc<Home>, c: &Change| -> Vec<String> {
+        if !index.as_ref().is_some_and(|(h, _)| Arc::ptr_eq(h, &home)) {
+            let built = crate::resources::AffectedIndex::new(&home);
+            index = Some((home, built));
+        }
+        match &index {
+            Some((_, i)) => i.uris(&c.uuid, c.control.as_deref()),
+            None => Vec::new(),
+        }
+    };
     spawn_notifier(mcp, UPDATE_INTERVAL, move |wait| {
-        if stop.load(Ordering::Relaxed) || sub.is_closed() {
+        if stop.load(Ordering::Relaxed) {
             return Next::Closed;
         }
+        if sub.is_closed() {
+            // Unsubscribed by the bus after too many drops: listen again, then resync.
+            log::warn!("resource notifier fell too far behind the change bus; resubscribed");
+            sub = house.bus().subscribe(NOTIFIER_QUEUE);
+            return Next::Update(Update::Resync);
+        }
         if sub.take_lagged() {
-            log::warn!("resource notifier lagged behind the change bus; updates were lost");
+            // Changes were dropped while this thread was behind (a burst such as the
+            // initial tables on a busy machine): announce every subscribed URI rather than
+            // lose an update a client waits for.
+            log::warn!("resource notifier lagged behind the change bus; resyncing subscribers");
+            return Next::Update(Update::Resync);
         }
         match sub.recv_timeout(wait) {
-            Some(Event::Change(c)) => Next::Update(Update::Uris(affected(&house.home(), &c))),
+            Some(Event::Change(c)) => Next::Update(Update::Uris(affected(house.home(), &c))),
             Some(Event::StructureChanged { .. }) => Next::Update(Update::ListChanged),
             None => Next::Idle,
         }
@@ -262,13 +262,8 @@ impl App {
         };
         let mcp = Arc::new(McpServer::new(handler, McpConfig::default()));
         let notifier_stop = Arc::new(AtomicBool::new(false));
-        start_resource_notifier(
-            house.clone(),
-            mcp.clone(),
-            AFFECTED_URIS,
-            notifier_stop.clone(),
-        )
-        .map_err(StartError::Io)?;
+        start_resource_notifier(house.clone(), mcp.clone(), notifier_stop.clone())
+            .map_err(StartError::Io)?;
         Ok(App {
             notifier_stop,
             house,

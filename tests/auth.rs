@@ -22,6 +22,7 @@ use serde_json::{json, Map, Value};
 use crate::support::conn::Conn;
 use crate::support::gate::*;
 use crate::support::house::{call as support_call, ok};
+use crate::support::net::request_json;
 
 const ADMIN: &str = "homekey_admin_1_00112233445566778899aabbccddeeff";
 const OPERATOR: &str = "homekey_operator_2_00112233445566778899aabbccddeeff";
@@ -458,22 +459,6 @@ fn start(limits: RateLimits) -> Fixture {
     Fixture { server, _app: app }
 }
 
-/// One request on a fresh connection; returns (status, lower-case head, JSON body).
-fn send(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[&str],
-    body: &str,
-) -> (u16, String, Value) {
-    let (status, head, body) = send_raw(addr, method, path, headers, body);
-    (
-        status,
-        head,
-        serde_json::from_str(&body).unwrap_or(Value::Null),
-    )
-}
-
 fn has(head: &str, header: &str) -> bool {
     head.contains(&format!("\r\n{}:", header.to_ascii_lowercase()))
 }
@@ -482,17 +467,17 @@ fn has(head: &str, header: &str) -> bool {
 fn http_rest_and_admin() {
     let f = start(RateLimits::default());
     let a = f.server.addr();
-    let (s, _, _) = send(a, "GET", "/health", &[], "");
+    let (s, _, _) = request_json(a, "GET", "/health", &[], "");
     assert_eq!(s, 200, "/health needs no key");
 
-    let (s, head, body) = send(a, "GET", "/tools", &[], "");
+    let (s, head, body) = request_json(a, "GET", "/tools", &[], "");
     assert_eq!(s, 401);
     assert_eq!(body["error"]["code"], "INVALID_API_KEY");
     assert!(body["error"]["details"]["key_id"].is_null());
     assert!(has(&head, "WWW-Authenticate"));
 
     let x = format!("X-API-Key: {MONITOR}");
-    let (s, head, body) = send(a, "GET", "/tools", &[&x], "");
+    let (s, head, body) = request_json(a, "GET", "/tools", &[&x], "");
     assert_eq!(s, 200, "{body}");
     for h in [
         "X-RateLimit-Limit",
@@ -507,14 +492,14 @@ fn http_rest_and_admin() {
     );
 
     let bearer = format!("Authorization: Bearer {OPERATOR}");
-    let (s, _, body) = send(a, "GET", "/api/devices", &[&bearer], "");
+    let (s, _, body) = request_json(a, "GET", "/api/devices", &[&bearer], "");
     assert_eq!(s, 200, "{body}");
     // `?key=` is the credential, not a tool argument (list_devices takes no `key`).
-    let (s, _, body) = send(a, "GET", &format!("/api/devices?key={OPERATOR}"), &[], "");
+    let (s, _, body) = request_json(a, "GET", &format!("/api/devices?key={OPERATOR}"), &[], "");
     assert_eq!(s, 200, "{body}");
 
     let call = r#"{"tool":"control_device","arguments":{"device":"Kitchen Light","action":"on"}}"#;
-    let (s, head, body) = send(a, "POST", "/tools/call", &[&x], call);
+    let (s, head, body) = request_json(a, "POST", "/tools/call", &[&x], call);
     assert_eq!(s, 403);
     assert_eq!(body["error"]["code"], "INSUFFICIENT_PERMISSIONS");
     assert_eq!(
@@ -524,7 +509,7 @@ fn http_rest_and_admin() {
     assert!(has(&head, "X-RateLimit-Remaining"));
 
     let wrong = "X-API-Key: homekey_admin_1_ffffffffffffffffffffffffffffffff";
-    let (s, _, body) = send(a, "GET", "/tools", &[wrong], "");
+    let (s, _, body) = request_json(a, "GET", "/tools", &[wrong], "");
     assert_eq!(s, 401);
     assert_eq!(
         body["error"]["details"]["key_id"],
@@ -532,17 +517,17 @@ fn http_rest_and_admin() {
     );
 
     let admin = format!("X-API-Key: {ADMIN}");
-    let (s, _, body) = send(a, "GET", "/admin/status", &[&bearer], "");
+    let (s, _, body) = request_json(a, "GET", "/admin/status", &[&bearer], "");
     assert_eq!(
         (s, body["error"]["code"].as_str()),
         (403, Some("INSUFFICIENT_PERMISSIONS"))
     );
-    let (s, _, _) = send(a, "GET", "/admin/status", &[&admin], "");
+    let (s, _, _) = request_json(a, "GET", "/admin/status", &[&admin], "");
     assert_eq!(
         s, 404,
         "admin passes the gate (no admin routes in this build)"
     );
-    let (s, _, _) = send(a, "GET", "/admin/status", &[], "");
+    let (s, _, _) = request_json(a, "GET", "/admin/status", &[], "");
     assert_eq!(s, 401);
 }
 
@@ -552,7 +537,7 @@ fn http_mcp_json_rpc_errors() {
     let a = f.server.addr();
     let json = ["Content-Type: application/json", "Accept: application/json"];
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-    let (s, _, body) = send(a, "POST", "/mcp", &json, init);
+    let (s, _, body) = request_json(a, "POST", "/mcp", &json, init);
     assert_eq!(s, 401);
     assert_eq!(body["error"]["code"], -32001);
     assert_eq!(body["error"]["data"]["code"], "INVALID_API_KEY");
@@ -560,7 +545,7 @@ fn http_mcp_json_rpc_errors() {
     let x = format!("X-API-Key: {OPERATOR}");
     let mut h: Vec<&str> = json.to_vec();
     h.push(&x);
-    let (s, head, body) = send(a, "POST", "/mcp", &h, init);
+    let (s, head, body) = request_json(a, "POST", "/mcp", &h, init);
     assert_eq!(s, 200, "{body}");
     assert!(has(&head, "X-RateLimit-Limit"));
     let session = head
@@ -572,7 +557,7 @@ fn http_mcp_json_rpc_errors() {
     let sid = format!("Mcp-Session-Id: {session}");
     h.push(&sid);
     let disarm = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"disarm_alarm","arguments":{"confirm":true}}}"#;
-    let (s, _, body) = send(a, "POST", "/mcp", &h, disarm);
+    let (s, _, body) = request_json(a, "POST", "/mcp", &h, disarm);
     assert_eq!(s, 403);
     assert_eq!(body["id"], 7);
     assert_eq!(body["error"]["code"], -32003);
@@ -582,7 +567,7 @@ fn http_mcp_json_rpc_errors() {
         "homekey_operator_2_0011****"
     );
     let list = r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"list_rooms","arguments":{}}}"#;
-    let (s, _, body) = send(a, "POST", "/mcp", &h, list);
+    let (s, _, body) = request_json(a, "POST", "/mcp", &h, list);
     assert_eq!(s, 200, "{body}");
     assert!(body["result"].is_object(), "{body}");
 }
@@ -596,14 +581,14 @@ fn http_rate_limit_429_with_retry_after() {
     let a = f.server.addr();
     let x = format!("X-API-Key: {DEVICE}");
     for left in ["1", "0"] {
-        let (s, head, _) = send(a, "GET", "/tools", &[&x], "");
+        let (s, head, _) = request_json(a, "GET", "/tools", &[&x], "");
         assert_eq!(s, 200);
         assert!(
             head.contains(&format!("x-ratelimit-remaining: {left}")),
             "{head}"
         );
     }
-    let (s, head, body) = send(a, "GET", "/tools", &[&x], "");
+    let (s, head, body) = request_json(a, "GET", "/tools", &[&x], "");
     assert_eq!(s, 429);
     assert_eq!(body["error"]["code"], "RATE_LIMIT_EXCEEDED");
     assert!(
@@ -611,7 +596,7 @@ fn http_rate_limit_429_with_retry_after() {
         "{head}"
     );
     // Per client on MCP: 100 by default, reported on /mcp answers.
-    let (s, head, _) = send(a, "GET", "/health", &[], "");
+    let (s, head, _) = request_json(a, "GET", "/health", &[], "");
     assert_eq!(s, 200);
     assert!(!has(&head, "X-RateLimit-Limit"), "/health is not gated");
 }
@@ -790,7 +775,7 @@ fn http_admin_outside_admin_networks_is_refused() {
         &[],
     );
     let admin = format!("X-API-Key: {ADMIN}");
-    let (s, _, body) = send(f.server.addr(), "GET", "/admin/status", &[&admin], "");
+    let (s, _, body) = request_json(f.server.addr(), "GET", "/admin/status", &[&admin], "");
     assert_eq!(s, 403, "{body}");
     assert_eq!(body["error"]["code"], "INSUFFICIENT_PERMISSIONS");
     assert!(
@@ -801,7 +786,7 @@ fn http_admin_outside_admin_networks_is_refused() {
         "{body}"
     );
     // Other routes are not affected.
-    let (s, _, _) = send(f.server.addr(), "GET", "/tools", &[&admin], "");
+    let (s, _, _) = request_json(f.server.addr(), "GET", "/tools", &[&admin], "");
     assert_eq!(s, 200);
 }
 
@@ -811,14 +796,14 @@ fn http_origin_is_checked_on_every_route() {
     let a = f.server.addr();
     let x = format!("X-API-Key: {ADMIN}");
     for path in ["/tools", "/api/devices", "/admin/status", "/no/such/route"] {
-        let (s, _, body) = send(a, "GET", path, &[&x, "Origin: http://evil.example"], "");
+        let (s, _, body) = request_json(a, "GET", path, &[&x, "Origin: http://evil.example"], "");
         assert_eq!(s, 403, "{path}: {body}");
         assert_eq!(body["error"]["code"], "FORBIDDEN", "{path}");
     }
     let same = format!("Origin: http://127.0.0.1:{}", a.port());
-    let (s, _, _) = send(a, "GET", "/tools", &[&x, &same], "");
+    let (s, _, _) = request_json(a, "GET", "/tools", &[&x, &same], "");
     assert_eq!(s, 200, "same origin");
-    let (s, _, _) = send(a, "GET", "/health", &["Origin: http://evil.example"], "");
+    let (s, _, _) = request_json(a, "GET", "/health", &["Origin: http://evil.example"], "");
     assert_eq!(s, 200, "/health answers anyone");
 }
 
@@ -843,12 +828,12 @@ fn http_production_is_strict_about_origins() {
     ] {
         let f = level(lvl);
         let a = SocketAddr::from(([127, 0, 0, 1], f.server.addr().port()));
-        let (s, _, body) = send(a, "GET", "/tools", &[&x, local_page], "");
+        let (s, _, body) = request_json(a, "GET", "/tools", &[&x, local_page], "");
         assert_eq!(
             s, want,
             "{lvl:?}: a page on the client's own machine: {body}"
         );
-        let (s, _, _) = send(a, "GET", "/tools", &[&x], "");
+        let (s, _, _) = request_json(a, "GET", "/tools", &[&x], "");
         assert_eq!(s, 200, "{lvl:?}: no Origin (not a browser)");
         let r = Conn::open(a).send(
             "GET",
@@ -1113,7 +1098,7 @@ fn http_scoped_key_cannot_operate_outside_its_scope() {
     let call = |device: &str| {
         let body =
             json!({"tool": "control_device", "arguments": {"device": device, "action": "on"}});
-        send(
+        request_json(
             a,
             "POST",
             "/tools/call",
@@ -1477,7 +1462,7 @@ fn http_role_by_endpoint() {
                 h.push(format!("X-API-Key: {k}"));
             }
             let h: Vec<&str> = h.iter().map(String::as_str).collect();
-            let (s, _, reply) = send(a, method, path, &h, body);
+            let (s, _, reply) = request_json(a, method, path, &h, body);
             assert_eq!(s, want, "{method} {path} as {k:?}: {reply}");
         }
     }
@@ -1553,7 +1538,7 @@ fn http_sessions_belong_to_the_key_that_opened_them() {
     let mon = format!("X-API-Key: {MONITOR}");
     let mut h: Vec<&str> = json.to_vec();
     h.push(&op);
-    let (s, head, _) = send(a, "POST", "/mcp", &h, init);
+    let (s, head, _) = request_json(a, "POST", "/mcp", &h, init);
     assert_eq!(s, 200);
     let session = head
         .lines()
@@ -1571,9 +1556,9 @@ fn http_sessions_belong_to_the_key_that_opened_them() {
     // Another valid key with the session id: as if the session did not exist.
     let other = with(&mon);
     let other: Vec<&str> = other.iter().map(String::as_str).collect();
-    let (s, _, body) = send(a, "POST", "/mcp", &other, list);
+    let (s, _, body) = request_json(a, "POST", "/mcp", &other, list);
     assert_eq!(s, 404, "{body}");
-    let (s, _, _) = send(
+    let (s, _, _) = request_json(
         a,
         "GET",
         "/mcp",
@@ -1581,13 +1566,13 @@ fn http_sessions_belong_to_the_key_that_opened_them() {
         "",
     );
     assert_eq!(s, 404);
-    let (s, _, _) = send(a, "DELETE", "/mcp", &[&mon, &sid], "");
+    let (s, _, _) = request_json(a, "DELETE", "/mcp", &[&mon, &sid], "");
     assert_eq!(s, 404, "another key cannot end the session");
     // Its owner goes on.
     let mine = with(&op);
     let mine: Vec<&str> = mine.iter().map(String::as_str).collect();
-    let (s, _, body) = send(a, "POST", "/mcp", &mine, list);
+    let (s, _, body) = request_json(a, "POST", "/mcp", &mine, list);
     assert_eq!(s, 200, "{body}");
-    let (s, _, _) = send(a, "DELETE", "/mcp", &[&op, &sid], "");
+    let (s, _, _) = request_json(a, "DELETE", "/mcp", &[&op, &sid], "");
     assert_eq!(s, 200);
 }

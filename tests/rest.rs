@@ -2,13 +2,13 @@
 //! house: the happy paths and every error status.
 
 use std::io::{Read, Write};
-use std::net::SocketAddr;
 
 use home_mcp::http::HttpConfig;
 use serde_json::{json, Value};
 
 use crate::support::app_server::AppServer;
-use crate::support::net::{parse_reply, request};
+use crate::support::net::parse_reply;
+use crate::support::net::request_json;
 
 /// The demo house behind a server without a gate, with a 4 KiB body limit.
 fn start() -> AppServer {
@@ -18,30 +18,13 @@ fn start() -> AppServer {
     })
 }
 
-/// One request; returns (status, lower-case head, JSON body or `null` when empty).
-fn send(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[&str],
-    body: &str,
-) -> (u16, String, Value) {
-    let r = request(addr, method, path, headers, body);
-    let body = if r.body.is_empty() {
-        Value::Null
-    } else {
-        r.json()
-    };
-    (r.status, r.head, body)
-}
-
 fn get(f: &AppServer, path: &str) -> (u16, Value) {
-    let (s, _, b) = send(f.addr(), "GET", path, &[], "");
+    let (s, _, b) = request_json(f.addr(), "GET", path, &[], "");
     (s, b)
 }
 
 fn post(f: &AppServer, path: &str, body: Value) -> (u16, Value) {
-    let (s, _, b) = send(
+    let (s, _, b) = request_json(
         f.addr(),
         "POST",
         path,
@@ -114,7 +97,7 @@ fn tool_call_errors() {
         let (status, body) = post(&f, "/tools/call", bad);
         assert_eq!((status, error_code(&body)), (400, "INVALID_PARAMETERS"));
     }
-    let (status, _, body) = send(f.addr(), "POST", "/tools/call", &[], "{not json");
+    let (status, _, body) = request_json(f.addr(), "POST", "/tools/call", &[], "{not json");
     assert_eq!((status, error_code(&body)), (400, "INVALID_PARAMETERS"));
 }
 
@@ -139,7 +122,7 @@ fn devices_are_listed_and_controlled() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"]["action"], "on");
 
-    let (status, _, body) = send(
+    let (status, _, body) = request_json(
         f.addr(),
         "POST",
         "/api/devices/Deckenlicht%20K%C3%BCche/off",
@@ -149,7 +132,7 @@ fn devices_are_listed_and_controlled() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["status"], "success");
     assert_eq!(body["data"]["action"], "off");
-    let (status, _, body) = send(
+    let (status, _, body) = request_json(
         f.addr(),
         "POST",
         "/api/devices/Deckenlicht%20K%C3%BCche/on",
@@ -168,7 +151,7 @@ fn device_errors() {
         json!({"device": "Nirgendwo", "action": "on"}),
     );
     assert_eq!((status, error_code(&body)), (404, "DEVICE_NOT_FOUND"));
-    let (status, _, body) = send(f.addr(), "POST", "/api/devices/Nirgendwo/on", &[], "");
+    let (status, _, body) = request_json(f.addr(), "POST", "/api/devices/Nirgendwo/on", &[], "");
     assert_eq!((status, error_code(&body)), (404, "DEVICE_NOT_FOUND"));
     let (status, body) = post(
         &f,
@@ -178,11 +161,11 @@ fn device_errors() {
     assert_eq!((status, error_code(&body)), (400, "INVALID_PARAMETERS"));
     let (status, body) = post(&f, "/api/devices/control", json!("on"));
     assert_eq!((status, error_code(&body)), (400, "INVALID_PARAMETERS"));
-    let (status, _, body) = send(f.addr(), "POST", "/api/devices/control", &[], "]");
+    let (status, _, body) = request_json(f.addr(), "POST", "/api/devices/control", &[], "]");
     assert_eq!((status, error_code(&body)), (400, "INVALID_PARAMETERS"));
     let (status, body) = get(&f, "/api/devices?include_state=maybe");
     assert_eq!((status, error_code(&body)), (400, "INVALID_PARAMETERS"));
-    let (status, _, body) = send(f.addr(), "POST", "/api/devices/x/explode", &[], "");
+    let (status, _, body) = request_json(f.addr(), "POST", "/api/devices/x/explode", &[], "");
     assert_eq!((status, error_code(&body)), (404, "NOT_FOUND"));
 }
 
@@ -196,7 +179,7 @@ fn wrong_methods_get_405_with_allow() {
         ("GET", "/api/devices/control", "POST"),
         ("GET", "/api/devices/Deckenlicht/on", "POST"),
     ] {
-        let (status, head, body) = send(f.addr(), method, path, &[], "");
+        let (status, head, body) = request_json(f.addr(), method, path, &[], "");
         assert_eq!(status, 405, "{method} {path}");
         assert_eq!(error_code(&body), "METHOD_NOT_ALLOWED");
         assert!(
@@ -210,9 +193,9 @@ fn wrong_methods_get_405_with_allow() {
 fn oversize_bodies_get_413() {
     let f = start();
     let big = json!({"tool": "list_rooms", "arguments": {"pad": "x".repeat(8000)}}).to_string();
-    let (status, _, body) = send(f.addr(), "POST", "/tools/call", &[], &big);
+    let (status, _, body) = request_json(f.addr(), "POST", "/tools/call", &[], &big);
     assert_eq!((status, error_code(&body)), (413, "PAYLOAD_TOO_LARGE"));
-    let (status, _, body) = send(f.addr(), "POST", "/api/devices/control", &[], &big);
+    let (status, _, body) = request_json(f.addr(), "POST", "/api/devices/control", &[], &big);
     assert_eq!((status, error_code(&body)), (413, "PAYLOAD_TOO_LARGE"));
 }
 
@@ -220,7 +203,7 @@ fn oversize_bodies_get_413() {
 fn host_and_origin_are_checked() {
     let f = start();
     let addr = f.addr();
-    let (status, _, body) = send(
+    let (status, _, body) = request_json(
         addr,
         "GET",
         "/tools",
@@ -228,7 +211,7 @@ fn host_and_origin_are_checked() {
         "",
     );
     assert_eq!((status, error_code(&body)), (403, "FORBIDDEN"));
-    let (status, _, _) = send(
+    let (status, _, _) = request_json(
         addr,
         "GET",
         "/tools",

@@ -233,6 +233,41 @@ fn notifier_coalesces_and_delivers() {
     server.stop();
 }
 
+/// A notifier that lost changes (its source lagged) announces every subscribed URI, so a
+/// client never waits for an update that was dropped; URIs nobody subscribed stay silent.
+#[test]
+fn a_resync_announces_every_subscribed_uri() {
+    let server = start();
+    let addr = server.addr();
+    let sid = initialize(addr);
+    let r = post_json(
+        addr,
+        &sid,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": "test://watched"}}),
+    );
+    let _ = r.body();
+    let mut g = open_get(addr, &sid, None);
+    expect_prelude(&mut g);
+    let events = g.events();
+    let n = notifier(&server, Duration::from_secs(3600));
+    n.send(Update::Resync).unwrap();
+    // The list change sent after it marks the end: nothing else may come between.
+    n.send(Update::ListChanged).unwrap();
+    let data = |what: &str| {
+        recv_matching(&events, what, |e: &Event| {
+            e.data.as_deref().is_some_and(|d| !d.is_empty())
+        })
+        .json()
+    };
+    let a = data("the resynced update");
+    assert_eq!(a["method"], "notifications/resources/updated", "{a}");
+    assert_eq!(a["params"]["uri"], "test://watched", "{a}");
+    let b = data("the list change");
+    assert_eq!(b["method"], "notifications/resources/list_changed", "{b}");
+    drop(n);
+    server.stop();
+}
+
 #[test]
 fn streams_do_not_hold_workers() {
     let server = start_with(|c| {
@@ -628,7 +663,17 @@ fn a_subscribed_device_resource_updates_when_the_house_changes() {
         "an update after which the pushed value is read",
         PATIENCE,
         || {
-            while let Ok(e) = events.try_recv() {
+            loop {
+                let e = match events.try_recv() {
+                    Ok(e) => e,
+                    Err(crossbeam_channel::TryRecvError::Empty) => break,
+                    Err(crossbeam_channel::TryRecvError::Disconnected) => {
+                        return Err(format!("the GET stream ended after {updates} updates"));
+                    }
+                };
+                if e.comment {
+                    continue;
+                }
                 let v = e.json();
                 if v["method"] != "notifications/resources/updated" || v["params"]["uri"] != uri {
                     continue;

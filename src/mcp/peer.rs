@@ -162,6 +162,11 @@ impl Hub {
         lock(&self.local).insert(key.to_string(), uris);
     }
 
+    /// Every URI some local session is subscribed to.
+    pub fn local_subscribed_uris(&self) -> BTreeSet<String> {
+        lock(&self.local).values().flatten().cloned().collect()
+    }
+
     /// Local sessions subscribed to `uri`.
     pub fn local_subscribers(&self, uri: &str) -> Vec<String> {
         lock(&self.local)

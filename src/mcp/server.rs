@@ -131,6 +131,14 @@ impl McpServer {
             .count()
     }
 
+    /// Every URI some session (HTTP or local) is subscribed to: what a notifier that lost
+    /// track of changes must announce as updated.
+    pub fn subscribed_uris(&self) -> Vec<String> {
+        let mut uris = self.sessions.subscribed_uris();
+        uris.extend(self.hub.local_subscribed_uris());
+        uris.into_iter().collect()
+    }
+
     /// Sends `notifications/resources/list_changed` to every session with an outlet.
     pub fn notify_list_changed(&self) -> usize {
         let message = json!({

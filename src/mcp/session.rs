@@ -267,6 +267,14 @@ impl SessionStore {
         }
     }
 
+    /// Every URI some session is subscribed to.
+    pub fn subscribed_uris(&self) -> std::collections::BTreeSet<String> {
+        self.lock()
+            .values()
+            .flat_map(|e| e.subscriptions.iter().cloned())
+            .collect()
+    }
+
     /// Ids of the live sessions subscribed to `uri`.
     pub fn subscribers(&self, uri: &str) -> Vec<String> {
         self.lock()

@@ -22,6 +22,9 @@ pub enum Update {
     Uris(Vec<String>),
     /// The list of resources changed (structure reload).
     ListChanged,
+    /// Changes were lost (the source lagged behind): any subscribed URI may have changed, so
+    /// each is announced as updated.
+    Resync,
 }
 
 /// Rate limit per URI.
@@ -106,6 +109,16 @@ pub fn spawn_notifier(
                     Next::Update(Update::ListChanged) => {
                         let n = mcp.notify_list_changed();
                         log::debug!("resources list_changed sent to {n} sessions");
+                    }
+                    Next::Update(Update::Resync) => {
+                        let now = Instant::now();
+                        let uris = mcp.subscribed_uris();
+                        log::debug!("resource updates resynced: {} subscribed URIs", uris.len());
+                        for uri in uris {
+                            if let Some(uri) = coalescer.offer(uri, now) {
+                                mcp.notify_resource_updated(&uri);
+                            }
+                        }
                     }
                     Next::Update(Update::Uris(uris)) => {
                         let now = Instant::now();

@@ -105,3 +105,21 @@ pub fn parse_reply(raw: &[u8]) -> Result<Reply, String> {
         body: body.to_string(),
     })
 }
+
+/// [`request`] with the body as JSON: `(status, lower-case head, body)`, the body `null`
+/// when empty and a JSON string of the text when it is not JSON.
+pub fn request_json(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[&str],
+    body: &str,
+) -> (u16, String, Value) {
+    let r = request(addr, method, path, headers, body);
+    let body = if r.body.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&r.body).unwrap_or(Value::String(r.body))
+    };
+    (r.status, r.head, body)
+}
