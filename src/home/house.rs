@@ -714,10 +714,11 @@ impl House {
             // pushed value is current however old; a read or polled one is trusted for
             // `value_max_age`; while disconnected, whatever is known is answered with its age.
             let current = match mode {
-                LinkMode::WebSocket if v.source == Source::Event => {
-                    !self.commanded_since(control, &v)
-                }
                 LinkMode::Disconnected => true,
+                // Read your own write: a value learnt before the last command may predate
+                // its effect, whichever way it was learnt.
+                _ if self.commanded_since(control, &v) => false,
+                LinkMode::WebSocket if v.source == Source::Event => true,
                 _ => v.updated.elapsed().unwrap_or_default() <= self.value_max_age,
             };
             if current {
