@@ -377,9 +377,9 @@ pub struct House {
     /// Counts what changes readers' view besides the store's changes: commands (they drop
     /// remembered values), failed reads and model replacements. See [`House::generation`].
     epoch: AtomicU64,
-    /// When each control (by `uuidAction`) was last commanded: until an event newer than
-    /// that arrives (or `value_max_age` passes), its pushed value may predate the command's
-    /// effect, so [`House::value`] reads it again instead (read your own write).
+    /// When each control (by `uuidAction`) was last commanded: for `value_max_age` after
+    /// that its pushed value may predate the command's effect, so [`House::value`] reads it
+    /// from the Miniserver instead (read your own write).
     commanded: Mutex<std::collections::HashMap<String, SystemTime>>,
 }
 
@@ -677,13 +677,14 @@ impl House {
         })
     }
 
-    /// Whether `control` was commanded after `v` was learnt, within the max age: the command's
-    /// effect may not have been pushed yet.
-    fn commanded_since(&self, control: &Control, v: &StateValue) -> bool {
+    /// Whether `control` was commanded within the max age: until then its pushed value may
+    /// predate the command's effect (an event in flight, or an initial table taken before
+    /// the command and delivered after it), so [`House::value`] asks the Miniserver.
+    fn commanded_recently(&self, control: &Control) -> bool {
         let commanded = self.commanded.lock().unwrap_or_else(|e| e.into_inner());
-        commanded.get(&control.uuid).is_some_and(|at| {
-            *at > v.updated && at.elapsed().unwrap_or_default() <= self.value_max_age
-        })
+        commanded
+            .get(&control.uuid)
+            .is_some_and(|at| at.elapsed().unwrap_or_default() <= self.value_max_age)
     }
 
     /// The newest primary value of `control` the state store knows, without asking the
@@ -698,9 +699,11 @@ impl House {
         }
     }
 
-    /// The control's primary value, decided in one place: the newest of its pushed primary
-    /// state ([`Primary`], from the Miniserver's event tables) and the value last read or
-    /// polled under its own `uuidAction`. While the WebSocket is up a pushed value is current
+    /// The control's primary value, decided in one place. For `value_max_age` after a command
+    /// to the control it is read from the Miniserver (read your own write: a pushed value may
+    /// predate the command's effect). Otherwise it is the newest of its pushed primary state
+    /// ([`Primary`], from the Miniserver's event tables) and the value last read or polled
+    /// under its own `uuidAction`. While the WebSocket is up a pushed value is current
     /// whatever its age (the Miniserver pushes every change); a read or polled value is
     /// trusted for the max age, then read again from the controller (and remembered). While
     /// the link is [`LinkMode::Disconnected`], a remembered value is answered however old it
@@ -708,16 +711,18 @@ impl House {
     /// without one the read is tried and fails with the controller's error
     /// (`CONNECTION_ERROR`).
     pub fn value(&self, control: &Control) -> Result<StateValue, ControllerError> {
+        let mode = self.link.mode();
+        // Read your own write: for `value_max_age` after a command the Miniserver is asked
+        // (its answer is the state the command left), whatever was pushed meanwhile.
+        if mode != LinkMode::Disconnected && self.commanded_recently(control) {
+            return self.refresh(control, Source::Read);
+        }
         if let Some(v) = self.known_value(control) {
-            let mode = self.link.mode();
             // While the WebSocket is up the Miniserver pushes every change of a state, so a
             // pushed value is current however old; a read or polled one is trusted for
             // `value_max_age`; while disconnected, whatever is known is answered with its age.
             let current = match mode {
                 LinkMode::Disconnected => true,
-                // Read your own write: a value learnt before the last command may predate
-                // its effect, whichever way it was learnt.
-                _ if self.commanded_since(control, &v) => false,
                 LinkMode::WebSocket if v.source == Source::Event => true,
                 _ => v.updated.elapsed().unwrap_or_default() <= self.value_max_age,
             };
