@@ -181,20 +181,26 @@ fn notifier(server: &Server, interval: Duration) -> crossbeam_channel::Sender<Up
 /// timing it: with a window of 1 h, the first of five updates of one URI goes out and the
 /// other four are held (the list change queued after them arrives next); with 100 ms, the
 /// held update does go out after the window.
-#[test]
-fn notifier_coalesces_and_delivers() {
-    let server = start();
-    let addr = server.addr();
+/// A new session subscribed to `test://watched` with its GET stream attached (the priming
+/// event read); the stream's events.
+fn watched_events(addr: SocketAddr) -> crossbeam_channel::Receiver<Event> {
     let sid = initialize(addr);
     let r = post_json(
         addr,
         &sid,
         &json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": "test://watched"}}),
     );
-    let _ = r.body();
+    assert_eq!(r.json()["result"], json!({}), "subscribed");
     let mut g = open_get(addr, &sid, None);
     expect_prelude(&mut g);
-    let events = g.events();
+    g.events()
+}
+
+#[test]
+fn notifier_coalesces_and_delivers() {
+    let server = start();
+    let addr = server.addr();
+    let events = watched_events(addr);
     let next = |what: &str| {
         recv_matching(&events, what, |e: &Event| {
             e.data.as_deref().is_some_and(|d| !d.is_empty())
@@ -239,16 +245,7 @@ fn notifier_coalesces_and_delivers() {
 fn a_resync_announces_every_subscribed_uri() {
     let server = start();
     let addr = server.addr();
-    let sid = initialize(addr);
-    let r = post_json(
-        addr,
-        &sid,
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": "test://watched"}}),
-    );
-    let _ = r.body();
-    let mut g = open_get(addr, &sid, None);
-    expect_prelude(&mut g);
-    let events = g.events();
+    let events = watched_events(addr);
     let n = notifier(&server, Duration::from_secs(3600));
     n.send(Update::Resync).unwrap();
     // The list change sent after it marks the end: nothing else may come between.
