@@ -80,14 +80,16 @@ pub fn start_resource_notifier(
     // its model, so a new model can never be mistaken for the old one.)
     let mut index: Option<(Arc<Home>, crate::resources::AffectedIndex)> = None;
     let mut affected = move |home: Arc<Home>, c: &Change| -> Vec<String> {
-        if !index.as_ref().is_some_and(|(h, _)| Arc::ptr_eq(h, &home)) {
-            let built = crate::resources::AffectedIndex::new(&home);
-            index = Some((home, built));
-        }
-        match &index {
-            Some((_, i)) => i.uris(&c.uuid, c.control.as_deref()),
-            None => Vec::new(),
-        }
+        let (model, built) = match index.take() {
+            Some((model, built)) if Arc::ptr_eq(&model, &home) => (model, built),
+            _ => {
+                let built = crate::resources::AffectedIndex::new(&home);
+                (home, built)
+            }
+        };
+        let uris = built.uris(&c.uuid, c.control.as_deref());
+        index = Some((model, built));
+        uris
     };
     spawn_notifier(mcp, UPDATE_INTERVAL, move |wait| {
         if stop.load(Ordering::Relaxed) {

@@ -221,3 +221,53 @@ fn polling_takes_over_when_the_websocket_is_refused() {
     assert_eq!(after["state"]["level"], 42.0, "{after}");
     drop(app);
 }
+
+/// `home::Primary` (which pushed state is a control's value, per type) against the wire: for
+/// every control of the demo house and of each real structure file that has a primary state,
+/// the value made from the pushed states is what the Miniserver answers for the control over
+/// HTTP (`jdev/sps/io/{uuid}`), the simulator being the oracle.
+#[test]
+fn the_pushed_primary_value_is_what_the_miniserver_answers() {
+    use home_mcp::home::{Primary, Value as V};
+    let check = |what: &str, app: &App, api: &support::drive::MiniserverApi| {
+        wait_websocket(app);
+        let home = app.house.home();
+        let with_primary: Vec<_> = home
+            .controls
+            .iter()
+            .filter(|c| Primary::of(c) != Primary::None)
+            .collect();
+        assert!(
+            !with_primary.is_empty(),
+            "{what}: no control has a primary state"
+        );
+        for c in with_primary {
+            // Wait out the initial tables (and a room temperature's drift between reads).
+            support::wait_until(
+                &format!("{what}: {} ({}) pushed = answered", c.name, c.kind),
+                PATIENCE,
+                || {
+                    let answered = api.value(&c.uuid);
+                    let pushed = Primary::of(c).read(c, app.house.states()).map(|v| v.value);
+                    let same = match (&pushed, answered.parse::<f64>()) {
+                        (Some(V::Number(p)), Ok(a)) => (p - a).abs() < 1e-6,
+                        (Some(V::Text(p)), _) => *p == answered,
+                        _ => false,
+                    };
+                    if same {
+                        Ok(())
+                    } else {
+                        Err((pushed, answered))
+                    }
+                },
+            );
+        }
+    };
+    let (app, _) = demo();
+    check("demo", &app, &api(&app));
+    for name in support::fixture_app::FIXTURES {
+        let f = support::fixture_app::fixture_app(name, None);
+        let api = support::drive::MiniserverApi::demo(f.server.addr());
+        check(name, &f.app, &api);
+    }
+}

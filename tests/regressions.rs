@@ -48,7 +48,7 @@ fn a_switch_turned_off_at_the_miniserver_reads_off_from_the_pushed_state() {
     );
     assert_eq!(listed_state(&mut mcp, KITCHEN_LIGHT)["on"], true);
     // A wall button turns it off; the change is pushed over the live WebSocket.
-    let mark = ms.sim.requests().len();
+    let mark = ms.sim.request_count();
     ms.api.command(KITCHEN_LIGHT, "off");
     assert_eq!(ms.api.state(KITCHEN_LIGHT, "active"), 0.0);
     wait_until("list_devices to say off", PATIENCE, || {
@@ -60,7 +60,9 @@ fn a_switch_turned_off_at_the_miniserver_reads_off_from_the_pushed_state() {
     // With the link live, the pushed event is the truth: the server must not have needed an
     // HTTP re-read of the light to learn it (today it only learns it that way, after up to
     // `value_max_age` plus the response cache's TTL).
-    let reads: Vec<String> = ms.sim.requests()[mark..]
+    let reads: Vec<String> = ms
+        .sim
+        .requests_since(mark)
         .iter()
         // (the test's own command and oracle reads end in /off and /all)
         .filter(|l| l.contains(KITCHEN_LIGHT) && !l.ends_with("/off") && !l.ends_with("/all"))

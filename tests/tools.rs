@@ -511,13 +511,13 @@ fn locked_out_client_waits() {
         other => panic!("expected a lock-out, got {:?}", other.map(|b| b.len())),
     }
     // Known lock-out: refused locally without a request.
-    let asked = miniserver.sim.requests().len();
+    let asked = miniserver.sim.request_count();
     assert!(matches!(
         client.structure_version(),
         Err(LoxoneError::LockedOut { .. })
     ));
     assert_eq!(
-        miniserver.sim.requests().len(),
+        miniserver.sim.request_count(),
         asked,
         "the known lock-out was not asked again"
     );

@@ -661,8 +661,7 @@ pub fn classify<'h>(home: &'h Home, change: &Change) -> Option<Classified<'h>> {
         kind,
         // The value under the control's own id (reads, polling), or the one state that is its
         // primary value as pushed (home::Primary decides which, for every type).
-        primary: control.uuid == change.uuid
-            || matches!(crate::home::Primary::of(control), crate::home::Primary::State(s) if s == state),
+        primary: control.uuid == change.uuid || crate::home::Primary::of(control).is_state(state),
     })
 }
 

@@ -12,8 +12,9 @@
 use super::model::{Control, ControlKind};
 use super::state::{StateStore, StateValue, Value};
 
-/// LightControllerV2's "off" mood id (also `loxone::commands::MOOD_OFF`).
-pub const MOOD_OFF: f64 = 778.0;
+/// LightControllerV2 mood id "Off" (all circuits off), per Loxone clients (PyLoxone,
+/// openHAB): `changeTo/778` switches off, and an empty `activeMoods` reads as 778.
+pub const MOOD_OFF: u32 = 778;
 
 /// How a control type's primary value is made from its states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,9 +31,8 @@ pub enum Primary {
     FirstMood,
     /// TimedSwitch: 1 while `deactivationDelay` is not 0 (on, or counting down), else 0.
     TimedSwitch,
-    /// UpDownDigital: `up` minus `down` (1, -1 or 0).
-    UpDown,
-    /// No primary state (central blocks, and types whose states we do not know).
+    /// No primary state to push (central blocks, UpDownDigital, and types whose states we do
+    /// not know): the value is read over HTTP.
     None,
 }
 
@@ -64,8 +64,9 @@ impl Primary {
             K::Meter => Primary::State("actual"),
             K::Radio => Primary::State("activeOutput"),
             K::TextInput => Primary::State("text"),
-            K::UpDownDigital => Primary::UpDown,
-            K::CentralLightController
+            // An UpDownDigital (a virtual input of two pulses) has no states to push.
+            K::UpDownDigital
+            | K::CentralLightController
             | K::CentralJalousie
             | K::CentralAudioZone
             | K::CentralAlarm => Primary::None,
@@ -76,15 +77,10 @@ impl Primary {
         }
     }
 
-    /// The names of the states this rule reads (for subscriptions and the dashboard).
-    pub fn states(self) -> Vec<&'static str> {
-        match self {
-            Primary::State(s) => vec![s],
-            Primary::FirstMood => vec!["activeMoods"],
-            Primary::TimedSwitch => vec!["deactivationDelay"],
-            Primary::UpDown => vec!["up", "down"],
-            Primary::None => vec![],
-        }
+    /// Whether the pushed state `name` is the primary value as it is (a [`Primary::State`]
+    /// rule), so its raw value can be put in words like the primary value.
+    pub fn is_state(self, name: &str) -> bool {
+        matches!(self, Primary::State(s) if s == name)
     }
 
     /// The control's primary value from the pushed states in `store`, or `None` while a
@@ -112,15 +108,6 @@ impl Primary {
                     ..v
                 })
             }
-            Primary::UpDown => {
-                let (up, down) = (get("up")?, get("down")?);
-                let n = up.value.as_f64().unwrap_or(0.0) - down.value.as_f64().unwrap_or(0.0);
-                let newer = if up.seq >= down.seq { up } else { down };
-                Some(StateValue {
-                    value: Value::Number(n),
-                    ..newer
-                })
-            }
             Primary::None => None,
         }
     }
@@ -133,7 +120,7 @@ pub fn first_mood(text: &str) -> f64 {
         .split(',')
         .next()
         .and_then(|s| s.trim().parse::<f64>().ok())
-        .unwrap_or(MOOD_OFF)
+        .unwrap_or(f64::from(MOOD_OFF))
 }
 
 #[cfg(test)]
@@ -144,9 +131,9 @@ mod tests {
     #[test]
     fn moods_read_as_their_first_id() {
         assert_eq!(first_mood("[777,2]"), 777.0);
-        assert_eq!(first_mood("[]"), MOOD_OFF);
+        assert_eq!(first_mood("[]"), 778.0);
         assert_eq!(first_mood(" [ 5 ] "), 5.0);
-        assert_eq!(first_mood("nonsense"), MOOD_OFF);
+        assert_eq!(first_mood("nonsense"), 778.0);
     }
 
     #[test]

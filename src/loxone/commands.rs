@@ -6,8 +6,9 @@
 
 use crate::home::{Action, Control, ControlKind};
 
-/// LightControllerV2 mood id "Off" (all circuits off), per Loxone clients (PyLoxone, openHAB).
-pub const MOOD_OFF: u32 = 778;
+/// LightControllerV2 mood id "Off" (all circuits off), per Loxone clients (PyLoxone, openHAB);
+/// defined once with the primary-state table.
+pub use crate::home::primary::MOOD_OFF;
 /// LightControllerV2 mood id "Bright" (all circuits at 100 %), per Loxone clients.
 pub const MOOD_BRIGHT: u32 = 777;
 

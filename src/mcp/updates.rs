@@ -110,17 +110,11 @@ pub fn spawn_notifier(
                         let n = mcp.notify_list_changed();
                         log::debug!("resources list_changed sent to {n} sessions");
                     }
-                    Next::Update(Update::Resync) => {
-                        let now = Instant::now();
-                        let uris = mcp.subscribed_uris();
-                        log::debug!("resource updates resynced: {} subscribed URIs", uris.len());
-                        for uri in uris {
-                            if let Some(uri) = coalescer.offer(uri, now) {
-                                mcp.notify_resource_updated(&uri);
-                            }
-                        }
-                    }
-                    Next::Update(Update::Uris(uris)) => {
+                    Next::Update(update @ (Update::Uris(_) | Update::Resync)) => {
+                        let uris = match update {
+                            Update::Uris(uris) => uris,
+                            _ => mcp.subscribed_uris(),
+                        };
                         let now = Instant::now();
                         for uri in uris {
                             if let Some(uri) = coalescer.offer(uri, now) {

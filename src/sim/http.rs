@@ -591,4 +591,31 @@ mod tests {
         assert_eq!(fmt_num(1.0, true), "1");
         assert_eq!(js("a\"b"), "\"a\\\"b\"");
     }
+
+    #[test]
+    fn the_request_log_reads_from_a_mark_across_dropped_lines() {
+        let sim = Simulator::demo();
+        let peer = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+        sim.handle("GET", "/jdev/cfg/api", None, peer);
+        let mark = sim.request_count();
+        assert_eq!(mark, 1);
+        // More than the log keeps: the oldest lines go, the count and the mark stay true.
+        for i in 0..super::super::REQUEST_LOG_LEN + 10 {
+            sim.handle("GET", &format!("/jdev/cfg/api?n={i}"), None, peer);
+        }
+        assert_eq!(sim.request_count(), super::super::REQUEST_LOG_LEN + 11);
+        let since = sim.requests_since(mark);
+        assert_eq!(
+            since.len(),
+            super::super::REQUEST_LOG_LEN,
+            "only the kept lines"
+        );
+        assert_eq!(
+            since.last().map(String::as_str),
+            Some(format!("GET /jdev/cfg/api?n={}", super::super::REQUEST_LOG_LEN + 9).as_str())
+        );
+        let late = sim.request_count() - 2;
+        assert_eq!(sim.requests_since(late).len(), 2);
+        assert!(sim.requests_since(sim.request_count()).is_empty());
+    }
 }

@@ -197,8 +197,9 @@ pub struct Simulator {
     ws: ws::Hub,
     /// Fault switch "answer slowly" ([`Simulator::set_delay`]), in nanoseconds.
     delay_nanos: std::sync::atomic::AtomicU64,
-    /// The last [`REQUEST_LOG_LEN`] request lines, oldest first ([`Simulator::requests`]).
-    requests: Mutex<std::collections::VecDeque<String>>,
+    /// How many requests came in all, and the last [`REQUEST_LOG_LEN`] request lines, oldest
+    /// first ([`Simulator::requests`]).
+    requests: Mutex<(usize, std::collections::VecDeque<String>)>,
 }
 
 /// How many request lines [`Simulator::requests`] keeps (older ones are dropped).
@@ -258,7 +259,7 @@ impl Simulator {
             tokens: Mutex::new(auth::Tokens::default()),
             ws: ws::Hub::default(),
             delay_nanos: std::sync::atomic::AtomicU64::new(0),
-            requests: Mutex::new(std::collections::VecDeque::new()),
+            requests: Mutex::new((0, std::collections::VecDeque::new())),
         })
     }
 
@@ -339,12 +340,27 @@ impl Simulator {
     /// (`"GET /jdev/sps/io/<uuid>/on"`, percent-encoding kept): HTTP requests, WebSocket
     /// commands (as `"GET /<command>"`) and the plain commands inside `jdev/sys/enc|fenc`
     /// (after decryption). Lets tests assert on what went over the wire. At most
-    /// [`REQUEST_LOG_LEN`] lines are kept.
+    /// [`REQUEST_LOG_LEN`] lines are kept; [`Simulator::requests_since`] reads from a mark.
     pub fn requests(&self) -> Vec<String> {
-        self.requests
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        self.requests_since(0)
+    }
+
+    /// How many requests this Miniserver received since it started (a mark for
+    /// [`Simulator::requests_since`]; it keeps counting when old lines are dropped).
+    pub fn request_count(&self) -> usize {
+        self.requests.lock().unwrap_or_else(|e| e.into_inner()).0
+    }
+
+    /// The request lines received after the first `mark` requests ([`Simulator::request_count`]
+    /// taken earlier), as [`Simulator::requests`] shows them; lines already dropped from the
+    /// log are missing (at most [`REQUEST_LOG_LEN`] are kept).
+    pub fn requests_since(&self, mark: usize) -> Vec<String> {
+        let log = self.requests.lock().unwrap_or_else(|e| e.into_inner());
+        let (count, lines) = (log.0, &log.1);
+        let first_kept = count - lines.len();
+        lines
             .iter()
+            .skip(mark.saturating_sub(first_kept))
             .cloned()
             .collect()
     }
@@ -352,10 +368,11 @@ impl Simulator {
     /// Notes one request line for [`Simulator::requests`].
     pub(crate) fn record_request(&self, method: &str, url: &str) {
         let mut log = self.requests.lock().unwrap_or_else(|e| e.into_inner());
-        if log.len() >= REQUEST_LOG_LEN {
-            log.pop_front();
+        log.0 += 1;
+        if log.1.len() >= REQUEST_LOG_LEN {
+            log.1.pop_front();
         }
-        log.push_back(format!("{method} {url}"));
+        log.1.push_back(format!("{method} {url}"));
     }
 
     /// The configuration in use.

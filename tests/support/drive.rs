@@ -60,6 +60,15 @@ impl MiniserverApi {
         }
     }
 
+    /// The primary value of `uuid` as the Miniserver answers it (`jdev/sps/io/{uuid}` without
+    /// a command: `LL.value`, as text).
+    pub fn value(&self, uuid: &str) -> String {
+        match &self.get(&format!("/jdev/sps/io/{uuid}"))["value"] {
+            Value::String(s) => s.clone(),
+            v => v.to_string(),
+        }
+    }
+
     /// Every state of `uuid` by name, as the Miniserver reports them
     /// (`jdev/sps/io/{uuid}/all`: `outputN: {name, nr, value}`).
     pub fn states(&self, uuid: &str) -> Map<String, Value> {

@@ -11,13 +11,7 @@ pub fn commands_to(sim: &Simulator, uuid: &str) -> Vec<String> {
     sim.requests()
         .into_iter()
         .filter(|line| {
-            let path = line.split(' ').nth(1).unwrap_or("");
-            let path = path.split('?').next().unwrap_or("");
-            let Some((_, rest)) = path.split_once(uuid) else {
-                return false;
-            };
-            let command = rest.trim_start_matches('/');
-            !(command.is_empty() || command == "all" || command == "state")
+            line.contains(uuid) && !matches!(command_of(line, uuid), "" | "all" | "state")
         })
         .collect()
 }
