@@ -13,22 +13,37 @@ pub struct McpHttp {
     /// `X-API-Key` sent with every request, if any.
     pub key: Option<String>,
     pub session: Option<String>,
+    /// The protocol version negotiated at `initialize`, sent as `MCP-Protocol-Version`.
+    pub version: String,
     next_id: u64,
 }
 
 impl McpHttp {
-    /// Opens a session (`initialize` with protocol version 2025-06-18, then
-    /// `notifications/initialized`); fails the test when the server refuses.
+    /// Opens a session (`initialize` with protocol version 2025-06-18 and no client
+    /// capabilities, then `notifications/initialized`); fails the test when the server
+    /// refuses.
     pub fn connect(addr: SocketAddr, key: Option<&str>) -> McpHttp {
+        McpHttp::connect_with(addr, key, "2025-06-18", json!({}))
+    }
+
+    /// [`McpHttp::connect`] with another protocol `version` and client `capabilities` (e.g.
+    /// `{"elicitation": {}}`).
+    pub fn connect_with(
+        addr: SocketAddr,
+        key: Option<&str>,
+        version: &str,
+        capabilities: Value,
+    ) -> McpHttp {
         let mut c = McpHttp {
             addr,
             key: key.map(str::to_string),
             session: None,
+            version: version.to_string(),
             next_id: 1,
         };
         let r = c.post(
             &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
+            "protocolVersion": version, "capabilities": capabilities,
             "clientInfo": {"name": "home-mcp tests", "version": "1"}}}),
         );
         assert_eq!(r.status, 200, "initialize: {r:?}");
@@ -47,7 +62,7 @@ impl McpHttp {
         let mut headers = vec![
             "Content-Type: application/json".to_string(),
             "Accept: application/json, text/event-stream".to_string(),
-            "MCP-Protocol-Version: 2025-06-18".to_string(),
+            format!("MCP-Protocol-Version: {}", self.version),
         ];
         if let Some(k) = &self.key {
             headers.push(format!("X-API-Key: {k}"));
@@ -66,6 +81,21 @@ impl McpHttp {
         let r = self.post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         assert_eq!(r.status, 200, "{method}: {r:?}");
         answer_of(&r, id)
+    }
+
+    /// `tools/call` that may be refused at the HTTP level (a key's role, a rate limit): the
+    /// HTTP status and the JSON-RPC answer (or the error body).
+    pub fn try_call(&mut self, tool: &str, arguments: Value) -> (u16, Value) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let r = self.post(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}}));
+        let body = if r.status == 200 {
+            answer_of(&r, id)
+        } else {
+            serde_json::from_str(&r.body).unwrap_or(Value::String(r.body.clone()))
+        };
+        (r.status, body)
     }
 
     /// `tools/call`; returns the `result` (with `isError`), failing on a JSON-RPC error.
@@ -99,11 +129,14 @@ pub fn answer_of(r: &Reply, id: u64) -> Value {
         .is_some_and(|c| c.starts_with("text/event-stream"))
     {
         for line in r.body.lines() {
-            if let Some(data) = line.strip_prefix("data:") {
-                if let Ok(v) = serde_json::from_str::<Value>(data.trim()) {
-                    if v["id"] == id {
-                        return v;
-                    }
+            if let Some(data) = line.strip_prefix("data:").map(str::trim) {
+                if data.is_empty() {
+                    continue; // the priming event
+                }
+                let v: Value = serde_json::from_str(data)
+                    .unwrap_or_else(|e| panic!("SSE data is not JSON ({e}): {data:?}"));
+                if v["id"] == id {
+                    return v;
                 }
             }
         }

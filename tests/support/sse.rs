@@ -71,11 +71,20 @@ pub struct Event {
     pub data: Option<String>,
     pub comment: bool,
     pub retry: Option<u64>,
+    /// Set only by [`Http::events`]: reading the stream failed (not an end of stream); the
+    /// reason and what was read so far.
+    pub error: Option<String>,
 }
 
 impl Event {
+    /// The `data:` as JSON: `null` for a block without data (comments, `retry:`, the empty
+    /// priming event); fails the test when the data is not JSON.
     pub fn json(&self) -> Value {
-        serde_json::from_str(self.data.as_deref().unwrap_or("null")).unwrap_or(Value::Null)
+        match self.data.as_deref() {
+            None | Some("") => Value::Null,
+            Some(d) => serde_json::from_str(d)
+                .unwrap_or_else(|e| panic!("event data is not JSON ({e}): {d:?}")),
+        }
     }
 }
 
@@ -152,14 +161,36 @@ impl Http {
         }
     }
 
-    /// Every further SSE block on a channel, read by a thread of its own (which ends with the
-    /// stream), for [`super::recv_matching`].
+    /// Every further SSE block on a channel, read by a thread of its own, for
+    /// [`super::recv_matching`]. The channel disconnects only when the stream really ended;
+    /// when reading fails (a timeout, a broken chunk) the thread sends an [`Event`] with
+    /// `error` set instead, again each second while anyone listens, so a failure is never
+    /// mistaken for the end of the stream.
     pub fn events(mut self) -> Receiver<Event> {
         let (tx, rx) = crossbeam_channel::unbounded();
-        std::thread::spawn(move || {
-            while let Some(e) = self.next() {
-                if tx.send(e).is_err() {
-                    break;
+        std::thread::spawn(move || loop {
+            let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.next()));
+            match next {
+                Ok(Some(e)) => {
+                    if tx.send(e).is_err() {
+                        return;
+                    }
+                }
+                Ok(None) => return,
+                Err(panic) => {
+                    let why = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_else(|| "a panic".into());
+                    let e = Event {
+                        error: Some(why),
+                        ..Event::default()
+                    };
+                    while tx.send(e.clone()).is_ok() {
+                        std::thread::sleep(Duration::from_secs(1));
+                    }
+                    return;
                 }
             }
         });
@@ -174,16 +205,25 @@ impl Http {
             .map(|(_, v)| v.as_str())
     }
 
-    /// Reads more body; `false` at the end.
+    /// Reads more body; `false` at the end (the last chunk, the declared length read, or the
+    /// server closing the connection). A read that fails, e.g. nothing for [`PATIENCE`],
+    /// fails the test with what was read so far: silence is not an end.
     pub fn fill(&mut self) -> bool {
         if self.ended {
             return false;
         }
         if self.chunked {
             let mut line = String::new();
-            if self.reader.read_line(&mut line).unwrap_or(0) == 0 {
-                self.ended = true;
-                return false;
+            match self.reader.read_line(&mut line) {
+                Ok(0) => {
+                    self.ended = true;
+                    return false;
+                }
+                Ok(_) => {}
+                Err(e) => panic!(
+                    "reading the stream failed ({e}); read so far: {:?}",
+                    self.text
+                ),
             }
             let size = usize::from_str_radix(line.trim(), 16).unwrap();
             if size == 0 {
@@ -223,8 +263,7 @@ impl Http {
                 let block: String = self.text.drain(..i + 2).collect();
                 let mut e = Event::default();
                 for line in block.lines() {
-                    if let Some(c) = line.strip_prefix(':') {
-                        let _ = c;
+                    if line.starts_with(':') {
                         e.comment = true;
                     } else if let Some((k, v)) = line.split_once(':') {
                         let v = v.strip_prefix(' ').unwrap_or(v).to_string();
@@ -345,6 +384,9 @@ pub fn wait_ended(events: &Receiver<Event>, what: &str) {
     let mut last = None;
     super::wait_until(what, PATIENCE, || loop {
         match events.try_recv() {
+            Ok(Event {
+                error: Some(why), ..
+            }) => panic!("{what}: the stream failed: {why}"),
             Ok(e) => last = Some(e),
             Err(crossbeam_channel::TryRecvError::Empty) => return Err(last.clone()),
             Err(crossbeam_channel::TryRecvError::Disconnected) => return Ok(()),

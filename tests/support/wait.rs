@@ -76,3 +76,23 @@ pub fn recv_matching<T: Debug>(
         }
     }
 }
+
+/// Runs `f` on a thread of its own and returns its result; fails naming `what` when it has
+/// not finished within [`PATIENCE`] (a hang becomes a failure, and the test goes on).
+/// A panic in `f` is passed on.
+pub fn finishes<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let handle = std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(PATIENCE) {
+        Ok(v) => v,
+        Err(crossbeam_channel::RecvTimeoutError::Disconnected) => match handle.join() {
+            Err(panic) => std::panic::resume_unwind(panic),
+            Ok(()) => unreachable!("the thread sends before it ends"),
+        },
+        Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+            panic!("{what} did not finish within {PATIENCE:?}")
+        }
+    }
+}
