@@ -268,7 +268,7 @@ fn admin_refuses_bad_input_self_lockout_and_other_roles() {
     assert_eq!(s, 405);
     let (s, head, _) = send(a, "PATCH", "/admin/api/keys", Some(ADMIN), "");
     assert_eq!(s, 405);
-    assert!(head.contains("allow: get, post"), "{head}");
+    assert!(head.contains("allow: GET, POST"), "{head}");
     let (s, _, _) = send(a, "GET", "/admin/nothing", Some(ADMIN), "");
     assert_eq!(s, 404);
 

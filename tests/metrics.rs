@@ -100,7 +100,7 @@ fn tool_calls_refusals_and_link_are_counted() {
     // Staging: a key is needed; a monitor key may read.
     let (status, head, _) = send(a, "GET", "/metrics", &[], "");
     assert_eq!(status, 401, "{head}");
-    assert!(head.contains("www-authenticate: bearer"));
+    assert!(head.contains("www-authenticate: Bearer"), "{head}");
     let before = scrape(a, Some(MONITOR));
     let (status, _, _) = send(a, "POST", "/metrics", &[bearer(MONITOR)], "");
     assert_eq!(status, 405);

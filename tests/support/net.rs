@@ -88,7 +88,8 @@ pub fn try_request<H: AsRef<str>>(
     parse_reply(&raw)
 }
 
-/// Splits a raw HTTP/1.1 answer into status, lower-cased head and body.
+/// Splits a raw HTTP/1.1 answer into status, head (header names lower-cased, values as sent)
+/// and body.
 pub fn parse_reply(raw: &[u8]) -> Result<Reply, String> {
     let raw = String::from_utf8_lossy(raw).into_owned();
     let (head, body) = raw
@@ -99,14 +100,24 @@ pub fn parse_reply(raw: &[u8]) -> Result<Reply, String> {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| format!("no status line: {head:?}"))?;
+    // Header names are case-insensitive (RFC 9110): lower-cased; values stay as sent.
+    let head = head
+        .split("\r\n")
+        .enumerate()
+        .map(|(i, line)| match line.split_once(':') {
+            Some((name, value)) if i > 0 => format!("{}:{value}", name.to_ascii_lowercase()),
+            _ => line.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\r\n");
     Ok(Reply {
         status,
-        head: head.to_ascii_lowercase(),
+        head,
         body: body.to_string(),
     })
 }
 
-/// [`request`] with the body as JSON: `(status, lower-case head, body)`, the body `null`
+/// [`request`] with the body as JSON: `(status, head as in [`Reply::head`], body)`, the body `null`
 /// when empty and a JSON string of the text when it is not JSON.
 pub fn request_json(
     addr: SocketAddr,
