@@ -75,6 +75,7 @@ impl Conn {
             status: answer.status,
             head,
             body: std::mem::take(&mut answer.text),
+            complete: true,
         };
         self.reader = Some(answer.reader);
         reply

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::wait::PATIENCE;
+
 /// A port nothing listens on right now (bound and released; another process may take it,
 /// so use it at once).
 pub fn free_port() -> u16 {
@@ -26,7 +28,10 @@ pub struct Reply {
     pub status: u16,
     /// The head with lower-case header names and values as sent, lines joined by `\r\n`.
     pub head: String,
+    /// The body, de-chunked.
     pub body: String,
+    /// Whether the whole body arrived ([`parse_reply`]).
+    pub complete: bool,
 }
 
 impl Reply {
@@ -61,6 +66,9 @@ pub fn request<H: AsRef<str>>(
 }
 
 /// [`request`] that returns connection errors and incomplete answers instead of failing.
+/// Connecting, writing and each read wait at most [`PATIENCE`]; a read error counts only
+/// when the answer is not complete by then (a server may reset a connection right after a
+/// complete answer, e.g. one refusing an unread body).
 pub fn try_request<H: AsRef<str>>(
     addr: SocketAddr,
     method: &str,
@@ -68,8 +76,10 @@ pub fn try_request<H: AsRef<str>>(
     headers: &[H],
     body: &str,
 ) -> Result<Reply, String> {
-    let mut s = TcpStream::connect(addr).map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(Duration::from_secs(30)))
+    let mut s = TcpStream::connect_timeout(&addr, PATIENCE).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(PATIENCE))
+        .map_err(|e| e.to_string())?;
+    s.set_write_timeout(Some(PATIENCE))
         .map_err(|e| e.to_string())?;
     let mut head = format!(
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nContent-Length: {}\r\n",
@@ -84,17 +94,33 @@ pub fn try_request<H: AsRef<str>>(
     s.write_all(head.as_bytes()).map_err(|e| e.to_string())?;
     s.write_all(body.as_bytes()).map_err(|e| e.to_string())?;
     let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    parse_reply(&raw)
+    let read = s.read_to_end(&mut raw);
+    match (parse_reply(&raw), read) {
+        (Ok(reply), _) if reply.complete => Ok(reply),
+        (Ok(_), Ok(_)) => Err(format!(
+            "the answer ended early: {:?}",
+            String::from_utf8_lossy(&raw)
+        )),
+        (Ok(_) | Err(_), Err(e)) => Err(format!(
+            "{e} after {} bytes: {:?}",
+            raw.len(),
+            String::from_utf8_lossy(&raw)
+        )),
+        (Err(e), Ok(_)) => Err(e),
+    }
 }
 
 /// Splits a raw HTTP/1.1 answer into status, head (header names lower-cased, values as sent)
-/// and body.
+/// and body (de-chunked when `Transfer-Encoding: chunked`). `complete` says whether the body
+/// is all there: the last chunk, or `Content-Length` bytes (an answer without either ends
+/// with the connection, so it is complete).
 pub fn parse_reply(raw: &[u8]) -> Result<Reply, String> {
-    let raw = String::from_utf8_lossy(raw).into_owned();
-    let (head, body) = raw
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| format!("no complete answer: {raw:?}"))?;
+    let end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| format!("no complete answer: {:?}", String::from_utf8_lossy(raw)))?;
+    let head = String::from_utf8_lossy(&raw[..end]).into_owned();
+    let body = &raw[end + 4..];
     let status = head
         .split(' ')
         .nth(1)
@@ -110,11 +136,56 @@ pub fn parse_reply(raw: &[u8]) -> Result<Reply, String> {
         })
         .collect::<Vec<_>>()
         .join("\r\n");
-    Ok(Reply {
+    let mut reply = Reply {
         status,
         head,
-        body: body.to_string(),
-    })
+        body: String::new(),
+        complete: true,
+    };
+    if reply
+        .header("transfer-encoding")
+        .is_some_and(|t| t.eq_ignore_ascii_case("chunked"))
+    {
+        let (payload, complete) = dechunk(body);
+        reply.body = String::from_utf8_lossy(&payload).into_owned();
+        reply.complete = complete;
+    } else {
+        reply.body = String::from_utf8_lossy(body).into_owned();
+        if let Some(n) = reply
+            .header("content-length")
+            .and_then(|n| n.parse::<usize>().ok())
+        {
+            reply.complete = body.len() >= n;
+        }
+    }
+    Ok(reply)
+}
+
+/// The payload of a chunked body, and whether its last (empty) chunk came.
+fn dechunk(mut rest: &[u8]) -> (Vec<u8>, bool) {
+    let mut out = Vec::new();
+    loop {
+        let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") else {
+            return (out, false);
+        };
+        let line = String::from_utf8_lossy(&rest[..eol]);
+        let Ok(size) = usize::from_str_radix(line.split(';').next().unwrap_or("").trim(), 16)
+        else {
+            return (out, false);
+        };
+        if size == 0 {
+            return (out, true);
+        }
+        let after = &rest[eol + 2..];
+        if after.len() < size {
+            out.extend_from_slice(after);
+            return (out, false);
+        }
+        out.extend_from_slice(&after[..size]);
+        rest = after[size..]
+            .strip_prefix(b"\r\n")
+            .unwrap_or(&after[size..]);
+    }
 }
 
 /// [`request`] with the body as JSON: `(status, head as in [`Reply::head`], body)`, the body `null`
