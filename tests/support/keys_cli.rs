@@ -5,19 +5,10 @@ use std::process::{Command, Output, Stdio};
 
 use super::process::bin;
 
-/// [`bin`] without the environment that picks a key store (`HOME_KEY_BACKEND`,
-/// `HOME_API_KEYS`, `HOME_DATA_DIR`, `STATE_DIRECTORY`) and with no stdin, so only the
-/// arguments choose the store.
+/// [`bin`] (which starts without the environment that picks a key store) with no stdin, so
+/// only the arguments choose the store.
 pub fn keys_bin() -> Command {
     let mut c = bin();
-    for k in [
-        "HOME_KEY_BACKEND",
-        "HOME_API_KEYS",
-        "HOME_DATA_DIR",
-        "STATE_DIRECTORY",
-    ] {
-        c.env_remove(k);
-    }
     c.stdin(Stdio::null());
     c
 }

@@ -9,12 +9,41 @@ use crossbeam_channel::Receiver;
 
 use super::wait::PATIENCE;
 
-/// `home-mcp` as built for this test run, with a clean logging environment.
+/// Every environment variable the product reads (`src/`: settings, credentials, key store,
+/// systemd's journal and notify sockets): a test child starts without them, so the machine it
+/// runs on cannot change a result, and a test sets the ones it means.
+pub const PRODUCT_ENV: &[&str] = &[
+    "HOME_API_KEYS",
+    "HOME_DATA_DIR",
+    "HOME_HOST",
+    "HOME_KEY_BACKEND",
+    "HOME_LISTEN",
+    "HOME_LOG_LEVEL",
+    "HOME_PASS",
+    "HOME_STDIO_KEY",
+    "HOME_USER",
+    "HOME_VISU_PASS",
+    "HTTP_API_KEY",
+    "JOURNAL_STREAM",
+    "LOXONE_API_KEY",
+    "NOTIFY_SOCKET",
+    "SECURITY_LEVEL",
+    "STATE_DIRECTORY",
+];
+
+/// Removes [`PRODUCT_ENV`] from `cmd`'s environment.
+pub fn clean_env(cmd: &mut Command) -> &mut Command {
+    for k in PRODUCT_ENV {
+        cmd.env_remove(k);
+    }
+    cmd
+}
+
+/// `home-mcp` as built for this test run, without the environment the product reads
+/// ([`PRODUCT_ENV`]).
 pub fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_home-mcp"));
-    c.env_remove("JOURNAL_STREAM")
-        .env_remove("NOTIFY_SOCKET")
-        .env_remove("HOME_STDIO_KEY");
+    clean_env(&mut c);
     c
 }
 

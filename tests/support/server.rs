@@ -157,10 +157,8 @@ impl Served {
                 let mut c = std::process::Command::new("sh");
                 c.arg("-c")
                     .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
-                    .arg(env!("CARGO_BIN_EXE_home-mcp"))
-                    .env_remove("JOURNAL_STREAM")
-                    .env_remove("NOTIFY_SOCKET")
-                    .env_remove("HOME_STDIO_KEY");
+                    .arg(env!("CARGO_BIN_EXE_home-mcp"));
+                super::process::clean_env(&mut c);
                 c
             }
         };
