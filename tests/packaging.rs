@@ -45,12 +45,11 @@ fn example_config_has_every_documented_setting() {
 #[test]
 fn example_config_loads_as_shipped_and_fully_uncommented() {
     let text = read("systemd/config.toml.example");
+    let dir = crate::support::server::TempDir::new("example-config");
     let load = |t: &str| {
-        let path = std::env::temp_dir().join(format!("home-mcp-example-{}.toml", t.len()));
+        let path = dir.join("config.toml");
         std::fs::write(&path, t).unwrap();
-        let r = home_mcp::config::Config::load(Some(&path), &|_| None);
-        let _ = std::fs::remove_file(&path);
-        r
+        home_mcp::config::Config::load(Some(&path), &|_| None)
     };
     let shipped = load(&text).unwrap();
     assert_eq!(shipped.server.listen.to_string(), "127.0.0.1:3001");
@@ -129,18 +128,15 @@ fn env_file_names_every_environment_variable() {
 #[test]
 fn journal_format_only_when_journal_stream_names_stderr() {
     use std::os::unix::fs::MetadataExt;
-    let dir = std::env::temp_dir().join(format!("home-mcp-journal-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::support::server::TempDir::new("journal");
     let run = |journal: Option<&dyn Fn(&std::fs::Metadata) -> String>| {
         let path = dir.join("stderr.log");
         let file = std::fs::File::create(&path).unwrap();
         let meta = file.metadata().unwrap();
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_home-mcp"));
+        let mut cmd = crate::support::process::bin();
         // Production off loopback without allowed_hosts: logs an error after logging is set up.
         cmd.args(["serve", "--demo", "--listen", "0.0.0.0:0"])
             .env("SECURITY_LEVEL", "production")
-            .env_remove("HOME_LOG_LEVEL")
-            .env_remove("JOURNAL_STREAM")
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(file);
@@ -172,5 +168,4 @@ fn journal_format_only_when_journal_stream_names_stderr() {
     // A JOURNAL_STREAM inherited by a process whose stderr is elsewhere is ignored.
     let inherited = run(Some(&other));
     assert!(!inherited.contains("<3>"), "{inherited}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
