@@ -95,3 +95,12 @@ fn a_stopped_miniserver_answers_nothing_until_it_resumes() {
     let sim = sim.restart();
     assert_eq!(sim.api.state(KITCHEN_LIGHT, "active"), 0.0);
 }
+
+#[test]
+fn a_closed_port_refuses_connections_and_stays_reserved() {
+    let port = crate::support::closed_port();
+    let err = std::net::TcpStream::connect(("127.0.0.1", port)).expect_err("nobody listens");
+    assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused, "{err}");
+    // No server can take it in the meantime.
+    assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_err());
+}

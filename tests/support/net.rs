@@ -16,10 +16,25 @@ pub fn free_port() -> u16 {
     l.local_addr().unwrap().port()
 }
 
-/// A loopback port where no server listens: connections are refused (for "Miniserver
-/// unreachable" cases).
+/// A loopback port where no server listens, for "Miniserver unreachable" cases:
+/// connections are refused. The port stays bound (without listening, and without
+/// `SO_REUSEADDR`) for the rest of the test run, so no other test's server can take it and
+/// answer in its place.
 pub fn closed_port() -> u16 {
-    free_port()
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+        .expect("a TCP socket");
+    socket
+        .bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .expect("bind a loopback port");
+    let port = socket
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_socket())
+        .expect("a bound address")
+        .port();
+    // Held until the process ends (a few dozen descriptors in a whole run).
+    std::mem::forget(socket);
+    port
 }
 
 /// One HTTP answer read to its end.
