@@ -9,6 +9,7 @@ use serde_json::json;
 use crate::support::mcp::{McpHttp, McpStdio};
 use crate::support::server::{Miniserver, Served, SimProcess};
 use crate::support::wait_until;
+use crate::support::wire::commands_since;
 
 /// Küche / Deckenlicht (Switch) in the demo house.
 const KITCHEN_LIGHT: &str = "1d5c3a92-0209-520e-ffff504f94d0e5a1";
@@ -43,6 +44,16 @@ fn the_simulator_records_request_lines_as_they_came() {
         "{lines:?}"
     );
     assert_eq!(ms.commands_to(KITCHEN_LIGHT).len(), 1, "{lines:?}");
+    // From a mark, reads are not commands and commands to any control are.
+    let mark = ms.sim.request_count();
+    ms.api.states(KITCHEN_LIGHT);
+    ms.api.value(KITCHEN_LIGHT);
+    assert_eq!(commands_since(&ms.sim, mark), Vec::<String>::new());
+    ms.api.command(KITCHEN_LIGHT, "on");
+    assert_eq!(
+        commands_since(&ms.sim, mark),
+        [format!("GET /jdev/sps/io/{KITCHEN_LIGHT}/on")]
+    );
 }
 
 #[test]

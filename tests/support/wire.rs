@@ -32,3 +32,27 @@ pub fn sent_commands(sim: &Simulator, uuid: &str) -> Vec<String> {
         .map(|l| command_of(l, uuid).to_string())
         .collect()
 }
+
+/// The commands (not reads) to any control among the request lines `sim` received after the
+/// first `mark` ([`Simulator::request_count`] taken earlier): `jdev/sps/io/{target}/{command}`
+/// or `jdev/sps/ios/{hash}/{target}/{command}` with a command other than `all` or `state`.
+/// (A sub-control target `{uuid}/{name}` counts as a command to its parent: the check errs
+/// on the side of "something was sent".)
+pub fn commands_since(sim: &Simulator, mark: usize) -> Vec<String> {
+    sim.requests_since(mark)
+        .into_iter()
+        .filter(|line| {
+            let path = line.split(' ').nth(1).unwrap_or("");
+            let path = path.split('?').next().unwrap_or("");
+            let rest = if let Some(r) = path.strip_prefix("/jdev/sps/io/") {
+                r
+            } else if let Some(r) = path.strip_prefix("/jdev/sps/ios/") {
+                r.split_once('/').map_or("", |(_, r)| r)
+            } else {
+                return false;
+            };
+            let command = rest.split_once('/').map_or("", |(_, c)| c);
+            !matches!(command, "" | "all" | "state")
+        })
+        .collect()
+}
