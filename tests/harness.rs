@@ -87,7 +87,7 @@ fn a_stopped_miniserver_answers_nothing_until_it_resumes() {
     sim.api.command(KITCHEN_LIGHT, "on");
     sim.signal("STOP");
     // A hung Miniserver keeps its socket: the connection opens, the answer never comes.
-    let mut s = std::net::TcpStream::connect(sim.addr).expect("the socket stays open");
+    let mut s = std::net::TcpStream::connect(sim.api.addr).expect("the socket stays open");
     s.set_read_timeout(Some(Duration::from_millis(300)))
         .unwrap();
     use std::io::{Read, Write};

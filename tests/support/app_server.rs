@@ -82,6 +82,7 @@ impl AppServer {
         AppServer { server, app }
     }
 
+    /// The server's bound address.
     pub fn addr(&self) -> SocketAddr {
         self.server.addr()
     }

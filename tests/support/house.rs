@@ -13,7 +13,6 @@ use home_mcp::tools::HomeTools;
 /// The default configuration, with the outbound command limit (6 commands per control per
 /// 10 s) raised: the tool tests drive one control through many states within a second on
 /// purpose. The limit itself is tested with its defaults in tests/command_limits.rs.
-#[allow(dead_code)]
 pub fn test_config() -> Config {
     let mut config = Config::default();
     config.command_limits.per_control = 1000;
@@ -21,16 +20,22 @@ pub fn test_config() -> Config {
     config
 }
 
+/// The whole server on the embedded demo house (`App::start` with `--demo`: simulator, client,
+/// live link, poller) with [`test_config`], and its tools; both stop when dropped.
 pub fn demo() -> (App, HomeTools) {
     let app = App::start(&test_config(), true).expect("demo starts");
     let tools = HomeTools::new(app.house.clone());
     (app, tools)
 }
 
+/// The demo app's in-process simulator (its state and request log); fails for an app that is
+/// not a demo.
 pub fn sim(app: &App) -> &Simulator {
     &app.simulator.as_ref().expect("demo has a simulator").0
 }
 
+/// Calls tool `name` with `args` (a JSON object) as an MCP client would (protocol 2025-06-18,
+/// transport `test`); the result or the JSON-RPC error as is.
 pub fn call(tools: &HomeTools, name: &str, args: Value) -> Result<CallToolResult, RpcError> {
     let Value::Object(map) = args else {
         panic!("args must be an object")
@@ -44,6 +49,7 @@ pub fn call(tools: &HomeTools, name: &str, args: Value) -> Result<CallToolResult
     tools.call_tool(name, map, &ctx)
 }
 
+/// A tool result's first content as JSON (the envelope); fails when it is not JSON text.
 pub fn text(r: &CallToolResult) -> Value {
     let Content::Text { text } = &r.content[0] else {
         panic!("text content expected, got {:?}", r.content[0])
@@ -75,6 +81,7 @@ pub fn tool_error(tools: &HomeTools, name: &str, args: Value) -> Value {
     t["error"].clone()
 }
 
+/// Calls a tool that must be refused with JSON-RPC -32602 (invalid params); its message.
 pub fn invalid_params(tools: &HomeTools, name: &str, args: Value) -> String {
     match call(tools, name, args) {
         Err(e) => {
@@ -123,7 +130,7 @@ pub fn sim_house(text: &str) -> SimHouse {
     let house = Arc::new(home_mcp::home::House::new(
         home_mcp::loxone::structure::parse_structure(text).expect("the fixture parses"),
         Arc::new(client),
-        std::time::Duration::from_secs(5),
+        Config::default().miniserver_timeouts.value_max_age,
     ));
     SimHouse {
         tools: HomeTools::new(house.clone()),

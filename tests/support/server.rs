@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use home_mcp::sim::{SimConfig, SimServer, Simulator, DEMO_STRUCTURE, DEMO_VALUES};
+use home_mcp::sim::{SimConfig, SimServer, Simulator};
 
 use super::drive::MiniserverApi;
 use super::net::{try_request, Reply};
@@ -51,14 +51,19 @@ pub struct Miniserver {
 }
 
 impl Miniserver {
-    /// The demo house (user/password `demo`).
+    /// The demo house ([`Simulator::demo`], user/password `demo`).
     pub fn demo() -> Miniserver {
-        Miniserver::start(DEMO_STRUCTURE, Some(DEMO_VALUES), SimConfig::default())
+        Miniserver::serve(Simulator::demo())
     }
 
     /// A simulator serving `structure` with optional initial `values`.
     pub fn start(structure: &str, values: Option<&str>, config: SimConfig) -> Miniserver {
-        let sim = Arc::new(Simulator::new(structure, values, config).expect("simulator"));
+        Miniserver::serve(Simulator::new(structure, values, config).expect("simulator"))
+    }
+
+    /// `sim` on a free loopback port (its credentials must be the demo's for [`Self::api`]).
+    pub fn serve(sim: Simulator) -> Miniserver {
+        let sim = Arc::new(sim);
         let server = SimServer::start(sim.clone(), "127.0.0.1:0").expect("simulator listens");
         Miniserver {
             api: MiniserverApi::demo(server.addr()),
@@ -222,7 +227,7 @@ impl Served {
 /// ([`SimProcess::restart`]). Killed when dropped.
 pub struct SimProcess {
     pub child: Logged,
-    pub addr: SocketAddr,
+    /// Its HTTP API (and address: `api.addr`).
     pub api: MiniserverApi,
     structure: PathBuf,
 }
@@ -249,14 +254,13 @@ impl SimProcess {
         SimProcess {
             api: MiniserverApi::demo(addr),
             child,
-            addr,
             structure: structure.to_path_buf(),
         }
     }
 
     /// `host:port` for `HOME_HOST`.
     pub fn host(&self) -> String {
-        self.addr.to_string()
+        self.api.addr.to_string()
     }
 
     /// Sends a signal to the simulator process (see [`Logged::signal`]).
@@ -267,7 +271,7 @@ impl SimProcess {
     /// Kills the simulator and starts a new one on the same port (a Miniserver restart): its
     /// values start afresh from the structure file.
     pub fn restart(self) -> SimProcess {
-        let (structure, addr) = (self.structure.clone(), self.addr);
+        let (structure, addr) = (self.structure.clone(), self.api.addr);
         drop(self);
         // The old listener is closed once the process is reaped; std binds with SO_REUSEADDR.
         SimProcess::start_on(&structure, &addr.to_string())

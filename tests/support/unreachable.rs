@@ -14,12 +14,13 @@ use home_mcp::tools::HomeTools;
 use super::net::closed_port;
 
 /// Client timeouts short enough that a test against a dead or wrong Miniserver ends soon
-/// (connect 0.5 s, request 2 s, values remembered 5 s). A refused connection fails at once.
+/// (connect 0.5 s, request 2 s; values are remembered as by default). A refused connection
+/// fails at once.
 pub fn quick_timeouts() -> Timeouts {
     Timeouts {
         connect: Duration::from_millis(500),
         request: Duration::from_secs(2),
-        value_max_age: Duration::from_secs(5),
+        ..home_mcp::config::Config::default().miniserver_timeouts
     }
 }
 
@@ -45,6 +46,6 @@ pub fn unreachable_demo() -> HomeTools {
     HomeTools::new(Arc::new(House::new(
         demo_home(),
         Arc::new(client),
-        Duration::from_secs(5),
+        quick_timeouts().value_max_age,
     )))
 }
