@@ -94,18 +94,11 @@ impl Logged {
     /// The first line (from the next unread one on) that `find` maps to `Some`, within
     /// [`PATIENCE`]; fails with the log when the child ends or never prints it.
     pub fn wait_line<T>(&self, what: &str, mut find: impl FnMut(&str) -> Option<T>) -> T {
-        let end = std::time::Instant::now() + PATIENCE;
-        loop {
-            let left = end.saturating_duration_since(std::time::Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    if let Some(v) = find(&line) {
-                        return v;
-                    }
-                }
-                Err(e) => panic!("no {what} ({e}); log: {:#?}", self.log()),
-            }
-        }
+        let log = self.log.clone();
+        let found = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            super::wait::recv_map(&self.lines, what, |line| find(&line))
+        }));
+        found.unwrap_or_else(|_| panic!("no {what}; log: {:#?}", log.lock().unwrap()))
     }
 
     /// The log so far.

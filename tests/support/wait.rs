@@ -60,17 +60,31 @@ pub fn recv_matching<T: Debug>(
     what: &str,
     mut want: impl FnMut(&T) -> bool,
 ) -> T {
+    recv_map(rx, what, |m| want(&m).then_some(m))
+}
+
+/// The first message on `rx` that `find` maps to `Some`, mapped, within [`PATIENCE`] (the
+/// deadline holds however many other messages come); fails with the messages it skipped (the
+/// last few) when none comes.
+pub fn recv_map<T: Debug, U>(
+    rx: &Receiver<T>,
+    what: &str,
+    mut find: impl FnMut(T) -> Option<U>,
+) -> U {
     let end = Instant::now() + PATIENCE;
-    let mut skipped: Vec<T> = Vec::new();
+    let mut skipped: Vec<String> = Vec::new();
     loop {
         let left = end.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
-            Ok(m) if want(&m) => return m,
             Ok(m) => {
+                let seen = format!("{m:?}");
+                if let Some(v) = find(m) {
+                    return v;
+                }
                 if skipped.len() == 8 {
                     skipped.remove(0);
                 }
-                skipped.push(m);
+                skipped.push(seen);
             }
             Err(e) => panic!("no {what} within {PATIENCE:?} ({e}); last skipped: {skipped:?}"),
         }
