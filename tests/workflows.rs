@@ -336,14 +336,8 @@ impl Controller for Rendezvous {
 #[test]
 fn parallel_groups_run_at_the_same_time_and_groups_in_order() {
     let home = support::unreachable::demo_home();
-    let resolve = |name: &str, room: &str| {
-        home.resolve_control(name, Some(room), &|_| true)
-            .unwrap()
-            .uuid
-            .clone()
-    };
-    let kitchen = resolve("Deckenlicht", "Küche");
-    let garden = resolve("Gartenbeleuchtung", "Außenbereich");
+    let kitchen = support::find::uuid_in(&home, "Deckenlicht", "Küche");
+    let garden = support::find::uuid_in(&home, "Gartenbeleuchtung", "Außenbereich");
     // The two steps of group 1 meet in the controller: the run succeeds only when they are
     // in progress at the same time (no clock decides it).
     let controller = Arc::new(Rendezvous {
