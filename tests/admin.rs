@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 
 use crate::support::app_server::{admin_context, demo_app, gate, send_json, AppServer};
 use crate::support::gate::key;
-use crate::support::keys_cli::keys;
-use crate::support::mcp::{answer_of, McpHttp};
+use crate::support::keys_cli::{generate, keys};
+use crate::support::mcp::McpHttp;
 use crate::support::server::TempDir;
 
 const ADMIN: &str = "homekey_admin_1_00112233445566778899aabbccddeeff";
@@ -84,17 +84,9 @@ fn mcp_session(addr: SocketAddr, key: &str) -> Result<String, u16> {
 }
 
 /// A `tools/call` on `/mcp` in a fresh session; returns (status, the JSON-RPC answer or
-/// `null` when refused).
+/// the refusal's body).
 fn mcp_call(addr: SocketAddr, key: &str, tool: &str, arguments: Value) -> (u16, Value) {
-    let c = McpHttp::connect(addr, Some(key));
-    let r = c.post(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                      "params": {"name": tool, "arguments": arguments}}));
-    let body = if r.status == 200 {
-        answer_of(&r, 2)
-    } else {
-        serde_json::from_str(&r.body).unwrap_or(Value::Null)
-    };
-    (r.status, body)
+    McpHttp::connect(addr, Some(key)).try_call(tool, arguments)
 }
 
 fn audit(f: &Fixture, q: Query) -> Vec<home_mcp::audit::Entry> {
@@ -589,9 +581,13 @@ fn the_pin_never_reaches_audit_db_on_disk() {
     log.close();
     drop(log);
     // Every byte of the database files: the PIN is nowhere.
-    for f in std::fs::read_dir(dir).unwrap() {
-        let bytes = std::fs::read(f.unwrap().path()).unwrap();
-        assert!(!String::from_utf8_lossy(&bytes).contains("555777"));
+    for p in &files_beside_audit_db(dir) {
+        let bytes = std::fs::read(p).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("555777"),
+            "{}",
+            p.display()
+        );
     }
 }
 
@@ -605,17 +601,9 @@ fn cli_key_changes_are_audited_next_to_the_store() {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
-    let out = keys(&[
-        "generate",
-        "--role",
-        "operator",
-        "--name",
-        "cli tablet",
-        "--json",
-    ]);
-    let id = serde_json::from_str::<Value>(&out).unwrap()["id"]
+    let id = generate(&store, "operator", &["--name", "cli tablet"])["id"]
         .as_str()
-        .unwrap()
+        .expect("the secret in id")
         .to_string();
     keys(&["update", &id, "--name", "renamed"]);
     keys(&["revoke", &id]);
@@ -635,18 +623,32 @@ fn cli_key_changes_are_audited_next_to_the_store() {
         .target
         .starts_with("cli tablet (homekey_operator_1_"));
     drop(log);
-    for f in std::fs::read_dir(dir).unwrap() {
-        let p = f.unwrap().path();
-        if p.file_name()
+    let audit_files = files_beside_audit_db(dir).into_iter().filter(|p| {
+        p.file_name()
             .unwrap()
             .to_string_lossy()
             .starts_with("audit.db")
-        {
-            let bytes = std::fs::read(&p).unwrap();
-            assert!(
-                !String::from_utf8_lossy(&bytes).contains(&id[22..]),
-                "no secret"
-            );
-        }
+    });
+    for p in audit_files {
+        let bytes = std::fs::read(&p).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(&id[22..]),
+            "no secret in {}",
+            p.display()
+        );
     }
+}
+
+/// Every file in `dir`; fails when the audit database `audit.db` is not among them.
+fn files_beside_audit_db(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|f| f.unwrap().path())
+        .collect();
+    assert!(
+        files.iter().any(|p| p.ends_with("audit.db")),
+        "audit.db in {}: {files:?}",
+        dir.display()
+    );
+    files
 }

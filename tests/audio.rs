@@ -126,8 +126,8 @@ fn central_block_reaches_every_zone() {
 
 #[test]
 fn dry_run_lists_commands_and_sends_nothing() {
-    // Polling only: the live volume stays unknown unless the test sets it, so a step is
-    // presses whatever the timing of a WebSocket link.
+    // Polling only: the live volume stays unknown unless the test sets it, so a volume step
+    // is sent as presses of 3 % (volUp, volDown) whatever the timing of a WebSocket link.
     let (app, tools) = support::apps::demo_polling();
     let sim = sim(&app);
     let music = uuid_named(&app, "Musik");
@@ -155,8 +155,8 @@ fn dry_run_lists_commands_and_sends_nothing() {
 
 #[test]
 fn v2_volume_absolute_and_relative() {
-    // Polling only: the live volume stays unknown unless the test sets it, so a step is
-    // presses whatever the timing of a WebSocket link.
+    // Polling only: the live volume stays unknown unless the test sets it, so a volume step
+    // is sent as presses of 3 % (volUp, volDown) whatever the timing of a WebSocket link.
     let (app, tools) = support::apps::demo_polling();
     let sim = sim(&app);
     let music = uuid_named(&app, "Musik");

@@ -432,31 +432,17 @@ struct Fixture {
     _app: App,
 }
 
+/// A staging server on loopback with `limits` (see [`start_with`]).
 fn start(limits: RateLimits) -> Fixture {
-    let app = App::start(&Config::default(), true).expect("demo starts");
-    let store = Arc::new(MemoryStore::new(keys()));
-    let gate = Gate::new(
-        store,
+    start_with(
+        "127.0.0.1:0",
         GateConfig {
             level: SecurityLevel::Staging,
             limits,
             ..GateConfig::default()
         },
-        loopback(),
-        perms(),
-    );
-    let config = HttpConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        gate: Some(Arc::new(gate)),
-        ..HttpConfig::default()
-    };
-    let server = HttpServer::start(
-        config,
-        app.mcp.clone(),
-        Arc::new(|| json!({"status": "ok"})),
+        &[],
     )
-    .expect("server starts");
-    Fixture { server, _app: app }
 }
 
 fn has(head: &str, header: &str) -> bool {

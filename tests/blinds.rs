@@ -11,16 +11,24 @@ use support::wire::sent_commands;
 use home_mcp::app::App;
 use home_mcp::mcp::Handler;
 
-/// UUIDs of the demo's Jalousies (not the central block), optionally of one room.
+/// UUIDs of the demo's Jalousies (not the central block), optionally of one room; fails when
+/// the house has not its seven, or the room none.
 fn jalousies(app: &App, room: Option<&str>) -> Vec<String> {
     let home = app.house.home();
-    let room = room.map(|r| home.resolve_room(r).unwrap().uuid.clone());
-    home.controls
+    let in_room = room.map(|r| home.resolve_room(r).unwrap().uuid.clone());
+    let found: Vec<String> = home
+        .controls
         .iter()
         .filter(|c| c.kind.as_str() == "Jalousie")
-        .filter(|c| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)))
+        .filter(|c| in_room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)))
         .map(|c| c.uuid.clone())
-        .collect()
+        .collect();
+    match room {
+        // The demo house (assets/demo-house.json) has seven Jalousie blocks.
+        None => assert_eq!(found.len(), 7, "the demo house's blinds"),
+        Some(r) => assert!(!found.is_empty(), "no blinds in {r}"),
+    }
+    found
 }
 
 fn central(app: &App) -> String {

@@ -19,6 +19,15 @@ const SHOWROOM: &str = concat!(
     "/tests/fixtures/Smarteon-loxone-java-showroom.json"
 );
 
+/// A simulated Miniserver serving the showroom structure file.
+fn showroom() -> Miniserver {
+    Miniserver::start(
+        &std::fs::read_to_string(SHOWROOM).unwrap(),
+        None,
+        Default::default(),
+    )
+}
+
 /// [`bin`] in a clean environment for the settings we read, so the developer's own do not
 /// leak in.
 fn home_mcp() -> Command {
@@ -169,8 +178,9 @@ fn stdio_answers_and_exits_on_eof() {
         .unwrap();
         writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"list_rooms","arguments":{{}}}}}}"#).unwrap();
         writeln!(stdin, "{{not json").unwrap();
-    } // stdin closed here
-      // (the answers are a few lines: they fit in the pipe while nobody reads them)
+        // stdin is closed at the end of this block (the EOF); the answers are a few lines:
+        // they fit in the pipe while nobody reads them.
+    }
     wait_exit(&mut child, "stdio to exit after EOF");
     let o = child.wait_with_output().unwrap();
     assert!(o.status.success());
@@ -237,11 +247,7 @@ fn health_reports_the_live_link_and_degrades_to_polling() {
     assert!(h["reason"].is_null(), "{h}");
 
     // A Miniserver (the showroom) followed by polling only: degraded, and says why.
-    let ms = Miniserver::start(
-        &std::fs::read_to_string(SHOWROOM).unwrap(),
-        None,
-        Default::default(),
-    );
+    let ms = showroom();
     let served = Served::start(
         &ms,
         "[miniserver]\nlive = \"polling\"\npoll_interval_secs = 1\n",
@@ -291,7 +297,7 @@ fn sigterm_stops_cleanly_and_kills_the_tokens() {
     );
 }
 
-/// The whole set-up: `keys generate --role admin` writes the store that `serve` reads; without
+/// The whole set-up: `keys generate --role operator` writes the store that `serve` reads; without
 /// the key a staging server answers 401, with it the call goes through.
 #[test]
 fn serve_reads_the_keys_the_keys_command_writes() {
@@ -310,11 +316,7 @@ fn serve_reads_the_keys_the_keys_command_writes() {
         .unwrap_or_else(|| panic!("no key printed: {out}"))
         .to_string();
 
-    let ms = Miniserver::start(
-        &std::fs::read_to_string(SHOWROOM).unwrap(),
-        None,
-        Default::default(),
-    );
+    let ms = showroom();
     let served = Served::start_args(
         &ms,
         "",

@@ -13,15 +13,11 @@ use home_mcp::app::App;
 use home_mcp::home::{Value as StateValue, LOXONE_EPOCH_UNIX};
 use home_mcp::sim::Simulator;
 use home_mcp::tools::HomeTools;
+use support::between::{assert_between, demo_reading_at_call};
 
 /// UUID of the room controller in `room` (demo house).
 fn controller(app: &App, room: &str) -> String {
-    let home = app.house.home();
-    let room = home.resolve_room(room).unwrap().uuid.clone();
-    home.controls
-        .iter()
-        .find(|c| c.kind.as_str().starts_with("IRoomController") && c.room.as_ref() == Some(&room))
-        .unwrap_or_else(|| panic!("no room controller in {room}"))
+    support::find::room_controller(&app.house.home(), Some(room))
         .uuid
         .clone()
 }
@@ -437,21 +433,18 @@ fn room_mode_bad_inputs() {
 #[test]
 fn zone_temperature_by_room_or_controller() {
     // Polling only: named states stay unknown (null) unless the test sets them, whatever the
-    // timing of a WebSocket link.
-    let (app, tools) = support::apps::demo_polling();
+    // timing of a WebSocket link; values read from the simulator during the call.
+    let (app, tools) = demo_reading_at_call();
     let sim = sim(&app);
     let kitchen = controller(&app, "Küche");
+    // The simulator's room temperature drifts toward the target: the tool shows it as read
+    // between these two readings.
+    let before = sim.state(&kitchen, "tempActual").unwrap();
     let data = ok(&tools, "get_zone_temperature", json!({"zone_id": "kuche"}));
+    let after = sim.state(&kitchen, "tempActual").unwrap();
     assert_eq!(data["room"], "Küche");
     assert_eq!(data["unit"], "°C");
-    // The simulator's room temperature drifts toward the target in 0.1 °C steps: at most one
-    // step between the tool's read and this one.
-    let actual = sim.state(&kitchen, "tempActual").unwrap();
-    let t = data["temperature"].as_f64().unwrap();
-    assert!(
-        (t - actual).abs() < 0.1 + 1e-6,
-        "{data}: simulator says {actual}"
-    );
+    assert_between(&data, data["temperature"].as_f64().unwrap(), before, after);
     assert_eq!(data["controllers"][0]["uuid"], kitchen.as_str());
     assert_eq!(data["controllers"][0]["type"], "IRoomControllerV2");
     // The target is a named state: not readable over HTTP, so null, not guessed.
@@ -473,20 +466,17 @@ fn zone_temperature_by_room_or_controller() {
     assert_eq!(data["controllers"][0]["open_window"], true);
 
     // A controller by room-qualified name; the v1 controller of the office.
+    let office = controller(&app, "Büro");
+    let before = sim.state(&office, "tempActual").unwrap();
     let data = ok(
         &tools,
         "get_zone_temperature",
         json!({"zone_id": "Raumregelung Büro"}),
     );
+    let after = sim.state(&office, "tempActual").unwrap();
     assert_eq!(data["room"], "Büro");
     assert_eq!(data["controllers"][0]["type"], "IRoomController");
-    let office = controller(&app, "Büro");
-    let actual = sim.state(&office, "tempActual").unwrap();
-    let t = data["temperature"].as_f64().unwrap();
-    assert!(
-        (t - actual).abs() < 0.1 + 1e-6,
-        "{data}: simulator says {actual}"
-    );
+    assert_between(&data, data["temperature"].as_f64().unwrap(), before, after);
 
     // The plain controller name exists in six rooms.
     let e = tool_error(
@@ -523,23 +513,36 @@ fn zone_temperature_by_room_or_controller() {
 #[test]
 fn climate_status_lists_every_controller() {
     // Polling only: named states stay unknown (null) unless the test sets them, whatever the
-    // timing of a WebSocket link.
-    let (app, tools) = support::apps::demo_polling();
+    // timing of a WebSocket link; values read from the simulator during the call.
+    let (app, tools) = demo_reading_at_call();
+    // The simulator's room temperatures, which drift toward their targets, just before and
+    // just after the call: each zone shows one read between the two.
+    let temperatures = || -> std::collections::BTreeMap<String, f64> {
+        let home = app.house.home();
+        let found: std::collections::BTreeMap<String, f64> = home
+            .controls
+            .iter()
+            .filter(|c| support::find::is_room_controller(c))
+            .map(|c| {
+                (
+                    c.uuid.clone(),
+                    sim(&app).state(&c.uuid, "tempActual").unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(found.len(), 6, "the demo's room controllers: {found:?}");
+        found
+    };
+    let before = temperatures();
     let data = ok(&tools, "get_climate_status", json!({}));
+    let after = temperatures();
     let zones = data["zones"].as_array().unwrap();
     assert_eq!(zones.len(), 6, "{data}");
     assert_eq!(data["total"], 6);
     for z in zones {
         let t = z["temperature"].as_f64().expect("actual read over HTTP");
-        // The simulator's room temperature, which drifts toward the target in 0.1 °C steps
-        // (at most one step between the tool's read and this one).
-        let actual = sim(&app)
-            .state(z["uuid"].as_str().unwrap(), "tempActual")
-            .unwrap();
-        assert!(
-            (t - actual).abs() < 0.1 + 1e-6,
-            "{z}: simulator says {actual}"
-        );
+        let uuid = z["uuid"].as_str().unwrap();
+        assert_between(z, t, before[uuid], after[uuid]);
         assert_eq!(z["unit"], "°C");
         for k in ["target", "mode", "override", "open_window"] {
             assert!(z.get(k).is_some(), "{k} in {z}");

@@ -5,6 +5,7 @@
 use crate::support;
 
 use home_mcp::app::App;
+use home_mcp::tools::HomeTools;
 use serde_json::json;
 use support::wire::sent_commands;
 use support::{demo, invalid_params, ok, sim, tool_error, uuid_of};
@@ -329,14 +330,12 @@ fn value_blocks_radio_and_text() {
     // TextInput: any text, including spaces, umlauts and punctuation, goes over the wire as
     // one percent-encoded segment (a text with `/`: `a_text_with_a_slash_is_one_segment`).
     let note = uuid_of(&app, "Notiz", "Büro");
-    let text = "Müll raus: Dienstag, 7 Uhr (50% & mehr?)";
-    ok(
+    send_text(
+        &app,
         &tools,
-        "control_device",
-        json!({"device": note, "action": "text", "text": text}),
+        &note,
+        "Müll raus: Dienstag, 7 Uhr (50% & mehr?)",
     );
-    assert_text_sent_as_one_segment(&app, &note, text);
-    assert_eq!(sim(&app).state_text(&note, "text").unwrap(), text);
     let m = invalid_params(
         &tools,
         "control_device",
@@ -352,6 +351,18 @@ fn value_blocks_radio_and_text() {
         json!({"device": fan, "action": "up"}),
     );
     assert_eq!(d["command"], "PulseUp");
+}
+
+/// Sets the TextInput `note` to `text` with `control_device`; the command went over the wire
+/// as one segment ([`assert_text_sent_as_one_segment`]) and the Miniserver holds the text.
+fn send_text(app: &App, tools: &HomeTools, note: &str, text: &str) {
+    ok(
+        tools,
+        "control_device",
+        json!({"device": note, "action": "text", "text": text}),
+    );
+    assert_text_sent_as_one_segment(app, note, text);
+    assert_eq!(sim(app).state_text(note, "text").unwrap(), text);
 }
 
 /// The last command `note` received is the text as ONE percent-encoded path segment (no raw
@@ -374,15 +385,9 @@ fn assert_text_sent_as_one_segment(app: &App, note: &str, text: &str) {
 fn a_text_with_a_slash_is_one_segment() {
     let (app, tools) = demo();
     let note = uuid_of(&app, "Notiz", "Büro");
-    let text = "Müll raus / Dienstag";
-    ok(
-        &tools,
-        "control_device",
-        json!({"device": note, "action": "text", "text": text}),
-    );
     // What went over the wire: the `/` as %2F inside the one segment, not a path separator
     // (a simulator or Miniserver that joins the segments back would hide the difference).
-    assert_text_sent_as_one_segment(&app, &note, text);
+    send_text(&app, &tools, &note, "Müll raus / Dienstag");
     assert!(
         sent_commands(sim(&app), &note)
             .last()
@@ -390,7 +395,6 @@ fn a_text_with_a_slash_is_one_segment() {
         "{:?}",
         sim(&app).requests()
     );
-    assert_eq!(sim(&app).state_text(&note, "text").unwrap(), text);
 }
 
 #[test]

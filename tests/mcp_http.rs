@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use crate::support::conn::Conn;
 use crate::support::fake_mcp::FakeHandler;
+use crate::support::mcp::McpHttp;
 use crate::support::net::{request, Reply};
 use crate::support::PATIENCE;
 
@@ -76,27 +77,9 @@ fn rpc(id: u64, method: &str, params: Value) -> String {
 
 /// Initializes at `version` (with `notifications/initialized`) and returns the session id.
 fn session(addr: SocketAddr, version: &str) -> String {
-    let r = post(
-        addr,
-        None,
-        &rpc(
-            0,
-            "initialize",
-            json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
-        ),
-    );
-    assert_eq!(r.status, 200, "{r:?}");
-    let id = r
-        .header("Mcp-Session-Id")
-        .expect("session header")
-        .to_string();
-    let n = post(
-        addr,
-        Some(&id),
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    );
-    assert_eq!(n.status, 202);
-    id
+    McpHttp::connect_with(addr, None, version, json!({}))
+        .session
+        .expect("a session")
 }
 
 fn error_code(r: &Reply) -> i64 {

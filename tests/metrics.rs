@@ -12,12 +12,12 @@ use home_mcp::auth::gate::SecurityLevel;
 use home_mcp::auth::Role;
 use home_mcp::http::{HttpConfig, MetricsContext};
 use home_mcp::metrics::check_exposition;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::support::app_server::{gate, AppServer};
 use crate::support::gate::key;
-use crate::support::mcp::{answer_of, McpHttp};
-use crate::support::net::request;
+use crate::support::gate::send_raw as send;
+use crate::support::mcp::McpHttp;
 
 const OPERATOR: &str = "homekey_operator_2_00112233445566778899aabbccddeeff";
 const MONITOR: &str = "homekey_monitor_3_00112233445566778899aabbccddeeff";
@@ -43,17 +43,8 @@ fn start(level: SecurityLevel, public: bool) -> AppServer {
     })
 }
 
-/// One request: (status, lower-case head, body text).
-fn send(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[String],
-    body: &str,
-) -> (u16, String, String) {
-    let r = request(addr, method, path, headers, body);
-    (r.status, r.head, r.body)
-}
+/// No headers for [`send`].
+const NONE: &[&str] = &[];
 
 fn bearer(key: &str) -> String {
     format!("Authorization: Bearer {key}")
@@ -78,18 +69,6 @@ fn value(text: &str, series: &str) -> f64 {
         .map_or(0.0, |v| v.parse().unwrap())
 }
 
-/// `tools/call` on `c`'s session: (status, the JSON-RPC answer or `null` when refused).
-fn call(c: &McpHttp, tool: &str, args: Value) -> (u16, Value) {
-    let r = c.post(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-        "params": {"name": tool, "arguments": args}}));
-    let body = if r.status == 200 {
-        answer_of(&r, 7)
-    } else {
-        serde_json::from_str(&r.body).unwrap_or(Value::Null)
-    };
-    (r.status, body)
-}
-
 const LIST_OK: &str = "home_mcp_mcp_requests_total{transport=\"mcp_http\",method=\"tools/call\",tool=\"list_devices\",outcome=\"ok\"}";
 
 #[test]
@@ -98,7 +77,7 @@ fn tool_calls_refusals_and_link_are_counted() {
     let a = f.addr();
 
     // Staging: a key is needed; a monitor key may read.
-    let (status, head, _) = send(a, "GET", "/metrics", &[], "");
+    let (status, head, _) = send(a, "GET", "/metrics", NONE, "");
     assert_eq!(status, 401, "{head}");
     assert!(head.contains("www-authenticate: Bearer"), "{head}");
     let before = scrape(a, Some(MONITOR));
@@ -106,8 +85,8 @@ fn tool_calls_refusals_and_link_are_counted() {
     assert_eq!(status, 405);
 
     // A tool call raises its counter and the tool's histogram.
-    let operator = McpHttp::connect(a, Some(OPERATOR));
-    let (status, body) = call(&operator, "list_devices", json!({}));
+    let mut operator = McpHttp::connect(a, Some(OPERATOR));
+    let (status, body) = operator.try_call("list_devices", json!({}));
     assert_eq!(status, 200, "{body}");
     assert!(body.get("result").is_some(), "{body}");
     let after = scrape(a, Some(MONITOR));
@@ -125,16 +104,12 @@ fn tool_calls_refusals_and_link_are_counted() {
     // Refusals: no key, a key without the permission, a whitelisted key from elsewhere.
     let reason = |r: &str| format!("home_mcp_auth_failures_total{{reason=\"{r}\"}}");
     // (a session belongs to the key that opened it: the monitor opens its own)
-    let monitor = McpHttp::connect(a, Some(MONITOR));
-    let (status, _) = call(
-        &monitor,
-        "control_device",
-        json!({"device": "x", "action": "on"}),
-    );
+    let mut monitor = McpHttp::connect(a, Some(MONITOR));
+    let (status, _) = monitor.try_call("control_device", json!({"device": "x", "action": "on"}));
     assert_eq!(status, 403);
     let (status, _, _) = send(a, "GET", "/tools", &[bearer(FENCED)], "");
     assert_eq!(status, 403);
-    let (status, _, _) = send(a, "GET", "/tools", &[], "");
+    let (status, _, _) = send(a, "GET", "/tools", NONE, "");
     assert_eq!(status, 401);
     let mode_before = f.app.house.link().mode().as_str();
     let now = scrape(a, Some(MONITOR));
@@ -185,7 +160,7 @@ fn histogram_buckets_are_cumulative() {
     let f = start(SecurityLevel::Staging, false);
     let a = f.addr();
     for _ in 0..3 {
-        let (s, _, _) = send(a, "GET", "/health", &[], "");
+        let (s, _, _) = send(a, "GET", "/health", NONE, "");
         assert_eq!(s, 200);
     }
     let text = scrape(a, Some(MONITOR));
@@ -220,6 +195,6 @@ fn public_and_development_access() {
     scrape(d.addr(), None);
     // Without a metrics context there is no route.
     let plain = AppServer::start(|_| HttpConfig::default());
-    let (status, _, _) = send(plain.addr(), "GET", "/metrics", &[], "");
+    let (status, _, _) = send(plain.addr(), "GET", "/metrics", NONE, "");
     assert_eq!(status, 404);
 }

@@ -5,13 +5,15 @@
 use std::io::{BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use crossbeam_channel::Receiver;
 use home_mcp::app::App;
 use home_mcp::http::{HttpConfig, HttpServer};
 use home_mcp::mcp::updates::{spawn_notifier, Next, Update};
 use serde_json::{json, Value};
 
+use crate::support::app_server::{demo_app, serve};
 use crate::support::drive::MiniserverApi;
 use crate::support::sse::*;
 use crate::support::{recv_matching, uuid_of, wait_until, PATIENCE};
@@ -177,36 +179,44 @@ fn notifier(server: &Server, interval: Duration) -> crossbeam_channel::Sender<Up
     tx
 }
 
+/// A new session subscribed to each of `uris` with its GET stream attached (the priming
+/// event read: the stream is attached once it is out); the session and the stream's events.
+fn subscribed_stream(addr: SocketAddr, uris: &[&str]) -> (String, Receiver<Event>) {
+    let sid = initialize(addr);
+    for (id, uri) in uris.iter().enumerate() {
+        let r = post_json(
+            addr,
+            &sid,
+            &json!({"jsonrpc": "2.0", "id": id + 1, "method": "resources/subscribe", "params": {"uri": uri}}),
+        );
+        assert_eq!(r.json()["result"], json!({}), "subscribed to {uri}");
+    }
+    let mut g = open_get(addr, &sid, None);
+    expect_prelude(&mut g);
+    (sid, g.events())
+}
+
+/// The JSON of the next event on `events` that carries data (keep-alive comments skipped);
+/// fails when the stream failed or none comes within [`PATIENCE`].
+fn next_data(events: &Receiver<Event>, what: &str) -> Value {
+    recv_matching(events, what, |e: &Event| {
+        if let Some(why) = &e.error {
+            panic!("{what}: the stream failed: {why}");
+        }
+        e.data.as_deref().is_some_and(|d| !d.is_empty())
+    })
+    .json()
+}
+
 /// The coalescing window is the notifier's own; the test sets it on both sides instead of
 /// timing it: with a window of 1 h, the first of five updates of one URI goes out and the
 /// other four are held (the list change queued after them arrives next); with 100 ms, the
 /// held update does go out after the window.
-/// A new session subscribed to `test://watched` with its GET stream attached (the priming
-/// event read); the stream's events.
-fn watched_events(addr: SocketAddr) -> crossbeam_channel::Receiver<Event> {
-    let sid = initialize(addr);
-    let r = post_json(
-        addr,
-        &sid,
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": "test://watched"}}),
-    );
-    assert_eq!(r.json()["result"], json!({}), "subscribed");
-    let mut g = open_get(addr, &sid, None);
-    expect_prelude(&mut g);
-    g.events()
-}
-
 #[test]
 fn notifier_coalesces_and_delivers() {
     let server = start();
     let addr = server.addr();
-    let events = watched_events(addr);
-    let next = |what: &str| {
-        recv_matching(&events, what, |e: &Event| {
-            e.data.as_deref().is_some_and(|d| !d.is_empty())
-        })
-        .json()
-    };
+    let (_sid, events) = subscribed_stream(addr, &["test://watched"]);
 
     let long = notifier(&server, Duration::from_secs(3600));
     for _ in 0..5 {
@@ -214,10 +224,10 @@ fn notifier_coalesces_and_delivers() {
             .unwrap();
     }
     long.send(Update::ListChanged).unwrap();
-    let a = next("the first update");
+    let a = next_data(&events, "the first update");
     assert_eq!(a["method"], "notifications/resources/updated");
     assert_eq!(a["params"]["uri"], "test://watched");
-    let b = next("the list change");
+    let b = next_data(&events, "the list change");
     assert_eq!(
         b["method"], "notifications/resources/list_changed",
         "the other four updates are held for the window: {b}"
@@ -230,9 +240,9 @@ fn notifier_coalesces_and_delivers() {
             .send(Update::Uris(vec!["test://watched".into()]))
             .unwrap();
     }
-    let a = next("the first update");
+    let a = next_data(&events, "the first update");
     assert_eq!(a["params"]["uri"], "test://watched", "{a}");
-    let b = next("the held update after the window");
+    let b = next_data(&events, "the held update after the window");
     assert_eq!(b["method"], "notifications/resources/updated", "{b}");
     assert_eq!(b["params"]["uri"], "test://watched", "{b}");
     drop(short);
@@ -240,27 +250,36 @@ fn notifier_coalesces_and_delivers() {
 }
 
 /// A notifier that lost changes (its source lagged) announces every subscribed URI, so a
-/// client never waits for an update that was dropped; URIs nobody subscribed stay silent.
+/// client never waits for an update that was dropped; a session subscribed to nothing hears
+/// no update.
 #[test]
 fn a_resync_announces_every_subscribed_uri() {
     let server = start();
     let addr = server.addr();
-    let events = watched_events(addr);
+    let (_, both) = subscribed_stream(addr, &["test://watched", "test://second"]);
+    let (_, none) = subscribed_stream(addr, &[]);
     let n = notifier(&server, Duration::from_secs(3600));
     n.send(Update::Resync).unwrap();
     // The list change sent after it marks the end: nothing else may come between.
     n.send(Update::ListChanged).unwrap();
-    let data = |what: &str| {
-        recv_matching(&events, what, |e: &Event| {
-            e.data.as_deref().is_some_and(|d| !d.is_empty())
-        })
-        .json()
-    };
-    let a = data("the resynced update");
-    assert_eq!(a["method"], "notifications/resources/updated", "{a}");
-    assert_eq!(a["params"]["uri"], "test://watched", "{a}");
-    let b = data("the list change");
+    let mut announced = std::collections::BTreeSet::new();
+    for _ in 0..2 {
+        let a = next_data(&both, "a resynced update");
+        assert_eq!(a["method"], "notifications/resources/updated", "{a}");
+        announced.insert(a["params"]["uri"].as_str().expect("a uri").to_string());
+    }
+    assert_eq!(
+        announced,
+        ["test://second", "test://watched"].map(String::from).into(),
+        "each subscribed URI once"
+    );
+    let b = next_data(&both, "the list change");
     assert_eq!(b["method"], "notifications/resources/list_changed", "{b}");
+    let b = next_data(&none, "the list change (unsubscribed session)");
+    assert_eq!(
+        b["method"], "notifications/resources/list_changed",
+        "only the marker reaches a session subscribed to nothing: {b}"
+    );
     drop(n);
     server.stop();
 }
@@ -565,47 +584,34 @@ struct LiveHouse {
     api: MiniserverApi,
 }
 
+/// Waits until the app's live link runs over the WebSocket.
+fn wait_websocket(app: &App) {
+    wait_until("the live link", PATIENCE, || {
+        match app.house.link().mode() {
+            home_mcp::home::link::LinkMode::WebSocket => Ok(()),
+            other => Err(other),
+        }
+    });
+}
+
 impl LiveHouse {
     fn start() -> LiveHouse {
-        let app = App::start(&home_mcp::config::Config::default(), true).unwrap();
-        let http = HttpServer::start(
+        let app = demo_app();
+        let http = serve(
+            &app,
             HttpConfig {
-                listen: "127.0.0.1:0".parse().unwrap(),
                 workers: 2,
                 keep_alive: Duration::from_millis(200),
                 ..HttpConfig::default()
             },
-            app.mcp.clone(),
-            Arc::new(|| json!({"status": "ok"})),
-        )
-        .expect("start");
-        wait_until("the live link", PATIENCE, || {
-            match app.house.link().mode() {
-                home_mcp::home::link::LinkMode::WebSocket => Ok(()),
-                other => Err(other),
-            }
-        });
-        let api = MiniserverApi::demo(app.simulator.as_ref().expect("demo").1.addr());
+        );
+        wait_websocket(&app);
+        let api = crate::support::live::api(&app);
         LiveHouse { app, http, api }
     }
 
     fn addr(&self) -> SocketAddr {
         self.http.addr()
-    }
-
-    /// Subscribes a new session to `uri` and opens its GET stream; the session and the
-    /// stream's events.
-    fn watch(&self, uri: &str) -> (String, crossbeam_channel::Receiver<Event>) {
-        let sid = initialize(self.addr());
-        let r = post_json(
-            self.addr(),
-            &sid,
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": uri}}),
-        );
-        assert_eq!(r.json()["result"], json!({}), "subscribed");
-        let mut g = open_get(self.addr(), &sid, None);
-        expect_prelude(&mut g); // (the stream is attached once its priming event is out)
-        (sid, g.events())
     }
 
     /// `resources/read` of `uri`: the document of its text content.
@@ -622,6 +628,44 @@ impl LiveHouse {
         serde_json::from_str(text).unwrap()
     }
 
+    /// Waits for `notifications/resources/updated` of `uri` on `events` and reads the
+    /// resource after each, until a read `shows` what the test wants; returns that read.
+    /// Updates may also come from the initial tables still arriving, so an update with an
+    /// old read behind it must be followed by another one. Fails with the last read when no
+    /// further update comes.
+    fn wait_read_after_update(
+        &self,
+        sid: &str,
+        events: &Receiver<Event>,
+        uri: &str,
+        shows: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let end = Instant::now() + PATIENCE;
+        let (mut updates, mut last) = (0, Value::Null);
+        loop {
+            assert!(
+                Instant::now() < end,
+                "{updates} updates of {uri} within {PATIENCE:?}, none followed by the wanted \
+                 read; the last: {last}"
+            );
+            let what =
+                format!("an update of {uri} ({updates} so far; the last read after one: {last})");
+            recv_matching(events, &what, |e: &Event| {
+                if let Some(why) = &e.error {
+                    panic!("{what}: the stream failed: {why}");
+                }
+                let v = e.json();
+                v["method"] == "notifications/resources/updated" && v["params"]["uri"] == uri
+            });
+            updates += 1;
+            let doc = self.read(sid, uri);
+            if shows(&doc) {
+                return doc;
+            }
+            last = doc;
+        }
+    }
+
     fn stop(self) {
         self.http.shutdown();
         self.http.join();
@@ -633,13 +677,13 @@ impl LiveHouse {
 /// `notifications/resources/updated` on its GET stream when the device changes on the
 /// Miniserver (simulator -> WebSocket link -> store -> bus -> notifier -> stream), and the
 /// pushed value (`states.*.live`) it then reads is the Miniserver's. What clients read as the
-/// device's state (`state`) is checked by the ignored test below (issue 13).
+/// device's state (`state`) is checked by the next test.
 #[test]
 fn a_subscribed_device_resource_updates_when_the_house_changes() {
     let house = LiveHouse::start();
     let light = uuid_of(&house.app, "Nachtlicht", "Kinderzimmer");
     let uri = format!("home://devices/{light}");
-    let (sid, events) = house.watch(&uri);
+    let (sid, events) = subscribed_stream(house.addr(), &[&uri]);
     // Subscribing to something that does not exist is refused.
     let r = post_json(
         house.addr(),
@@ -653,43 +697,9 @@ fn a_subscribed_device_resource_updates_when_the_house_changes() {
     house.api.command(&light, "33");
     let want = house.api.state(&light, "position");
     assert_eq!(want, 33.0, "the simulator took the command");
-    // Updates may also come from the initial tables still arriving: wait for the one after
-    // which the resource shows the new value. The failure shows what was read.
-    let (mut updates, mut last) = (0, Value::Null);
-    wait_until(
-        "an update after which the pushed value is read",
-        PATIENCE,
-        || {
-            loop {
-                let e = match events.try_recv() {
-                    Ok(e) => e,
-                    Err(crossbeam_channel::TryRecvError::Empty) => break,
-                    Err(crossbeam_channel::TryRecvError::Disconnected) => {
-                        return Err(format!("the GET stream ended after {updates} updates"));
-                    }
-                };
-                if e.comment {
-                    continue;
-                }
-                let v = e.json();
-                if v["method"] != "notifications/resources/updated" || v["params"]["uri"] != uri {
-                    continue;
-                }
-                updates += 1;
-                let doc = house.read(&sid, &uri);
-                if doc["states"]["position"]["live"]["value"] == want {
-                    return Ok(());
-                }
-                last = doc["states"]["position"].clone();
-            }
-            Err(format!(
-                "the Miniserver says {want}; {updates} updates, the last read after one: {last}; \
-             now: {} (link {:?})",
-                house.read(&sid, &uri)["states"]["position"],
-                house.app.house.link().mode()
-            ))
-        },
-    );
+    house.wait_read_after_update(&sid, &events, &uri, |doc| {
+        doc["states"]["position"]["live"]["value"] == want
+    });
     house.stop();
 }
 
@@ -701,7 +711,7 @@ fn after_an_update_a_subscribed_client_reads_the_new_state() {
     let house = LiveHouse::start();
     let light = uuid_of(&house.app, "Nachtlicht", "Kinderzimmer");
     let uri = format!("home://devices/{light}");
-    let (sid, events) = house.watch(&uri);
+    let (sid, events) = subscribed_stream(house.addr(), &[&uri]);
     // Read once first, as a client shows the device before it changes.
     let before = house.read(&sid, &uri);
     assert_eq!(
@@ -712,29 +722,9 @@ fn after_an_update_a_subscribed_client_reads_the_new_state() {
     house.api.command(&light, "33");
     let want = house.api.state(&light, "position");
     assert_eq!(want, 33.0, "the simulator took the command");
-    // After some update the resource must read the new state; an update with an old read
-    // behind it must be followed by another one. The failure shows the last read.
-    let mut last = Value::Null;
-    wait_until(
-        "a read after an update to show the new state",
-        PATIENCE,
-        || {
-            while let Ok(e) = events.try_recv() {
-                let v = e.json();
-                if v["method"] != "notifications/resources/updated" || v["params"]["uri"] != uri {
-                    continue;
-                }
-                let doc = house.read(&sid, &uri);
-                if doc["state"]["level"] == want && doc["state"]["on"] == (want > 0.0) {
-                    return Ok(());
-                }
-                last = doc["state"].clone();
-            }
-            Err(format!(
-                "the Miniserver says {want}; the last read after an update: {last}"
-            ))
-        },
-    );
+    house.wait_read_after_update(&sid, &events, &uri, |doc| {
+        doc["state"]["level"] == want && doc["state"]["on"] == (want > 0.0)
+    });
     house.stop();
 }
 

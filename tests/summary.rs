@@ -7,21 +7,21 @@ use support::*;
 
 use serde_json::json;
 
-use home_mcp::home::{House, Value as Reading};
-
-/// The UUID of the named state of the control `name` (in `room`).
-fn state_uuid(tools_house: &House, name: &str, room: Option<&str>, state: &str) -> String {
-    let home = tools_house.home();
-    let c = home.resolve_control(name, room, &|_| true).unwrap();
-    c.state(state).unwrap().to_string()
-}
+use home_mcp::home::Value as Reading;
+use support::live::state_uuid;
 
 #[test]
 fn demo_summary_is_compact_and_says_what_is_on() {
     // Polling only: without the WebSocket link no named state (a target temperature) arrives
     // on its own, so "unknown" and the values set below hold whatever the timing.
-    let (app, tools) = support::apps::demo_polling();
+    // Values read from the simulator during the call (see the temperature below).
+    let (app, tools) = support::between::demo_reading_at_call();
+    // The simulator's room temperature (21.8 °C at the start) drifts toward the target
+    // (22 °C): the tool shows it as read between these two readings.
+    let irc = uuid_of(&app, "Raumregelung", "Wohnzimmer");
+    let before = sim(&app).state(&irc, "tempActual").unwrap();
     let data = ok(&tools, "get_home_summary", json!({}));
+    let after = sim(&app).state(&irc, "tempActual").unwrap();
     let size = data.to_string().len();
     assert!(size < 3000, "{size} bytes: {data}");
     assert_eq!(data["room"], json!(null));
@@ -61,16 +61,9 @@ fn demo_summary_is_compact_and_says_what_is_on() {
         .iter()
         .find(|c| c["room"] == "Wohnzimmer")
         .unwrap();
-    // The simulator's room temperature (21.8 °C at the start) drifts toward the target
-    // (22 °C) in 0.1 °C steps: at most one step between the tool's read and this one.
-    let irc = uuid_of(&app, "Raumregelung", "Wohnzimmer");
-    let actual = sim(&app).state(&irc, "tempActual").unwrap();
     let t = living["temperature"].as_f64().unwrap();
     assert!((21.8..=22.0).contains(&t), "{living}");
-    assert!(
-        (t - actual).abs() < 0.1 + 1e-6,
-        "{living}: simulator says {actual}"
-    );
+    support::between::assert_between(living, t, before, after);
     assert_eq!(
         living["target"],
         json!(null),
@@ -94,11 +87,19 @@ fn demo_summary_is_compact_and_says_what_is_on() {
     // Named states from the live updates fill in targets and window names.
     let house = &app.house;
     house.states().set(
-        &state_uuid(house, "Raumregelung", Some("Wohnzimmer"), "tempTarget"),
+        &state_uuid(
+            &app,
+            &uuid_of(&app, "Raumregelung", "Wohnzimmer"),
+            "tempTarget",
+        ),
         Reading::Number(22.0),
     );
     house.states().set(
-        &state_uuid(house, "Fenster- und Türüberwachung", None, "windowStates"),
+        &state_uuid(
+            &app,
+            &uuid_named(&app, "Fenster- und Türüberwachung"),
+            "windowStates",
+        ),
         Reading::Text("1,4,1,1,2,1,1,1,1".into()),
     );
     let data = ok(&tools, "get_home_summary", json!({}));

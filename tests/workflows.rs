@@ -8,7 +8,7 @@ use crate::support;
 use support::*;
 
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use support::server::TempDir;
 use support::wire::sent_commands;
@@ -336,14 +336,8 @@ impl Controller for Rendezvous {
 #[test]
 fn parallel_groups_run_at_the_same_time_and_groups_in_order() {
     let home = support::unreachable::demo_home();
-    let resolve = |name: &str, room: &str| {
-        home.resolve_control(name, Some(room), &|_| true)
-            .unwrap()
-            .uuid
-            .clone()
-    };
-    let kitchen = resolve("Deckenlicht", "Küche");
-    let garden = resolve("Gartenbeleuchtung", "Außenbereich");
+    let kitchen = support::find::uuid_in(&home, "Deckenlicht", "Küche");
+    let garden = support::find::uuid_in(&home, "Gartenbeleuchtung", "Außenbereich");
     // The two steps of group 1 meet in the controller: the run succeeds only when they are
     // in progress at the same time (no clock decides it).
     let controller = Arc::new(Rendezvous {
@@ -396,36 +390,60 @@ fn parallel_groups_run_at_the_same_time_and_groups_in_order() {
     assert_eq!(steps[4]["parallel_group"], Value::Null);
 }
 
+/// A controller that logs every command ("name Action") with the moment it arrived.
+#[derive(Default)]
+struct Timed {
+    log: Mutex<Vec<(String, Instant)>>,
+}
+
+impl Controller for Timed {
+    fn act(&self, control: &Control, action: &Action) -> Result<Option<Reading>, ControllerError> {
+        self.log
+            .lock()
+            .unwrap()
+            .push((format!("{} {action:?}", control.name), Instant::now()));
+        Ok(None)
+    }
+
+    fn read(&self, _: &Control) -> Result<Reading, ControllerError> {
+        Err(ControllerError::Connection("no values in this test".into()))
+    }
+}
+
+/// The run waits a step's delay before the step: real time must pass, so the delay is short
+/// and the run ends within the test. The verdict is a lower bound on the gap between the two
+/// commands (both stamped by the controller as they arrive), which a busy machine can only
+/// lengthen.
 #[test]
 fn a_step_waits_its_delay() {
-    let (app, tools) = demo();
-    let s = sim(&app);
-    let kitchen = uuid_of(&app, "Deckenlicht", "Küche");
-    let garden = uuid_of(&app, "Gartenbeleuchtung", "Außenbereich");
+    let home = support::unreachable::demo_home();
+    let kitchen = support::find::uuid_in(&home, "Deckenlicht", "Küche");
+    let garden = support::find::uuid_in(&home, "Gartenbeleuchtung", "Außenbereich");
+    let controller = Arc::new(Timed::default());
+    let house = House::new(home.clone(), controller.clone(), Duration::from_secs(5))
+        .with_verify_timeout(Duration::ZERO);
+    let tools = HomeTools::with_store(Arc::new(house), Arc::new(WorkflowStore::in_memory()));
+    const DELAY: f64 = 0.5;
     ok(
         &tools,
         "create_workflow",
         json!({"name": "Später", "steps": [
             {"tool": "control_device", "arguments": {"device": kitchen, "action": "on"}},
-            {"tool": "control_device", "arguments": {"device": garden, "action": "on"}, "delay_seconds": 600}
+            {"tool": "control_device", "arguments": {"device": garden, "action": "on"}, "delay_seconds": DELAY}
         ]}),
     );
-    // The run waits 600 s before its second step: it runs on beside the test, which ends
-    // long before (the thread ends with the test binary).
-    std::thread::spawn(move || {
-        let _ = call(&tools, "execute_workflow", json!({"name": "Später"}));
+    let run = support::wait::finishes("the run with its delayed step", move || {
+        ok(&tools, "execute_workflow", json!({"name": "Später"}))
     });
-    wait_for("the first step's command", || {
-        let sent = sent_commands(s, &kitchen);
-        (sent == ["on"], sent)
-    });
-    // Seconds after the first step, the second is certainly still waiting its 600 s.
-    assert_eq!(
-        sent_commands(s, &garden),
-        Vec::<String>::new(),
-        "the delayed step waits"
+    assert_eq!(run["succeeded"], 2, "{run}");
+    let log = controller.log.lock().unwrap().clone();
+    let names: Vec<&str> = log.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["Deckenlicht On", "Gartenbeleuchtung On"]);
+    let gap = log[1].1 - log[0].1;
+    assert!(
+        gap >= Duration::from_secs_f64(DELAY),
+        "the delayed step came {gap:?} after the first, before its {DELAY} s"
     );
-    assert_eq!(s.state(&garden, "active"), Some(0.0));
 }
 
 #[test]
@@ -518,18 +536,13 @@ fn dry_run_sends_nothing() {
     );
     // A dry run does not wait the step's delay (600 s, ten times PATIENCE): it answers at all
     // only because it does not wait.
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    std::thread::spawn(move || {
-        let run = ok(
+    let run = support::wait::finishes("the dry run (without waiting the delays)", move || {
+        ok(
             &tools,
             "execute_workflow",
             json!({"id": 1, "dry_run": true}),
-        );
-        let _ = tx.send(run);
+        )
     });
-    let run = rx
-        .recv_timeout(PATIENCE)
-        .expect("the dry run answers without waiting the delays");
     assert_eq!(run["dry_run"], true);
     let steps = run["steps"].as_array().unwrap();
     assert_eq!(steps[0]["status"], "success");

@@ -22,7 +22,7 @@ use serde_json::{json, Map, Value};
 ///   `"{action}:{name}"`, or "cannot elicit" when the client cannot;
 /// - `filler_00` ... : `fillers` more tools that pad the catalogue (~140 bytes each).
 ///
-/// One resource, `test://watched` (any `test://` URI reads as "x").
+/// Two resources, `test://watched` and `test://second` (any `test://` URI reads as "x").
 #[derive(Debug, Default, Clone, Copy)]
 pub struct FakeHandler {
     pub fillers: usize,
@@ -137,13 +137,15 @@ impl Handler for FakeHandler {
     }
 
     fn list_resources(&self) -> Vec<ResourceDescriptor> {
-        vec![ResourceDescriptor {
-            uri: "test://watched".into(),
-            name: "watched".into(),
-            title: None,
-            description: None,
-            mime_type: Some("text/plain".into()),
-        }]
+        ["watched", "second"]
+            .map(|name| ResourceDescriptor {
+                uri: format!("test://{name}"),
+                name: name.into(),
+                title: None,
+                description: None,
+                mime_type: Some("text/plain".into()),
+            })
+            .into()
     }
 
     fn read_resource(

@@ -23,13 +23,18 @@
 //! - [`sse`]: a server on the fake handler and an incremental SSE reader for the stream tests.
 //! - [`fake_mcp`]: the one fake MCP handler (and recording client peer) of transport tests.
 //! - [`conn`]: a keep-alive HTTP/1.1 connection, several requests on one socket.
+//! - [`between`]: a drifting value shown by a tool, between the simulator's readings
+//!   before and after the call.
+//! - [`find`]: controls of a `Home` by name and room, a room's room controller.
 #![allow(dead_code, unused_imports)]
 
 pub mod app_server;
 pub mod apps;
+pub mod between;
 pub mod conn;
 pub mod drive;
 pub mod fake_mcp;
+pub mod find;
 pub mod fixture_app;
 pub mod gate;
 pub mod house;
