@@ -23,16 +23,20 @@
 //! - [`sse`]: a server on the fake handler and an incremental SSE reader for the stream tests.
 //! - [`fake_mcp`]: the one fake MCP handler (and recording client peer) of transport tests.
 //! - [`conn`]: a keep-alive HTTP/1.1 connection, several requests on one socket.
+//! - [`deadline`]: a deadline checked at every message of a stream read one by one.
+//! - [`house_find`]: one device's entry in what `list_devices` answers.
 #![allow(dead_code, unused_imports)]
 
 pub mod app_server;
 pub mod apps;
 pub mod conn;
+pub mod deadline;
 pub mod drive;
 pub mod fake_mcp;
 pub mod fixture_app;
 pub mod gate;
 pub mod house;
+pub mod house_find;
 pub mod keys_cli;
 pub mod live;
 pub mod mcp;
