@@ -599,6 +599,10 @@ fn a_switched_light_keeps_its_new_state_in_the_rooms() {
     };
     for _ in 0..2 {
         let on = toggle(&f, &c);
+        // The tile shows the pushed state (the store, never a read from the Miniserver), and
+        // the push may come after the command's answer: wait for it. Nothing here reads the
+        // light from the Miniserver (`toggle` asks the simulator), so a forgotten value would
+        // stay forgotten and fail the wait.
         wait_until("the new state in the rooms", PATIENCE, || {
             let state = state_in_rooms();
             if state["on"] == on {
