@@ -35,9 +35,12 @@ fn client_for(base_url: String) -> Arc<Client> {
         user: "demo".into(),
         password: "demo".into(),
     };
+    // Generous: on a busy machine a loopback request can take a while, and a timeout would
+    // count as the Miniserver going away (and coming back, a reconnect). The Miniserver
+    // really going away (its listener closed) is a refused connection, seen at once.
     let t = Timeouts {
-        connect: Duration::from_secs(1),
-        request: Duration::from_secs(1),
+        connect: PATIENCE / 4,
+        request: PATIENCE / 4,
         ..Timeouts::default()
     };
     Arc::new(Client::new(&ms, &t))
