@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use home_mcp::auth::gate::{Gate, SecurityLevel};
 use home_mcp::auth::Role;
 use home_mcp::dashboard::{Dashboard, History, HistoryConfig, WsConfig};
-use home_mcp::home::{Action, Control, ControlKind, Family, LinkMode, Source, Value as HValue};
+use home_mcp::home::{Action, Control, ControlKind, Family, Source, Value as HValue};
 use home_mcp::http::HttpConfig;
 use serde_json::Value;
 use tungstenite::client::IntoClientRequest;
@@ -19,7 +19,9 @@ use tungstenite::{Message, WebSocket};
 
 use crate::support::app_server::{demo_app, gate, AppServer};
 use crate::support::gate::key;
+use crate::support::live::{api, wait_websocket};
 use crate::support::net::{request, Reply};
+use crate::support::wait::Deadline;
 use crate::support::wait::{wait_until, PATIENCE};
 
 const MONITOR: &str = "homekey_monitor_3_00112233445566778899aabbccddeeff";
@@ -164,33 +166,36 @@ fn brief(m: &Value) -> String {
 }
 
 /// The next JSON message on `ws` that `want` accepts, skipping others; fails (after
-/// [`PATIENCE`]) with the last one skipped, or when the connection ends.
+/// [`PATIENCE`], checked at every message) with the last one skipped, or when the connection
+/// ends.
 fn next_matching(ws: &mut Client, what: &str, mut want: impl FnMut(&Value) -> bool) -> Value {
+    let deadline = Deadline::new(what);
     let mut last = None;
-    wait_until(what, PATIENCE, || loop {
+    loop {
         match read(ws) {
-            Read::Json(m) if want(&m) => return Ok(m),
+            Read::Json(m) if want(&m) => return m,
             Read::Json(m) => last = Some(brief(&m)),
-            Read::Other(_) => {}
-            Read::Idle => return Err(last.clone()),
+            Read::Other(_) | Read::Idle => {}
             Read::Closed(e) => panic!("{what}: the connection ended ({e}); last: {last:?}"),
         }
-    })
+        deadline.check(&last);
+    }
 }
 
 /// Reads `ws` until the server's close frame; its code. Fails when the connection ends
-/// without one.
+/// without one, or after [`PATIENCE`] (checked at every message).
 fn close_code(ws: &mut Client, what: &str) -> Option<CloseCode> {
+    let deadline = Deadline::new(what);
     let mut last = None;
-    wait_until(what, PATIENCE, || loop {
+    loop {
         match read(ws) {
-            Read::Other(Message::Close(frame)) => return Ok(frame.map(|f| f.code)),
-            Read::Other(_) => {}
+            Read::Other(Message::Close(frame)) => return frame.map(|f| f.code),
+            Read::Other(_) | Read::Idle => {}
             Read::Json(m) => last = Some(brief(&m)),
-            Read::Idle => return Err(last.clone()),
             Read::Closed(e) => panic!("{what}: no close frame ({e}); last: {last:?}"),
         }
-    })
+        deadline.check(&last);
+    }
 }
 
 /// The first message: the hello.
@@ -202,44 +207,26 @@ fn hello(ws: &mut Client) -> Value {
     m
 }
 
-/// A switchable light of the demo house.
+/// A switched light (a `Switch` in the lighting family: its state `active` is 0 or 1) of
+/// the demo house.
 fn light(f: &Fx) -> Control {
-    let home = f.s.app.house.home();
-    let lights = || {
-        home.controls
-            .iter()
-            .filter(|c| c.family() == Family::Lighting)
-    };
-    lights()
-        .find(|c| c.kind == ControlKind::Switch)
-        .or_else(|| lights().find(|c| c.kind == ControlKind::Dimmer))
-        .cloned()
-        .expect("the demo has a light")
-}
-
-/// Waits until the demo house's link to its simulator is live over the WebSocket.
-fn wait_live(f: &Fx) {
-    wait_until(
-        "the demo link live over its WebSocket",
-        PATIENCE,
-        || match f.s.app.house.link().mode() {
-            LinkMode::WebSocket => Ok(()),
-            other => Err(other),
-        },
-    );
-}
-
-/// Whether the house says `c` is on now.
-fn is_on(f: &Fx, c: &Control) -> bool {
     f.s.app
         .house
-        .value(c)
-        .ok()
-        .and_then(|v| v.value.as_f64())
-        .is_some_and(|v| v != 0.0)
+        .home()
+        .controls
+        .iter()
+        .find(|c| c.family() == Family::Lighting && c.kind == ControlKind::Switch)
+        .cloned()
+        .expect("the demo has a switched light")
 }
 
-/// Switches `c` to the other state; returns whether it is on now.
+/// Whether `c` is on now, as the Miniserver (the simulator, over its HTTP API) says.
+fn is_on(f: &Fx, c: &Control) -> bool {
+    api(&f.s.app).state(&c.uuid, "active") != 0.0
+}
+
+/// Switches `c` through the house to the other state (as the Miniserver says it is); returns
+/// whether it is on now.
 fn toggle(f: &Fx, c: &Control) -> bool {
     let on = is_on(f, c);
     let action = if on { Action::Off } else { Action::On };
@@ -247,6 +234,8 @@ fn toggle(f: &Fx, c: &Control) -> bool {
         .house
         .act(c, &action, "test")
         .expect("the light switches");
+    // The command's answer has come: the Miniserver has switched.
+    assert_eq!(is_on(f, c), !on, "{} switched on the Miniserver", c.name);
     !on
 }
 
@@ -474,7 +463,7 @@ fn staging_gates_the_api_and_the_websocket() {
 #[test]
 fn history_records_a_switched_light_and_trends_aggregate() {
     let f = start(false, WsConfig::default());
-    wait_live(&f);
+    wait_websocket(&f.s.app);
     let c = light(&f);
     toggle(&f, &c);
     let e = wait_until("the switch in the history", PATIENCE, || {
@@ -508,20 +497,7 @@ fn history_records_a_switched_light_and_trends_aggregate() {
 
     // Trends: two temperatures of one sensor at one moment of this hour -> one bucket with
     // min/avg/max over them.
-    let sensor =
-        f.s.app
-            .house
-            .home()
-            .controls
-            .iter()
-            .find(|c| {
-                matches!(
-                    c.kind,
-                    ControlKind::IRoomControllerV2 | ControlKind::IRoomController
-                )
-            })
-            .cloned()
-            .expect("a room controller");
+    let sensor = crate::support::find::room_controller(&f.s.app.house.home(), None).clone();
     let now = SystemTime::now();
     for v in [18.0, 22.0] {
         f.s.app.house.record(
@@ -556,7 +532,7 @@ fn history_records_a_switched_light_and_trends_aggregate() {
 #[test]
 fn websocket_pushes_a_switched_light_and_link_events() {
     let f = start(false, WsConfig::default());
-    wait_live(&f);
+    wait_websocket(&f.s.app);
     let mut ws = ws_connect(f.s.addr(), Some("home-mcp")).expect("connects");
     hello(&mut ws);
     assert_eq!(f.dash.ws_clients(), 1);
@@ -594,7 +570,7 @@ fn websocket_pushes_a_switched_light_and_link_events() {
 #[test]
 fn a_switched_light_keeps_its_new_state_in_the_rooms() {
     let f = start(false, WsConfig::default());
-    wait_live(&f);
+    wait_websocket(&f.s.app);
     let c = light(&f);
     let state_in_rooms = || {
         let (status, body) = get(&f, "/dashboard/api/rooms");
@@ -610,6 +586,10 @@ fn a_switched_light_keeps_its_new_state_in_the_rooms() {
     };
     for _ in 0..2 {
         let on = toggle(&f, &c);
+        // The tile shows the pushed state (the store, never a read from the Miniserver), and
+        // the push may come after the command's answer: wait for it. Nothing here reads the
+        // light from the Miniserver (`toggle` asks the simulator), so a forgotten value would
+        // stay forgotten and fail the wait.
         wait_until("the new state in the rooms", PATIENCE, || {
             let state = state_in_rooms();
             if state["on"] == on {
@@ -623,10 +603,14 @@ fn a_switched_light_keeps_its_new_state_in_the_rooms() {
     }
 }
 
-/// A client that never reads does not hold up another: the other gets every message while
-/// the first's queue overflows. (That it gets them quickly is a speed figure, measured by
-/// `cargo bench --bench dashboard`; here no clock decides the verdict.) Changes are made one
-/// at a time, each after the fast client got the previous one, so the fast client's own queue
+/// A client that never reads does not hold up another: the other gets every message, and no
+/// `resync` (it missed nothing), while the first's queue overflows. (That it gets them quickly
+/// is a speed figure, measured by `cargo bench --bench dashboard`; here no clock decides the
+/// verdict.) The demo's start-up values (its initial tables: hundreds of states) may still be
+/// arriving when the link is up, and such a burst may overflow any client's queue: the two
+/// clients connect after it has gone out, known by a change made on the Miniserver itself
+/// (over the same WebSocket, after the tables) reaching a first client. Then changes are made
+/// one at a time, each after the fast client got the previous one, so the fast client's queue
 /// never fills; the silent one's fills and its messages are dropped. Its write timeout is
 /// longer than the test, so it stays connected, silent, all along.
 #[test]
@@ -639,61 +623,77 @@ fn a_client_that_never_reads_does_not_delay_another() {
             ..WsConfig::default()
         },
     );
-    wait_live(&f);
+    wait_websocket(&f.s.app);
+    let c = light(&f);
+    // The start-up burst has gone out once a change made on the Miniserver after it reached
+    // a client. Should the burst overflow that client's queue and the change be dropped for
+    // it, the client gets a resync instead, and the change is made again.
+    let mut first = ws_connect(f.s.addr(), Some("home-mcp")).expect("connects");
+    hello(&mut first);
+    let ms = api(&f.s.app);
+    let burst = Deadline::new("a change on the Miniserver through to a client");
+    loop {
+        let on = !is_on(&f, &c);
+        ms.command(&c.uuid, if on { "on" } else { "off" });
+        let m = next_matching(&mut first, "the switch or a resync", |m| {
+            (m["payload"]["uuid"] == c.uuid.as_str() && m["payload"]["display"]["on"] == on)
+                || m["payload"]["event"] == "resync"
+        });
+        if m["payload"]["event"] != "resync" {
+            break;
+        }
+        burst.check("a resync");
+    }
+    drop(first);
+
     let _slow = ws_connect(f.s.addr(), Some("home-mcp")).expect("connects");
     let mut fast = ws_connect(f.s.addr(), Some("home-mcp")).expect("connects");
     hello(&mut fast);
-    assert_eq!(f.dash.ws_clients(), 2);
-    let c = light(&f);
+    wait_until(
+        "the first client gone, two connected",
+        PATIENCE,
+        || match f.dash.ws_clients() {
+            2 => Ok(()),
+            n => Err(n),
+        },
+    );
     // Text values make big messages, so the silent client's socket fills quickly.
     let padding = "x".repeat(32_000);
-    // At least this many, and on until the silent client has missed some.
+    let dropped_before = f.dash.hub().dropped_messages();
+    // At least this many, and on until the silent client has missed some of them.
     const N: usize = 400;
     const MAX: usize = 5_000;
-    let mut resyncs = 0;
     let mut i = 0;
-    while i < N || f.dash.hub().dropped_messages() == 0 {
+    while i < N || f.dash.hub().dropped_messages() == dropped_before {
         assert!(
             i < MAX,
             "{MAX} messages and the silent client missed none: {}",
             brief(&get(&f, "/dashboard/api/metrics").1)
         );
+        f.s.app.house.record(
+            &c.uuid,
+            Some(&c.uuid),
+            HValue::Text(format!("{i}-{padding}")),
+            SystemTime::now(),
+            Source::Event,
+        );
         let tag = format!("{i}-");
-        let mut attempt = 0;
-        loop {
-            f.s.app.house.record(
-                &c.uuid,
-                Some(&c.uuid),
-                HValue::Text(format!("{i}-{attempt}-{padding}")),
-                SystemTime::now(),
-                Source::Event,
-            );
-            let m = next_matching(&mut fast, &format!("message {i} on the fast client"), |m| {
-                (m["payload"]["uuid"] == c.uuid.as_str()
-                    && m["payload"]["value"]
-                        .as_str()
-                        .is_some_and(|v| v.starts_with(&tag)))
-                    || m["payload"]["event"] == "resync"
-            });
-            if m["payload"]["event"] != "resync" {
-                break;
-            }
-            // The fast client's queue overflowed: not by these changes (one at a time), but
-            // by a burst from the demo house (its start-up values, which can come late on a
-            // busy machine). Make the change again; a client that misses the same message
-            // again and again is not being served.
-            resyncs += 1;
-            attempt += 1;
-            assert!(
-                attempt <= 10,
-                "the fast client keeps missing message {i} ({resyncs} resyncs)"
-            );
-        }
+        let m = next_matching(&mut fast, &format!("message {i} on the fast client"), |m| {
+            (m["payload"]["uuid"] == c.uuid.as_str()
+                && m["payload"]["value"]
+                    .as_str()
+                    .is_some_and(|v| v.starts_with(&tag)))
+                || m["payload"]["event"] == "resync"
+        });
+        assert_ne!(
+            m["payload"]["event"], "resync",
+            "the fast client missed a message before message {i}"
+        );
         i += 1;
     }
     let (_, m) = get(&f, "/dashboard/api/metrics");
     assert!(
-        m["ws_messages_dropped"].as_u64().unwrap() > 0,
+        m["ws_messages_dropped"].as_u64().unwrap() > dropped_before,
         "the silent client fell behind: {m}"
     );
     assert_eq!(

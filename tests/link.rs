@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::support::drive::MiniserverApi;
-use crate::support::{recv_matching, wait_true, PATIENCE};
+use crate::support::wait::finishes;
+use crate::support::{recv_matching, wait_true};
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use home_mcp::config::{MiniserverConfig, Timeouts};
 use home_mcp::home::ControllerError;
@@ -57,7 +58,8 @@ fn until(rx: &Receiver<LinkEvent>, want: impl FnMut(&LinkEvent) -> bool) -> Link
     recv_matching(rx, "a matching link event", want)
 }
 
-/// `Nachtlicht` set to `value` over the Miniserver's HTTP API, as a wall button would.
+/// The light `light` (a uuidAction) set to `value` over the Miniserver's HTTP API, as a wall
+/// button would.
 fn press(server: &SimServer, light: &str, value: &str) {
     MiniserverApi::demo(server.addr()).command(light, value);
 }
@@ -171,12 +173,7 @@ fn stop_ends_the_session_promptly() {
     until(&rx, |e| *e == LinkEvent::Connected);
     assert_eq!(sim.ws_session_count(), 1);
     // `stop` returns and the session ends (no speed target: the waits only bound a hang).
-    let (done_tx, done_rx) = crossbeam_channel::bounded(1);
-    std::thread::spawn(move || {
-        link.stop();
-        let _ = done_tx.send(());
-    });
-    done_rx.recv_timeout(PATIENCE).expect("stop returns");
+    finishes("the link's stop", move || link.stop());
     wait_true("the session to end", || sim.ws_session_count() == 0);
 }
 

@@ -23,7 +23,9 @@ use home_mcp::loxone::structure::parse_structure;
 use home_mcp::sim::{SimServer, Simulator, DEMO_STRUCTURE};
 use home_mcp::tools::HomeTools;
 use support::drive::MiniserverApi;
+use support::find::listed;
 use support::live::next_event;
+use support::wait::finishes;
 
 const KITCHEN_LIGHT: &str = "1d5c3a92-0209-520e-ffff504f94d0e5a1";
 
@@ -33,9 +35,12 @@ fn client_for(base_url: String) -> Arc<Client> {
         user: "demo".into(),
         password: "demo".into(),
     };
+    // Generous: on a busy machine a loopback request can take a while, and a timeout would
+    // count as the Miniserver going away (and coming back, a reconnect). The Miniserver
+    // really going away (its listener closed) is a refused connection, seen at once.
     let t = Timeouts {
-        connect: Duration::from_secs(1),
-        request: Duration::from_secs(1),
+        connect: PATIENCE / 4,
+        request: PATIENCE / 4,
         ..Timeouts::default()
     };
     Arc::new(Client::new(&ms, &t))
@@ -106,24 +111,21 @@ fn store_numbers_changes_and_ignores_repeats() {
 
 #[test]
 fn a_subscriber_that_never_reads_blocks_nobody() {
-    let bus = Bus::default();
+    let bus = Arc::new(Bus::default());
     let stuck = bus.subscribe(8);
     let reader = bus.subscribe(10_000);
     // Publishing to a subscriber that never reads must not wait for it: the publisher thread
     // finishes all 10,000 events while `stuck` reads nothing (no speed target: a blocking
-    // publish would never finish, and the wait below only bounds that failure).
-    let (done_tx, done_rx) = crossbeam_channel::bounded(1);
-    std::thread::scope(|scope| {
-        scope.spawn(|| {
+    // publish would never finish, and the wait only bounds that failure).
+    let publisher = bus.clone();
+    finishes(
+        "publishing 10,000 events while one subscriber never reads",
+        move || {
             for i in 1..=10_000 {
-                bus.publish(change(i));
+                publisher.publish(change(i));
             }
-            done_tx.send(()).unwrap();
-        });
-        done_rx
-            .recv_timeout(PATIENCE)
-            .expect("publishing finished although one subscriber never reads");
-    });
+        },
+    );
     for i in 1..=10_000 {
         match reader.try_recv() {
             Some(Event::Change(c)) => assert_eq!(c.seq, i),
@@ -198,13 +200,7 @@ fn polling_brings_a_change_made_on_the_miniserver_to_store_and_bus() {
     assert_eq!(snap.to_json()["degraded"], true);
     // What a client reads: the Miniserver's new state.
     let tools = HomeTools::new(l.house.clone());
-    let data = ok(&tools, "list_devices", json!({"room": "Küche"}));
-    let light = data["devices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["uuid"] == KITCHEN_LIGHT)
-        .unwrap_or_else(|| panic!("the light is listed: {data}"));
+    let light = listed(&tools, "Küche", KITCHEN_LIGHT);
     assert_eq!(light["state"]["on"], want == 1.0, "{light}");
 }
 
@@ -253,12 +249,7 @@ fn link_goes_disconnected_and_comes_back() {
     });
     assert_eq!(l.house.link().snapshot().reconnects, 1);
     // Stopping returns (no speed target: the wait only bounds a stop that hangs).
-    let (done_tx, done_rx) = crossbeam_channel::bounded(1);
-    std::thread::spawn(move || {
-        poller.stop();
-        let _ = done_tx.send(());
-    });
-    done_rx.recv_timeout(PATIENCE).expect("the poller stops");
+    finishes("the poller's stop", move || poller.stop());
 }
 
 #[test]

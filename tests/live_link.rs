@@ -13,24 +13,17 @@ use home_mcp::home::bus::Event;
 use home_mcp::home::link::LinkMode;
 use home_mcp::tools::HomeTools;
 use serde_json::{json, Value};
-use support::live::{api, next_event, state_uuid};
+use support::find::listed;
+use support::live::{api, next_event, state_uuid, wait_websocket};
 use support::{demo, ok, test_config, uuid_of, wait_for, wait_true, PATIENCE};
 
-fn wait_websocket(app: &App) {
-    wait_true("the WebSocket link", || {
-        app.house.link().mode() == LinkMode::WebSocket
-    });
-}
-
-/// The entry of `uuid` in what list_devices answers for `room`.
-fn listed(tools: &HomeTools, room: &str, uuid: &str) -> Value {
-    let data = ok(tools, "list_devices", json!({"room": room}));
-    let devices = data["devices"].as_array().expect("devices");
-    devices
-        .iter()
-        .find(|d| d["uuid"] == uuid)
-        .cloned()
-        .unwrap_or_else(|| panic!("{uuid} not listed in {room}: {data}"))
+/// Every result of a `control_room_lights` answer is verified (and there are results).
+fn assert_all_verified(data: &Value) {
+    let results = data["results"].as_array().expect("results");
+    assert!(!results.is_empty(), "the room has lights: {data}");
+    for r in results {
+        assert_eq!(r["verified"], true, "{r}");
+    }
 }
 
 #[test]
@@ -127,11 +120,8 @@ fn commands_are_verified_from_the_event_stream() {
         "control_room_lights",
         json!({"room": "Küche", "action": "off"}),
     );
+    assert_all_verified(&d);
     let results = d["results"].as_array().unwrap();
-    assert!(!results.is_empty(), "the kitchen has lights: {d}");
-    for r in results {
-        assert_eq!(r["verified"], true, "{r}");
-    }
     // Let every light's "off" reach the store before switching back: the simulator's
     // WebSocket session sends differences every 100 ms, so an off/on within one tick would
     // show no change at all (and could not be confirmed).
@@ -160,11 +150,7 @@ fn commands_are_verified_from_the_event_stream() {
         "control_room_lights",
         json!({"room": "Küche", "action": "on"}),
     );
-    let results = d["results"].as_array().unwrap();
-    assert!(!results.is_empty(), "the kitchen has lights: {d}");
-    for r in results {
-        assert_eq!(r["verified"], true, "{r}");
-    }
+    assert_all_verified(&d);
     // The Miniserver agrees.
     assert_eq!(api(&app).state(&light, "active"), 1.0);
 }

@@ -4,7 +4,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::support::wait_true;
 
@@ -276,27 +276,34 @@ fn light_controller_v2_moods_and_master_value() {
 
 #[test]
 fn jalousie_moves_over_time() {
-    let config = SimConfig {
+    // A 10 min full travel for what is seen on the way (certainly still on its way, however
+    // busy the machine), a 200 ms one for what is seen when it has arrived.
+    let slow = || {
+        Simulator::demo_with(SimConfig {
+            blind_travel: Duration::from_secs(600),
+            ..SimConfig::default()
+        })
+    };
+    let sim = Simulator::demo_with(SimConfig {
         blind_travel: Duration::from_millis(200),
         ..SimConfig::default()
-    };
-    let sim = Simulator::demo_with(config);
+    });
     let u = uuid("Raffstore Süd", "Wohnzimmer");
     assert_eq!(sim.state(&u, "position"), Some(0.4));
     // Commands take percent, the state is 0..1.
-    get(&sim, &format!("/jdev/sps/io/{u}/manualPosition/100"));
-    assert_eq!(sim.state(&u, "down"), Some(1.0));
-    assert_eq!(sim.state(&u, "targetPosition"), Some(1.0));
-    let p = sim.state(&u, "position").unwrap();
+    let moving = slow();
+    get(&moving, &format!("/jdev/sps/io/{u}/manualPosition/100"));
+    assert_eq!(moving.state(&u, "down"), Some(1.0));
+    assert_eq!(moving.state(&u, "targetPosition"), Some(1.0));
+    let p = moving.state(&u, "position").unwrap();
     assert!((0.4..1.0).contains(&p), "still moving: {p}");
+    get(&sim, &format!("/jdev/sps/io/{u}/manualPosition/100"));
+    assert_eq!(sim.state(&u, "targetPosition"), Some(1.0));
     wait_true("the blind down", || sim.state(&u, "position") == Some(1.0));
     assert_eq!(sim.state(&u, "down"), Some(0.0));
     assert_eq!(value(&get(&sim, &format!("/jdev/sps/io/{u}"))), "1.000");
-    // FullUp then stop freezes part-way (a 10 min travel: certainly still on its way).
-    let slow = Simulator::demo_with(SimConfig {
-        blind_travel: Duration::from_secs(600),
-        ..SimConfig::default()
-    });
+    // FullUp then stop freezes part-way.
+    let slow = slow();
     get(&slow, &format!("/jdev/sps/io/{u}/FullUp"));
     wait_true("the blind moving up", || {
         slow.state(&u, "position").unwrap() < 0.4
@@ -327,10 +334,11 @@ fn jalousie_moves_over_time() {
         sim.state(&u, "position") == Some(1.0) && sim.state(&buero, "position") == Some(1.0)
     });
     assert_eq!(sim.state(&kueche, "position"), Some(1.0));
-    // Gate: open moves up to 1 with active 1.
+    // Gate: open moves up to 1 with active 1 while on its way.
     let gate = uuid("Garagentor", "Garage");
+    get(&moving, &format!("/jdev/sps/io/{gate}/open"));
+    assert_eq!(moving.state(&gate, "active"), Some(1.0));
     get(&sim, &format!("/jdev/sps/io/{gate}/open"));
-    assert_eq!(sim.state(&gate, "active"), Some(1.0));
     wait_true("the gate open", || {
         sim.state(&gate, "position") == Some(1.0)
     });
@@ -352,29 +360,44 @@ fn alarm_arms_after_delay() {
     )
     .unwrap();
     let u = uuid("Alarmanlage", "Zentral");
+    // The demo's 30 s delay counts down from when the command was taken (after `sent`): the
+    // delay left is at most 30 s and at least 30 s less the time since `sent` (load only
+    // makes that time longer, so the bound only gets looser).
+    let sent = Instant::now();
     assert_eq!(
         value(&get(&sim, &format!("/jdev/sps/io/{u}/delayedon/1"))),
         "0"
     );
-    assert_eq!(sim.state(&u, "armed"), Some(0.0));
     let delay = sim.state(&u, "armedDelay").unwrap();
-    assert!(delay > 29.0 && delay <= 30.0, "{delay}");
+    let since = sent.elapsed().as_secs_f64();
+    assert!(
+        delay >= 30.0 - since - 1e-6 && delay <= 30.0,
+        "{delay} after {since} s"
+    );
     assert_eq!(value(&get(&sim, &format!("/jdev/sps/io/{u}/off"))), "0");
     assert_eq!(sim.state(&u, "armedDelay"), Some(0.0));
 
-    // A short delay to watch it arm.
-    let mut values: Value = serde_json::from_str(DEMO_VALUES).unwrap();
-    values[&u]["armedDelayTotal"] = 0.2.into();
-    let sim = Simulator::new(
-        &unsecured_structure(),
-        Some(&values.to_string()),
-        SimConfig::default(),
-    )
-    .unwrap();
+    // Delays of 10 min, to see it counting (certainly not armed yet, however busy the
+    // machine), and of 0.2 s, to watch it arm.
+    let with_delay = |secs: f64| {
+        let mut values: Value = serde_json::from_str(DEMO_VALUES).unwrap();
+        values[&u]["armedDelayTotal"] = secs.into();
+        Simulator::new(
+            &unsecured_structure(),
+            Some(&values.to_string()),
+            SimConfig::default(),
+        )
+        .unwrap()
+    };
+    let counting = with_delay(600.0);
+    get(&counting, &format!("/jdev/sps/io/{u}/delayedon/0"));
+    assert_eq!(counting.state(&u, "armed"), Some(0.0));
+    assert_eq!(counting.state(&u, "disabledMove"), Some(1.0));
+    assert!(counting.state(&u, "armedDelay").unwrap() > 0.0);
+    let sim = with_delay(0.2);
     get(&sim, &format!("/jdev/sps/io/{u}/delayedon/0"));
-    assert_eq!(sim.state(&u, "armed"), Some(0.0));
-    assert_eq!(sim.state(&u, "disabledMove"), Some(1.0));
     wait_true("the alarm armed", || sim.state(&u, "armed") == Some(1.0));
+    assert_eq!(sim.state(&u, "disabledMove"), Some(1.0));
     assert_eq!(value(&get(&sim, &format!("/jdev/sps/io/{u}"))), "1");
     // The central alarm disarms every alarm.
     let central = uuid("Alarm Zentral", "Zentral");
@@ -585,9 +608,16 @@ fn lower_case_code_key() {
 fn timed_switch_counts_down() {
     let sim = demo();
     let u = uuid("Flurlicht", "Flur");
+    // The 120 s count-down starts when the pulse is taken (after `sent`): at most 120 s
+    // left, and at least 120 s less the time since `sent` (load only loosens that bound).
+    let sent = Instant::now();
     assert_eq!(value(&get(&sim, &format!("/jdev/sps/io/{u}/pulse"))), "1");
     let left = sim.state(&u, "deactivationDelay").unwrap();
-    assert!(left > 119.0 && left <= 120.0, "{left}");
+    let since = sent.elapsed().as_secs_f64();
+    assert!(
+        left >= 120.0 - since - 1e-6 && left <= 120.0,
+        "{left} after {since} s"
+    );
     assert_eq!(value(&get(&sim, &format!("/jdev/sps/io/{u}/on"))), "1");
     assert_eq!(sim.state(&u, "deactivationDelay"), Some(-1.0));
     assert_eq!(value(&get(&sim, &format!("/jdev/sps/io/{u}/off"))), "0");

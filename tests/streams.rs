@@ -15,8 +15,11 @@ use serde_json::{json, Value};
 
 use crate::support::app_server::{demo_app, serve};
 use crate::support::drive::MiniserverApi;
+use crate::support::fake_mcp::FakeHandler;
+use crate::support::live::wait_websocket;
 use crate::support::sse::*;
-use crate::support::{recv_matching, uuid_of, wait_until, PATIENCE};
+use crate::support::{recv_matching, uuid_of, PATIENCE};
+use home_mcp::mcp::{McpConfig, McpServer};
 
 // ---------------------------------------------------------------- tests
 
@@ -582,16 +585,6 @@ struct LiveHouse {
     http: HttpServer,
     /// The simulated Miniserver's own HTTP API: the wall button and the oracle.
     api: MiniserverApi,
-}
-
-/// Waits until the app's live link runs over the WebSocket.
-fn wait_websocket(app: &App) {
-    wait_until("the live link", PATIENCE, || {
-        match app.house.link().mode() {
-            home_mcp::home::link::LinkMode::WebSocket => Ok(()),
-            other => Err(other),
-        }
-    });
 }
 
 impl LiveHouse {

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::support::drive::MiniserverApi;
 use crate::support::net::request;
+use crate::support::wait::Deadline;
 use crate::support::{wait_true, wait_until, PATIENCE};
 
 use home_mcp::loxone::ws::frame::{FrameError, Header, Identifier, ESTIMATED_FLAG};
@@ -605,23 +606,23 @@ fn login(r: &mut Reader<WsStream>) {
     home_mcp::loxone::ws::login::login(r, &pk, "demo", "demo", LOGIN).expect("token login");
 }
 
-/// Reads until `done` says so over the collected events, or panics after [`PATIENCE`].
+/// Reads until `done` says so over the collected events, or panics after [`PATIENCE`]
+/// (checked at every message).
 fn events_until(
     r: &mut Reader<WsStream>,
     mut done: impl FnMut(&[StateEvent]) -> bool,
 ) -> Vec<StateEvent> {
+    let deadline = Deadline::new("the events");
     let mut all = Vec::new();
-    wait_until("the events", PATIENCE, || {
-        while !done(&all) {
-            match r.next_message() {
-                Ok(Incoming::Events(ev)) => all.extend(ev),
-                Ok(other) => panic!("unexpected {other:?}"),
-                Err(WsError::Timeout) => return Err(all.len()),
-                Err(e) => panic!("reader: {e}"),
-            }
+    while !done(&all) {
+        match r.next_message() {
+            Ok(Incoming::Events(ev)) => all.extend(ev),
+            Ok(other) => panic!("unexpected {other:?}"),
+            Err(WsError::Timeout) => {}
+            Err(e) => panic!("reader: {e}"),
         }
-        Ok(())
-    });
+        deadline.check(all.len());
+    }
     all
 }
 
@@ -713,14 +714,21 @@ const NACHTLICHT_POS: &str = "1d5c3b2b-0212-563d-ffffa3c7e19b52d4";
 const RAFFSTORE: &str = "1d5c3a34-0203-4f7c-ffff504f94d0e5a1";
 const RAFFSTORE_POS: &str = "1d5c3a39-0203-4f9f-ffffa3c7e19b52d4";
 
-fn enabled(server: &SimServer) -> Reader<WsStream> {
+/// A logged-in session of the demo with status updates enabled, and the events read so far
+/// (the initial tables, and any change that came with them).
+fn enabled_with_tables(server: &SimServer) -> (Reader<WsStream>, Vec<StateEvent>) {
     let mut r = connect(server);
     login(&mut r);
     r.send_text("jdev/sps/enablebinstatusupdate").unwrap();
     assert_eq!(ll(&next(&mut r)).1, 200);
     let want = state_uuids(DEMO_STRUCTURE).len();
-    events_until(&mut r, |ev| ev.len() >= want);
-    r
+    let tables = events_until(&mut r, |ev| ev.len() >= want);
+    (r, tables)
+}
+
+/// A logged-in session of the demo with status updates enabled, past its initial tables.
+fn enabled(server: &SimServer) -> Reader<WsStream> {
+    enabled_with_tables(server).0
 }
 
 fn has(ev: &[StateEvent], uuid: &str, v: f64) -> bool {
@@ -911,6 +919,21 @@ fn a_delay_makes_websocket_answers_late() {
 const IRC_V2_ACTUAL: &str = "1d5c3b0d-0210-556b-ffffa3c7e19b52d4";
 const IRC_V1_ACTUAL: &str = "1d5c3bb5-021b-5a03-ffffa3c7e19b52d4";
 
+/// The resolution of a simulated room temperature: `tempActual` moves in steps of 0.1 °C
+/// (`SimConfig::temp_drift_per_minute`).
+const TEMP_STEP: f64 = 0.1;
+
+/// Whether each value after the first differs from the one before by a whole number (at
+/// least one) of [`TEMP_STEP`]s: the drift shows in steps. (How many steps one event carries
+/// depends on how late the simulator's tick came, so "one at a time" is no verdict.)
+fn in_steps(values: &[f64]) -> bool {
+    values.windows(2).all(|w| {
+        let d = (w[1] - w[0]).abs();
+        let k = (d / TEMP_STEP).round();
+        k >= 1.0 && (d - k * TEMP_STEP).abs() < 1e-6
+    })
+}
+
 fn numbers_of(ev: &[StateEvent], uuid: &str) -> Vec<f64> {
     ev.iter()
         .filter(|e| e.uuid == uuid)
@@ -924,23 +947,31 @@ fn numbers_of(ev: &[StateEvent], uuid: &str) -> Vec<f64> {
 #[test]
 fn room_temperatures_drift_toward_their_targets_as_events() {
     // 1 °C per second: a 0.1 °C step about every WebSocket tick.
+    const RATE: f64 = 1.0;
     let (sim, server) = start(Simulator::demo_with(SimConfig {
-        temp_drift_per_minute: 60.0,
+        temp_drift_per_minute: RATE * 60.0,
         ..SimConfig::default()
     }));
-    let mut r = enabled(&server);
-    let ev = events_until(&mut r, |ev| {
-        has(ev, IRC_V2_ACTUAL, 16.0) && has(ev, IRC_V1_ACTUAL, 21.5)
-    });
+    // The initial tables count: on a busy machine the drift may have ended before the login.
+    let (mut r, tables) = enabled_with_tables(&server);
+    let reached = |ev: &[StateEvent]| has(ev, IRC_V2_ACTUAL, 16.0) && has(ev, IRC_V1_ACTUAL, 21.5);
+    let ev = if reached(&tables) {
+        tables
+    } else {
+        let more = events_until(&mut r, |more| reached(&[&tables[..], more].concat()));
+        [tables, more].concat()
+    };
     // Cooling (the drift runs from the simulator's start, 19.1 °C, so how far it got before
-    // the login is up to the machine's speed: only the direction and the end are verdicts;
-    // the steps are checked below from a known start).
+    // the login is up to the machine's speed: only the direction, the steps and the end are
+    // verdicts; how many steps arrive is checked below from a known start).
     let v2 = numbers_of(&ev, IRC_V2_ACTUAL);
     assert!(v2.windows(2).all(|w| w[0] > w[1]), "{v2:?}");
+    assert!(in_steps(&v2), "{v2:?}");
     assert_eq!(v2.last(), Some(&16.0));
     // Heating, v1.
     let v1 = numbers_of(&ev, IRC_V1_ACTUAL);
     assert!(v1.windows(2).all(|w| w[0] < w[1]), "{v1:?}");
+    assert!(in_steps(&v1), "{v1:?}");
     assert_eq!(v1.last(), Some(&21.5));
     // HTTP reads show the same value; at the target it stays.
     let room = "1d5c3b0b-0210-555d-ffff504f94d0e5a1";
@@ -951,11 +982,14 @@ fn room_temperatures_drift_toward_their_targets_as_events() {
     // A new target turns the drift around.
     for cmd in ["setManualTemperature/16.5", "setOperatingMode/3"] {
         r.send_text(&format!("jdev/sps/io/{room}/{cmd}")).unwrap();
+        let deadline = Deadline::new(&format!("the answer to {cmd}"));
         let answer = loop {
-            match next(&mut r) {
-                Incoming::Events(_) => continue,
-                other => break other,
+            match r.next_message() {
+                Ok(Incoming::Events(_)) | Err(WsError::Timeout) => {}
+                Ok(other) => break other,
+                Err(e) => panic!("reader: {e}"),
             }
+            deadline.check("events only");
         };
         assert_eq!(ll(&answer).1, 200);
     }
@@ -965,24 +999,47 @@ fn room_temperatures_drift_toward_their_targets_as_events() {
     assert!(!up.is_empty());
     assert!(up.iter().all(|v| *v > 16.0), "{up:?}");
     assert!(up.windows(2).all(|w| w[0] < w[1]), "{up:?}");
+    assert!(in_steps(&[&[16.0], up.as_slice()].concat()), "{up:?}");
     // From 16.5 toward a far target (13.5 °C away at 1 °C/s): several steps arrive while
-    // it is still on its way.
+    // it is still on its way, each a whole number of 0.1 °C steps up, and none ahead of the
+    // rate. The drift starts when the simulator takes the command, after `sent`: a value
+    // received `t` after `sent` is at most 16.5 + RATE × t (load only makes `t` longer, so
+    // the bound only gets looser).
+    let sent = Instant::now();
     r.send_text(&format!("jdev/sps/io/{room}/setManualTemperature/30"))
         .unwrap();
-    let mut ev = Vec::new();
-    let answer = loop {
-        match next(&mut r) {
-            Incoming::Events(e) => ev.extend(e),
-            other => break other,
+    let deadline = Deadline::new("the answer and three steps toward 30 °C");
+    let mut answered = false;
+    let mut steps: Vec<(f64, Duration)> = Vec::new();
+    while !answered || steps.len() < 3 {
+        match r.next_message() {
+            Ok(Incoming::Events(e)) => {
+                let t = sent.elapsed();
+                steps.extend(numbers_of(&e, IRC_V2_ACTUAL).into_iter().map(|v| (v, t)));
+            }
+            Ok(other) => {
+                assert!(!answered, "a second answer: {other:?}");
+                assert_eq!(ll(&other).1, 200);
+                answered = true;
+            }
+            Err(WsError::Timeout) => {}
+            Err(e) => panic!("reader: {e}"),
         }
-    };
-    assert_eq!(ll(&answer).1, 200);
-    ev.extend(events_until(&mut r, |more| {
-        numbers_of(&ev, IRC_V2_ACTUAL).len() + numbers_of(more, IRC_V2_ACTUAL).len() >= 3
-    }));
-    let steps = numbers_of(&ev, IRC_V2_ACTUAL);
-    assert!(steps.iter().all(|v| *v > 16.5 && *v < 30.0), "{steps:?}");
-    assert!(steps.windows(2).all(|w| w[0] < w[1]), "{steps:?}");
+        deadline.check((answered, &steps));
+    }
+    let values: Vec<f64> = steps.iter().map(|(v, _)| *v).collect();
+    assert!(values.iter().all(|v| *v > 16.5 && *v < 30.0), "{values:?}");
+    assert!(values.windows(2).all(|w| w[0] < w[1]), "{values:?}");
+    assert!(
+        in_steps(&[&[16.5], values.as_slice()].concat()),
+        "{values:?}"
+    );
+    for (v, t) in &steps {
+        assert!(
+            v - 16.5 <= RATE * t.as_secs_f64() + 1e-6,
+            "{v} °C {t:?} after the command: faster than {RATE} °C/s ({steps:?})"
+        );
+    }
 }
 
 #[test]

@@ -86,17 +86,6 @@ impl AppServer {
     pub fn addr(&self) -> SocketAddr {
         self.server.addr()
     }
-
-    /// One request with `body` as JSON (`Content-Type` and `Accept: application/json`) and
-    /// `key` in `X-API-Key`, if any.
-    pub fn send(&self, method: &str, path: &str, key: Option<&str>, body: &str) -> Reply {
-        send_json(self.addr(), method, path, key, body)
-    }
-
-    /// `GET path` without a key.
-    pub fn get(&self, path: &str) -> Reply {
-        request::<&str>(self.addr(), "GET", path, &[], "")
-    }
 }
 
 impl Drop for AppServer {

@@ -184,16 +184,6 @@ impl RecordingPeer {
             answer: Box::new(answer),
         }
     }
-
-    /// The methods sent so far, in order.
-    pub fn methods(&self) -> Vec<String> {
-        self.sent
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|(m, _)| m.clone())
-            .collect()
-    }
 }
 
 impl Peer for RecordingPeer {

@@ -1,7 +1,12 @@
-//! Controls of a [`Home`] found as a test names them: by name and room, or the room
-//! controller of a room. Each fails the test when it does not find exactly one.
+//! Controls of a [`Home`] found as a test names them (by name and room, or the room
+//! controller of a room), and a device's entry in what the tools answer. Each fails the test
+//! when it does not find exactly one.
 
 use home_mcp::home::{Control, ControlKind, Home};
+use home_mcp::tools::HomeTools;
+use serde_json::{json, Value};
+
+use super::house::ok;
 
 /// The control `name` in `room` (as [`Home::resolve_control`] takes them); fails when it is
 /// not exactly one control.
@@ -47,4 +52,18 @@ pub fn room_controller<'h>(home: &'h Home, room: Option<&str>) -> &'h Control {
         [c] => c,
         other => panic!("{} room controllers in {room}", other.len()),
     }
+}
+
+/// The entry of device `uuid` in what `list_devices` answers for `room`; fails with the
+/// listing when it is not there.
+pub fn listed(tools: &HomeTools, room: &str, uuid: &str) -> Value {
+    let data = ok(tools, "list_devices", json!({"room": room}));
+    let devices = data["devices"]
+        .as_array()
+        .unwrap_or_else(|| panic!("list_devices has no devices array: {data}"));
+    devices
+        .iter()
+        .find(|d| d["uuid"] == uuid)
+        .cloned()
+        .unwrap_or_else(|| panic!("{uuid} not listed in {room}: {data}"))
 }

@@ -1,7 +1,6 @@
 //! A key record builder and a one-shot raw HTTP request on a fresh loopback connection.
 
 /// An active key record with no expiry, whitelist, devices or scope, named "{role} key".
-#[allow(dead_code)]
 pub fn key(id: &str, role: home_mcp::auth::Role) -> home_mcp::auth::ApiKey {
     home_mcp::auth::ApiKey {
         id: id.into(),

@@ -1,6 +1,5 @@
 //! Helpers shared by the tool tests: the demo house (simulator + real client) and calls that
 //! assert the envelope shape of success, tool errors and JSON-RPC errors.
-#![allow(dead_code)]
 
 use serde_json::Value;
 

@@ -1,11 +1,12 @@
 //! The live state of an in-process house: the simulator behind an `App` driven over its own
-//! HTTP API, state UUIDs by name, and waiting for an event on the change bus.
+//! HTTP API, state UUIDs by name, the link live over its WebSocket, and waiting for an event
+//! on the change bus.
 
 use home_mcp::app::App;
-use home_mcp::home::{Event, Subscription};
+use home_mcp::home::{Event, LinkMode, Subscription};
 
 use super::drive::MiniserverApi;
-use super::wait::{wait_until, PATIENCE};
+use super::wait::{recv_matching, wait_until, PATIENCE};
 
 /// The HTTP API of the demo app's simulator (`--demo`), to drive it as a wall button would.
 pub fn api(app: &App) -> MiniserverApi {
@@ -24,20 +25,20 @@ pub fn state_uuid(app: &App, control: &str, state: &str) -> String {
         .to_string()
 }
 
-/// The next event on `sub` that `want` accepts, within [`PATIENCE`]; fails with the last
-/// few events it skipped.
-pub fn next_event(sub: &Subscription, what: &str, mut want: impl FnMut(&Event) -> bool) -> Event {
-    let mut skipped: Vec<Event> = Vec::new();
-    wait_until(what, PATIENCE, || {
-        while let Some(e) = sub.try_recv() {
-            if want(&e) {
-                return Ok(e);
-            }
-            if skipped.len() == 8 {
-                skipped.remove(0);
-            }
-            skipped.push(e);
+/// Waits (within [`PATIENCE`]) until the app's link to its Miniserver is live over the
+/// WebSocket ([`LinkMode::WebSocket`]). The initial tables may still be arriving then.
+pub fn wait_websocket(app: &App) {
+    wait_until("the link live over its WebSocket", PATIENCE, || {
+        match app.house.link().mode() {
+            LinkMode::WebSocket => Ok(()),
+            other => Err(other),
         }
-        Err(format!("{skipped:?}"))
-    })
+    });
+}
+
+/// The next event on `sub` that `want` accepts, within [`PATIENCE`] (checked at every
+/// event, so a stream of unwanted events cannot hold the wait past it); fails with the last
+/// few events it skipped.
+pub fn next_event(sub: &Subscription, what: &str, want: impl FnMut(&Event) -> bool) -> Event {
+    recv_matching(sub.receiver(), what, want)
 }

@@ -113,13 +113,6 @@ impl McpHttp {
         assert_eq!(s["status"], "success", "{tool}: {r}");
         s["data"].clone()
     }
-
-    /// `tools/call` that must fail as a tool result; the envelope's `error`.
-    pub fn tool_error(&mut self, tool: &str, arguments: Value) -> Value {
-        let r = self.call(tool, arguments);
-        assert_eq!(r["isError"], true, "{tool} should fail: {r}");
-        r["structuredContent"]["error"].clone()
-    }
 }
 
 /// The JSON-RPC answer with `id` in a reply: the JSON body itself, or the `data:` of the SSE
@@ -148,7 +141,8 @@ pub fn answer_of(r: &Reply, id: u64) -> Value {
 /// One MCP session over stdio with `home-mcp stdio` (the real binary, a local client's way):
 /// newline-delimited JSON-RPC on the child's stdin/stdout. Killed when dropped.
 pub struct McpStdio {
-    child: super::process::Kill,
+    /// Held until the session ends: the process, killed on drop.
+    _child: super::process::Kill,
     stdin: std::process::ChildStdin,
     lines: crossbeam_channel::Receiver<String>,
     next_id: u64,
@@ -182,7 +176,7 @@ impl McpStdio {
             }
         });
         let mut c = McpStdio {
-            child: super::process::Kill(child),
+            _child: super::process::Kill(child),
             stdin,
             lines,
             next_id: 1,

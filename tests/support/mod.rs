@@ -1,7 +1,8 @@
 //! The one test harness: every integration test module takes its helpers from here.
 //!
-//! - [`wait`]: `wait_until(what, deadline, probe)` and friends: conditions, never sleeps; a
-//!   wait that runs out fails with the last thing it saw.
+//! - [`wait`]: `wait_until(what, deadline, probe)` and friends (`recv_matching`, `finishes`,
+//!   a `Deadline` checked per message of a stream): conditions, not fixed sleeps; a wait
+//!   that runs out fails with the last thing it saw.
 //! - [`net`]: free/closed loopback ports and a raw HTTP/1.1 client.
 //! - [`drive`]: the simulated Miniserver driven and read over its own HTTP API, as a wall
 //!   button or the Loxone app would (the independent oracle of a test).
@@ -25,8 +26,8 @@
 //! - [`conn`]: a keep-alive HTTP/1.1 connection, several requests on one socket.
 //! - [`between`]: a drifting value shown by a tool, between the simulator's readings
 //!   before and after the call.
-//! - [`find`]: controls of a `Home` by name and room, a room's room controller.
-#![allow(dead_code, unused_imports)]
+//! - [`find`]: controls of a `Home` by name and room, a room's room controller, one device's
+//!   entry in what `list_devices` answers.
 
 pub mod app_server;
 pub mod apps;
@@ -50,5 +51,5 @@ pub mod wait;
 pub mod wire;
 
 pub use house::*;
-pub use net::{closed_port, free_port};
+pub use net::closed_port;
 pub use wait::{recv_matching, wait_for, wait_true, wait_until, PATIENCE};

@@ -7,8 +7,6 @@ use std::sync::{Arc, Mutex};
 
 use crossbeam_channel::Receiver;
 
-use super::wait::PATIENCE;
-
 /// Every environment variable the product reads (`src/`: settings, credentials, key store,
 /// systemd's journal and notify sockets): a test child starts without them, so the machine it
 /// runs on cannot change a result, and a test sets the ones it means.
@@ -92,18 +90,13 @@ impl Logged {
     }
 
     /// The first line (from the next unread one on) that `find` maps to `Some`, within
-    /// [`PATIENCE`]; fails with the log when the child ends or never prints it.
+    /// [`PATIENCE`](super::wait::PATIENCE); fails with the log when the child ends or never prints it.
     pub fn wait_line<T>(&self, what: &str, mut find: impl FnMut(&str) -> Option<T>) -> T {
         let log = self.log.clone();
         let found = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             super::wait::recv_map(&self.lines, what, |line| find(&line))
         }));
         found.unwrap_or_else(|_| panic!("no {what}; log: {:#?}", log.lock().unwrap()))
-    }
-
-    /// The log so far.
-    pub fn log(&self) -> Vec<String> {
-        self.log.lock().unwrap().clone()
     }
 
     /// The child's process id.

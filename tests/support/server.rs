@@ -9,7 +9,7 @@ use std::sync::Arc;
 use home_mcp::sim::{SimConfig, SimServer, Simulator};
 
 use super::drive::MiniserverApi;
-use super::net::{try_request, Reply};
+use super::net::try_request;
 use super::process::{bin, Logged};
 use super::wait::{wait_until, PATIENCE};
 
@@ -83,23 +83,15 @@ impl Miniserver {
     pub fn host(&self) -> String {
         self.server.addr().to_string()
     }
-
-    /// The request lines the Miniserver received that contain `needle`.
-    pub fn requests_with(&self, needle: &str) -> Vec<String> {
-        self.sim
-            .requests()
-            .into_iter()
-            .filter(|r| r.contains(needle))
-            .collect()
-    }
 }
 
 /// `home-mcp serve` as a child process on a free loopback port, with its data directory in
 /// a temporary folder and its log kept for failure messages. Killed when dropped.
 pub struct Served {
     pub addr: SocketAddr,
-    pub child: Logged,
-    pub data: TempDir,
+    /// Held until the test ends: the process (killed on drop) and its data directory.
+    _child: Logged,
+    _data: TempDir,
 }
 
 impl Served {
@@ -187,7 +179,11 @@ impl Served {
                 .and_then(|rest| rest.split(' ').next())
                 .and_then(|a| a.parse().ok())
         });
-        let served = Served { addr, child, data };
+        let served = Served {
+            addr,
+            _child: child,
+            _data: data,
+        };
         wait_until("/health answers", PATIENCE, || {
             match try_request::<&str>(addr, "GET", "/health", &[], "") {
                 Ok(r) if r.status == 200 || r.status == 503 => Ok(()),
@@ -195,11 +191,6 @@ impl Served {
             }
         });
         served
-    }
-
-    /// The server's log so far (stderr lines).
-    pub fn log(&self) -> Vec<String> {
-        self.child.log()
     }
 
     /// Waits until `/health` reports the Miniserver link in `mode` (`websocket`, `polling`,
@@ -214,11 +205,6 @@ impl Served {
                 Err(r.body)
             }
         });
-    }
-
-    /// `GET path` without a key.
-    pub fn get(&self, path: &str) -> Reply {
-        super::net::request::<&str>(self.addr, "GET", path, &[], "")
     }
 }
 
@@ -256,11 +242,6 @@ impl SimProcess {
             child,
             structure: structure.to_path_buf(),
         }
-    }
-
-    /// `host:port` for `HOME_HOST`.
-    pub fn host(&self) -> String {
-        self.api.addr.to_string()
     }
 
     /// Sends a signal to the simulator process (see [`Logged::signal`]).

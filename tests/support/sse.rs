@@ -1,6 +1,5 @@
 //! For the stream tests (`streams`, `sse_legacy`, `mcp_http`): a server on the shared fake
 //! handler, a raw HTTP/1.1 client that reads SSE incrementally, and helpers.
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -11,18 +10,11 @@ use crossbeam_channel::Receiver;
 
 use home_mcp::http::{HttpConfig, HttpServer};
 
+use home_mcp::mcp::{McpConfig, McpServer};
+use serde_json::{json, Value};
+
+use super::fake_mcp::FakeHandler;
 use super::PATIENCE;
-pub use home_mcp::mcp::{
-    CallToolResult, Content, Handler, Implementation, LogLevel, McpConfig, McpServer,
-    RequestContext, ResourceContents, ResourceDescriptor, RpcError, ToolAnnotations,
-    ToolDescriptor,
-};
-pub use serde_json::{json, Map, Value};
-
-// ---------------------------------------------------------------- handler
-
-/// The stream tests' handler is the shared fake (`progress`, `ask`, `echo`, `test://watched`).
-pub use super::fake_mcp::{text, FakeHandler};
 
 // ---------------------------------------------------------------- harness
 
@@ -299,18 +291,16 @@ impl Http {
     }
 
     /// The next event carrying data, skipping comments and `retry:` blocks; `None` at the end
-    /// of the stream, or when only keep-alive comments came for [`PATIENCE`] (so a missing
+    /// of the stream. Fails when only keep-alive comments come for [`PATIENCE`] (so a missing
     /// event fails the test instead of hanging it).
     pub fn next_data(&mut self) -> Option<Event> {
-        let end = std::time::Instant::now() + PATIENCE;
+        let deadline = super::wait::Deadline::new("an SSE event with data");
         loop {
-            if std::time::Instant::now() >= end {
-                return None;
-            }
             let e = self.next()?;
             if e.data.as_deref().is_some_and(|d| !d.is_empty()) {
                 return Some(e);
             }
+            deadline.check(&e);
         }
     }
 }

@@ -110,3 +110,32 @@ pub fn finishes<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 's
         }
     }
 }
+
+/// A deadline for a loop that reads a stream message by message (a WebSocket, a reader with
+/// a read timeout), checked at every message: a stream of unwanted messages cannot hold a
+/// wait past [`PATIENCE`]. For a channel, use [`recv_matching`].
+#[derive(Debug)]
+pub struct Deadline {
+    what: String,
+    end: Instant,
+}
+
+impl Deadline {
+    /// [`PATIENCE`] from now.
+    pub fn new(what: &str) -> Self {
+        Deadline {
+            what: what.to_string(),
+            end: Instant::now() + PATIENCE,
+        }
+    }
+
+    /// Fails naming `what` and `seen` (the last thing seen) once the deadline has passed.
+    pub fn check(&self, seen: impl Debug) {
+        if Instant::now() >= self.end {
+            panic!(
+                "timed out after {PATIENCE:?} waiting for {}; last seen: {seen:?}",
+                self.what
+            );
+        }
+    }
+}
