@@ -128,7 +128,7 @@ fn central_block_reaches_every_zone() {
 fn dry_run_lists_commands_and_sends_nothing() {
     // Polling only: the live volume stays unknown unless the test sets it, so a volume step
     // is sent as presses of 3 % (volUp, volDown) whatever the timing of a WebSocket link.
-    let (app, tools) = support::apps::demo_polling();
+    let (app, tools) = support::house::demo_polling();
     let sim = sim(&app);
     let music = uuid_named(&app, "Musik");
     let radio = uuid_named(&app, "Küchenradio");
@@ -157,7 +157,7 @@ fn dry_run_lists_commands_and_sends_nothing() {
 fn v2_volume_absolute_and_relative() {
     // Polling only: the live volume stays unknown unless the test sets it, so a volume step
     // is sent as presses of 3 % (volUp, volDown) whatever the timing of a WebSocket link.
-    let (app, tools) = support::apps::demo_polling();
+    let (app, tools) = support::house::demo_polling();
     let sim = sim(&app);
     let music = uuid_named(&app, "Musik");
     let data = volume(&tools, "Musik", json!({"volume": 50}));
@@ -278,7 +278,7 @@ fn audio_bad_inputs() {
 fn audio_status_reports_play_state() {
     // Polling only: named states stay unknown (null) unless the test sets them, whatever the
     // timing of a WebSocket link.
-    let (app, tools) = support::apps::demo_polling();
+    let (app, tools) = support::house::demo_polling();
     let data = ok(&tools, "get_audio_status", json!({}));
     assert_eq!(data["total"], 3);
     assert_eq!(data["playing"], 1);

@@ -19,7 +19,7 @@ use support::wire::sent_commands;
 const KITCHEN: &str = "1d5c3a92-0209-520e-ffff504f94d0e5a1"; // Deckenlicht (Küche), Switch
 
 fn start(config: &Config) -> (App, HomeTools) {
-    support::apps::demo_with(config)
+    support::house::demo_with(config)
 }
 
 fn switch(tools: &HomeTools, action: &str) -> serde_json::Value {

@@ -18,8 +18,9 @@ use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::{Message, WebSocket};
 
 use crate::support::app_server::{demo_app, gate, AppServer};
+use crate::support::drive::MiniserverApi;
 use crate::support::gate::key;
-use crate::support::live::{api, wait_websocket};
+use crate::support::live::wait_websocket;
 use crate::support::net::{request, Reply};
 use crate::support::wait::Deadline;
 use crate::support::wait::{wait_until, PATIENCE};
@@ -222,7 +223,7 @@ fn light(f: &Fx) -> Control {
 
 /// Whether `c` is on now, as the Miniserver (the simulator, over its HTTP API) says.
 fn is_on(f: &Fx, c: &Control) -> bool {
-    api(&f.s.app).state(&c.uuid, "active") != 0.0
+    MiniserverApi::of(&f.s.app).state(&c.uuid, "active") != 0.0
 }
 
 /// Switches `c` through the house to the other state (as the Miniserver says it is); returns
@@ -630,7 +631,7 @@ fn a_client_that_never_reads_does_not_delay_another() {
     // it, the client gets a resync instead, and the change is made again.
     let mut first = ws_connect(f.s.addr(), Some("home-mcp")).expect("connects");
     hello(&mut first);
-    let ms = api(&f.s.app);
+    let ms = MiniserverApi::of(&f.s.app);
     let burst = Deadline::new("a change on the Miniserver through to a client");
     loop {
         let on = !is_on(&f, &c);

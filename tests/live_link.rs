@@ -13,8 +13,9 @@ use home_mcp::home::bus::Event;
 use home_mcp::home::link::LinkMode;
 use home_mcp::tools::HomeTools;
 use serde_json::{json, Value};
+use support::drive::MiniserverApi;
 use support::find::listed;
-use support::live::{api, next_event, state_uuid, wait_websocket};
+use support::live::{next_event, state_uuid, wait_websocket};
 use support::{demo, ok, test_config, uuid_of, wait_for, wait_true, PATIENCE};
 
 /// Every result of a `control_room_lights` answer is verified (and there are results).
@@ -36,7 +37,7 @@ fn named_states_arrive_and_tools_show_them() {
         app.house.states().get(&target_uuid).is_some()
     });
     // The oracle: the Miniserver's own answer over its API.
-    let want = api(&app).state(&irc, "tempTarget");
+    let want = MiniserverApi::of(&app).state(&irc, "tempTarget");
     let d = ok(
         &tools,
         "get_zone_temperature",
@@ -57,7 +58,7 @@ fn a_change_on_the_miniserver_reaches_a_subscriber() {
     let position = state_uuid(&app, &light, "position");
     let sub = app.house.bus().subscribe(4096);
     // Someone presses a switch: the command reaches the Miniserver over its API, not us.
-    let ms = api(&app);
+    let ms = MiniserverApi::of(&app);
     ms.command(&light, "55");
     assert_eq!(ms.state(&light, "position"), 55.0);
     // The initial tables may still be arriving: wait for the position to read 55.
@@ -85,7 +86,7 @@ fn a_change_on_the_miniserver_is_what_the_next_read_shows() {
     wait_websocket(&app);
     let light = uuid_of(&app, "Deckenlicht", "Küche");
     let active = state_uuid(&app, &light, "active");
-    let ms = api(&app);
+    let ms = MiniserverApi::of(&app);
     assert_eq!(
         ms.state(&light, "active"),
         1.0,
@@ -152,7 +153,7 @@ fn commands_are_verified_from_the_event_stream() {
     );
     assert_all_verified(&d);
     // The Miniserver agrees.
-    assert_eq!(api(&app).state(&light, "active"), 1.0);
+    assert_eq!(MiniserverApi::of(&app).state(&light, "active"), 1.0);
 }
 
 #[test]
@@ -250,7 +251,7 @@ fn the_pushed_primary_value_is_what_the_miniserver_answers() {
         }
     };
     let (app, _) = demo();
-    check("demo", &app, &api(&app));
+    check("demo", &app, &MiniserverApi::of(&app));
     for name in support::fixture_app::FIXTURES {
         let f = support::fixture_app::fixture_app(name, None);
         let api = support::drive::MiniserverApi::demo(f.server.addr());

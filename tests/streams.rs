@@ -36,7 +36,11 @@ fn tool_call_streams_progress_and_log_then_the_answer() {
     assert_eq!(r.status, 200);
     let _ = r.body();
 
-    let mut s = post(addr, Some(&sid), &call(2, "progress", Some("tok")));
+    let mut s = post(
+        addr,
+        Some(&sid),
+        &tool_call_message(2, "progress", Some("tok")),
+    );
     assert_eq!(s.status, 200);
     assert_eq!(s.header("content-type"), Some("text/event-stream"));
     let priming = expect_prelude(&mut s);
@@ -65,7 +69,7 @@ fn tool_call_streams_progress_and_log_then_the_answer() {
     assert_eq!(unique.len(), ids.len(), "event ids unique: {ids:?}");
 
     // Without a progress token and with JSON only: a plain JSON answer.
-    let r = post_json(addr, &sid, &call(3, "progress", None));
+    let r = post_json(addr, &sid, &tool_call_message(3, "progress", None));
     assert_eq!(r.header("content-type"), Some("application/json"));
     assert_eq!(r.json()["result"]["content"][0]["text"], "done");
     server.stop();
@@ -76,7 +80,7 @@ fn elicitation_round_trip_over_http() {
     let server = start_with(|c| c.workers = 1);
     let addr = server.addr();
     let sid = initialize(addr);
-    let mut s = post(addr, Some(&sid), &call(5, "ask", None));
+    let mut s = post(addr, Some(&sid), &tool_call_message(5, "ask", None));
     expect_prelude(&mut s);
     let e = s.next_data().expect("elicitation request");
     let v = e.json();
@@ -95,7 +99,7 @@ fn elicitation_round_trip_over_http() {
 
     // An answer from another session is not taken.
     let other = initialize(addr);
-    let mut s = post(addr, Some(&sid), &call(6, "ask", None));
+    let mut s = post(addr, Some(&sid), &tool_call_message(6, "ask", None));
     expect_prelude(&mut s);
     let rid = s.next_data().unwrap().json()["id"].clone();
     let r = post_json(
@@ -519,7 +523,9 @@ fn stdio_elicitation_does_not_block_reading() {
     in_tx
         .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string())
         .unwrap();
-    in_tx.send(call(1, "ask", None).to_string()).unwrap();
+    in_tx
+        .send(tool_call_message(1, "ask", None).to_string())
+        .unwrap();
     let req = recv();
     assert_eq!(req["method"], "elicitation/create");
     // Reading goes on while the call waits: a ping is answered first.
@@ -599,7 +605,7 @@ impl LiveHouse {
             },
         );
         wait_websocket(&app);
-        let api = crate::support::live::api(&app);
+        let api = MiniserverApi::of(&app);
         LiveHouse { app, http, api }
     }
 
@@ -741,10 +747,14 @@ fn plain_calls_are_answered_as_json() {
     );
     let sid = r.header("mcp-session-id").unwrap().to_string();
     let _ = r.body();
-    let r = post(addr, Some(&sid), &call(1, "progress", None));
+    let r = post(addr, Some(&sid), &tool_call_message(1, "progress", None));
     assert_eq!(r.status, 200);
     assert_eq!(r.header("content-type"), Some("application/json"));
-    let r = post(addr, Some(&sid), &call(2, "progress", Some("tok")));
+    let r = post(
+        addr,
+        Some(&sid),
+        &tool_call_message(2, "progress", Some("tok")),
+    );
     assert_eq!(r.header("content-type"), Some("text/event-stream"));
     drop(r);
     server.stop();

@@ -17,9 +17,11 @@ use serde_json::json;
 
 use super::net::{request, Reply};
 
-/// The demo house in-process (its own simulator on a loopback port, the real client).
+/// The demo house in-process (its own simulator on a loopback port, the real client) with
+/// the default configuration: the HTTP tests meet the outbound command limits as shipped
+/// (the tool tests raise them: [`super::house::test_config`]).
 pub fn demo_app() -> App {
-    App::start(&Config::default(), true).expect("demo starts")
+    super::house::demo_with(&Config::default()).0
 }
 
 /// A gate of `level` over an in-memory store holding `keys`, for a server bound to

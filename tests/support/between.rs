@@ -17,7 +17,7 @@ pub fn demo_reading_at_call() -> (App, HomeTools) {
     let mut config = super::house::test_config();
     config.miniserver_live = LiveMode::Polling;
     config.miniserver_timeouts.value_max_age = Duration::ZERO;
-    super::apps::demo_with(&config)
+    super::house::demo_with(&config)
 }
 
 /// Rounds to the tools' resolution of one decimal.

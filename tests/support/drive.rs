@@ -44,6 +44,13 @@ impl MiniserverApi {
         r.json()["LL"].clone()
     }
 
+    /// The HTTP API of a demo app's in-process simulator (`--demo`); fails for an app that is
+    /// not a demo.
+    pub fn of(app: &home_mcp::app::App) -> Self {
+        let (_, server) = app.simulator.as_ref().expect("demo has a simulator");
+        MiniserverApi::demo(server.addr())
+    }
+
     /// Sends `command` to `uuid` (`GET /jdev/sps/io/{uuid}/{command}`) as a wall button would;
     /// fails the test unless the Miniserver answers code 200. Returns the `LL.value`.
     pub fn command(&self, uuid: &str, command: &str) -> String {

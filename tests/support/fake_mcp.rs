@@ -29,7 +29,7 @@ pub struct FakeHandler {
 }
 
 /// A text-only tool result.
-pub fn text(t: impl Into<String>) -> CallToolResult {
+fn text_result(t: impl Into<String>) -> CallToolResult {
     CallToolResult {
         content: vec![Content::Text { text: t.into() }],
         structured_content: None,
@@ -110,14 +110,14 @@ impl Handler for FakeHandler {
                     ctx.progress(i as f64, Some(3.0), Some("step"));
                 }
                 ctx.log(LogLevel::Info, "test", json!("halfway"));
-                Ok(text("done"))
+                Ok(text_result("done"))
             }
             "ask" => {
                 if !ctx.can_elicit() {
-                    return Ok(text("cannot elicit"));
+                    return Ok(text_result("cannot elicit"));
                 }
                 let Some(peer) = &ctx.peer else {
-                    return Ok(text("no peer"));
+                    return Ok(text_result("no peer"));
                 };
                 let answer = peer.0.request(
                     "elicitation/create",
@@ -125,13 +125,13 @@ impl Handler for FakeHandler {
                         "properties": {"name": {"type": "string"}}}}),
                     super::PATIENCE,
                 )?;
-                Ok(text(format!(
+                Ok(text_result(format!(
                     "{}:{}",
                     answer["action"].as_str().unwrap_or("?"),
                     answer["content"]["name"].as_str().unwrap_or("?")
                 )))
             }
-            other if other.starts_with("filler_") => Ok(text(other)),
+            other if other.starts_with("filler_") => Ok(text_result(other)),
             other => Err(RpcError::invalid_params(format!("Unknown tool: {other}"))),
         }
     }

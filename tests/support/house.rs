@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use home_mcp::app::App;
-use home_mcp::config::Config;
+use home_mcp::config::{Config, LiveMode};
 use home_mcp::mcp::{CallToolResult, Content, Handler, RequestContext, RpcError};
 use home_mcp::sim::Simulator;
 use home_mcp::tools::HomeTools;
@@ -22,9 +22,23 @@ pub fn test_config() -> Config {
 /// The whole server on the embedded demo house (`App::start` with `--demo`: simulator, client,
 /// live link, poller) with [`test_config`], and its tools; both stop when dropped.
 pub fn demo() -> (App, HomeTools) {
-    let app = App::start(&test_config(), true).expect("demo starts");
+    demo_with(&test_config())
+}
+
+/// The demo house started with `config`.
+pub fn demo_with(config: &Config) -> (App, HomeTools) {
+    let app = App::start(config, true).expect("demo starts");
     let tools = HomeTools::new(app.house.clone());
     (app, tools)
+}
+
+/// The demo house ([`test_config`]) that keeps its values by HTTP polling only,
+/// without the WebSocket link: named states such as targets stay unknown unless the test
+/// sets them, whatever the timing.
+pub fn demo_polling() -> (App, HomeTools) {
+    let mut config = test_config();
+    config.miniserver_live = LiveMode::Polling;
+    demo_with(&config)
 }
 
 /// The demo app's in-process simulator (its state and request log); fails for an app that is

@@ -1,18 +1,11 @@
-//! The live state of an in-process house: the simulator behind an `App` driven over its own
-//! HTTP API, state UUIDs by name, the link live over its WebSocket, and waiting for an event
-//! on the change bus.
+//! The live state of an in-process house: state UUIDs by name, the link live over its
+//! WebSocket, and waiting for an event on the change bus. (The simulator behind an `App` is
+//! driven with [`super::drive::MiniserverApi::of`].)
 
 use home_mcp::app::App;
 use home_mcp::home::{Event, LinkMode, Subscription};
 
-use super::drive::MiniserverApi;
 use super::wait::{recv_matching, wait_until, PATIENCE};
-
-/// The HTTP API of the demo app's simulator (`--demo`), to drive it as a wall button would.
-pub fn api(app: &App) -> MiniserverApi {
-    let (_, server) = app.simulator.as_ref().expect("demo has a simulator");
-    MiniserverApi::demo(server.addr())
-}
 
 /// The UUID of state `state` of the control `control` (a uuidAction) in the app's house.
 pub fn state_uuid(app: &App, control: &str, state: &str) -> String {

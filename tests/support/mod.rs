@@ -20,7 +20,6 @@
 //! - [`unreachable`]: quick client timeouts and the demo house with its Miniserver out of reach.
 //! - [`wire`]: the commands a `Simulator` received (its request log), for in-process houses.
 //! - [`fixture_app`]: the whole server on a simulator serving a real structure file.
-//! - [`apps`]: the in-process demo house with a chosen configuration (e.g. polling only).
 //! - [`sse`]: a server on the fake handler and an incremental SSE reader for the stream tests.
 //! - [`fake_mcp`]: the one fake MCP handler (and recording client peer) of transport tests.
 //! - [`conn`]: a keep-alive HTTP/1.1 connection, several requests on one socket.
@@ -30,7 +29,6 @@
 //!   entry in what `list_devices` answers.
 
 pub mod app_server;
-pub mod apps;
 pub mod between;
 pub mod conn;
 pub mod drive;

@@ -336,36 +336,14 @@ pub fn post_json(addr: SocketAddr, session: &str, body: &Value) -> Http {
 /// Opens a session at protocol version 2025-11-25 with the elicitation capability (the
 /// stream tests ask the client questions), sends `notifications/initialized`; the session id.
 pub fn initialize(addr: SocketAddr) -> String {
-    let r = send(
-        addr,
-        "POST",
-        "/mcp",
-        &[
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json"),
-        ],
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {"elicitation": {}},
-            "clientInfo": {"name": "t", "version": "0"}}})
-        .to_string()
-        .as_bytes(),
-    );
-    assert_eq!(r.status, 200);
-    let sid = r.header("mcp-session-id").unwrap().to_string();
-    let _ = r.body();
-    let r = post_json(
-        addr,
-        &sid,
-        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    );
-    assert_eq!(r.status, 202);
-    sid
+    super::mcp::McpHttp::connect_with(addr, None, "2025-11-25", json!({"elicitation": {}}))
+        .session
+        .expect("a session id")
 }
 
 /// A `tools/call` request message for tool `name` without arguments, with a progress token
 /// when given.
-pub fn call(id: u64, name: &str, token: Option<&str>) -> Value {
+pub fn tool_call_message(id: u64, name: &str, token: Option<&str>) -> Value {
     let mut params = json!({"name": name, "arguments": {}});
     if let Some(t) = token {
         params["_meta"] = json!({"progressToken": t});
