@@ -95,16 +95,8 @@ pub fn try_request<H: AsRef<str>>(
         .map_err(|e| e.to_string())?;
     s.set_write_timeout(Some(PATIENCE))
         .map_err(|e| e.to_string())?;
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        addr.port(),
-        body.len()
-    );
-    for h in headers {
-        head.push_str(h.as_ref());
-        head.push_str("\r\n");
-    }
-    head.push_str("\r\n");
+    let lines = std::iter::once("Connection: close").chain(headers.iter().map(AsRef::as_ref));
+    let head = request_head(method, path, addr, lines, body.len());
     s.write_all(head.as_bytes()).map_err(|e| e.to_string())?;
     s.write_all(body.as_bytes()).map_err(|e| e.to_string())?;
     let mut raw = Vec::new();
@@ -122,6 +114,28 @@ pub fn try_request<H: AsRef<str>>(
         )),
         (Err(e), Ok(_)) => Err(e),
     }
+}
+
+/// A request's head as this harness writes it: the request line, `Host: 127.0.0.1:{port}`,
+/// `Content-Length: {body_len}`, then `headers` (full `Name: value` lines) as given, and the
+/// empty line.
+pub fn request_head<'a>(
+    method: &str,
+    path: &str,
+    addr: SocketAddr,
+    headers: impl IntoIterator<Item = &'a str>,
+    body_len: usize,
+) -> String {
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: {body_len}\r\n",
+        addr.port()
+    );
+    for h in headers {
+        head.push_str(h);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    head
 }
 
 /// Splits a raw HTTP/1.1 answer into status, head (header names lower-cased, values as sent)

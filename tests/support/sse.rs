@@ -111,16 +111,16 @@ pub fn send(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> Http {
-    let s = TcpStream::connect(addr).unwrap();
+    let s = TcpStream::connect_timeout(&addr, PATIENCE).unwrap();
     s.set_read_timeout(Some(PATIENCE)).unwrap();
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n",
-        body.len()
+    let lines: Vec<String> = headers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    let req = super::net::request_head(
+        method,
+        path,
+        addr,
+        lines.iter().map(String::as_str),
+        body.len(),
     );
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
     let mut reader = BufReader::new(s);
     reader.get_mut().write_all(req.as_bytes()).unwrap();
     reader.get_mut().write_all(body).unwrap();
