@@ -490,35 +490,38 @@ fn connect_refuses_bad_urls_and_reports_http_errors() {
 }
 
 /// A TCP listener that does not speak TLS: it reads what comes, answers one line of plain
-/// HTTP (or nothing when `silent`) and keeps the socket open for a while.
-fn plain_listener(silent: bool) -> String {
+/// HTTP (or nothing when `silent`) and keeps the socket open until the returned guard is
+/// dropped (the end of the test), so the client never sees it close.
+fn plain_listener(silent: bool) -> (String, crossbeam_channel::Sender<()>) {
     use std::io::{Read, Write};
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
+    let (guard, held) = crossbeam_channel::bounded::<()>(0);
     std::thread::spawn(move || {
         if let Ok((mut s, _)) = listener.accept() {
-            let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
+            let _ = s.set_read_timeout(Some(PATIENCE));
             let mut buf = [0u8; 1024];
             let _ = s.read(&mut buf);
             if !silent {
                 let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
             }
-            std::thread::sleep(Duration::from_secs(3));
+            // Until the test drops the guard (recv fails then).
+            let _ = held.recv();
         }
     });
-    format!("wss://{addr}/ws/rfc6455")
+    (format!("wss://{addr}/ws/rfc6455"), guard)
 }
 
 #[cfg(feature = "tls")]
 #[test]
 fn wss_to_a_plain_listener_fails_with_a_tls_error_or_the_socket_timeout() {
     // The verdict is the kind of error, not how long it took: the listener keeps its socket
-    // open for 3 s, so a client that waited for the peer instead would not see these errors.
-    let url = plain_listener(false);
+    // open until the test ends, so a client that waited for the peer would never see these.
+    let (url, _held) = plain_listener(false);
     let err = Reader::connect(&url, PATIENCE).err().unwrap();
     assert!(matches!(err, WsError::Tls(_)), "{err:?}");
     // A peer that never answers the ClientHello: the socket timeout ends the handshake.
-    let url = plain_listener(true);
+    let (url, _held) = plain_listener(true);
     let err = Reader::connect(&url, Duration::from_millis(300))
         .err()
         .unwrap();
@@ -528,7 +531,7 @@ fn wss_to_a_plain_listener_fails_with_a_tls_error_or_the_socket_timeout() {
 #[cfg(not(feature = "tls"))]
 #[test]
 fn wss_without_the_tls_feature_is_refused_before_connecting() {
-    let url = plain_listener(false);
+    let (url, _held) = plain_listener(false);
     let err = Reader::connect(&url, STEP).err().unwrap();
     assert!(
         matches!(&err, WsError::Tls(m) if m.contains("`tls` feature")),
