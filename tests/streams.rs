@@ -5,7 +5,7 @@
 use std::io::{BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossbeam_channel::Receiver;
 use home_mcp::app::App;
@@ -18,6 +18,7 @@ use crate::support::drive::MiniserverApi;
 use crate::support::fake_mcp::FakeHandler;
 use crate::support::live::wait_websocket;
 use crate::support::sse::*;
+use crate::support::wait::Deadline;
 use crate::support::{recv_matching, uuid_of, PATIENCE};
 use home_mcp::mcp::{McpConfig, McpServer};
 
@@ -639,14 +640,14 @@ impl LiveHouse {
         uri: &str,
         shows: impl Fn(&Value) -> bool,
     ) -> Value {
-        let end = Instant::now() + PATIENCE;
+        let deadline = Deadline::new(&format!(
+            "a read of {uri} after an update to show the wanted state"
+        ));
         let (mut updates, mut last) = (0, Value::Null);
         loop {
-            assert!(
-                Instant::now() < end,
-                "{updates} updates of {uri} within {PATIENCE:?}, none followed by the wanted \
-                 read; the last: {last}"
-            );
+            deadline.check(format!(
+                "{updates} updates, the last read after one: {last}"
+            ));
             let what =
                 format!("an update of {uri} ({updates} so far; the last read after one: {last})");
             recv_matching(events, &what, |e: &Event| {
