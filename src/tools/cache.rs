@@ -393,6 +393,72 @@ mod tests {
         c.lock().flights.get(key).map_or(0, Arc::strong_count)
     }
 
+    /// Waits (polling, 60 s at most) until `n` hold the flight of `key`.
+    fn wait_holders(c: &Cache<u32>, key: &str, n: usize) {
+        let end = std::time::Instant::now() + Duration::from_secs(60);
+        while holders(c, key) != n {
+            assert!(
+                std::time::Instant::now() < end,
+                "{} hold the flight, not {n}",
+                holders(c, key)
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn identical_requests_in_flight_share_one_computation() {
+        // TTL zero: nothing is kept, so only the flight can share the work.
+        let c: Arc<Cache<u32>> = Arc::new(Cache::new(Duration::ZERO, 8));
+        let computed = Arc::new(AtomicU64::new(0));
+        let (started_tx, started) = std::sync::mpsc::channel();
+        let (go, go_rx) = std::sync::mpsc::channel::<()>();
+        let leader = {
+            let (c, computed) = (c.clone(), computed.clone());
+            std::thread::spawn(move || {
+                c.get_or_compute(
+                    "k",
+                    || 0,
+                    move || {
+                        computed.fetch_add(1, Ordering::SeqCst);
+                        started_tx.send(()).unwrap();
+                        let _ = go_rx.recv();
+                        (7, true)
+                    },
+                )
+            })
+        };
+        started.recv().unwrap();
+        let alone = holders(&c, "k");
+        let waiters: Vec<_> = (0..7)
+            .map(|_| {
+                let (c, computed) = (c.clone(), computed.clone());
+                std::thread::spawn(move || {
+                    c.get_or_compute(
+                        "k",
+                        || 0,
+                        || {
+                            computed.fetch_add(1, Ordering::SeqCst);
+                            (8, true)
+                        },
+                    )
+                })
+            })
+            .collect();
+        // All seven joined the leader's flight (conditions, not clocks) before it finishes.
+        wait_holders(&c, "k", alone + 7);
+        go.send(()).unwrap();
+        assert_eq!(leader.join().unwrap(), 7);
+        for w in waiters {
+            assert_eq!(w.join().unwrap(), 7, "a waiter gets the leader's answer");
+        }
+        assert_eq!(
+            computed.load(Ordering::SeqCst),
+            1,
+            "one computation for eight"
+        );
+    }
+
     #[test]
     fn panicking_leader_releases_waiters() {
         let c: Arc<Cache<u32>> = Arc::new(Cache::new(Duration::from_secs(60), 8));
@@ -415,14 +481,7 @@ mod tests {
         let c3 = c.clone();
         let waiter = std::thread::spawn(move || c3.get_or_compute("k", || 0, || (7, true)));
         // Conditions, not clocks: the waiter is waiting on the leader's flight...
-        let end = std::time::Instant::now() + Duration::from_secs(60);
-        while holders(&c, "k") != alone + 1 {
-            assert!(
-                std::time::Instant::now() < end,
-                "the waiter never joined the flight"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        wait_holders(&c, "k", alone + 1);
         // ... when the leader panics.
         go.send(()).unwrap();
         assert!(leader.join().is_err());
