@@ -172,7 +172,11 @@ fn energy_review(ctx: &Ctx, home: &Home) -> Result<Built, RpcError> {
         user("Review my home for wasted energy right now: lights on in rooms without presence, blinds, heating or cooling with windows open, room targets above what the room needs, audio playing where nobody is. The current summary follows (and the meters, if there are any). Propose concrete fixes as tool calls (control_lights_unified, control_room_lights, set_room_temperature, set_room_mode with mode eco, control_audio_zone), show each with dry_run: true first where the tool has it, and change nothing until I confirm.".into()),
         embed(ctx, "home://summary")?,
     ];
-    if home.controls.iter().any(|c| c.family() == Family::Energy) {
+    if home
+        .controls
+        .iter()
+        .any(|c| home.family(c) == Family::Energy)
+    {
         messages.push(embed(ctx, "home://energy")?);
     }
     Ok(("Energy saving review".into(), messages))

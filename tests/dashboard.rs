@@ -211,12 +211,10 @@ fn hello(ws: &mut Client) -> Value {
 /// A switched light (a `Switch` in the lighting family: its state `active` is 0 or 1) of
 /// the demo house.
 fn light(f: &Fx) -> Control {
-    f.s.app
-        .house
-        .home()
-        .controls
+    let home = f.s.app.house.home();
+    home.controls
         .iter()
-        .find(|c| c.family() == Family::Lighting && c.kind == ControlKind::Switch)
+        .find(|c| home.family(c) == Family::Lighting && c.kind == ControlKind::Switch)
         .cloned()
         .expect("the demo has a switched light")
 }

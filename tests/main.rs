@@ -11,6 +11,7 @@ mod auth;
 mod batch;
 mod blinds;
 mod cache;
+mod categories;
 mod cli;
 mod climate;
 mod command_limits;

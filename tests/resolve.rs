@@ -88,10 +88,6 @@ fn any(_: &Control) -> bool {
     true
 }
 
-fn lighting(c: &Control) -> bool {
-    c.family() == Family::Lighting
-}
-
 fn uuid_of(home: &Home, query: &str, room: Option<&str>) -> String {
     match home.resolve_control(query, room, &any) {
         Ok(c) => c.uuid.clone(),
@@ -297,11 +293,12 @@ fn not_found_carries_suggestions() {
 #[test]
 fn filter_excludes_other_kinds() {
     let home = house();
+    let lighting = |c: &Control| home.family(c) == Family::Lighting;
     assert_eq!(uuid_of(&home, "Tor", None), "c-strasse-tor");
     not_found(home.resolve_control("Tor", None, &lighting));
     // Also for UUIDs and suggestions.
     not_found(home.resolve_control("c-strasse-tor", None, &lighting));
-    let blinds = |c: &Control| c.family() == Family::Blinds;
+    let blinds = |c: &Control| home.family(c) == Family::Blinds;
     let (_, suggestions) = not_found(home.resolve_control("Deckenlicht", None, &blinds));
     assert!(suggestions.iter().all(|c| c.kind == "Jalousie"));
     assert_eq!(

@@ -113,7 +113,7 @@ fn device(dash: &Dashboard, c: &Control) -> Json {
         "uuid": c.uuid,
         "name": c.name,
         "type": c.kind.as_str(),
-        "category": c.family().as_str(),
+        "category": dash.house.home().family(c).as_str(),
         "state": v.as_ref().map(|v| view::state(c, &v.value)),
         "age_secs": v.as_ref().map(|v| v.age_secs().round()),
     })

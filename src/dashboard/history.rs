@@ -651,7 +651,7 @@ pub fn classify<'h>(home: &'h Home, change: &Change) -> Option<Classified<'h>> {
             Some("temperature") => Kind::Temperature,
             Some("meter") => Kind::Energy,
             Some(_) => Kind::Sensor,
-            None if control.family() == Family::Energy => Kind::Energy,
+            None if home.family(control) == Family::Energy => Kind::Energy,
             None => Kind::StateChange,
         },
     };

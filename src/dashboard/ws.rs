@@ -295,7 +295,7 @@ pub fn change_payload(house: &House, change: &Change) -> Option<(&'static str, J
             "name": c.control.name,
             "room": crate::tools::view::room_of(&home, c.control),
             "type": c.control.kind.as_str(),
-            "category": c.control.family().as_str(),
+            "category": home.family(c.control).as_str(),
             "state": c.state,
             "value": value,
             "display": display,

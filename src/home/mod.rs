@@ -18,7 +18,7 @@ pub use house::{
 };
 pub use link::{LinkMode, LinkSnapshot, LinkStatus};
 pub use model::{
-    Category, CategoryKind, Control, ControlKind, Family, Home, MsInfo, Room, StateRef,
+    Category, CategoryKind, Control, ControlKind, Family, Home, MsInfo, Room, StateRef, TypeFamily,
 };
 pub use primary::Primary;
 pub use scope::Scope;

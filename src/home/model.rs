@@ -157,11 +157,6 @@ impl Control {
             StateRef::Uuids(_) => None,
         }
     }
-
-    /// The control's device family (lighting, blinds, ...), derived from its type.
-    pub fn family(&self) -> Family {
-        self.kind.family()
-    }
 }
 
 /// A state's reference: normally one UUID, for some states (IRoomController `temperatures`) an
@@ -172,8 +167,10 @@ pub enum StateRef {
     Uuids(Vec<String>),
 }
 
-/// The device family a control belongs to; used for `devices_by_category`, filters and tools.
-/// Derived from the control type, not from the user-named Loxone category.
+/// The device family a control belongs to; used for `devices_by_category`, filters, scopes and
+/// tools. Decided by [`Home::family`] alone: a specific block (Jalousie, LightControllerV2,
+/// IRoomControllerV2, ...) has its type's family; a generic block (Switch, Pushbutton,
+/// TextState, ...) takes it from the `type` of its Loxone category ([`Family::of_category`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Family {
     Lighting,
@@ -234,6 +231,38 @@ impl Family {
     }
 }
 
+impl Family {
+    /// The family a generic block gets from the `type` of its Loxone category (per Loxone
+    /// structure file docs: `lights`, `shading`, `indoortemperature`, `multimedia`, `undefined`):
+    /// lighting, blinds, climate, audio; anything else, or no category, is [`Family::Other`].
+    pub fn of_category(kind: Option<&CategoryKind>) -> Family {
+        match kind {
+            Some(CategoryKind::Lights) => Family::Lighting,
+            Some(CategoryKind::Shading) => Family::Blinds,
+            Some(CategoryKind::IndoorTemperature) => Family::Climate,
+            Some(CategoryKind::Multimedia) => Family::Audio,
+            _ => Family::Other,
+        }
+    }
+}
+
+/// How a control type's family is decided: fixed by the type (a specific block), or by the
+/// control's Loxone category (a generic block that can switch anything).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TypeFamily {
+    Fixed(Family),
+    ByCategory,
+}
+
+macro_rules! type_family {
+    (ByCategory) => {
+        TypeFamily::ByCategory
+    };
+    ($family:ident) => {
+        TypeFamily::Fixed(Family::$family)
+    };
+}
+
 impl fmt::Display for Family {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -267,11 +296,12 @@ macro_rules! control_kinds {
                 }
             }
 
-            /// The device family of this type.
-            pub fn family(&self) -> Family {
+            /// How this type's family is decided (the table below); unknown types are
+            /// [`Family::Other`]. A control's family is [`Home::family`].
+            pub fn type_family(&self) -> TypeFamily {
                 match self {
-                    $(Self::$variant => Family::$family,)*
-                    Self::Unknown(_) => Family::Other,
+                    $(Self::$variant => type_family!($family),)*
+                    Self::Unknown(_) => TypeFamily::Fixed(Family::Other),
                 }
             }
         }
@@ -279,9 +309,9 @@ macro_rules! control_kinds {
 }
 
 control_kinds! {
-    Switch => "Switch", Lighting;
-    Pushbutton => "Pushbutton", Other;
-    TimedSwitch => "TimedSwitch", Lighting;
+    Switch => "Switch", ByCategory;
+    Pushbutton => "Pushbutton", ByCategory;
+    TimedSwitch => "TimedSwitch", ByCategory;
     Dimmer => "Dimmer", Lighting;
     EibDimmer => "EIBDimmer", Lighting;
     LightController => "LightController", Lighting;
@@ -306,7 +336,7 @@ control_kinds! {
     InfoOnlyAnalog => "InfoOnlyAnalog", Sensors;
     InfoOnlyDigital => "InfoOnlyDigital", Sensors;
     InfoOnlyText => "InfoOnlyText", Sensors;
-    TextState => "TextState", Sensors;
+    TextState => "TextState", ByCategory;
     PresenceDetector => "PresenceDetector", Sensors;
     WindowMonitor => "WindowMonitor", Sensors;
     Meter => "Meter", Energy;
@@ -317,14 +347,14 @@ control_kinds! {
     CarCharger => "CarCharger", Energy;
     Intercom => "Intercom", Access;
     NfcCodeTouch => "NfcCodeTouch", Access;
-    UpDownDigital => "UpDownDigital", Other;
-    LeftRightDigital => "LeftRightDigital", Other;
-    UpDownAnalog => "UpDownAnalog", Other;
-    LeftRightAnalog => "LeftRightAnalog", Other;
-    Slider => "Slider", Other;
-    ValueSelector => "ValueSelector", Other;
-    Radio => "Radio", Other;
-    TextInput => "TextInput", Other;
+    UpDownDigital => "UpDownDigital", ByCategory;
+    LeftRightDigital => "LeftRightDigital", ByCategory;
+    UpDownAnalog => "UpDownAnalog", ByCategory;
+    LeftRightAnalog => "LeftRightAnalog", ByCategory;
+    Slider => "Slider", ByCategory;
+    ValueSelector => "ValueSelector", ByCategory;
+    Radio => "Radio", ByCategory;
+    TextInput => "TextInput", ByCategory;
 }
 
 impl fmt::Display for ControlKind {
@@ -334,6 +364,24 @@ impl fmt::Display for ControlKind {
 }
 
 impl Home {
+    /// The device family of `c`: the one place that decides it (listing filters, lights,
+    /// scopes, resources, name resolution all call it). A specific block has its type's family;
+    /// a generic block (Switch, TimedSwitch, Pushbutton, TextState, ValueSelector, Slider,
+    /// Radio, TextInput, Up/Down and Left/Right blocks) has its category's
+    /// ([`Family::of_category`]), so a switch in a `shading` category (storm protection) is a
+    /// blind's business and a socket in an `undefined` one is "other", not a light.
+    pub fn family(&self, c: &Control) -> Family {
+        match c.kind.type_family() {
+            TypeFamily::Fixed(f) => f,
+            TypeFamily::ByCategory => Family::of_category(
+                c.category
+                    .as_deref()
+                    .and_then(|u| self.category(u))
+                    .map(|k| &k.kind),
+            ),
+        }
+    }
+
     /// The room with this UUID.
     pub fn room(&self, uuid: &str) -> Option<&Room> {
         self.rooms.iter().find(|r| r.uuid == uuid)
@@ -375,7 +423,7 @@ impl Home {
     /// ("Türöffner", "Haustür", "Garage Door", "Schloss"). A push button called "Türöffner" is
     /// a Pushbutton to Loxone but a front door to its owner, so its name counts.
     pub fn guards_access(&self, control: &Control) -> bool {
-        if control.family() == Family::Access {
+        if self.family(control) == Family::Access {
             return true;
         }
         // Only generic outputs can be wired to a door; a dimmer or a blind cannot open one.
@@ -440,8 +488,12 @@ mod tests {
         let k = ControlKind::from_type("SaunaVapor");
         assert_eq!(k, ControlKind::Unknown("SaunaVapor".into()));
         assert_eq!(k.as_str(), "SaunaVapor");
-        assert_eq!(k.family(), Family::Other);
-        assert_eq!(ControlKind::Jalousie.family(), Family::Blinds);
+        assert_eq!(k.type_family(), TypeFamily::Fixed(Family::Other));
+        assert_eq!(
+            ControlKind::Jalousie.type_family(),
+            TypeFamily::Fixed(Family::Blinds)
+        );
+        assert_eq!(ControlKind::Switch.type_family(), TypeFamily::ByCategory);
     }
 
     #[test]

@@ -85,7 +85,7 @@ impl Scope {
     }
 
     fn allows_category(&self, home: &Home, control: &Control) -> bool {
-        if self.allows_family(control.family()) {
+        if self.allows_family(home.family(control)) {
             return true;
         }
         let Some(cat) = control.category.as_deref() else {
@@ -142,17 +142,27 @@ mod tests {
     fn home() -> Home {
         let mut h = Home {
             rooms: vec![room("r-kitchen", "Küche"), room("r-bath", "Bad")],
-            categories: vec![Category {
-                uuid: "c-outside".into(),
-                name: "Außen".into(),
-                kind: CategoryKind::Lights,
-                is_favorite: false,
-                default_rating: 0,
-            }],
+            categories: vec![
+                Category {
+                    uuid: "c-lights".into(),
+                    name: "Beleuchtung".into(),
+                    kind: CategoryKind::Lights,
+                    is_favorite: false,
+                    default_rating: 0,
+                },
+                Category {
+                    uuid: "c-outside".into(),
+                    name: "Außen".into(),
+                    kind: CategoryKind::Undefined,
+                    is_favorite: false,
+                    default_rating: 0,
+                },
+            ],
             ..Home::default()
         };
         let mut light = Control::new("light", "Deckenlicht", ControlKind::from_type("Switch"));
         light.room = Some("r-kitchen".into());
+        light.category = Some("c-lights".into());
         let mut blind = Control::new("blind", "Rollo", ControlKind::from_type("Jalousie"));
         blind.room = Some("r-bath".into());
         let mut ctl = Control::new(
@@ -194,6 +204,12 @@ mod tests {
         assert!(
             !guest.contains(&h, &c("blind")),
             "blinds not in the categories"
+        );
+        let lighting = Scope::of(&[], &["Lighting".into()]).unwrap();
+        assert!(lighting.contains(&h, &c("light")));
+        assert!(
+            !lighting.contains(&h, &c("pump")),
+            "a switch in an `undefined` category is not lighting"
         );
         assert!(guest.allows_family(Family::Lighting));
         assert!(!guest.allows_family(Family::Blinds));

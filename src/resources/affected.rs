@@ -88,9 +88,9 @@ pub fn affected_uris(home: &Home, change_uuid: &str, control_uuid: Option<&str>)
 }
 
 /// Whether the home summary (and so a room overview) shows this control.
-fn in_summary(c: &Control) -> bool {
+fn in_summary(home: &Home, c: &Control) -> bool {
     matches!(
-        c.family(),
+        home.family(c),
         Family::Lighting | Family::Blinds | Family::Climate | Family::Audio | Family::Security
     ) || matches!(
         sensor_type(c),
@@ -106,7 +106,8 @@ fn control_uris(home: &Home, c: &Control) -> BTreeSet<String> {
     };
     add(format!("home://devices/{}", c.uuid));
     add("home://devices/all".into());
-    add(format!("home://devices/category/{}", c.family().as_str()));
+    let family = home.family(c);
+    add(format!("home://devices/category/{}", family.as_str()));
     if let Some(cat) = c.category.as_deref().and_then(|u| home.category(u)) {
         add(format!(
             "home://devices/category/{}",
@@ -114,7 +115,7 @@ fn control_uris(home: &Home, c: &Control) -> BTreeSet<String> {
         ));
     }
     add(format!("home://devices/type/{}", c.kind.as_str()));
-    let summary = in_summary(c);
+    let summary = in_summary(home, c);
     if summary {
         add("home://summary".into());
     }
@@ -126,11 +127,11 @@ fn control_uris(home: &Home, c: &Control) -> BTreeSet<String> {
         if summary {
             add(format!("home://rooms/{key}/overview"));
         }
-        if c.family() == Family::Climate {
+        if family == Family::Climate {
             add(format!("home://climate/{key}"));
         }
     }
-    match c.family() {
+    match family {
         Family::Lighting => add("home://lighting".into()),
         Family::Blinds => add("home://blinds".into()),
         Family::Climate => add("home://climate".into()),
@@ -149,7 +150,7 @@ fn control_uris(home: &Home, c: &Control) -> BTreeSet<String> {
             _ => {}
         }
     }
-    if detail::is_weather(c) {
+    if detail::is_weather(home, c) {
         add("home://weather".into());
     }
     if c.kind == ControlKind::Alarm {

@@ -116,12 +116,12 @@ const WEATHER_WORDS: [&str; 14] = [
 
 /// Whether a control is a weather source: a weather-server block, or a sensor named like an
 /// outdoor measurement ("Außentemperatur", "Wind", "Regen").
-pub fn is_weather(c: &Control) -> bool {
+pub fn is_weather(home: &Home, c: &Control) -> bool {
     let t = fold(c.kind.as_str());
     if t.contains("weather") || t.contains("wetter") {
         return true;
     }
-    if c.family() != Family::Sensors {
+    if home.family(c) != Family::Sensors {
         return false;
     }
     let n = fold(&c.name);
@@ -135,7 +135,7 @@ pub fn weather(ctx: &Ctx, home: &Home) -> Value {
     let sources: Vec<Value> = home
         .controls
         .iter()
-        .filter(|c| is_weather(c))
+        .filter(|c| is_weather(home, c))
         .map(|c| {
             let mut d = view::device(home, c);
             d["state"] = if matches!(c.kind, ControlKind::Unknown(_)) {

@@ -44,7 +44,10 @@ fn families(home: &Home) -> Vec<(Family, usize)> {
         .map(|f| {
             (
                 *f,
-                home.controls.iter().filter(|c| c.family() == *f).count(),
+                home.controls
+                    .iter()
+                    .filter(|c| home.family(c) == *f)
+                    .count(),
             )
         })
         .filter(|(_, n)| *n > 0)
@@ -55,7 +58,10 @@ fn families(home: &Home) -> Vec<(Family, usize)> {
 pub fn capabilities(ctx: &Ctx, home: &Home) -> Value {
     let mut types: BTreeMap<&str, (Family, usize)> = BTreeMap::new();
     for c in &home.controls {
-        types.entry(c.kind.as_str()).or_insert((c.family(), 0)).1 += 1;
+        types
+            .entry(c.kind.as_str())
+            .or_insert((home.family(c), 0))
+            .1 += 1;
     }
     let secured: Vec<Value> = home
         .controls

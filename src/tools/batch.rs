@@ -223,7 +223,7 @@ fn control_room_devices(
         !is_central(c)
             && kinds.iter().any(|k| match k {
                 Kind::Family(Family::Lighting) => lights::is_light(&home, c),
-                Kind::Family(f) => c.family() == *f,
+                Kind::Family(f) => home.family(c) == *f,
                 Kind::Type(t) => &c.kind == t,
             })
     };
@@ -629,7 +629,7 @@ fn noun_of<'a>(house: &House, controls: impl Iterator<Item = &'a Control>) -> &'
     let mut all_blinds = true;
     for c in controls {
         all_lights &= lights::is_light(&home, c);
-        all_blinds &= c.family() == Family::Blinds;
+        all_blinds &= home.family(c) == Family::Blinds;
     }
     match (all_lights, all_blinds) {
         (true, _) => "lights",
@@ -1063,7 +1063,7 @@ pub fn select<'h>(
                     home.controls
                         .iter()
                         .filter(|c| c.category.as_deref() == Some(uuid.as_str()))
-                        .filter(|c| c.family() == m.family && !is_central(c))
+                        .filter(|c| (m.member)(home, c) && !is_central(c))
                         .collect(),
                 ),
             };
@@ -1082,7 +1082,7 @@ pub fn select<'h>(
             let family = m.family;
             let mut list: Vec<&Control> = Vec::new();
             for n in &names {
-                let c = home.resolve_control(n, room, &|c| c.family() == family)?;
+                let c = home.resolve_control(n, room, &|c| home.family(c) == family)?;
                 if !list.iter().any(|l| l.uuid == c.uuid) {
                     list.push(c);
                 }

@@ -165,7 +165,7 @@ fn list_rooms(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, 
             let controls = home.controls_in_room(&r.uuid);
             let mut by_family: BTreeMap<&str, usize> = BTreeMap::new();
             for c in &controls {
-                *by_family.entry(c.family().as_str()).or_default() += 1;
+                *by_family.entry(home.family(c).as_str()).or_default() += 1;
             }
             json!({
                 "uuid": r.uuid,
@@ -255,7 +255,7 @@ fn list_devices(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value
         .filter(|c| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)))
         .filter(|c| match &category {
             None => true,
-            Some(CategoryFilter::Family(f)) => c.family() == *f,
+            Some(CategoryFilter::Family(f)) => home.family(c) == *f,
             Some(CategoryFilter::Loxone(u)) => c.category.as_ref() == Some(u),
         })
         .filter(|c| kind.as_ref().is_none_or(|k| &c.kind == k))
@@ -496,7 +496,7 @@ pub(crate) fn plan(
         .value
         .map(|v| in_range("value", v, 0.0, 100.0))
         .transpose()?;
-    if c.family() == Family::Security || c.is_secured {
+    if home.family(c) == Family::Security || c.is_secured {
         return Err(ToolError::Refused {
             code: "INSUFFICIENT_PERMISSIONS",
             message: format!(

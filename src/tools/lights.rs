@@ -1,13 +1,13 @@
 //! Lighting: `control_room_lights`, `control_all_lights`, `control_lights_unified`,
 //! `room_all_on`, `set_dimmer`.
 //!
-//! Which controls are lights: top-level controls of the lighting family (Dimmer, EIBDimmer,
-//! LightController v1, LightControllerV2, ColorPickerV2, Switch, TimedSwitch), except the
-//! CentralLightController (it would switch every room a second time) and sub-controls (a
-//! LightControllerV2's circuits and colour pickers follow their controller). Switch and
-//! TimedSwitch are general-purpose blocks: they count as lights only when their Loxone category
-//! is a lighting category (type `lights`) or when they have none, so "all lights off" leaves the
-//! coffee machine's socket alone. Named devices (`set_dimmer`, scope `device`) may be any
+//! Which controls are lights: top-level controls of the lighting family ([`Home::family`]:
+//! Dimmer, EIBDimmer, LightController v1, LightControllerV2, ColorPickerV2, and the generic
+//! Switch, TimedSwitch and Pushbutton when their Loxone category is a lighting one, type
+//! `lights`) that take `on`/`off`, except the CentralLightController (it would switch every room
+//! a second time) and sub-controls (a LightControllerV2's circuits and colour pickers follow
+//! their controller). A switch in no category or another one is not a light, so "all lights
+//! off" leaves the coffee machine's socket and the storm protection alone. Named devices (`set_dimmer`, scope `device`) may be any
 //! lighting control, sub-controls included.
 //!
 //! Switching goes through the batch runner ([`super::batch`]): every result lists each light
@@ -26,9 +26,7 @@ use super::{confirm_schema, Caller, Ctx, Permission, Tool, ToolError, READ_ONLY,
 /// What `confirm` confirms, for its schema.
 const CONFIRM_WHAT: &str = "a house-wide light change (control_all_lights, scope system)";
 use crate::home::resolve::fold;
-use crate::home::{
-    Action, CategoryKind, Control, ControlKind, ControllerError, Family, Home, House,
-};
+use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, House};
 
 /// Default brightness of `dim` and `bright` without a value, in percent.
 const DIM_DEFAULT: f64 = 30.0;
@@ -219,17 +217,24 @@ pub(super) fn dimmable(kind: &ControlKind) -> bool {
     )
 }
 
-/// Whether a top-level control is one of the lights that room- and house-wide calls switch.
+/// Whether a top-level control is one of the lights that room- and house-wide calls switch:
+/// a control of the lighting family ([`Home::family`]: a generic block only when its Loxone
+/// category is a lighting one) that takes `on` and `off`, except the central controller.
 pub(super) fn is_light(home: &Home, c: &Control) -> bool {
-    match c.kind {
-        ControlKind::CentralLightController => false,
-        ControlKind::Switch | ControlKind::TimedSwitch => c
-            .category
-            .as_deref()
-            .and_then(|u| home.category(u))
-            .is_none_or(|k| k.kind == CategoryKind::Lights),
-        _ => c.family() == Family::Lighting,
-    }
+    let switchable = !matches!(
+        c.kind,
+        ControlKind::CentralLightController
+            | ControlKind::TextState
+            | ControlKind::ValueSelector
+            | ControlKind::Slider
+            | ControlKind::Radio
+            | ControlKind::TextInput
+            | ControlKind::UpDownDigital
+            | ControlKind::LeftRightDigital
+            | ControlKind::UpDownAnalog
+            | ControlKind::LeftRightAnalog
+    );
+    switchable && home.family(c) == Family::Lighting
 }
 
 /// The actions that carry out `intent` on `c`, and a note when the light cannot do exactly
@@ -506,7 +511,7 @@ fn set_dimmer(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Va
     let level = in_range("level", a.level, 0.0, 100.0)?;
     let home = house.home();
     let c = home.resolve_control(&a.device_id, a.room.as_deref(), &|c| {
-        c.family() == Family::Lighting
+        home.family(c) == Family::Lighting
     })?;
     if !dimmable(&c.kind) {
         return Err(ToolError::Controller(ControllerError::Unsupported(

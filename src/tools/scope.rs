@@ -20,7 +20,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::home::model::{ControlKind, Family, Home};
+use crate::home::model::{ControlKind, Family, Home, TypeFamily};
 use crate::home::Scope;
 
 /// `Ok` when tool `name` with `args` stays inside `scope` as far as the arguments tell (see
@@ -106,8 +106,14 @@ pub fn check(
                     "this key is limited to categories: name them in device_type(s)".into(),
                 );
             }
-            kinds.into_iter().try_for_each(|k| {
-                family(Family::parse(k).unwrap_or_else(|| ControlKind::from_type(k).family()))
+            // A generic type (Switch, Pushbutton, ...) has no family of its own: each control's
+            // category decides, and the scope check at actuation refuses those outside the key.
+            kinds.into_iter().try_for_each(|k| match Family::parse(k) {
+                Some(f) => family(f),
+                None => match ControlKind::from_type(k).type_family() {
+                    TypeFamily::Fixed(f) => family(f),
+                    TypeFamily::ByCategory => Ok(()),
+                },
             })
         }
         "control_all_lights" => house_wide(Family::Lighting),

@@ -393,7 +393,7 @@ fn get_home_summary(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<V
                 let on = num(c).is_some_and(|v| v != 0.0);
                 if on && sensor_type(c) == Some("door_window") {
                     open.push(label(c));
-                } else if on && c.family() == Family::Security {
+                } else if on && home.family(c) == Family::Security {
                     alerts.push(format!("{}: active", label(c)));
                 }
             }

@@ -22,7 +22,7 @@ pub fn device(home: &Home, c: &Control) -> Json {
         "uuid": c.uuid,
         "name": c.name,
         "type": c.kind.as_str(),
-        "category": c.family().as_str(),
+        "category": home.family(c).as_str(),
         "loxone_category": c.category.as_deref().and_then(|u| home.category(u)).map(|k| k.name.as_str()),
         "room": room_of(home, c),
         "secured": c.is_secured,

@@ -863,7 +863,7 @@ fn execute_workflow_demo(
 /// rejects are skipped too, so the demo keeps working as the catalogue changes.
 fn demo_plan(ctx: &Ctx, caller: &Caller) -> Vec<Planned> {
     let home = ctx.home();
-    let has = |f: Family| home.controls.iter().any(|c| c.family() == f);
+    let has = |f: Family| home.controls.iter().any(|c| home.family(c) == f);
     let mut plan = Vec::new();
     let mut add = |tool: &str, arguments: Value, purpose: String, skip: Option<String>| {
         let Value::Object(arguments) = arguments else {
