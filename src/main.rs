@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use home_mcp::home::link::LinkMode;
+use home_mcp::loxone::client::LoxoneError;
 
 use home_mcp::app::App;
 use home_mcp::config::{check_workers, parse_listen, Config};
@@ -262,15 +263,30 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         );
     }
     let house = app.house.clone();
+    let client = app.client.clone();
     let health = Arc::new(move || {
         let home = house.home();
         let link = house.link().snapshot();
-        // ok: live over the WebSocket; degraded: polling (no named states) or disconnected.
-        let (status, reason) = match link.mode {
-            LinkMode::WebSocket => ("ok", None),
-            LinkMode::Polling => ("degraded", Some("Miniserver followed by HTTP polling")),
-            LinkMode::Disconnected => ("degraded", Some("Miniserver unreachable")),
+        // ok: live over the WebSocket; degraded: polling (no named states), disconnected, or
+        // commands refused before they are sent (a lock-out, wrong credentials).
+        let blocked = client.blocked();
+        let (status, reason) = match (&blocked, link.mode) {
+            (Some(e), _) => ("degraded", Some(e.to_string())),
+            (None, LinkMode::WebSocket) => ("ok", None),
+            (None, LinkMode::Polling) => (
+                "degraded",
+                Some("Miniserver followed by HTTP polling".to_string()),
+            ),
+            (None, LinkMode::Disconnected) => {
+                ("degraded", Some("Miniserver unreachable".to_string()))
+            }
         };
+        let blocked = blocked.map(|e| match e {
+            LoxoneError::LockedOut { remaining_secs } => serde_json::json!({
+                "reason": "locked_out", "remaining_secs": remaining_secs,
+            }),
+            other => serde_json::json!({"reason": "credentials", "message": other.to_string()}),
+        });
         serde_json::json!({
             "status": status,
             "reason": reason,
@@ -279,6 +295,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
                 "serial": home.ms_info.serial_nr,
                 "structure": home.last_modified,
                 "link": link.to_json(),
+                "blocked": blocked,
             },
         })
     });

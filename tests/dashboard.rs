@@ -549,7 +549,7 @@ fn websocket_pushes_a_switched_light_and_link_events() {
     assert!(p["state"].is_string() && p["at"].is_string() && p["seq"].is_u64());
 
     // Link down: a system event.
-    f.s.app.house.link().failed("test: cable pulled");
+    f.s.app.house.link().websocket_lost("test: cable pulled");
     let link = next_matching(&mut ws, "a link system_event", |m| {
         m["type"] == "system_event" && m["payload"]["event"] == "link"
     });

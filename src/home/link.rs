@@ -134,8 +134,31 @@ impl LinkStatus {
         s.since = SystemTime::now();
     }
 
-    /// The link failed with `error`: mode `Disconnected` (since now, unless it already was).
+    /// An HTTP request (a polling round, a structure check) found the Miniserver unreachable
+    /// with `error`: mode `Disconnected` (since now, unless it already was), but not while the
+    /// WebSocket is up. The live link alone decides that mode: a request that timed out while
+    /// the Miniserver hung, answered late, must not demote a WebSocket that has come back
+    /// (nothing else would set it back while it stays up). A hung Miniserver ends the
+    /// WebSocket itself (no answer to its keepalive, [`LinkStatus::websocket_lost`]).
     pub fn failed(&self, error: &str) {
+        let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        s.last_error = Some(error.to_string());
+        if s.mode == LinkMode::WebSocket {
+            return;
+        }
+        if s.mode != LinkMode::Disconnected {
+            log::warn!(
+                "Miniserver link: {} -> disconnected: {error}",
+                s.mode.as_str()
+            );
+            s.mode = LinkMode::Disconnected;
+            s.since = SystemTime::now();
+        }
+    }
+
+    /// The WebSocket session ended with `error`: mode `Disconnected` until polling or the
+    /// WebSocket reaches the Miniserver again.
+    pub fn websocket_lost(&self, error: &str) {
         let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         if s.mode != LinkMode::Disconnected {
             log::warn!(
@@ -188,8 +211,23 @@ mod tests {
         l.set_mode(LinkMode::WebSocket);
         l.polling_unless_websocket();
         assert_eq!(l.mode(), LinkMode::WebSocket);
-        l.failed("cable");
+        l.websocket_lost("cable");
         l.polling_unless_websocket();
         assert_eq!(l.mode(), LinkMode::Polling);
+    }
+
+    #[test]
+    fn a_late_http_failure_does_not_demote_the_websocket() {
+        let l = LinkStatus::new();
+        l.set_mode(LinkMode::WebSocket);
+        l.failed("a request sent during the hang timed out");
+        let s = l.snapshot();
+        assert_eq!(s.mode, LinkMode::WebSocket);
+        assert_eq!(
+            s.last_error.as_deref(),
+            Some("a request sent during the hang timed out")
+        );
+        l.websocket_lost("no answer to keepalive");
+        assert_eq!(l.mode(), LinkMode::Disconnected);
     }
 }

@@ -12,8 +12,13 @@
 //! that timeout. If the acceptor dies anyway (e.g. out of file descriptors), workers log it and
 //! `/health` answers 503.
 //!
-//! Workers loop on `recv()`; each request is routed inside `catch_unwind`, and a panic answers
-//! 500 (tiny_http does that when the request is dropped) while the worker lives on.
+//! One dispatcher thread takes requests from tiny_http (`recv()`): it answers `GET /health`
+//! itself, so health checks answer at once even while every worker waits on a hung Miniserver,
+//! and hands everything else to the workers over a bounded queue ([`QUEUE_PER_WORKER`] per
+//! worker); when the queue is full the request gets 503 with `Retry-After: 1` at once instead of
+//! waiting behind work it cannot overtake. Each request is routed inside `catch_unwind`, and a
+//! panic answers 500 (tiny_http does that when the request is dropped) while the worker lives
+//! on.
 //!
 //! A long answer (a GET or legacy SSE stream, the SSE answer to a `tools/call`) is not written
 //! by the worker: the handler returns [`Handled::Take`], and the request moves to a dedicated
@@ -67,7 +72,11 @@ use crate::auth::gate::{Action, Credentials, Denial, Gate, Principal};
 use crate::mcp::McpServer;
 use crate::metrics::{self, HttpTransport};
 
-/// The `/health` callback: returns the JSON document to serve.
+/// Requests queued for the workers, per worker, before new ones get 503.
+pub const QUEUE_PER_WORKER: usize = 32;
+
+/// The `/health` callback: returns the JSON document to serve. Called on the dispatcher
+/// thread: it must not wait on anything (no Miniserver request, no long lock).
 pub type HealthFn = Arc<dyn Fn() -> Value + Send + Sync>;
 
 /// Configuration of the HTTP server.
@@ -300,13 +309,22 @@ impl HttpServer {
             accepting: AtomicBool::new(true),
         });
         let shutting_down = Arc::new(AtomicBool::new(false));
-        let mut threads = Vec::with_capacity(workers + 1);
+        let mut threads = Vec::with_capacity(workers + 2);
+        let (queue, queued) = crossbeam_channel::bounded(workers * QUEUE_PER_WORKER);
         for n in 0..workers {
-            let (server, ctx, down) = (server.clone(), ctx.clone(), shutting_down.clone());
+            let (queued, ctx) = (queued.clone(), ctx.clone());
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("http-worker-{n}"))
-                    .spawn(move || worker(&server, &ctx, &down))?,
+                    .spawn(move || worker(&queued, &ctx))?,
+            );
+        }
+        {
+            let (server, ctx, down) = (server.clone(), ctx.clone(), shutting_down.clone());
+            threads.push(
+                std::thread::Builder::new()
+                    .name("http-dispatch".into())
+                    .spawn(move || dispatch(&server, &ctx, &down, queue))?,
             );
         }
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
@@ -407,14 +425,23 @@ fn waker_target(addr: SocketAddr) -> SocketAddr {
     }
 }
 
-fn worker(server: &tiny_http::Server, ctx: &Arc<Ctx>, shutting_down: &AtomicBool) {
+/// The dispatcher (see the module docs): `/health` here, the rest to the workers' queue.
+/// Returns when the server shuts down; dropping `queue` then lets the workers finish what is
+/// queued and end.
+fn dispatch(
+    server: &tiny_http::Server,
+    ctx: &Arc<Ctx>,
+    shutting_down: &AtomicBool,
+    queue: crossbeam_channel::Sender<tiny_http::Request>,
+) {
     loop {
         match server.recv() {
-            Ok(request) => {
-                if catch_unwind(AssertUnwindSafe(|| route(ctx, request))).is_err() {
-                    log::error!("HTTP handler panicked; answered 500");
-                }
-            }
+            Ok(request) if is_health(&request) => routed(ctx, request),
+            Ok(request) => match queue.try_send(request) {
+                Ok(()) => {}
+                Err(crossbeam_channel::TrySendError::Full(request)) => busy(ctx, request),
+                Err(crossbeam_channel::TrySendError::Disconnected(_)) => return,
+            },
             Err(e) => {
                 if shutting_down.load(Ordering::SeqCst) {
                     return;
@@ -424,6 +451,48 @@ fn worker(server: &tiny_http::Server, ctx: &Arc<Ctx>, shutting_down: &AtomicBool
                 }
             }
         }
+    }
+}
+
+/// `GET` or `HEAD /health`: answered by the dispatcher itself.
+fn is_health(request: &tiny_http::Request) -> bool {
+    matches!(
+        request.method(),
+        tiny_http::Method::Get | tiny_http::Method::Head
+    ) && request.url().split('?').next() == Some("/health")
+}
+
+/// 503 `SERVICE_UNAVAILABLE` with `Retry-After: 1`: every worker is busy and the queue full.
+fn busy(ctx: &Ctx, request: tiny_http::Request) {
+    let transport = HttpTransport::from_path(request.url().split('?').next().unwrap_or(""));
+    metrics::global().http_request(transport, 503, None);
+    let workers = ctx.config.workers.max(1);
+    log::warn!(
+        "all {workers} HTTP workers busy and {} requests queued; answered 503",
+        workers * QUEUE_PER_WORKER
+    );
+    let answer = rest_error(
+        503,
+        "SERVICE_UNAVAILABLE",
+        "the server is busy; retry in a second",
+    )
+    .with_header("Retry-After", "1");
+    if let Err(e) = request.respond(answer.into_response()) {
+        log::debug!("writing response failed: {e}");
+    }
+}
+
+/// Takes queued requests until the dispatcher is gone and the queue empty.
+fn worker(queued: &crossbeam_channel::Receiver<tiny_http::Request>, ctx: &Arc<Ctx>) {
+    for request in queued.iter() {
+        routed(ctx, request);
+    }
+}
+
+/// [`route`] inside `catch_unwind`.
+fn routed(ctx: &Arc<Ctx>, request: tiny_http::Request) {
+    if catch_unwind(AssertUnwindSafe(|| route(ctx, request))).is_err() {
+        log::error!("HTTP handler panicked; answered 500");
     }
 }
 

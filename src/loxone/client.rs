@@ -165,6 +165,10 @@ pub struct Client {
     mode: AuthMode,
     auth: Mutex<AuthState>,
     blocked_until: Mutex<Option<(Instant, BlockReason)>>,
+    timeouts: Timeouts,
+    /// When a request last went unanswered within its timeout (a hung Miniserver keeps its
+    /// socket open and answers nothing); cleared by any answer. See [`Client::check_silent`].
+    silent_since: Mutex<Option<Instant>>,
 }
 
 /// Token state of a client.
@@ -222,6 +226,8 @@ impl Client {
             mode,
             auth: Mutex::new(AuthState::default()),
             blocked_until: Mutex::new(None),
+            timeouts: *timeouts,
+            silent_since: Mutex::new(None),
         }
     }
 
@@ -456,6 +462,7 @@ impl Client {
         if auth {
             self.check_blocked()?;
         }
+        self.check_silent()?;
         let query = if auth { self.token_query()? } else { None };
         let url = match &query {
             Some(q) => {
@@ -468,7 +475,19 @@ impl Client {
         if auth && query.is_none() {
             req = req.header("Authorization", &self.authorization);
         }
-        let mut resp = req.call().map_err(map_transport_error)?;
+        let mut resp = match req.call() {
+            Ok(resp) => resp,
+            Err(e) => {
+                let timed_out = matches!(e, ureq::Error::Timeout(_));
+                let e = map_transport_error(e, &self.timeouts);
+                if timed_out {
+                    *self.silent_since.lock().unwrap_or_else(|p| p.into_inner()) =
+                        Some(Instant::now());
+                }
+                return Err(e);
+            }
+        };
+        *self.silent_since.lock().unwrap_or_else(|p| p.into_inner()) = None;
         let status = resp.status().as_u16();
         let mut body = Vec::new();
         resp.body_mut()
@@ -487,6 +506,31 @@ impl Client {
             }
         }
         Ok((status, body))
+    }
+
+    /// Fails at once, for one request timeout after a request went unanswered: a hung
+    /// Miniserver would hold every further request (and the caller's tool call) for another
+    /// full timeout. After that window the next request asks again, and any answer ends it.
+    fn check_silent(&self) -> Result<(), LoxoneError> {
+        let since = *self.silent_since.lock().unwrap_or_else(|p| p.into_inner());
+        match since {
+            Some(at) if at.elapsed() < self.timeouts.request => {
+                Err(LoxoneError::Connection(format!(
+                    "the Miniserver left a request unanswered for {} s (miniserver.request_timeout_secs); asking again in {} s",
+                    self.timeouts.request.as_secs_f64(),
+                    (self.timeouts.request - at.elapsed()).as_secs_f64().ceil()
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Why requests to the Miniserver are refused before they are sent, if they are now:
+    /// [`LoxoneError::LockedOut`] with the seconds left of a lock-out the Miniserver announced
+    /// (403 with `<remaining>`), or [`LoxoneError::Unauthorized`] during the back-off after
+    /// wrong credentials. For `/health`.
+    pub fn blocked(&self) -> Option<LoxoneError> {
+        self.check_blocked().err()
     }
 
     fn check_blocked(&self) -> Result<(), LoxoneError> {
@@ -626,9 +670,17 @@ fn encode_path(s: &str) -> String {
         .join("/")
 }
 
-fn map_transport_error(e: ureq::Error) -> LoxoneError {
+/// A transport error in words; a timeout names the setting that bounds it.
+fn map_transport_error(e: ureq::Error, timeouts: &Timeouts) -> LoxoneError {
     LoxoneError::Connection(match e {
-        ureq::Error::Timeout(t) => format!("timeout ({t})"),
+        ureq::Error::Timeout(ureq::Timeout::Connect) => format!(
+            "no connection within {} s (miniserver.connect_timeout_secs)",
+            timeouts.connect.as_secs_f64()
+        ),
+        ureq::Error::Timeout(t) => format!(
+            "no answer within {} s (miniserver.request_timeout_secs; {t} timeout)",
+            timeouts.request.as_secs_f64()
+        ),
         ureq::Error::HostNotFound => "host not found".into(),
         ureq::Error::Io(io) => io.to_string(),
         other => other.to_string(),

@@ -70,7 +70,7 @@ impl LinkSink for HouseFeed {
             LinkEvent::Connected => self.house.link().set_mode(LinkMode::WebSocket),
             LinkEvent::Events(ev) => self.apply(ev),
             LinkEvent::Disconnected { error, .. } | LinkEvent::Unsupported { error, .. } => {
-                self.house.link().failed(&error)
+                self.house.link().websocket_lost(&error)
             }
         }
     }

@@ -48,6 +48,11 @@ pub struct LinkConfig {
     /// Text `keepalive` after this much silence from our side (Miniserver closes idle
     /// sockets after 5 minutes).
     pub keepalive: Duration,
+    /// The Miniserver answers `keepalive` with a keepalive header (loxone-protocol.md §4);
+    /// when nothing at all arrives this long after one, it is taken as hung (the process
+    /// stopped with its socket open) and the session ends, so status and reads stop treating
+    /// the pushed values as current.
+    pub keepalive_answer: Duration,
     /// Socket read timeout: how often the thread looks at the stop signal and the keepalive.
     pub poll: Duration,
     /// Longest a login (key exchange, getkey2, getjwt) may take.
@@ -62,15 +67,22 @@ pub struct LinkConfig {
 impl Default for LinkConfig {
     fn default() -> Self {
         LinkConfig {
-            keepalive: Duration::from_secs(30),
+            keepalive: Duration::from_secs(15),
+            keepalive_answer: Duration::from_secs(10),
             poll: Duration::from_millis(250),
             login_timeout: Duration::from_secs(20),
             retry_base: Duration::from_secs(1),
-            retry_max: Duration::from_secs(60),
+            // A resumed Miniserver is found again within this (issue 13: back within 10 s);
+            // lock-outs and bad credentials wait by their own rules, not by this cap.
+            retry_max: Duration::from_secs(6),
             lockout: Duration::from_secs(60),
         }
     }
 }
+
+/// How often a Miniserver without WebSocket support is asked again (a firmware update may add
+/// it); polling serves meanwhile.
+const UNSUPPORTED_RETRY: Duration = Duration::from_secs(60);
 
 /// The running link thread.
 pub struct Link {
@@ -149,7 +161,7 @@ fn run(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiver<(
             }
             Ended::Unsupported(error) => {
                 // Retry rarely: a firmware update may add token support.
-                let retry_in = backoff.failed(now).max(cfg.retry_max);
+                let retry_in = backoff.failed(now).max(UNSUPPORTED_RETRY);
                 (LinkEvent::Unsupported { error, retry_in }, retry_in)
             }
         };
@@ -250,6 +262,8 @@ fn session(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiv
         sink.report(LinkEvent::Events(early));
     }
     let mut last_sent = Instant::now();
+    // When the oldest unanswered keepalive went out; any message from the Miniserver answers.
+    let mut unanswered: Option<Instant> = None;
     let ended = loop {
         if stop.try_recv().is_ok()
             || matches!(
@@ -259,11 +273,18 @@ fn session(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiv
         {
             break Ended::Stopped;
         }
+        if let Some(sent) = unanswered.filter(|s| s.elapsed() >= cfg.keepalive_answer) {
+            break Ended::Dropped(format!(
+                "no answer to keepalive within {} s (the Miniserver seems hung)",
+                sent.elapsed().as_secs()
+            ));
+        }
         if last_sent.elapsed() >= cfg.keepalive {
             if let Err(e) = reader.send_text("keepalive") {
                 break Ended::Dropped(e.to_string());
             }
             last_sent = Instant::now();
+            unanswered.get_or_insert(last_sent);
         }
         if token.needs_refresh(loxone_now()) {
             let mut ex = WsExchange {
@@ -282,7 +303,11 @@ fn session(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiv
             }
             last_sent = Instant::now();
         }
-        match reader.next_message() {
+        let message = reader.next_message();
+        if message.is_ok() {
+            unanswered = None;
+        }
+        match message {
             Ok(Incoming::Events(ev)) => sink.report(LinkEvent::Events(ev)),
             Ok(Incoming::Text(t)) => log::debug!("Miniserver link: answer {t}"),
             Ok(Incoming::Keepalive) | Ok(Incoming::File(_)) => {}

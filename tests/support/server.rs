@@ -78,11 +78,6 @@ impl Miniserver {
     pub fn commands_to(&self, uuid: &str) -> Vec<String> {
         super::wire::commands_to(&self.sim, uuid)
     }
-
-    /// `host:port` for `HOME_HOST`.
-    pub fn host(&self) -> String {
-        self.server.addr().to_string()
-    }
 }
 
 /// `home-mcp serve` as a child process on a free loopback port, with its data directory in
@@ -104,6 +99,11 @@ impl Served {
         Served::start_args(miniserver, config, env, &[])
     }
 
+    /// [`Served::start`] against the Miniserver behind `api` (e.g. a [`SimProcess`]).
+    pub fn start_on(api: &MiniserverApi, config: &str, env: &[(&str, &str)]) -> Served {
+        Served::spawn(api, config, env, &[], None)
+    }
+
     /// [`Served::start`] with extra command-line arguments after `serve`.
     pub fn start_args(
         miniserver: &Miniserver,
@@ -111,17 +111,17 @@ impl Served {
         env: &[(&str, &str)],
         args: &[&str],
     ) -> Served {
-        Served::spawn(miniserver, config, env, args, None)
+        Served::spawn(&miniserver.api, config, env, args, None)
     }
 
     /// [`Served::start`] under a limit of `nofile` open descriptors (`ulimit -n`), as the
     /// packaged systemd unit's `LimitNOFILE` sets it.
     pub fn start_limited(miniserver: &Miniserver, nofile: u32) -> Served {
-        Served::spawn(miniserver, "", &[], &[], Some(nofile))
+        Served::spawn(&miniserver.api, "", &[], &[], Some(nofile))
     }
 
     fn spawn(
-        miniserver: &Miniserver,
+        miniserver: &MiniserverApi,
         config: &str,
         env: &[(&str, &str)],
         args: &[&str],
@@ -165,9 +165,9 @@ impl Served {
             .arg("--config")
             .arg(&config_path)
             .args(args)
-            .env("HOME_HOST", miniserver.host())
-            .env("HOME_USER", &miniserver.api.user)
-            .env("HOME_PASS", &miniserver.api.password)
+            .env("HOME_HOST", miniserver.addr.to_string())
+            .env("HOME_USER", &miniserver.user)
+            .env("HOME_PASS", &miniserver.password)
             .env("HOME_LOG_LEVEL", "info");
         for (k, v) in env {
             cmd.env(k, v);

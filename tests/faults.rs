@@ -1,0 +1,266 @@
+//! Faults of the Miniserver, from outside (issue 13): a hung Miniserver (`home-mcp sim` as its
+//! own process, stopped with SIGSTOP: its socket stays open and nothing answers), a lock-out
+//! while serving (another client on the same address logs in wrongly until the simulator blocks
+//! it, as a real Miniserver does), and a restart on the same port. The server is the real
+//! `serve` binary, read over `/health` and MCP. Durations are printed, not asserted: the
+//! verdicts are orderings and answers (health answers while commands still wait; a command's
+//! error names its timeout or the lock-out's seconds).
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use home_mcp::sim::{SimConfig, DEMO_STRUCTURE, DEMO_VALUES};
+
+use crate::support::mcp::McpHttp;
+use crate::support::net::request;
+use crate::support::server::{Miniserver, Served, SimProcess};
+use crate::support::{wait_until, PATIENCE};
+
+/// Küche / Deckenlicht (Switch) in the demo house.
+const KITCHEN_LIGHT: &str = "1d5c3a92-0209-520e-ffff504f94d0e5a1";
+
+fn demo_structure_path() -> std::path::PathBuf {
+    format!("{}/assets/demo-house.json", env!("CARGO_MANIFEST_DIR")).into()
+}
+
+/// `/health` as JSON (its status must be 200 or 503).
+fn health(served: &Served) -> Value {
+    let r = request::<&str>(served.addr, "GET", "/health", &[], "");
+    assert!(r.status == 200 || r.status == 503, "{r:?}");
+    serde_json::from_str(&r.body).expect("health is JSON")
+}
+
+/// The `error` object of a failed tool call (the spec's envelope, the text content).
+fn tool_error(result: &Value) -> Value {
+    assert_eq!(result["isError"], true, "{result}");
+    let text = result["content"][0]["text"]
+        .as_str()
+        .expect("a text content");
+    let envelope: Value = serde_json::from_str(text).expect("the envelope is JSON");
+    assert_eq!(envelope["status"], "error", "{envelope}");
+    envelope["error"].clone()
+}
+
+/// `control_device` on the kitchen light in a thread of its own, on its own session; the
+/// result and how long it took arrive on the channel.
+fn command_in_background(
+    served: &Served,
+    action: &'static str,
+    done: &mpsc::Sender<(Value, Duration)>,
+) {
+    let (addr, done) = (served.addr, done.clone());
+    std::thread::spawn(move || {
+        let mut mcp = McpHttp::connect(addr, None);
+        let started = Instant::now();
+        let r = mcp.call(
+            "control_device",
+            json!({"device": KITCHEN_LIGHT, "action": action}),
+        );
+        let _ = done.send((r, started.elapsed()));
+    });
+}
+
+#[test]
+fn a_hung_miniserver_leaves_health_answering_and_fails_commands_by_their_timeout() {
+    let sim = SimProcess::start(&demo_structure_path());
+    let served = Served::start_on(&sim.api, "[miniserver]\nrequest_timeout_secs = 3\n", &[]);
+    served.wait_link("websocket");
+    sim.signal("STOP");
+    // Three calls at once: two hold both workers, the third waits in the queue.
+    let (tx, rx) = mpsc::channel();
+    for _ in 0..3 {
+        command_in_background(&served, "off", &tx);
+    }
+    // Health answers while the calls still wait on the hung Miniserver (it is answered by the
+    // dispatcher, never queued behind them): nothing has come back yet when it has.
+    let started = Instant::now();
+    let h = health(&served);
+    let health_took = started.elapsed();
+    let early = rx.try_recv();
+    assert!(
+        early.is_err(),
+        "a call finished before health answered: {early:?}"
+    );
+    eprintln!("health during the hang: {health_took:?}: {h}");
+    // Each call fails with CONNECTION_ERROR naming the timeout that bounds it.
+    for _ in 0..3 {
+        let (r, took) = rx
+            .recv_timeout(PATIENCE)
+            .expect("a call to a hung Miniserver ends");
+        let e = tool_error(&r);
+        eprintln!("command to the hung Miniserver failed after {took:?}: {e}");
+        assert_eq!(e["code"], "CONNECTION_ERROR", "{e}");
+        assert!(
+            e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("request_timeout_secs")),
+            "the error names the timeout: {e}"
+        );
+    }
+    // The link notices: no answer to its keepalive, so /health stops saying "ok".
+    wait_until("health degraded", PATIENCE, || {
+        let h = health(&served);
+        if h["status"] == "degraded" {
+            Ok(())
+        } else {
+            Err(h)
+        }
+    });
+    // Resumed, the WebSocket comes back and health says so.
+    sim.signal("CONT");
+    let resumed = Instant::now();
+    served.wait_link("websocket");
+    eprintln!("WebSocket back {:?} after the resume", resumed.elapsed());
+    assert_eq!(health(&served)["status"], "ok");
+    let mut mcp = McpHttp::connect(served.addr, None);
+    mcp.ok(
+        "control_device",
+        json!({"device": KITCHEN_LIGHT, "action": "off"}),
+    );
+    assert_eq!(sim.api.state(KITCHEN_LIGHT, "active"), 0.0);
+}
+
+#[test]
+fn a_lock_out_while_serving_is_reported_with_its_seconds_and_ends() {
+    let lockout = Duration::from_secs(4);
+    let ms = Miniserver::start(
+        DEMO_STRUCTURE,
+        Some(DEMO_VALUES),
+        SimConfig {
+            lockout,
+            ..SimConfig::default()
+        },
+    );
+    let served = Served::start(&ms, "", &[]);
+    served.wait_link("websocket");
+    // Another client on the same address (a phone with an old password, say) logs in wrongly
+    // until the Miniserver blocks the address.
+    let wrong = format!(
+        "Authorization: Basic {}",
+        base64_of(&format!("{}:wrong", ms.api.user))
+    );
+    wait_until("the simulator blocks 127.0.0.1", PATIENCE, || {
+        let r = request(
+            ms.server.addr(),
+            "GET",
+            &format!("/jdev/sps/io/{KITCHEN_LIGHT}/all"),
+            &[wrong.as_str()],
+            "",
+        );
+        if r.status == 403 && r.body.contains("<remaining>") {
+            Ok(())
+        } else {
+            Err(r.status)
+        }
+    });
+    // A command meets the lock-out: it answers with it and the seconds left, and so does
+    // /health.
+    let mut mcp = McpHttp::connect(served.addr, None);
+    let r = mcp.call(
+        "control_device",
+        json!({"device": KITCHEN_LIGHT, "action": "off"}),
+    );
+    let e = tool_error(&r);
+    eprintln!("command during the lock-out: {e}");
+    let message = e["message"].as_str().unwrap_or_default();
+    assert!(message.contains("blocks this client"), "{e}");
+    let retry = e["details"]["retry_after_secs"]
+        .as_u64()
+        .expect("seconds left");
+    assert!(retry >= 1 && retry <= lockout.as_secs(), "{e}");
+    let h = health(&served);
+    eprintln!("health during the lock-out: {h}");
+    assert_eq!(h["status"], "degraded", "{h}");
+    assert_eq!(h["miniserver"]["blocked"]["reason"], "locked_out", "{h}");
+    let left = h["miniserver"]["blocked"]["remaining_secs"]
+        .as_u64()
+        .expect("remaining seconds");
+    assert!(left >= 1 && left <= lockout.as_secs(), "{h}");
+    // After the block the server works again over the WebSocket, and health is "ok".
+    let blocked_at = Instant::now();
+    wait_until("health ok after the block", PATIENCE, || {
+        let h = health(&served);
+        if h["status"] == "ok" && h["miniserver"]["blocked"].is_null() {
+            Ok(())
+        } else {
+            Err(h)
+        }
+    });
+    served.wait_link("websocket");
+    eprintln!(
+        "ok again {:?} after the command met the block",
+        blocked_at.elapsed()
+    );
+    mcp.ok(
+        "control_device",
+        json!({"device": KITCHEN_LIGHT, "action": "off"}),
+    );
+    assert_eq!(ms.api.state(KITCHEN_LIGHT, "active"), 0.0);
+}
+
+#[test]
+fn after_a_restart_the_values_come_from_the_new_tables() {
+    let sim = SimProcess::start(&demo_structure_path());
+    let served = Served::start_on(&sim.api, "", &[]);
+    served.wait_link("websocket");
+    let mut mcp = McpHttp::connect(served.addr, None);
+    // The light is on before the crash (a wall button), and the server knows it.
+    sim.api.command(KITCHEN_LIGHT, "on");
+    assert_eq!(sim.api.state(KITCHEN_LIGHT, "active"), 1.0);
+    wait_until(
+        "list_devices shows it on",
+        PATIENCE,
+        || match listed_state(&mut mcp, KITCHEN_LIGHT) {
+            s if s["on"] == true => Ok(()),
+            s => Err(s),
+        },
+    );
+    // The Miniserver restarts with the light off (its values start from the file again).
+    let sim = sim.restart();
+    let after = sim.api.state(KITCHEN_LIGHT, "active");
+    assert_eq!(after, 0.0, "the restarted simulator starts with it off");
+    let restarted = Instant::now();
+    wait_until(
+        "list_devices shows the restarted value",
+        PATIENCE,
+        || match listed_state(&mut mcp, KITCHEN_LIGHT) {
+            s if s["on"] == false => Ok(()),
+            s => Err(s),
+        },
+    );
+    eprintln!(
+        "the restarted Miniserver's value shown {:?} after the restart",
+        restarted.elapsed()
+    );
+    served.wait_link("websocket");
+    assert_eq!(listed_state(&mut mcp, KITCHEN_LIGHT)["on"], false);
+    // And what it pushes from now on is followed.
+    sim.api.command(KITCHEN_LIGHT, "on");
+    wait_until(
+        "list_devices follows the restarted Miniserver",
+        PATIENCE,
+        || match listed_state(&mut mcp, KITCHEN_LIGHT) {
+            s if s["on"] == true => Ok(()),
+            s => Err(s),
+        },
+    );
+}
+
+/// The `state` list_devices reports for `uuid` (the kitchen's devices).
+fn listed_state(mcp: &mut McpHttp, uuid: &str) -> Value {
+    let data = mcp.ok("list_devices", json!({"room": "Küche"}));
+    data["devices"]
+        .as_array()
+        .expect("devices")
+        .iter()
+        .find(|d| d["uuid"] == uuid)
+        .unwrap_or_else(|| panic!("{uuid} not listed: {data}"))["state"]
+        .clone()
+}
+
+fn base64_of(s: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
