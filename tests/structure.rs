@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use home_mcp::home::{Control, ControlKind, Home, StateRef};
+use home_mcp::home::{Control, ControlKind, Home, StateRef, StructureProblem, StructureWarning};
 use home_mcp::loxone::structure::{parse_structure, parse_structure_bytes, StructureError};
 
 fn fixture_path(name: &str) -> PathBuf {
@@ -424,9 +424,16 @@ fn null_top_level_sections_are_absent() {
     assert!(home.rooms.is_empty() && home.categories.is_empty());
     assert_eq!(home.ms_info, Default::default());
     assert!(home.global_states.is_empty() && home.last_modified.is_empty());
-    // A control itself must still be an object.
-    let (path, _, _) = wrong_type(parse_structure(r#"{"controls": {"a": null}}"#));
-    assert_eq!(path, "controls.a");
+    assert!(home.warnings.is_empty(), "{:?}", home.warnings);
+    // A control that is `null` is left out, with a warning naming it.
+    let home = parse_structure(r#"{"controls": {"a": null, "b": {"name": "B"}}}"#).unwrap();
+    assert_eq!(warning_paths(&home), ["controls.a"]);
+    assert_eq!(home.controls.len(), 1);
+    assert_eq!(home.control("b").unwrap().name, "B");
+}
+
+fn warning_paths(home: &Home) -> Vec<&str> {
+    home.warnings.iter().map(|w| w.path.as_str()).collect()
 }
 
 #[test]
@@ -527,16 +534,30 @@ fn controls_that_is_a_string_is_rejected() {
 }
 
 #[test]
-fn control_that_is_a_number_is_rejected() {
-    let (path, _, msg) = wrong_type(parse_structure(
+fn control_that_is_a_number_is_skipped() {
+    let home = parse_structure(
         r#"{"controls": {"1841-ab": {"name": "ok", "type": "Switch"}, "1841-cd": 7}}"#,
-    ));
-    assert_eq!(path, "controls.1841-cd");
-    assert!(msg.contains("controls.1841-cd"), "{msg}");
+    )
+    .unwrap();
+    assert_eq!(
+        home.warnings,
+        [StructureWarning {
+            path: "controls.1841-cd".into(),
+            problem: StructureProblem::Skipped {
+                expected: "a JSON object",
+                found: "a number"
+            },
+        }]
+    );
+    assert!(home.warnings[0].to_string().contains("controls.1841-cd"));
+    let kept: Vec<_> = home.controls.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(kept, ["ok"]);
 }
 
 #[test]
 fn nested_shapes_name_their_path() {
+    // Each odd place is skipped or read as empty, with one warning naming its path; the
+    // control itself stays.
     let cases = [
         (
             r#"{"controls": {"a": {"type": "Switch", "states": "x"}}}"#,
@@ -548,14 +569,14 @@ fn nested_shapes_name_their_path() {
         ),
         (
             r#"{"controls": {"a": {"type": "Switch", "states": {"t": ["u", 1]}}}}"#,
-            "controls.a.states.t[1]",
+            "controls.a.states.t",
         ),
         (
             r#"{"controls": {"a": {"type": "X", "subControls": {"a/AI1": 3}}}}"#,
             "controls.a.subControls.a/AI1",
         ),
         (
-            r#"{"controls": {"a": {"type": "X", "subControls": []}}}"#,
+            r#"{"controls": {"a": {"type": "X", "subControls": [3]}}}"#,
             "controls.a.subControls",
         ),
         (
@@ -566,23 +587,41 @@ fn nested_shapes_name_their_path() {
             r#"{"controls": {"a": {"type": {"x": 1}}}}"#,
             "controls.a.type",
         ),
-        (r#"{"controls": {}, "rooms": []}"#, "rooms"),
-        (r#"{"controls": {}, "rooms": {"r": 1}}"#, "rooms.r"),
-        (r#"{"controls": {}, "cats": "c"}"#, "cats"),
-        (r#"{"controls": {}, "msInfo": 1}"#, "msInfo"),
+        (r#"{"controls": {"a": {}}, "rooms": [1]}"#, "rooms"),
+        (r#"{"controls": {"a": {}}, "rooms": {"r": 1}}"#, "rooms.r"),
+        (r#"{"controls": {"a": {}}, "cats": "c"}"#, "cats"),
+        (r#"{"controls": {"a": {}}, "msInfo": 1}"#, "msInfo"),
     ];
     for (doc, want) in cases {
-        let (path, _, msg) = wrong_type(parse_structure(doc));
-        assert_eq!(path, want, "{doc}");
-        assert!(msg.contains(want), "{msg}");
+        let home = parse_structure(doc).unwrap_or_else(|e| panic!("{doc}: {e}"));
+        assert_eq!(warning_paths(&home), [want], "{doc}");
+        assert!(home.warnings[0].to_string().starts_with(want), "{doc}");
+        assert!(home.control("a").is_some(), "{doc}");
     }
+    // An empty array is PHP's empty map: no warning.
+    let home = parse_structure(
+        r#"{"controls": {"a": {"type": "X", "subControls": [], "states": [], "details": []}},
+            "rooms": [], "cats": [], "msInfo": [], "globalStates": [], "operatingModes": []}"#,
+    )
+    .unwrap();
+    assert!(home.warnings.is_empty(), "{:?}", home.warnings);
+    assert_eq!(home.controls.len(), 1);
 }
 
 #[test]
-fn invalid_utf8_is_rejected() {
-    let err =
-        parse_structure_bytes(b"{\"controls\": {\"a\": {\"name\": \"K\xFCche\"}}}").unwrap_err();
-    assert_eq!(err, StructureError::NotUtf8 { valid_up_to: 30 });
+fn invalid_utf8_in_a_name_is_replaced() {
+    let home = parse_structure_bytes(b"{\"controls\": {\"a\": {\"name\": \"K\xFCche\"}}}").unwrap();
+    assert_eq!(home.control("a").unwrap().name, "K\u{FFFD}che");
+    assert_eq!(
+        home.warnings,
+        [StructureWarning {
+            path: "controls.a.name".into(),
+            problem: StructureProblem::InvalidUtf8,
+        }]
+    );
+    // Outside a string it is beyond repair.
+    let err = parse_structure_bytes(b"{\"controls\": {}\xFC}").unwrap_err();
+    assert_eq!(err, StructureError::NotUtf8 { valid_up_to: 15 });
     assert!(err.to_string().contains("UTF-8"), "{err}");
 }
 

@@ -19,6 +19,7 @@ pub use house::{
 pub use link::{LinkMode, LinkSnapshot, LinkStatus};
 pub use model::{
     Category, CategoryKind, Control, ControlKind, Family, Home, MsInfo, Room, StateRef,
+    StructureProblem, StructureWarning,
 };
 pub use primary::Primary;
 pub use scope::Scope;
