@@ -13,8 +13,8 @@ pub mod state;
 
 pub use bus::{Bus, Change, Event, Subscription};
 pub use house::{
-    Action, CommandLimits, Controller, ControllerError, House, Outcome, OverrideTimer, RoomMode,
-    Secret, LOXONE_EPOCH_UNIX,
+    Action, CommandLimits, Controller, ControllerError, House, Outcome, OverrideTimer,
+    RejectedStructure, RoomMode, Secret, LOXONE_EPOCH_UNIX,
 };
 pub use link::{LinkMode, LinkSnapshot, LinkStatus};
 pub use model::{
