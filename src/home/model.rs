@@ -61,6 +61,9 @@ pub enum StructureProblem {
     },
     /// This key or text held bytes that are not UTF-8; they were replaced with U+FFFD.
     InvalidUtf8,
+    /// A control or sub-control whose `uuidAction` (compared without regard to case) an
+    /// earlier one in the file has: left out with its sub-controls, the first one is kept.
+    DuplicateUuid { uuid: String },
 }
 
 impl fmt::Display for StructureWarning {
@@ -81,6 +84,11 @@ impl fmt::Display for StructureWarning {
             StructureProblem::InvalidUtf8 => write!(
                 f,
                 "{}: bytes that are not UTF-8 replaced with U+FFFD",
+                self.path
+            ),
+            StructureProblem::DuplicateUuid { uuid } => write!(
+                f,
+                "{}: uuidAction {uuid} is used by an earlier control; skipped",
                 self.path
             ),
         }

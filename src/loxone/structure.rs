@@ -22,7 +22,9 @@
 //!   object) is left out; a section of the wrong type (`rooms`, `cats`, `msInfo`,
 //!   `globalStates`, `operatingModes`, a control's `states`, `details` or `subControls` given
 //!   as a string, number or non-empty array) is read as empty; a control's `name` or `type`, or
-//!   `lastModified`, that is an array or object is read as empty text. Each becomes one
+//!   `lastModified`, that is an array or object is read as empty text; a control whose
+//!   `uuidAction` an earlier one has (the simulator does the same) is left out with its
+//!   sub-controls, the first in the file is kept. Each becomes one
 //!   [`StructureWarning`] naming its path (`controls.<key>.states.active`) in
 //!   [`Home::warnings`], at most one per path; [`log_warnings`] logs them.
 //! - bytes that are not UTF-8 are repaired when they can be: [`parse_structure_bytes`]
@@ -173,6 +175,8 @@ struct Reader {
     warnings: Vec<StructureWarning>,
     /// Paths already warned about (one warning per path).
     warned: HashSet<String>,
+    /// The `uuidAction`s of the controls read so far, lowercased.
+    uuids: HashSet<String>,
 }
 
 impl Reader {
@@ -288,6 +292,11 @@ impl Reader {
         parent_cat: Option<&str>,
     ) -> Option<Control> {
         let obj = self.entry(v, path.to_string())?;
+        let uuid = uuid_of(obj, "uuidAction", key);
+        if !self.uuids.insert(uuid.to_lowercase()) {
+            self.warn(path.to_string(), StructureProblem::DuplicateUuid { uuid });
+            return None;
+        }
         let kind = ControlKind::from_type(&self.text(obj, "type", &format!("{path}.type")));
         let name = self.text(obj, "name", &format!("{path}.name"));
         let room = opt_text(obj, "room").or_else(|| parent_room.map(str::to_string));
@@ -352,7 +361,7 @@ impl Reader {
         sub_controls.sort_by(|a, b| a.uuid.cmp(&b.uuid));
 
         Some(Control {
-            uuid: uuid_of(obj, "uuidAction", key),
+            uuid,
             name,
             kind,
             room,
@@ -923,6 +932,45 @@ mod tests {
             home.room_name(home.control(ALARM).unwrap()),
             Some("Centrál")
         );
+    }
+
+    #[test]
+    fn a_duplicate_uuid_action_is_skipped_and_the_first_kept() {
+        let mut doc = showroom();
+        // A copy of the lights under a later key, its uuidAction in capitals.
+        let mut copy = control_of(&mut doc, LIGHTS).clone();
+        copy["name"] = json!("Copy");
+        copy["uuidAction"] = json!(LIGHTS.to_uppercase());
+        doc["controls"]["zz-copy"] = copy;
+        // A sub-control of the room controller (a later key) claiming the alarm's UUID.
+        control_of(&mut doc, IRC)["subControls"]["x"] =
+            json!({"name": "Echo", "type": "Switch", "uuidAction": ALARM});
+        let home = parse(&doc);
+        assert_eq!(
+            home.warnings,
+            [
+                warning(
+                    format!("controls.{IRC}.subControls.x"),
+                    StructureProblem::DuplicateUuid {
+                        uuid: ALARM.to_string()
+                    }
+                ),
+                warning(
+                    "controls.zz-copy",
+                    StructureProblem::DuplicateUuid {
+                        uuid: LIGHTS.to_uppercase()
+                    }
+                ),
+            ]
+        );
+        assert_controls_kept(&home, &[], true);
+        assert_eq!(home.control(IRC).unwrap().sub_controls.len(), 2);
+        // The copy's sub-controls were not read (or they would be warned about above): the
+        // fixture's 6 controls and 6 sub-controls.
+        assert_eq!(home.count_all_controls(), 6 + 6);
+        assert!(home.warnings[1]
+            .to_string()
+            .ends_with("used by an earlier control; skipped"));
     }
 
     #[test]
