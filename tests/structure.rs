@@ -1,11 +1,17 @@
 //! The structure file reader against the real `LoxAPP3.json` files in `tests/fixtures/` (counts
-//! from `tests/fixtures/SOURCES.md`), hand-written documents for each quirk, and broken input.
+//! from `tests/fixtures/SOURCES.md`), hand-written documents for each quirk, and broken input;
+//! and the real server started on a simulated Miniserver serving a file with oddities.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use home_mcp::home::{Control, ControlKind, Home, StateRef, StructureProblem, StructureWarning};
 use home_mcp::loxone::structure::{parse_structure, parse_structure_bytes, StructureError};
+use serde_json::{json, Value};
+
+use crate::support::mcp::McpHttp;
+use crate::support::net::request_json;
+use crate::support::server::{Miniserver, Served};
 
 fn fixture_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -652,4 +658,99 @@ fn damaged_input_never_panics() {
         parse_structure(&deep),
         Err(StructureError::Json { .. })
     ));
+}
+
+#[test]
+fn the_server_starts_on_an_odd_file_and_lists_the_good_controls() {
+    // The showroom fixture's controls (UUID, name, room), as the file has them.
+    const ALARM: &str = "0f86a2fe-0378-3e15-ffff373f9870b52a";
+    const ALL_OFF: &str = "0f86a20d-02ad-17f0-ffff373f9870b52a";
+    const IRC: &str = "0f8b7707-00dc-1049-ffff373f9870b52a";
+    let kept = [
+        (
+            "0f86a20d-0301-1814-ffff373f9870b52a",
+            "Centrála požáru a úniku vody",
+            "Centrál",
+        ),
+        (
+            "10a73e3b-01d5-1a35-ffff373f9870b52a",
+            "Centrál osvětlení",
+            "Centrál",
+        ),
+        (ALL_OFF, "Vše vyp.", "Centrál"),
+        (
+            "0f86a20d-009d-178c-ffff373f9870b52a",
+            "Ovládání osvětlení",
+            "Obývací pokoj",
+        ),
+        (
+            IRC,
+            "Inteligentní regulace pokojové teploty",
+            "Obývací pokoj",
+        ),
+    ];
+    let mut doc: Value = serde_json::from_slice(&fixture_bytes(SHOWROOM)).unwrap();
+    // 14 characters: the simulator serves it as it is.
+    doc["msInfo"]["serialNr"] = json!("504F9410B84A00");
+    // PHP's empty map: read as empty, no warning.
+    doc["cats"] = json!([]);
+    // Four warnings: a section read as empty, a control and a state skipped, and a
+    // duplicate uuidAction under a later key (the simulator and the server keep the first).
+    doc["globalStates"] = json!("none");
+    doc["controls"][ALARM] = json!("Alarm");
+    doc["controls"][IRC]["states"]["tempTarget"] = json!(5);
+    let mut copy = doc["controls"][ALL_OFF].clone();
+    copy["name"] = json!("Kopie");
+    doc["controls"]["zz-copy"] = copy;
+    let warned = [
+        "globalStates".to_string(),
+        format!("controls.{ALARM}"),
+        format!("controls.{IRC}.states.tempTarget"),
+        "controls.zz-copy".to_string(),
+    ];
+
+    let ms = Miniserver::start(&doc.to_string(), None, Default::default());
+    let served = Served::start(&ms, "", &[]);
+    let (status, _, health) = request_json(served.addr, "GET", "/health", &[], "");
+    assert_eq!(status, 200, "{health}");
+    assert_eq!(health["structure"]["warnings"], 4, "{health}");
+    assert_eq!(health["structure"]["rejected"], Value::Null, "{health}");
+    assert_eq!(
+        health["structure"]["last_modified"], doc["lastModified"],
+        "{health}"
+    );
+    assert_eq!(health["miniserver"]["serial"], "504F9410B84A00", "{health}");
+    // The start-up log: one line per warning naming its path, and the count.
+    let log = served.log();
+    for path in &warned {
+        let lines = log
+            .iter()
+            .filter(|l| l.contains(&format!("structure file {path}:")));
+        assert_eq!(lines.count(), 1, "{path}: {log:#?}");
+    }
+    assert!(
+        log.iter()
+            .any(|l| l.contains("structure file ") && l.ends_with(", 4 warnings")),
+        "{log:#?}"
+    );
+
+    let mut mcp = McpHttp::connect(served.addr, None);
+    let data = mcp.ok("list_devices", json!({}));
+    assert_eq!(data["total"], kept.len(), "{data}");
+    let listed: Vec<(&str, &str, &str)> = data["devices"]
+        .as_array()
+        .expect("devices")
+        .iter()
+        .map(|d| {
+            (
+                d["uuid"].as_str().unwrap_or(""),
+                d["name"].as_str().unwrap_or(""),
+                d["room"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    for want in kept {
+        assert!(listed.contains(&want), "{want:?} not in {listed:?}");
+    }
+    assert!(!listed.iter().any(|d| d.1 == "Kopie"), "{listed:?}");
 }
