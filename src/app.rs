@@ -17,7 +17,7 @@ use crate::loxone::client::{Client, LoxoneError};
 use crate::loxone::feed::HouseFeed;
 use crate::loxone::live::{Link, LinkConfig};
 use crate::loxone::poll::Poller;
-use crate::loxone::structure::{parse_structure_bytes, StructureError};
+use crate::loxone::structure::{log_warnings, parse_structure_bytes, StructureError};
 use crate::mcp::server::{McpConfig, McpServer};
 use crate::mcp::updates::{spawn_notifier, Next, Update};
 use crate::sim::{SimServer, Simulator};
@@ -181,12 +181,14 @@ impl App {
         );
         let bytes = client.structure_file().map_err(StartError::Miniserver)?;
         let home = parse_structure_bytes(&bytes).map_err(StartError::Structure)?;
+        log_warnings(&home);
         log::info!(
-            "structure file {}: {} rooms, {} controls ({} with sub-controls)",
+            "structure file {}: {} rooms, {} controls ({} with sub-controls), {} warnings",
             home.last_modified,
             home.rooms.len(),
             home.controls.len(),
-            home.count_all_controls()
+            home.count_all_controls(),
+            home.warnings.len()
         );
         // After the Miniserver answered: a server that cannot start leaves no files behind.
         let workflows = Arc::new(if demo {

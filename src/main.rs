@@ -297,6 +297,16 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
                 "link": link.to_json(),
                 "blocked": blocked,
             },
+            // The model's structure file: what its reader skipped or read as empty, and a
+            // newer file that could not be read at all (the model stays the older one).
+            "structure": {
+                "last_modified": home.last_modified,
+                "warnings": home.warnings.len(),
+                "rejected": house.rejected_structure().map(|r| serde_json::json!({
+                    "version": r.version,
+                    "error": r.error,
+                })),
+            },
         })
     });
     let server = match HttpServer::start(http, app.mcp.clone(), health) {

@@ -282,6 +282,69 @@ fn structure_change_reloads_the_house_and_is_announced() {
     assert!(l.sim.replace_structure("{}").is_err());
 }
 
+/// How many of the request lines `sim` received after `mark` ask for `path`.
+fn asked(sim: &Simulator, mark: usize, path: &str) -> usize {
+    sim.requests_since(mark)
+        .iter()
+        .filter(|line| line.split(' ').nth(1).is_some_and(|p| p.starts_with(path)))
+        .count()
+}
+
+#[test]
+fn an_unreadable_structure_file_is_fetched_once_per_version() {
+    const FILE: &str = "/data/LoxAPP3.json";
+    const VERSION: &str = "/jdev/sps/LoxAPPversion3";
+    let l = live();
+    let _poller = poll_fast(&l);
+    wait_true("polling", || l.house.link().mode() == LinkMode::Polling);
+    let old = l.house.home().last_modified.clone();
+    let mark = l.sim.request_count();
+    // JSON, but without `controls`: a file that cannot be read at all.
+    l.sim
+        .replace_structure(r#"{"lastModified": "2030-01-01 00:00:00", "rooms": {}}"#)
+        .unwrap();
+    wait_true("the file rejected", || {
+        l.house.rejected_structure().is_some()
+    });
+    let rejected = l.house.rejected_structure().unwrap();
+    assert_eq!(rejected.version, "2030-01-01 00:00:00");
+    assert_eq!(rejected.error, "structure file: controls is missing");
+    assert_eq!(l.house.home().last_modified, old, "the old model stays");
+    // Three more version checks, each answered with the same version: none fetches the file.
+    let after = l.sim.request_count();
+    wait_true("three more version checks", || {
+        asked(&l.sim, after, VERSION) >= 3
+    });
+    assert_eq!(
+        asked(&l.sim, mark, FILE),
+        1,
+        "{:#?}",
+        l.sim.requests_since(mark)
+    );
+    assert!(l.house.rejected_structure().is_some());
+
+    // The next version is fetched: a readable file with one control of the wrong type, whose
+    // warning the new model carries.
+    let mut doc: serde_json::Value = serde_json::from_str(DEMO_STRUCTURE).unwrap();
+    doc["lastModified"] = json!("2030-01-02 00:00:00");
+    doc["controls"][KITCHEN_LIGHT] = json!(7);
+    l.sim.replace_structure(&doc.to_string()).unwrap();
+    wait_true("the new model", || {
+        l.house.home().last_modified == "2030-01-02 00:00:00"
+    });
+    assert_eq!(l.house.rejected_structure(), None);
+    let home = l.house.home();
+    let paths: Vec<_> = home.warnings.iter().map(|w| w.path.as_str()).collect();
+    assert_eq!(paths, [format!("controls.{KITCHEN_LIGHT}")]);
+    assert!(home.control(KITCHEN_LIGHT).is_none());
+    // The old model's controls but the spoilt one.
+    assert_eq!(
+        home.controls.len() + 1,
+        parse_structure(DEMO_STRUCTURE).unwrap().controls.len()
+    );
+    assert_eq!(asked(&l.sim, mark, FILE), 2);
+}
+
 /// A controller that forwards everything to the simulator except commands to one control,
 /// which it claims to have sent (a device that does not respond).
 struct Deaf {

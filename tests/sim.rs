@@ -180,6 +180,70 @@ fn structure_file_and_version() {
     assert!(r.body.contains("\"control\": \"dev/sps/LoxAPPversion3\""));
 }
 
+/// The `snr` of `/jdev/cfg/api` of a simulator serving the demo house with `serial` as its
+/// `msInfo.serialNr`, or why it does not start.
+fn snr_with_serial(serial: &str) -> Result<String, String> {
+    let mut doc = structure();
+    doc["msInfo"]["serialNr"] = Value::from(serial);
+    let sim =
+        Simulator::new(&doc.to_string(), None, SimConfig::default()).map_err(|e| e.to_string())?;
+    let r = sim.handle("GET", "/jdev/cfg/api", None, PEER);
+    let v = value(&r);
+    let snr = v
+        .split("'snr': '")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next());
+    Ok(snr.expect("an snr").to_string())
+}
+
+#[test]
+fn serial_numbers_from_the_field_are_served() {
+    // As loxone-protocol.md §2.2 has it: msInfo.serialNr without colons, `snr` with.
+    assert_eq!(
+        snr_with_serial("504F94D0E5A1").unwrap(),
+        "50:4F:94:D0:E5:A1"
+    );
+    // Written as `snr` shows it, or with dashes: the same serial.
+    assert_eq!(
+        snr_with_serial("50:4F:94:D0:E5:A1").unwrap(),
+        "50:4F:94:D0:E5:A1"
+    );
+    assert_eq!(
+        snr_with_serial("50-4F-94-D0-E5-A1").unwrap(),
+        "50:4F:94:D0:E5:A1"
+    );
+    // 14 characters: served as they are.
+    assert_eq!(
+        snr_with_serial("504F94D0E5A1B2").unwrap(),
+        "50:4F:94:D0:E5:A1:B2"
+    );
+    // Nothing to serve, or a quote that would break the single-quoted answer.
+    for bad in ["", "::", "504F'94D0E5A1"] {
+        let e = snr_with_serial(bad).unwrap_err();
+        assert!(e.contains("msInfo.serialNr"), "{bad:?}: {e}");
+    }
+}
+
+#[test]
+fn a_duplicate_uuid_action_keeps_the_first_control() {
+    let light = uuid("Deckenlicht", "Küche");
+    let mut doc = structure();
+    // A later key with the light's uuidAction (in capitals) and a sub-control of its own.
+    let mut copy = doc["controls"][&light].clone();
+    copy["name"] = Value::from("Kopie");
+    copy["uuidAction"] = Value::from(light.to_uppercase());
+    copy["subControls"] = serde_json::json!({"zz-copy/AI1": {"name": "Spot", "type": "Switch"}});
+    doc["controls"]["zz-copy"] = copy;
+    let sim = Simulator::new(&doc.to_string(), None, SimConfig::default())
+        .expect("a duplicate does not stop the simulator");
+    // The first one answers under its UUID and name; the copy is not there at all.
+    assert_eq!(value(&get(&sim, &format!("/jdev/sps/io/{light}/on"))), "1");
+    assert_eq!(sim.state(&light, "active"), Some(1.0));
+    assert_eq!(get(&sim, "/jdev/sps/io/Kopie").status, 404);
+    assert_eq!(get(&sim, "/jdev/sps/io/zz-copy/AI1").status, 404);
+    assert_eq!(sim.state("zz-copy/AI1", "active"), None);
+}
+
 #[test]
 fn switch_on_off_reads_back() {
     let sim = demo();

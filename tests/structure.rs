@@ -1,11 +1,17 @@
 //! The structure file reader against the real `LoxAPP3.json` files in `tests/fixtures/` (counts
-//! from `tests/fixtures/SOURCES.md`), hand-written documents for each quirk, and broken input.
+//! from `tests/fixtures/SOURCES.md`), hand-written documents for each quirk, and broken input;
+//! and the real server started on a simulated Miniserver serving a file with oddities.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use home_mcp::home::{Control, ControlKind, Home, StateRef};
+use home_mcp::home::{Control, ControlKind, Home, StateRef, StructureProblem, StructureWarning};
 use home_mcp::loxone::structure::{parse_structure, parse_structure_bytes, StructureError};
+use serde_json::{json, Value};
+
+use crate::support::mcp::McpHttp;
+use crate::support::net::request_json;
+use crate::support::server::{Miniserver, Served};
 
 fn fixture_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -424,9 +430,16 @@ fn null_top_level_sections_are_absent() {
     assert!(home.rooms.is_empty() && home.categories.is_empty());
     assert_eq!(home.ms_info, Default::default());
     assert!(home.global_states.is_empty() && home.last_modified.is_empty());
-    // A control itself must still be an object.
-    let (path, _, _) = wrong_type(parse_structure(r#"{"controls": {"a": null}}"#));
-    assert_eq!(path, "controls.a");
+    assert!(home.warnings.is_empty(), "{:?}", home.warnings);
+    // A control that is `null` is left out, with a warning naming it.
+    let home = parse_structure(r#"{"controls": {"a": null, "b": {"name": "B"}}}"#).unwrap();
+    assert_eq!(warning_paths(&home), ["controls.a"]);
+    assert_eq!(home.controls.len(), 1);
+    assert_eq!(home.control("b").unwrap().name, "B");
+}
+
+fn warning_paths(home: &Home) -> Vec<&str> {
+    home.warnings.iter().map(|w| w.path.as_str()).collect()
 }
 
 #[test]
@@ -527,16 +540,30 @@ fn controls_that_is_a_string_is_rejected() {
 }
 
 #[test]
-fn control_that_is_a_number_is_rejected() {
-    let (path, _, msg) = wrong_type(parse_structure(
+fn control_that_is_a_number_is_skipped() {
+    let home = parse_structure(
         r#"{"controls": {"1841-ab": {"name": "ok", "type": "Switch"}, "1841-cd": 7}}"#,
-    ));
-    assert_eq!(path, "controls.1841-cd");
-    assert!(msg.contains("controls.1841-cd"), "{msg}");
+    )
+    .unwrap();
+    assert_eq!(
+        home.warnings,
+        [StructureWarning {
+            path: "controls.1841-cd".into(),
+            problem: StructureProblem::Skipped {
+                expected: "a JSON object",
+                found: "a number"
+            },
+        }]
+    );
+    assert!(home.warnings[0].to_string().contains("controls.1841-cd"));
+    let kept: Vec<_> = home.controls.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(kept, ["ok"]);
 }
 
 #[test]
 fn nested_shapes_name_their_path() {
+    // Each odd place is skipped or read as empty, with one warning naming its path; the
+    // control itself stays.
     let cases = [
         (
             r#"{"controls": {"a": {"type": "Switch", "states": "x"}}}"#,
@@ -548,14 +575,14 @@ fn nested_shapes_name_their_path() {
         ),
         (
             r#"{"controls": {"a": {"type": "Switch", "states": {"t": ["u", 1]}}}}"#,
-            "controls.a.states.t[1]",
+            "controls.a.states.t",
         ),
         (
             r#"{"controls": {"a": {"type": "X", "subControls": {"a/AI1": 3}}}}"#,
             "controls.a.subControls.a/AI1",
         ),
         (
-            r#"{"controls": {"a": {"type": "X", "subControls": []}}}"#,
+            r#"{"controls": {"a": {"type": "X", "subControls": [3]}}}"#,
             "controls.a.subControls",
         ),
         (
@@ -566,23 +593,57 @@ fn nested_shapes_name_their_path() {
             r#"{"controls": {"a": {"type": {"x": 1}}}}"#,
             "controls.a.type",
         ),
-        (r#"{"controls": {}, "rooms": []}"#, "rooms"),
-        (r#"{"controls": {}, "rooms": {"r": 1}}"#, "rooms.r"),
-        (r#"{"controls": {}, "cats": "c"}"#, "cats"),
-        (r#"{"controls": {}, "msInfo": 1}"#, "msInfo"),
+        (r#"{"controls": {"a": {}}, "rooms": [1]}"#, "rooms"),
+        (r#"{"controls": {"a": {}}, "rooms": {"r": 1}}"#, "rooms.r"),
+        (r#"{"controls": {"a": {}}, "cats": "c"}"#, "cats"),
+        (r#"{"controls": {"a": {}}, "msInfo": 1}"#, "msInfo"),
     ];
     for (doc, want) in cases {
-        let (path, _, msg) = wrong_type(parse_structure(doc));
-        assert_eq!(path, want, "{doc}");
-        assert!(msg.contains(want), "{msg}");
+        let home = parse_structure(doc).unwrap_or_else(|e| panic!("{doc}: {e}"));
+        assert_eq!(warning_paths(&home), [want], "{doc}");
+        assert!(home.warnings[0].to_string().starts_with(want), "{doc}");
+        assert!(home.control("a").is_some(), "{doc}");
     }
+    // An empty array (PHP's empty map) is read as empty, with a warning at each place.
+    let home = parse_structure(
+        r#"{"controls": {"a": {"type": "X", "subControls": [], "states": [], "details": []}},
+            "rooms": [], "cats": [], "msInfo": [], "globalStates": [], "operatingModes": []}"#,
+    )
+    .unwrap();
+    let mut paths = warning_paths(&home);
+    paths.sort();
+    assert_eq!(
+        paths,
+        [
+            "cats",
+            "controls.a.details",
+            "controls.a.states",
+            "controls.a.subControls",
+            "globalStates",
+            "msInfo",
+            "operatingModes",
+            "rooms"
+        ],
+        "{:?}",
+        home.warnings
+    );
+    assert_eq!(home.controls.len(), 1);
 }
 
 #[test]
-fn invalid_utf8_is_rejected() {
-    let err =
-        parse_structure_bytes(b"{\"controls\": {\"a\": {\"name\": \"K\xFCche\"}}}").unwrap_err();
-    assert_eq!(err, StructureError::NotUtf8 { valid_up_to: 30 });
+fn invalid_utf8_in_a_name_is_replaced() {
+    let home = parse_structure_bytes(b"{\"controls\": {\"a\": {\"name\": \"K\xFCche\"}}}").unwrap();
+    assert_eq!(home.control("a").unwrap().name, "K\u{FFFD}che");
+    assert_eq!(
+        home.warnings,
+        [StructureWarning {
+            path: "controls.a.name".into(),
+            problem: StructureProblem::InvalidUtf8,
+        }]
+    );
+    // Outside a string it is beyond repair.
+    let err = parse_structure_bytes(b"{\"controls\": {}\xFC}").unwrap_err();
+    assert_eq!(err, StructureError::NotUtf8 { valid_up_to: 15 });
     assert!(err.to_string().contains("UTF-8"), "{err}");
 }
 
@@ -613,4 +674,100 @@ fn damaged_input_never_panics() {
         parse_structure(&deep),
         Err(StructureError::Json { .. })
     ));
+}
+
+#[test]
+fn the_server_starts_on_an_odd_file_and_lists_the_good_controls() {
+    // The showroom fixture's controls (UUID, name, room), as the file has them.
+    const ALARM: &str = "0f86a2fe-0378-3e15-ffff373f9870b52a";
+    const ALL_OFF: &str = "0f86a20d-02ad-17f0-ffff373f9870b52a";
+    const IRC: &str = "0f8b7707-00dc-1049-ffff373f9870b52a";
+    let kept = [
+        (
+            "0f86a20d-0301-1814-ffff373f9870b52a",
+            "Centrála požáru a úniku vody",
+            "Centrál",
+        ),
+        (
+            "10a73e3b-01d5-1a35-ffff373f9870b52a",
+            "Centrál osvětlení",
+            "Centrál",
+        ),
+        (ALL_OFF, "Vše vyp.", "Centrál"),
+        (
+            "0f86a20d-009d-178c-ffff373f9870b52a",
+            "Ovládání osvětlení",
+            "Obývací pokoj",
+        ),
+        (
+            IRC,
+            "Inteligentní regulace pokojové teploty",
+            "Obývací pokoj",
+        ),
+    ];
+    let mut doc: Value = serde_json::from_slice(&fixture_bytes(SHOWROOM)).unwrap();
+    // 14 characters: the simulator serves it as it is.
+    doc["msInfo"]["serialNr"] = json!("504F9410B84A00");
+    // Five warnings: PHP's empty map and a section of the wrong type read as empty, a
+    // control and a state skipped, and a duplicate uuidAction under a later key (the
+    // simulator and the server keep the first).
+    doc["cats"] = json!([]);
+    doc["globalStates"] = json!("none");
+    doc["controls"][ALARM] = json!("Alarm");
+    doc["controls"][IRC]["states"]["tempTarget"] = json!(5);
+    let mut copy = doc["controls"][ALL_OFF].clone();
+    copy["name"] = json!("Kopie");
+    doc["controls"]["zz-copy"] = copy;
+    let warned = [
+        "cats".to_string(),
+        "globalStates".to_string(),
+        format!("controls.{ALARM}"),
+        format!("controls.{IRC}.states.tempTarget"),
+        "controls.zz-copy".to_string(),
+    ];
+
+    let ms = Miniserver::start(&doc.to_string(), None, Default::default());
+    let served = Served::start(&ms, "", &[]);
+    let (status, _, health) = request_json(served.addr, "GET", "/health", &[], "");
+    assert_eq!(status, 200, "{health}");
+    assert_eq!(health["structure"]["warnings"], 5, "{health}");
+    assert_eq!(health["structure"]["rejected"], Value::Null, "{health}");
+    assert_eq!(
+        health["structure"]["last_modified"], doc["lastModified"],
+        "{health}"
+    );
+    assert_eq!(health["miniserver"]["serial"], "504F9410B84A00", "{health}");
+    // The start-up log: one line per warning naming its path, and the count.
+    let log = served.log();
+    for path in &warned {
+        let lines = log
+            .iter()
+            .filter(|l| l.contains(&format!("structure file {path}:")));
+        assert_eq!(lines.count(), 1, "{path}: {log:#?}");
+    }
+    assert!(
+        log.iter()
+            .any(|l| l.contains("structure file ") && l.ends_with(", 5 warnings")),
+        "{log:#?}"
+    );
+
+    let mut mcp = McpHttp::connect(served.addr, None);
+    let data = mcp.ok("list_devices", json!({}));
+    assert_eq!(data["total"], kept.len(), "{data}");
+    let listed: Vec<(&str, &str, &str)> = data["devices"]
+        .as_array()
+        .expect("devices")
+        .iter()
+        .map(|d| {
+            (
+                d["uuid"].as_str().unwrap_or(""),
+                d["name"].as_str().unwrap_or(""),
+                d["room"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    for want in kept {
+        assert!(listed.contains(&want), "{want:?} not in {listed:?}");
+    }
+    assert!(!listed.iter().any(|d| d.1 == "Kopie"), "{listed:?}");
 }

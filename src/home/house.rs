@@ -381,6 +381,20 @@ pub struct House {
     /// that its pushed value may predate the command's effect, so [`House::value`] reads it
     /// from the Miniserver instead (read your own write).
     commanded: Mutex<std::collections::HashMap<String, SystemTime>>,
+    /// The newest structure file that could not be read on reload, until a model replaces
+    /// the one in use (see [`House::reject_structure`]).
+    rejected_structure: Mutex<Option<RejectedStructure>>,
+}
+
+/// A structure file the Miniserver offered on reload that could not be read at all (the
+/// model in use stays the one before). The reload watch does not fetch it again while
+/// `jdev/sps/LoxAPPversion3` still answers `version`; `/health` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RejectedStructure {
+    /// The Miniserver's `jdev/sps/LoxAPPversion3` answer the file was fetched for.
+    pub version: String,
+    /// Why it could not be read (the structure reader's error, as text).
+    pub error: String,
 }
 
 impl House {
@@ -399,6 +413,7 @@ impl House {
             command_limits: None,
             epoch: AtomicU64::new(0),
             commanded: Mutex::new(std::collections::HashMap::new()),
+            rejected_structure: Mutex::new(None),
         }
     }
 
@@ -531,11 +546,36 @@ impl House {
         self.home.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// Replaces the model (structure file changed) and forgets remembered values.
+    /// Replaces the model (structure file changed), forgets remembered values and a
+    /// [`RejectedStructure`].
     pub fn replace_home(&self, home: Home) {
         *self.home.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(home);
+        *self
+            .rejected_structure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = None;
         self.states.clear();
         self.bump();
+    }
+
+    /// Notes that the structure file of `version` could not be read (`error`); the model
+    /// stays. Replaces an earlier rejection; cleared by [`House::replace_home`].
+    pub fn reject_structure(&self, version: &str, error: &str) {
+        *self
+            .rejected_structure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(RejectedStructure {
+            version: version.to_string(),
+            error: error.to_string(),
+        });
+    }
+
+    /// The structure file that could not be read since the model was last replaced, if any.
+    pub fn rejected_structure(&self) -> Option<RejectedStructure> {
+        self.rejected_structure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The live values.

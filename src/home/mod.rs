@@ -13,12 +13,13 @@ pub mod state;
 
 pub use bus::{Bus, Change, Event, Subscription};
 pub use house::{
-    Action, CommandLimits, Controller, ControllerError, House, Outcome, OverrideTimer, RoomMode,
-    Secret, LOXONE_EPOCH_UNIX,
+    Action, CommandLimits, Controller, ControllerError, House, Outcome, OverrideTimer,
+    RejectedStructure, RoomMode, Secret, LOXONE_EPOCH_UNIX,
 };
 pub use link::{LinkMode, LinkSnapshot, LinkStatus};
 pub use model::{
-    Category, CategoryKind, Control, ControlKind, Family, Home, MsInfo, Room, StateRef, TypeFamily,
+    Category, CategoryKind, Control, ControlKind, Family, Home, MsInfo, Room, StateRef,
+    StructureProblem, StructureWarning, TypeFamily,
 };
 pub use primary::Primary;
 pub use scope::Scope;

@@ -27,6 +27,72 @@ pub struct Home {
     pub global_states: BTreeMap<String, String>,
     /// `operatingModes`: id -> name.
     pub operating_modes: BTreeMap<String, String>,
+    /// What the reader skipped or read as empty because the file is not as documented (see
+    /// `loxone::structure`), in the order met, at most one per path; empty for a clean file.
+    pub warnings: Vec<StructureWarning>,
+}
+
+/// One place in a structure file that is not as documented and was skipped or read as empty
+/// instead of rejecting the whole file (built by `loxone::structure`, logged once at start-up
+/// or reload, counted in `/health`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StructureWarning {
+    /// Dotted JSON path of what was skipped or read as empty, e.g.
+    /// `controls.<uuid>.states.active`, `rooms`, `msInfo`; map keys are written as they are.
+    pub path: String,
+    pub problem: StructureProblem,
+}
+
+/// What was wrong at a [`StructureWarning::path`], and what the reader did about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StructureProblem {
+    /// An entry of a map (a control, sub-control, room, category, state or global state) had
+    /// the wrong JSON type and was left out; the rest of its map was read.
+    Skipped {
+        expected: &'static str,
+        found: &'static str,
+    },
+    /// A section (`rooms`, `cats`, `msInfo`, `globalStates`, `operatingModes`, a control's
+    /// `states`, `details` or `subControls`) or a text (a control's `name` or `type`,
+    /// `lastModified`) had the wrong JSON type and was read as empty.
+    ReadAsEmpty {
+        expected: &'static str,
+        found: &'static str,
+    },
+    /// This key or text held bytes that are not UTF-8; they were replaced with U+FFFD.
+    InvalidUtf8,
+    /// A control or sub-control whose `uuidAction` (compared without regard to case) an
+    /// earlier one in the file has: left out with its sub-controls, the first one is kept.
+    DuplicateUuid { uuid: String },
+}
+
+impl fmt::Display for StructureWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.problem {
+            StructureProblem::Skipped { expected, found } => {
+                write!(
+                    f,
+                    "{}: expected {expected}, found {found}; skipped",
+                    self.path
+                )
+            }
+            StructureProblem::ReadAsEmpty { expected, found } => write!(
+                f,
+                "{}: expected {expected}, found {found}; read as empty",
+                self.path
+            ),
+            StructureProblem::InvalidUtf8 => write!(
+                f,
+                "{}: bytes that are not UTF-8 replaced with U+FFFD",
+                self.path
+            ),
+            StructureProblem::DuplicateUuid { uuid } => write!(
+                f,
+                "{}: uuidAction {uuid} is used by an earlier control; skipped",
+                self.path
+            ),
+        }
+    }
 }
 
 /// `msInfo` of the structure file: the Miniserver's identity.

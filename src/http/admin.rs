@@ -538,6 +538,7 @@ fn status(ctx: &Ctx, admin: &AdminContext) -> Answer {
                 "miniserver": home.ms_info.ms_name,
                 "rooms": home.rooms.len(),
                 "controls": home.controls.len(),
+                "warnings": home.warnings.len(),
             },
             "keys": keys,
             "mcp": {"sessions": ctx.mcp.sessions().len()},

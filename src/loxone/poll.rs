@@ -9,8 +9,13 @@
 //! skipped until the structure changes.
 //!
 //! Every `structure_check` it reads `jdev/sps/LoxAPPversion3`; when it differs from the
-//! loaded structure file's `lastModified`, it downloads and parses the new file, replaces the
-//! house's model ([`House::replace_home`]) and publishes [`Event::StructureChanged`].
+//! loaded structure file's `lastModified`, it downloads and parses the new file, logs its
+//! warnings ([`log_warnings`]), replaces the house's model ([`House::replace_home`]) and
+//! publishes [`Event::StructureChanged`]. A file that cannot be read at all (a
+//! [`super::structure::StructureError`]) leaves the model as it was and is remembered
+//! ([`House::reject_structure`]): it is not downloaded again while the Miniserver answers the
+//! same version, only once the version changes. A download that fails (the Miniserver out of
+//! reach) is tried again at the next check.
 //!
 //! Link status: a round that reaches the Miniserver sets [`LinkMode::Polling`] (counting a
 //! reconnect after a failure); an unreachable Miniserver (refused, timeout, credentials,
@@ -31,7 +36,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crossbeam_channel::{bounded, RecvTimeoutError, Sender, TryRecvError};
 
 use super::client::Client;
-use super::structure::parse_structure_bytes;
+use super::structure::{log_warnings, parse_structure_bytes};
 use crate::home::{Control, ControlKind, Event, House, LinkMode, Source};
 
 /// How often the polling thread works.
@@ -149,6 +154,11 @@ impl Polling {
             if stop_asked() {
                 return false;
             }
+            // A round that began before the WebSocket connected ends when it does: its
+            // initial tables bring every value, and reading on would only add requests.
+            if self.house.link().mode() == LinkMode::WebSocket {
+                break;
+            }
             if self.no_primary.contains(&c.uuid) {
                 continue;
             }
@@ -196,24 +206,37 @@ impl Polling {
         if version.trim() == known.trim() {
             return;
         }
+        let rejected = self.house.rejected_structure();
+        if rejected.is_some_and(|r| r.version.trim() == version.trim()) {
+            // Read and found unreadable before: not fetched again until the version changes.
+            return;
+        }
         log::info!("structure file changed ({known} -> {version}); reloading");
-        let home = match self
-            .client
-            .structure_file()
-            .map_err(|e| e.to_string())
-            .and_then(|b| parse_structure_bytes(&b).map_err(|e| e.to_string()))
-        {
-            Ok(h) => h,
+        let bytes = match self.client.structure_file() {
+            Ok(b) => b,
             Err(e) => {
                 log::warn!("structure reload failed, keeping the old model: {e}");
                 return;
             }
         };
+        let home = match parse_structure_bytes(&bytes) {
+            Ok(h) => h,
+            Err(e) => {
+                log::warn!(
+                    "structure file {version} cannot be read, keeping the old model (not \
+                     fetched again until its version changes): {e}"
+                );
+                self.house.reject_structure(&version, &e.to_string());
+                return;
+            }
+        };
+        log_warnings(&home);
         log::info!(
-            "structure file {}: {} rooms, {} controls",
+            "structure file {}: {} rooms, {} controls, {} warnings",
             home.last_modified,
             home.rooms.len(),
-            home.controls.len()
+            home.controls.len(),
+            home.warnings.len()
         );
         let new_version = home.last_modified.clone();
         self.house.replace_home(home);

@@ -5,31 +5,71 @@
 //! [`Home`], [`Room`], [`Category`] and [`Control`]. It is called once at start-up and again
 //! whenever `jdev/sps/LoxAPPversion3` reports a new structure.
 //!
-//! The reader is lenient where real files are quirky (per Loxone structure file docs and the
-//! files in `tests/fixtures/`): numbers given as strings (`"defaultRating": "1"`,
-//! `"miniserverType": "2"`), states that are arrays of UUIDs (IRoomController `temperatures`),
-//! sub-control keys with suffixes (`<uuid>/masterValue`), missing optional fields, `null` where an
-//! object is expected, and control types this server does not know (kept as
-//! [`ControlKind::Unknown`] with their states). It is strict where a wrong shape would silently
-//! lose the house: the document, `controls` and every control must be JSON objects, `rooms` and
-//! `cats` must be objects when present. Errors name the JSON path (`controls.<uuid>.states`) and
-//! what was expected. No input makes it panic.
+//! Files from the field are read as far as they can be (per Loxone structure file docs and the
+//! files in `tests/fixtures/`):
+//!
+//! - quirks of real files are read without a word: numbers given as strings
+//!   (`"defaultRating": "1"`, `"miniserverType": "2"`), states that are arrays of UUIDs
+//!   (IRoomController `temperatures`), sub-control keys with suffixes (`<uuid>/masterValue`),
+//!   missing optional fields, `null` where an object is expected, control types this server
+//!   does not know (kept as [`ControlKind::Unknown`] with their states).
+//! - one odd place never costs the whole file. An entry of a map with the wrong JSON type (a
+//!   control or sub-control that is a string or number, a room or category that is no object,
+//!   a state that is neither a UUID string nor an array of them, a global state that is an
+//!   object) is left out; a section of the wrong type (`rooms`, `cats`, `msInfo`,
+//!   `globalStates`, `operatingModes`, a control's `states`, `details` or `subControls` given
+//!   as a string, number or array, `[]` included: PHP's `json_encode` writes an empty map that
+//!   way, none of the real files in `tests/fixtures` has it) is read as empty; a control's `name` or `type`, or
+//!   `lastModified`, that is an array or object is read as empty text; a control whose
+//!   `uuidAction` an earlier one has (the simulator does the same) is left out with its
+//!   sub-controls, the first in the file is kept. Each becomes one
+//!   [`StructureWarning`] naming its path (`controls.<key>.states.active`) in
+//!   [`Home::warnings`], at most one per path; [`log_warnings`] logs them.
+//! - bytes that are not UTF-8 are repaired when they can be: [`parse_structure_bytes`]
+//!   replaces each invalid sequence with U+FFFD (as `String::from_utf8_lossy` does) and reads
+//!   on when the result is still JSON, i.e. when every bad byte was inside a string (a name
+//!   written in Latin-1, a truncated multi-byte character); each key or text that got a U+FFFD
+//!   is one [`StructureProblem::InvalidUtf8`] warning. Bytes that are not UTF-8 outside a
+//!   string (a UTF-16 or binary file, garbage between the tokens) are beyond repair:
+//!   [`StructureError::NotUtf8`].
+//!
+//! Only these stop the reading ([`StructureError`]): bytes beyond repair, text that is not
+//! JSON, a document that is not a JSON object, and a missing `controls` (or one that is not
+//! a map: a string or number cannot be told from a house without controls, and serving an
+//! empty house would look like a working server that lost every device). No input makes it
+//! panic.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 
 use serde_json::{Map, Value};
 
 use crate::home::resolve::fold;
-use crate::home::{Category, CategoryKind, Control, ControlKind, Home, MsInfo, Room, StateRef};
+use crate::home::{
+    Category, CategoryKind, Control, ControlKind, Home, MsInfo, Room, StateRef, StructureProblem,
+    StructureWarning,
+};
 
 /// Path used in errors for the document itself.
 const ROOT: &str = "(top level)";
 
-/// Why a structure file could not be read.
+/// What a map entry or section should have been.
+const OBJECT: &str = "a JSON object";
+/// What a state should have been.
+const STATE: &str = "a UUID string or an array of UUID strings";
+/// What a name, type or text should have been.
+const TEXT: &str = "a string";
+
+/// At most this many warnings of one structure file are logged one by one by
+/// [`log_warnings`]; the rest are counted in one line (a file odd in thousands of places must
+/// not flood the journal of a Pi).
+pub const LOGGED_WARNINGS: usize = 100;
+
+/// Why a structure file could not be read at all.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StructureError {
-    /// The bytes are not UTF-8; `valid_up_to` is the offset of the first bad byte.
+    /// The bytes are not UTF-8 and replacing the bad sequences does not leave JSON (see the
+    /// module docs); `valid_up_to` is the offset of the first bad byte.
     NotUtf8 { valid_up_to: usize },
     /// Malformed or truncated JSON, at this 1-based line and column.
     Json {
@@ -37,13 +77,13 @@ pub enum StructureError {
         column: usize,
         message: String,
     },
-    /// A value has the wrong JSON type. `path` is dotted (`controls.<uuid>.states`), the
-    /// document itself is `(top level)`.
+    /// The document itself (`(top level)`) is not a JSON object, or `controls` is neither a
+    /// map nor `[]`. `path` is dotted like a [`StructureWarning`]'s.
     WrongType {
         path: String,
         expected: &'static str,
     },
-    /// A required member is absent (or `null`).
+    /// A required member (`controls`) is absent or `null`.
     Missing { path: String },
 }
 
@@ -74,210 +114,419 @@ impl fmt::Display for StructureError {
 
 impl std::error::Error for StructureError {}
 
-/// Parses a structure file given as raw bytes (as fetched over HTTP): checks UTF-8, strips a
-/// UTF-8 byte order mark, then behaves as [`parse_structure`].
+/// Parses a structure file given as raw bytes (as fetched over HTTP): strips a UTF-8 byte order
+/// mark, repairs bytes that are not UTF-8 where it can (module docs: each invalid sequence
+/// replaced with U+FFFD, one [`StructureProblem::InvalidUtf8`] warning per key or text that
+/// got one), then behaves as [`parse_structure`].
 ///
-/// Errors: [`StructureError::NotUtf8`], then anything [`parse_structure`] returns.
+/// Errors: [`StructureError::NotUtf8`] when the bytes are not UTF-8 and the repaired text is
+/// not JSON, then anything [`parse_structure`] returns.
 pub fn parse_structure_bytes(bytes: &[u8]) -> Result<Home, StructureError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let text = std::str::from_utf8(bytes).map_err(|e| StructureError::NotUtf8 {
-        valid_up_to: e.valid_up_to(),
-    })?;
-    parse_structure(text)
+    let valid_up_to = match std::str::from_utf8(bytes) {
+        Ok(text) => return parse_structure(text),
+        Err(e) => e.valid_up_to(),
+    };
+    let text = String::from_utf8_lossy(bytes);
+    // U+FFFD outside a string is a JSON syntax error: the bad bytes were not in a text.
+    let doc: Value =
+        serde_json::from_str(&text).map_err(|_| StructureError::NotUtf8 { valid_up_to })?;
+    let mut reader = Reader::default();
+    reader.replaced(&doc, &mut String::new());
+    reader.home(&doc)
 }
 
 /// Parses the text of a structure file (`LoxAPP3.json`) into a [`Home`], sorted as documented
 /// on [`Home`]: rooms and categories by name then UUID, top-level controls by room name (controls
 /// without a known room last), then name, then UUID; sub-controls by UUID. Names are compared
-/// folded ([`fold`]) first, so "Küche" sorts with "Kuche", then byte-wise.
+/// folded ([`fold`]) first, so "Küche" sorts with "Kuche", then byte-wise. What was skipped or
+/// read as empty is in [`Home::warnings`] (module docs).
 ///
 /// Sub-controls without their own `room`/`cat` take their parent's, as the Loxone app shows them.
 ///
 /// Errors: [`StructureError::Json`] for malformed or truncated JSON;
-/// [`StructureError::WrongType`] when the document, `controls`, a control, `rooms`, `cats`,
-/// `msInfo`, `states`, `details` or `subControls` has the wrong shape;
-/// [`StructureError::Missing`] when `controls` is absent.
+/// [`StructureError::WrongType`] when the document is not an object or `controls` is neither an
+/// object nor `[]`; [`StructureError::Missing`] when `controls` is absent or `null`.
 pub fn parse_structure(json: &str) -> Result<Home, StructureError> {
     let json = json.strip_prefix('\u{feff}').unwrap_or(json);
     let doc: Value = serde_json::from_str(json).map_err(json_error)?;
-    let doc = doc.as_object().ok_or(StructureError::WrongType {
-        path: ROOT.to_string(),
-        expected: "a JSON object",
-    })?;
-
-    let mut rooms = Vec::new();
-    if let Some(map) = opt_object(doc, "rooms", "rooms")? {
-        for (key, v) in map {
-            let path = format!("rooms.{key}");
-            let obj = object(v, &path)?;
-            rooms.push(Room {
-                uuid: uuid_of(obj, "uuid", key),
-                name: text(obj, "name"),
-                is_favorite: boolean(obj, "isFavorite"),
-                default_rating: integer(obj, "defaultRating").unwrap_or(0),
-            });
-        }
-    }
-    rooms.sort_by_cached_key(|r| (fold(&r.name), r.name.clone(), r.uuid.clone()));
-
-    let mut categories = Vec::new();
-    if let Some(map) = opt_object(doc, "cats", "cats")? {
-        for (key, v) in map {
-            let path = format!("cats.{key}");
-            let obj = object(v, &path)?;
-            categories.push(Category {
-                uuid: uuid_of(obj, "uuid", key),
-                name: text(obj, "name"),
-                kind: CategoryKind::from_type(&text(obj, "type")),
-                is_favorite: boolean(obj, "isFavorite"),
-                default_rating: integer(obj, "defaultRating").unwrap_or(0),
-            });
-        }
-    }
-    categories.sort_by_cached_key(|c| (fold(&c.name), c.name.clone(), c.uuid.clone()));
-
-    let controls_map = match doc.get("controls") {
-        None | Some(Value::Null) => {
-            return Err(StructureError::Missing {
-                path: "controls".to_string(),
-            })
-        }
-        Some(v) => object(v, "controls")?,
-    };
-    let mut controls = Vec::with_capacity(controls_map.len());
-    for (key, v) in controls_map {
-        controls.push(control(key, v, &format!("controls.{key}"), None, None)?);
-    }
-    let room_names: BTreeMap<&str, &str> = rooms
-        .iter()
-        .map(|r| (r.uuid.as_str(), r.name.as_str()))
-        .collect();
-    controls.sort_by_cached_key(|c| {
-        let room = c.room.as_deref().and_then(|r| room_names.get(r).copied());
-        (
-            room.is_none(),
-            room.map(fold),
-            room.map(str::to_string),
-            fold(&c.name),
-            c.name.clone(),
-            c.uuid.clone(),
-        )
-    });
-
-    Ok(Home {
-        last_modified: text(doc, "lastModified"),
-        ms_info: ms_info(doc)?,
-        rooms,
-        categories,
-        controls,
-        global_states: string_map(opt_object(doc, "globalStates", "globalStates")?),
-        operating_modes: string_map(opt_object(doc, "operatingModes", "operatingModes")?),
-    })
+    Reader::default().home(&doc)
 }
 
-/// Converts one control (or sub-control) object; `key` is its key in the parent map.
-fn control(
-    key: &str,
-    v: &Value,
-    path: &str,
-    parent_room: Option<&str>,
-    parent_cat: Option<&str>,
-) -> Result<Control, StructureError> {
-    let obj = object(v, path)?;
-    let kind = ControlKind::from_type(&strict_text(obj, "type", path)?);
-    let room = opt_text(obj, "room").or_else(|| parent_room.map(str::to_string));
-    let category = opt_text(obj, "cat").or_else(|| parent_cat.map(str::to_string));
+/// Logs each of `home`'s warnings as one `warn` line naming its path (at most
+/// [`LOGGED_WARNINGS`], then one line with how many more there are).
+pub fn log_warnings(home: &Home) {
+    for w in home.warnings.iter().take(LOGGED_WARNINGS) {
+        log::warn!("structure file {w}");
+    }
+    if home.warnings.len() > LOGGED_WARNINGS {
+        log::warn!(
+            "structure file: {} more places skipped or read as empty (not logged)",
+            home.warnings.len() - LOGGED_WARNINGS
+        );
+    }
+}
 
-    let mut states = BTreeMap::new();
-    let states_path = format!("{path}.states");
-    if let Some(map) = opt_object(obj, "states", &states_path)? {
-        for (name, s) in map {
-            let state_path = format!("{states_path}.{name}");
-            match s {
-                Value::Null => {}
-                Value::String(u) => {
-                    states.insert(name.clone(), StateRef::Uuid(u.clone()));
-                }
-                Value::Array(items) => {
-                    let mut uuids = Vec::with_capacity(items.len());
-                    for (i, item) in items.iter().enumerate() {
-                        match item {
-                            Value::String(u) => uuids.push(u.clone()),
-                            _ => {
-                                return Err(StructureError::WrongType {
-                                    path: format!("{state_path}[{i}]"),
-                                    expected: "a UUID string",
-                                })
+/// Collects the warnings while a document is read.
+#[derive(Default)]
+struct Reader {
+    warnings: Vec<StructureWarning>,
+    /// Paths already warned about (one warning per path).
+    warned: HashSet<String>,
+    /// The `uuidAction`s of the controls read so far, lowercased.
+    uuids: HashSet<String>,
+}
+
+impl Reader {
+    fn warn(&mut self, path: String, problem: StructureProblem) {
+        if self.warned.insert(path.clone()) {
+            self.warnings.push(StructureWarning { path, problem });
+        }
+    }
+
+    /// The whole document; the warnings end up in [`Home::warnings`].
+    fn home(mut self, doc: &Value) -> Result<Home, StructureError> {
+        let doc = doc.as_object().ok_or(StructureError::WrongType {
+            path: ROOT.to_string(),
+            expected: OBJECT,
+        })?;
+        let empty = Map::new();
+        let controls_map = match doc.get("controls") {
+            None | Some(Value::Null) => {
+                return Err(StructureError::Missing {
+                    path: "controls".to_string(),
+                })
+            }
+            Some(Value::Object(map)) => map,
+            Some(Value::Array(a)) if a.is_empty() => &empty,
+            Some(_) => {
+                return Err(StructureError::WrongType {
+                    path: "controls".to_string(),
+                    expected: OBJECT,
+                })
+            }
+        };
+
+        let last_modified = self.text(doc, "lastModified", "lastModified");
+        let ms_info = self.ms_info(doc);
+        let global_states = self.string_map(doc, "globalStates");
+        let operating_modes = self.string_map(doc, "operatingModes");
+
+        let mut rooms = Vec::new();
+        if let Some(map) = self.section(doc, "rooms", "rooms") {
+            for (key, v) in map {
+                let Some(obj) = self.entry(v, format!("rooms.{key}")) else {
+                    continue;
+                };
+                rooms.push(Room {
+                    uuid: uuid_of(obj, "uuid", key),
+                    name: plain_text(obj, "name"),
+                    is_favorite: boolean(obj, "isFavorite"),
+                    default_rating: integer(obj, "defaultRating").unwrap_or(0),
+                });
+            }
+        }
+        rooms.sort_by_cached_key(|r| (fold(&r.name), r.name.clone(), r.uuid.clone()));
+
+        let mut categories = Vec::new();
+        if let Some(map) = self.section(doc, "cats", "cats") {
+            for (key, v) in map {
+                let Some(obj) = self.entry(v, format!("cats.{key}")) else {
+                    continue;
+                };
+                categories.push(Category {
+                    uuid: uuid_of(obj, "uuid", key),
+                    name: plain_text(obj, "name"),
+                    kind: CategoryKind::from_type(&plain_text(obj, "type")),
+                    is_favorite: boolean(obj, "isFavorite"),
+                    default_rating: integer(obj, "defaultRating").unwrap_or(0),
+                });
+            }
+        }
+        categories.sort_by_cached_key(|c| (fold(&c.name), c.name.clone(), c.uuid.clone()));
+
+        let mut controls = Vec::with_capacity(controls_map.len());
+        for (key, v) in controls_map {
+            if let Some(c) = self.control(key, v, &format!("controls.{key}"), None, None) {
+                controls.push(c);
+            }
+        }
+        let room_names: BTreeMap<&str, &str> = rooms
+            .iter()
+            .map(|r| (r.uuid.as_str(), r.name.as_str()))
+            .collect();
+        controls.sort_by_cached_key(|c| {
+            let room = c.room.as_deref().and_then(|r| room_names.get(r).copied());
+            (
+                room.is_none(),
+                room.map(fold),
+                room.map(str::to_string),
+                fold(&c.name),
+                c.name.clone(),
+                c.uuid.clone(),
+            )
+        });
+
+        Ok(Home {
+            last_modified,
+            ms_info,
+            rooms,
+            categories,
+            controls,
+            global_states,
+            operating_modes,
+            warnings: self.warnings,
+        })
+    }
+
+    /// One control (or sub-control); `key` is its key in the parent map, `path` its path.
+    /// `None` (with a warning) when it is not an object.
+    fn control(
+        &mut self,
+        key: &str,
+        v: &Value,
+        path: &str,
+        parent_room: Option<&str>,
+        parent_cat: Option<&str>,
+    ) -> Option<Control> {
+        let obj = self.entry(v, path.to_string())?;
+        let uuid = uuid_of(obj, "uuidAction", key);
+        if !self.uuids.insert(uuid.to_lowercase()) {
+            self.warn(path.to_string(), StructureProblem::DuplicateUuid { uuid });
+            return None;
+        }
+        let kind = ControlKind::from_type(&self.text(obj, "type", &format!("{path}.type")));
+        let name = self.text(obj, "name", &format!("{path}.name"));
+        let room = opt_text(obj, "room").or_else(|| parent_room.map(str::to_string));
+        let category = opt_text(obj, "cat").or_else(|| parent_cat.map(str::to_string));
+
+        let mut states = BTreeMap::new();
+        let states_path = format!("{path}.states");
+        if let Some(map) = self.section(obj, "states", &states_path) {
+            for (state, s) in map {
+                let found = match s {
+                    Value::Null => continue,
+                    Value::String(u) => {
+                        states.insert(state.clone(), StateRef::Uuid(u.clone()));
+                        continue;
+                    }
+                    Value::Array(items) => {
+                        let uuids: Option<Vec<String>> = items
+                            .iter()
+                            .map(|i| i.as_str().map(str::to_string))
+                            .collect();
+                        match uuids {
+                            Some(uuids) => {
+                                states.insert(state.clone(), StateRef::Uuids(uuids));
+                                continue;
                             }
+                            // Leaving one item out would shift the others' positions, which
+                            // mean something (the `temperatures` of an IRoomController).
+                            None => "an array with items that are not strings",
                         }
                     }
-                    states.insert(name.clone(), StateRef::Uuids(uuids));
+                    other => json_type(other),
+                };
+                self.warn(
+                    format!("{states_path}.{state}"),
+                    StructureProblem::Skipped {
+                        expected: STATE,
+                        found,
+                    },
+                );
+            }
+        }
+
+        let details = self
+            .section(obj, "details", &format!("{path}.details"))
+            .cloned()
+            .unwrap_or_default();
+
+        let mut sub_controls = Vec::new();
+        let subs_path = format!("{path}.subControls");
+        if let Some(map) = self.section(obj, "subControls", &subs_path) {
+            for (sub_key, sv) in map {
+                let sub = self.control(
+                    sub_key,
+                    sv,
+                    &format!("{subs_path}.{sub_key}"),
+                    room.as_deref(),
+                    category.as_deref(),
+                );
+                sub_controls.extend(sub);
+            }
+        }
+        sub_controls.sort_by(|a, b| a.uuid.cmp(&b.uuid));
+
+        Some(Control {
+            uuid,
+            name,
+            kind,
+            room,
+            category,
+            is_secured: boolean(obj, "isSecured"),
+            is_favorite: boolean(obj, "isFavorite"),
+            default_rating: integer(obj, "defaultRating").unwrap_or(0),
+            restrictions: integer(obj, "restrictions").unwrap_or(0),
+            states,
+            details,
+            sub_controls,
+        })
+    }
+
+    fn ms_info(&mut self, doc: &Map<String, Value>) -> MsInfo {
+        let Some(m) = self.section(doc, "msInfo", "msInfo") else {
+            return MsInfo::default();
+        };
+        let current_user = match m.get("currentUser") {
+            Some(Value::Object(u)) => opt_text(u, "name"),
+            _ => None,
+        };
+        MsInfo {
+            serial_nr: plain_text(m, "serialNr"),
+            ms_name: plain_text(m, "msName"),
+            project_name: plain_text(m, "projectName"),
+            local_url: plain_text(m, "localUrl"),
+            remote_url: plain_text(m, "remoteUrl"),
+            location: plain_text(m, "location"),
+            language_code: plain_text(m, "languageCode"),
+            miniserver_type: integer(m, "miniserverType"),
+            temp_unit: integer(m, "tempUnit"),
+            current_user,
+        }
+    }
+
+    /// A name -> text map (`globalStates`, `operatingModes`); `null` entries are left out
+    /// silently, arrays and objects with a warning.
+    fn string_map(&mut self, doc: &Map<String, Value>, key: &str) -> BTreeMap<String, String> {
+        let Some(map) = self.section(doc, key, key) else {
+            return BTreeMap::new();
+        };
+        let mut out = BTreeMap::new();
+        for (name, v) in map {
+            match opt_text(map, name) {
+                Some(t) => {
+                    out.insert(name.clone(), t);
                 }
-                _ => {
-                    return Err(StructureError::WrongType {
-                        path: state_path,
-                        expected: "a UUID string or an array of UUID strings",
-                    })
-                }
+                None if v.is_null() => {}
+                None => self.warn(
+                    format!("{key}.{name}"),
+                    StructureProblem::Skipped {
+                        expected: TEXT,
+                        found: json_type(v),
+                    },
+                ),
+            }
+        }
+        out
+    }
+
+    /// Member `key` of `obj` as a map: absent and `null` are `None` without a word; any other
+    /// non-object (`[]` included) is `None` with a [`StructureProblem::ReadAsEmpty`] warning
+    /// at `path`.
+    fn section<'a>(
+        &mut self,
+        obj: &'a Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Option<&'a Map<String, Value>> {
+        match obj.get(key)? {
+            Value::Object(map) => Some(map),
+            Value::Null => None,
+            other => {
+                self.warn(
+                    path.to_string(),
+                    StructureProblem::ReadAsEmpty {
+                        expected: OBJECT,
+                        found: json_type(other),
+                    },
+                );
+                None
             }
         }
     }
 
-    let details = opt_object(obj, "details", &format!("{path}.details"))?
-        .cloned()
-        .unwrap_or_default();
-
-    let mut sub_controls = Vec::new();
-    let subs_path = format!("{path}.subControls");
-    if let Some(map) = opt_object(obj, "subControls", &subs_path)? {
-        for (sub_key, sv) in map {
-            sub_controls.push(control(
-                sub_key,
-                sv,
-                &format!("{subs_path}.{sub_key}"),
-                room.as_deref(),
-                category.as_deref(),
-            )?);
+    /// A map entry as an object, or `None` with a [`StructureProblem::Skipped`] warning.
+    fn entry<'a>(&mut self, v: &'a Value, path: String) -> Option<&'a Map<String, Value>> {
+        match v {
+            Value::Object(map) => Some(map),
+            other => {
+                self.warn(
+                    path,
+                    StructureProblem::Skipped {
+                        expected: OBJECT,
+                        found: json_type(other),
+                    },
+                );
+                None
+            }
         }
     }
-    sub_controls.sort_by(|a, b| a.uuid.cmp(&b.uuid));
 
-    Ok(Control {
-        uuid: uuid_of(obj, "uuidAction", key),
-        name: strict_text(obj, "name", path)?,
-        kind,
-        room,
-        category,
-        is_secured: boolean(obj, "isSecured"),
-        is_favorite: boolean(obj, "isFavorite"),
-        default_rating: integer(obj, "defaultRating").unwrap_or(0),
-        restrictions: integer(obj, "restrictions").unwrap_or(0),
-        states,
-        details,
-        sub_controls,
-    })
+    /// Member `key` as text ([`opt_text`]); empty when absent or `null`, empty with a
+    /// [`StructureProblem::ReadAsEmpty`] warning at `path` when an array or object.
+    fn text(&mut self, obj: &Map<String, Value>, key: &str, path: &str) -> String {
+        match obj.get(key) {
+            Some(v @ (Value::Array(_) | Value::Object(_))) => {
+                self.warn(
+                    path.to_string(),
+                    StructureProblem::ReadAsEmpty {
+                        expected: TEXT,
+                        found: json_type(v),
+                    },
+                );
+                String::new()
+            }
+            _ => plain_text(obj, key),
+        }
+    }
+
+    /// One [`StructureProblem::InvalidUtf8`] warning for each key and text under `v` (at
+    /// `path`) that holds U+FFFD: after a lossy repair, the places the bad bytes were.
+    fn replaced(&mut self, v: &Value, path: &mut String) {
+        const MARK: char = char::REPLACEMENT_CHARACTER;
+        match v {
+            Value::String(s) if s.contains(MARK) => {
+                self.warn(path.clone(), StructureProblem::InvalidUtf8);
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    let len = path.len();
+                    path.push_str(&format!("[{i}]"));
+                    self.replaced(item, path);
+                    path.truncate(len);
+                }
+            }
+            Value::Object(map) => {
+                for (k, item) in map {
+                    let len = path.len();
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(k);
+                    if k.contains(MARK) {
+                        self.warn(path.clone(), StructureProblem::InvalidUtf8);
+                    }
+                    self.replaced(item, path);
+                    path.truncate(len);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
-fn ms_info(doc: &Map<String, Value>) -> Result<MsInfo, StructureError> {
-    let Some(m) = opt_object(doc, "msInfo", "msInfo")? else {
-        return Ok(MsInfo::default());
-    };
-    let current_user = match m.get("currentUser") {
-        Some(Value::Object(u)) => opt_text(u, "name"),
-        _ => None,
-    };
-    Ok(MsInfo {
-        serial_nr: text(m, "serialNr"),
-        ms_name: text(m, "msName"),
-        project_name: text(m, "projectName"),
-        local_url: text(m, "localUrl"),
-        remote_url: text(m, "remoteUrl"),
-        location: text(m, "location"),
-        language_code: text(m, "languageCode"),
-        miniserver_type: integer(m, "miniserverType"),
-        temp_unit: integer(m, "tempUnit"),
-        current_user,
-    })
+/// The JSON type of `v`, as a warning names it.
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(a) if a.is_empty() => "an empty array",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// Maps serde_json's error to [`StructureError::Json`], without repeating the position.
@@ -293,26 +542,6 @@ fn json_error(e: serde_json::Error) -> StructureError {
     }
 }
 
-/// `v` as an object, or `WrongType` at `path`.
-fn object<'a>(v: &'a Value, path: &str) -> Result<&'a Map<String, Value>, StructureError> {
-    v.as_object().ok_or_else(|| StructureError::WrongType {
-        path: path.to_string(),
-        expected: "a JSON object",
-    })
-}
-
-/// Member `key` as an object; absent or `null` is `None`, any other type is `WrongType`.
-fn opt_object<'a>(
-    obj: &'a Map<String, Value>,
-    key: &str,
-    path: &str,
-) -> Result<Option<&'a Map<String, Value>>, StructureError> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => object(v, path).map(Some),
-    }
-}
-
 /// Member `key` as text: strings as they are, numbers and booleans written out; otherwise `None`.
 fn opt_text(obj: &Map<String, Value>, key: &str) -> Option<String> {
     match obj.get(key)? {
@@ -324,20 +553,8 @@ fn opt_text(obj: &Map<String, Value>, key: &str) -> Option<String> {
 }
 
 /// Like [`opt_text`], empty when absent or of another type.
-fn text(obj: &Map<String, Value>, key: &str) -> String {
+fn plain_text(obj: &Map<String, Value>, key: &str) -> String {
     opt_text(obj, key).unwrap_or_default()
-}
-
-/// A control's `name` or `type`: empty when absent or `null`, `WrongType` when an object or array.
-fn strict_text(obj: &Map<String, Value>, key: &str, path: &str) -> Result<String, StructureError> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(String::new()),
-        Some(Value::Array(_)) | Some(Value::Object(_)) => Err(StructureError::WrongType {
-            path: format!("{path}.{key}"),
-            expected: "a string",
-        }),
-        Some(_) => Ok(opt_text(obj, key).unwrap_or_default()),
-    }
 }
 
 /// The object's own UUID member, falling back to its key in the parent map.
@@ -376,19 +593,575 @@ fn boolean(obj: &Map<String, Value>, key: &str) -> bool {
     }
 }
 
-/// A name -> text map (`globalStates`, `operatingModes`); entries that are not text are skipped.
-fn string_map(map: Option<&Map<String, Value>>) -> BTreeMap<String, String> {
-    let Some(map) = map else {
-        return BTreeMap::new();
-    };
-    map.keys()
-        .filter_map(|k| Some((k.clone(), opt_text(map, k)?)))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// A real structure file (`tests/fixtures/SOURCES.md`): 3 rooms, 3 categories, 6 controls.
+    const SHOWROOM: &str = include_str!("../../tests/fixtures/Smarteon-loxone-java-showroom.json");
+    const ALARM: &str = "0f86a2fe-0378-3e15-ffff373f9870b52a";
+    const SMOKE: &str = "0f86a20d-0301-1814-ffff373f9870b52a";
+    const CENTRAL_LIGHTS: &str = "10a73e3b-01d5-1a35-ffff373f9870b52a";
+    const ALL_OFF: &str = "0f86a20d-02ad-17f0-ffff373f9870b52a";
+    const LIGHTS: &str = "0f86a20d-009d-178c-ffff373f9870b52a";
+    const IRC: &str = "0f8b7707-00dc-1049-ffff373f9870b52a";
+    const LIVING_ROOM: &str = "0f869a64-025f-0c2c-ffffd4c75dbaf53c";
+    const ALARM_CATEGORY: &str = "0f869a64-0221-0b28-ffffd4c75dbaf53c";
+
+    /// The fixture's controls: UUID, name, type and room name, as the file has them.
+    const CONTROLS: [(&str, &str, &str, &str); 6] = [
+        (ALARM, "Alarm", "Alarm", "Centrál"),
+        (
+            SMOKE,
+            "Centrála požáru a úniku vody",
+            "SmokeAlarm",
+            "Centrál",
+        ),
+        (
+            CENTRAL_LIGHTS,
+            "Centrál osvětlení",
+            "CentralLightController",
+            "Centrál",
+        ),
+        (ALL_OFF, "Vše vyp.", "Pushbutton", "Centrál"),
+        (
+            LIGHTS,
+            "Ovládání osvětlení",
+            "LightController",
+            "Obývací pokoj",
+        ),
+        (
+            IRC,
+            "Inteligentní regulace pokojové teploty",
+            "IRoomController",
+            "Obývací pokoj",
+        ),
+    ];
+
+    fn showroom() -> Value {
+        serde_json::from_str(SHOWROOM).unwrap()
+    }
+
+    fn parse(doc: &Value) -> Home {
+        parse_structure(&doc.to_string()).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The control `uuid` of `doc`, for the test to spoil it.
+    fn control_of<'a>(doc: &'a mut Value, uuid: &str) -> &'a mut Value {
+        &mut doc["controls"][uuid]
+    }
+
+    /// Every fixture control but `except` is there with its name and type; its room is named
+    /// as in the fixture unless `rooms_read` is false (then it still has its room UUID).
+    fn assert_controls_kept(home: &Home, except: &[&str], rooms_read: bool) {
+        let want: Vec<_> = CONTROLS.iter().filter(|c| !except.contains(&c.0)).collect();
+        assert_eq!(home.controls.len(), want.len(), "{:?}", home.controls);
+        for (uuid, name, kind, room) in want {
+            let c = home
+                .control(uuid)
+                .unwrap_or_else(|| panic!("{name} is gone"));
+            assert_eq!((c.name.as_str(), c.kind.as_str()), (*name, *kind));
+            assert!(c.room.is_some(), "{name} keeps its room UUID");
+            let shown = if rooms_read { Some(*room) } else { None };
+            assert_eq!(home.room_name(c), shown, "{name}");
+        }
+    }
+
+    fn paths(home: &Home) -> Vec<&str> {
+        home.warnings.iter().map(|w| w.path.as_str()).collect()
+    }
+
+    fn warning(path: impl Into<String>, problem: StructureProblem) -> StructureWarning {
+        StructureWarning {
+            path: path.into(),
+            problem,
+        }
+    }
+
+    fn read_as_empty(found: &'static str) -> StructureProblem {
+        StructureProblem::ReadAsEmpty {
+            expected: "a JSON object",
+            found,
+        }
+    }
+
+    fn skipped(expected: &'static str, found: &'static str) -> StructureProblem {
+        StructureProblem::Skipped { expected, found }
+    }
+
+    #[test]
+    fn the_fixture_reads_without_warnings() {
+        let home = parse(&showroom());
+        assert!(home.warnings.is_empty(), "{:?}", home.warnings);
+        assert_controls_kept(&home, &[], true);
+        assert_eq!((home.rooms.len(), home.categories.len()), (3, 3));
+        assert_eq!(home.global_states.len(), 10);
+        assert_eq!(home.operating_modes.len(), 16);
+        assert_eq!(home.ms_info.ms_name, "ShowRoom");
+    }
+
+    #[test]
+    fn empty_arrays_for_top_level_maps_read_as_empty_with_one_warning() {
+        // PHP's json_encode writes an empty map as `[]`.
+        for section in ["rooms", "cats", "globalStates", "operatingModes", "msInfo"] {
+            let mut doc = showroom();
+            doc[section] = json!([]);
+            let home = parse(&doc);
+            assert_eq!(
+                home.warnings,
+                vec![StructureWarning {
+                    path: section.to_string(),
+                    problem: StructureProblem::ReadAsEmpty {
+                        expected: OBJECT,
+                        found: "an empty array"
+                    },
+                }],
+                "{section}"
+            );
+            assert_controls_kept(&home, &[], section != "rooms");
+            let counts = (
+                home.rooms.len(),
+                home.categories.len(),
+                home.global_states.len(),
+                home.operating_modes.len(),
+            );
+            let want = match section {
+                "rooms" => (0, 3, 10, 16),
+                "cats" => (3, 0, 10, 16),
+                "globalStates" => (3, 3, 0, 16),
+                "operatingModes" => (3, 3, 10, 0),
+                _ => (3, 3, 10, 16),
+            };
+            assert_eq!(counts, want, "{section}");
+            let ms_name = if section == "msInfo" { "" } else { "ShowRoom" };
+            assert_eq!(home.ms_info.ms_name, ms_name, "{section}");
+        }
+    }
+
+    #[test]
+    fn empty_arrays_for_control_maps_read_as_empty_with_one_warning_each() {
+        let mut doc = showroom();
+        control_of(&mut doc, IRC)["states"] = json!([]);
+        control_of(&mut doc, ALARM)["details"] = json!([]);
+        control_of(&mut doc, LIGHTS)["subControls"] = json!([]);
+        let home = parse(&doc);
+        let mut paths: Vec<&str> = home.warnings.iter().map(|w| w.path.as_str()).collect();
+        paths.sort();
+        let mut want = vec![
+            format!("controls.{IRC}.states"),
+            format!("controls.{ALARM}.details"),
+            format!("controls.{LIGHTS}.subControls"),
+        ];
+        want.sort();
+        assert_eq!(paths, want);
+        assert!(home.warnings.iter().all(|w| w.problem
+            == StructureProblem::ReadAsEmpty {
+                expected: OBJECT,
+                found: "an empty array"
+            }));
+        assert_controls_kept(&home, &[], true);
+        assert!(home.control(IRC).unwrap().states.is_empty());
+        assert!(home.control(ALARM).unwrap().details.is_empty());
+        assert!(home.control(LIGHTS).unwrap().sub_controls.is_empty());
+        // The fixture's values where nothing was changed: the smoke alarm's 10 states and
+        // 2 details, the alarm's one sub-control.
+        let smoke = home.control(SMOKE).unwrap();
+        assert_eq!((smoke.states.len(), smoke.details.len()), (10, 2));
+        assert_eq!(home.control(ALARM).unwrap().sub_controls.len(), 1);
+    }
+
+    #[test]
+    fn top_level_sections_of_the_wrong_type_read_as_empty_with_one_warning() {
+        let cases = [
+            ("rooms", json!("Centrál"), "a string"),
+            ("cats", json!(5), "a number"),
+            ("globalStates", json!(["operatingMode"]), "an array"),
+            ("operatingModes", json!(true), "a boolean"),
+            ("msInfo", json!("ShowRoom"), "a string"),
+        ];
+        for (section, odd, found) in cases {
+            let mut doc = showroom();
+            doc[section] = odd;
+            let home = parse(&doc);
+            assert_eq!(
+                home.warnings,
+                [warning(section, read_as_empty(found))],
+                "{section}"
+            );
+            assert_controls_kept(&home, &[], section != "rooms");
+            let empty = match section {
+                "rooms" => home.rooms.is_empty(),
+                "cats" => home.categories.is_empty(),
+                "globalStates" => home.global_states.is_empty(),
+                "operatingModes" => home.operating_modes.is_empty(),
+                _ => home.ms_info == MsInfo::default(),
+            };
+            assert!(empty, "{section} read as empty");
+        }
+    }
+
+    #[test]
+    fn control_maps_of_the_wrong_type_read_as_empty_with_one_warning_each() {
+        let mut doc = showroom();
+        control_of(&mut doc, IRC)["states"] = json!("tempActual");
+        control_of(&mut doc, ALARM)["details"] = json!(7);
+        control_of(&mut doc, LIGHTS)["subControls"] = json!([format!("{LIGHTS}/AI1")]);
+        let home = parse(&doc);
+        assert_eq!(
+            home.warnings,
+            // In the file's (sorted) key order.
+            [
+                warning(
+                    format!("controls.{LIGHTS}.subControls"),
+                    read_as_empty("an array")
+                ),
+                warning(
+                    format!("controls.{ALARM}.details"),
+                    read_as_empty("a number")
+                ),
+                warning(format!("controls.{IRC}.states"), read_as_empty("a string")),
+            ]
+        );
+        assert_controls_kept(&home, &[], true);
+        let irc = home.control(IRC).unwrap();
+        assert!(irc.states.is_empty());
+        // Its details and its 2 sub-controls are still read.
+        assert_eq!(irc.sub_controls.len(), 2);
+        assert_eq!(irc.details.get("format"), Some(&json!("%.1f°")));
+        assert!(home.control(ALARM).unwrap().details.is_empty());
+        assert!(home.control(LIGHTS).unwrap().sub_controls.is_empty());
+    }
+
+    #[test]
+    fn controls_that_are_not_objects_are_skipped() {
+        let mut doc = showroom();
+        *control_of(&mut doc, ALARM) = json!("Alarm");
+        *control_of(&mut doc, ALL_OFF) = json!(7);
+        *control_of(&mut doc, SMOKE) = Value::Null;
+        let home = parse(&doc);
+        // In the file's (sorted) key order.
+        assert_eq!(
+            home.warnings,
+            [
+                warning(
+                    format!("controls.{ALL_OFF}"),
+                    skipped("a JSON object", "a number")
+                ),
+                warning(
+                    format!("controls.{SMOKE}"),
+                    skipped("a JSON object", "null")
+                ),
+                warning(
+                    format!("controls.{ALARM}"),
+                    skipped("a JSON object", "a string")
+                ),
+            ]
+        );
+        assert_controls_kept(&home, &[ALARM, ALL_OFF, SMOKE], true);
+    }
+
+    #[test]
+    fn sub_controls_that_are_not_objects_are_skipped() {
+        let mut doc = showroom();
+        let ai1 = format!("{LIGHTS}/AI1");
+        control_of(&mut doc, LIGHTS)["subControls"][&ai1] = json!(["Dimmer"]);
+        let home = parse(&doc);
+        assert_eq!(
+            home.warnings,
+            [warning(
+                format!("controls.{LIGHTS}.subControls.{ai1}"),
+                skipped("a JSON object", "an array")
+            )]
+        );
+        assert_controls_kept(&home, &[], true);
+        let subs = &home.control(LIGHTS).unwrap().sub_controls;
+        assert_eq!(subs.len(), 1);
+        assert_eq!(subs[0].uuid, format!("{LIGHTS}/AI2"));
+        assert!(home.control(&ai1).is_none());
+    }
+
+    #[test]
+    fn states_of_the_wrong_type_are_skipped() {
+        let mut doc = showroom();
+        control_of(&mut doc, ALL_OFF)["states"]["active"] = json!(5);
+        control_of(&mut doc, IRC)["states"]["tempTarget"] = json!({"uuid": "x"});
+        // One bad item spoils the whole array: the others' positions mean something.
+        control_of(&mut doc, IRC)["states"]["temperatures"][1] = json!(1);
+        let home = parse(&doc);
+        assert_eq!(
+            home.warnings,
+            [
+                warning(
+                    format!("controls.{ALL_OFF}.states.active"),
+                    skipped(STATE, "a number")
+                ),
+                warning(
+                    format!("controls.{IRC}.states.tempTarget"),
+                    skipped(STATE, "an object")
+                ),
+                warning(
+                    format!("controls.{IRC}.states.temperatures"),
+                    skipped(STATE, "an array with items that are not strings")
+                ),
+            ]
+        );
+        assert_controls_kept(&home, &[], true);
+        assert!(home.control(ALL_OFF).unwrap().states.is_empty());
+        let irc = home.control(IRC).unwrap();
+        // 17 states in the fixture, 2 skipped; the others keep their UUIDs.
+        assert_eq!(irc.states.len(), 15);
+        assert_eq!(
+            irc.state("tempActual"),
+            Some("0f8b7707-00dc-1020-ffff747a5b105600")
+        );
+    }
+
+    #[test]
+    fn rooms_categories_and_global_states_of_the_wrong_type_are_skipped() {
+        let mut doc = showroom();
+        doc["rooms"][LIVING_ROOM] = json!(1);
+        doc["cats"][ALARM_CATEGORY] = json!("Alarm");
+        doc["globalStates"]["sunrise"] = json!({"uuid": "x"});
+        let home = parse(&doc);
+        assert_eq!(
+            home.warnings,
+            [
+                warning("globalStates.sunrise", skipped("a string", "an object")),
+                warning(
+                    format!("rooms.{LIVING_ROOM}"),
+                    skipped("a JSON object", "a number")
+                ),
+                warning(
+                    format!("cats.{ALARM_CATEGORY}"),
+                    skipped("a JSON object", "a string")
+                ),
+            ]
+        );
+        let rooms: Vec<_> = home.rooms.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(rooms, ["Centrál", "Ložnice"]);
+        let cats: Vec<_> = home.categories.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(cats, ["Osvětlení", "Teplota"]);
+        assert_eq!(home.global_states.len(), 9);
+        assert!(!home.global_states.contains_key("sunrise"));
+        // The living room's controls stay, without a room name to show.
+        assert_eq!(home.controls.len(), 6);
+        let lights = home.control(LIGHTS).unwrap();
+        assert_eq!(lights.room.as_deref(), Some(LIVING_ROOM));
+        assert_eq!(home.room_name(lights), None);
+        assert_eq!(
+            home.room_name(home.control(ALARM).unwrap()),
+            Some("Centrál")
+        );
+    }
+
+    #[test]
+    fn a_duplicate_uuid_action_is_skipped_and_the_first_kept() {
+        let mut doc = showroom();
+        // A copy of the lights under a later key, its uuidAction in capitals.
+        let mut copy = control_of(&mut doc, LIGHTS).clone();
+        copy["name"] = json!("Copy");
+        copy["uuidAction"] = json!(LIGHTS.to_uppercase());
+        doc["controls"]["zz-copy"] = copy;
+        // A sub-control of the room controller (a later key) claiming the alarm's UUID.
+        control_of(&mut doc, IRC)["subControls"]["x"] =
+            json!({"name": "Echo", "type": "Switch", "uuidAction": ALARM});
+        let home = parse(&doc);
+        assert_eq!(
+            home.warnings,
+            [
+                warning(
+                    format!("controls.{IRC}.subControls.x"),
+                    StructureProblem::DuplicateUuid {
+                        uuid: ALARM.to_string()
+                    }
+                ),
+                warning(
+                    "controls.zz-copy",
+                    StructureProblem::DuplicateUuid {
+                        uuid: LIGHTS.to_uppercase()
+                    }
+                ),
+            ]
+        );
+        assert_controls_kept(&home, &[], true);
+        assert_eq!(home.control(IRC).unwrap().sub_controls.len(), 2);
+        // The copy's sub-controls were not read (or they would be warned about above): the
+        // fixture's 6 controls and 6 sub-controls.
+        assert_eq!(home.count_all_controls(), 6 + 6);
+        assert!(home.warnings[1]
+            .to_string()
+            .ends_with("used by an earlier control; skipped"));
+    }
+
+    #[test]
+    fn names_types_and_last_modified_of_the_wrong_type_read_as_empty() {
+        let mut doc = showroom();
+        control_of(&mut doc, ALARM)["name"] = json!({"cs": "Alarm"});
+        control_of(&mut doc, ALARM)["type"] = json!(["Alarm"]);
+        doc["lastModified"] = json!(["2019-02-13 10:04:08"]);
+        let home = parse(&doc);
+        let text = |found| StructureProblem::ReadAsEmpty {
+            expected: "a string",
+            found,
+        };
+        assert_eq!(
+            home.warnings,
+            [
+                warning("lastModified", text("an array")),
+                warning(format!("controls.{ALARM}.type"), text("an array")),
+                warning(format!("controls.{ALARM}.name"), text("an object")),
+            ]
+        );
+        // The alarm stays, nameless and of no known type, with its 10 states.
+        let alarm = home.control(ALARM).unwrap();
+        assert_eq!((alarm.name.as_str(), alarm.kind.as_str()), ("", ""));
+        assert_eq!(alarm.states.len(), 10);
+        assert_eq!(home.controls.len(), 6);
+        for (uuid, name, kind, _) in &CONTROLS[1..] {
+            let c = home.control(uuid).unwrap();
+            assert_eq!((c.name.as_str(), c.kind.as_str()), (*name, *kind));
+        }
+        assert_eq!(home.last_modified, "");
+    }
+
+    #[test]
+    fn a_missing_controls_still_stops_the_reading() {
+        let mut doc = showroom();
+        doc.as_object_mut().unwrap().remove("controls");
+        let missing = StructureError::Missing {
+            path: "controls".into(),
+        };
+        assert_eq!(parse_structure(&doc.to_string()).unwrap_err(), missing);
+        doc["controls"] = Value::Null;
+        assert_eq!(parse_structure(&doc.to_string()).unwrap_err(), missing);
+        doc["controls"] = json!("none");
+        assert_eq!(
+            parse_structure(&doc.to_string()).unwrap_err(),
+            StructureError::WrongType {
+                path: "controls".into(),
+                expected: "a JSON object",
+            }
+        );
+        // `[]` is PHP's empty map: a house without controls.
+        doc["controls"] = json!([]);
+        let home = parse(&doc);
+        assert!(home.controls.is_empty() && home.warnings.is_empty());
+        assert_eq!(home.rooms.len(), 3);
+    }
+
+    #[test]
+    fn text_that_is_not_json_stops_the_reading() {
+        let cut = &SHOWROOM.as_bytes()[..SHOWROOM.len() / 2];
+        assert!(matches!(
+            parse_structure_bytes(cut),
+            Err(StructureError::Json { .. })
+        ));
+        assert!(matches!(
+            parse_structure_bytes(b"<html>Not Found</html>"),
+            Err(StructureError::Json {
+                line: 1,
+                column: 1,
+                ..
+            })
+        ));
+        assert_eq!(
+            parse_structure("[]").unwrap_err(),
+            StructureError::WrongType {
+                path: "(top level)".into(),
+                expected: "a JSON object",
+            }
+        );
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_inside_a_text_are_replaced_with_a_warning() {
+        // "Obývací pokoj" as Latin-1 writes it: ý and í one byte each.
+        let bytes: Vec<u8> = SHOWROOM
+            .replace("Obývací pokoj", "Ob\u{1}vac\u{2} pokoj")
+            .into_bytes()
+            .into_iter()
+            .map(|b| match b {
+                1 => 0xFD,
+                2 => 0xED,
+                b => b,
+            })
+            .collect();
+        assert!(std::str::from_utf8(&bytes).is_err());
+        let home = parse_structure_bytes(&bytes).unwrap();
+        assert_eq!(
+            home.warnings,
+            [warning(
+                format!("rooms.{LIVING_ROOM}.name"),
+                StructureProblem::InvalidUtf8
+            )]
+        );
+        let living = home.rooms.iter().find(|r| r.uuid == LIVING_ROOM).unwrap();
+        assert_eq!(living.name, "Ob\u{FFFD}vac\u{FFFD} pokoj");
+        // Everything else as in the fixture.
+        assert_eq!(home.controls.len(), 6);
+        for (uuid, name, _, _) in CONTROLS {
+            assert_eq!(home.control(uuid).unwrap().name, name);
+        }
+
+        // A bad byte in a key: the path names the key as repaired.
+        let bytes =
+            b"{\"controls\": {\"a\": {\"name\": \"x\", \"states\": {\"K\xFCche\": \"s1\"}}}}";
+        let home = parse_structure_bytes(bytes).unwrap();
+        assert_eq!(paths(&home), ["controls.a.states.K\u{FFFD}che"]);
+        assert_eq!(home.control("a").unwrap().state("K\u{FFFD}che"), Some("s1"));
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_outside_a_text_stop_the_reading() {
+        // Between two tokens: replacing it cannot leave JSON.
+        let mut bytes = br#"{"controls": {}"#.to_vec();
+        bytes.push(0xFF);
+        bytes.push(b'}');
+        assert_eq!(
+            parse_structure_bytes(&bytes).unwrap_err(),
+            StructureError::NotUtf8 { valid_up_to: 15 }
+        );
+        // A UTF-16 file (with its byte order mark) is not text to this reader.
+        let utf16: Vec<u8> = std::iter::once(0xFEFF_u16)
+            .chain(r#"{"controls": {}}"#.encode_utf16())
+            .flat_map(u16::to_le_bytes)
+            .collect();
+        assert_eq!(
+            parse_structure_bytes(&utf16).unwrap_err(),
+            StructureError::NotUtf8 { valid_up_to: 0 }
+        );
+    }
+
+    #[test]
+    fn one_warning_per_path() {
+        // A text where `states` should be, holding a bad byte: two problems, one path.
+        let bytes = b"{\"controls\": {\"a\": {\"name\": \"x\", \"states\": \"K\xFCche\"}}}";
+        let home = parse_structure_bytes(bytes).unwrap();
+        assert_eq!(paths(&home), ["controls.a.states"]);
+        assert_eq!(home.warnings[0].problem, StructureProblem::InvalidUtf8);
+        assert!(home.control("a").unwrap().states.is_empty());
+    }
+
+    #[test]
+    fn warnings_read_as_sentences() {
+        let w = warning("controls.a.states.active", skipped(STATE, "a number"));
+        assert_eq!(
+            w.to_string(),
+            "controls.a.states.active: expected a UUID string or an array of UUID strings, \
+             found a number; skipped"
+        );
+        let w = warning("rooms", read_as_empty("a string"));
+        assert_eq!(
+            w.to_string(),
+            "rooms: expected a JSON object, found a string; read as empty"
+        );
+        let w = warning("rooms.r.name", StructureProblem::InvalidUtf8);
+        assert_eq!(
+            w.to_string(),
+            "rooms.r.name: bytes that are not UTF-8 replaced with U+FFFD"
+        );
+    }
 
     #[test]
     fn json_error_message_does_not_repeat_the_position() {

@@ -273,10 +273,13 @@ impl House {
             by_name: HashMap::new(),
         };
         for (key, c) in controls {
-            house.add(key, c, true)?;
+            // A control left out (a duplicate) takes its sub-controls with it.
+            if !house.add(key, c, true) {
+                continue;
+            }
             if let Some(subs) = c.get("subControls").and_then(Value::as_object) {
                 for (skey, s) in subs {
-                    house.add(skey, s, false)?;
+                    house.add(skey, s, false);
                 }
             }
         }
@@ -323,12 +326,19 @@ impl House {
         Ok(house)
     }
 
-    fn add(&mut self, key: &str, c: &Value, top_level: bool) -> Result<(), SimError> {
+    /// Adds the control `c` (its key `key` in its map); `false` when it is left out: a
+    /// control whose `uuidAction` (without regard to case) an earlier one has, as the product's
+    /// structure reader does (the first in the file is kept, with a warning in the log).
+    fn add(&mut self, key: &str, c: &Value, top_level: bool) -> bool {
         let uuid = c
             .get("uuidAction")
             .and_then(Value::as_str)
             .unwrap_or(key)
             .to_string();
+        if self.by_uuid.contains_key(&uuid.to_lowercase()) {
+            log::warn!("sim: structure file: {key}: uuidAction {uuid} is used by an earlier control; skipped");
+            return false;
+        }
         let kind = Kind::parse(c.get("type").and_then(Value::as_str).unwrap_or(""));
         let name = c
             .get("name")
@@ -360,9 +370,7 @@ impl House {
             }
         }
         let idx = self.ctls.len();
-        if self.by_uuid.insert(uuid.to_lowercase(), idx).is_some() {
-            return Err(SimError::Structure(format!("duplicate uuidAction {uuid}")));
-        }
+        self.by_uuid.insert(uuid.to_lowercase(), idx);
         if top_level {
             self.by_name.entry(name.clone()).or_default().push(idx);
         }
@@ -385,7 +393,7 @@ impl House {
                 _ => false,
             },
         });
-        Ok(())
+        true
     }
 
     /// Lets the room temperature (`tempActual`) of every IRoomController and

@@ -167,6 +167,31 @@ impl fmt::Display for SimError {
 
 impl std::error::Error for SimError {}
 
+/// `msInfo.serialNr` as the simulator serves it (`snr` of `/jdev/cfg/api`, with colons after
+/// every two characters, and the seed of its `apiKey` key). Real serials are 12 hex digits
+/// without separators (loxone-protocol.md §2.2); anonymised sample files use letters too
+/// (`504F94SAMPLE`); files from the field may write it as `snr` shows it
+/// (`50:4F:94:10:B8:1A`, dashes likewise) or have another length (14 characters). Separators
+/// are dropped; another length is served as it is, with a warning in the log. Errors when
+/// nothing is left or other characters remain: the serial goes into the single-quoted
+/// pseudo-JSON of `cfg/api`, where a quote would break the answer.
+fn serial_of(raw: &str) -> Result<String, SimError> {
+    let serial: String = raw.chars().filter(|c| !matches!(c, ':' | '-')).collect();
+    if serial.is_empty() || !serial.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Err(SimError::Structure(format!(
+            "msInfo.serialNr {raw:?} is not letters and digits (with : or - between them)"
+        )));
+    }
+    if serial.len() != 12 {
+        log::warn!(
+            "sim: structure file: msInfo.serialNr {raw:?} has {} characters, a Miniserver's \
+             has 12; served as it is",
+            serial.len()
+        );
+    }
+    Ok(serial)
+}
+
 /// One HTTP answer of the simulator.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimResponse {
@@ -183,7 +208,8 @@ pub struct Simulator {
     config: SimConfig,
     /// The structure text and its `lastModified` (replaceable: [`Simulator::replace_structure`]).
     structure: std::sync::RwLock<(String, String)>,
-    /// `msInfo.serialNr`, 12 characters without colons (hex digits on a real Miniserver).
+    /// `msInfo.serialNr` as [`serial_of`] reads it: ASCII letters and digits, 12 of them (hex
+    /// digits) on a real Miniserver.
     serial: String,
     /// `msInfo.localUrl`, reported as `address` by `/jdev/cfg/apiKey`.
     address: String,
@@ -233,14 +259,7 @@ impl Simulator {
         house.start_drift(config.temp_drift_per_minute, std::time::Instant::now());
         let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
         let ms_info = doc.get("msInfo");
-        let serial = text(ms_info.and_then(|m| m.get("serialNr")));
-        // Real serials are 12 hex digits; anonymised sample files use letters too
-        // ("504F94SAMPLE"), so any 12 ASCII letters or digits are accepted.
-        if serial.len() != 12 || !serial.chars().all(|c| c.is_ascii_alphanumeric()) {
-            return Err(SimError::Structure(format!(
-                "msInfo.serialNr {serial:?} is not 12 letters or digits"
-            )));
-        }
+        let serial = serial_of(&text(ms_info.and_then(|m| m.get("serialNr"))))?;
         let address = match text(ms_info.and_then(|m| m.get("localUrl"))) {
             a if a.is_empty() => "127.0.0.1".to_string(),
             a => a,

@@ -99,6 +99,11 @@ impl Logged {
         found.unwrap_or_else(|_| panic!("no {what}; log: {:#?}", log.lock().unwrap()))
     }
 
+    /// Every line the child wrote to stderr so far, oldest first.
+    pub fn lines_so_far(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+
     /// The child's process id.
     pub fn pid(&self) -> u32 {
         self.child.0.id()

@@ -84,8 +84,9 @@ impl Miniserver {
 /// a temporary folder and its log kept for failure messages. Killed when dropped.
 pub struct Served {
     pub addr: SocketAddr,
-    /// Held until the test ends: the process (killed on drop) and its data directory.
-    _child: Logged,
+    /// The process (killed on drop) and its log ([`Served::log`]).
+    child: Logged,
+    /// Held until the test ends: the data directory.
     _data: TempDir,
 }
 
@@ -181,7 +182,7 @@ impl Served {
         });
         let served = Served {
             addr,
-            _child: child,
+            child,
             _data: data,
         };
         wait_until("/health answers", PATIENCE, || {
@@ -191,6 +192,12 @@ impl Served {
             }
         });
         served
+    }
+
+    /// Every line the server logged so far (its start-up lines are all there once
+    /// [`Served::start`] returned).
+    pub fn log(&self) -> Vec<String> {
+        self.child.lines_so_far()
     }
 
     /// Waits until `/health` reports the Miniserver link in `mode` (`websocket`, `polling`,
