@@ -561,9 +561,22 @@ struct WsKeys {
     decrypted_next: bool,
 }
 
+/// The `control` a WebSocket answer to an encrypted command echoes: the command as received,
+/// `jdev/sys/enc/{cipher}` (or `fenc`), with the cipher URI-decoded back to plain base64.
+/// PyLoxone AES-decrypts this echo to learn which command an answer belongs to, and notes
+/// that "encrypted strings returned by the miniserver are not %encoded (even if they were when
+/// sent to the miniserver)" (`pyloxone_api/connection.py` `_decrypt`). A cipher that does not
+/// URI-decode is echoed as received.
+fn echo_encrypted(prefix: &str, cipher: &str) -> String {
+    let cipher = percent_decode(cipher).unwrap_or_else(|| cipher.to_string());
+    format!("{prefix}{cipher}")
+}
+
 /// WebSocket authentication as a Miniserver does it (loxone-protocol.md §4.1, §3.3-3.4):
-/// `jdev/sys/keyexchange/{rsa(key:iv)}` sets the session key; `jdev/sys/enc/{cipher}` carries
-/// encrypted commands; `authwithtoken/{hash}/{user}` authenticates with a token issued by
+/// `jdev/sys/keyexchange/{rsa(key:iv)}` sets the session key and answers with the one-time
+/// `getkey` key encrypted with it; `jdev/sys/enc/{cipher}` carries encrypted commands (their
+/// answers echo the encrypted command, see [`echo_encrypted`]) and `jdev/sys/fenc/{cipher}`
+/// also encrypts the answer; `authwithtoken/{hash}/{user}` authenticates with a token issued by
 /// `getjwt` (over HTTP or over this socket, encrypted); `getkey2`, `getkey`, `getjwt`,
 /// `refreshjwt`, `checktoken`, `killtoken` work as over HTTP. A wrong token is code 401.
 /// Simulating old firmware (`SimConfig::token_auth = false`) refuses WebSocket logins (401),
@@ -601,11 +614,24 @@ impl super::WsAuth for TokenWsAuth {
                 .and_then(|k| k.recover_session_key(payload));
             return match key {
                 Ok(key) => {
+                    // The answer's value is the one-time key of `jdev/sys/getkey`, AES-encrypted
+                    // with the key just received (base64): lxcommunicator decrypts it and hashes
+                    // the token of `authwithtoken` with it (`WebSocket.js` `_exchangeKeys`).
+                    let one_time = sim
+                        .tokens
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .hash_key()
+                        .to_string();
+                    let value = key.encrypt_answer(&one_time);
                     session.data = Some(Box::new(WsKeys {
                         key,
                         decrypted_next: false,
                     }));
-                    answer(200)
+                    Out::Answer {
+                        code: 200,
+                        value: serde_json::Value::String(value),
+                    }
                 }
                 Err(e) => {
                     info!("sim ws: keyexchange refused: {e}");
@@ -613,25 +639,30 @@ impl super::WsAuth for TokenWsAuth {
                 }
             };
         }
-        if let Some(cipher) = lower
-            .starts_with("jdev/sys/enc/")
-            .then(|| &command["jdev/sys/enc/".len()..])
-        {
+        let encrypted = ["jdev/sys/enc/", "jdev/sys/fenc/"]
+            .into_iter()
+            .find(|p| lower.starts_with(p));
+        if let Some(prefix) = encrypted {
+            let cipher = &command[prefix.len()..];
             let Some(keys) = session
                 .data
                 .as_mut()
                 .and_then(|d| d.downcast_mut::<WsKeys>())
             else {
-                info!("sim ws: enc before keyexchange");
+                info!("sim ws: {prefix} before keyexchange");
                 return answer(401);
             };
             return match keys.key.decrypt_command(cipher) {
                 Ok(plain) => {
                     keys.decrypted_next = true;
-                    Out::Decrypted(plain)
+                    Out::Decrypted(super::Decrypted {
+                        command: plain,
+                        control: echo_encrypted(&command[..prefix.len()], cipher),
+                        answer_key: (prefix == "jdev/sys/fenc/").then(|| keys.key.clone()),
+                    })
                 }
                 Err(e) => {
-                    info!("sim ws: enc refused: {e}");
+                    info!("sim ws: {prefix} refused: {e}");
                     answer(401)
                 }
             };
