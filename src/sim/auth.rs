@@ -358,23 +358,23 @@ impl Simulator {
             ("enc" | "fenc", 4) if !old_fw && !encrypted => {
                 self.encrypted(lower[2] == "fenc", raw[3], query, authorization, peer)
             }
-            ("getkey2", 4) => self.getkey2(raw[3]),
+            ("getkey2", 4) => self.getkey2(raw),
             ("getkey", 3) => {
                 let mut t = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
                 let key = t.hash_key().to_string();
-                self.ok("jdev/sys/getkey", &key)
+                self.ok(&http_control(raw), &key)
             }
             ("getjwt", 8) if !old_fw => {
                 if encrypted {
                     self.getjwt(raw, peer)
                 } else {
                     info!("sim: plain getjwt refused (must be encrypted)");
-                    self.error(&raw.join("/"), 400, "Bad Request")
+                    self.error(&http_control(raw), 400, "Bad Request")
                 }
             }
             ("refreshjwt" | "checktoken" | "killtoken", 5) => self.token_op(lower[2], raw, peer),
             ("getpublickey" | "enc" | "fenc" | "getjwt", _) if old_fw => {
-                self.error(&raw.join("/"), 404, "Not Found")
+                self.error(&http_control(raw), 404, "Not Found")
             }
             _ => return None,
         };
@@ -414,15 +414,15 @@ impl Simulator {
         };
         let mut resp = self.route_full("GET", &url, authorization, peer, true);
         if fenc && resp.status == 200 {
+            // "The mime-type is the one from the decrypted response" (protocol doc 16.0).
             resp.body = session.encrypt_answer(&resp.body);
-            resp.content_type = "text/plain";
         }
         resp
     }
 
-    fn getkey2(&self, user_raw: &str) -> SimResponse {
-        let control = format!("jdev/sys/getkey2/{user_raw}");
-        let Some(user) = percent_decode(user_raw) else {
+    fn getkey2(&self, raw: &[&str]) -> SimResponse {
+        let control = http_control(raw);
+        let Some(user) = percent_decode(raw[3]) else {
             return self.error(&control, 400, "Bad Request");
         };
         if user != self.config.user {
@@ -445,7 +445,7 @@ impl Simulator {
     /// `getjwt/{hash}/{user}/{permission}/{clientUuid}/{info}`; the getkey2 key is used up
     /// either way.
     fn getjwt(&self, raw: &[&str], peer: IpAddr) -> SimResponse {
-        let control = format!("jdev/sys/getjwt/{}/{}/...", "<hash>", raw[4]);
+        let control = http_control(raw);
         if let Some(blocked) = self.blocked(peer) {
             return blocked;
         }
@@ -500,7 +500,7 @@ impl Simulator {
     }
 
     fn token_op(&self, op: &str, raw: &[&str], peer: IpAddr) -> SimResponse {
-        let control = format!("jdev/sys/{}/<hash>/{}", raw[2], raw[4]);
+        let control = http_control(raw);
         if let Some(blocked) = self.blocked(peer) {
             return blocked;
         }
@@ -551,6 +551,17 @@ impl Simulator {
         drop(t);
         self.login_result(peer, true);
         resp
+    }
+}
+
+/// The `control` an HTTP answer echoes: the request path as sent, `jdev/...` shown as `dev/...`
+/// (loxone-protocol.md §2.1: "the echoed control in an HTTP answer starts with `dev/` even for
+/// `jdev/` requests"). Over the WebSocket the session echoes the command as sent instead.
+pub(crate) fn http_control(raw: &[&str]) -> String {
+    let path = raw.join("/");
+    match path.strip_prefix('j') {
+        Some(rest) if rest.starts_with("dev/") => rest.to_string(),
+        _ => path,
     }
 }
 
@@ -738,5 +749,60 @@ impl super::WsAuth for TokenWsAuth {
             }
             _ => answer(resp.status),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::loxone::crypto::{PublicKey, SessionKey};
+
+    const PEER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+
+    fn ll(resp: &SimResponse) -> serde_json::Value {
+        let v: serde_json::Value =
+            serde_json::from_str(&resp.body).unwrap_or_else(|e| panic!("{}: {e}", resp.body));
+        v["LL"].clone()
+    }
+
+    #[test]
+    fn http_answers_echo_the_command_as_dev() {
+        // loxone-protocol.md §2.1: over HTTP the echoed control starts with dev/ even for jdev/
+        // requests (the getPublicKey and sps/io captures).
+        assert_eq!(http_control(&["jdev", "sys", "getkey"]), "dev/sys/getkey");
+        assert_eq!(http_control(&["data", "LoxAPP3.json"]), "data/LoxAPP3.json");
+        assert_eq!(http_control(&["jdevx", "y"]), "jdevx/y");
+        let sim = Simulator::demo();
+        let get = |url: &str| sim.handle("GET", url, None, PEER);
+        assert_eq!(ll(&get("/jdev/sys/getkey"))["control"], "dev/sys/getkey");
+        assert_eq!(
+            ll(&get("/jdev/sys/getkey2/demo"))["control"],
+            "dev/sys/getkey2/demo"
+        );
+        assert_eq!(
+            ll(&get("/jdev/sys/getPublicKey"))["control"],
+            "dev/sys/getPublicKey"
+        );
+        // Plain getjwt is refused (it must be encrypted): 400.
+        assert_eq!(get("/jdev/sys/getjwt/h/demo/4/u/i").status, 400);
+    }
+
+    #[test]
+    fn an_http_fenc_answer_keeps_the_json_mime_type() {
+        // "The Miniserver also AES encrypts the response (Base64). The mime-type is the one from
+        // the decrypted response" (Communicating with the Miniserver 16.0).
+        let sim = Simulator::demo();
+        let pk = PublicKey::parse(sim_rsa().unwrap().public_key_line()).unwrap();
+        let key = SessionKey::new();
+        let cmd = key
+            .http_command(&pk, "jdev/sys/getkey2/demo", true)
+            .unwrap();
+        let resp = sim.handle("GET", &format!("/{cmd}"), None, PEER);
+        assert_eq!(resp.status, 200, "{}", resp.body);
+        assert_eq!(resp.content_type, "application/json");
+        let plain = key.decrypt_answer(resp.body.as_bytes()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&plain).unwrap();
+        assert_eq!(v["LL"]["control"], "dev/sys/getkey2/demo");
+        assert_eq!(v["LL"]["code"], 200);
     }
 }
