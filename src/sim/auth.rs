@@ -358,23 +358,23 @@ impl Simulator {
             ("enc" | "fenc", 4) if !old_fw && !encrypted => {
                 self.encrypted(lower[2] == "fenc", raw[3], query, authorization, peer)
             }
-            ("getkey2", 4) => self.getkey2(raw[3]),
+            ("getkey2", 4) => self.getkey2(raw),
             ("getkey", 3) => {
                 let mut t = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
                 let key = t.hash_key().to_string();
-                self.ok("jdev/sys/getkey", &key)
+                self.ok(&http_control(raw), &key)
             }
             ("getjwt", 8) if !old_fw => {
                 if encrypted {
                     self.getjwt(raw, peer)
                 } else {
                     info!("sim: plain getjwt refused (must be encrypted)");
-                    self.error(&raw.join("/"), 400, "Bad Request")
+                    self.error(&http_control(raw), 400, "Bad Request")
                 }
             }
             ("refreshjwt" | "checktoken" | "killtoken", 5) => self.token_op(lower[2], raw, peer),
             ("getpublickey" | "enc" | "fenc" | "getjwt", _) if old_fw => {
-                self.error(&raw.join("/"), 404, "Not Found")
+                self.error(&http_control(raw), 404, "Not Found")
             }
             _ => return None,
         };
@@ -414,15 +414,15 @@ impl Simulator {
         };
         let mut resp = self.route_full("GET", &url, authorization, peer, true);
         if fenc && resp.status == 200 {
+            // "The mime-type is the one from the decrypted response" (protocol doc 16.0).
             resp.body = session.encrypt_answer(&resp.body);
-            resp.content_type = "text/plain";
         }
         resp
     }
 
-    fn getkey2(&self, user_raw: &str) -> SimResponse {
-        let control = format!("jdev/sys/getkey2/{user_raw}");
-        let Some(user) = percent_decode(user_raw) else {
+    fn getkey2(&self, raw: &[&str]) -> SimResponse {
+        let control = http_control(raw);
+        let Some(user) = percent_decode(raw[3]) else {
             return self.error(&control, 400, "Bad Request");
         };
         if user != self.config.user {
@@ -445,7 +445,7 @@ impl Simulator {
     /// `getjwt/{hash}/{user}/{permission}/{clientUuid}/{info}`; the getkey2 key is used up
     /// either way.
     fn getjwt(&self, raw: &[&str], peer: IpAddr) -> SimResponse {
-        let control = format!("jdev/sys/getjwt/{}/{}/...", "<hash>", raw[4]);
+        let control = http_control(raw);
         if let Some(blocked) = self.blocked(peer) {
             return blocked;
         }
@@ -500,7 +500,7 @@ impl Simulator {
     }
 
     fn token_op(&self, op: &str, raw: &[&str], peer: IpAddr) -> SimResponse {
-        let control = format!("jdev/sys/{}/<hash>/{}", raw[2], raw[4]);
+        let control = http_control(raw);
         if let Some(blocked) = self.blocked(peer) {
             return blocked;
         }
@@ -554,6 +554,17 @@ impl Simulator {
     }
 }
 
+/// The `control` an HTTP answer echoes: the request path as sent, `jdev/...` shown as `dev/...`
+/// (loxone-protocol.md §2.1: "the echoed control in an HTTP answer starts with `dev/` even for
+/// `jdev/` requests"). Over the WebSocket the session echoes the command as sent instead.
+pub(crate) fn http_control(raw: &[&str]) -> String {
+    let path = raw.join("/");
+    match path.strip_prefix('j') {
+        Some(rest) if rest.starts_with("dev/") => rest.to_string(),
+        _ => path,
+    }
+}
+
 /// Per-connection crypto state of a WebSocket session: the AES session key from
 /// `keyexchange`, and whether the command now arriving came out of `jdev/sys/enc`.
 struct WsKeys {
@@ -561,9 +572,22 @@ struct WsKeys {
     decrypted_next: bool,
 }
 
+/// The `control` a WebSocket answer to an encrypted command echoes: the command as received,
+/// `jdev/sys/enc/{cipher}` (or `fenc`), with the cipher URI-decoded back to plain base64.
+/// PyLoxone AES-decrypts this echo to learn which command an answer belongs to, and notes
+/// that "encrypted strings returned by the miniserver are not %encoded (even if they were when
+/// sent to the miniserver)" (`pyloxone_api/connection.py` `_decrypt`). A cipher that does not
+/// URI-decode is echoed as received.
+fn echo_encrypted(prefix: &str, cipher: &str) -> String {
+    let cipher = percent_decode(cipher).unwrap_or_else(|| cipher.to_string());
+    format!("{prefix}{cipher}")
+}
+
 /// WebSocket authentication as a Miniserver does it (loxone-protocol.md §4.1, §3.3-3.4):
-/// `jdev/sys/keyexchange/{rsa(key:iv)}` sets the session key; `jdev/sys/enc/{cipher}` carries
-/// encrypted commands; `authwithtoken/{hash}/{user}` authenticates with a token issued by
+/// `jdev/sys/keyexchange/{rsa(key:iv)}` sets the session key and answers with the one-time
+/// `getkey` key encrypted with it; `jdev/sys/enc/{cipher}` carries encrypted commands (their
+/// answers echo the encrypted command, see [`echo_encrypted`]) and `jdev/sys/fenc/{cipher}`
+/// also encrypts the answer; `authwithtoken/{hash}/{user}` authenticates with a token issued by
 /// `getjwt` (over HTTP or over this socket, encrypted); `getkey2`, `getkey`, `getjwt`,
 /// `refreshjwt`, `checktoken`, `killtoken` work as over HTTP. A wrong token is code 401.
 /// Simulating old firmware (`SimConfig::token_auth = false`) refuses WebSocket logins (401),
@@ -601,11 +625,24 @@ impl super::WsAuth for TokenWsAuth {
                 .and_then(|k| k.recover_session_key(payload));
             return match key {
                 Ok(key) => {
+                    // The answer's value is the one-time key of `jdev/sys/getkey`, AES-encrypted
+                    // with the key just received (base64): lxcommunicator decrypts it and hashes
+                    // the token of `authwithtoken` with it (`WebSocket.js` `_exchangeKeys`).
+                    let one_time = sim
+                        .tokens
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .hash_key()
+                        .to_string();
+                    let value = key.encrypt_answer(&one_time);
                     session.data = Some(Box::new(WsKeys {
                         key,
                         decrypted_next: false,
                     }));
-                    answer(200)
+                    Out::Answer {
+                        code: 200,
+                        value: serde_json::Value::String(value),
+                    }
                 }
                 Err(e) => {
                     info!("sim ws: keyexchange refused: {e}");
@@ -613,25 +650,30 @@ impl super::WsAuth for TokenWsAuth {
                 }
             };
         }
-        if let Some(cipher) = lower
-            .starts_with("jdev/sys/enc/")
-            .then(|| &command["jdev/sys/enc/".len()..])
-        {
+        let encrypted = ["jdev/sys/enc/", "jdev/sys/fenc/"]
+            .into_iter()
+            .find(|p| lower.starts_with(p));
+        if let Some(prefix) = encrypted {
+            let cipher = &command[prefix.len()..];
             let Some(keys) = session
                 .data
                 .as_mut()
                 .and_then(|d| d.downcast_mut::<WsKeys>())
             else {
-                info!("sim ws: enc before keyexchange");
+                info!("sim ws: {prefix} before keyexchange");
                 return answer(401);
             };
             return match keys.key.decrypt_command(cipher) {
                 Ok(plain) => {
                     keys.decrypted_next = true;
-                    Out::Decrypted(plain)
+                    Out::Decrypted(super::Decrypted {
+                        command: plain,
+                        control: echo_encrypted(&command[..prefix.len()], cipher),
+                        answer_key: (prefix == "jdev/sys/fenc/").then(|| keys.key.clone()),
+                    })
                 }
                 Err(e) => {
-                    info!("sim ws: enc refused: {e}");
+                    info!("sim ws: {prefix} refused: {e}");
                     answer(401)
                 }
             };
@@ -707,5 +749,60 @@ impl super::WsAuth for TokenWsAuth {
             }
             _ => answer(resp.status),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::loxone::crypto::{PublicKey, SessionKey};
+
+    const PEER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+
+    fn ll(resp: &SimResponse) -> serde_json::Value {
+        let v: serde_json::Value =
+            serde_json::from_str(&resp.body).unwrap_or_else(|e| panic!("{}: {e}", resp.body));
+        v["LL"].clone()
+    }
+
+    #[test]
+    fn http_answers_echo_the_command_as_dev() {
+        // loxone-protocol.md §2.1: over HTTP the echoed control starts with dev/ even for jdev/
+        // requests (the getPublicKey and sps/io captures).
+        assert_eq!(http_control(&["jdev", "sys", "getkey"]), "dev/sys/getkey");
+        assert_eq!(http_control(&["data", "LoxAPP3.json"]), "data/LoxAPP3.json");
+        assert_eq!(http_control(&["jdevx", "y"]), "jdevx/y");
+        let sim = Simulator::demo();
+        let get = |url: &str| sim.handle("GET", url, None, PEER);
+        assert_eq!(ll(&get("/jdev/sys/getkey"))["control"], "dev/sys/getkey");
+        assert_eq!(
+            ll(&get("/jdev/sys/getkey2/demo"))["control"],
+            "dev/sys/getkey2/demo"
+        );
+        assert_eq!(
+            ll(&get("/jdev/sys/getPublicKey"))["control"],
+            "dev/sys/getPublicKey"
+        );
+        // Plain getjwt is refused (it must be encrypted): 400.
+        assert_eq!(get("/jdev/sys/getjwt/h/demo/4/u/i").status, 400);
+    }
+
+    #[test]
+    fn an_http_fenc_answer_keeps_the_json_mime_type() {
+        // "The Miniserver also AES encrypts the response (Base64). The mime-type is the one from
+        // the decrypted response" (Communicating with the Miniserver 16.0).
+        let sim = Simulator::demo();
+        let pk = PublicKey::parse(sim_rsa().unwrap().public_key_line()).unwrap();
+        let key = SessionKey::new();
+        let cmd = key
+            .http_command(&pk, "jdev/sys/getkey2/demo", true)
+            .unwrap();
+        let resp = sim.handle("GET", &format!("/{cmd}"), None, PEER);
+        assert_eq!(resp.status, 200, "{}", resp.body);
+        assert_eq!(resp.content_type, "application/json");
+        let plain = key.decrypt_answer(resp.body.as_bytes()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&plain).unwrap();
+        assert_eq!(v["LL"]["control"], "dev/sys/getkey2/demo");
+        assert_eq!(v["LL"]["code"], 200);
     }
 }

@@ -175,7 +175,7 @@ impl Simulator {
                 self.ok("dev/sps/LoxAPPversion3", &self.structure_version())
             }
             (["jdev", "sps", "io"], n) if n > 3 => self.io(&raw[3..], false),
-            (["jdev", "sys", "getvisusalt"], 4) => self.visu_salt(raw[3]),
+            (["jdev", "sys", "getvisusalt"], 4) => self.visu_salt(&raw),
             (["jdev", "sps", "ios"], n) if n > 4 => {
                 if self.visu_hash_matches(raw[3]) {
                     self.io(&raw[4..], true)
@@ -187,9 +187,7 @@ impl Simulator {
             }
             _ => {
                 debug!("sim: unknown path {path}");
-                let control = path.trim_start_matches('/');
-                let control = control.strip_prefix('j').unwrap_or(control);
-                self.error(control, 404, "Not Found")
+                self.error(&super::auth::http_control(&raw), 404, "Not Found")
             }
         }
     }
@@ -319,9 +317,9 @@ impl Simulator {
     /// `jdev/sys/getvisusalt/{user}` (§2.4, §2.6): a fresh one-time key (hex of hex text, like
     /// getkey2's) and salt, in the getkey2 capture's shape (`value` object, lowercase `code`).
     /// Unknown users get 404 (*inferred*).
-    fn visu_salt(&self, user_raw: &str) -> SimResponse {
-        let control = format!("jdev/sys/getvisusalt/{user_raw}");
-        if percent_decode(user_raw).as_deref() != Some(self.config.user.as_str()) {
+    fn visu_salt(&self, raw: &[&str]) -> SimResponse {
+        let control = super::auth::http_control(raw);
+        if percent_decode(raw[3]).as_deref() != Some(self.config.user.as_str()) {
             return self.error(&control, 404, "Not Found");
         }
         let key_text = random_hex(20);

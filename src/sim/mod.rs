@@ -52,7 +52,7 @@ use serde_json::Value;
 pub use auth::{sim_rsa, SimCryptoError, SimRsa, SimSessionKey, SIM_RSA_KEY_PEM};
 pub use http::FIRMWARE_VERSION;
 pub use server::SimServer;
-pub use ws::{PlaceholderAuth, WsAuth, WsAuthOutcome, WsAuthSession, MAX_SESSIONS};
+pub use ws::{Decrypted, WsAuth, WsAuthOutcome, WsAuthSession, MAX_SESSIONS};
 
 use house::{House, Val};
 
