@@ -258,3 +258,48 @@ fn the_pushed_primary_value_is_what_the_miniserver_answers() {
         check(name, &f.app, &api);
     }
 }
+
+#[test]
+fn a_command_whose_state_already_holds_is_verified_at_once() {
+    use crate::support::mcp::McpHttp;
+    use crate::support::server::{Miniserver, Served};
+    // Küche / Deckenlicht, a Switch that is on in the demo house.
+    const KITCHEN_LIGHT: &str = "1d5c3a92-0209-520e-ffff504f94d0e5a1";
+    let ms = Miniserver::demo();
+    // The longest verification wait: a command whose effect is waited for and never comes
+    // ends `verified: false` after it.
+    let served = Served::start(&ms, "[server]\nverify_timeout_ms = 30000\n", &[]);
+    served.wait_link("websocket");
+    assert_eq!(
+        ms.api.state(KITCHEN_LIGHT, "active"),
+        1.0,
+        "on to begin with"
+    );
+    let mut mcp = McpHttp::connect(served.addr, None);
+    let started = std::time::Instant::now();
+    let data = mcp.ok(
+        "control_device",
+        json!({"device": KITCHEN_LIGHT, "action": "on"}),
+    );
+    eprintln!(
+        "`on` to a light that is on answered in {:?}",
+        started.elapsed()
+    );
+    // The Miniserver pushes no change for it (the state holds), so only a check against the
+    // value before the command can confirm it.
+    assert_eq!(data["verified"], true, "{data}");
+    // A room whose lights are all off already, switched off again: each confirmed.
+    mcp.ok(
+        "control_room_lights",
+        json!({"room": "Küche", "action": "off"}),
+    );
+    wait_for("the kitchen's lights off at the Miniserver", || {
+        let v = ms.api.state(KITCHEN_LIGHT, "active");
+        (v == 0.0, v)
+    });
+    let data = mcp.ok(
+        "control_room_lights",
+        json!({"room": "Küche", "action": "off"}),
+    );
+    assert_all_verified(&data);
+}

@@ -660,7 +660,16 @@ pub fn verify(
     timeout: Duration,
 ) -> Vec<bool> {
     let deadline = Instant::now() + timeout;
-    let mut done = vec![false; targets.len()];
+    // A command that found its control in the asked state changes nothing, so no change will
+    // come: it is confirmed at once (a light `on` that was on).
+    let mut done: Vec<bool> = targets
+        .iter()
+        .map(|t| {
+            t.before
+                .as_ref()
+                .is_some_and(|v| expected(t.control, t.actions, v))
+        })
+        .collect();
     let mut reread = house.link().mode() != LinkMode::WebSocket;
     let confirms = |t: &Target, v: &HValue| -> bool {
         t.before.as_ref() != Some(v) || expected(t.control, t.actions, v)
@@ -740,16 +749,24 @@ pub fn observable(c: &Control, a: &Action) -> bool {
     )
 }
 
-/// Whether `v` already shows what `actions` asked of simple controls (switches and dimmers:
-/// on, off, a level), so a command that found the device in the asked state still counts.
+/// Whether the primary value `v` (see `home::Primary`) already shows what `actions` asked, so
+/// a command that found the device in the asked state counts: a switch on or off, a dimmer
+/// at the level (percent), a blind fully up (position 0) or down (1), a LightControllerV2 in
+/// the asked mood or off (778).
 fn expected(c: &Control, actions: &[Action], v: &HValue) -> bool {
     let Some(x) = v.as_f64() else { return false };
     let digital = matches!(c.kind, ControlKind::Switch);
     let dimmer = matches!(c.kind, ControlKind::Dimmer | ControlKind::EibDimmer);
+    let blind = matches!(c.kind, ControlKind::Jalousie);
+    let moods = matches!(c.kind, ControlKind::LightControllerV2);
     match actions.last() {
         Some(Action::On) if digital || dimmer => x > 0.0,
         Some(Action::Off) if digital || dimmer => x == 0.0,
         Some(Action::Level(l)) if dimmer => (x - l).abs() < 0.5,
+        Some(Action::Up) if blind => x == 0.0,
+        Some(Action::Down) if blind => x == 1.0,
+        Some(Action::Off) if moods => x == f64::from(crate::home::primary::MOOD_OFF),
+        Some(Action::Mood(id)) if moods => x == f64::from(*id),
         _ => false,
     }
 }
