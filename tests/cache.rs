@@ -451,3 +451,35 @@ fn a_workflow_change_invalidates_the_workflow_list() {
     );
     assert_eq!(ok(&tools, "list_workflows", json!({}))["total"], 1);
 }
+
+#[test]
+fn a_value_pushed_before_a_reconnect_is_not_current_until_the_new_tables_come() {
+    let (house, ctl) = house();
+    let feed = HouseFeed::new(house.clone());
+    let light = house.home().control(&light_uuid(&house)).unwrap().clone();
+    feed.report(LinkEvent::Connected);
+    push_light(&house, 1.0);
+    let reads = ctl.reads();
+    assert_eq!(house.value(&light).unwrap().value, Value::Number(1.0));
+    assert_eq!(
+        ctl.reads(),
+        reads,
+        "a pushed value is current while the link is up"
+    );
+    // The Miniserver restarts with the light off; the link reconnects.
+    feed.report(LinkEvent::Disconnected {
+        error: "the Miniserver closed the WebSocket".into(),
+        retry_in: Duration::ZERO,
+    });
+    ctl.set(&light.uuid, 0.0);
+    feed.report(LinkEvent::Connected);
+    // Before the new session's tables arrive the old push is not current: the Miniserver is
+    // asked, and says off.
+    assert_eq!(house.value(&light).unwrap().value, Value::Number(0.0));
+    assert_eq!(ctl.reads(), reads + 1, "asked once");
+    // The new tables bring it; from then on the push is current again.
+    push_light(&house, 0.0);
+    let reads = ctl.reads();
+    assert_eq!(house.value(&light).unwrap().value, Value::Number(0.0));
+    assert_eq!(ctl.reads(), reads);
+}

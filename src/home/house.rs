@@ -743,15 +743,16 @@ impl House {
     /// to the control it is read from the Miniserver (read your own write: a pushed value may
     /// predate the command's effect). Otherwise it is the newest of its pushed primary state
     /// ([`Primary`], from the Miniserver's event tables) and the value last read or polled
-    /// under its own `uuidAction`. While the WebSocket is up a pushed value is current
-    /// whatever its age (the Miniserver pushes every change); a read or polled value is
+    /// under its own `uuidAction`. While the WebSocket is up a value pushed in this session is
+    /// current whatever its age (the Miniserver pushes every change; a value from before a
+    /// reconnect is not, until the new initial tables replace it); a read or polled value is
     /// trusted for the max age, then read again from the controller (and remembered). While
     /// the link is [`LinkMode::Disconnected`], a remembered value is answered however old it
     /// is (callers show its age, [`StateValue::age_secs`]) instead of waiting for a timeout;
     /// without one the read is tried and fails with the controller's error
     /// (`CONNECTION_ERROR`).
     pub fn value(&self, control: &Control) -> Result<StateValue, ControllerError> {
-        let mode = self.link.mode();
+        let (mode, session) = self.link.mode_since();
         // Read your own write: for `value_max_age` after a command the Miniserver is asked
         // (its answer is the state the command left), whatever was pushed meanwhile.
         if mode != LinkMode::Disconnected && self.commanded_recently(control) {
@@ -759,11 +760,13 @@ impl House {
         }
         if let Some(v) = self.known_value(control) {
             // While the WebSocket is up the Miniserver pushes every change of a state, so a
-            // pushed value is current however old; a read or polled one is trusted for
+            // value pushed in this session is current however old (one pushed before an
+            // outage is not: the new session's initial tables replace it, and until they
+            // have, the Miniserver is asked); a read or polled one is trusted for
             // `value_max_age`; while disconnected, whatever is known is answered with its age.
             let current = match mode {
                 LinkMode::Disconnected => true,
-                LinkMode::WebSocket if v.source == Source::Event => true,
+                LinkMode::WebSocket if v.source == Source::Event && v.updated >= session => true,
                 _ => v.updated.elapsed().unwrap_or_default() <= self.value_max_age,
             };
             if current {

@@ -105,6 +105,13 @@ impl LinkStatus {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).mode
     }
 
+    /// The current mode and since when it holds (for the WebSocket: when this session
+    /// connected, so a value pushed before it, in an earlier session, can be told apart).
+    pub fn mode_since(&self) -> (LinkMode, SystemTime) {
+        let s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        (s.mode, s.since)
+    }
+
     /// The link works in `mode`. Coming back from `Disconnected` after an error counts as a
     /// reconnect; the same mode again changes nothing.
     pub fn set_mode(&self, mode: LinkMode) {
