@@ -19,7 +19,7 @@ use home_mcp::loxone::ws::StateEvent;
 use home_mcp::mcp::{Handler, RequestContext, ResourceContents};
 use home_mcp::tools::cache::CacheConfig;
 use home_mcp::tools::HomeTools;
-use support::{call, ok, text};
+use support::{call, ok, text, wait_until, PATIENCE};
 
 /// A controller that remembers values (0 until acted on), counts reads and can be slow or down.
 #[derive(Default)]
@@ -482,4 +482,42 @@ fn a_value_pushed_before_a_reconnect_is_not_current_until_the_new_tables_come() 
     let reads = ctl.reads();
     assert_eq!(house.value(&light).unwrap().value, Value::Number(0.0));
     assert_eq!(ctl.reads(), reads);
+}
+
+/// The largest `age_secs` anywhere in `v`.
+fn oldest(v: &Json) -> Option<f64> {
+    match v {
+        Json::Object(map) => map
+            .iter()
+            .filter_map(|(k, x)| match k.as_str() {
+                "age_secs" => x.as_f64(),
+                _ => oldest(x),
+            })
+            .reduce(f64::max),
+        Json::Array(items) => items.iter().filter_map(oldest).reduce(f64::max),
+        _ => None,
+    }
+}
+
+#[test]
+fn a_cached_answer_says_how_old_its_values_are_now() {
+    let (house, _ctl) = house();
+    // An hour: the entry outlives any stall of a busy machine.
+    let tools = tools(&house, 3600, 3600);
+    warm(&tools);
+    let first = kitchen(&tools);
+    let first_age = oldest(&first).expect("the listing gives the age of its values");
+    // Served from the cache (the same computation: the same timestamp), its values are as old
+    // as they are now, not as they were when it was computed.
+    wait_until("a cached answer with older values", PATIENCE, || {
+        let again = kitchen(&tools);
+        assert_eq!(
+            again["timestamp"], first["timestamp"],
+            "served from the cache"
+        );
+        match oldest(&again) {
+            Some(age) if age > first_age => Ok(()),
+            other => Err(other),
+        }
+    });
 }

@@ -69,6 +69,32 @@ impl CacheConfig {
     }
 }
 
+/// Adds `by` to every numeric `age_secs` in `v` (rounded to whole seconds, as the answers give
+/// them); whether there was one. For answers served from the cache: the values they carry are
+/// older than when they were computed.
+pub fn age_by(v: &mut Value, by: Duration) -> bool {
+    match v {
+        Value::Object(map) => {
+            let mut found = false;
+            for (k, x) in map.iter_mut() {
+                if k == "age_secs" {
+                    if let Some(age) = x.as_f64() {
+                        *x = serde_json::json!((age + by.as_secs_f64()).round());
+                        found = true;
+                    }
+                } else {
+                    found |= age_by(x, by);
+                }
+            }
+            found
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |found, x| age_by(x, by) | found),
+        _ => false,
+    }
+}
+
 struct Entry<V> {
     value: V,
     generation: u64,
@@ -143,13 +169,26 @@ impl<V: Clone> Cache<V> {
         generation: impl Fn() -> u64,
         compute: impl FnOnce() -> (V, bool),
     ) -> V {
+        self.get_or_compute_aged(key, generation, compute, |v, _| v)
+    }
+
+    /// [`Cache::get_or_compute`], where an answer served from an entry passes through
+    /// `aged(answer, time since the entry was filled)` first: values in it that say their own
+    /// age (`age_secs`) are that much older than when it was computed.
+    pub fn get_or_compute_aged(
+        &self,
+        key: &str,
+        generation: impl Fn() -> u64,
+        compute: impl FnOnce() -> (V, bool),
+        aged: impl FnOnce(V, Duration) -> V,
+    ) -> V {
         let start = generation();
         let flight = {
             let mut inner = self.lock();
             if let Some(e) = inner.entries.get(key) {
                 if e.generation == start && e.filled.elapsed() < self.ttl {
                     self.count(true);
-                    return e.value.clone();
+                    return aged(e.value.clone(), e.filled.elapsed());
                 }
                 inner.entries.remove(key);
             }

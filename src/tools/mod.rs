@@ -11,7 +11,8 @@
 //!
 //! With [`HomeTools::with_caches`], answers of read-only tools and resource contents are
 //! cached and identical concurrent requests coalesced ([`cache`]): a cached answer is the same
-//! JSON, including the `timestamp` (and any `age_secs`) of the moment it was computed.
+//! JSON, including the `timestamp` of the moment it was computed, except that every `age_secs`
+//! (the age of a value) has grown by the time the answer spent in the cache.
 
 mod args;
 mod audio;
@@ -542,13 +543,25 @@ impl HomeTools {
             return result;
         }
         let key = cache::tool_key(name, &arguments);
-        self.tool_cache.get_or_compute(
+        self.tool_cache.get_or_compute_aged(
             &key,
             || self.generation(),
             || {
                 let result = self.run(tool, arguments, caller);
                 let cacheable = matches!(&result, Ok(r) if !r.is_error);
                 (result, cacheable)
+            },
+            |result, by| {
+                result.map(|mut r| {
+                    if let Some(envelope) = r.structured_content.as_mut() {
+                        if cache::age_by(envelope, by) {
+                            r.content = vec![Content::Text {
+                                text: envelope.to_string(),
+                            }];
+                        }
+                    }
+                    r
+                })
             },
         )
     }
@@ -658,13 +671,29 @@ impl Handler for HomeTools {
         if uri.starts_with("home://system/") {
             return crate::resources::read(&self.ctx(), uri);
         }
-        self.resource_cache.get_or_compute(
+        self.resource_cache.get_or_compute_aged(
             uri,
             || self.generation(),
             || {
                 let result = crate::resources::read(&self.ctx(), uri);
                 let cacheable = result.is_ok();
                 (result, cacheable)
+            },
+            |result, by| {
+                result.map(|mut contents| {
+                    for c in &mut contents {
+                        let Some(text) = c.text.as_mut().filter(|t| t.contains("\"age_secs\""))
+                        else {
+                            continue;
+                        };
+                        if let Ok(mut v) = serde_json::from_str::<Value>(text) {
+                            if cache::age_by(&mut v, by) {
+                                *text = v.to_string();
+                            }
+                        }
+                    }
+                    contents
+                })
             },
         )
     }
