@@ -162,12 +162,7 @@ fn a_key_for_lighting_cannot_work_the_storm_protection() {
     let secret = format!("homekey_operator_3_{}", "cd".repeat(16));
     let mut k = key(&secret, home_mcp::auth::Role::Operator);
     k.categories = vec!["lighting".into()];
-    let keys = serde_json::to_string(&vec![k]).unwrap();
-    let served = Served::start(
-        &ms,
-        "[auth]\nsecurity_level = \"staging\"\n",
-        &[("HOME_KEY_BACKEND", "env"), ("HOME_API_KEYS", &keys)],
-    );
+    let served = Served::start_with_key(&ms, &k);
     let mut mcp = McpHttp::connect(served.addr, Some(&secret));
     // It works its lights (so the refusals below are not a key refused everything).
     let mark = ms.sim.request_count();

@@ -89,12 +89,7 @@ fn a_device_key_cannot_move_the_blinds_of_a_room_named_like_its_light() {
     let secret = format!("homekey_device_1_{}", "ab".repeat(16));
     let mut k = key(&secret, home_mcp::auth::Role::Device);
     k.allowed_devices = vec!["Wohnzimmer".into()];
-    let keys = serde_json::to_string(&vec![k]).unwrap();
-    let served = Served::start(
-        &ms,
-        "[auth]\nsecurity_level = \"staging\"\n",
-        &[("HOME_KEY_BACKEND", "env"), ("HOME_API_KEYS", &keys)],
-    );
+    let served = Served::start_with_key(&ms, &k);
     let mut mcp = McpHttp::connect(served.addr, Some(&secret));
     // The key works for what it is allowed: its own light (so a refusal below is not a key
     // that is refused everything).

@@ -149,24 +149,22 @@ impl LinkStatus {
     /// WebSocket itself (no answer to its keepalive, [`LinkStatus::websocket_lost`]).
     pub fn failed(&self, error: &str) {
         let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        s.last_error = Some(error.to_string());
         if s.mode == LinkMode::WebSocket {
+            s.last_error = Some(error.to_string());
             return;
         }
-        if s.mode != LinkMode::Disconnected {
-            log::warn!(
-                "Miniserver link: {} -> disconnected: {error}",
-                s.mode.as_str()
-            );
-            s.mode = LinkMode::Disconnected;
-            s.since = SystemTime::now();
-        }
+        Self::disconnect(&mut s, error);
     }
 
     /// The WebSocket session ended with `error`: mode `Disconnected` until polling or the
     /// WebSocket reaches the Miniserver again.
     pub fn websocket_lost(&self, error: &str) {
         let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        Self::disconnect(&mut s, error);
+    }
+
+    /// Mode `Disconnected` since now (unless it already was), with `error` as the last one.
+    fn disconnect(s: &mut LinkSnapshot, error: &str) {
         if s.mode != LinkMode::Disconnected {
             log::warn!(
                 "Miniserver link: {} -> disconnected: {error}",

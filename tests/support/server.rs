@@ -100,6 +100,17 @@ impl Served {
         Served::start_args(miniserver, config, env, &[])
     }
 
+    /// [`Served::start`] at security level `staging` with one key, `key` (its id is the
+    /// secret a client sends), from the environment key backend.
+    pub fn start_with_key(miniserver: &Miniserver, key: &home_mcp::auth::ApiKey) -> Served {
+        let keys = serde_json::to_string(&vec![key]).expect("a key record");
+        Served::start(
+            miniserver,
+            "[auth]\nsecurity_level = \"staging\"\n",
+            &[("HOME_KEY_BACKEND", "env"), ("HOME_API_KEYS", &keys)],
+        )
+    }
+
     /// [`Served::start`] against the Miniserver behind `api` (e.g. a [`SimProcess`]).
     pub fn start_on(api: &MiniserverApi, config: &str, env: &[(&str, &str)]) -> Served {
         Served::spawn(api, config, env, &[], None)
