@@ -15,9 +15,17 @@
 //! 3. RSS of the real binary: `home-mcp sim --structure FILE` and `home-mcp serve` against it
 //!    (`HOME_HOST`/`HOME_USER`/`HOME_PASS`), idle after the initial tables and after bursts of
 //!    changes; the 1,000-control house and the demo house.
+//! 4. What a client reads (issue 13): `home-mcp serve` (the real binary) against an in-process
+//!    simulator of the demo house; a switch changed on the Miniserver over its HTTP API (as a
+//!    wall button would, alternating on/off) until `list_devices` over MCP Streamable HTTP
+//!    shows it (polled every 2 ms on a keep-alive connection), and, separately, until a
+//!    session subscribed to `home://devices/{uuid}` gets `notifications/resources/updated` on
+//!    its GET stream (each change made once the notifier's coalescing window,
+//!    `app::UPDATE_INTERVAL`, has passed since the last notification, so none is held).
+//!    p50/p99/max of each and the verdict on the goal: p99 under 250 ms.
 //!
 //! Environment: `BENCH_SECS` (default 2) per rate measurement, `BENCH_CHANGES` (default 300)
-//! command round trips.
+//! command round trips, `BENCH_READS` (default 200) changes per read path in 4.
 
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpStream};
@@ -41,6 +49,10 @@ use home_mcp::sim::synth::synthetic_structure;
 use home_mcp::sim::{SimConfig, SimServer, Simulator, DEMO_PASSWORD, DEMO_USER};
 
 const CONTROLS: usize = 1000;
+/// Küche / Deckenlicht, a Switch of the demo house.
+const KITCHEN_LIGHT: &str = "1d5c3a92-0209-520e-ffff504f94d0e5a1";
+/// The goal for a Miniserver-side change to reach what a client reads: p99 below this.
+const READ_GOAL: Duration = Duration::from_millis(250);
 const ROOMS: usize = 50;
 const WAIT: Duration = Duration::from_secs(30);
 include!("support/common.rs");
@@ -486,6 +498,389 @@ fn rss_of(structure: &str, tmp: &std::path::Path, label: &str) -> Rss {
     }
 }
 
+/// An HTTP answer: status, headers (names lower-cased), body.
+type Answer = (u16, Vec<(String, String)>, String);
+
+/// One keep-alive HTTP/1.1 connection (reconnected when the server closed it).
+struct Conn {
+    addr: SocketAddr,
+    reader: BufReader<TcpStream>,
+}
+
+impl Conn {
+    fn open(addr: SocketAddr) -> Conn {
+        let s = TcpStream::connect(addr).expect("connect");
+        s.set_nodelay(true).unwrap();
+        s.set_read_timeout(Some(WAIT)).unwrap();
+        Conn {
+            addr,
+            reader: BufReader::new(s),
+        }
+    }
+
+    /// Sends one request; the status, the lower-cased headers and the body.
+    fn request(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Answer {
+        match self.try_request(method, path, headers, body) {
+            Ok(r) => r,
+            Err(_) => {
+                // tiny_http closes idle keep-alive connections: once more on a new one.
+                *self = Conn::open(self.addr);
+                self.try_request(method, path, headers, body)
+                    .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+            }
+        }
+    }
+
+    fn try_request(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> std::io::Result<Answer> {
+        use std::io::Write;
+        let mut req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
+            self.addr,
+            body.len()
+        );
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        req.push_str("\r\n");
+        req.push_str(body);
+        self.reader.get_mut().write_all(req.as_bytes())?;
+        let (status, headers) = read_head(&mut self.reader)?;
+        let body = read_body(&mut self.reader, &headers)?;
+        Ok((status, headers, body))
+    }
+}
+
+fn header<'h>(headers: &'h [(String, String)], name: &str) -> Option<&'h str> {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Status line and headers (names lower-cased) of an HTTP/1.1 answer.
+fn read_head(r: &mut BufReader<TcpStream>) -> std::io::Result<(u16, Vec<(String, String)>)> {
+    let mut line = String::new();
+    if r.read_line(&mut line)? == 0 {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
+    let status = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        r.read_line(&mut line)?;
+        let l = line.trim_end();
+        if l.is_empty() {
+            return Ok((status, headers));
+        }
+        if let Some((k, v)) = l.split_once(':') {
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+        }
+    }
+}
+
+/// One chunk of a chunked body; `None` after the last.
+fn read_chunk(r: &mut BufReader<TcpStream>) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let mut line = String::new();
+    if r.read_line(&mut line)? == 0 {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
+    let size = usize::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16)
+        .map_err(|_| std::io::Error::other(format!("bad chunk size {line:?}")))?;
+    let mut buf = vec![0; size + 2];
+    r.read_exact(&mut buf)?;
+    buf.truncate(size);
+    Ok((size > 0).then_some(buf))
+}
+
+fn read_body(
+    r: &mut BufReader<TcpStream>,
+    headers: &[(String, String)],
+) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut body = Vec::new();
+    if header(headers, "transfer-encoding").is_some_and(|t| t.eq_ignore_ascii_case("chunked")) {
+        while let Some(chunk) = read_chunk(r)? {
+            body.extend(chunk);
+        }
+    } else {
+        let len: usize = header(headers, "content-length")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        body.resize(len, 0);
+        r.read_exact(&mut body)?;
+    }
+    Ok(String::from_utf8_lossy(&body).into_owned())
+}
+
+/// An MCP session on `/mcp` (protocol 2025-06-18, no key: the default security level lets
+/// loopback clients in) over one keep-alive connection.
+struct Mcp {
+    conn: Conn,
+    session: String,
+    id: u64,
+}
+
+impl Mcp {
+    fn connect(addr: SocketAddr) -> Mcp {
+        let mut conn = Conn::open(addr);
+        let init = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "bench live", "version": "1"}}});
+        let (status, headers, body) = conn.request(
+            "POST",
+            "/mcp",
+            &[
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+            ],
+            &init.to_string(),
+        );
+        assert_eq!(status, 200, "initialize: {body}");
+        let session = header(&headers, "mcp-session-id")
+            .expect("a session id")
+            .to_string();
+        let mut mcp = Mcp {
+            conn,
+            session,
+            id: 1,
+        };
+        let (status, _, body) =
+            mcp.post(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        assert_eq!(status, 202, "initialized: {body}");
+        mcp
+    }
+
+    fn post(&mut self, message: &serde_json::Value) -> Answer {
+        self.conn.request(
+            "POST",
+            "/mcp",
+            &[
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json"),
+                ("MCP-Protocol-Version", "2025-06-18"),
+                ("Mcp-Session-Id", &self.session),
+            ],
+            &message.to_string(),
+        )
+    }
+
+    /// A request's `result`; fails on anything else.
+    fn rpc(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        self.id += 1;
+        let (status, _, body) = self.post(
+            &serde_json::json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params}),
+        );
+        assert_eq!(status, 200, "{method}: {body}");
+        let v: serde_json::Value = serde_json::from_str(&body).expect("a JSON answer");
+        assert!(v.get("result").is_some(), "{method}: {v}");
+        v["result"].clone()
+    }
+
+    /// Whether `list_devices` (the kitchen) shows the light on.
+    fn listed_on(&mut self, uuid: &str) -> Option<bool> {
+        let r = self.rpc(
+            "tools/call",
+            serde_json::json!({"name": "list_devices", "arguments": {"room": "Küche"}}),
+        );
+        r["structuredContent"]["data"]["devices"]
+            .as_array()?
+            .iter()
+            .find(|d| d["uuid"] == uuid)?["state"]["on"]
+            .as_bool()
+    }
+
+    /// Opens the session's GET stream on a connection of its own; a thread sends the arrival
+    /// time and URI of every `notifications/resources/updated`.
+    fn updates(&self, addr: SocketAddr) -> crossbeam_channel::Receiver<(Instant, String)> {
+        use std::io::Write;
+        let s = TcpStream::connect(addr).expect("connect");
+        s.set_nodelay(true).unwrap();
+        let mut reader = BufReader::new(s);
+        let req = format!(
+            "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\nMCP-Protocol-Version: 2025-06-18\r\nMcp-Session-Id: {}\r\n\r\n",
+            self.session
+        );
+        reader.get_mut().write_all(req.as_bytes()).unwrap();
+        let (status, headers) = read_head(&mut reader).unwrap();
+        assert_eq!(status, 200, "the GET stream: {headers:?}");
+        let (tx, rx) = crossbeam_channel::unbounded();
+        thread::spawn(move || {
+            let mut text = String::new();
+            while let Ok(Some(chunk)) = read_chunk(&mut reader) {
+                let at = Instant::now();
+                text.push_str(&String::from_utf8_lossy(&chunk));
+                while let Some(i) = text.find("\n\n") {
+                    let event: String = text.drain(..i + 2).collect();
+                    for data in event.lines().filter_map(|l| l.strip_prefix("data:")) {
+                        let Ok(v) = serde_json::from_str::<serde_json::Value>(data.trim()) else {
+                            continue;
+                        };
+                        if v["method"] == "notifications/resources/updated" {
+                            let uri = v["params"]["uri"].as_str().unwrap_or("").to_string();
+                            if tx.send((at, uri)).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            }
+        });
+        rx
+    }
+}
+
+struct ReadFigures {
+    listed: Vec<Duration>,
+    subscribed: Vec<Duration>,
+    polls: usize,
+}
+
+/// 4: `home-mcp serve` against an in-process simulator of the demo house; `n` changes of a
+/// switch at the Miniserver, first until `list_devices` shows each, then until a
+/// subscription hears of each.
+fn read_latency(n: usize, tmp: &std::path::Path) -> ReadFigures {
+    let sim = Arc::new(Simulator::demo());
+    let server = SimServer::start(sim, "127.0.0.1:0").unwrap();
+    let data = tmp.join("reads-data");
+    std::fs::create_dir_all(&data).unwrap();
+    let config = tmp.join("reads.toml");
+    // The bench polls as fast as it can: a per-client budget it cannot reach.
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\ndata_dir = {:?}\n\n[auth.rate_limits]\nper_client = 100000000\n",
+            data.display().to_string()
+        ),
+    )
+    .unwrap();
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let mut serve = Proc(
+        Command::new(env!("CARGO_BIN_EXE_home-mcp"))
+            .args(["serve", "--listen", &addr.to_string()])
+            .arg("--config")
+            .arg(&config)
+            .env("HOME_HOST", server.addr().to_string())
+            .env("HOME_USER", DEMO_USER)
+            .env("HOME_PASS", DEMO_PASSWORD)
+            .env("HOME_LOG_LEVEL", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start home-mcp serve"),
+    );
+    let (tx, rx) = crossbeam_channel::bounded::<()>(1);
+    let stderr = serve.0.stderr.take().unwrap();
+    thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { return };
+            if line.contains("-> websocket") {
+                let _ = tx.try_send(());
+            }
+        }
+    });
+    rx.recv_timeout(WAIT).expect("server link up (log line)");
+    wait_for("the server's port", || TcpStream::connect(addr).is_ok());
+
+    // The wall button: the simulator's HTTP API on a keep-alive connection.
+    let s = TcpStream::connect(server.addr()).unwrap();
+    s.set_nodelay(true).unwrap();
+    let mut ms_reader = BufReader::new(s.try_clone().unwrap());
+    let mut ms_writer = s;
+    let mut press = |on: bool| {
+        let cmd = if on { "on" } else { "off" };
+        let st = get(
+            &mut ms_reader,
+            &mut ms_writer,
+            &format!("/jdev/sps/io/{KITCHEN_LIGHT}/{cmd}"),
+        );
+        assert_eq!(st, 200, "the switch takes {cmd}");
+    };
+
+    let mut mcp = Mcp::connect(addr);
+    wait_for("list_devices to show the light", || {
+        mcp.listed_on(KITCHEN_LIGHT).is_some()
+    });
+    let mut on = mcp.listed_on(KITCHEN_LIGHT).unwrap();
+
+    // 4a: until list_devices shows it.
+    let mut listed = Vec::with_capacity(n);
+    let mut polls = 0;
+    for i in 0..n {
+        // 0..25 ms between changes (spread deterministically), as in 1.
+        thread::sleep(Duration::from_micros((i as u64 * 7919) % 25_000));
+        on = !on;
+        let t = Instant::now();
+        press(on);
+        loop {
+            polls += 1;
+            if mcp.listed_on(KITCHEN_LIGHT) == Some(on) {
+                listed.push(t.elapsed());
+                break;
+            }
+            assert!(t.elapsed() < WAIT, "list_devices never showed {on}");
+            thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    // 4b: until the subscription hears of it.
+    let uri = format!("home://devices/{KITCHEN_LIGHT}");
+    mcp.rpc("resources/subscribe", serde_json::json!({"uri": uri}));
+    let updates = mcp.updates(addr);
+    let mut last = Instant::now();
+    let mut subscribed = Vec::with_capacity(n);
+    for i in 0..n {
+        // Past the coalescing window since the last notification, so none is held back
+        // (that is the notifier's documented rate limit, not latency), plus 0..25 ms.
+        let due = last
+            + home_mcp::app::UPDATE_INTERVAL
+            + Duration::from_micros((i as u64 * 7919) % 25_000);
+        if let Some(left) = due.checked_duration_since(Instant::now()) {
+            thread::sleep(left);
+        }
+        while updates.try_recv().is_ok() {}
+        on = !on;
+        let t = Instant::now();
+        press(on);
+        loop {
+            let left = (t + WAIT).saturating_duration_since(Instant::now());
+            let (at, u) = updates
+                .recv_timeout(left)
+                .expect("an update within the wait");
+            if u == uri && at >= t {
+                subscribed.push(at.duration_since(t));
+                last = at;
+                break;
+            }
+        }
+    }
+    drop(serve);
+    drop(server);
+    listed.sort();
+    subscribed.sort();
+    ReadFigures {
+        listed,
+        subscribed,
+        polls,
+    }
+}
+
 fn main() {
     let secs = env_num("BENCH_SECS", 2.0);
     let changes = env_num("BENCH_CHANGES", 300.0) as usize;
@@ -499,6 +894,7 @@ fn main() {
     std::fs::create_dir_all(&tmp).unwrap();
     let big = rss_of(&synthetic_structure(CONTROLS, ROOMS), &tmp, "synth1000");
     let demo = rss_of(home_mcp::sim::DEMO_STRUCTURE, &tmp, "demo");
+    let reads = read_latency(env_num("BENCH_READS", 200.0) as usize, &tmp);
     let _ = std::fs::remove_dir_all(&tmp);
 
     println!(
@@ -571,6 +967,33 @@ fn main() {
             r.server_burst,
             ms(r.link_up),
             r.sim
+        );
+    }
+    println!();
+    println!(
+        "4. a change at the Miniserver (demo house switch, HTTP API) -> what a client of `home-mcp serve` reads"
+    );
+    for (name, lat, note) in [
+        (
+            "list_devices (MCP HTTP, polled)",
+            &reads.listed,
+            format!("{} polls", reads.polls),
+        ),
+        (
+            "resource subscription (GET stream)",
+            &reads.subscribed,
+            "notifications/resources/updated".to_string(),
+        ),
+    ] {
+        let p99 = pct(lat, 0.99);
+        println!(
+            "   {name:<35} {} changes  p50 {:.1} ms  p99 {:.1} ms  max {:.1} ms  ({note}); goal p99 < {} ms: {}",
+            lat.len(),
+            ms(pct(lat, 0.50)),
+            ms(p99),
+            ms(*lat.last().unwrap()),
+            READ_GOAL.as_millis(),
+            if p99 < READ_GOAL { "met" } else { "MISSED" }
         );
     }
 }

@@ -33,6 +33,7 @@ mod metrics;
 mod output_schemas;
 mod packaging;
 mod prompts;
+mod read_paths;
 mod regressions;
 mod resolve;
 mod resources;

@@ -730,9 +730,17 @@ impl House {
     /// The newest primary value of `control` the state store knows, without asking the
     /// Miniserver: its pushed primary state ([`Primary`]) or the value last read or polled
     /// under its own `uuidAction`, whichever changed last. `None` when neither is known.
+    ///
+    /// A value *pushed* under the `uuidAction` is a named state that shares the UUID (real
+    /// structure files do this: an Alarm's or SmokeAlarm's `sensors` text, a Daytimer's
+    /// `entriesAndDefaultValue`), never the primary value unless [`Primary`] names that state,
+    /// so only a read or polled value counts as the control's own.
     pub fn known_value(&self, control: &Control) -> Option<StateValue> {
         let pushed = Primary::of(control).read(control, &self.states);
-        let own = self.states.get(&control.uuid);
+        let own = self
+            .states
+            .get(&control.uuid)
+            .filter(|v| v.source != Source::Event);
         match (pushed, own) {
             (Some(p), Some(o)) => Some(if o.seq > p.seq { o } else { p }),
             (p, o) => p.or(o),
@@ -774,5 +782,58 @@ impl House {
             }
         }
         self.refresh(control, Source::Read)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::home::model::{ControlKind, StateRef};
+
+    struct Offline;
+
+    impl Controller for Offline {
+        fn act(&self, _: &Control, _: &Action) -> Result<Option<Value>, ControllerError> {
+            Err(ControllerError::Connection("offline".into()))
+        }
+        fn read(&self, _: &Control) -> Result<Value, ControllerError> {
+            Err(ControllerError::Connection("offline".into()))
+        }
+    }
+
+    /// An Alarm whose `sensors` text state has the control's own UUID, as in real structure
+    /// files: the pushed text is not the alarm's value, whatever order the events came in.
+    #[test]
+    fn a_state_pushed_under_the_uuid_action_is_not_the_primary_value() {
+        let mut alarm = Control::new("alarm", "Alarm", ControlKind::Alarm);
+        alarm
+            .states
+            .insert("armed".into(), StateRef::Uuid("st-armed".into()));
+        alarm
+            .states
+            .insert("sensors".into(), StateRef::Uuid("alarm".into()));
+        let house = House::new(Home::default(), Arc::new(Offline), Duration::from_secs(60));
+        let t = SystemTime::now();
+        house.record(
+            "st-armed",
+            Some("alarm"),
+            Value::Number(1.0),
+            t,
+            Source::Event,
+        );
+        house.record(
+            "alarm",
+            Some("alarm"),
+            Value::Text(String::new()),
+            t,
+            Source::Event,
+        );
+        let v = house
+            .known_value(&alarm)
+            .expect("the armed state was pushed");
+        assert_eq!(v.value, Value::Number(1.0));
+        // A value read over HTTP under the uuidAction is the control's own, newest wins.
+        house.record("alarm", Some("alarm"), Value::Number(0.0), t, Source::Read);
+        assert_eq!(house.known_value(&alarm).unwrap().value, Value::Number(0.0));
     }
 }

@@ -648,8 +648,12 @@ impl<'a> Session<'a> {
         }
         let mut numbers = Vec::new();
         let mut texts = Vec::new();
+        // A UUID has one value, as in the initial tables (`ws_snapshot`): where a structure
+        // file gives two states the same UUID, the first one's value is sent. Otherwise both
+        // would go out on every tick, each differing from the other.
+        let mut seen = std::collections::HashSet::new();
         for (uuid, v) in current {
-            if self.sent.get(&uuid) == Some(&v) {
+            if !seen.insert(uuid.clone()) || self.sent.get(&uuid) == Some(&v) {
                 continue;
             }
             let e = to_event(uuid.clone(), &v);

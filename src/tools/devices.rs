@@ -9,7 +9,7 @@ use super::args::{self, in_range};
 use super::view;
 use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY};
 use crate::home::resolve::fold;
-use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home};
+use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, Primary};
 use crate::mcp::ToolAnnotations;
 
 pub fn tools() -> Vec<Tool> {
@@ -280,16 +280,18 @@ fn list_devices(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value
     Ok(values.annotate(json!({"devices": devices, "total": matching.len()})))
 }
 
-/// Types whose block has a primary value worth reading over HTTP.
+/// Whether a listing shows the control's value: a type the model knows, except the central
+/// blocks (they have none), and a type it does not know when it has a pushed primary state
+/// ([`Primary`]: its `value`, `active` or `position`), as every other read path shows it.
 fn has_primary_value(c: &Control) -> bool {
-    !matches!(
-        c.kind,
-        ControlKind::Unknown(_)
-            | ControlKind::CentralJalousie
-            | ControlKind::CentralLightController
-            | ControlKind::CentralAudioZone
-            | ControlKind::CentralAlarm
-    )
+    match c.kind {
+        ControlKind::CentralJalousie
+        | ControlKind::CentralLightController
+        | ControlKind::CentralAudioZone
+        | ControlKind::CentralAlarm => false,
+        ControlKind::Unknown(_) => Primary::of(c) != Primary::None,
+        _ => true,
+    }
 }
 
 /// What `control_device` can be asked to do, after the user's word (English or German) has
