@@ -230,44 +230,50 @@ fn bodies_declared_too_large_are_refused_at_once_and_leave_nothing_behind() {
 }
 
 #[test]
-fn a_slow_body_costs_a_connection_not_a_worker_and_ends_at_the_deadline() {
+fn slow_bodies_and_heads_cost_a_connection_not_a_worker_and_end_at_the_deadline() {
     let ms = Miniserver::demo();
     let served = Served::start_limited_with(&ms, "[server]\nrequest_deadline_secs = 3\n", NOFILE);
-    // Four slow bodies (twice the two workers), a byte every 200 ms of 5,000 declared.
-    let slow: Vec<_> = (0..4)
+    // Four slow bodies (twice the two workers), a byte every 200 ms of 5,000 declared, and two
+    // slow heads (a header line growing by a byte every 200 ms).
+    let slow: Vec<_> = (0..6)
         .map(|n| {
             let addr = served.addr;
             std::thread::spawn(move || {
                 let mut s = connect_from(2 + n, addr).expect("connect");
+                let (what, head): (&str, &[u8]) = if n < 4 {
+                    ("body", b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n")
+                } else {
+                    ("head", b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+                };
                 // Before the first byte: the server's deadline cannot start earlier.
                 let t = Instant::now();
-                s.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n").unwrap();
+                s.write_all(head).unwrap();
                 let mut sent = 0;
-                while s.write_all(b" ").is_ok() && sent < 5000 {
+                while s.write_all(b"x").is_ok() && sent < 5000 {
                     sent += 1;
                     if closed_by_server(&s) {
                         break;
                     }
                     std::thread::sleep(Duration::from_millis(200));
                 }
-                (sent, t.elapsed())
+                (what, sent, t.elapsed())
             })
         })
         .collect();
-    answered(&served, "with 4 slow bodies open");
+    answered(&served, "with 4 slow bodies and 2 slow heads open");
     for h in slow {
-        let (sent, took) = h.join().unwrap();
+        let (what, sent, took) = h.join().unwrap();
         println!(
-            "slow body dropped after {sent} bytes, {:.1} s",
+            "slow {what} dropped after {sent} bytes, {:.1} s",
             took.as_secs_f64()
         );
-        assert!(sent < 5000, "the whole slow body was taken");
+        assert!(sent < 5000, "the whole slow {what} was taken");
         assert!(
             took >= Duration::from_secs(3),
-            "dropped before the deadline"
+            "slow {what} dropped before the deadline"
         );
     }
-    answered(&served, "after the slow bodies");
+    answered(&served, "after the slow bodies and heads");
 }
 
 #[test]
