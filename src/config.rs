@@ -10,6 +10,10 @@
 //! workers = 2                  # request worker threads
 //! max_body_bytes = 1048576     # largest accepted request body
 //! idle_timeout_secs = 30       # idle keep-alive connections are closed after this
+//! max_connections = 384        # open connections at most (2 descriptors each; keep well
+//!                              # below the unit's LimitNOFILE=1024)
+//! max_connections_per_client = 64 # open connections per client address
+//! request_deadline_secs = 10   # a request's headers and body must be in within this (408)
 //! allowed_origins = []         # extra browser origins allowed on /mcp
 //! allowed_hosts = []           # Host header values allowed besides loopback names
 //! max_streams = 32             # SSE streams (GET /mcp, /sse, streamed answers) at once
@@ -163,6 +167,12 @@ pub struct ServerConfig {
     /// Largest request body in bytes.
     pub max_body_bytes: usize,
     pub idle_timeout: Duration,
+    /// Open connections at most (`max_connections`, 1-4096, default 384).
+    pub max_connections: usize,
+    /// Open connections per client address (`max_connections_per_client`, default 64).
+    pub max_connections_per_client: usize,
+    /// Time to receive a request's headers and body (`request_deadline_secs`, default 10 s).
+    pub request_deadline: Duration,
     pub allowed_origins: Vec<String>,
     pub allowed_hosts: Vec<String>,
     /// SSE streams served at once on their own threads (`max_streams`, 1-1024, default 32).
@@ -230,6 +240,9 @@ impl Default for ServerConfig {
             workers: 2,
             max_body_bytes: 1024 * 1024,
             idle_timeout: Duration::from_secs(30),
+            max_connections: crate::http::DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_client: crate::http::DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+            request_deadline: Duration::from_secs(10),
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             max_streams: 32,
@@ -366,6 +379,9 @@ struct FileServer {
     workers: Option<usize>,
     max_body_bytes: Option<usize>,
     idle_timeout_secs: Option<u64>,
+    max_connections: Option<usize>,
+    max_connections_per_client: Option<usize>,
+    request_deadline_secs: Option<u64>,
     allowed_origins: Option<Vec<String>>,
     allowed_hosts: Option<Vec<String>>,
     max_streams: Option<usize>,
@@ -452,6 +468,27 @@ impl Config {
                 return Err(invalid("server.idle_timeout_secs", "must be at least 1"));
             }
             cfg.server.idle_timeout = Duration::from_secs(s);
+        }
+        if let Some(n) = file.server.max_connections {
+            if !(1..=4096).contains(&n) {
+                return Err(invalid("server.max_connections", "must be 1-4096"));
+            }
+            cfg.server.max_connections = n;
+        }
+        if let Some(n) = file.server.max_connections_per_client {
+            if n == 0 {
+                return Err(invalid(
+                    "server.max_connections_per_client",
+                    "must be at least 1",
+                ));
+            }
+            cfg.server.max_connections_per_client = n;
+        }
+        if let Some(s) = file.server.request_deadline_secs {
+            if !(1..=600).contains(&s) {
+                return Err(invalid("server.request_deadline_secs", "must be 1-600"));
+            }
+            cfg.server.request_deadline = Duration::from_secs(s);
         }
         if let Some(o) = file.server.allowed_origins {
             cfg.server.allowed_origins = o;

@@ -658,7 +658,6 @@ fn idle_and_half_sent_connections_are_closed() {
 /// a machine too busy to run the waker in time (300 ms under `tests/busy.sh`), the acceptor
 /// dies and the port is closed.
 #[test]
-#[ignore = "product bug: an accept timeout stops the acceptor (issue 14: an accept error never stops accepting)"]
 fn a_short_idle_timeout_does_not_stop_the_acceptor() {
     let server = start(Opts {
         idle: Duration::from_millis(1),

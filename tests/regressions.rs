@@ -149,7 +149,6 @@ fn a_text_with_dot_segments_reaches_the_miniserver_as_one_segment() {
 }
 
 #[test]
-#[ignore = "fixed by issue 14: connection caps; an accept error never stops accepting"]
 fn idle_connections_beyond_the_descriptor_limit_do_not_stop_the_server() {
     let ms = Miniserver::demo();
     // The packaged unit's LimitNOFILE.

@@ -6,11 +6,19 @@
 //! * `SO_RCVTIMEO`/`SO_SNDTIMEO` = `idle_timeout`, so tiny_http's per-connection threads give
 //!   up on idle keep-alive connections and half-sent requests instead of waiting forever.
 //!
-//! `SO_RCVTIMEO` also bounds `accept(2)` on the listener, and tiny_http's accept thread stops
-//! for good on its first accept error. A small "waker" thread therefore connects to the
-//! listener (and closes at once) more often than `idle_timeout`, so an idle server never sees
-//! that timeout. If the acceptor dies anyway (e.g. out of file descriptors), workers log it and
-//! `/health` answers 503.
+//! tiny_http is the patched copy in `patches/tiny_http` (see its `PATCHES.md`), started with
+//! [`tiny_http::Limits`]: at most [`HttpConfig::max_connections`] connections
+//! ([`HttpConfig::max_connections_per_client`] per address; beyond, the one idle longest is
+//! ended, else 503), request line/header limits ([`MAX_REQUEST_LINE`], [`MAX_HEADERS`],
+//! [`MAX_HEADER_BYTES`]), bodies read by the connection's thread under
+//! [`HttpConfig::request_deadline`] before a worker sees them (declared bodies above
+//! `max_body_bytes` are not read: 413 at once), ambiguous framing refused (400). An accept
+//! error never stops its accept thread; if that thread dies anyway, the dispatcher exits the
+//! process (status 70) so that systemd restarts it.
+//!
+//! `SO_RCVTIMEO` also bounds `accept(2)` on the listener (the patched acceptor ignores that
+//! timeout). A small "waker" thread still connects to the listener (and closes at once) more
+//! often than `idle_timeout`.
 //!
 //! One dispatcher thread takes requests from tiny_http (`recv()`): it answers `GET /health`
 //! itself, so health checks answer at once even while every worker waits on a hung Miniserver,
@@ -75,6 +83,26 @@ use crate::metrics::{self, HttpTransport};
 /// Requests queued for the workers, per worker, before new ones get 503.
 pub const QUEUE_PER_WORKER: usize = 32;
 
+/// Default cap on open connections. Each takes two descriptors (tiny_http keeps a reading and
+/// a writing copy of the socket) and a thread: 384 take 768 of the unit's `LimitNOFILE=1024`,
+/// leaving about 250 for the rest (listener, the Miniserver link, SQLite, logs, streams, and
+/// the brief extra descriptor of each refused connection).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 384;
+
+/// Default cap on open connections per client address: one host (a phone, a TV, a guest's
+/// laptop) cannot take more than a sixth of them.
+pub const DEFAULT_MAX_CONNECTIONS_PER_CLIENT: usize = 64;
+
+/// Longest request line (414 beyond).
+pub const MAX_REQUEST_LINE: usize = 8 * 1024;
+/// Most header lines in a request (431 beyond).
+pub const MAX_HEADERS: usize = 100;
+/// Most bytes of all header lines of a request (431 beyond).
+pub const MAX_HEADER_BYTES: usize = 32 * 1024;
+/// All request bodies buffered at once by connection threads (503 beyond): with the default
+/// 1 MiB body limit, 16 full bodies in flight, well inside the unit's memory cap.
+pub const MAX_BUFFERED_BODY_BYTES: usize = 16 * 1024 * 1024;
+
 /// The `/health` callback: returns the JSON document to serve. Called on the dispatcher
 /// thread: it must not wait on anything (no Miniserver request, no long lock).
 pub type HealthFn = Arc<dyn Fn() -> Value + Send + Sync>;
@@ -88,6 +116,15 @@ pub struct HttpConfig {
     pub workers: usize,
     /// Largest accepted request body (default 1 MiB); larger gets 413.
     pub max_body_bytes: usize,
+    /// Open connections at most (default [`DEFAULT_MAX_CONNECTIONS`]); a new one beyond it
+    /// ends the connection idle the longest, or is refused (503, closed) when none is idle.
+    pub max_connections: usize,
+    /// The same per client IP address (default [`DEFAULT_MAX_CONNECTIONS_PER_CLIENT`]).
+    pub max_connections_per_client: usize,
+    /// From the first byte of a request until its headers and whole body are in (default
+    /// 10 s); beyond it 408 and the connection closes. Bodies are read by the connection's
+    /// thread under this deadline, so a worker never waits on a slow client.
+    pub request_deadline: Duration,
     /// Idle/stalled connection timeout (default 30 s): a connection that sends nothing for this
     /// long, or stops mid-request, is closed. Also bounds blocked writes.
     pub idle_timeout: Duration,
@@ -143,6 +180,9 @@ impl Default for HttpConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             workers: 2,
             max_body_bytes: 1024 * 1024,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_client: DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+            request_deadline: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(30),
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
@@ -292,7 +332,17 @@ impl HttpServer {
     ) -> std::io::Result<HttpServer> {
         let listener = bind(&config)?;
         let addr = listener.local_addr()?;
-        let server = tiny_http::Server::from_listener(listener, None)
+        let limits = tiny_http::Limits {
+            max_connections: config.max_connections.max(1),
+            max_connections_per_ip: config.max_connections_per_client.max(1),
+            max_request_line: MAX_REQUEST_LINE,
+            max_headers: MAX_HEADERS,
+            max_header_bytes: MAX_HEADER_BYTES,
+            max_body_bytes: Some(config.max_body_bytes),
+            max_buffered_bytes: MAX_BUFFERED_BODY_BYTES.max(config.max_body_bytes),
+            request_deadline: Some(config.request_deadline).filter(|d| !d.is_zero()),
+        };
+        let server = tiny_http::Server::from_listener_with_limits(listener, None, limits)
             .map_err(|e| std::io::Error::other(format!("HTTP server setup failed: {e}")))?;
         let server = Arc::new(server);
         let workers = config.workers.max(1);
@@ -446,9 +496,12 @@ fn dispatch(
                 if shutting_down.load(Ordering::SeqCst) {
                     return;
                 }
-                if ctx.accepting.swap(false, Ordering::Relaxed) {
-                    log::error!("HTTP acceptor stopped: {e}; no new connections are accepted");
-                }
+                // The patched tiny_http never gives up accepting on an error; this is its
+                // accept thread gone (a panic). A server that cannot accept is of no use:
+                // exit non-zero so that systemd restarts it.
+                ctx.accepting.store(false, Ordering::Relaxed);
+                log::error!("HTTP acceptor stopped: {e}; exiting so that the service restarts");
+                std::process::exit(70);
             }
         }
     }
@@ -663,35 +716,6 @@ pub(crate) fn header<'a>(request: &'a tiny_http::Request, name: &str) -> Option<
         .map(|h| h.value.as_str())
 }
 
-/// Declared bodies up to this size (or `max_body_bytes` if larger) are refused normally; above
-/// it the connection is quarantined (see [`quarantine_oversized`]).
-const SAFE_DRAIN_BYTES: usize = 64 * 1024 * 1024;
-
-/// Connections given up by [`quarantine_oversized`] since start (logged).
-static QUARANTINED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// Answers 413 to a request declaring an absurd `Content-Length`, without ever dropping its
-/// body reader.
-///
-/// tiny_http 0.12 drains an unread `Content-Length` body when the request is dropped, and
-/// allocates a buffer of the whole remaining length to do so: `Content-Length: 900000000000`
-/// aborts the process on allocation failure. The only way around it is to take the reader
-/// out (`upgrade`) and leak it. That leaks the connection's thread and its descriptors until
-/// the process ends, so it is reserved for declared lengths no honest MCP client sends; each
-/// occurrence is logged.
-fn quarantine_oversized(request: tiny_http::Request, answer: Answer) {
-    let n = QUARANTINED.fetch_add(1, Ordering::Relaxed) + 1;
-    log::warn!(
-        "refusing {} {} with Content-Length {:?} from {:?}; connection quarantined ({n} so far)",
-        request.method(),
-        request.url(),
-        request.body_length(),
-        request.remote_addr()
-    );
-    let stream = request.upgrade("none", answer.into_response());
-    std::mem::forget(stream);
-}
-
 fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
     let started = Instant::now();
     let transport = HttpTransport::from_path(request.url().split('?').next().unwrap_or(""));
@@ -699,17 +723,18 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
     let url = request.url().to_string();
     let path = url.split('?').next().unwrap_or("").to_string();
     let limit = ctx.config.max_body_bytes;
-    if request
-        .body_length()
-        .is_some_and(|n| n > limit.max(SAFE_DRAIN_BYTES))
-    {
+    if request.body_length().is_some_and(|n| n > limit) {
+        // tiny_http (patched) read none of it and closes the connection after this answer:
+        // nothing is drained, parked or leaked.
         let details = format!("request body exceeds the limit of {limit} bytes");
         let answer = match path.as_str() {
             "/mcp" => mcp::too_large(limit),
             _ => rest_error(413, "PAYLOAD_TOO_LARGE", &details),
         };
         metrics::global().http_request(transport, 413, None);
-        quarantine_oversized(request, answer);
+        if let Err(e) = request.respond(answer.into_response()) {
+            log::debug!("writing response failed: {e}");
+        }
         return;
     }
     let mut rate = None;

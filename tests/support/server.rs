@@ -132,6 +132,16 @@ impl Served {
         Served::spawn(&miniserver.api, "", &[], &[], Some(nofile))
     }
 
+    /// [`Served::start_limited`] with `config` (as [`Served::start`] takes it).
+    pub fn start_limited_with(miniserver: &Miniserver, config: &str, nofile: u32) -> Served {
+        Served::spawn(&miniserver.api, config, &[], &[], Some(nofile))
+    }
+
+    /// The server's process id (the shell of [`Served::start_limited`] `exec`s it).
+    pub fn pid(&self) -> u32 {
+        self.child.pid()
+    }
+
     fn spawn(
         miniserver: &MiniserverApi,
         config: &str,
