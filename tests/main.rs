@@ -19,6 +19,7 @@ mod confirm;
 mod conformance;
 mod dashboard;
 mod device_actions;
+mod edge_app;
 mod faults;
 mod fixture_commands;
 mod harness;
