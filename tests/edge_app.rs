@@ -2,7 +2,7 @@
 //! `serve` binary on loopback: JSON-RPC batches bounded in items and answer bytes, each item
 //! rate-limited and authorized on its own; one client's `initialize` flood never evicts
 //! another client's session; refused `control_device` calls leave no bus subscription
-//! behind. Every test checks that `/health` and another client's MCP calls are answered
+//! behind; RSS returns to its idle value after a burst of large answers. Every test checks that `/health` and another client's MCP calls are answered
 //! during the attack and that the server is alive afterwards. Durations are printed, never
 //! judged.
 
@@ -280,4 +280,87 @@ fn refused_control_calls_leave_no_bus_subscription() {
     println!("bus subscribers: {idle} before, {after} after");
     assert_eq!(after, idle, "no subscription outlives its call");
     others_served(&served, &mut other, "after the calls");
+}
+
+/// A `kB` field (`VmRSS`, `VmHWM`) of `/proc/<pid>/status`, in kB.
+fn status_kb(pid: u32, field: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    text.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("{field} in {text}"))
+}
+
+#[test]
+fn rss_returns_to_idle_after_a_burst_of_large_answers() {
+    let ms = Miniserver::demo();
+    let served = Served::start(&ms, "", &[]);
+    served.wait_link("websocket");
+    let pid = served.pid();
+    let addr = served.addr;
+    let list_devices = json!({"limit": 500});
+    // Warm up once per kind of request (lazy tables, the tool cache's entries), then idle.
+    let mut other = McpHttp::connect(addr, None);
+    other.rpc("tools/list", json!({}));
+    other.ok("list_devices", list_devices.clone());
+    others_served(&served, &mut other, "before the burst");
+    let idle = wait_until("RSS settles at idle", PATIENCE, || {
+        let a = status_kb(pid, "VmRSS");
+        let b = status_kb(pid, "VmRSS");
+        // Two readings alike within 64 kB: nothing is still being freed or allocated.
+        if a.abs_diff(b) <= 64 {
+            Ok(b)
+        } else {
+            Err((a, b))
+        }
+    });
+    let started = Instant::now();
+    let bytes = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let bytes = bytes.clone();
+            let args = list_devices.clone();
+            std::thread::spawn(move || {
+                let mut c = McpHttp::connect(addr, None);
+                for i in 0..50 {
+                    let v = if i % 2 == 0 {
+                        c.rpc("tools/list", json!({}))
+                    } else {
+                        c.rpc(
+                            "tools/call",
+                            json!({"name": "list_devices", "arguments": args}),
+                        )
+                    };
+                    assert!(v.get("result").is_some(), "{v}");
+                    bytes.fetch_add(v.to_string().len(), std::sync::atomic::Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    others_served(&served, &mut other, "during the burst");
+    for t in threads {
+        t.join().expect("a burst thread");
+    }
+    let peak = status_kb(pid, "VmHWM");
+    let right_after = status_kb(pid, "VmRSS");
+    println!(
+        "200 answers ({} MB) in {:?}; RSS idle {idle} kB, right after {right_after} kB, peak {peak} kB",
+        bytes.load(std::sync::atomic::Ordering::Relaxed) / 1_000_000,
+        started.elapsed()
+    );
+    let waited = Instant::now();
+    let back = wait_until("RSS back within 2 MB of idle", PATIENCE, || {
+        let now = status_kb(pid, "VmRSS");
+        if now <= idle + 2048 {
+            Ok(now)
+        } else {
+            Err(now)
+        }
+    });
+    println!(
+        "RSS {back} kB ({:+} kB from idle) after {:?}",
+        back as i64 - idle as i64,
+        waited.elapsed()
+    );
+    others_served(&served, &mut other, "after the burst");
 }

@@ -205,6 +205,11 @@ impl Served {
         served
     }
 
+    /// The server's process id (for `/proc/<pid>/status`).
+    pub fn pid(&self) -> u32 {
+        self.child.pid()
+    }
+
     /// Every line the server logged so far (its start-up lines are all there once
     /// [`Served::start`] returned).
     pub fn log(&self) -> Vec<String> {
