@@ -18,7 +18,7 @@ use crate::loxone::feed::HouseFeed;
 use crate::loxone::live::{Link, LinkConfig};
 use crate::loxone::poll::Poller;
 use crate::loxone::structure::{log_warnings, parse_structure_bytes, StructureError};
-use crate::mcp::server::{McpConfig, McpServer};
+use crate::mcp::server::McpServer;
 use crate::mcp::updates::{spawn_notifier, Next, Update};
 use crate::sim::{SimServer, Simulator};
 use crate::tools::HomeTools;
@@ -264,7 +264,7 @@ impl App {
             )),
             None => tools,
         };
-        let mcp = Arc::new(McpServer::new(handler, McpConfig::default()));
+        let mcp = Arc::new(McpServer::new(handler, config.server.mcp.clone()));
         let notifier_stop = Arc::new(AtomicBool::new(false));
         start_resource_notifier(house.clone(), mcp.clone(), notifier_stop.clone())
             .map_err(StartError::Io)?;

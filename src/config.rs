@@ -25,6 +25,11 @@
 //! tool_cache_secs = 30         # answers of read-only tools are cached this long (0 = off,
 //!                              # at most 3600); any state change or command invalidates
 //! resource_cache_secs = 60     # resource contents likewise (0 = off, at most 3600)
+//! max_batch_items = 20         # JSON-RPC batch items (protocol 2025-03-26 only; 1-1000)
+//! max_batch_answer_bytes = 4194304  # bytes of one batch's answer (64 KiB-64 MiB)
+//! max_sessions = 1000          # MCP sessions in all (1-100000); per client address and per
+//! max_sessions_per_client = 32 # API key (1-1000 each): a client over its cap replaces its
+//! max_sessions_per_key = 64    # own oldest session, never another client's
 //!
 //! [miniserver]
 //! host = "192.168.1.77"        # host, host:port or http(s)://host[:port]
@@ -177,6 +182,10 @@ pub struct ServerConfig {
     pub allowed_hosts: Vec<String>,
     /// SSE streams served at once on their own threads (`max_streams`, 1-1024, default 32).
     pub max_streams: usize,
+    /// The MCP core's bounds (`max_batch_items`, `max_batch_answer_bytes`, `max_sessions`,
+    /// `max_sessions_per_client`, `max_sessions_per_key`; see
+    /// [`crate::mcp::McpConfig`]).
+    pub mcp: crate::mcp::McpConfig,
     /// Keep-alive comment interval on idle SSE streams (`keep_alive_secs`, default 15 s).
     pub keep_alive: Duration,
     /// Directory for the server's own state (the workflow store `workflows.db`). Created at
@@ -246,6 +255,7 @@ impl Default for ServerConfig {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             max_streams: 32,
+            mcp: crate::mcp::McpConfig::default(),
             keep_alive: Duration::from_secs(15),
             data_dir: PathBuf::from(DEFAULT_DATA_DIR),
             verify_timeout: crate::home::house::DEFAULT_VERIFY_TIMEOUT,
@@ -385,6 +395,11 @@ struct FileServer {
     allowed_origins: Option<Vec<String>>,
     allowed_hosts: Option<Vec<String>>,
     max_streams: Option<usize>,
+    max_batch_items: Option<usize>,
+    max_batch_answer_bytes: Option<usize>,
+    max_sessions: Option<usize>,
+    max_sessions_per_client: Option<usize>,
+    max_sessions_per_key: Option<usize>,
     keep_alive_secs: Option<u64>,
     data_dir: Option<String>,
     verify_timeout_ms: Option<u64>,
@@ -496,6 +511,53 @@ impl Config {
         if let Some(h) = file.server.allowed_hosts {
             cfg.server.allowed_hosts = h;
         }
+        let bounded = |v: Option<usize>, lo: usize, hi: usize, name: &str, out: &mut usize| match v
+        {
+            Some(n) if !(lo..=hi).contains(&n) => {
+                Err(invalid(name, &format!("must be between {lo} and {hi}")))
+            }
+            Some(n) => {
+                *out = n;
+                Ok(())
+            }
+            None => Ok(()),
+        };
+        let m = &mut cfg.server.mcp;
+        bounded(
+            file.server.max_batch_items,
+            1,
+            1000,
+            "server.max_batch_items",
+            &mut m.max_batch_items,
+        )?;
+        bounded(
+            file.server.max_batch_answer_bytes,
+            64 * 1024,
+            64 * 1024 * 1024,
+            "server.max_batch_answer_bytes",
+            &mut m.max_batch_answer_bytes,
+        )?;
+        bounded(
+            file.server.max_sessions,
+            1,
+            100_000,
+            "server.max_sessions",
+            &mut m.max_sessions,
+        )?;
+        bounded(
+            file.server.max_sessions_per_client,
+            1,
+            1000,
+            "server.max_sessions_per_client",
+            &mut m.max_sessions_per_client,
+        )?;
+        bounded(
+            file.server.max_sessions_per_key,
+            1,
+            1000,
+            "server.max_sessions_per_key",
+            &mut m.max_sessions_per_key,
+        )?;
         if let Some(n) = file.server.max_streams {
             if !(1..=1024).contains(&n) {
                 return Err(invalid("server.max_streams", "must be between 1 and 1024"));

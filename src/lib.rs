@@ -15,6 +15,7 @@ pub mod http;
 pub mod logging;
 pub mod loxone;
 pub mod mcp;
+pub mod memory;
 pub mod metrics;
 pub mod prompts;
 pub mod resources;

@@ -195,6 +195,8 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     let workers = opt_string(&mut args, "--workers")?;
     let key_store: Option<PathBuf> = opt_string(&mut args, "--key-store")?.map(PathBuf::from);
     finish(args)?;
+    // Before any other thread allocates: memory goes back after bursts (src/memory.rs).
+    home_mcp::memory::configure();
 
     let mut config = match load_config(config_path) {
         Ok(c) => c,
@@ -324,6 +326,10 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         server.addr(),
         config.server.workers
     );
+    let trim_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    if let Err(e) = home_mcp::memory::start_trimmer(trim_stop.clone()) {
+        log::warn!("cannot start the memory trimmer: {e}");
+    }
     // Type=notify: systemd counts the service as started once the listener is up.
     if let Err(e) = home_mcp::systemd::notify("READY=1") {
         log::warn!("sd_notify READY=1: {e}");
@@ -347,6 +353,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
             server.join();
         }
     }
+    trim_stop.store(true, std::sync::atomic::Ordering::Relaxed);
     app.gate.flush_usage();
     dashboard.shutdown();
     app.shutdown();

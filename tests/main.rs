@@ -20,6 +20,7 @@ mod conformance;
 mod dashboard;
 mod device_actions;
 mod edge;
+mod edge_app;
 mod faults;
 mod fixture_commands;
 mod harness;

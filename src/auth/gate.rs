@@ -695,6 +695,25 @@ impl Gate {
         })
     }
 
+    /// Counts one more request of `principal` in the buckets [`Gate::authenticate`] counted
+    /// (its key's role limit, and the per-client limit on the MCP transport with `mcp`; the
+    /// per-client limit alone when anonymous): each request of a JSON-RPC batch after the
+    /// first is a request of its own. `Err(RATE_LIMIT_EXCEEDED)` when a limit is reached.
+    pub fn charge(&self, principal: &Principal, mcp: bool) -> Result<RateInfo, Denial> {
+        let per_client = self.config.limits.per_client;
+        let Some(key) = &principal.key else {
+            return self.limit(&[("anon", principal.ip, per_client)]);
+        };
+        let mut buckets = vec![("key", None, self.config.limits.for_role(key.role))];
+        if mcp {
+            buckets.push(("ip", principal.ip, per_client));
+        }
+        self.limit_key(&key.id, &buckets).map_err(|mut d| {
+            d.key_id = Some(mask(&key.id));
+            d
+        })
+    }
+
     /// The key whose id equals `presented`: SHA-256 digests compared in constant time against
     /// every stored key (no early exit, equal-length inputs), so timing tells nothing about the
     /// ids.

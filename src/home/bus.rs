@@ -7,14 +7,15 @@
 //! *lagged* ([`Subscription::take_lagged`]), after which it should resync from a snapshot of the
 //! state store (`StateStore::snapshot`). A subscriber that dropped more than the bus's
 //! `max_dropped` events in total is unsubscribed (its channel disconnects once drained,
-//! [`Subscription::is_closed`]). Subscribers that went away (the [`Subscription`] was dropped)
-//! are removed at the next publish.
+//! [`Subscription::is_closed`]). Dropping a [`Subscription`] unsubscribes it at once (RAII):
+//! its channel (capacity x event size, allocated up front) is freed when the call that
+//! subscribed ends, whether or not anything is ever published again.
 //!
 //! Publishers: the house (`House::record`, fed by command answers, reads, the polling thread
 //! and later the WebSocket reader) and the structure watch (`loxone::poll`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime};
 
 use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
@@ -68,7 +69,8 @@ struct Subscriber {
 
 /// The fan-out point. Share it as `Arc<Bus>`; all methods take `&self`.
 pub struct Bus {
-    subscribers: Mutex<Vec<Subscriber>>,
+    /// Shared with each [`Subscription`] (weakly), which removes itself on drop.
+    subscribers: Arc<Mutex<Vec<Subscriber>>>,
     max_dropped: u64,
     published: AtomicU64,
 }
@@ -93,7 +95,7 @@ impl Bus {
     /// (at least 1).
     pub fn new(max_dropped: u64) -> Self {
         Bus {
-            subscribers: Mutex::new(Vec::new()),
+            subscribers: Arc::new(Mutex::new(Vec::new())),
             max_dropped: max_dropped.max(1),
             published: AtomicU64::new(0),
         }
@@ -111,7 +113,11 @@ impl Bus {
                 tx,
                 state: state.clone(),
             });
-        Subscription { rx, state }
+        Subscription {
+            rx,
+            state,
+            bus: Arc::downgrade(&self.subscribers),
+        }
     }
 
     /// Sends `event` to every subscriber without ever blocking (see the module docs for full
@@ -142,7 +148,7 @@ impl Bus {
         delivered
     }
 
-    /// Subscribers currently attached (departed ones are counted until the next publish).
+    /// Subscribers currently attached (a dropped [`Subscription`] is no longer counted).
     pub fn subscriber_count(&self) -> usize {
         self.subscribers
             .lock()
@@ -156,10 +162,23 @@ impl Bus {
     }
 }
 
-/// One subscriber's end. Dropping it unsubscribes (at the next publish).
+/// One subscriber's end. Dropping it unsubscribes at once.
 pub struct Subscription {
     rx: Receiver<Event>,
     state: Arc<SubState>,
+    bus: Weak<Mutex<Vec<Subscriber>>>,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        // Never called with the bus's lock held: `publish` drops `Subscriber`s (the sending
+        // ends), not `Subscription`s.
+        if let Some(subs) = self.bus.upgrade() {
+            subs.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|s| !Arc::ptr_eq(&s.state, &self.state));
+        }
+    }
 }
 
 impl Subscription {
@@ -238,7 +257,11 @@ mod tests {
         let bus = Bus::default();
         let a = bus.subscribe(4);
         drop(bus.subscribe(4));
-        assert_eq!(bus.subscriber_count(), 2);
+        assert_eq!(
+            bus.subscriber_count(),
+            1,
+            "unsubscribed on drop, before any publish"
+        );
         assert_eq!(bus.publish(change(1)), 1);
         assert_eq!(bus.subscriber_count(), 1);
         assert!(a.try_recv().is_some());

@@ -36,12 +36,17 @@ pub(crate) fn open(
     let Some(permit) = ctx.pool.acquire() else {
         return too_many_streams().into();
     };
-    let id = match ctx.mcp.sessions().create_uninitialized() {
-        Ok(id) => {
-            ctx.mcp
-                .sessions()
-                .set_owner(&id, super::mcp::owner_of(auth));
-            id
+    let client = auth
+        .and_then(|p| p.ip)
+        .or(request.remote_addr().map(|a| a.ip()));
+    let id = match ctx
+        .mcp
+        .sessions()
+        .create_for(None, client, super::mcp::owner_of(auth))
+    {
+        Ok(id) => id,
+        Err(e @ crate::mcp::SessionError::TooMany(_)) => {
+            return super::mcp::too_many_sessions(&e).into();
         }
         Err(e) => {
             log::error!("{e}");
@@ -123,14 +128,21 @@ pub(crate) fn message(
         Ok(b) => b,
         Err(a) => return a,
     };
-    let incoming = jsonrpc::parse(&body);
+    let mut incoming = jsonrpc::parse(&body);
+    drop(body);
     if let Err(parse_error) = &incoming {
         return Answer::json_text(400, parse_error.to_json());
+    }
+    if let Ok(Incoming::Batch(items)) = &incoming {
+        if let Some(refusal) = ctx.mcp.batch_refusal(state.version, items.len()) {
+            return Answer::json_text(400, refusal.to_json());
+        }
     }
     // A refusal is answered on this POST (401/403/429), not on the stream.
     if let Some(denied) = super::mcp::denied(ctx, auth, "sse", &incoming) {
         return denied;
     }
+    super::mcp::gate_batch(ctx, auth, "sse", &mut incoming);
     state.caller = auth.map(crate::auth::gate::Principal::caller);
     let slow = matches!(&incoming, Ok(Incoming::Single(Ok(Message::Request(r))))
         if matches!(r.method.as_str(), "tools/call" | "prompts/get" | "resources/read" | "completion/complete"));

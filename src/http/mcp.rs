@@ -129,6 +129,17 @@ fn not_acceptable(details: &str) -> Answer {
     rpc_error(406, RpcError::INVALID_REQUEST, "Not Acceptable", details)
 }
 
+/// 429 for an `initialize` over the client's session cap (see [`crate::mcp::SessionStore`]).
+pub(crate) fn too_many_sessions(e: &crate::mcp::SessionError) -> Answer {
+    rpc_error(
+        429,
+        RpcError::INVALID_REQUEST,
+        "Too many sessions",
+        format!("{e}; end unused sessions with DELETE /mcp"),
+    )
+    .with_header("Retry-After", "60")
+}
+
 /// 503 when every stream slot is taken.
 pub(crate) fn too_many_streams() -> Answer {
     rpc_error(
@@ -346,10 +357,18 @@ fn post_inner(
         Ok(body) => body,
         Err(answer) => return Ok(answer),
     };
-    let incoming = jsonrpc::parse(&body);
+    let mut incoming = jsonrpc::parse(&body);
+    drop(body);
+    if let Ok(Incoming::Batch(items)) = &incoming {
+        let version = session.as_ref().and_then(|s| s.version);
+        if let Some(refusal) = ctx.mcp.batch_refusal(version, items.len()) {
+            return Ok(Answer::json_text(400, refusal.to_json()));
+        }
+    }
     if let Some(denied) = denied(ctx, auth, "http", &incoming) {
         return Ok(denied);
     }
+    gate_batch(ctx, auth, "http", &mut incoming);
 
     let mut state = match session {
         Some(state) => state,
@@ -380,11 +399,21 @@ fn post_inner(
     let mut session_header = None;
     if new_session {
         if let Some(version) = state.version {
-            match ctx.mcp.sessions().create(version) {
+            let client = auth
+                .and_then(|p| p.ip)
+                .or(request.remote_addr().map(|a| a.ip()));
+            match ctx
+                .mcp
+                .sessions()
+                .create_for(Some(version), client, owner_of(auth))
+            {
                 Ok(id) => {
-                    ctx.mcp.sessions().set_owner(&id, owner_of(auth));
                     state.id = Some(id.clone());
                     session_header = Some(id);
+                }
+                Err(e @ crate::mcp::SessionError::TooMany(_)) => {
+                    log::info!("initialize from {client:?} refused: {e}");
+                    return Ok(too_many_sessions(&e));
                 }
                 Err(e) => {
                     log::error!("{e}");
@@ -461,9 +490,6 @@ fn stream_answer(
     }))
 }
 
-/// True when the frame is a single `initialize` request.
-/// Step 2 of the gate for each request in a message (a batch is refused whole, with `id:
-/// null`, when any request in it is): the method's permission, for `tools/call` the tool's.
 /// Whether `auth` may use a session opened by `state.owner` (see
 /// [`crate::mcp::SessionStore::set_owner`]): the same key, or any caller when it was opened
 /// without one.
@@ -482,6 +508,9 @@ pub(crate) fn owner_of(auth: Option<&Principal>) -> Option<String> {
         .map(|k| crate::auth::mask(&k.id))
 }
 
+/// Step 2 of the gate for a single request: the method's permission, for `tools/call` the
+/// tool's; the refusal carries the request's id. Batches are gated per item by
+/// [`gate_batch`].
 pub(crate) fn denied(
     ctx: &Ctx,
     auth: Option<&Principal>,
@@ -489,36 +518,80 @@ pub(crate) fn denied(
     incoming: &Result<Incoming, Response>,
 ) -> Option<Answer> {
     auth?;
-    let (messages, batch): (Vec<&Message>, bool) = match incoming {
-        Ok(Incoming::Single(Ok(m))) => (vec![m], false),
-        Ok(Incoming::Batch(v)) => (v.iter().filter_map(|r| r.as_ref().ok()).collect(), true),
-        _ => return None,
+    let Ok(Incoming::Single(Ok(Message::Request(r)))) = incoming else {
+        return None;
     };
-    for m in messages {
-        let Message::Request(r) = m else { continue };
-        let call = crate::auth::gate::tool_call(r);
-        let result = match call {
-            Some((name, arguments)) => ctx.authorize_tool(auth, transport, name, arguments),
-            None => ctx.authorize(auth, &Action::Method(&r.method)),
+    let d = authorize_item(ctx, auth, transport, r).err()?;
+    Some(super::deny(
+        &d,
+        true,
+        serde_json::to_value(&r.id).unwrap_or_default(),
+    ))
+}
+
+/// The gate for each request of a batch on its own (call it once the batch is accepted, see
+/// [`crate::mcp::McpServer::batch_refusal`]): every request after the first counts against
+/// the caller's rate limits like a request of its own (the first was counted with the HTTP
+/// request), and each needs its own permission. A refused request is replaced by its
+/// JSON-RPC error (with its id: -32029 beyond the rate limit, -32003 without the
+/// permission), so it is never computed; the others are served.
+pub(crate) fn gate_batch(
+    ctx: &Ctx,
+    auth: Option<&Principal>,
+    transport: &'static str,
+    incoming: &mut Result<Incoming, Response>,
+) {
+    let Some(principal) = auth else { return };
+    let Ok(Incoming::Batch(items)) = incoming else {
+        return;
+    };
+    let mut first = true;
+    for item in items.iter_mut() {
+        let Ok(Message::Request(r)) = item else {
+            continue;
         };
-        if let Err(d) = result {
-            let tool = call.map(|(name, _)| crate::metrics::global().known_tool(name));
-            crate::metrics::global().mcp_request(
-                transport,
-                &r.method,
-                tool,
-                crate::metrics::Outcome::Denied,
-                None,
-            );
-            let id = if batch {
-                serde_json::Value::Null
-            } else {
-                serde_json::to_value(&r.id).unwrap_or_default()
+        let charged = if std::mem::take(&mut first) {
+            Ok(())
+        } else {
+            ctx.charge(principal)
+        };
+        let refused = charged
+            .and_then(|()| authorize_item(ctx, auth, transport, r))
+            .err();
+        if let Some(d) = refused {
+            let error = RpcError {
+                code: d.code.rpc_code(),
+                message: d.code.as_str().to_string(),
+                details: Some(d.message),
             };
-            return Some(super::deny(&d, true, id));
+            *item = Err(Response::error(Some(r.id.clone()), error));
         }
     }
-    None
+}
+
+/// Step 2 of the gate for one request (counted in the metrics when refused).
+fn authorize_item(
+    ctx: &Ctx,
+    auth: Option<&Principal>,
+    transport: &'static str,
+    r: &jsonrpc::Request,
+) -> Result<(), crate::auth::gate::Denial> {
+    let call = crate::auth::gate::tool_call(r);
+    let result = match call {
+        Some((name, arguments)) => ctx.authorize_tool(auth, transport, name, arguments),
+        None => ctx.authorize(auth, &Action::Method(&r.method)),
+    };
+    if result.is_err() {
+        let tool = call.map(|(name, _)| crate::metrics::global().known_tool(name));
+        crate::metrics::global().mcp_request(
+            transport,
+            &r.method,
+            tool,
+            crate::metrics::Outcome::Denied,
+            None,
+        );
+    }
+    result
 }
 
 fn is_initialize(incoming: &Result<Incoming, Response>) -> bool {

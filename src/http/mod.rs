@@ -241,6 +241,15 @@ impl Ctx {
         }
     }
 
+    /// Counts one more request of `principal` against its rate limits (each further request
+    /// of a JSON-RPC batch, see [`mcp::gate_batch`]); `Ok` without a gate.
+    pub(crate) fn charge(&self, principal: &Principal) -> Result<(), Denial> {
+        match &self.config.gate {
+            Some(gate) => gate.charge(principal, true).map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
     /// [`Ctx::authorize`] for a tool call on `transport`; a state-changing call refused for lack
     /// of permission is recorded in the audit log ([`HttpConfig::audit`]).
     pub(crate) fn authorize_tool(

@@ -19,4 +19,4 @@ pub use handler::{
 };
 pub use peer::{Hub, Outlet, OutletPeer, Pending};
 pub use server::{McpConfig, McpServer, Reply};
-pub use session::{ProtocolVersion, SessionError, SessionState, SessionStore};
+pub use session::{ProtocolVersion, SessionError, SessionLimits, SessionState, SessionStore};

@@ -25,15 +25,33 @@ use super::peer::{Hub, Outlet, OutletPeer, Pending};
 use super::session::{ProtocolVersion, SessionState, SessionStore};
 
 /// Tunables of the MCP core.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct McpConfig {
     /// Tools per `tools/list` page (default 50, at least 1).
     pub page_size: usize,
     /// HTTP sessions idle this long are forgotten (default 1 h).
     pub session_idle_timeout: Duration,
-    /// At most this many HTTP sessions; the longest idle is evicted (default 1,000).
+    /// At most this many HTTP sessions (default 1,000), per client address (default 32) and
+    /// per API key (default 64); see [`super::session`] for which one makes room.
     pub max_sessions: usize,
+    pub max_sessions_per_client: usize,
+    pub max_sessions_per_key: usize,
+    /// Items in one JSON-RPC batch (default [`DEFAULT_MAX_BATCH_ITEMS`]); a longer batch is
+    /// refused whole with -32600 before any item is looked at.
+    pub max_batch_items: usize,
+    /// Bytes of one batch's answer (default [`DEFAULT_MAX_BATCH_ANSWER_BYTES`]): once the
+    /// answers reach it, the item that crossed it and every later request get -32600
+    /// instead of their answer (later ones are not computed).
+    pub max_batch_answer_bytes: usize,
 }
+
+/// Default [`McpConfig::max_batch_items`]: the batch tools cover bulk work, a client batches
+/// a handful of calls; 20 `tools/list` answers are about 1 MB.
+pub const DEFAULT_MAX_BATCH_ITEMS: usize = 20;
+
+/// Default [`McpConfig::max_batch_answer_bytes`] (4 MiB): a few large `list_devices` pages, far
+/// below the unit's memory cap even with every worker answering one at once.
+pub const DEFAULT_MAX_BATCH_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 
 impl Default for McpConfig {
     fn default() -> Self {
@@ -41,8 +59,20 @@ impl Default for McpConfig {
             page_size: 50,
             session_idle_timeout: Duration::from_secs(3600),
             max_sessions: 1000,
+            max_sessions_per_client: super::session::DEFAULT_SESSIONS_PER_CLIENT,
+            max_sessions_per_key: super::session::DEFAULT_SESSIONS_PER_KEY,
+            max_batch_items: DEFAULT_MAX_BATCH_ITEMS,
+            max_batch_answer_bytes: DEFAULT_MAX_BATCH_ANSWER_BYTES,
         }
     }
+}
+
+/// The detail of the -32600 for batch items beyond the answer budget.
+fn over_budget(budget: usize) -> String {
+    format!(
+        "the batch's answer exceeds the limit of {budget} bytes ([server] \
+         max_batch_answer_bytes); send this request on its own"
+    )
 }
 
 /// What to send back for one frame.
@@ -80,6 +110,8 @@ pub struct McpServer {
     page_size: usize,
     pending: Arc<Pending>,
     hub: Hub,
+    max_batch_items: usize,
+    max_batch_answer_bytes: usize,
 }
 
 impl McpServer {
@@ -87,11 +119,50 @@ impl McpServer {
     pub fn new(handler: Arc<dyn Handler>, config: McpConfig) -> Self {
         Self {
             handler,
-            sessions: SessionStore::new(config.session_idle_timeout, config.max_sessions),
+            sessions: SessionStore::with_limits(
+                config.session_idle_timeout,
+                super::session::SessionLimits {
+                    max: config.max_sessions,
+                    per_client: config.max_sessions_per_client,
+                    per_key: config.max_sessions_per_key,
+                },
+            ),
             page_size: config.page_size.max(1),
             pending: Arc::new(Pending::default()),
             hub: Hub::default(),
+            max_batch_items: config.max_batch_items.max(1),
+            max_batch_answer_bytes: config.max_batch_answer_bytes.max(1024),
         }
+    }
+
+    /// The -32600 refusal (`id: null`) of a batch of `items` items on a session at `version`,
+    /// or `None` when such a batch is served: batches exist only in protocol version
+    /// 2025-03-26 (added there, removed in 2025-06-18), and hold at most
+    /// [`McpConfig::max_batch_items`] items. Transports call it before counting or
+    /// authorizing the items, so a refused batch costs nothing.
+    pub fn batch_refusal(
+        &self,
+        version: Option<ProtocolVersion>,
+        items: usize,
+    ) -> Option<Response> {
+        if items > self.max_batch_items {
+            return Some(Response::invalid_request(
+                None,
+                format!(
+                    "batch of {items} items exceeds the limit of {} items per batch \
+                     ([server] max_batch_items); send fewer at a time",
+                    self.max_batch_items
+                ),
+            ));
+        }
+        if version != Some(ProtocolVersion::V2025_03_26) {
+            let why = match version {
+                Some(v) => format!("batches are not supported in protocol version {v}"),
+                None => "batches are not allowed before initialize".to_string(),
+            };
+            return Some(Response::invalid_request(None, why));
+        }
+        None
     }
 
     /// Outlets of sessions for notifications not tied to a request.
@@ -177,8 +248,10 @@ impl McpServer {
 
     /// Handles an already parsed frame (see [`jsonrpc::parse`]).
     ///
-    /// Batches are answered only when the session negotiated 2025-03-26; otherwise the whole
-    /// batch gets one -32600 (`id: null`).
+    /// Batches are answered only when the session negotiated 2025-03-26 and hold at most
+    /// [`McpConfig::max_batch_items`] items; otherwise the whole batch gets one -32600
+    /// (`id: null`, see [`McpServer::batch_refusal`]). Their answers are bounded by
+    /// [`McpConfig::max_batch_answer_bytes`].
     pub fn handle_incoming(
         &self,
         state: &mut SessionState,
@@ -204,20 +277,30 @@ impl McpServer {
                 }
             }
             Ok(Incoming::Batch(items)) => {
-                if state.version != Some(ProtocolVersion::V2025_03_26) {
-                    let why = match state.version {
-                        Some(v) => format!("batches are not supported in protocol version {v}"),
-                        None => "batches are not allowed before initialize".to_string(),
-                    };
-                    return Reply::Single(Response::invalid_request(None, why));
+                if let Some(refusal) = self.batch_refusal(state.version, items.len()) {
+                    return Reply::Single(refusal);
                 }
-                let answers: Vec<Response> = items
-                    .into_iter()
-                    .filter_map(|item| match item {
+                let budget = self.max_batch_answer_bytes;
+                let mut used = 0usize;
+                let mut answers: Vec<Response> = Vec::with_capacity(items.len());
+                for item in items {
+                    let over = used > budget;
+                    let answer = match item {
                         Err(invalid) => Some(invalid),
+                        Ok(Message::Request(r)) if over => {
+                            Some(Response::invalid_request(Some(r.id), over_budget(budget)))
+                        }
                         Ok(message) => self.handle_message(state, message, true, &peer),
-                    })
-                    .collect();
+                    };
+                    let Some(mut answer) = answer else { continue };
+                    let size = serde_json::to_vec(&answer).map_or(0, |v| v.len());
+                    used = used.saturating_add(size);
+                    if used > budget && !over {
+                        // The answer that crossed the limit is not sent either.
+                        answer = Response::invalid_request(answer.id, over_budget(budget));
+                    }
+                    answers.push(answer);
+                }
                 if answers.is_empty() {
                     Reply::Empty
                 } else {

@@ -4,11 +4,22 @@
 //! HTTP keeps many in a [`SessionStore`], keyed by the `Mcp-Session-Id` the server issues on a
 //! successful `initialize`: 128 random bits from the OS CSPRNG, as 32 lowercase hex digits.
 //! Sessions idle longer than the store's idle timeout are forgotten (a later request gets 404
-//! and the client re-initializes); when the store is full, the session idle the longest is
-//! evicted to make room.
+//! and the client re-initializes).
+//!
+//! ## Caps
+//! A client is its address and the key it uses ([`SessionStore::create_for`]). The store holds
+//! at most [`SessionLimits::per_client`] sessions per client address, [`SessionLimits::per_key`]
+//! per API key, and [`SessionLimits::max`] in all. A new session over a cap replaces the
+//! requesting client's own session idle the longest, never another client's: one client's
+//! 10,000 `initialize` calls churn through its own sessions and leave everyone else's alone.
+//! When the address's or key's cap is taken by other clients' sessions (several keys on one
+//! address), the new session is refused ([`SessionError::TooMany`]). When only the global
+//! cap is reached and the client holds none, the oldest session of the client holding the
+//! most is evicted.
 
 use std::collections::HashMap;
 use std::fmt;
+use std::net::IpAddr;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -109,12 +120,16 @@ impl SessionState {
 pub enum SessionError {
     /// The OS random source failed.
     Random(getrandom::Error),
+    /// The client's address or key holds as many sessions as allowed, all of them other
+    /// clients' (the message names the cap).
+    TooMany(String),
 }
 
 impl fmt::Display for SessionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Random(e) => write!(f, "cannot generate a session id: {e}"),
+            Self::TooMany(why) => f.write_str(why),
         }
     }
 }
@@ -130,9 +145,39 @@ struct Entry {
     log_level: Option<super::LogLevel>,
     subscriptions: std::collections::BTreeSet<String>,
     owner: Option<String>,
+    /// The address of the client that opened it (`None`: not known, no per-address cap).
+    client: Option<IpAddr>,
     #[allow(dead_code)] // kept for diagnostics; eviction uses last_seen
     created: Instant,
     last_seen: Instant,
+}
+
+/// How many sessions the store holds (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// In all (default 1,000).
+    pub max: usize,
+    /// Per client address (default [`DEFAULT_SESSIONS_PER_CLIENT`]).
+    pub per_client: usize,
+    /// Per API key (default [`DEFAULT_SESSIONS_PER_KEY`]).
+    pub per_key: usize,
+}
+
+/// Default [`SessionLimits::per_client`]: a client needs one session per connected app; a
+/// few dozen leave room for apps that re-initialize without ending their old sessions.
+pub const DEFAULT_SESSIONS_PER_CLIENT: usize = 32;
+
+/// Default [`SessionLimits::per_key`]: a key may be shared by a few devices.
+pub const DEFAULT_SESSIONS_PER_KEY: usize = 64;
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        Self {
+            max: 1000,
+            per_client: DEFAULT_SESSIONS_PER_CLIENT,
+            per_key: DEFAULT_SESSIONS_PER_KEY,
+        }
+    }
 }
 
 /// Sessions of the HTTP transport, shared by all workers.
@@ -140,17 +185,32 @@ struct Entry {
 pub struct SessionStore {
     sessions: Mutex<HashMap<String, Entry>>,
     idle_timeout: Duration,
-    max_sessions: usize,
+    limits: SessionLimits,
 }
 
 impl SessionStore {
     /// A store forgetting sessions idle for `idle_timeout` and holding at most `max_sessions`
-    /// (at least 1).
+    /// (at least 1), with the default per-client and per-key caps.
     pub fn new(idle_timeout: Duration, max_sessions: usize) -> Self {
+        Self::with_limits(
+            idle_timeout,
+            SessionLimits {
+                max: max_sessions,
+                ..SessionLimits::default()
+            },
+        )
+    }
+
+    /// A store with its caps (each at least 1).
+    pub fn with_limits(idle_timeout: Duration, limits: SessionLimits) -> Self {
         Self {
             sessions: Mutex::new(HashMap::new()),
             idle_timeout,
-            max_sessions: max_sessions.max(1),
+            limits: SessionLimits {
+                max: limits.max.max(1),
+                per_client: limits.per_client.max(1),
+                per_key: limits.per_key.max(1),
+            },
         }
     }
 
@@ -163,16 +223,27 @@ impl SessionStore {
     /// Creates a session at `version` and returns its new id. Expired sessions are purged
     /// first; if the store is still full, the session idle the longest is evicted.
     pub fn create(&self, version: ProtocolVersion) -> Result<String, SessionError> {
-        self.create_entry(Some(version))
+        self.create_entry(Some(version), None, None)
     }
 
-    /// Creates a session whose `initialize` is still to come (legacy HTTP+SSE opens the stream
-    /// first) and returns its id.
-    pub fn create_uninitialized(&self) -> Result<String, SessionError> {
-        self.create_entry(None)
+    /// Creates a session at `version` (`None`: its `initialize` is still to come, as legacy
+    /// HTTP+SSE opens the stream first) for the client at `client` using the key whose masked
+    /// id is `owner` (see [`SessionStore::set_owner`]), within the caps of the module docs.
+    pub fn create_for(
+        &self,
+        version: Option<ProtocolVersion>,
+        client: Option<IpAddr>,
+        owner: Option<String>,
+    ) -> Result<String, SessionError> {
+        self.create_entry(version, client, owner)
     }
 
-    fn create_entry(&self, version: Option<ProtocolVersion>) -> Result<String, SessionError> {
+    fn create_entry(
+        &self,
+        version: Option<ProtocolVersion>,
+        client: Option<IpAddr>,
+        owner: Option<String>,
+    ) -> Result<String, SessionError> {
         let mut bytes = [0u8; 16];
         getrandom::fill(&mut bytes).map_err(SessionError::Random)?;
         let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
@@ -180,18 +251,45 @@ impl SessionStore {
         let mut map = self.lock();
         let ttl = self.idle_timeout;
         map.retain(|_, e| now.duration_since(e.last_seen) < ttl);
-        while map.len() >= self.max_sessions {
-            let oldest = map
+        let limits = self.limits;
+        loop {
+            let by_client = client.map_or(0, |ip| {
+                map.values().filter(|e| e.client == Some(ip)).count()
+            });
+            let by_key = owner.as_ref().map_or(0, |o| {
+                map.values().filter(|e| e.owner.as_ref() == Some(o)).count()
+            });
+            let client_full = client.is_some() && by_client >= limits.per_client;
+            let key_full = owner.is_some() && by_key >= limits.per_key;
+            if !client_full && !key_full && map.len() < limits.max {
+                break;
+            }
+            let own = map
                 .iter()
+                .filter(|(_, e)| e.client == client && e.owner == owner)
                 .min_by_key(|(_, e)| e.last_seen)
                 .map(|(k, _)| k.clone());
-            match oldest {
-                Some(k) => {
-                    log::info!("session store full; evicting idle session {k}");
-                    map.remove(&k);
+            let victim = match own {
+                Some(k) => k,
+                None if client_full => {
+                    return Err(SessionError::TooMany(format!(
+                        "this client address holds {by_client} sessions of other keys, the \
+                         limit per address ([server] max_sessions_per_client)"
+                    )))
                 }
-                None => break,
-            }
+                None if key_full => {
+                    return Err(SessionError::TooMany(format!(
+                        "this API key holds {by_key} sessions from other addresses, the limit \
+                         per key ([server] max_sessions_per_key)"
+                    )))
+                }
+                None => match biggest_holders_oldest(&map) {
+                    Some(k) => k,
+                    None => break,
+                },
+            };
+            log::debug!("session cap reached; ending idle session {victim}");
+            map.remove(&victim);
         }
         map.insert(
             id.clone(),
@@ -201,7 +299,8 @@ impl SessionStore {
                 client_capabilities: serde_json::Value::Null,
                 log_level: None,
                 subscriptions: Default::default(),
-                owner: None,
+                owner,
+                client,
                 created: now,
                 last_seen: now,
             },
@@ -315,6 +414,19 @@ impl SessionStore {
     }
 }
 
+/// The session idle the longest of the client (address and key) holding the most sessions.
+fn biggest_holders_oldest(map: &HashMap<String, Entry>) -> Option<String> {
+    let mut counts: HashMap<(Option<IpAddr>, Option<&str>), usize> = HashMap::new();
+    for e in map.values() {
+        *counts.entry((e.client, e.owner.as_deref())).or_default() += 1;
+    }
+    let (client, owner) = counts.into_iter().max_by_key(|(_, n)| *n)?.0;
+    map.iter()
+        .filter(|(_, e)| e.client == client && e.owner.as_deref() == owner)
+        .min_by_key(|(_, e)| e.last_seen)
+        .map(|(k, _)| k.clone())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,6 +461,42 @@ mod tests {
         let _c = store.create(ProtocolVersion::LATEST).unwrap();
         assert!(store.touch(&a, "http").is_none(), "oldest evicted");
         assert!(store.touch(&b, "http").is_some());
+    }
+
+    #[test]
+    fn a_client_over_its_cap_replaces_its_own_sessions_only() {
+        let limits = SessionLimits {
+            max: 10,
+            per_client: 3,
+            per_key: 4,
+        };
+        let store = SessionStore::with_limits(Duration::from_secs(3600), limits);
+        let a: IpAddr = "192.168.1.10".parse().unwrap();
+        let b: IpAddr = "192.168.1.11".parse().unwrap();
+        let v = Some(ProtocolVersion::LATEST);
+        let other = store.create_for(v, Some(b), None).unwrap();
+        let mut mine = Vec::new();
+        for _ in 0..50 {
+            mine.push(store.create_for(v, Some(a), None).unwrap());
+        }
+        assert!(store.contains(&other), "another client's session stays");
+        assert_eq!(store.len(), 4, "three of a's, one of b's");
+        assert!(mine[47..].iter().all(|id| store.contains(id)), "a's newest");
+        // Keys: the key cap counts across addresses; a key on b's address with a's key
+        // cap taken by a's own sessions replaces its own.
+        let k = Some("key1****".to_string());
+        for _ in 0..10 {
+            store.create_for(v, Some(b), k.clone()).unwrap();
+        }
+        assert!(store.contains(&other), "b's keyless session stays");
+        // b's address is full with its own keyed sessions and the keyless one: a third
+        // client on b's address with another key is refused rather than evicting them.
+        let refused = store.create_for(v, Some(b), Some("key2****".into()));
+        assert!(
+            matches!(refused, Err(SessionError::TooMany(_))),
+            "{refused:?}"
+        );
+        assert!(store.contains(&other));
     }
 
     #[test]

@@ -137,7 +137,8 @@ impl Served {
         Served::spawn(&miniserver.api, config, &[], &[], Some(nofile))
     }
 
-    /// The server's process id (the shell of [`Served::start_limited`] `exec`s it).
+    /// The server's process id, for `/proc/<pid>/status` (the shell of
+    /// [`Served::start_limited`] `exec`s it).
     pub fn pid(&self) -> u32 {
         self.child.pid()
     }
