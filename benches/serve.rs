@@ -9,8 +9,8 @@
 //! - RSS of the server process (Linux `/proc`): idle, the highest seen under load, and 10 s
 //!   after the load stopped
 //!
-//! The server runs with its rate limits raised by config (`[auth.rate_limits]`), so the bench
-//! measures serving, not 429s. Environment: `BENCH_SECS` (default 3) per rate measurement.
+//! The server runs with its rate limits and per-client caps raised by config (all the bench's
+//! connections come from one address), so the bench measures serving, not 429s or evictions. Environment: `BENCH_SECS` (default 3) per rate measurement.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -225,11 +225,12 @@ fn main() {
     let port = free_port();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
 
-    // Rate limits raised: the bench measures serving, not 429s.
+    // Rate limits and per-client caps raised: the bench measures serving, not 429s.
     let config = std::env::temp_dir().join(format!("home-mcp-bench-{}.toml", std::process::id()));
     std::fs::write(
         &config,
-        "[auth.rate_limits]\nper_client = 100000000\n",
+        "[server]\nmax_connections_per_client = 256\nmax_sessions_per_client = 256\n\
+         [auth.rate_limits]\nper_client = 100000000\n",
     )
     .expect("write the bench config");
     let started = Instant::now();
