@@ -260,10 +260,22 @@ fn refused_control_calls_leave_no_bus_subscription() {
         }
     });
     let started = Instant::now();
+    // The outbound limit runs in fixed 10 s windows: on a busy machine the loop can outlast one,
+    // and the first call of each new window passes (and subscribes, and ends). Those are counted;
+    // every other call must be refused.
+    let mut passed = 0u64;
     for i in 0..1000 {
         let (status, v) = client.try_call("control_device", args.clone());
         assert_eq!(status, 200, "call {i}: {v}");
-        assert_eq!(v["result"]["isError"], true, "call {i}: {v}");
+        if v["result"]["isError"] == false {
+            passed += 1;
+            let windows = started.elapsed().as_secs() / 10 + 1;
+            assert!(
+                passed <= windows,
+                "call {i}: {passed} calls passed in {windows} windows of the outbound limit: {v}"
+            );
+            continue;
+        }
         assert!(
             v.to_string().contains("RATE_LIMIT_EXCEEDED"),
             "call {i} refused by the outbound limit: {v}"
@@ -273,7 +285,7 @@ fn refused_control_calls_leave_no_bus_subscription() {
         }
     }
     println!(
-        "1,000 refused control_device calls in {:?}",
+        "1,000 control_device calls ({passed} passed in a new window) in {:?}",
         started.elapsed()
     );
     let after = bus_subscribers(&served);
