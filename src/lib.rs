@@ -8,7 +8,6 @@ pub mod app;
 pub mod audit;
 pub mod auth;
 pub mod config;
-pub mod conformance;
 pub mod dashboard;
 pub mod home;
 pub mod http;

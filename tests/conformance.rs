@@ -12,6 +12,11 @@ use crate::support::fake_mcp::RecordingPeer;
 use crate::support::net::request;
 use crate::support::process::Kill;
 
+/// The fixture's handler, compiled into this test as it is into its binary (never into the
+/// product library).
+#[path = "../src/bin/conformance-fixture/fixture.rs"]
+mod fixture;
+
 /// Starts the fixture on a free port; returns it (killed on drop) and its address.
 fn start() -> (Kill, SocketAddr) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_conformance-fixture"))
@@ -165,7 +170,7 @@ fn bad_arguments_are_usage_errors() {
 /// passes its Peer to `handle_with_peer`, these reach the client.
 #[test]
 fn peer_scenarios_through_the_core() {
-    use home_mcp::conformance::ConformanceFixture;
+    use fixture::ConformanceFixture;
     use home_mcp::mcp::{McpConfig, McpServer, PeerHandle, Reply, SessionState};
     use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! 0.1.16, server scenarios) calls by name (appendix A of `research/mcp-notes.md`).
 //!
 //! It is not part of the product: only the `conformance-fixture` binary serves it, through the
-//! same MCP core ([`crate::mcp`]) and HTTP transport ([`crate::http`]) as `home-mcp serve`, so a
+//! same MCP core ([`home_mcp::mcp`]) and HTTP transport ([`home_mcp::http`]) as `home-mcp serve`, so a
 //! green suite run says the core and the transport follow the protocol. Tools that talk back
 //! to the client mid-call (logging, progress, sampling, elicitation) use
 //! [`RequestContext::peer`]; without a peer they answer with `isError: true` naming why.
@@ -13,7 +13,7 @@ use std::time::Duration;
 use base64::prelude::{Engine as _, BASE64_STANDARD};
 use serde_json::{json, Map, Value};
 
-use crate::mcp::{
+use home_mcp::mcp::{
     CallToolResult, Completion, CompletionRef, Content, GetPromptResult, Handler, Implementation,
     LogLevel, PromptArgument, PromptDescriptor, PromptMessage, RequestContext, ResourceContents,
     ResourceDescriptor, ResourceTemplate, RpcError, ToolAnnotations, ToolDescriptor,
@@ -613,7 +613,7 @@ impl Handler for ConformanceFixture {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::{Peer, PeerHandle};
+    use home_mcp::mcp::{Peer, PeerHandle};
     use std::sync::{Arc, Mutex};
 
     /// Records notifications; answers requests with a canned result.

@@ -1,5 +1,5 @@
 //! `conformance-fixture`: serves the conformance suite's fixture tools, resources and prompts
-//! ([`home_mcp::conformance`]) over the product's own Streamable HTTP transport, so the
+//! ([`fixture`], a module of this binary, never of the product library) over the product's own Streamable HTTP transport, so the
 //! official MCP conformance suite can be run against the real core. Not part of the product.
 //!
 //! Prints `http://ADDR/mcp` on stdout once listening (with the real port for `--listen
@@ -9,7 +9,9 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use home_mcp::conformance::ConformanceFixture;
+mod fixture;
+
+use fixture::ConformanceFixture;
 use home_mcp::http::{HttpConfig, HttpServer};
 use home_mcp::mcp::{McpConfig, McpServer};
 
