@@ -41,6 +41,7 @@ pub mod keys_cli;
 pub mod live;
 pub mod mcp;
 pub mod net;
+pub mod oauth;
 pub mod process;
 pub mod server;
 pub mod sse;
