@@ -40,7 +40,9 @@
 //! [`admin`]; 404 without [`HttpConfig::admin`]), the admin key page `GET /admin/keys` with
 //! `/admin/assets/keys.js|keys.css` (embedded files, see [`assets`]; also only with
 //! [`HttpConfig::admin`]), the web dashboard `/dashboard/...` (page, `/dashboard/api/...`,
-//! `WS /dashboard/ws`; see [`crate::dashboard`]), anything else 404
+//! `WS /dashboard/ws`; see [`crate::dashboard`]), the OAuth sign-in routes (metadata under
+//! `/.well-known/`, `/register`, `/authorize`, `/token`; see [`oauth`]; only with
+//! [`HttpConfig::oauth`], never gated), anything else 404
 //! `{"error":{"code":"NOT_FOUND","message":…}}`. The Host header is checked on every route
 //! (see [`HttpConfig::allowed_hosts`]).
 //!
