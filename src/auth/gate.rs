@@ -39,7 +39,7 @@
 //! ## Errors
 //! | condition | code | HTTP | JSON-RPC |
 //! |---|---|---|---|
-//! | missing, unknown, inactive or expired key; `?key=` in production; non-admin key without expiry in production | `INVALID_API_KEY` | 401 (+ `WWW-Authenticate: Bearer`; with OAuth on the MCP routes also `resource_metadata`, added by `crate::http::oauth`) | -32001 |
+//! | missing, unknown, inactive or expired key; `?key=` in production; non-admin key without expiry in production | `INVALID_API_KEY` | 401 (+ `WWW-Authenticate: Bearer`) | -32001 |
 //! | client address outside the key's `ip_whitelist` | `INSUFFICIENT_PERMISSIONS` | 403 | -32003 |
 //! | permission missing, device not allowed | `INSUFFICIENT_PERMISSIONS` | 403 | -32003 |
 //! | rate limit exceeded | `RATE_LIMIT_EXCEEDED` | 429 (+ `Retry-After`) | -32029 |
