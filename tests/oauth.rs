@@ -579,3 +579,113 @@ fn the_consent_page_needs_an_admin_key_and_the_owner_may_deny() {
     assert_eq!(back["error"], "access_denied");
     assert_eq!(back["state"], "s");
 }
+
+#[test]
+fn browser_clients_of_any_origin_may_register_and_trade_codes_but_not_post_the_consent_form() {
+    let f = Fixture::start("");
+    let origin = "Origin: http://localhost:6274";
+    let pre = request(
+        f.addr(),
+        "OPTIONS",
+        "/token",
+        &[
+            origin,
+            "Access-Control-Request-Method: POST",
+            "Access-Control-Request-Headers: content-type",
+        ],
+        "",
+    );
+    assert_eq!(pre.status, 204, "{pre:?}");
+    assert_eq!(pre.header("access-control-allow-origin"), Some("*"));
+    assert!(pre
+        .header("access-control-allow-headers")
+        .unwrap()
+        .contains("Content-Type"));
+    let reg = request(
+        f.addr(),
+        "POST",
+        "/register",
+        &[origin, "Content-Type: application/json"],
+        &json!({"client_name": "Inspector", "redirect_uris": [REDIRECT]}).to_string(),
+    );
+    assert_eq!(reg.status, 201, "{reg:?}");
+    assert_eq!(reg.header("access-control-allow-origin"), Some("*"));
+    let meta = request(
+        f.addr(),
+        "GET",
+        "/.well-known/oauth-authorization-server",
+        &["Origin: https://elsewhere.example"],
+        "",
+    );
+    assert_eq!(meta.status, 200);
+    assert_eq!(meta.header("access-control-allow-origin"), Some("*"));
+    // The consent form only from the server's own pages.
+    let client_id = reg.json()["client_id"].as_str().unwrap().to_string();
+    let page = authorize_get(f.addr(), &authorize_query(&client_id, "s"));
+    let hidden: Vec<(String, String)> = crate::support::oauth::hidden_fields(&page.body);
+    let mut pairs: Vec<(&str, &str)> = hidden
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    pairs.extend([
+        ("admin_key", f.admin.as_str()),
+        ("role", "operator"),
+        ("days", "1"),
+    ]);
+    let forged = request(
+        f.addr(),
+        "POST",
+        "/authorize",
+        &[
+            "Content-Type: application/x-www-form-urlencoded",
+            "Origin: https://evil.example",
+        ],
+        &crate::support::oauth::form(&pairs),
+    );
+    assert_eq!(forged.status, 403, "{forged:?}");
+    assert!(forged.header("location").is_none());
+}
+
+#[test]
+fn registration_inputs_are_bounded() {
+    let f = Fixture::start("");
+    let uris: Vec<String> = (0..5).map(|i| format!("http://127.0.0.1:{i}/cb")).collect();
+    let cases = [
+        (json!({"redirect_uris": uris}), "invalid_redirect_uri"),
+        (
+            json!({"redirect_uris": [format!("https://a.example/{}", "x".repeat(600))]}),
+            "invalid_redirect_uri",
+        ),
+        (
+            json!({"client_name": "n".repeat(101), "redirect_uris": [REDIRECT]}),
+            "invalid_client_metadata",
+        ),
+        (
+            json!({"redirect_uris": [REDIRECT], "grant_types": ["client_credentials"]}),
+            "invalid_client_metadata",
+        ),
+        (json!([REDIRECT]), "invalid_client_metadata"),
+    ];
+    for (metadata, error) in cases {
+        let r = register_raw(f.addr(), &metadata);
+        assert_eq!(
+            (r.status, r.json()["error"].clone()),
+            (400, json!(error)),
+            "{metadata}"
+        );
+    }
+    let big = format!("{{\"client_name\": \"{}\"}}", "x".repeat(20 * 1024));
+    let r = request(
+        f.addr(),
+        "POST",
+        "/register",
+        &["Content-Type: application/json"],
+        &big,
+    );
+    assert_eq!(r.status, 400, "{r:?}");
+    // The client's name is the page's text, never its markup.
+    let client_id = register(f.addr(), "<script>alert(1)</script>");
+    let page = authorize_get(f.addr(), &authorize_query(&client_id, "s"));
+    assert!(!page.body.contains("<script>alert"), "{}", page.body);
+    assert!(page.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+}

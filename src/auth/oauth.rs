@@ -1195,6 +1195,56 @@ mod tests {
     }
 
     #[test]
+    fn resources_name_this_server() {
+        let o = oauth();
+        let issuer = "http://127.0.0.1:3001";
+        for ok in [
+            "http://127.0.0.1:3001",
+            "http://127.0.0.1:3001/",
+            "http://127.0.0.1:3001/mcp",
+            "HTTP://127.0.0.1:3001/mcp",
+        ] {
+            assert!(o.check_resource(issuer, ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "http://127.0.0.1:3002/mcp",
+            "http://evil.example/mcp",
+            "http://127.0.0.1:3001/other",
+            "127.0.0.1:3001",
+        ] {
+            assert_eq!(
+                o.check_resource(issuer, bad).unwrap_err().code,
+                ErrorCode::InvalidTarget,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn pending_codes_are_bounded() {
+        let o = oauth();
+        let r = o
+            .register(&json!({"redirect_uris": ["http://localhost:1/cb"]}))
+            .unwrap();
+        let challenge = pkce_challenge(&"v".repeat(43));
+        let q = format!(
+            "response_type=code&client_id={}&code_challenge={challenge}&code_challenge_method=S256",
+            r["client_id"].as_str().unwrap()
+        );
+        let req = o
+            .authorization_request(&Params::parse(&q).unwrap())
+            .unwrap();
+        let grant = || Grant::from_form("monitor", "1", vec![], vec![], "owner").unwrap();
+        for _ in 0..MAX_PENDING_CODES {
+            o.approve(&req, grant()).unwrap();
+        }
+        assert_eq!(
+            o.approve(&req, grant()).unwrap_err().code,
+            ErrorCode::TemporarilyUnavailable
+        );
+    }
+
+    #[test]
     fn params_refuse_duplicates() {
         let p = Params::parse("a=1&b=x+y%21&a=2").unwrap();
         assert_eq!(p.one("b", 10).unwrap(), Some("x y!"));

@@ -763,7 +763,11 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
     }
     let mut rate = None;
     let origin_refused = header(&request, "Origin")
-        .filter(|o| path != "/health" && !mcp::origin_allowed(ctx, o, header(&request, "Host")))
+        .filter(|o| {
+            path != "/health"
+                && !oauth::open_to_browsers(ctx, &path)
+                && !mcp::origin_allowed(ctx, o, header(&request, "Host"))
+        })
         .map(|o| format!("Origin {o} is not allowed"));
     let handled: Handled = if !host_allowed(ctx, header(&request, "Host")) {
         match path.as_str() {

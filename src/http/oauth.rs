@@ -11,6 +11,7 @@
 //! | `GET /authorize` | the consent page (`assets/oauth/consent.html`), or an error page / redirect |
 //! | `POST /authorize` | the consent form: admin key, role, expiry, rooms, categories; **303** to the client with `code`, `state`, `iss` (or `error`) |
 //! | `POST /token` | `authorization_code` and `refresh_token` grants (form, at most [`MAX_FORM_BYTES`]) |
+//! | `OPTIONS` on the metadata, `/register`, `/token` | CORS preflight: **204** |
 //! | `GET /oauth/assets/consent.css` | the page's style |
 //!
 //! The owner signs in on the consent page with an admin key: it passes
@@ -18,6 +19,11 @@
 //! toward the per-address lock-out) and needs the `admin` permission, from
 //! `[auth] admin_networks` like `/admin`. The page is never framed, runs no script and may
 //! only submit to this server and the client's redirect URI (Content-Security-Policy).
+//!
+//! The metadata documents, `/register` and `/token` answer browser-based clients of any origin
+//! (`Access-Control-Allow-Origin: *`, `OPTIONS` preflight; the router's Origin check does not
+//! apply to them, [`open_to_browsers`]): they take no cookies or ambient credentials, and a
+//! code is worth nothing without its PKCE verifier. `/authorize` keeps the Origin check.
 //!
 //! A `401` on `/mcp`, `/sse` and `/message` carries `WWW-Authenticate: Bearer
 //! resource_metadata="<issuer>/.well-known/oauth-protected-resource[/mcp]"` ([`challenge`]).
@@ -60,6 +66,12 @@ pub(crate) fn is_oauth_path(path: &str) -> bool {
     ) || assets::find(ASSETS, path).is_some()
 }
 
+/// Whether `path` is an OAuth endpoint that browser-based clients of any origin may call (see
+/// the module docs); false without OAuth.
+pub(crate) fn open_to_browsers(ctx: &Ctx, path: &str) -> bool {
+    ctx.config.oauth.is_some() && matches!(path, PRM | PRM_MCP | ASM | "/register" | "/token")
+}
+
 /// The issuer for `request` (see [`OAuth::issuer`]).
 fn issuer(ctx: &Ctx, oauth: &OAuth, request: &tiny_http::Request) -> String {
     let fallback = ctx.config.listen.to_string();
@@ -89,24 +101,36 @@ pub(crate) fn handle(ctx: &Ctx, request: &mut tiny_http::Request, path: &str) ->
     if let Some(asset) = assets::find(ASSETS, path) {
         return assets::serve(asset, &method, header(request, "If-None-Match"));
     }
-    use tiny_http::Method::{Get, Head, Post};
+    use tiny_http::Method::{Get, Head, Options, Post};
     let issuer = issuer(ctx, &oauth, request);
+    if open_to_browsers(ctx, path) {
+        let answer = match (path, &method) {
+            (_, Options) => Answer::empty(204)
+                .with_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+                .with_header(
+                    "Access-Control-Allow-Headers",
+                    "Content-Type, Authorization, MCP-Protocol-Version",
+                )
+                .with_header("Access-Control-Max-Age", "600"),
+            (PRM, Get | Head) => metadata(&oauth.resource_metadata(&issuer, &issuer)),
+            (PRM_MCP, Get | Head) => {
+                metadata(&oauth.resource_metadata(&issuer, &format!("{issuer}/mcp")))
+            }
+            (ASM, Get | Head) => metadata(&oauth.server_metadata(&issuer)),
+            ("/register", Post) => register(&oauth, request),
+            ("/token", Post) => token(&oauth, request, &issuer),
+            ("/register" | "/token", _) => not_allowed("POST, OPTIONS"),
+            _ => not_allowed("GET, HEAD, OPTIONS"),
+        };
+        return answer.with_header("Access-Control-Allow-Origin", "*");
+    }
     match (path, &method) {
-        (PRM, Get | Head) => metadata(&oauth.resource_metadata(&issuer, &issuer)),
-        (PRM_MCP, Get | Head) => {
-            metadata(&oauth.resource_metadata(&issuer, &format!("{issuer}/mcp")))
-        }
-        (ASM, Get | Head) => metadata(&oauth.server_metadata(&issuer)),
-        ("/register", Post) => register(&oauth, request),
-        ("/token", Post) => token(&oauth, request, &issuer),
         ("/authorize", Get) => {
             let query = request.url().split_once('?').map_or("", |(_, q)| q);
             authorize_page(ctx, &oauth, query, &issuer)
         }
         ("/authorize", Post) => consent(ctx, &oauth, request, &issuer),
-        ("/authorize", _) => not_allowed("GET, POST"),
-        ("/register" | "/token", _) => not_allowed("POST"),
-        _ => not_allowed("GET, HEAD"),
+        _ => not_allowed("GET, POST"),
     }
 }
 
