@@ -689,3 +689,31 @@ fn registration_inputs_are_bounded() {
     assert!(!page.body.contains("<script>alert"), "{}", page.body);
     assert!(page.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
 }
+
+#[test]
+fn a_client_registered_without_refresh_gets_no_refresh_token() {
+    let f = Fixture::start("");
+    let r = register_raw(
+        f.addr(),
+        &json!({"client_name": "No refresh", "redirect_uris": [REDIRECT],
+                "grant_types": ["authorization_code"]}),
+    );
+    assert_eq!(r.status, 201);
+    assert_eq!(r.json()["grant_types"], json!(["authorization_code"]));
+    let client_id = r.json()["client_id"].as_str().unwrap().to_string();
+    let redirect = sign_in(
+        f.addr(),
+        &client_id,
+        &f.admin,
+        &[("role", "monitor"), ("days", "1")],
+    );
+    let (status, tokens) = exchange(f.addr(), &client_id, &redirect["code"], VERIFIER);
+    assert_eq!(status, 200, "{tokens}");
+    assert!(tokens.get("refresh_token").is_none(), "{tokens}");
+    let (status, body) = refresh(f.addr(), &client_id, "hmr_anything.x");
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("unauthorized_client")),
+        "{body}"
+    );
+}

@@ -271,6 +271,10 @@ pub struct Client {
     pub name: String,
     #[serde(rename = "r")]
     pub redirect_uris: Vec<String>,
+    /// Registered with `grant_types` that leave out `refresh_token`: gets no refresh token,
+    /// and a refresh request is `unauthorized_client`.
+    #[serde(rename = "x", default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_refresh: bool,
 }
 
 /// Whether `uri` may receive codes: `https://` with a host, or `http://` to a loopback host
@@ -727,9 +731,21 @@ impl OAuth {
         };
         listed("grant_types", &["authorization_code", "refresh_token"])?;
         listed("response_types", &["code"])?;
+        // Without `grant_types` the client gets both (the server may assign them, RFC 7591
+        // §3.2.1); listed without `refresh_token`, it gets no refresh tokens.
+        let no_refresh = meta
+            .get("grant_types")
+            .and_then(Value::as_array)
+            .is_some_and(|g| !g.iter().any(|v| v == "refresh_token"));
         let client = Client {
             name,
             redirect_uris,
+            no_refresh,
+        };
+        let grant_types: &[&str] = if no_refresh {
+            &["authorization_code"]
+        } else {
+            &["authorization_code", "refresh_token"]
         };
         let payload =
             serde_json::to_vec(&client).map_err(|e| err(ErrorCode::ServerError, e.to_string()))?;
@@ -740,7 +756,7 @@ impl OAuth {
             "client_id_issued_at": unix_now(),
             "client_name": client.name,
             "redirect_uris": client.redirect_uris,
-            "grant_types": ["authorization_code", "refresh_token"],
+            "grant_types": grant_types,
             "response_types": ["code"],
             "token_endpoint_auth_method": "none",
         }))
@@ -979,7 +995,7 @@ impl OAuth {
             pending.grant.granted_by,
             pending.grant.days
         );
-        Ok(self.token_body(&key, client_id, grant_expires))
+        Ok(self.token_body(&key, client_id, &client, grant_expires))
     }
 
     /// The access key for a fresh grant.
@@ -1022,7 +1038,14 @@ impl OAuth {
         crate::time::iso8601(UNIX_EPOCH + Duration::from_secs(at))
     }
 
-    fn token_body(&self, key: &ApiKey, client_id: &str, grant_expires: u64) -> Value {
+    /// The token answer for `key`; a refresh token unless the client registered without one.
+    fn token_body(
+        &self,
+        key: &ApiKey,
+        client_id: &str,
+        client: &Client,
+        grant_expires: u64,
+    ) -> Value {
         let refresh = RefreshToken {
             key_digest: hex::encode(sha256(&key.id)),
             client_digest: hex::encode(&sha256(client_id)[..16]),
@@ -1035,18 +1058,27 @@ impl OAuth {
             .and_then(|at| humantime::parse_rfc3339_weak(at).ok())
             .and_then(|t| t.duration_since(SystemTime::now()).ok())
             .map_or(0, |d| d.as_secs());
-        json!({
+        let mut body = json!({
             "access_token": key.id,
             "token_type": "Bearer",
             "expires_in": expires_in,
-            "refresh_token": self.secret.sign(REFRESH_PREFIX, &payload),
-        })
+        });
+        if !client.no_refresh {
+            body["refresh_token"] = self.secret.sign(REFRESH_PREFIX, &payload).into();
+        }
+        body
     }
 
     fn refresh(&self, p: &Params) -> Result<Value, OAuthError> {
         let token = p.required("refresh_token", 1024)?;
         let client_id = p.required("client_id", 4096)?;
-        self.client(client_id)?;
+        let client = self.client(client_id)?;
+        if client.no_refresh {
+            return Err(err(
+                ErrorCode::UnauthorizedClient,
+                "this client registered without the refresh_token grant",
+            ));
+        }
         let invalid = |m: &str| err(ErrorCode::InvalidGrant, m);
         let refresh: RefreshToken = self
             .secret
@@ -1108,7 +1140,7 @@ impl OAuth {
             super::mask(&old.id),
             super::mask(&new.id)
         );
-        Ok(self.token_body(&new, client_id, refresh.grant_expires))
+        Ok(self.token_body(&new, client_id, &client, refresh.grant_expires))
     }
 }
 
