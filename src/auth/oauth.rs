@@ -1277,6 +1277,30 @@ mod tests {
     }
 
     #[test]
+    fn the_secret_is_kept_in_its_file() {
+        let dir =
+            std::env::temp_dir().join(format!("home-mcp-oauth-secret-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("oauth.secret");
+        let _ = std::fs::remove_file(&path);
+        let a = Secret::load_or_create(&path).unwrap();
+        let b = Secret::load_or_create(&path).unwrap();
+        assert_eq!(a.0, b.0, "the same secret after a restart");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        std::fs::write(&path, "not hex").unwrap();
+        assert!(
+            Secret::load_or_create(&path).is_err(),
+            "a damaged file is an error"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn params_refuse_duplicates() {
         let p = Params::parse("a=1&b=x+y%21&a=2").unwrap();
         assert_eq!(p.one("b", 10).unwrap(), Some("x y!"));
