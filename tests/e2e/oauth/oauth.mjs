@@ -2,8 +2,8 @@
 // against home-mcp's /mcp with no key prints the authorization URL; the consent page is driven
 // in Debian's chromium (sign in with an admin key, grant operator for one room); then
 // tools/call list_rooms through mcp-remote lists that room only, a control call outside it is
-// refused and one inside reaches the Miniserver; revoking the key on the admin API (what
-// /admin/keys does) ends mcp-remote's access.
+// refused and one inside goes through; deleting the grant's key on the /admin/keys page (in
+// the same browser) ends mcp-remote's access: it asks for a new sign-in.
 //
 // Environment: HOME_MCP_URL, HOME_MCP_ADMIN_KEY, CHROMIUM, E2E_SCREENSHOTS, MCP_REMOTE_CONFIG_DIR
 // (a fresh directory: mcp-remote keeps its tokens there).
@@ -161,13 +161,24 @@ try {
     expect(inside?.result && !inside.result.isError, "inside: " + JSON.stringify(inside));
   });
 
-  await step("revoking the key on the admin API ends mcp-remote's access", async () => {
-    const headers = { "X-API-Key": ADMIN_KEY, "Content-Type": "application/json" };
+  await step("deleting the grant's key on /admin/keys ends mcp-remote's access", async () => {
+    const headers = { "X-API-Key": ADMIN_KEY };
     const keys = await (await fetch(BASE + "/admin/api/keys", { headers })).json();
     const granted = keys.keys.filter((k) => k.name.endsWith(" (OAuth)"));
     expect(granted.length === 1 && granted[0].role === "operator", "the grant on /admin/keys: " + JSON.stringify(keys));
-    const del = await fetch(BASE + "/admin/api/keys/" + encodeURIComponent(granted[0].id), { method: "DELETE", headers });
-    expect(del.status === 200, "DELETE status " + del.status);
+    expect(JSON.stringify(granted[0].rooms) === JSON.stringify([ROOM]), "its room: " + JSON.stringify(granted[0]));
+    // In the admin page, as the owner does it: sign in, delete the row, confirm.
+    const page = context.pages()[0];
+    await page.goto(BASE + "/admin/keys");
+    await page.fill("#api-key", ADMIN_KEY);
+    await page.click("#key-form button[type=submit]");
+    const row = page.locator("#keys tbody tr[data-key-id]").filter({
+      has: page.locator("td.name", { hasText: granted[0].name }),
+    });
+    await row.locator("button[data-action=delete]").click();
+    await row.locator("button[data-action=confirm-delete]").click();
+    await row.waitFor({ state: "detached" });
+    await page.screenshot({ path: join(SHOTS, "oauth-03-revoked.png"), fullPage: true });
     // The next call is refused (401); mcp-remote's refresh is refused too (invalid_grant), so
     // it asks for a new sign-in (a second authorization URL) or answers with an error.
     const prompts = () => stderr.filter((l) => l.includes("Please authorize this client")).length;
