@@ -750,7 +750,7 @@ impl OAuth {
         let payload =
             serde_json::to_vec(&client).map_err(|e| err(ErrorCode::ServerError, e.to_string()))?;
         let client_id = self.secret.sign(CLIENT_PREFIX, &payload);
-        log::info!("OAuth client registered: {:?}", client.name);
+        log::debug!("OAuth client registered: {:?}", client.name);
         Ok(json!({
             "client_id": client_id,
             "client_id_issued_at": unix_now(),

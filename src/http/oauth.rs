@@ -25,6 +25,10 @@
 //! apply to them, [`open_to_browsers`]): they take no cookies or ambient credentials, and a
 //! code is worth nothing without its PKCE verifier. `/authorize` keeps the Origin check.
 //!
+//! What a stranger can make happen without a key (registrations, refused token requests,
+//! denials) is logged at debug only, so a flood cannot fill the SD card; grants, sign-ins and
+//! refreshes are logged at info.
+//!
 //! A `401` on `/mcp`, `/sse` and `/message` carries `WWW-Authenticate: Bearer
 //! resource_metadata="<issuer>/.well-known/oauth-protected-resource[/mcp]"` ([`challenge`]).
 //!
@@ -200,7 +204,7 @@ fn token(oauth: &OAuth, request: &mut tiny_http::Request, issuer: &str) -> Answe
             .with_header("Cache-Control", "no-store")
             .with_header("Pragma", "no-cache"),
         Err(e) => {
-            log::info!("OAuth token request refused: {e}");
+            log::debug!("OAuth token request refused: {e}");
             oauth_error(&e)
         }
     }
@@ -287,7 +291,7 @@ fn consent(ctx: &Ctx, oauth: &OAuth, request: &mut tiny_http::Request, issuer: &
         )
     };
     if params.one("decision", 16).ok().flatten() == Some("deny") {
-        log::info!("OAuth: the owner denied {:?}", req.client.name);
+        log::debug!("OAuth: the owner denied {:?}", req.client.name);
         return deny(ErrorCode::AccessDenied, "the owner denied the request");
     }
     let Some(gate) = &ctx.config.gate else {
