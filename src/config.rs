@@ -81,6 +81,12 @@
 //!                              # <data_dir>/history.db (in memory for --demo)
 //! history_flush_secs = 30      # queued history rows are committed this often (1-3600)
 //! max_ws_clients = 32          # live WebSocket clients at once (1-1024); more get 503
+//! [oauth]                      # OAuth 2.1 sign-in for MCP clients (see crate::auth::oauth)
+//! enabled = true               # /authorize, /token, /register and the metadata documents
+//! issuer = "https://home.example:8443"  # the public base URL (no path); default
+//!                              # http://<Host header> (set it behind a TLS proxy)
+//! code_lifetime_secs = 300     # authorization codes are valid this long (1-600)
+//! access_token_lifetime_secs = 3600 # access tokens (API keys) last this long (60-86400)
 //! ```
 
 use std::fmt;
@@ -135,6 +141,9 @@ pub struct Config {
     /// The web dashboard (`[dashboard]`: `history_days`, `history_flush_secs`,
     /// `max_ws_clients`).
     pub dashboard: crate::dashboard::DashboardConfig,
+    /// OAuth sign-in (`[oauth]`: `enabled`, `issuer`, `code_lifetime_secs`,
+    /// `access_token_lifetime_secs`). See [`crate::auth::oauth`].
+    pub oauth: crate::auth::oauth::OAuthConfig,
 }
 
 /// How the client authenticates to the Miniserver (loxone-protocol.md §3).
@@ -281,6 +290,7 @@ impl Default for Config {
             metrics_public: false,
             audit: crate::audit::AuditConfig::default(),
             dashboard: crate::dashboard::DashboardConfig::default(),
+            oauth: crate::auth::oauth::OAuthConfig::default(),
         }
     }
 }
@@ -332,6 +342,18 @@ struct FileConfig {
     audit: FileAudit,
     #[serde(default)]
     dashboard: FileDashboard,
+    #[serde(default)]
+    oauth: FileOAuth,
+}
+
+/// `[oauth]`: `enabled`, `issuer`, `code_lifetime_secs`, `access_token_lifetime_secs`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileOAuth {
+    enabled: Option<bool>,
+    issuer: Option<String>,
+    code_lifetime_secs: Option<u64>,
+    access_token_lifetime_secs: Option<u64>,
 }
 
 /// `[metrics]`: `public`.
@@ -779,6 +801,37 @@ impl Config {
                 ));
             }
             cfg.dashboard.ws.max_clients = n;
+        }
+
+        let o = &file.oauth;
+        cfg.oauth.enabled = o.enabled.unwrap_or(true);
+        if let Some(issuer) = &o.issuer {
+            let i = issuer.trim().trim_end_matches('/');
+            let rest = i
+                .strip_prefix("https://")
+                .or_else(|| i.strip_prefix("http://"));
+            if rest.is_none_or(|r| r.is_empty() || r.contains(['/', '?', '#', ' '])) {
+                return Err(invalid(
+                    "oauth.issuer",
+                    "must be http(s)://host[:port] with no path",
+                ));
+            }
+            cfg.oauth.issuer = Some(i.to_string());
+        }
+        if let Some(s) = o.code_lifetime_secs {
+            if !(1..=600).contains(&s) {
+                return Err(invalid("oauth.code_lifetime_secs", "must be 1-600"));
+            }
+            cfg.oauth.code_lifetime = Duration::from_secs(s);
+        }
+        if let Some(s) = o.access_token_lifetime_secs {
+            if !(60..=86_400).contains(&s) {
+                return Err(invalid(
+                    "oauth.access_token_lifetime_secs",
+                    "must be 60-86400",
+                ));
+            }
+            cfg.oauth.access_token_lifetime = Duration::from_secs(s);
         }
 
         if let Some(level) = env("HOME_LOG_LEVEL").or(file.log.level) {

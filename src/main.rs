@@ -234,6 +234,13 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
             return Ok(ExitCode::FAILURE);
         }
     };
+    let oauth = match start_oauth(&config, demo, &app) {
+        Ok(o) => o,
+        Err(e) => {
+            log::error!("cannot start: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
     let http = HttpConfig {
         listen: config.server.listen,
         workers: config.server.workers,
@@ -258,6 +265,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
             app.audit.clone(),
         ))),
         dashboard: Some(dashboard.clone()),
+        oauth,
         ..HttpConfig::default()
     };
     if config.metrics_public && !config.server.listen.ip().is_loopback() {
@@ -524,4 +532,33 @@ fn sim(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     loop {
         std::thread::park();
     }
+}
+
+/// The OAuth authorization server (`[oauth]`, see `home_mcp::auth::oauth`) over the gate's key
+/// store, or `None` when disabled or the store is read-only (`HOME_KEY_BACKEND=env`). Its
+/// signing secret is `<data_dir>/oauth.secret` (created on first start), so client ids and
+/// refresh tokens outlive restarts; `--demo` keeps one in memory.
+fn start_oauth(
+    config: &home_mcp::config::Config,
+    demo: bool,
+    app: &home_mcp::app::App,
+) -> Result<Option<Arc<home_mcp::auth::oauth::OAuth>>, String> {
+    use home_mcp::auth::oauth::{OAuth, Secret};
+    if !config.oauth.enabled {
+        return Ok(None);
+    }
+    if std::env::var("HOME_KEY_BACKEND").is_ok_and(|b| b.trim().eq_ignore_ascii_case("env")) {
+        log::info!("OAuth sign-in is off: the key store (HOME_KEY_BACKEND=env) is read-only");
+        return Ok(None);
+    }
+    let secret = if demo {
+        Secret::random().map_err(|e| format!("no random numbers: {e}"))?
+    } else {
+        Secret::load_or_create(&config.server.data_dir.join("oauth.secret"))?
+    };
+    Ok(Some(Arc::new(OAuth::new(
+        config.oauth.clone(),
+        app.gate.store().clone(),
+        secret,
+    ))))
 }

@@ -980,7 +980,7 @@ fn scoped_keys_stay_in_their_rooms_and_categories() {
         ("get_lights_status", json!({}), deny),
         ("get_climate_status", json!({"room": "Küche"}), deny),
         ("get_home_summary", json!({"room": "Küche"}), deny),
-        ("list_rooms", json!({}), deny),
+        ("list_rooms", json!({}), Ok(())),
         ("list_workflows", json!({}), deny),
         ("execute_workflow_demo", json!({}), deny),
         (

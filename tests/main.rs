@@ -32,6 +32,7 @@ mod live_link;
 mod mcp_http;
 mod mcp_stdio;
 mod metrics;
+mod oauth;
 mod output_schemas;
 mod packaging;
 mod prompts;

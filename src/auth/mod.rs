@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod gate;
+pub mod oauth;
 pub mod ratelimit;
 pub mod store;
 

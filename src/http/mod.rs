@@ -40,7 +40,9 @@
 //! [`admin`]; 404 without [`HttpConfig::admin`]), the admin key page `GET /admin/keys` with
 //! `/admin/assets/keys.js|keys.css` (embedded files, see [`assets`]; also only with
 //! [`HttpConfig::admin`]), the web dashboard `/dashboard/...` (page, `/dashboard/api/...`,
-//! `WS /dashboard/ws`; see [`crate::dashboard`]), anything else 404
+//! `WS /dashboard/ws`; see [`crate::dashboard`]), the OAuth sign-in routes (metadata under
+//! `/.well-known/`, `/register`, `/authorize`, `/token`; see [`oauth`]; only with
+//! [`HttpConfig::oauth`], never gated), anything else 404
 //! `{"error":{"code":"NOT_FOUND","message":…}}`. The Host header is checked on every route
 //! (see [`HttpConfig::allowed_hosts`]).
 //!
@@ -61,6 +63,7 @@ pub mod assets;
 mod dashboard;
 pub mod legacy;
 pub mod mcp;
+pub mod oauth;
 mod rest;
 pub mod stream;
 
@@ -160,6 +163,9 @@ pub struct HttpConfig {
     pub admin: Option<Arc<admin::AdminContext>>,
     /// The web dashboard (`/dashboard/...`, see [`crate::dashboard`]); `None`: those paths 404.
     pub dashboard: Option<Arc<crate::dashboard::Dashboard>>,
+    /// OAuth sign-in (the routes of [`oauth`], and `resource_metadata` in the 401 of the MCP
+    /// routes); `None`: those paths 404 and the 401 says `Bearer` alone.
+    pub oauth: Option<Arc<crate::auth::oauth::OAuth>>,
 }
 
 /// What `GET /metrics` needs besides the router's own state (sessions, streams).
@@ -196,6 +202,7 @@ impl Default for HttpConfig {
             audit: None,
             admin: None,
             dashboard: None,
+            oauth: None,
         }
     }
 }
@@ -703,7 +710,15 @@ fn authenticate(
                 d.code.as_str(),
                 d.key_id.as_deref().unwrap_or("no key")
             );
-            Err(deny(&d, mcp, Value::Null))
+            let mut answer = deny(&d, mcp, Value::Null);
+            if mcp && d.code == crate::auth::gate::DenyCode::InvalidApiKey {
+                // RFC 9728 §5.1: where to sign in (the JSON body stays as it is).
+                if let Some(value) = oauth::challenge(ctx, request, path) {
+                    answer.headers.retain(|(n, _)| *n != "WWW-Authenticate");
+                    answer = answer.with_header("WWW-Authenticate", value);
+                }
+            }
+            Err(answer)
         }
     }
 }
@@ -748,7 +763,11 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
     }
     let mut rate = None;
     let origin_refused = header(&request, "Origin")
-        .filter(|o| path != "/health" && !mcp::origin_allowed(ctx, o, header(&request, "Host")))
+        .filter(|o| {
+            path != "/health"
+                && !oauth::open_to_browsers(ctx, &path)
+                && !mcp::origin_allowed(ctx, o, header(&request, "Host"))
+        })
         .map(|o| format!("Origin {o} is not allowed"));
     let handled: Handled = if !host_allowed(ctx, header(&request, "Host")) {
         match path.as_str() {
@@ -806,6 +825,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
             "/metrics" if ctx.config.metrics.is_some() => metrics_route(ctx, &method, auth).into(),
             p if rest::is_rest_path(p) => rest::handle(ctx, &mut request, p, auth).into(),
             p if dashboard::is_dashboard(p) => dashboard::handle(ctx, &request, p, &url, auth),
+            p if oauth::is_oauth_path(p) => oauth::handle(ctx, &mut request, p).into(),
             _ if page.is_some() => page
                 .map_or_else(
                     || rest_error(404, "NOT_FOUND", "no such file"),

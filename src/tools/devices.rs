@@ -144,11 +144,13 @@ struct ListRooms {
     limit: Option<i64>,
 }
 
-fn list_rooms(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
+/// Every room (a key limited to rooms sees only those).
+fn list_rooms(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
     let a: ListRooms = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let home = house.home();
     let needle = a.name.as_deref().map(fold);
+    let scope = caller.scope();
     let matching: Vec<_> = home
         .rooms
         .iter()
@@ -156,6 +158,7 @@ fn list_rooms(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, 
             needle
                 .as_ref()
                 .is_none_or(|n| fold(&r.name).contains(n.as_str()))
+                && scope.is_none_or(|s| s.allows_room(&home, Some(&r.uuid)))
         })
         .collect();
     let rooms: Vec<Value> = matching

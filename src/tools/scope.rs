@@ -164,7 +164,8 @@ pub fn check(
                 )),
             }
         }
-        "list_rooms" if !scope.limits_rooms() => Ok(()),
+        // Lists only the key's rooms (see `devices::list_rooms`).
+        "list_rooms" => Ok(()),
         _ => Err("not available to keys limited to rooms or categories".into()),
     }
 }

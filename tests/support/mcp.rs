@@ -12,6 +12,8 @@ pub struct McpHttp {
     pub addr: SocketAddr,
     /// `X-API-Key` sent with every request, if any.
     pub key: Option<String>,
+    /// Send [`McpHttp::key`] as `Authorization: Bearer` instead (an OAuth client's way).
+    pub bearer: bool,
     pub session: Option<String>,
     /// The protocol version negotiated at `initialize`, sent as `MCP-Protocol-Version`.
     pub version: String,
@@ -26,6 +28,11 @@ impl McpHttp {
         McpHttp::connect_with(addr, key, "2025-06-18", json!({}))
     }
 
+    /// [`McpHttp::connect`] with `token` as `Authorization: Bearer` on every request.
+    pub fn connect_bearer(addr: SocketAddr, token: &str) -> McpHttp {
+        McpHttp::open(addr, Some(token), true, "2025-06-18", json!({}))
+    }
+
     /// [`McpHttp::connect`] with another protocol `version` and client `capabilities` (e.g.
     /// `{"elicitation": {}}`).
     pub fn connect_with(
@@ -34,9 +41,20 @@ impl McpHttp {
         version: &str,
         capabilities: Value,
     ) -> McpHttp {
+        McpHttp::open(addr, key, false, version, capabilities)
+    }
+
+    fn open(
+        addr: SocketAddr,
+        key: Option<&str>,
+        bearer: bool,
+        version: &str,
+        capabilities: Value,
+    ) -> McpHttp {
         let mut c = McpHttp {
             addr,
             key: key.map(str::to_string),
+            bearer,
             session: None,
             version: version.to_string(),
             next_id: 1,
@@ -64,8 +82,10 @@ impl McpHttp {
             "Accept: application/json, text/event-stream".to_string(),
             format!("MCP-Protocol-Version: {}", self.version),
         ];
-        if let Some(k) = &self.key {
-            headers.push(format!("X-API-Key: {k}"));
+        match &self.key {
+            Some(k) if self.bearer => headers.push(format!("Authorization: Bearer {k}")),
+            Some(k) => headers.push(format!("X-API-Key: {k}")),
+            None => {}
         }
         if let Some(s) = &self.session {
             headers.push(format!("Mcp-Session-Id: {s}"));

@@ -4,6 +4,8 @@
 //!   a `Deadline` checked per message of a stream): conditions, not fixed sleeps; a wait
 //!   that runs out fails with the last thing it saw.
 //! - [`net`]: free/closed loopback ports and a raw HTTP/1.1 client.
+//! - [`oauth`]: a hand-made OAuth client (registration, the consent form posted as a browser
+//!   would, token requests) with the RFC 7636 PKCE example values.
 //! - [`drive`]: the simulated Miniserver driven and read over its own HTTP API, as a wall
 //!   button or the Loxone app would (the independent oracle of a test).
 //! - [`server`]: a simulated Miniserver on a port, and the real `home-mcp serve` binary
@@ -41,6 +43,7 @@ pub mod keys_cli;
 pub mod live;
 pub mod mcp;
 pub mod net;
+pub mod oauth;
 pub mod process;
 pub mod server;
 pub mod sse;
