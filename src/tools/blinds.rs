@@ -558,7 +558,11 @@ fn position_word(p: f64) -> &'static str {
     }
 }
 
-fn get_blinds_status(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
+fn get_blinds_status(
+    house: &Ctx,
+    a: &Map<String, Value>,
+    caller: &Caller,
+) -> Result<Value, ToolError> {
     let a: BlindsStatus = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let states = ["open", "closed", "partly_closed", "not_open"];
@@ -584,7 +588,8 @@ fn get_blinds_status(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<
     let mut blinds = Vec::new();
     let mut not_open = 0;
     for c in home.controls.iter().filter(|c| is_blind(c)) {
-        if room.as_ref().is_some_and(|r| c.room.as_ref() != Some(r))
+        if caller.permits(&home, c).is_err()
+            || room.as_ref().is_some_and(|r| c.room.as_ref() != Some(r))
             || needle
                 .as_ref()
                 .is_some_and(|n| !fold(&c.name).contains(n.as_str()))

@@ -633,12 +633,18 @@ struct StatusArgs {
     limit: Option<i64>,
 }
 
-fn get_climate_status(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
+fn get_climate_status(
+    house: &Ctx,
+    a: &Map<String, Value>,
+    caller: &Caller,
+) -> Result<Value, ToolError> {
     let a: StatusArgs = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let home = house.home();
     let room = args::room_uuid(&home, a.room.as_deref())?;
-    let in_room = |c: &&Control| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r));
+    let in_room = |c: &&Control| {
+        room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)) && caller.permits(&home, c).is_ok()
+    };
     let mut values = view::ValueReader::new(house);
     let matching: Vec<&Control> = home
         .controls
