@@ -634,6 +634,15 @@ fn entries_are_resolved_again_when_the_structure_changes() {
         .expect("the key stored by name")
         .clone();
     assert!(shown["devices"][0]["error"].is_string(), "{shown}");
+    // And the server said so in its log.
+    let served = p.served.as_ref().unwrap();
+    wait_until("the unresolved entry is logged", PATIENCE, || {
+        let log = served.log();
+        match log.iter().find(|l| l.contains("grants nothing")) {
+            Some(l) if l.contains("Deckenlicht (Küche)") => Ok(()),
+            _ => Err(log.len()),
+        }
+    });
 
     let mut new = p.mcp(&by_uuid);
     let mark = ms.sim.request_count();

@@ -243,15 +243,29 @@ impl Access {
                 Ok(c) => {
                     set.insert(c.uuid.to_ascii_lowercase());
                 }
-                Err(e) => log::warn!(
-                    "device key allow-list entry {:?} grants nothing: {e}",
-                    grant.entry
-                ),
+                Err(e) => log_unresolved(&grant.entry, home, &e),
             }
         }
         let set = Arc::new(set);
         *cache = Some((at, home.last_modified.clone(), set.clone()));
         set
+    }
+}
+
+/// Logs (a warning, once per entry and structure file) that a device allow-list entry grants
+/// nothing because it does not name exactly one control of `home`.
+fn log_unresolved(entry: &str, home: &Home, e: &ResolveError) {
+    static LOGGED: Mutex<BTreeSet<(String, String)>> = Mutex::new(BTreeSet::new());
+    let mut logged = LOGGED.lock().unwrap_or_else(|e| e.into_inner());
+    if logged.len() >= 1024 {
+        logged.clear(); // bounded; at worst a line is logged again
+    }
+    if logged.insert((entry.to_string(), home.last_modified.clone())) {
+        log::warn!(
+            "device key allow-list entry {entry:?} grants nothing in the structure file of {}: \
+             {e}; update the key (admin page or `home-mcp keys update`)",
+            home.last_modified
+        );
     }
 }
 
