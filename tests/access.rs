@@ -562,12 +562,25 @@ fn a_device_key_reads_only_its_controls() {
         names(&c.ok("list_devices", json!({"room": "Büro"})), "devices"),
         [DESK_LAMP]
     );
-    let blinds = c.ok("get_blinds_status", json!({}));
-    assert_eq!(blinds["total"], 0, "{blinds}");
+    for (tool, list) in [
+        ("get_blinds_status", "blinds"),
+        ("discover_rolladen_capabilities", "blinds"),
+        ("get_climate_status", "zones"),
+        ("get_temperature_sensors", "sensors"),
+        ("get_audio_status", "zones"),
+        ("get_sensors_status", "sensors"),
+        ("get_security_status", "alarms"),
+    ] {
+        let data = c.ok(tool, json!({}));
+        assert_eq!(names(&data, list), Vec::<String>::new(), "{tool}: {data}");
+        // The admin's answer to the same call is not empty: the filter took something out.
+        let all = p.mcp(&p.admin).ok(tool, json!({}));
+        assert!(!names(&all, list).is_empty(), "{tool} as admin: {all}");
+    }
     for (tool, args) in [
         ("get_home_summary", json!({})),
         ("list_rooms", json!({})),
-        ("get_security_status", json!({})),
+        ("get_zone_temperature", json!({"zone_id": "Küche"})),
         ("list_workflows", json!({})),
     ] {
         let a = mcp_answer(&mut c, tool, &args);

@@ -231,7 +231,7 @@ struct Discover {
     limit: Option<i64>,
 }
 
-fn discover(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
+fn discover(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
     let a: Discover = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let home = house.home();
@@ -241,6 +241,7 @@ fn discover(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, To
         .iter()
         .filter(|c| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)))
         .filter(|c| is_blind_or_central(c))
+        .filter(|c| caller.permits(&home, c).is_ok())
         .collect();
     let mut values = view::ValueReader::new(house);
     let blinds: Vec<Value> = matching

@@ -454,12 +454,17 @@ pub fn catalogue() -> Vec<Tool> {
 /// The read-only tools a device key may call: each lists only the controls the key may touch
 /// ([`Caller::permits`]). The other reads describe rooms or the whole house (summaries,
 /// workflows naming other devices) and are refused to device keys.
-pub const DEVICE_KEY_READS: [&str; 5] = [
+pub const DEVICE_KEY_READS: [&str; 10] = [
     "list_devices",
     "get_lights_status",
     "get_blinds_status",
+    "discover_rolladen_capabilities",
     "get_climate_status",
+    "get_temperature_sensors",
+    "get_zone_temperature",
     "get_audio_status",
+    "get_security_status",
+    "get_sensors_status",
 ];
 
 /// `Some(INSUFFICIENT_PERMISSIONS)` when `caller` is a device key and `tool` is a read that
