@@ -22,6 +22,8 @@ const WZ_LIGHT: &str = "1d5c3a2e-0202-4f52-ffff504f94d0e5a1";
 const WZ_LIGHT_CONTROLLER: &str = "1d5c3a18-0201-4eb8-ffff504f94d0e5a1";
 /// Switch "Deckenlicht" in Küche.
 const KITCHEN_LIGHT: &str = "1d5c3a92-0209-520e-ffff504f94d0e5a1";
+/// Dimmer "Spiegelleuchte" in Bad.
+const MIRROR_LIGHT: &str = "1d5c3b5d-0215-579b-ffff504f94d0e5a1";
 /// Dimmer "Schreibtischleuchte" in Büro.
 const DESK_LAMP: &str = "1d5c3b9c-0219-5954-ffff504f94d0e5a1";
 
@@ -305,6 +307,43 @@ fn a_name_in_two_rooms_grants_nothing_and_is_refused_at_creation() {
     );
     assert!(matches!(a, Answer::Refused(_)), "{a:?}");
     assert_eq!(commands_only_to(&ms, mark, KITCHEN_LIGHT).unwrap().len(), 1);
+
+    // An update is resolved the same way: refused when ambiguous, else the new UUIDs replace
+    // the old ones and take effect on the next call.
+    let path = format!("/admin/api/keys/{key}");
+    let (s, refused) = p.rest(
+        &p.admin,
+        "PUT",
+        &path,
+        &json!({"allowed_devices": ["Deckenlicht"]}),
+    );
+    assert_eq!(s, 400, "{refused}");
+    let (s, updated) = p.rest(
+        &p.admin,
+        "PUT",
+        &path,
+        &json!({"allowed_devices": ["Spiegelleuchte"]}),
+    );
+    assert_eq!(s, 200, "{updated}");
+    assert_eq!(
+        updated["record"]["allowed_devices"],
+        json!([MIRROR_LIGHT]),
+        "{updated}"
+    );
+    let mark = ms.sim.request_count();
+    let a = mcp_answer(
+        &mut k,
+        "control_device",
+        &json!({"device": "Deckenlicht", "room": "Küche", "action": "off"}),
+    );
+    assert!(matches!(a, Answer::Refused(_)), "{a:?}");
+    let a = mcp_answer(
+        &mut k,
+        "control_device",
+        &json!({"device": "Spiegelleuchte", "action": "on"}),
+    );
+    assert!(matches!(a, Answer::Done(_)), "{a:?}");
+    assert_eq!(commands_only_to(&ms, mark, MIRROR_LIGHT).unwrap().len(), 1);
 
     // `keys generate --structure` refuses the ambiguous name too, listing both rooms.
     let structure = p.dir.join("LoxAPP3.json");

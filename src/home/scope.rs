@@ -208,27 +208,19 @@ impl Access {
                 return Err(Denied::OutOfScope(what()));
             }
         }
-        if self.devices.is_some() {
-            let granted = self.granted(home);
-            let mut uuid = Some(control.uuid.as_str());
-            let mut allowed = false;
-            while let Some(u) = uuid {
-                if granted.contains(&u.to_ascii_lowercase()) {
-                    allowed = true;
-                    break;
-                }
-                uuid = parent_of(home, u).map(|p| p.uuid.as_str());
-            }
-            if !allowed {
-                return Err(Denied::NotAllowedDevice(what()));
-            }
+        if self.devices.is_some()
+            && !self
+                .granted(home)
+                .contains(&control.uuid.to_ascii_lowercase())
+        {
+            return Err(Denied::NotAllowedDevice(what()));
         }
         Ok(())
     }
 
-    /// The control UUIDs (lowercase) the device allow-list grants in `home`; entries that do
-    /// not resolve to exactly one control grant nothing (logged when first met for a
-    /// structure file). Cached per structure file.
+    /// The control UUIDs (lowercase) the device allow-list grants in `home`: each entry's
+    /// control and its sub-controls; entries that do not resolve to exactly one control grant
+    /// nothing (logged when first met for a structure file). Cached per structure file.
     fn granted(&self, home: &Home) -> Arc<BTreeSet<String>> {
         let at = home as *const Home as usize;
         let mut cache = self.resolved.lock().unwrap_or_else(|e| e.into_inner());
@@ -241,7 +233,13 @@ impl Access {
         for grant in resolve_devices(home, self.devices.as_deref().unwrap_or_default()) {
             match grant.resolved {
                 Ok(c) => {
-                    set.insert(c.uuid.to_ascii_lowercase());
+                    fn grant(set: &mut BTreeSet<String>, c: &Control) {
+                        set.insert(c.uuid.to_ascii_lowercase());
+                        c.sub_controls.iter().for_each(|s| grant(set, s));
+                    }
+                    if let Some(c) = home.control(&c.uuid) {
+                        grant(&mut set, c);
+                    }
                 }
                 Err(e) => log_unresolved(&grant.entry, home, &e),
             }
@@ -323,22 +321,6 @@ pub fn resolve_devices(home: &Home, entries: &[String]) -> Vec<DeviceGrant> {
                 }),
         })
         .collect()
-}
-
-/// The control whose sub-controls include the one with UUID `uuid`.
-fn parent_of<'a>(home: &'a Home, uuid: &str) -> Option<&'a Control> {
-    fn find<'a>(list: &'a [Control], uuid: &str) -> Option<&'a Control> {
-        for c in list {
-            if c.sub_controls.iter().any(|s| s.uuid == uuid) {
-                return Some(c);
-            }
-            if let Some(p) = find(&c.sub_controls, uuid) {
-                return Some(p);
-            }
-        }
-        None
-    }
-    find(&home.controls, uuid)
 }
 
 /// The room UUID of `control`: its own, else (for a sub-control) its parent's.
