@@ -231,6 +231,16 @@ fn a_name_in_two_rooms_grants_nothing_and_is_refused_at_creation() {
     let mut p = Production::new();
     let ambiguous = p.device_key(&["Deckenlicht"]);
     p.serve(&ms);
+    // Checked at start: the log names the key and the entry that grants nothing.
+    let masked = masked_id(&p, &ambiguous);
+    let served = p.served.as_ref().unwrap();
+    wait_until("the ambiguous entry is logged at start", PATIENCE, || {
+        let log = served.log();
+        match log.iter().find(|l| l.contains("grants nothing")) {
+            Some(l) if l.contains("\"Deckenlicht\"") && l.contains(&masked) => Ok(()),
+            other => Err(other.cloned()),
+        }
+    });
     let mut c = p.mcp(&ambiguous);
     let mark = ms.sim.request_count();
     for room in ["Küche", "Wohnzimmer"] {
@@ -635,6 +645,20 @@ fn a_device_key_reads_only_its_controls() {
     assert_eq!(names(&c.ok("list_devices", json!({})), "devices"), both);
 }
 
+/// The masked id of `key` as the server logs it (`homekey_device_2_a1b2****`).
+fn masked_id(p: &Production, key: &str) -> String {
+    let (_, listed) = p.rest(&p.admin, "GET", "/admin/api/keys", &Value::Null);
+    let prefix: String = key.split('_').take(3).collect::<Vec<_>>().join("_");
+    listed["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|k| k["id"].as_str())
+        .find(|id| id.starts_with(&format!("{prefix}_")))
+        .unwrap_or_else(|| panic!("{prefix} among {listed}"))
+        .to_string()
+}
+
 /// Names are resolved again when the structure file changes: an entry stored as a name that
 /// no longer names a control grants nothing and shows so on the key; an entry resolved to a
 /// UUID when the key was made keeps working after its control is renamed.
@@ -668,6 +692,17 @@ fn entries_are_resolved_again_when_the_structure_changes() {
         }
     });
 
+    // The server logs the entry that stopped resolving when it reads the file, naming the
+    // key, before anyone uses it.
+    let served = p.served.as_ref().unwrap();
+    let name_key = masked_id(&p, &by_name);
+    wait_until("the unresolved entry is logged", PATIENCE, || {
+        let log = served.log();
+        match log.iter().find(|l| l.contains("grants nothing")) {
+            Some(l) if l.contains("Deckenlicht (Küche)") && l.contains(&name_key) => Ok(()),
+            other => Err(other.cloned()),
+        }
+    });
     let mut old = p.mcp(&by_name);
     let mark = ms.sim.request_count();
     let a = mcp_answer(
@@ -686,15 +721,6 @@ fn entries_are_resolved_again_when_the_structure_changes() {
         .expect("the key stored by name")
         .clone();
     assert!(shown["devices"][0]["error"].is_string(), "{shown}");
-    // And the server said so in its log.
-    let served = p.served.as_ref().unwrap();
-    wait_until("the unresolved entry is logged", PATIENCE, || {
-        let log = served.log();
-        match log.iter().find(|l| l.contains("grants nothing")) {
-            Some(l) if l.contains("Deckenlicht (Küche)") => Ok(()),
-            _ => Err(log.len()),
-        }
-    });
 
     let mut new = p.mcp(&by_uuid);
     let mark = ms.sim.request_count();

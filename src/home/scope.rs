@@ -241,7 +241,7 @@ impl Access {
                         grant(&mut set, c);
                     }
                 }
-                Err(e) => log_unresolved(&grant.entry, home, &e),
+                Err(e) => log_unresolved(&grant.entry, home, &e, None),
             }
         }
         let set = Arc::new(set);
@@ -251,17 +251,20 @@ impl Access {
 }
 
 /// Logs (a warning, once per entry and structure file) that a device allow-list entry grants
-/// nothing because it does not name exactly one control of `home`.
-fn log_unresolved(entry: &str, home: &Home, e: &ResolveError) {
+/// nothing because it does not name exactly one control of `home`; `key` names the key when
+/// the caller knows it. The server checks every device key at start and whenever the structure
+/// file changes (`app`), and [`Access::permits`] logs entries it meets that no check did.
+pub fn log_unresolved(entry: &str, home: &Home, e: &ResolveError, key: Option<&str>) {
     static LOGGED: Mutex<BTreeSet<(String, String)>> = Mutex::new(BTreeSet::new());
     let mut logged = LOGGED.lock().unwrap_or_else(|e| e.into_inner());
     if logged.len() >= 1024 {
         logged.clear(); // bounded; at worst a line is logged again
     }
     if logged.insert((entry.to_string(), home.last_modified.clone())) {
+        let key = key.map(|k| format!("{k}: ")).unwrap_or_default();
         log::warn!(
-            "device key allow-list entry {entry:?} grants nothing in the structure file of {}: \
-             {e}; update the key (admin page or `home-mcp keys update`)",
+            "{key}device key allow-list entry {entry:?} grants nothing in the structure file of \
+             {}: {e}; update the key (admin page or `home-mcp keys update`)",
             home.last_modified
         );
     }
