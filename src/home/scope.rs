@@ -18,8 +18,9 @@
 //!
 //! A device key's allow-list holds control names or UUIDs as the admin gave them; each entry
 //! must resolve ([`Home::resolve_control`]) to exactly one control when the key is created or
-//! updated ([`resolve_devices`]), and is resolved again against the structure file the server
-//! has now (so when the Miniserver's configuration changes, names are re-resolved). An entry
+//! updated ([`resolve_devices`]; the admin API and `keys --structure` then store the control's
+//! UUID, which survives a rename), and is resolved again against the structure file the server
+//! has now (so when the Miniserver's configuration changes, entries are re-resolved). An entry
 //! that no longer resolves to exactly one control (renamed, deleted, or a second control of the
 //! same name appeared) grants nothing: it is refused, logged, and shown on the key. An entry
 //! grants its control and that control's sub-controls; never its parent, never a room.
