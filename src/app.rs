@@ -268,6 +268,8 @@ impl App {
         let notifier_stop = Arc::new(AtomicBool::new(false));
         start_resource_notifier(house.clone(), mcp.clone(), notifier_stop.clone())
             .map_err(StartError::Io)?;
+        start_device_key_check(&house, gate.store().clone(), notifier_stop.clone())
+            .map_err(StartError::Io)?;
         Ok(App {
             notifier_stop,
             house,
@@ -361,6 +363,53 @@ impl App {
             }
         }
     }
+}
+
+/// Resolves the allow-list of every active device key against the structure file now and
+/// whenever it changes (thread `home-keys`), so an entry that no longer names exactly one
+/// control is logged when the file changes, not only when the key is next used (it grants
+/// nothing either way, see [`crate::home::scope`]). Ends with `stop` or when the house is gone.
+fn start_device_key_check(
+    house: &Arc<House>,
+    keys: Arc<dyn crate::auth::store::KeyStore>,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<()> {
+    let check = move |home: &Home| match keys.list() {
+        Ok(list) => {
+            for k in list
+                .iter()
+                .filter(|k| k.active && k.role == crate::auth::Role::Device)
+            {
+                let label = format!("key {:?} ({})", k.name, crate::auth::mask(&k.id));
+                for g in crate::home::scope::resolve_devices(home, &k.allowed_devices) {
+                    if let Err(e) = &g.resolved {
+                        crate::home::scope::log_unresolved(&g.entry, home, e, Some(&label));
+                    }
+                }
+            }
+        }
+        Err(e) => log::warn!("key store: {e}; device keys not checked against the structure"),
+    };
+    let mut checked = house.home().last_modified.clone();
+    check(&house.home());
+    let weak = Arc::downgrade(house);
+    std::thread::Builder::new()
+        .name("home-keys".into())
+        .spawn(move || loop {
+            // Once a second: the file's version decides whether there is anything to do (no
+            // bus subscription, so value traffic costs this thread nothing).
+            std::thread::sleep(Duration::from_secs(1));
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let Some(house) = weak.upgrade() else { return };
+            let home = house.home();
+            if home.last_modified != checked {
+                checked = home.last_modified.clone();
+                check(&home);
+            }
+        })?;
+    Ok(())
 }
 
 /// The gate's check of calls by keys limited to rooms or categories ([`HomeTools::check_scope`]).

@@ -831,7 +831,7 @@ mod tests {
             key_name: "k".into(),
             key_id: Some("homekey_admin_1_00112233445566778899aabbccddeeff".into()),
             ip: Some("127.0.0.1".parse().unwrap()),
-            scope: None,
+            access: None,
         };
         let e = Entry::new(
             Some(&caller),

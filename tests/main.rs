@@ -4,6 +4,7 @@
 
 mod support;
 
+mod access;
 mod admin;
 mod admin_page;
 mod audio;

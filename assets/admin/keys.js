@@ -61,6 +61,15 @@
     return Array.isArray(a) && a.length ? a.join(", ") : "";
   }
 
+  // A device key's allow-list as the server resolves it now: "name (room)", or the entry and
+  // why it grants nothing.
+  function devices(k) {
+    if (!Array.isArray(k.devices)) return joined(k.allowed_devices);
+    return k.devices
+      .map((d) => (d.error ? d.entry + " (grants nothing: " + d.error + ")" : d.room ? d.name + " (" + d.room + ")" : d.name))
+      .join(", ");
+  }
+
   function button(label, action, id) {
     const b = el("button", label);
     b.type = "button";
@@ -91,7 +100,7 @@
       [u.failed_attempts || 0, "num"],
       [joined(u.ips), "mono"],
       [joined(k.ip_whitelist) || "any", "mono"],
-      [joined(k.allowed_devices)],
+      [devices(k)],
       [scope.join("; ") || "all"],
     ];
     for (const [text, cls] of cells) tr.appendChild(el("td", text, cls));

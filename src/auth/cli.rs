@@ -18,13 +18,14 @@ pub const HELP: &str = "home-mcp keys: manage API keys
 
 USAGE:
   home-mcp keys generate --role ROLE [--name N] [--expires-days D] [--ip CIDR]...
-                         [--device D]... [--permission P]... [--room R]... [--category C]...
-                         [--json] [--key-store PATH]
+                         [--device D]... [--structure FILE] [--permission P]... [--room R]...
+                         [--category C]... [--json] [--key-store PATH]
   home-mcp keys list [--active] [--json] [--key-store PATH]
   home-mcp keys show ID [--key-store PATH]
   home-mcp keys revoke ID [--key-store PATH]
   home-mcp keys update ID [--name N] [--expires-days D] [--active true|false] [--ip CIDR]...
-                          [--device D]... [--permission P]... [--key-store PATH]
+                          [--device D]... [--structure FILE] [--permission P]...
+                          [--key-store PATH]
   home-mcp keys export [FILE] [--key-store PATH]
   home-mcp keys import FILE [--key-store PATH]
 
@@ -32,6 +33,11 @@ ROLES: admin, operator, monitor, device (needs --device), custom (needs --permis
 read, control, security, admin)
 
 ID is the full key or its masked form as `list` prints it.
+--device names a control by name (\"Deckenlicht (Küche)\" where a name is in several rooms)
+or UUID. With --structure FILE (the Miniserver's LoxAPP3.json) each must name exactly one
+control (else the command fails, listing the candidates and their rooms) and the key stores
+the control UUIDs; without it the names are stored as given and resolved by the server, where
+an entry that does not name exactly one control grants nothing (the admin page shows it).
 --expires-days 0 on update removes the expiry. --ip, --device and --permission on update
 replace the key's list.
 
@@ -347,7 +353,50 @@ fn parse_fields(args: &mut pico_args::Arguments) -> Result<Fields, CliError> {
         categories: many(args, "--category")?,
     };
     check_fields(&fields).map_err(usage)?;
+    let mut fields = fields;
+    if let Some(path) = opt(args, "--structure")? {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| CliError::Failed(format!("--structure {path}: {e}")))?;
+        let home = crate::loxone::structure::parse_structure(&text)
+            .map_err(|e| CliError::Failed(format!("--structure {path}: {e}")))?;
+        fields.devices = resolve_allowed_devices(&home, &fields.devices).map_err(|r| usage(r.0))?;
+    }
     Ok(fields)
+}
+
+/// Resolves a device key's allow-list `entries` (control names, `"name (room)"`, or UUIDs)
+/// against `home` when a key is created or updated: `Ok` with the control UUID of each entry,
+/// in order, to be stored on the key. `Err` with a message naming every entry that does not
+/// name exactly one control, with its candidates and their rooms (ambiguous) or suggestions
+/// (unknown), and the per-entry records ([`crate::home::scope::DeviceGrant::to_json`]).
+pub fn resolve_allowed_devices(
+    home: &crate::home::Home,
+    entries: &[String],
+) -> Result<Vec<String>, (String, Vec<serde_json::Value>)> {
+    let grants = crate::home::scope::resolve_devices(home, entries);
+    let problems: Vec<String> = grants
+        .iter()
+        .filter_map(|g| g.resolved.as_ref().err())
+        .map(|e| e.to_string())
+        .collect();
+    if problems.is_empty() {
+        let mut uuids: Vec<String> = Vec::new();
+        for g in &grants {
+            if let Ok(c) = &g.resolved {
+                if !uuids.contains(&c.uuid) {
+                    uuids.push(c.uuid.clone());
+                }
+            }
+        }
+        return Ok(uuids);
+    }
+    Err((
+        format!(
+            "allowed devices must each name exactly one control: {}",
+            problems.join(" | ")
+        ),
+        grants.iter().map(|g| g.to_json()).collect(),
+    ))
 }
 
 /// `192.168.1.5`, `10.0.0.0/8`, `::1`, `fd00::/8`.

@@ -10,7 +10,7 @@
 //!    SHA-256 digests of the presented key and each stored id in constant time; then
 //!    active / expiry / IP whitelist, then the rate limits. The result is a [`Principal`].
 //! 2. [`Gate::authorize`], in the route once it knows what the request will do ([`Action`]):
-//!    the permission of the MCP method or tool, and for `device` keys the device allow-list.
+//!    the permission of the MCP method or tool.
 //!
 //! ## Which request needs what
 //! | request | needs |
@@ -26,10 +26,13 @@
 //! A `tools/call` refused with `INSUFFICIENT_PERMISSIONS` whose tool needs `control` or more is
 //! recorded in the audit log ([`crate::audit`]) by the HTTP layer.
 //!
-//! `device` keys may call a tool needing `control` (or more) only when the call names its
-//! devices in `device`, `device_id` or `target` (a string or a list of strings), and every one
-//! of them is on the key's `allowed_devices` (name or UUID, case-insensitive). A control call
-//! naming no device (a room, the whole house, a workflow) is refused.
+//! Which controls a `device` key may touch is not decided here: its allow-list is resolved to
+//! control UUIDs and checked per control when a tool lists, reads or operates one
+//! ([`crate::home::Access::permits`], at the last moment before a command goes to the
+//! Miniserver), whatever the arguments name. The gate keeps device keys from the methods that
+//! show the whole house (as for scoped keys below: only `tools/list` and `logging/setLevel`
+//! besides `initialize`/`ping`/notifications, so no resources, prompts, completions,
+//! dashboard or metrics).
 //!
 //! Keys limited to rooms or categories ([`ApiKey::scope`]) may use only `tools/list` and
 //! `logging/setLevel` besides `initialize`/`ping`/notifications, never `/admin`, and their tool
@@ -41,7 +44,7 @@
 //! |---|---|---|---|
 //! | missing, unknown, inactive or expired key; `?key=` in production; non-admin key without expiry in production | `INVALID_API_KEY` | 401 (+ `WWW-Authenticate: Bearer`) | -32001 |
 //! | client address outside the key's `ip_whitelist` | `INSUFFICIENT_PERMISSIONS` | 403 | -32003 |
-//! | permission missing, device not allowed | `INSUFFICIENT_PERMISSIONS` | 403 | -32003 |
+//! | permission missing; a scoped or device key's method outside its reach | `INSUFFICIENT_PERMISSIONS` | 403 | -32003 |
 //! | rate limit exceeded | `RATE_LIMIT_EXCEEDED` | 429 (+ `Retry-After`) | -32029 |
 //!
 //! An address outside the whitelist gets 403, not 401: the key is authentic, so asking the
@@ -270,7 +273,12 @@ impl Principal {
             // Masked here: the caller travels through requests, logs and the audit log.
             key_id: self.key.as_ref().map(|k| mask(&k.id)),
             ip: self.ip,
-            scope: self.key.as_ref().and_then(|k| k.scope()).map(Arc::new),
+            access: self
+                .key
+                .as_ref()
+                .map(|k| k.access())
+                .filter(|a| a.is_limited())
+                .map(Arc::new),
         }
     }
 
@@ -825,9 +833,17 @@ impl Gate {
                 needed.as_str()
             )));
         }
-        if let (Role::Device, Action::Tool { name, arguments }) = (key.role, action) {
-            if needed >= Permission::Control {
-                device_allowed(key, arguments).map_err(|m| deny(format!("{name}: {m}")))?;
+        if key.role == Role::Device {
+            // Which controls a device key may touch is decided per control when a tool lists,
+            // reads or operates them (`home::Access::permits`); here only what needs no
+            // arguments: the house-wide methods are not for it.
+            match action {
+                Action::Method(m) if !SCOPED_METHODS.contains(m) => {
+                    return Err(deny(format!(
+                        "device keys cannot use {m}: it shows the whole house; use the tools"
+                    )))
+                }
+                _ => {}
             }
         }
         if let Some(scope) = key.scope() {
@@ -993,41 +1009,6 @@ pub fn in_networks(list: &[String], ip: IpAddr) -> bool {
             false
         }
     })
-}
-
-/// A device key's control call must name its devices, all allowed.
-fn device_allowed(key: &ApiKey, arguments: &Map<String, Value>) -> Result<(), String> {
-    let mut named = Vec::new();
-    for field in ["device", "device_id", "target"] {
-        match arguments.get(field) {
-            Some(Value::String(s)) => named.push(s.as_str()),
-            Some(Value::Array(items)) => {
-                for item in items {
-                    match item.as_str() {
-                        Some(s) => named.push(s),
-                        None => return Err(format!("{field} must list device names")),
-                    }
-                }
-            }
-            Some(_) => return Err(format!("{field} must name a device")),
-            None => {}
-        }
-    }
-    if named.is_empty() {
-        return Err(
-            "device keys may only operate their allowed devices; this call names none".into(),
-        );
-    }
-    for d in named {
-        let ok = key
-            .allowed_devices
-            .iter()
-            .any(|a| a.trim().to_lowercase() == d.trim().to_lowercase());
-        if !ok {
-            return Err(format!("device {d:?} is not allowed for this key"));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -92,7 +92,10 @@ pub struct ApiKey {
     /// IP addresses or CIDR ranges (v4/v6); empty: any address.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ip_whitelist: Vec<String>,
-    /// For `device` keys: the devices (UUID or name) the key may control.
+    /// For `device` keys: the controls the key may see and operate, by name (`"name (room)"`
+    /// where a name is in several rooms) or UUID; each entry resolves to exactly one control
+    /// when the key is created or updated, and again whenever the structure file changes
+    /// (see [`crate::home::scope`]: an entry that stops resolving grants nothing).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_devices: Vec<String>,
     /// For `custom` keys: the permissions (`read`, `control`, `security`, `admin`).
@@ -147,6 +150,13 @@ impl ApiKey {
     /// The key's room and category scope (`None`: the whole house).
     pub fn scope(&self) -> Option<crate::home::Scope> {
         crate::home::Scope::of(&self.rooms, &self.categories)
+    }
+
+    /// What the key may see and operate ([`crate::home::Access`]): its scope and, for a
+    /// `device` key, its allow-list (every other role: not limited to devices).
+    pub fn access(&self) -> crate::home::Access {
+        let devices = (self.role == Role::Device).then(|| self.allowed_devices.clone());
+        crate::home::Access::new(self.scope(), devices)
     }
 
     /// The key's permissions: the role's, or the listed ones for `custom` keys (unknown

@@ -165,8 +165,9 @@ pub enum ControllerError {
     /// Too many wrong visualisation passwords in a row: secured commands are refused for
     /// `remaining_secs` (see [`PIN_ATTEMPTS`]). `RATE_LIMIT_EXCEEDED`.
     VisuPasswordBlocked { remaining_secs: u64 },
-    /// The control is outside the caller's [`Scope`](super::Scope) (the API key is limited to
-    /// some rooms or categories); the message names the control. Nothing was sent.
+    /// The caller may not touch the control ([`Access::permits`](super::Access::permits): the
+    /// API key is limited to some rooms or categories, or to its devices); the message
+    /// ([`Denied`](super::Denied)'s) names the control and its room. Nothing was sent.
     /// `INSUFFICIENT_PERMISSIONS`.
     OutOfScope(String),
     /// The outbound command limit ([`CommandLimits`]) refused a command: too many to this
@@ -278,12 +279,7 @@ impl fmt::Display for ControllerError {
                 "too many wrong visualisation passwords; secured commands pause for \
                  {remaining_secs} s"
             ),
-            ControllerError::OutOfScope(what) => {
-                write!(
-                    f,
-                    "{what} is outside the rooms and categories of this API key"
-                )
-            }
+            ControllerError::OutOfScope(why) => f.write_str(why),
             ControllerError::CommandsLimited {
                 control,
                 limit,

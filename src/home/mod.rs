@@ -22,5 +22,5 @@ pub use model::{
     StructureProblem, StructureWarning, TypeFamily,
 };
 pub use primary::Primary;
-pub use scope::Scope;
+pub use scope::{Access, Denied, Scope};
 pub use state::{Source, StateStore, StateValue, Value};

@@ -14,6 +14,14 @@
 //! | `GET /admin/rate-limits` | limits per role and per client, the window, and the current buckets (key ids masked) |
 //! | `GET /admin/api/audit?since=&key_name=&operation=&result=&limit=` | `{"entries": [...]}` newest first (limit 1-1000, default 100) |
 //!
+//! A device key's `allowed_devices` (control names, `"name (room)"` or UUIDs) are resolved
+//! against the current structure file on create and update and stored as control UUIDs; an
+//! entry that does not name exactly one control is refused (**400** `INVALID_PARAMETERS`, the
+//! message and `details.allowed_devices` list the candidates and their rooms). Records of
+//! device keys carry `devices`: each entry as it resolves now (`{entry, uuid, name, room,
+//! type}`, or `{entry, error, candidates|suggestions}` for one that grants nothing, e.g. after
+//! its control left the structure file).
+//!
 //! `:id` is the full key or its unique masked form as `keys list` prints it
 //! (`homekey_operator_3_a1b2****`), percent-decoded. Validation is the CLI's
 //! ([`crate::auth::cli::check_new`]).
@@ -232,11 +240,40 @@ pub fn key_view(k: &ApiKey) -> Value {
     })
 }
 
+/// [`key_view`] plus, for a device key, `devices`: each allow-list entry resolved against the
+/// structure file the server has now (`{entry, uuid, name, room, type}`, or `{entry, error,
+/// candidates|suggestions}` for an entry that grants nothing).
+fn key_view_in(admin: &AdminContext, k: &ApiKey) -> Value {
+    let mut v = key_view(k);
+    if k.role == Role::Device {
+        let home = admin.house.home();
+        let grants = crate::home::scope::resolve_devices(&home, &k.allowed_devices);
+        v["devices"] = json!(grants.iter().map(|g| g.to_json()).collect::<Vec<_>>());
+    }
+    v
+}
+
+/// A device allow-list from a request resolved to control UUIDs, or the 400 answer naming
+/// each entry that does not name exactly one control (with candidates and their rooms).
+fn resolve_devices(admin: &AdminContext, entries: Vec<String>) -> Result<Vec<String>, Answer> {
+    if entries.is_empty() {
+        return Ok(entries);
+    }
+    cli::resolve_allowed_devices(&admin.house.home(), &entries).map_err(|(message, records)| {
+        error(
+            400,
+            "INVALID_PARAMETERS",
+            message,
+            json!({ "allowed_devices": records }),
+        )
+    })
+}
+
 fn list_keys(admin: &AdminContext) -> Answer {
     match admin.gate.store().list() {
         Ok(keys) => Answer::json(
             200,
-            &json!({"keys": keys.iter().map(key_view).collect::<Vec<_>>()}),
+            &json!({"keys": keys.iter().map(|k| key_view_in(admin, k)).collect::<Vec<_>>()}),
         ),
         Err(e) => store_error(&e, None),
     }
@@ -318,11 +355,19 @@ fn create_key(admin: &AdminContext, principal: Option<&Principal>, body: Value) 
         Ok(r) => r,
         Err(m) => return invalid(m),
     };
+    let devices = if role == Role::Device {
+        match resolve_devices(admin, body.allowed_devices) {
+            Ok(d) => d,
+            Err(a) => return a,
+        }
+    } else {
+        body.allowed_devices
+    };
     let fields = Fields {
         name: body.name,
         expires_days: body.expires_days,
         ips: body.ip_whitelist,
-        devices: body.allowed_devices,
+        devices,
         permissions: body.permissions,
         rooms: body.rooms,
         categories: body.categories,
@@ -337,7 +382,10 @@ fn create_key(admin: &AdminContext, principal: Option<&Principal>, body: Value) 
         Ok(key) => {
             record(admin, principal, "key.create", &target(&key), "ok", started);
             log::info!("admin API: created {} key {}", key.role, mask(&key.id));
-            Answer::json(201, &json!({"key": key.id, "record": key_view(&key)}))
+            Answer::json(
+                201,
+                &json!({"key": key.id, "record": key_view_in(admin, &key)}),
+            )
         }
         Err(cli::CliError::Failed(m)) | Err(cli::CliError::Usage(m)) => {
             let a = if m.contains("read-only") {
@@ -413,6 +461,13 @@ fn update_key(
     if key.role == Role::Custom && cleared(&body.permissions) {
         return invalid("a custom key needs at least one permission");
     }
+    let devices = match body.allowed_devices {
+        Some(d) if key.role == Role::Device => match resolve_devices(admin, d) {
+            Ok(d) => Some(d),
+            Err(a) => return a,
+        },
+        other => other,
+    };
     let clear_ips = cleared(&body.ip_whitelist);
     let clear_rooms = cleared(&body.rooms);
     let clear_categories = cleared(&body.categories);
@@ -420,7 +475,7 @@ fn update_key(
         name: body.name,
         expires_days: body.expires_days,
         ips: body.ip_whitelist.unwrap_or_default(),
-        devices: body.allowed_devices.unwrap_or_default(),
+        devices: devices.unwrap_or_default(),
         permissions: body.permissions.unwrap_or_default(),
         rooms: body.rooms.unwrap_or_default(),
         categories: body.categories.unwrap_or_default(),
@@ -437,7 +492,7 @@ fn update_key(
     if clear_categories {
         key.categories.clear();
     }
-    let view = key_view(&key);
+    let view = key_view_in(admin, &key);
     let t = target(&key);
     match admin.gate.store().update(key) {
         Ok(()) => {

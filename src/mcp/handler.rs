@@ -310,9 +310,10 @@ pub struct Caller {
     pub key_id: Option<String>,
     /// The client's address.
     pub ip: Option<std::net::IpAddr>,
-    /// The rooms and categories the key is limited to (`None`: the whole house). Tools refuse
-    /// to operate a control outside it (see [`crate::home::Scope`]).
-    pub scope: Option<std::sync::Arc<crate::home::Scope>>,
+    /// What the key may see and operate: its rooms and categories, and a device key's
+    /// allow-list (`None`: the whole house). Tools refuse to operate or show a control it does
+    /// not permit ([`crate::home::Access::permits`]).
+    pub access: Option<std::sync::Arc<crate::home::Access>>,
 }
 
 /// What a handler knows about the caller of one request.

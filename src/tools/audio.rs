@@ -153,7 +153,8 @@ fn results_schema(what: &str) -> Value {
         "dry_run": {"type": "boolean"},
         "total": {"type": "integer"},
         "succeeded": {"type": "integer"},
-        "failed": {"type": "integer"}
+        "failed": {"type": "integer"},
+        "skipped": {"type": "array", "items": {"type": "string"}, "description": "Zones (\"name (room)\") left out because this API key may not operate them (device keys); absent when none"}
     });
     if what == "action" {
         props["action"] = json!({"type": "string", "enum": ACTIONS});
@@ -283,10 +284,32 @@ fn run_on(
     dry_run: bool,
     caller: &Caller,
 ) -> Result<Value, ToolError> {
+    // A device key acts on (and sees) only its own zones; the others are named in `skipped`.
+    let mut skipped = Vec::new();
+    let targets: Vec<&Control> = targets
+        .iter()
+        .copied()
+        .filter(|c| match caller.permits(home, c) {
+            Err(_) if caller.limited_to_devices() => {
+                skipped.push(view::label(home, c));
+                false
+            }
+            _ => true,
+        })
+        .collect();
+    if targets.is_empty() && !skipped.is_empty() {
+        return Err(ToolError::Refused {
+            code: "INSUFFICIENT_PERMISSIONS",
+            message: format!(
+                "nothing was sent: none of these is one of the devices of this API key: {}",
+                skipped.join(", ")
+            ),
+        });
+    }
     let mut out_of_reach: Option<ControllerError> = None;
     let mut succeeded = 0;
     let mut results = Vec::new();
-    for c in targets {
+    for c in &targets {
         let mut sent = Vec::new();
         let mut error = None;
         for action in actions_for(c) {
@@ -331,13 +354,17 @@ fn run_on(
             return Err(ToolError::Controller(e));
         }
     }
-    Ok(json!({
+    let mut out = json!({
         "dry_run": dry_run,
         "results": results,
         "total": targets.len(),
         "succeeded": succeeded,
         "failed": targets.len() - succeeded,
-    }))
+    });
+    if !skipped.is_empty() {
+        out["skipped"] = json!(skipped);
+    }
+    Ok(out)
 }
 
 /// Adds `zone` and the fields of `extra` to a `run_on` result.
@@ -479,7 +506,11 @@ struct StatusArgs {
     limit: Option<i64>,
 }
 
-fn get_audio_status(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
+fn get_audio_status(
+    house: &Ctx,
+    a: &Map<String, Value>,
+    caller: &Caller,
+) -> Result<Value, ToolError> {
     let a: StatusArgs = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let home = house.home();
@@ -489,6 +520,7 @@ fn get_audio_status(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<V
         .iter()
         .filter(|c| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)))
         .filter(|c| is_zone(c))
+        .filter(|c| caller.permits(&home, c).is_ok())
         .collect();
     let mut values = view::ValueReader::new(house);
     let mut playing = 0;

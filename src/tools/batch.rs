@@ -359,6 +359,8 @@ pub struct Report {
     first_error: Option<ToolError>,
     /// Confirmed items and the summary line, when effects were verified.
     verification: Option<(usize, String)>,
+    /// Controls a device key may not touch, left out of the run (`"name (room)"`).
+    skipped: Vec<String>,
 }
 
 impl Report {
@@ -366,6 +368,15 @@ impl Report {
     /// and `summary`. Fails with `CONNECTION_ERROR` when nothing succeeded because the
     /// Miniserver is out of reach.
     pub fn into_data(self, header: Value) -> Result<Value, ToolError> {
+        if self.results.is_empty() && !self.skipped.is_empty() {
+            return Err(ToolError::Refused {
+                code: "INSUFFICIENT_PERMISSIONS",
+                message: format!(
+                    "nothing was sent: none of these is one of the devices of this API key: {}",
+                    self.skipped.join(", ")
+                ),
+            });
+        }
         if !self.dry_run && self.succeeded == 0 {
             if let Some(e) = self.out_of_reach {
                 return Err(ToolError::Controller(e));
@@ -383,6 +394,9 @@ impl Report {
             "confirmed": self.verification.as_ref().map(|v| v.0),
         });
         out["verification"] = json!(self.verification.map(|v| v.1));
+        if !self.skipped.is_empty() {
+            out["skipped"] = json!(self.skipped);
+        }
         Ok(out)
     }
 
@@ -405,8 +419,44 @@ pub struct RunOptions {
     pub show_current: bool,
 }
 
-/// Carries out (or, in a dry run, only describes) every item in order.
+/// Carries out (or, in a dry run, only describes) every item in order. For a device key, items
+/// of controls it may not touch ([`Caller::permits`]) are left out and named in `skipped`;
+/// when that leaves nothing, [`Report::into_data`] refuses the call.
 pub fn run(house: &House, items: Vec<Item>, opts: RunOptions, caller: &Caller) -> Report {
+    let (items, skipped) = withhold(house, items, caller);
+    let mut report = run_permitted(house, items, opts, caller);
+    report.skipped = skipped;
+    report
+}
+
+/// For a caller limited to devices: `items` without those of controls it may not touch, and
+/// the labels (`"name (room)"`) of those left out. Other callers: `items` as they are (a
+/// scoped key's items are refused one by one when sent, see [`attempt`]).
+fn withhold<'h>(
+    house: &House,
+    items: Vec<Item<'h>>,
+    caller: &Caller,
+) -> (Vec<Item<'h>>, Vec<String>) {
+    if !caller.limited_to_devices() {
+        return (items, Vec::new());
+    }
+    let home = house.home();
+    let mut skipped = Vec::new();
+    let kept = items
+        .into_iter()
+        .filter(|i| match i.control {
+            Some(c) if caller.permits(&home, c).is_err() => {
+                skipped.push(view::label(&home, c));
+                false
+            }
+            _ => true,
+        })
+        .collect();
+    (kept, skipped)
+}
+
+/// [`run`] of items already through [`withhold`].
+fn run_permitted(house: &House, items: Vec<Item>, opts: RunOptions, caller: &Caller) -> Report {
     let mut values = view::ValueReader::new(house);
     let mut report = Report {
         results: Vec::with_capacity(items.len()),
@@ -418,6 +468,7 @@ pub fn run(house: &House, items: Vec<Item>, opts: RunOptions, caller: &Caller) -
         out_of_reach: None,
         first_error: None,
         verification: None,
+        skipped: Vec::new(),
     };
     let verifying = !opts.dry_run && !house.verify_timeout().is_zero();
     // Subscribed before anything is sent, so no effect can slip past.
@@ -575,16 +626,25 @@ pub fn run_confirmed(
     let Some(ask) = ask.filter(|_| !opts.dry_run) else {
         return run(house, items, opts, caller).into_data(header);
     };
-    let q = question(house, &items, &ask);
+    let (items, skipped) = withhold(house, items, caller);
+    let q = (!items.is_empty() || skipped.is_empty()).then(|| question(house, &items, &ask));
+    let run = |opts| {
+        let mut report = run_permitted(house, items, opts, caller);
+        report.skipped = skipped;
+        report
+    };
+    let Some(q) = q else {
+        return run(opts).into_data(header);
+    };
     let outcome = caller.confirm(confirm, &q);
     if outcome == Confirmation::Go {
-        return run(house, items, opts, caller).into_data(header);
+        return run(opts).into_data(header);
     }
     let dry = RunOptions {
         dry_run: true,
         ..opts
     };
-    let mut data = run(house, items, dry, caller).into_data(header)?;
+    let mut data = run(dry).into_data(header)?;
     mark_unconfirmed(&mut data, &q, &outcome);
     Ok(data)
 }
@@ -788,7 +848,7 @@ fn attempt(
     };
     // A key limited to rooms or categories learns nothing of other devices, not even from a
     // dry run (the commands themselves are checked again in Caller::act).
-    caller.check_scope(house, c)?;
+    caller.check_access(house, c)?;
     if c.is_secured {
         return Err(ToolError::Refused {
             code: "INSUFFICIENT_PERMISSIONS",
@@ -883,7 +943,8 @@ pub fn result_schema() -> Value {
                 },
                 "required": ["total", "succeeded", "failed", "not_attempted", "planned"]
             },
-            "verification": {"type": ["string", "null"], "description": "e.g. \"3 of 4 lights confirmed; Deckenlicht (Küche) did not respond\"; null when nothing was verified"}
+            "verification": {"type": ["string", "null"], "description": "e.g. \"3 of 4 lights confirmed; Deckenlicht (Küche) did not respond\"; null when nothing was verified"},
+            "skipped": {"type": "array", "items": {"type": "string"}, "description": "Controls (\"name (room)\") left out because this API key may not operate them (device keys); absent when none"}
         },
         "required": ["scope", "action", "dry_run", "results", "summary"]
     });

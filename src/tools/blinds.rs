@@ -231,7 +231,7 @@ struct Discover {
     limit: Option<i64>,
 }
 
-fn discover(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
+fn discover(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
     let a: Discover = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let home = house.home();
@@ -241,6 +241,7 @@ fn discover(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, To
         .iter()
         .filter(|c| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)))
         .filter(|c| is_blind_or_central(c))
+        .filter(|c| caller.permits(&home, c).is_ok())
         .collect();
     let mut values = view::ValueReader::new(house);
     let blinds: Vec<Value> = matching
@@ -558,7 +559,11 @@ fn position_word(p: f64) -> &'static str {
     }
 }
 
-fn get_blinds_status(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
+fn get_blinds_status(
+    house: &Ctx,
+    a: &Map<String, Value>,
+    caller: &Caller,
+) -> Result<Value, ToolError> {
     let a: BlindsStatus = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let states = ["open", "closed", "partly_closed", "not_open"];
@@ -584,7 +589,8 @@ fn get_blinds_status(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<
     let mut blinds = Vec::new();
     let mut not_open = 0;
     for c in home.controls.iter().filter(|c| is_blind(c)) {
-        if room.as_ref().is_some_and(|r| c.room.as_ref() != Some(r))
+        if caller.permits(&home, c).is_err()
+            || room.as_ref().is_some_and(|r| c.room.as_ref() != Some(r))
             || needle
                 .as_ref()
                 .is_some_and(|n| !fold(&c.name).contains(n.as_str()))

@@ -234,7 +234,7 @@ struct Sensors {
 fn get_temperature_sensors(
     house: &Ctx,
     a: &Map<String, Value>,
-    _: &Caller,
+    caller: &Caller,
 ) -> Result<Value, ToolError> {
     let a: Sensors = args::parse(a)?;
     let limit = args::limit(a.limit)?;
@@ -245,6 +245,7 @@ fn get_temperature_sensors(
         .iter()
         .filter(|c| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)))
         .filter(|c| view::is_temperature_sensor(c) || is_room_controller(c))
+        .filter(|c| caller.permits(&home, c).is_ok())
         .collect();
     let mut values = view::ValueReader::new(house);
     let sensors: Vec<Value> = matching
@@ -596,11 +597,21 @@ fn wrong_kind(home: &Home, query: &str) -> Option<ToolError> {
 fn get_zone_temperature(
     house: &Ctx,
     a: &Map<String, Value>,
-    _: &Caller,
+    caller: &Caller,
 ) -> Result<Value, ToolError> {
     let a: ZoneArgs = args::parse(a)?;
     let home = house.home();
     let (room, controllers) = zone_controllers(&home, &a.zone_id)?;
+    if let Some(Err(denied)) = controllers
+        .iter()
+        .map(|c| caller.permits(&home, c))
+        .find(Result::is_err)
+    {
+        return Err(ToolError::Refused {
+            code: "INSUFFICIENT_PERMISSIONS",
+            message: denied.to_string(),
+        });
+    }
     let mut values = view::ValueReader::new(house);
     let zones: Vec<Value> = controllers
         .iter()
@@ -633,12 +644,18 @@ struct StatusArgs {
     limit: Option<i64>,
 }
 
-fn get_climate_status(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
+fn get_climate_status(
+    house: &Ctx,
+    a: &Map<String, Value>,
+    caller: &Caller,
+) -> Result<Value, ToolError> {
     let a: StatusArgs = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let home = house.home();
     let room = args::room_uuid(&home, a.room.as_deref())?;
-    let in_room = |c: &&Control| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r));
+    let in_room = |c: &&Control| {
+        room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)) && caller.permits(&home, c).is_ok()
+    };
     let mut values = view::ValueReader::new(house);
     let matching: Vec<&Control> = home
         .controls

@@ -221,7 +221,7 @@ fn category_filter(home: &Home, s: &str) -> Result<CategoryFilter, ToolError> {
     )))
 }
 
-fn list_devices(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
+fn list_devices(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
     let a: ListDevices = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let home = house.home();
@@ -255,6 +255,7 @@ fn list_devices(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value
     let matching: Vec<&Control> = home
         .controls
         .iter()
+        .filter(|c| caller.permits(&home, c).is_ok())
         .filter(|c| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)))
         .filter(|c| match &category {
             None => true,

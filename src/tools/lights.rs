@@ -541,7 +541,11 @@ struct LightsStatus {
     limit: Option<i64>,
 }
 
-fn get_lights_status(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
+fn get_lights_status(
+    house: &Ctx,
+    a: &Map<String, Value>,
+    caller: &Caller,
+) -> Result<Value, ToolError> {
     let a: LightsStatus = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let want_on = match a.state.as_deref() {
@@ -556,6 +560,7 @@ fn get_lights_status(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<
         .controls
         .iter()
         .filter(|c| is_light(&home, c))
+        .filter(|c| caller.permits(&home, c).is_ok())
         .filter(|c| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)))
         .filter(|c| kind.as_ref().is_none_or(|k| &c.kind == k))
         .filter(|c| {

@@ -148,35 +148,45 @@ impl Caller {
         c: &Control,
         action: &Action,
     ) -> Result<Outcome, ControllerError> {
-        self.check_scope(house, c)?;
+        self.check_access(house, c)?;
         let r = house.act(c, action, &self.label);
         self.log_write(house, c, action, &r);
         r
     }
 
-    /// The scope of the request's API key (`None`: the whole house).
-    pub fn scope(&self) -> Option<&crate::home::Scope> {
+    /// What the request's API key may see and operate (`None`: the whole house).
+    pub fn access(&self) -> Option<&crate::home::Access> {
         self.request
             .as_ref()
             .and_then(|r| r.caller.as_ref())
-            .and_then(|c| c.scope.as_deref())
+            .and_then(|c| c.access.as_deref())
     }
 
-    /// [`ControllerError::OutOfScope`] when `c` is outside the key's scope: the last check
-    /// before any command, whatever tool, batch or workflow step sends it.
-    pub(crate) fn check_scope(&self, house: &House, c: &Control) -> Result<(), ControllerError> {
-        let Some(scope) = self.scope() else {
-            return Ok(());
-        };
-        let home = house.home();
-        if scope.contains(&home, c) {
-            return Ok(());
+    /// Whether the request's key is a device key (limited to the controls of its allow-list).
+    pub fn limited_to_devices(&self) -> bool {
+        self.access().is_some_and(|a| a.limits_devices())
+    }
+
+    /// [`ControllerError::OutOfScope`] when the caller may not touch `c`
+    /// ([`crate::home::Access::permits`]): the last check before any command, whatever tool,
+    /// batch or workflow step sends it.
+    pub(crate) fn check_access(&self, house: &House, c: &Control) -> Result<(), ControllerError> {
+        self.permits(&house.home(), c).map_err(|d| {
+            log::info!("refused: {d}");
+            ControllerError::OutOfScope(d.to_string())
+        })
+    }
+
+    /// [`crate::home::Access::permits`] for this caller (always `Ok` without a limited key).
+    pub fn permits(
+        &self,
+        home: &crate::home::Home,
+        c: &Control,
+    ) -> Result<(), crate::home::Denied> {
+        match self.access() {
+            Some(a) => a.permits(home, c),
+            None => Ok(()),
         }
-        let room = crate::home::scope::room_of(&home, c)
-            .and_then(|r| home.room(r))
-            .map_or("no room".to_string(), |r| r.name.clone());
-        log::info!("refused {} ({room}): outside the key's scope", c.name);
-        Err(ControllerError::OutOfScope(format!("{} ({room})", c.name)))
     }
 
     /// [`House::act_secured`] as this caller, logged like [`Caller::act`] (never the code).
@@ -187,7 +197,7 @@ impl Caller {
         action: &Action,
         code: Option<&Secret>,
     ) -> Result<Outcome, ControllerError> {
-        self.check_scope(house, c)?;
+        self.check_access(house, c)?;
         let r = house.act_secured(c, action, code, &self.label);
         self.log_write(house, c, action, &r);
         r
@@ -441,6 +451,47 @@ pub fn catalogue() -> Vec<Tool> {
     tools
 }
 
+/// The read-only tools a device key may call: each lists only the controls the key may touch
+/// ([`Caller::permits`]). The other reads describe rooms or the whole house (summaries,
+/// workflows naming other devices) and are refused to device keys.
+pub const DEVICE_KEY_READS: [&str; 10] = [
+    "list_devices",
+    "get_lights_status",
+    "get_blinds_status",
+    "discover_rolladen_capabilities",
+    "get_climate_status",
+    "get_temperature_sensors",
+    "get_zone_temperature",
+    "get_audio_status",
+    "get_security_status",
+    "get_sensors_status",
+];
+
+/// `Some(INSUFFICIENT_PERMISSIONS)` when `caller` is a device key and `tool` is a read that
+/// is not in [`DEVICE_KEY_READS`], or changes the shared workflows (`create_workflow`,
+/// `delete_workflow`: what other keys run); checked for direct calls and for workflow steps
+/// alike. Every other tool is limited per control ([`Caller::permits`]).
+pub(crate) fn refused_to_device_key(tool: &Tool, caller: &Caller) -> Option<ToolError> {
+    if !caller.limited_to_devices() {
+        return None;
+    }
+    let message = if ["create_workflow", "delete_workflow"].contains(&tool.name) {
+        format!("{}: device keys cannot change workflows", tool.name)
+    } else if tool.annotations.read_only_hint && !DEVICE_KEY_READS.contains(&tool.name) {
+        format!(
+            "{} shows more than this device key's controls; device keys read theirs with {}",
+            tool.name,
+            DEVICE_KEY_READS.join(", ")
+        )
+    } else {
+        return None;
+    };
+    Some(ToolError::Refused {
+        code: "INSUFFICIENT_PERMISSIONS",
+        message,
+    })
+}
+
 /// The MCP [`Handler`] of the home server: the catalogue bound to a house.
 pub struct HomeTools {
     house: Arc<House>,
@@ -534,6 +585,9 @@ impl HomeTools {
             RpcError::invalid_params(format!("unknown tool {name:?}"))
                 .with_details("call tools/list for the available tools")
         })?;
+        if let Some(refusal) = refused_to_device_key(tool, caller) {
+            return Ok(failure(refusal));
+        }
         if !tool.annotations.read_only_hint {
             let result = self.run(tool, arguments, caller);
             // Whatever it did, nobody may read an answer from before it.
@@ -541,6 +595,10 @@ impl HomeTools {
             self.tool_cache.clear();
             self.resource_cache.clear();
             return result;
+        }
+        if caller.limited_to_devices() {
+            // The answer is filtered to this key's controls: never from or into the cache.
+            return self.run(tool, arguments, caller);
         }
         let key = cache::tool_key(name, &arguments);
         self.tool_cache.get_or_compute_aged(

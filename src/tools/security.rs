@@ -383,7 +383,7 @@ struct StatusArgs {
 fn get_security_status(
     ctx: &Ctx,
     a: &Map<String, Value>,
-    _caller: &Caller,
+    caller: &Caller,
 ) -> Result<Value, ToolError> {
     let a: StatusArgs = args::parse(a)?;
     let limit = args::limit(a.limit)?;
@@ -397,7 +397,8 @@ fn get_security_status(
             .and_then(|u| ctx.states().get(u))
             .and_then(|v| v.value.as_f64())
     };
-    let in_scope = |c: &Control| room.is_none() || c.room == room;
+    let in_scope =
+        |c: &Control| (room.is_none() || c.room == room) && caller.permits(&home, c).is_ok();
 
     let mut alarms = Vec::new();
     let mut smoke = Vec::new();

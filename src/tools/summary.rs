@@ -198,7 +198,11 @@ struct SensorsArgs {
     limit: Option<i64>,
 }
 
-fn get_sensors_status(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
+fn get_sensors_status(
+    house: &Ctx,
+    a: &Map<String, Value>,
+    caller: &Caller,
+) -> Result<Value, ToolError> {
     let a: SensorsArgs = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let kind = match a.kind.as_deref() {
@@ -223,6 +227,7 @@ fn get_sensors_status(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result
         .controls
         .iter()
         .filter_map(|c| sensor_type(c).map(|t| (c, t)))
+        .filter(|(c, _)| caller.permits(&home, c).is_ok())
         .filter(|(c, _)| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)))
         .filter(|(_, t)| kind.is_none_or(|k| k == *t))
         .filter(|(c, _)| {

@@ -788,6 +788,10 @@ fn run_step(ctx: &Ctx, i: usize, p: &Planned, caller: &Caller, dry_run: bool) ->
             )
         }
     };
+    if let Some(refusal) = super::refused_to_device_key(tool, caller) {
+        let error = json!({"error": error_object(refusal)});
+        return record(i, p, "error", error, Duration::ZERO);
+    }
     let mut arguments = p.step.arguments.clone();
     if dry_run {
         let has_dry_run = (tool.input_schema)()

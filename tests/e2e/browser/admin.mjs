@@ -1,7 +1,8 @@
 // The admin key page (/admin/keys) as an admin uses it, in a real chromium: sign in with the
 // key, see the keys, create an operator key and use its secret over MCP from node, deactivate
 // and delete it in the page and see the same request refused (401), a key named like an XSS
-// payload shown as text, API errors shown inline, forget the key, and the page on a phone.
+// payload shown as text, API errors shown inline, a device key's ambiguous name refused and its
+// resolved control shown, forget the key, and the page on a phone.
 import { ADMIN_KEY, BASE, expect, finish, launch, login, mcpCall, screenshot, step } from "./lib.mjs";
 
 const XSS = "<img src=x onerror=alert(1)>";
@@ -98,6 +99,28 @@ try {
     expect(/device/i.test(msg), "error: " + msg);
     expect((await rowNamed("no devices").count()) === 0, "nothing created");
     await screenshot(page, "admin-05-inline-error");
+  });
+
+  await step("a device key: a name in two rooms is refused naming both; with its room it shows resolved", async () => {
+    await page.selectOption("#new-role", "device");
+    await page.waitForSelector("#new-devices:visible");
+    await page.fill("#new-name", "e2e wall tablet");
+    await page.fill("#new-devices", "Deckenlicht");
+    await page.click("#create-form button[type=submit]");
+    await page.waitForFunction(() => /Wohnzimmer/.test(document.getElementById("error").textContent));
+    const msg = await page.textContent("#error");
+    expect(msg.includes("Küche") && msg.includes("Wohnzimmer"), "error: " + msg);
+    expect((await rowNamed("e2e wall tablet").count()) === 0, "nothing created");
+    await screenshot(page, "admin-05b-device-ambiguous");
+    await page.fill("#new-devices", "Deckenlicht (Küche)");
+    await page.click("#create-form button[type=submit]");
+    await page.waitForSelector("#secret-box:visible");
+    await page.click("#dismiss-secret");
+    const row = rowNamed("e2e wall tablet");
+    await row.waitFor();
+    const text = await row.textContent();
+    expect(text.includes("Deckenlicht (Küche)"), "the resolved control shown: " + text);
+    await screenshot(page, "admin-05c-device-key");
   });
 
   await step("a key named like markup renders as text", async () => {
