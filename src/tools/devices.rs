@@ -150,7 +150,7 @@ fn list_rooms(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Va
     let limit = args::limit(a.limit)?;
     let home = house.home();
     let needle = a.name.as_deref().map(fold);
-    let scope = caller.scope();
+    let scope = caller.access().and_then(|a| a.scope.as_ref());
     let matching: Vec<_> = home
         .rooms
         .iter()

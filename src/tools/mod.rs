@@ -596,8 +596,9 @@ impl HomeTools {
             self.resource_cache.clear();
             return result;
         }
-        if caller.limited_to_devices() {
-            // The answer is filtered to this key's controls: never from or into the cache.
+        if caller.access().is_some_and(|a| a.is_limited()) {
+            // The answer may be filtered to this key's rooms, categories or controls (list_rooms,
+            // a device key's reads): never from or into the shared cache.
             return self.run(tool, arguments, caller);
         }
         let key = cache::tool_key(name, &arguments);

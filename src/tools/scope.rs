@@ -15,7 +15,7 @@
 //! | house-wide: `control_all_lights`, `control_all_rolladen`; `control_*_unified` with `scope: category` or `system` | refused | the family listed |
 //! | reads with a `room` filter: `list_devices`, `get_*_status`, `get_temperature_sensors`, `discover_rolladen_capabilities`, `get_home_summary` | `room` given and in scope | the family listed (`list_devices`: a `category` in scope; `get_home_summary`: refused) |
 //! | `get_zone_temperature` | the controller in scope | the controller in scope |
-//! | `list_rooms` | refused | allowed |
+//! | `list_rooms` | allowed: lists only the key's rooms | allowed |
 //! | anything else (workflows, ...) | refused | refused |
 
 use serde_json::{Map, Value};
