@@ -15,6 +15,7 @@ mod categories;
 mod cli;
 mod climate;
 mod command_limits;
+mod command_urls;
 mod confirm;
 mod conformance;
 mod dashboard;

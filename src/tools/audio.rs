@@ -298,7 +298,7 @@ fn run_on(
                 }
             };
             if dry_run {
-                sent.push(cmd.command);
+                sent.push(cmd.command());
                 continue;
             }
             if let Some(e) = &out_of_reach {
@@ -306,7 +306,7 @@ fn run_on(
                 break;
             }
             match caller.act(house, c, &action) {
-                Ok(_) => sent.push(cmd.command),
+                Ok(_) => sent.push(cmd.command()),
                 Err(e) => {
                     error = Some(e.to_string());
                     if e.stops_batch() {

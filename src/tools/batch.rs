@@ -801,7 +801,7 @@ fn attempt(
     for action in &item.actions {
         let cmd = command_for(c, action)
             .map_err(|m| ToolError::Controller(ControllerError::Unsupported(m)))?;
-        commands.push(format!("{}/{}", cmd.target, cmd.command));
+        commands.push(format!("{}/{}", cmd.target, cmd.command()));
     }
     if opts.dry_run {
         return Ok("planned");

@@ -1,14 +1,19 @@
-//! A small validator for the part of JSON Schema our tools' input schemas use, so a workflow's
-//! step arguments are checked against the step tool's own `input_schema` when the workflow is
-//! created, not only when it runs.
+//! A small validator for the part of JSON Schema our tools' input schemas use: every tool call
+//! is checked against the tool's own `inputSchema` before its handler runs
+//! ([`super::Tool::invoke`]), and a workflow's step arguments against the step tool's schema
+//! when the workflow is created. (The `jsonschema` crate's default features pull `reqwest`,
+//! whose blocking client runs a tokio runtime; without them it still brings `regex`,
+//! `fancy-regex`, `url`/`idna`, `time` and reference resolution, for keywords our schemas do not
+//! use. This is about 300 lines with no dependency beyond `serde_json`.)
 //!
 //! Supported keywords: `type` (a name or a list of names; `integer` accepts whole numbers),
 //! `properties`, `required`, `additionalProperties` (`false` or a schema), `enum`, `const`,
 //! `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, `minLength`, `maxLength`,
 //! `items`, `minItems`, `maxItems`, `oneOf`, `anyOf`, `allOf`. Annotations (`description`,
 //! `default`, `title`, ...) and keywords we do not use (`pattern`, `format`, `$ref`) are ignored,
-//! so a schema using them validates more loosely, never more strictly. The tool still checks
-//! its arguments itself when it runs.
+//! so a schema using them validates more loosely, never more strictly (a test checks that no
+//! tool schema uses a keyword outside this list). Handlers still check what a schema cannot say
+//! (a control's own range, a room that exists).
 //!
 //! Errors carry the path of the offending value (`action`, `devices[0]`, `room`), so a message
 //! can name the field.
@@ -373,6 +378,67 @@ mod tests {
         let s = json!({"anyOf": [{"type": "number"}, {"type": "integer"}]});
         assert_eq!(validate(&s, &json!(1)), Ok(()));
         assert!(validate(&s, &json!("x")).is_err());
+    }
+
+    /// Every keyword of every tool's input schema, and where it sits (for the message).
+    fn keywords(schema: &Value, at: &str, out: &mut Vec<(String, String)>) {
+        let Some(s) = schema.as_object() else { return };
+        for (k, v) in s {
+            out.push((k.clone(), at.to_string()));
+            match k.as_str() {
+                "properties" => {
+                    for (name, sub) in v.as_object().into_iter().flatten() {
+                        keywords(sub, &format!("{at}.{name}"), out);
+                    }
+                }
+                "items" | "additionalProperties" => keywords(v, &format!("{at}[]"), out),
+                "oneOf" | "anyOf" | "allOf" => {
+                    for sub in v.as_array().into_iter().flatten() {
+                        keywords(sub, at, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn tool_schemas_use_only_keywords_this_validator_checks() {
+        const CHECKED: &[&str] = &[
+            "type",
+            "properties",
+            "required",
+            "additionalProperties",
+            "enum",
+            "const",
+            "minimum",
+            "maximum",
+            "exclusiveMinimum",
+            "exclusiveMaximum",
+            "minLength",
+            "maxLength",
+            "items",
+            "minItems",
+            "maxItems",
+            "oneOf",
+            "anyOf",
+            "allOf",
+        ];
+        const ANNOTATIONS: &[&str] = &["description", "default", "title", "examples"];
+        let mut found = Vec::new();
+        for tool in super::super::catalogue() {
+            keywords(&(tool.input_schema)(), tool.name, &mut found);
+        }
+        assert!(
+            found.len() > 100,
+            "the walk found the schemas: {}",
+            found.len()
+        );
+        let unchecked: Vec<_> = found
+            .iter()
+            .filter(|(k, _)| !CHECKED.contains(&k.as_str()) && !ANNOTATIONS.contains(&k.as_str()))
+            .collect();
+        assert!(unchecked.is_empty(), "keywords not checked: {unchecked:?}");
     }
 
     #[test]

@@ -808,7 +808,7 @@ fn run_step(ctx: &Ctx, i: usize, p: &Planned, caller: &Caller, dry_run: bool) ->
         std::thread::sleep(Duration::from_secs_f64(p.step.delay_seconds));
     }
     let started = Instant::now();
-    let result = (tool.run)(ctx, &arguments, caller);
+    let result = tool.invoke(ctx, &arguments, caller);
     let took = started.elapsed();
     match result {
         Ok(data) => record(i, p, "success", json!({"data": data}), took),
@@ -960,7 +960,7 @@ fn first_room_with_lights(ctx: &Ctx, caller: &Caller) -> Option<(String, String)
         else {
             return None;
         };
-        let data = (tool.run)(ctx, &probe, caller).ok()?;
+        let data = tool.invoke(ctx, &probe, caller).ok()?;
         let found = data["results"].as_array().is_some_and(|d| !d.is_empty());
         found.then(|| (room.uuid.clone(), room.name.clone()))
     })
