@@ -48,6 +48,7 @@ mod streams;
 mod structure;
 mod summary;
 mod token;
+mod tool_arguments;
 mod tools;
 mod workflows;
 mod ws;

@@ -245,7 +245,7 @@ impl Ctx {
     /// of a JSON-RPC batch, see [`mcp::gate_batch`]); `Ok` without a gate.
     pub(crate) fn charge(&self, principal: &Principal) -> Result<(), Denial> {
         match &self.config.gate {
-            Some(gate) => gate.charge(principal, true).map(|_| ()),
+            Some(gate) => gate.charge(principal).map(|_| ()),
             None => Ok(()),
         }
     }
@@ -678,7 +678,6 @@ fn authenticate(
         request.url(),
         ip,
     );
-    creds.mcp = mcp;
     if path == dashboard::WS_PATH && creds.header_key.is_none() {
         creds.header_key =
             crate::auth::gate::subprotocol_key(header(request, "Sec-WebSocket-Protocol"));

@@ -382,17 +382,12 @@ fn check_step<'a>(catalogue: &'a [Tool], step: &Step) -> Result<&'a Tool, String
                 step.tool
             )
         })?;
-    schema::validate(
+    schema::validate_at(
         &(tool.input_schema)(),
         &Value::Object(step.arguments.clone()),
+        "arguments",
     )
-    .map_err(|e| {
-        if e.path.is_empty() {
-            format!("arguments: {} (tool {})", e.message, tool.name)
-        } else {
-            format!("arguments.{}: {} (tool {})", e.path, e.message, tool.name)
-        }
-    })?;
+    .map_err(|e| format!("{} (tool {})", e.message, tool.name))?;
     Ok(tool)
 }
 
