@@ -36,6 +36,7 @@ mod metrics;
 mod output_schemas;
 mod packaging;
 mod prompts;
+mod rate_budgets;
 mod read_paths;
 mod regressions;
 mod resolve;
