@@ -93,7 +93,7 @@ fn each_role_and_anonymous_clients_have_their_own_budget() {
     assert_eq!(budget(&r), (200, 198));
 
     // Every request of a JSON-RPC batch counts against the key (MCP 2025-03-26 has batches).
-    let mut mcp = McpHttp::connect_with(served.addr, Some(ADMIN), "2025-03-26", json!({}));
+    let mcp = McpHttp::connect_with(served.addr, Some(ADMIN), "2025-03-26", json!({}));
     let before = budget(&list_tools(&served, Some(ADMIN))).1;
     let batch: Vec<_> = (0..5)
         .map(|i| json!({"jsonrpc": "2.0", "id": 100 + i, "method": "ping"}))
