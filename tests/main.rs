@@ -25,6 +25,7 @@ mod edge_app;
 mod faults;
 mod fixture_commands;
 mod harness;
+mod health_access;
 mod keys;
 mod lights;
 mod link;

@@ -33,8 +33,10 @@
 //! stream thread (see [`stream`]), at most [`HttpConfig::max_streams`] of them.
 //!
 //! Routes: `/mcp` (Streamable HTTP, see [`mcp`]), `GET /sse` and `POST /message` (legacy
-//! HTTP+SSE of 2024-11-05, see [`legacy`]), `GET /health` (200 with the JSON of the
-//! `health` closure, 503 when no longer accepting), `GET /metrics` (Prometheus text, see
+//! HTTP+SSE of 2024-11-05, see [`legacy`]), `GET /health` (200, 503 when no longer accepting;
+//! the JSON of the `health` closure for a key with `read`, or for anyone when the gate lets
+//! requests without a key pass (no gate, development level without required keys); else
+//! `{"status"}` alone, see `health_body`), `GET /metrics` (Prometheus text, see
 //! [`crate::metrics`]; only with [`HttpConfig::metrics`]), the quick-start REST routes `/tools`,
 //! `/tools/call` and `/api/devices...` (see [`rest`]), the admin API `/admin/...` (see
 //! [`admin`]; 404 without [`HttpConfig::admin`]), the admin key page `GET /admin/keys` with
@@ -707,6 +709,52 @@ fn authenticate(
     }
 }
 
+/// Whether anonymous requests pass the gate with every permission: no gate, or a development
+/// level without required keys (see [`crate::auth::gate`]).
+fn gated(ctx: &Ctx) -> bool {
+    ctx.config.gate.as_ref().is_some_and(|g| g.required())
+}
+
+/// Who may see the details of `/health` (issue 15): `Ok(Some(principal))` for a request with a
+/// key that has `read`; `Ok(None)` without a key (details only when [`gated`] is false); the
+/// gate's refusal (401, 403, 429) for a key that fails, as on every gated route. A keyed
+/// request counts against its key's budget like any other.
+fn health_details_allowed(
+    ctx: &Ctx,
+    request: &tiny_http::Request,
+) -> Result<Option<Principal>, Answer> {
+    let Some(gate) = &ctx.config.gate else {
+        return Ok(None);
+    };
+    let creds = Credentials::from_parts(
+        header(request, "X-API-Key"),
+        header(request, "Authorization"),
+        request.url(),
+        request.remote_addr().map(|a| a.ip()),
+    );
+    if creds.header_key.is_none() && creds.query_key.is_none() {
+        return Ok(None);
+    }
+    let principal = gate
+        .authenticate(&creds)
+        .map_err(|d| deny(&d, false, Value::Null))?;
+    gate.authorize(&principal, &Action::Method("health"))
+        .map_err(|d| deny(&d, false, Value::Null))?;
+    Ok(Some(principal))
+}
+
+/// The `/health` body: the whole JSON of the health closure with `details` (serial, structure,
+/// link, versions), else `{"status": ...}` alone, which tells anyone whether the server and
+/// its Miniserver link are well and nothing about the house.
+fn health_body(ctx: &Ctx, details: bool) -> Value {
+    let full = (ctx.health)();
+    if details {
+        full
+    } else {
+        json!({"status": full.get("status").cloned().unwrap_or(Value::Null)})
+    }
+}
+
 /// The REST-style error body of spec §7.1 (without `details`).
 pub(crate) fn rest_error(status: u16, code: &str, message: &str) -> Answer {
     Answer::json(
@@ -790,13 +838,19 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
             "/message" => legacy::message(ctx, &mut request, auth).into(),
             "/health" => match method {
                 tiny_http::Method::Get | tiny_http::Method::Head => {
-                    let body = (ctx.health)();
-                    let status = if ctx.accepting.load(Ordering::Relaxed) {
-                        200
-                    } else {
-                        503
-                    };
-                    Answer::json(status, &body).into()
+                    match health_details_allowed(ctx, &request) {
+                        Ok(principal) => {
+                            rate = principal.as_ref().map(|p| p.rate).or(rate);
+                            let body = health_body(ctx, principal.is_some() || !gated(ctx));
+                            let status = if ctx.accepting.load(Ordering::Relaxed) {
+                                200
+                            } else {
+                                503
+                            };
+                            Answer::json(status, &body).into()
+                        }
+                        Err(answer) => answer.into(),
+                    }
                 }
                 _ => rest_error(405, "METHOD_NOT_ALLOWED", "use GET")
                     .with_header("Allow", "GET")
