@@ -237,7 +237,9 @@ impl Served {
     }
 
     /// Waits until `/health` reports the Miniserver link in `mode` (`websocket`, `polling`,
-    /// `disconnected`); fails with the last health answer.
+    /// `disconnected`); fails with the last health answer. Reads the details without a key, so
+    /// only on a server that shows them to requests without a key (development on loopback,
+    /// as [`Served::start`] runs it unless its config says otherwise).
     pub fn wait_link(&self, mode: &str) {
         wait_until(&format!("link {mode}"), PATIENCE, || {
             let r = try_request::<&str>(self.addr, "GET", "/health", &[], "")?;
