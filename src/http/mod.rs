@@ -709,14 +709,15 @@ fn authenticate(
     }
 }
 
-/// Whether anonymous requests pass the gate with every permission: no gate, or a development
-/// level without required keys (see [`crate::auth::gate`]).
-fn gated(ctx: &Ctx) -> bool {
+/// Whether requests without a key are refused: a gate that requires keys (staging,
+/// production, development with `required` or off loopback; see [`crate::auth::gate`]).
+/// Otherwise they pass with every permission.
+fn keys_required(ctx: &Ctx) -> bool {
     ctx.config.gate.as_ref().is_some_and(|g| g.required())
 }
 
 /// Who may see the details of `/health` (issue 15): `Ok(Some(principal))` for a request with a
-/// key that has `read`; `Ok(None)` without a key (details only when [`gated`] is false); the
+/// key that has `read`; `Ok(None)` without a key (details only without [`keys_required`]); the
 /// gate's refusal (401, 403, 429) for a key that fails, as on every gated route. A keyed
 /// request counts against its key's budget like any other.
 fn health_details_allowed(
@@ -841,7 +842,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
                     match health_details_allowed(ctx, &request) {
                         Ok(principal) => {
                             rate = principal.as_ref().map(|p| p.rate).or(rate);
-                            let body = health_body(ctx, principal.is_some() || !gated(ctx));
+                            let body = health_body(ctx, principal.is_some() || !keys_required(ctx));
                             let status = if ctx.accepting.load(Ordering::Relaxed) {
                                 200
                             } else {
