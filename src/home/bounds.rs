@@ -8,7 +8,8 @@
 //! block that stops at 60 must not silently become 60. Ranges:
 //! - percent (dimmers, light master brightness, blind positions, slats, volume, colour
 //!   saturation and brightness): 0-100; hue 0-360; white 2700-6500 K; volume steps -100..100;
-//! - target temperatures: [`MIN_TEMPERATURE`]..[`MAX_TEMPERATURE`] °C;
+//! - target temperatures: [`MIN_TEMPERATURE`]..[`MAX_TEMPERATURE`] °C; Radio outputs
+//!   0..=[`MAX_RADIO_OUTPUT`];
 //! - value blocks (Slider, ValueSelector, UpDownAnalog, LeftRightAnalog): the control's own
 //!   `min`..`max`: a ValueSelector's live `min`/`max` states when known (it can change them at
 //!   run time), else the structure file's `details.min`/`details.max`; a block that gives
@@ -22,6 +23,10 @@ use super::{Action, Control, ControlKind};
 /// room above).
 pub const MIN_TEMPERATURE: f64 = 5.0;
 pub const MAX_TEMPERATURE: f64 = 35.0;
+
+/// Highest Radio output number a `select` may name (0 = all off); Loxone's Radio block has at
+/// most 16 outputs, the tools accept up to 64 for extended blocks.
+pub const MAX_RADIO_OUTPUT: f64 = 64.0;
 
 /// Longest text sent to a TextInput, in characters. 255 is what the Loxone app's text field
 /// takes and what the tools' schemas announce; percent-encoded (up to 12 bytes per character
@@ -98,6 +103,7 @@ pub fn check(
             .and(within("brightness", *brightness, PERCENT)),
         Action::White { brightness, kelvin } => within("brightness", *brightness, PERCENT)
             .and(within("colour temperature", *kelvin, (2700.0, 6500.0))),
+        Action::Select(n) => within("output", f64::from(*n), (0.0, MAX_RADIO_OUTPUT)),
         Action::Text(t) => check_text(t),
         _ => Ok(()),
     }
@@ -164,6 +170,8 @@ mod tests {
         let d = block(ControlKind::Dimmer, serde_json::json!({}));
         assert!(check(&d, &Action::Level(100.5), &none).is_err());
         assert!(check(&d, &Action::Temperature(80.0), &none).is_err());
+        assert!(check(&d, &Action::Select(65), &none).is_err());
+        assert!(check(&d, &Action::Select(16), &none).is_ok());
         assert!(check(&d, &Action::Text("..".into()), &none).is_err());
         assert!(check(&d, &Action::Text("x".repeat(256)), &none).is_err());
         assert!(check(&d, &Action::Text("ü".repeat(255)), &none).is_ok());

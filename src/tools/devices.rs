@@ -558,9 +558,11 @@ pub(crate) fn plan(
         }
         Verb::Select => {
             let n = required("number", verb, cmd.number)?;
-            if n.fract() != 0.0 || !(0.0..=64.0).contains(&n) {
+            let max = crate::home::bounds::MAX_RADIO_OUTPUT;
+            if n.fract() != 0.0 || !(0.0..=max).contains(&n) {
                 return Err(ToolError::InvalidParams(format!(
-                    "number must be a whole output number 0-64 for select (got {n})"
+                    "number must be a whole output number 0-{max} for select (got {})",
+                    args::short_number(n)
                 )));
             }
             Action::Select(n as u32)
