@@ -110,7 +110,6 @@ fn main() {
         let creds = Credentials {
             header_key: Some(id),
             ip: Some(ip),
-            mcp: true,
             ..Credentials::default()
         };
         let started = Instant::now();

@@ -68,7 +68,7 @@
 //! monitor = 200
 //! device = 100
 //! custom = 200
-//! per_client = 100             # per client address on /mcp, /sse, /message
+//! per_client = 100             # per client address, requests without a key
 //!
 //! [metrics]                    # GET /metrics (Prometheus text, see crate::metrics)
 //! public = false               # true: served without a key (a warning when the bind

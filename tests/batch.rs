@@ -119,7 +119,7 @@ fn multiple_devices_dry_run_and_bad_input() {
             json!([{"device": "x", "action": "off", "colour": "red"}]),
             "`colour`",
         ),
-        (json!("Deckenlicht"), "invalid type"),
+        (json!("Deckenlicht"), "must be of type"),
     ] {
         let m = invalid_params(
             &tools,
@@ -261,7 +261,7 @@ fn room_devices_bad_input() {
         "control_room_devices",
         json!({"room": "Küche", "action": "off", "device_type": ["lighting"]}),
     );
-    assert!(m.contains("invalid type"), "{m}");
+    assert!(m.contains("must be of type"), "{m}");
     let e = tool_error(
         &tools,
         "control_room_devices",

@@ -447,7 +447,7 @@ fn bad_inputs() {
         "control_rolladen_unified",
         json!({"scope": "devices", "target": [1, 2], "action": "up"}),
     );
-    assert!(m.contains("target must be"), "{m}");
+    assert!(m.contains("target[0] must be of type string"), "{m}");
     let m = invalid_params(
         &tools,
         "control_rolladen_unified",

@@ -14,7 +14,17 @@ use support::{demo, invalid_params, ok, sim, tool_error, uuid_of};
 fn german_action_words() {
     let (app, tools) = demo();
     let light = uuid_of(&app, "Deckenlicht", "Küche");
-    for (word, want) in [("ein", 1.0), ("AUS", 0.0), ("an", 1.0), ("aus", 0.0)] {
+    // The words are the schema's enum, exactly (one validator for every call, issue 15).
+    let m = invalid_params(
+        &tools,
+        "control_device",
+        json!({"device": "Deckenlicht", "room": "kuche", "action": "AUS"}),
+    );
+    assert!(
+        m.contains("action must be one of on, ein, an, off, aus"),
+        "{m}"
+    );
+    for (word, want) in [("ein", 1.0), ("an", 1.0), ("aus", 0.0)] {
         let d = ok(
             &tools,
             "control_device",

@@ -445,7 +445,7 @@ fn bad_inputs() {
         json!({"scope": "street", "action": "off"}),
     );
     assert!(
-        m.contains("scope must be one of device, room, category, system"),
+        m.contains("scope must be one of device, devices, room, category, system"),
         "{m}"
     );
     let m = invalid_params(
@@ -465,7 +465,7 @@ fn bad_inputs() {
         "control_lights_unified",
         json!({"scope": "device", "target": [], "action": "off"}),
     );
-    assert!(m.contains("target must be a non-empty"), "{m}");
+    assert!(m.contains("target must have at least 1 entries"), "{m}");
     let m = invalid_params(
         &tools,
         "control_lights_unified",
@@ -615,7 +615,7 @@ fn schemas_and_annotations() {
         .unwrap();
     assert_eq!(
         unified.input_schema["properties"]["scope"]["enum"],
-        json!(["device", "room", "category", "system"])
+        json!(["device", "devices", "room", "category", "system", "all", "house"])
     );
     assert_eq!(unified.input_schema["properties"]["value"]["maximum"], 100);
 }

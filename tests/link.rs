@@ -197,7 +197,7 @@ fn a_slow_miniserver_beyond_the_request_timeout_is_a_connection_error() {
         },
     );
     let (light, _) = uuids_of(&sim, "Nachtlicht", "position");
-    let err = impatient.command(&light, "on").unwrap_err();
+    let err = impatient.command(&light, &["on".to_string()]).unwrap_err();
     assert_eq!(
         ControllerError::from(err.clone()).code(),
         "CONNECTION_ERROR",
@@ -207,7 +207,7 @@ fn a_slow_miniserver_beyond_the_request_timeout_is_a_connection_error() {
     // a delayed answer come sooner).
     let patient = Client::new(&ms, &Timeouts::default());
     let t = Instant::now();
-    patient.command(&light, "on").unwrap();
+    patient.command(&light, &["on".to_string()]).unwrap();
     assert!(
         t.elapsed() >= Duration::from_millis(300),
         "{:?}",
@@ -218,7 +218,7 @@ fn a_slow_miniserver_beyond_the_request_timeout_is_a_connection_error() {
     // Switched off, the patient client still gets its answers (how fast is not a verdict).
     sim.set_delay(Duration::ZERO);
     assert_eq!(sim.delay(), Duration::ZERO);
-    patient.command(&light, "off").unwrap();
+    patient.command(&light, &["off".to_string()]).unwrap();
     assert_eq!(
         MiniserverApi::demo(server.addr()).state(&light, "position"),
         0.0

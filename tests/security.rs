@@ -450,7 +450,7 @@ fn several_alarms_without_a_central_alarm_are_ambiguous() {
 fn bad_arguments_are_invalid_params() {
     let r = demo_rig(None);
     let m = invalid_params(&r.tools, "arm_alarm", json!({"delayed": "yes"}));
-    assert!(m.contains("invalid type"), "{m}");
+    assert!(m.contains("must be of type"), "{m}");
     let m = invalid_params(&r.tools, "arm_alarm", json!({"pin": "1234"}));
     assert!(m.contains("`pin`") && !m.contains("1234"), "{m}");
     let m = invalid_params(

@@ -135,7 +135,7 @@ fn room_summary_and_bad_input() {
     let e = tool_error(&tools, "get_home_summary", json!({"room": "Ballsaal"}));
     assert_eq!(e["code"], "DEVICE_NOT_FOUND");
     let m = invalid_params(&tools, "get_home_summary", json!({"room": 3}));
-    assert!(m.contains("invalid type"), "{m}");
+    assert!(m.contains("must be of type"), "{m}");
     let m = invalid_params(&tools, "get_home_summary", json!({"verbose": true}));
     assert!(m.contains("`verbose`"), "{m}");
 }

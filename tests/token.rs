@@ -106,11 +106,12 @@ fn login_and_command(alg: VisuHash) {
     });
     let c = client(&server, "demo", AuthMode::Auto);
     assert_eq!(c.auth_in_use(), "none");
-    c.command(LIGHT, "on").expect("command with a token");
+    c.command(LIGHT, &["on".to_string()])
+        .expect("command with a token");
     assert_eq!(c.auth_in_use(), "token");
     assert_eq!(sim.state(LIGHT, "active"), Some(1.0));
     assert!(c.token_valid_until().is_some());
-    c.command(LIGHT, "off").unwrap();
+    c.command(LIGHT, &["off".to_string()]).unwrap();
     assert_eq!(sim.state(LIGHT, "active"), Some(0.0));
     assert!(c.structure_file().unwrap().len() > 1000);
 }
@@ -227,16 +228,22 @@ fn plain_getjwt_is_refused() {
 fn wrong_password_is_401_without_a_retry_storm() {
     let (sim, server) = start(SimConfig::default());
     let c = client(&server, "wrong", AuthMode::Auto);
-    assert_eq!(c.command(LIGHT, "on"), Err(LoxoneError::Unauthorized));
+    assert_eq!(
+        c.command(LIGHT, &["on".to_string()]),
+        Err(LoxoneError::Unauthorized)
+    );
     // The back-off answers without sending anything: the Miniserver sees no request.
     let sent = sim.request_count();
     for _ in 0..10 {
-        assert_eq!(c.command(LIGHT, "on"), Err(LoxoneError::Unauthorized));
+        assert_eq!(
+            c.command(LIGHT, &["on".to_string()]),
+            Err(LoxoneError::Unauthorized)
+        );
     }
     assert_eq!(sim.requests_since(sent), Vec::<String>::new());
     // Only one failed login was booked: the right password from the same IP still works.
     let good = client(&server, "demo", AuthMode::Auto);
-    good.command(LIGHT, "on").unwrap();
+    good.command(LIGHT, &["on".to_string()]).unwrap();
     assert_eq!(good.auth_in_use(), "token");
 }
 
@@ -259,7 +266,7 @@ fn lockout_is_honoured_by_token_login() {
     }
     // The client remembers it and sends nothing more.
     assert!(matches!(
-        good.command(LIGHT, "on"),
+        good.command(LIGHT, &["on".to_string()]),
         Err(LoxoneError::LockedOut { .. })
     ));
 }
@@ -271,18 +278,18 @@ fn old_firmware_falls_back_to_basic() {
         ..SimConfig::default()
     });
     let c = client(&server, "demo", AuthMode::Auto);
-    c.command(LIGHT, "on").unwrap();
+    c.command(LIGHT, &["on".to_string()]).unwrap();
     assert_eq!(c.auth_in_use(), "basic");
     assert_eq!(sim.state(LIGHT, "active"), Some(1.0));
     // Token-only mode does not fall back.
     let t = client(&server, "demo", AuthMode::Token);
     assert!(matches!(
-        t.command(LIGHT, "off"),
+        t.command(LIGHT, &["off".to_string()]),
         Err(LoxoneError::NotFound(_))
     ));
     // Basic mode never asks for tokens, also on current firmware.
     let (_sim2, server2) = start(SimConfig::default());
     let b = client(&server2, "demo", AuthMode::Basic);
-    b.command(LIGHT, "on").unwrap();
+    b.command(LIGHT, &["on".to_string()]).unwrap();
     assert_eq!(b.auth_in_use(), "basic");
 }

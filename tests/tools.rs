@@ -219,7 +219,7 @@ fn control_device_bad_inputs() {
         "control_device",
         json!({"device": "x", "action": "on", "value": "much"}),
     );
-    assert!(m.contains("invalid type"), "{m}");
+    assert!(m.contains("must be of type"), "{m}");
 
     // unknown device
     let e = tool_error(

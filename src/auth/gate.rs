@@ -54,11 +54,13 @@
 //! status. `details.key_id` is always [`mask`]ed (`null` when no key was sent).
 //!
 //! ## Rate limits
-//! Per key, by role (default per minute: admin 1000, operator 500, monitor 200, device 100,
-//! custom 200); per client address on the MCP HTTP transport (`/mcp`, `/sse`, `/message`;
-//! default 100), and for requests without a key on every route. Fixed windows (see
-//! [`ratelimit`](super::ratelimit)). Every gated answer written by a worker carries
-//! `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset` of the tighter bucket.
+//! A request with a key counts against its key's bucket only, limited by the key's role
+//! (default per minute, spec §8: admin 1000, operator 500, monitor 200, device 100, custom
+//! 200); a request without a key counts against its client address's bucket (`per_client`,
+//! default 100), on every route. Each request of a JSON-RPC batch counts ([`Gate::charge`]).
+//! Fixed windows (see [`ratelimit`](super::ratelimit)). Every gated answer written by a worker
+//! carries `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset` of the bucket
+//! that applied. Raised in `[auth.rate_limits]` of the config file.
 //!
 //! ## Security levels
 //! | | development | staging | production |
@@ -107,7 +109,8 @@ pub enum SecurityLevel {
     Production,
 }
 
-/// Requests per window for each role and per client address.
+/// Requests per window for each role (keyed requests) and per client address (requests
+/// without a key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RateLimits {
     pub admin: u32,
@@ -115,7 +118,7 @@ pub struct RateLimits {
     pub monitor: u32,
     pub device: u32,
     pub custom: u32,
-    /// Per client address on the MCP HTTP transport (and for anonymous requests).
+    /// Per client address, for requests without a key.
     pub per_client: u32,
 }
 
@@ -204,8 +207,6 @@ pub struct Credentials<'a> {
     pub query_key: Option<&'a str>,
     /// The client's address.
     pub ip: Option<IpAddr>,
-    /// MCP HTTP transport: the per-client limit applies.
-    pub mcp: bool,
 }
 
 impl<'a> Credentials<'a> {
@@ -235,7 +236,6 @@ impl<'a> Credentials<'a> {
             header_key,
             query_key,
             ip,
-            mcp: false,
         }
     }
 }
@@ -256,7 +256,8 @@ pub fn subprotocol_key(header: Option<&str>) -> Option<&str> {
 pub struct Principal {
     /// `None`: anonymous (development without required keys).
     pub key: Option<ApiKey>,
-    /// The tighter rate-limit bucket, for the answer's headers.
+    /// The rate-limit bucket that applied (the key's, or the address's without a key), for
+    /// the answer's headers.
     pub rate: RateInfo,
     /// The client's address as the request came in.
     pub ip: Option<IpAddr>,
@@ -688,11 +689,7 @@ impl Gate {
                 .map(|ip| canonical(ip).to_string())
                 .unwrap_or_default(),
         );
-        let mut buckets = vec![("key", None, self.config.limits.for_role(key.role))];
-        if creds.mcp {
-            buckets.push(("ip", creds.ip, self.config.limits.per_client));
-        }
-        let rate = self.limit_key(&key.id, &buckets).map_err(|mut d| {
+        let rate = self.limit_role(&key).map_err(|mut d| {
             d.key_id = Some(mask(&key.id));
             d
         })?;
@@ -703,23 +700,28 @@ impl Gate {
         })
     }
 
-    /// Counts one more request of `principal` in the buckets [`Gate::authenticate`] counted
-    /// (its key's role limit, and the per-client limit on the MCP transport with `mcp`; the
-    /// per-client limit alone when anonymous): each request of a JSON-RPC batch after the
-    /// first is a request of its own. `Err(RATE_LIMIT_EXCEEDED)` when a limit is reached.
-    pub fn charge(&self, principal: &Principal, mcp: bool) -> Result<RateInfo, Denial> {
-        let per_client = self.config.limits.per_client;
+    /// Counts one more request of `principal` in the bucket [`Gate::authenticate`] counted (its
+    /// key's role limit; the per-client limit when anonymous): each request of a JSON-RPC batch
+    /// after the first is a request of its own. `Err(RATE_LIMIT_EXCEEDED)` when the limit is
+    /// reached.
+    pub fn charge(&self, principal: &Principal) -> Result<RateInfo, Denial> {
         let Some(key) = &principal.key else {
-            return self.limit(&[("anon", principal.ip, per_client)]);
+            return self.limit(&[("anon", principal.ip, self.config.limits.per_client)]);
         };
-        let mut buckets = vec![("key", None, self.config.limits.for_role(key.role))];
-        if mcp {
-            buckets.push(("ip", principal.ip, per_client));
-        }
-        self.limit_key(&key.id, &buckets).map_err(|mut d| {
+        self.limit_role(key).map_err(|mut d| {
             d.key_id = Some(mask(&key.id));
             d
         })
+    }
+
+    /// One more request in `key`'s own bucket, limited by its role ([`RateLimits`]): the only
+    /// bucket a keyed request counts in, whatever its route or address (issue 15: a key must
+    /// not share the per-address budget of anonymous clients on the same machine).
+    fn limit_role(&self, key: &ApiKey) -> Result<RateInfo, Denial> {
+        self.limit_key(
+            &key.id,
+            &[("key", None, self.config.limits.for_role(key.role))],
+        )
     }
 
     /// The key whose id equals `presented`: SHA-256 digests compared in constant time against

@@ -154,6 +154,9 @@ pub enum ControllerError {
     NotFound(String),
     /// The control type has no command for this action. `INVALID_PARAMETERS`.
     Unsupported(String),
+    /// A value outside what the control accepts (a number beyond its range, not finite, a
+    /// text too long; see [`super::bounds`]). Nothing was sent. `INVALID_PARAMETERS`.
+    InvalidValue(String),
     /// The Miniserver answered with an error code. `CONNECTION_ERROR`.
     Rejected { code: u16, message: String },
     /// The control is secured and no visualisation password was given or configured (the
@@ -239,6 +242,7 @@ impl ControllerError {
         match self {
             ControllerError::NotFound(_) => "DEVICE_NOT_FOUND",
             ControllerError::Unsupported(_)
+            | ControllerError::InvalidValue(_)
             | ControllerError::VisuPasswordMissing(_)
             | ControllerError::VisuPasswordWrong => "INVALID_PARAMETERS",
             ControllerError::OutOfScope(_) => "INSUFFICIENT_PERMISSIONS",
@@ -261,7 +265,7 @@ impl fmt::Display for ControllerError {
                 "the Miniserver blocks this client after failed logins; retry in {remaining_secs} s"
             ),
             ControllerError::NotFound(m) => write!(f, "the Miniserver does not know {m}"),
-            ControllerError::Unsupported(m) => f.write_str(m),
+            ControllerError::Unsupported(m) | ControllerError::InvalidValue(m) => f.write_str(m),
             ControllerError::Rejected { code, message } => {
                 write!(f, "the Miniserver answered {code}: {message}")
             }
@@ -421,6 +425,20 @@ impl House {
     }
 
     /// Counts one command to `control` against the limits; the error says which limit refused.
+    /// [`ControllerError::InvalidValue`] when a value of `action` does not fit `control`
+    /// ([`super::bounds::check`], with the live values of the control's named states): checked
+    /// for every command before anything else, so a refused value costs no command budget.
+    fn check_values(&self, control: &Control, action: &Action) -> Result<(), ControllerError> {
+        let live = |state: &str| {
+            let uuid = control.state(state)?;
+            self.states.get(uuid)?.value.as_f64()
+        };
+        super::bounds::check(control, action, &live).map_err(|m| {
+            log::info!("refused a command to {}: {m}", control.name);
+            ControllerError::InvalidValue(m)
+        })
+    }
+
     fn admit_command(&self, control: &Control) -> Result<(), ControllerError> {
         let Some((limits, limiter)) = &self.command_limits else {
             return Ok(());
@@ -588,6 +606,7 @@ impl House {
         action: &Action,
         caller: &str,
     ) -> Result<Outcome, ControllerError> {
+        self.check_values(control, action)?;
         self.admit_command(control)?;
         let result = self.controller.act(control, action);
         self.finish(control, action, caller, result)
@@ -618,6 +637,7 @@ impl House {
             }
             *failures = (0, None);
         }
+        self.check_values(control, action)?;
         self.admit_command(control)?;
         let result = match visu_password.or(self.visu_password.as_ref()) {
             Some(pw) => self.controller.act_secured(control, action, pw),

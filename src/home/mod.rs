@@ -2,6 +2,7 @@
 //! values ([`state`]) and name resolution ([`resolve`]). This is where tools meet the Loxone
 //! adapter; it knows nothing of MCP or HTTP.
 
+pub mod bounds;
 pub mod bus;
 pub mod house;
 pub mod link;

@@ -33,8 +33,10 @@
 //! stream thread (see [`stream`]), at most [`HttpConfig::max_streams`] of them.
 //!
 //! Routes: `/mcp` (Streamable HTTP, see [`mcp`]), `GET /sse` and `POST /message` (legacy
-//! HTTP+SSE of 2024-11-05, see [`legacy`]), `GET /health` (200 with the JSON of the
-//! `health` closure, 503 when no longer accepting), `GET /metrics` (Prometheus text, see
+//! HTTP+SSE of 2024-11-05, see [`legacy`]), `GET /health` (200, 503 when no longer accepting;
+//! the JSON of the `health` closure for a key with `read`, or for anyone when the gate lets
+//! requests without a key pass (no gate, development level without required keys); else
+//! `{"status"}` alone, see `health_body`), `GET /metrics` (Prometheus text, see
 //! [`crate::metrics`]; only with [`HttpConfig::metrics`]), the quick-start REST routes `/tools`,
 //! `/tools/call` and `/api/devices...` (see [`rest`]), the admin API `/admin/...` (see
 //! [`admin`]; 404 without [`HttpConfig::admin`]), the admin key page `GET /admin/keys` with
@@ -252,7 +254,7 @@ impl Ctx {
     /// of a JSON-RPC batch, see [`mcp::gate_batch`]); `Ok` without a gate.
     pub(crate) fn charge(&self, principal: &Principal) -> Result<(), Denial> {
         match &self.config.gate {
-            Some(gate) => gate.charge(principal, true).map(|_| ()),
+            Some(gate) => gate.charge(principal).map(|_| ()),
             None => Ok(()),
         }
     }
@@ -685,7 +687,6 @@ fn authenticate(
         request.url(),
         ip,
     );
-    creds.mcp = mcp;
     if path == dashboard::WS_PATH && creds.header_key.is_none() {
         creds.header_key =
             crate::auth::gate::subprotocol_key(header(request, "Sec-WebSocket-Protocol"));
@@ -720,6 +721,53 @@ fn authenticate(
             }
             Err(answer)
         }
+    }
+}
+
+/// Whether requests without a key are refused: a gate that requires keys (staging,
+/// production, development with `required` or off loopback; see [`crate::auth::gate`]).
+/// Otherwise they pass with every permission.
+fn keys_required(ctx: &Ctx) -> bool {
+    ctx.config.gate.as_ref().is_some_and(|g| g.required())
+}
+
+/// Who may see the details of `/health` (issue 15): `Ok(Some(principal))` for a request with a
+/// key that has `read`; `Ok(None)` without a key (details only without [`keys_required`]); the
+/// gate's refusal (401, 403, 429) for a key that fails, as on every gated route. A keyed
+/// request counts against its key's budget like any other.
+fn health_details_allowed(
+    ctx: &Ctx,
+    request: &tiny_http::Request,
+) -> Result<Option<Principal>, Answer> {
+    let Some(gate) = &ctx.config.gate else {
+        return Ok(None);
+    };
+    let creds = Credentials::from_parts(
+        header(request, "X-API-Key"),
+        header(request, "Authorization"),
+        request.url(),
+        request.remote_addr().map(|a| a.ip()),
+    );
+    if creds.header_key.is_none() && creds.query_key.is_none() {
+        return Ok(None);
+    }
+    let principal = gate
+        .authenticate(&creds)
+        .map_err(|d| deny(&d, false, Value::Null))?;
+    gate.authorize(&principal, &Action::Method("health"))
+        .map_err(|d| deny(&d, false, Value::Null))?;
+    Ok(Some(principal))
+}
+
+/// The `/health` body: the whole JSON of the health closure with `details` (serial, structure,
+/// link, versions), else `{"status": ...}` alone, which tells anyone whether the server and
+/// its Miniserver link are well and nothing about the house.
+fn health_body(ctx: &Ctx, details: bool) -> Value {
+    let full = (ctx.health)();
+    if details {
+        full
+    } else {
+        json!({"status": full.get("status").cloned().unwrap_or(Value::Null)})
     }
 }
 
@@ -810,13 +858,19 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
             "/message" => legacy::message(ctx, &mut request, auth).into(),
             "/health" => match method {
                 tiny_http::Method::Get | tiny_http::Method::Head => {
-                    let body = (ctx.health)();
-                    let status = if ctx.accepting.load(Ordering::Relaxed) {
-                        200
-                    } else {
-                        503
-                    };
-                    Answer::json(status, &body).into()
+                    match health_details_allowed(ctx, &request) {
+                        Ok(principal) => {
+                            rate = principal.as_ref().map(|p| p.rate).or(rate);
+                            let body = health_body(ctx, principal.is_some() || !keys_required(ctx));
+                            let status = if ctx.accepting.load(Ordering::Relaxed) {
+                                200
+                            } else {
+                                503
+                            };
+                            Answer::json(status, &body).into()
+                        }
+                        Err(answer) => answer.into(),
+                    }
                 }
                 _ => rest_error(405, "METHOD_NOT_ALLOWED", "use GET")
                     .with_header("Allow", "GET")

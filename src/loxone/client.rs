@@ -33,9 +33,10 @@ pub const AUTH_RETRY_AFTER: Duration = Duration::from_secs(30);
 const MAX_ANSWER_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Characters escaped in one path segment of a command (`hsv(20,100,50)` stays readable,
-/// spaces, `/`, `?`, `#`, `%` and non-ASCII are escaped).
+/// spaces, `/`, `?`, `#`, `%`, `+` (a space to some servers) and non-ASCII are escaped).
 const SEGMENT: &AsciiSet = &CONTROLS
     .add(b' ')
+    .add(b'+')
     .add(b'"')
     .add(b'#')
     .add(b'%')
@@ -71,6 +72,9 @@ pub enum LoxoneError {
     Status { code: u16, message: String },
     /// The answer is not what the protocol promises.
     BadAnswer(String),
+    /// A value that cannot be one URL path segment (empty, or dots only: see [`segment`]);
+    /// nothing was sent.
+    InvalidSegment(String),
     /// Code 500 to a secured command (`jdev/sps/ios/...`): wrong visualisation password.
     WrongVisuPassword,
 }
@@ -91,6 +95,7 @@ impl fmt::Display for LoxoneError {
             LoxoneError::Unavailable => f.write_str("503: the Miniserver is restarting"),
             LoxoneError::Status { code, message } => write!(f, "error {code}: {message}"),
             LoxoneError::BadAnswer(m) => write!(f, "unexpected answer: {m}"),
+            LoxoneError::InvalidSegment(m) => write!(f, "not sent: {m}"),
             LoxoneError::WrongVisuPassword => f.write_str("500: wrong visualisation password"),
         }
     }
@@ -276,44 +281,39 @@ impl Client {
             .ok_or_else(|| LoxoneError::BadAnswer("LoxAPPversion3 value is not a string".into()))
     }
 
-    /// Sends `command` (e.g. `on`, `manualPosition/40`, `changeTo/778`) to `target` (a
-    /// `uuidAction`, possibly with a sub-control suffix, or a block name):
-    /// `jdev/sps/io/{target}/{command}`. Each segment is percent-encoded.
-    pub fn command(&self, target: &str, command: &str) -> Result<LlAnswer, LoxoneError> {
-        let mut path = format!("jdev/sps/io/{}", encode_path(target));
-        if !command.is_empty() {
-            path.push('/');
-            path.push_str(&encode_path(command));
-        }
+    /// Sends the command `segments` (e.g. `["on"]`, `["manualPosition", "40"]`, a text as one
+    /// segment) to `target` (a `uuidAction`, possibly with a sub-control suffix, or a block
+    /// name): `jdev/sps/io/{target}/{segment}/...`, each segment encoded by [`segment`].
+    pub fn command(&self, target: &str, segments: &[String]) -> Result<LlAnswer, LoxoneError> {
+        let path = command_path("jdev/sps/io", target, segments)?;
         self.get_ll(&path, true)
     }
 
     /// `jdev/sys/getvisusalt/{user}`: a one-time key, salt and hash algorithm for hashing the
     /// visualisation password (loxone-protocol.md §2.4, §2.6).
     pub fn visu_salt(&self) -> Result<KeySalt, LoxoneError> {
-        let path = format!("jdev/sys/getvisusalt/{}", encode_path(&self.user));
+        let path = format!("jdev/sys/getvisusalt/{}", segment(&self.user)?);
         let ll = self.get_ll(&path, true)?;
         KeySalt::from_value(&ll.value)
             .map_err(|m| LoxoneError::BadAnswer(format!("getvisusalt: {m}")))
     }
 
-    /// Sends `command` to the secured control `target` with the visualisation password:
-    /// `getvisusalt`, then `jdev/sps/ios/{hash}/{target}/{command}` (§2.4). Code 500 (in the
-    /// envelope or as HTTP status) is [`LoxoneError::WrongVisuPassword`]. Neither the password
-    /// nor the hash appear in logs or error messages.
+    /// Sends the command `segments` to the secured control `target` with the visualisation
+    /// password: `getvisusalt`, then `jdev/sps/ios/{hash}/{target}/{segment}/...` (§2.4), built
+    /// like [`Client::command`]. Code 500 (in the envelope or as HTTP status) is
+    /// [`LoxoneError::WrongVisuPassword`]. Neither the password nor the hash appear in logs or
+    /// error messages.
     pub fn secured_command(
         &self,
         target: &str,
-        command: &str,
+        segments: &[String],
         visu_password: &str,
     ) -> Result<LlAnswer, LoxoneError> {
+        // The path is checked before the salt is fetched: a refused segment sends nothing.
+        command_path("", target, segments)?;
         let ks = self.visu_salt()?;
         let hash = secured::visu_hash(visu_password, &ks);
-        let mut path = format!("jdev/sps/ios/{hash}/{}", encode_path(target));
-        if !command.is_empty() {
-            path.push('/');
-            path.push_str(&encode_path(command));
-        }
+        let path = command_path(&format!("jdev/sps/ios/{hash}"), target, segments)?;
         match self.get_ll(&path, true) {
             Err(LoxoneError::Status { code: 500, .. }) => Err(LoxoneError::WrongVisuPassword),
             other => other,
@@ -322,7 +322,7 @@ impl Client {
 
     /// Reads the primary value of `target`: `jdev/sps/io/{target}` without a command.
     pub fn read_value(&self, target: &str) -> Result<LlAnswer, LoxoneError> {
-        self.command(target, "")
+        self.command(target, &[])
     }
 
     fn get_ll(&self, path: &str, auth: bool) -> Result<LlAnswer, LoxoneError> {
@@ -663,11 +663,37 @@ fn redact(path: &str) -> String {
     }
 }
 
-fn encode_path(s: &str) -> String {
-    s.split('/')
-        .map(|seg| utf8_percent_encode(seg, SEGMENT).to_string())
-        .collect::<Vec<_>>()
-        .join("/")
+/// One value as exactly one URL path segment: every character outside the unreserved set and
+/// a few harmless ones (`hsv(20,100,50)` stays readable) is percent-encoded (UTF-8), `/`, `?`,
+/// `#`, `%`, spaces and non-ASCII included. The only function that puts anything into a
+/// command URL. Refused ([`LoxoneError::InvalidSegment`]): an empty segment and a segment of
+/// dots only (`.`, `..`): HTTP stacks drop or collapse those, escaped (`%2E%2E`) or not, which
+/// would change the path.
+pub fn segment(value: &str) -> Result<String, LoxoneError> {
+    if value.is_empty() || value.chars().all(|c| c == '.') {
+        return Err(LoxoneError::InvalidSegment(format!(
+            "{value:?} cannot be sent as a URL path segment"
+        )));
+    }
+    Ok(utf8_percent_encode(value, SEGMENT).to_string())
+}
+
+/// `{prefix}/{target}/{segment}/...` (`prefix` may be empty): the target's own parts (a
+/// `uuidAction` with an optional sub-control suffix, from the structure file) and each of
+/// `segments`, every one through [`segment`].
+fn command_path(prefix: &str, target: &str, segments: &[String]) -> Result<String, LoxoneError> {
+    let mut path = prefix.to_string();
+    for part in target
+        .split('/')
+        .map(str::to_string)
+        .chain(segments.iter().cloned())
+    {
+        if !path.is_empty() {
+            path.push('/');
+        }
+        path.push_str(&segment(&part)?);
+    }
+    Ok(path)
 }
 
 /// A transport error in words; a timeout names the setting that bounds it.
@@ -845,12 +871,19 @@ mod tests {
 
     #[test]
     fn command_segments_are_encoded() {
+        let segs = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(
-            encode_path("0f86-0200/masterValue"),
-            "0f86-0200/masterValue"
+            command_path("jdev/sps/io", "0f86-0200/masterValue", &segs(&["40"])).unwrap(),
+            "jdev/sps/io/0f86-0200/masterValue/40"
         );
-        assert_eq!(encode_path("Guten Morgen"), "Guten%20Morgen");
-        assert_eq!(encode_path("hsv(20,100,50)"), "hsv(20,100,50)");
-        assert_eq!(encode_path("Küche"), "K%C3%BCche");
+        assert_eq!(segment("Guten Morgen").unwrap(), "Guten%20Morgen");
+        assert_eq!(segment("hsv(20,100,50)").unwrap(), "hsv(20,100,50)");
+        assert_eq!(segment("Küche").unwrap(), "K%C3%BCche");
+        assert_eq!(segment("x/../a?b#c%d").unwrap(), "x%2F..%2Fa%3Fb%23c%25d");
+        assert!(segment("..").is_err());
+        assert!(segment(".").is_err());
+        assert!(segment("").is_err());
+        assert_eq!(segment("...x").unwrap(), "...x");
+        assert_eq!(command_path("", "u", &segs(&["a/b"])).unwrap(), "u/a%2Fb");
     }
 }

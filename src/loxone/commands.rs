@@ -1,8 +1,9 @@
 //! Per control type: which Loxone command carries out an [`Action`], as data in one place.
 //!
 //! Sources: `loxone-protocol.md` §5.3 (Loxone's structure-file docs and maintained clients).
-//! Commands go to `jdev/sps/io/{target}/{command}`; `target` is the control's `uuidAction` or a
-//! sub-control's (e.g. `<uuid>/masterValue`).
+//! Commands go to `jdev/sps/io/{target}/{segment}/...`; `target` is the control's `uuidAction`
+//! or a sub-control's (e.g. `<uuid>/masterValue`). A [`Command`] keeps its segments apart, so a
+//! value (a TextInput's text) is always one segment, whatever characters it holds.
 
 use crate::home::{Action, Control, ControlKind};
 
@@ -15,20 +16,33 @@ pub const MOOD_BRIGHT: u32 = 777;
 /// One HTTP command: where it goes and what it says.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Command {
+    /// The control's `uuidAction`, or a sub-control's as the structure file gives it
+    /// (`<uuid>/masterValue`).
     pub target: String,
-    pub command: String,
+    /// The path segments after the target (`["manualPosition", "40"]`, `["changeTo", "778"]`,
+    /// a TextInput's text as one segment). Each is sent as exactly one URL path segment
+    /// ([`super::client::segment`]), so no value can change the shape of the URL.
+    pub segments: Vec<String>,
+}
+
+impl Command {
+    /// The command as answers and logs show it: the segments joined by `/`
+    /// (`manualPosition/40`; a text as it is).
+    pub fn command(&self) -> String {
+        self.segments.join("/")
+    }
 }
 
 /// The command for `action` on `control`, or `Err` with a sentence naming what the type
-/// supports. Values are checked by the caller (percent 0-100, temperature range); here they are
-/// only formatted.
+/// supports. Values are checked before a command is sent ([`crate::home::bounds`]: finite, in
+/// the control's range); here they are only formatted.
 pub fn command_for(control: &Control, action: &Action) -> Result<Command, String> {
     use Action::*;
     use ControlKind as K;
-    let own = |c: &str| {
+    let own = |segments: &[&str]| {
         Ok(Command {
             target: control.uuid.clone(),
-            command: c.to_string(),
+            segments: segments.iter().map(|s| s.to_string()).collect(),
         })
     };
     let unsupported = |supported: &str| {
@@ -40,31 +54,31 @@ pub fn command_for(control: &Control, action: &Action) -> Result<Command, String
         ))
     };
     match (&control.kind, action) {
-        (K::Switch | K::TimedSwitch, On) => own("on"),
-        (K::Switch | K::TimedSwitch, Off) => own("off"),
+        (K::Switch | K::TimedSwitch, On) => own(&["on"]),
+        (K::Switch | K::TimedSwitch, Off) => own(&["off"]),
         // TimedSwitch: `pulse` starts the staircase timer (deactivationDelayTotal seconds).
-        (K::TimedSwitch, Pulse) => own("pulse"),
+        (K::TimedSwitch, Pulse) => own(&["pulse"]),
         (K::TimedSwitch, _) => unsupported("on, off, pulse (timer)"),
         (K::Switch, _) => unsupported("on, off"),
         // Pushbutton: momentary; `on` is a pulse too, so a button is never left held.
-        (K::Pushbutton, On | Pulse) => own("pulse"),
+        (K::Pushbutton, On | Pulse) => own(&["pulse"]),
         (K::Pushbutton, _) => unsupported("on (pulse)"),
-        (K::Dimmer | K::EibDimmer, On) => own("on"),
-        (K::Dimmer | K::EibDimmer, Off) => own("off"),
-        (K::Dimmer | K::EibDimmer, Level(v)) => own(&number(*v)),
+        (K::Dimmer | K::EibDimmer, On) => own(&["on"]),
+        (K::Dimmer | K::EibDimmer, Off) => own(&["off"]),
+        (K::Dimmer | K::EibDimmer, Level(v)) => own(&[&number(*v)]),
         (K::Dimmer | K::EibDimmer, _) => unsupported("on, off, a level 0-100"),
         // v1: scene 9 is "all on", scene 0 "all off" (Loxone docs); `{n}` selects scene n.
-        (K::LightController, On) => own("on"),
-        (K::LightController, Off) => own("off"),
-        (K::LightController, Mood(n)) if *n <= 9 => own(&n.to_string()),
+        (K::LightController, On) => own(&["on"]),
+        (K::LightController, Off) => own(&["off"]),
+        (K::LightController, Mood(n)) if *n <= 9 => own(&[&n.to_string()]),
         (K::LightController, _) => unsupported("on, off, a scene 0-9"),
-        (K::LightControllerV2, On) => own(&format!("changeTo/{MOOD_BRIGHT}")),
-        (K::LightControllerV2, Off) => own(&format!("changeTo/{MOOD_OFF}")),
-        (K::LightControllerV2, Mood(id)) => own(&format!("changeTo/{id}")),
+        (K::LightControllerV2, On) => own(&["changeTo", &MOOD_BRIGHT.to_string()]),
+        (K::LightControllerV2, Off) => own(&["changeTo", &MOOD_OFF.to_string()]),
+        (K::LightControllerV2, Mood(id)) => own(&["changeTo", &id.to_string()]),
         (K::LightControllerV2, Level(v)) => match master_value_target(control) {
             Some(target) => Ok(Command {
                 target,
-                command: number(*v),
+                segments: vec![number(*v)],
             }),
             None => Err(format!(
                 "{} (LightControllerV2) has no master brightness in this structure file (no \
@@ -79,9 +93,9 @@ pub fn command_for(control: &Control, action: &Action) -> Result<Command, String
             )),
         },
         (K::LightControllerV2, _) => unsupported("on, off, a mood id, a brightness 0-100"),
-        (K::ColorPickerV2, Level(v)) => own(&format!("setBrightness/{}", number(*v))),
-        (K::ColorPickerV2, Off) => own("setBrightness/0"),
-        (K::ColorPickerV2, On) => own("setBrightness/100"),
+        (K::ColorPickerV2, Level(v)) => own(&["setBrightness", &number(*v)]),
+        (K::ColorPickerV2, Off) => own(&["setBrightness", "0"]),
+        (K::ColorPickerV2, On) => own(&["setBrightness", "100"]),
         (
             K::ColorPickerV2,
             Color {
@@ -89,44 +103,48 @@ pub fn command_for(control: &Control, action: &Action) -> Result<Command, String
                 saturation,
                 brightness,
             },
-        ) => own(&format!(
+        ) => own(&[&format!(
             "hsv({},{},{})",
             number(*hue),
             number(*saturation),
             number(*brightness)
-        )),
-        (K::ColorPickerV2, White { brightness, kelvin }) => own(&format!(
+        )]),
+        (K::ColorPickerV2, White { brightness, kelvin }) => own(&[&format!(
             "temp({},{})",
             number(*brightness),
             number(*kelvin)
-        )),
+        )]),
         (K::ColorPickerV2, _) => {
             unsupported("on, off, a brightness 0-100, a colour (hue, saturation), white (kelvin)")
         }
         // The central light block has one command in the Loxone app: all lights off.
-        (K::CentralLightController, Off) => own("off"),
+        (K::CentralLightController, Off) => own(&["off"]),
         (K::CentralLightController, _) => unsupported("off (all lights off)"),
-        (K::Jalousie | K::CentralJalousie, Up) => own("FullUp"),
-        (K::Jalousie | K::CentralJalousie, Down) => own("FullDown"),
-        (K::Jalousie | K::CentralJalousie, Stop) => own("stop"),
-        (K::Jalousie | K::CentralJalousie, Shade) => own("shade"),
+        (K::Jalousie | K::CentralJalousie, Up) => own(&["FullUp"]),
+        (K::Jalousie | K::CentralJalousie, Down) => own(&["FullDown"]),
+        (K::Jalousie | K::CentralJalousie, Stop) => own(&["stop"]),
+        (K::Jalousie | K::CentralJalousie, Shade) => own(&["shade"]),
         // 0 = fully open (up), 100 = fully closed (down), as manualPosition takes it.
-        (K::Jalousie, Level(v)) => own(&format!("manualPosition/{}", number(*v))),
-        (K::Jalousie, Slats(v)) => own(&format!("manualLamelle/{}", number(*v))),
+        (K::Jalousie, Level(v)) => own(&["manualPosition", &number(*v)]),
+        (K::Jalousie, Slats(v)) => own(&["manualLamelle", &number(*v)]),
         (K::Jalousie, _) => unsupported("up, down, stop, shade, a position 0-100, slats 0-100"),
         (K::CentralJalousie, _) => unsupported("up, down, stop, shade"),
-        (K::Gate, Up | On) => own("open"),
-        (K::Gate, Down | Off) => own("close"),
-        (K::Gate, Stop) => own("stop"),
+        (K::Gate, Up | On) => own(&["open"]),
+        (K::Gate, Down | Off) => own(&["close"]),
+        (K::Gate, Stop) => own(&["stop"]),
         (K::Gate, _) => unsupported("up (open), down (close), stop"),
-        (K::IRoomControllerV2, Temperature(t)) => {
-            own(&format!("setComfortTemperature/{}", number(*t)))
-        }
+        (K::IRoomControllerV2, Temperature(t)) => own(&["setComfortTemperature", &number(*t)]),
         // v1: temperature index 1 is the comfort heating temperature (Loxone docs).
-        (K::IRoomController, Temperature(t)) => own(&format!("settemp/1/{}", number(*t))),
-        (K::IRoomControllerV2, RoomMode(m)) => own(&irc_v2_mode(m)),
+        (K::IRoomController, Temperature(t)) => own(&["settemp", "1", &number(*t)]),
+        (K::IRoomControllerV2, RoomMode(m)) => Ok(Command {
+            target: control.uuid.clone(),
+            segments: irc_v2_mode(m),
+        }),
         (K::IRoomController, RoomMode(m)) => match irc_v1_mode(m) {
-            Some(c) => own(&c),
+            Some(segments) => Ok(Command {
+                target: control.uuid.clone(),
+                segments,
+            }),
             None => unsupported("comfort, eco and off only with a duration (v1 timers end)"),
         },
         (K::IRoomController | K::IRoomControllerV2, _) => unsupported("a temperature, a mode"),
@@ -135,46 +153,45 @@ pub fn command_for(control: &Control, action: &Action) -> Result<Command, String
         // our reading of Loxone's structure-file docs. It has no timer and no comfort/eco
         // temperatures (those belong to the room controllers).
         (K::ClimateController, RoomMode(m)) => match climate_auto_mode(m) {
-            Some(n) => own(&format!("autoMode/{n}")),
+            Some(n) => own(&["autoMode", &n.to_string()]),
             None => unsupported(
                 "the modes auto (heating and cooling), heating, cooling and off (without a \
                  duration: it has no timer)",
             ),
         },
         (K::ClimateController, _) => unsupported("the modes auto, heating, cooling and off"),
-        (K::AudioZone | K::AudioZoneV2 | K::CentralAudioZone, On | Play) => own("play"),
-        (K::AudioZone | K::AudioZoneV2 | K::CentralAudioZone, Pause | Stop) => own("pause"),
+        (K::AudioZone | K::AudioZoneV2 | K::CentralAudioZone, On | Play) => own(&["play"]),
+        (K::AudioZone | K::AudioZoneV2 | K::CentralAudioZone, Pause | Stop) => own(&["pause"]),
         // v1 has a power switch; V2 and the central block only play and pause.
-        (K::AudioZone, Off) => own("off"),
-        (K::AudioZoneV2 | K::CentralAudioZone, Off) => own("pause"),
-        (K::AudioZone | K::AudioZoneV2, Next) => own("next"),
-        (K::AudioZone | K::AudioZoneV2, Previous) => own("prev"),
-        (K::AudioZone | K::AudioZoneV2, Level(v)) => own(&format!("volume/{}", number(*v))),
-        (K::AudioZone, VolumeStep(s)) => own(&format!("volstep/{}", number(*s))),
-        (K::AudioZoneV2, VolumeStep(s)) if *s > 0.0 => own("volUp"),
-        (K::AudioZoneV2, VolumeStep(s)) if *s < 0.0 => own("volDown"),
+        (K::AudioZone, Off) => own(&["off"]),
+        (K::AudioZoneV2 | K::CentralAudioZone, Off) => own(&["pause"]),
+        (K::AudioZone | K::AudioZoneV2, Next) => own(&["next"]),
+        (K::AudioZone | K::AudioZoneV2, Previous) => own(&["prev"]),
+        (K::AudioZone | K::AudioZoneV2, Level(v)) => own(&["volume", &number(*v)]),
+        (K::AudioZone, VolumeStep(s)) => own(&["volstep", &number(*s)]),
+        (K::AudioZoneV2, VolumeStep(s)) if *s > 0.0 => own(&["volUp"]),
+        (K::AudioZoneV2, VolumeStep(s)) if *s < 0.0 => own(&["volDown"]),
         (K::AudioZone | K::AudioZoneV2, _) => {
             unsupported("play, pause, stop, on, off, next, previous, a volume 0-100, a volume step")
         }
         (K::CentralAudioZone, _) => unsupported("play, pause, on (play), off (pause)"),
-        (K::UpDownDigital | K::LeftRightDigital, Up) => own("PulseUp"),
-        (K::UpDownDigital | K::LeftRightDigital, Down) => own("PulseDown"),
+        (K::UpDownDigital | K::LeftRightDigital, Up) => own(&["PulseUp"]),
+        (K::UpDownDigital | K::LeftRightDigital, Down) => own(&["PulseDown"]),
         (K::UpDownDigital | K::LeftRightDigital, _) => unsupported("up, down"),
         // The value goes as it is; the caller checks it against details.min..max.
         (K::Slider | K::ValueSelector | K::UpDownAnalog | K::LeftRightAnalog, Level(v)) => {
-            own(&number(*v))
+            own(&[&number(*v)])
         }
         (K::Slider | K::ValueSelector | K::UpDownAnalog | K::LeftRightAnalog, _) => {
             unsupported("a value")
         }
         // Alarm (§5.3): `on`/`delayedon` with `/1` = with movement sensors, `/0` = without.
-        (K::Alarm, Arm { delayed, motion }) => own(&format!(
-            "{}/{}",
+        (K::Alarm, Arm { delayed, motion }) => own(&[
             if *delayed { "delayedon" } else { "on" },
-            u8::from(*motion)
-        )),
-        (K::Alarm | K::CentralAlarm, Disarm) => own("off"),
-        (K::Alarm | K::CentralAlarm, Acknowledge) => own("quit"),
+            &u8::from(*motion).to_string(),
+        ]),
+        (K::Alarm | K::CentralAlarm, Disarm) => own(&["off"]),
+        (K::Alarm | K::CentralAlarm, Acknowledge) => own(&["quit"]),
         (K::Alarm, _) => unsupported("arm, disarm, acknowledge"),
         // CentralAlarm (§5.3) takes `on`/`delayedon` without a movement argument: each alarm
         // keeps its own movement setting, so "without motion" needs a single alarm.
@@ -184,21 +201,22 @@ pub fn command_for(control: &Control, action: &Action) -> Result<Command, String
                 delayed,
                 motion: true,
             },
-        ) => own(if *delayed { "delayedon" } else { "on" }),
+        ) => own(&[if *delayed { "delayedon" } else { "on" }]),
         (K::CentralAlarm, _) => {
             unsupported("arm (each alarm with its own motion setting), disarm, acknowledge")
         }
         // SmokeAlarm (§5.3): `confirm` acknowledges (and silences) an alarm.
-        (K::SmokeAlarm, Acknowledge) => own("confirm"),
+        (K::SmokeAlarm, Acknowledge) => own(&["confirm"]),
         (K::SmokeAlarm, _) => unsupported("acknowledge"),
         // Radio: `{id}` selects output id, `reset` (or 0) switches all outputs off.
-        (K::Radio, Off | Select(0)) => own("reset"),
-        (K::Radio, Select(n)) => own(&n.to_string()),
-        (K::Radio, Next) => own("next"),
-        (K::Radio, Previous) => own("prev"),
+        (K::Radio, Off | Select(0)) => own(&["reset"]),
+        (K::Radio, Select(n)) => own(&[&n.to_string()]),
+        (K::Radio, Next) => own(&["next"]),
+        (K::Radio, Previous) => own(&["prev"]),
         (K::Radio, _) => unsupported("off (reset), an output number, next, previous"),
-        // TextInput: the text is the command (each path segment is percent-encoded on the way).
-        (K::TextInput, Text(t)) => own(t),
+        // TextInput: the text is one segment, whatever it contains (`/`, `..`, `?`, `%`):
+        // percent-encoded on the way, decoded by the Miniserver into the text.
+        (K::TextInput, Text(t)) => own(&[t]),
         (K::TextInput, _) => unsupported("a text"),
         (
             K::InfoOnlyAnalog
@@ -226,20 +244,22 @@ pub fn command_for(control: &Control, action: &Action) -> Result<Command, String
 /// heating only, 2 automatic cooling only (3-5 are the manual twins); overrides use the
 /// `activeMode` ids 1 comfort, 0 eco, 2 building protection (as in `details.timerModes`), with
 /// the end in seconds since 2009 or none (until `stopOverride`).
-fn irc_v2_mode(m: &crate::home::RoomMode) -> String {
+fn irc_v2_mode(m: &crate::home::RoomMode) -> Vec<String> {
     use crate::home::RoomMode as M;
-    let over = |id: u32, t: &Option<crate::home::OverrideTimer>| match t {
-        Some(t) => format!("override/{id}/{}", t.until),
-        None => format!("override/{id}"),
+    let over = |id: u32, t: &Option<crate::home::OverrideTimer>| {
+        let mut s = vec!["override".to_string(), id.to_string()];
+        s.extend(t.map(|t| t.until.to_string()));
+        s
     };
+    let op = |n: u8| vec!["setOperatingMode".to_string(), n.to_string()];
     match m {
-        M::Auto => "setOperatingMode/0".into(),
-        M::Heating => "setOperatingMode/1".into(),
-        M::Cooling => "setOperatingMode/2".into(),
+        M::Auto => op(0),
+        M::Heating => op(1),
+        M::Cooling => op(2),
         M::Comfort(t) => over(1, t),
         M::Eco(t) => over(0, t),
         M::Off(t) => over(2, t),
-        M::EndOverride => "stopOverride".into(),
+        M::EndOverride => vec!["stopOverride".into()],
     }
 }
 
@@ -248,19 +268,26 @@ fn irc_v2_mode(m: &crate::home::RoomMode) -> String {
 /// overrides are timers on a temperature index, `starttimer/{idx}/{seconds}` with 1 comfort
 /// heating, 0 economy, 3 empty house (building protection); `stoptimer` ends one. A v1 timer
 /// needs a duration: `None` when it has none.
-fn irc_v1_mode(m: &crate::home::RoomMode) -> Option<String> {
+fn irc_v1_mode(m: &crate::home::RoomMode) -> Option<Vec<String>> {
     use crate::home::RoomMode as M;
     let timer = |idx: u32, t: &Option<crate::home::OverrideTimer>| {
-        t.map(|t| format!("starttimer/{idx}/{}", u64::from(t.minutes) * 60))
+        t.map(|t| {
+            vec![
+                "starttimer".to_string(),
+                idx.to_string(),
+                (u64::from(t.minutes) * 60).to_string(),
+            ]
+        })
     };
+    let mode = |n: u8| Some(vec!["mode".to_string(), n.to_string()]);
     match m {
-        M::Auto => Some("mode/0".into()),
-        M::Heating => Some("mode/3".into()),
-        M::Cooling => Some("mode/4".into()),
+        M::Auto => mode(0),
+        M::Heating => mode(3),
+        M::Cooling => mode(4),
         M::Comfort(t) => timer(1, t),
         M::Eco(t) => timer(0, t),
         M::Off(t) => timer(3, t),
-        M::EndOverride => Some("stoptimer".into()),
+        M::EndOverride => Some(vec!["stoptimer".into()]),
     }
 }
 
@@ -356,11 +383,11 @@ mod tests {
     fn light_controller_v2_uses_moods_and_master_value() {
         let c = control(ControlKind::LightControllerV2);
         assert_eq!(
-            command_for(&c, &Action::Off).unwrap().command,
+            command_for(&c, &Action::Off).unwrap().command(),
             "changeTo/778"
         );
         assert_eq!(
-            command_for(&c, &Action::On).unwrap().command,
+            command_for(&c, &Action::On).unwrap().command(),
             "changeTo/777"
         );
         // Without a masterValue sub-control there is no master brightness to set.
@@ -372,9 +399,9 @@ mod tests {
             .push(Control::new(master.clone(), "Master", ControlKind::Dimmer));
         let lvl = command_for(&c, &Action::Level(40.0)).unwrap();
         assert_eq!(lvl.target, master);
-        assert_eq!(lvl.command, "40");
+        assert_eq!(lvl.command(), "40");
         assert_eq!(
-            command_for(&c, &Action::Mood(3)).unwrap().command,
+            command_for(&c, &Action::Mood(3)).unwrap().command(),
             "changeTo/3"
         );
     }
@@ -382,21 +409,21 @@ mod tests {
     #[test]
     fn jalousie_maps_percent_positions() {
         let c = control(ControlKind::Jalousie);
-        assert_eq!(command_for(&c, &Action::Up).unwrap().command, "FullUp");
+        assert_eq!(command_for(&c, &Action::Up).unwrap().command(), "FullUp");
         assert_eq!(
-            command_for(&c, &Action::Level(35.5)).unwrap().command,
+            command_for(&c, &Action::Level(35.5)).unwrap().command(),
             "manualPosition/35.5"
         );
-        assert_eq!(command_for(&c, &Action::Shade).unwrap().command, "shade");
+        assert_eq!(command_for(&c, &Action::Shade).unwrap().command(), "shade");
         assert_eq!(
-            command_for(&c, &Action::Slats(30.0)).unwrap().command,
+            command_for(&c, &Action::Slats(30.0)).unwrap().command(),
             "manualLamelle/30"
         );
         let err = command_for(&c, &Action::On).unwrap_err();
         assert!(err.contains("up, down, stop"), "{err}");
         let central = control(ControlKind::CentralJalousie);
         assert_eq!(
-            command_for(&central, &Action::Shade).unwrap().command,
+            command_for(&central, &Action::Shade).unwrap().command(),
             "shade"
         );
         assert!(command_for(&central, &Action::Slats(30.0)).is_err());
@@ -407,27 +434,30 @@ mod tests {
         let a = control(ControlKind::Alarm);
         let arm = |delayed, motion| Action::Arm { delayed, motion };
         assert_eq!(
-            command_for(&a, &arm(true, true)).unwrap().command,
+            command_for(&a, &arm(true, true)).unwrap().command(),
             "delayedon/1"
         );
-        assert_eq!(command_for(&a, &arm(false, false)).unwrap().command, "on/0");
-        assert_eq!(command_for(&a, &Action::Disarm).unwrap().command, "off");
         assert_eq!(
-            command_for(&a, &Action::Acknowledge).unwrap().command,
+            command_for(&a, &arm(false, false)).unwrap().command(),
+            "on/0"
+        );
+        assert_eq!(command_for(&a, &Action::Disarm).unwrap().command(), "off");
+        assert_eq!(
+            command_for(&a, &Action::Acknowledge).unwrap().command(),
             "quit"
         );
         assert!(command_for(&a, &Action::On).is_err());
         let c = control(ControlKind::CentralAlarm);
         assert_eq!(
-            command_for(&c, &arm(true, true)).unwrap().command,
+            command_for(&c, &arm(true, true)).unwrap().command(),
             "delayedon"
         );
-        assert_eq!(command_for(&c, &arm(false, true)).unwrap().command, "on");
+        assert_eq!(command_for(&c, &arm(false, true)).unwrap().command(), "on");
         assert!(command_for(&c, &arm(true, false)).is_err());
-        assert_eq!(command_for(&c, &Action::Disarm).unwrap().command, "off");
+        assert_eq!(command_for(&c, &Action::Disarm).unwrap().command(), "off");
         let s = control(ControlKind::SmokeAlarm);
         assert_eq!(
-            command_for(&s, &Action::Acknowledge).unwrap().command,
+            command_for(&s, &Action::Acknowledge).unwrap().command(),
             "confirm"
         );
         assert!(command_for(&s, &Action::Disarm).is_err());
@@ -440,7 +470,7 @@ mod tests {
             minutes: 90,
             until: 500_000_000,
         });
-        let cmd = |c: &Control, m: M| command_for(c, &Action::RoomMode(m)).map(|c| c.command);
+        let cmd = |c: &Control, m: M| command_for(c, &Action::RoomMode(m)).map(|c| c.command());
         let v2 = control(ControlKind::IRoomControllerV2);
         assert_eq!(cmd(&v2, M::Auto).unwrap(), "setOperatingMode/0");
         assert_eq!(cmd(&v2, M::Heating).unwrap(), "setOperatingMode/1");
@@ -465,7 +495,7 @@ mod tests {
     fn climate_controller_maps_auto_modes() {
         use crate::home::{OverrideTimer, RoomMode as M};
         let c = control(ControlKind::ClimateController);
-        let cmd = |m: M| command_for(&c, &Action::RoomMode(m)).map(|c| c.command);
+        let cmd = |m: M| command_for(&c, &Action::RoomMode(m)).map(|c| c.command());
         assert_eq!(cmd(M::Auto).unwrap(), "autoMode/0");
         assert_eq!(cmd(M::Heating).unwrap(), "autoMode/1");
         assert_eq!(cmd(M::Cooling).unwrap(), "autoMode/2");
@@ -504,7 +534,7 @@ mod tests {
 
     #[test]
     fn audio_zones_map_playback_and_volume() {
-        let cmd = |c: &Control, a: Action| command_for(c, &a).map(|c| c.command);
+        let cmd = |c: &Control, a: Action| command_for(c, &a).map(|c| c.command());
         let v1 = control(ControlKind::AudioZone);
         let v2 = control(ControlKind::AudioZoneV2);
         let central = control(ControlKind::CentralAudioZone);
@@ -531,6 +561,17 @@ mod tests {
     fn sensors_cannot_be_controlled() {
         let c = control(ControlKind::InfoOnlyAnalog);
         assert!(command_for(&c, &Action::On).is_err());
+    }
+
+    #[test]
+    fn a_text_is_one_segment() {
+        let c = control(ControlKind::TextInput);
+        let t = "x/../../../../jdev/sys/reboot";
+        let cmd = command_for(&c, &Action::Text(t.into())).unwrap();
+        assert_eq!(cmd.segments, vec![t.to_string()]);
+        let v2 = control(ControlKind::IRoomControllerV2);
+        let cmd = command_for(&v2, &Action::RoomMode(crate::home::RoomMode::Auto)).unwrap();
+        assert_eq!(cmd.segments, vec!["setOperatingMode", "0"]);
     }
 
     #[test]

@@ -31,6 +31,7 @@ impl From<LoxoneError> for ControllerError {
                 message: m,
             },
             LoxoneError::WrongVisuPassword => ControllerError::VisuPasswordWrong,
+            LoxoneError::InvalidSegment(m) => ControllerError::InvalidValue(m),
         }
     }
 }
@@ -56,7 +57,7 @@ fn answer_value(a: &LlAnswer) -> Option<Value> {
 impl Controller for Client {
     fn act(&self, control: &Control, action: &Action) -> Result<Option<Value>, ControllerError> {
         let cmd = command_for(control, action).map_err(ControllerError::Unsupported)?;
-        let answer = self.command(&cmd.target, &cmd.command)?;
+        let answer = self.command(&cmd.target, &cmd.segments)?;
         Ok(answer_value(&answer))
     }
 
@@ -67,7 +68,7 @@ impl Controller for Client {
         visu_password: &Secret,
     ) -> Result<Option<Value>, ControllerError> {
         let cmd = command_for(control, action).map_err(ControllerError::Unsupported)?;
-        let answer = self.secured_command(&cmd.target, &cmd.command, visu_password.expose())?;
+        let answer = self.secured_command(&cmd.target, &cmd.segments, visu_password.expose())?;
         Ok(answer_value(&answer))
     }
 

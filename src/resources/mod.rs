@@ -527,7 +527,7 @@ pub(crate) fn run_tool(ctx: &Ctx, name: &str, args: &Value) -> Result<Value, Rpc
         .ok_or_else(|| RpcError::internal(format!("resource needs the missing tool {name}")))?;
     let args: Map<String, Value> = args.as_object().cloned().unwrap_or_default();
     let caller = Caller::new("resource");
-    (tool.run)(ctx, &args, &caller).map_err(|e| match e {
+    tool.invoke(ctx, &args, &caller).map_err(|e| match e {
         ToolError::Resolve(e) => RpcError {
             code: RpcError::RESOURCE_NOT_FOUND,
             message: "Resource not found".into(),

@@ -20,8 +20,19 @@ pub fn in_range(field: &str, value: f64, min: f64, max: f64) -> Result<f64, Tool
         Ok(value)
     } else {
         Err(ToolError::InvalidParams(format!(
-            "{field} must be between {min} and {max} (got {value})"
+            "{field} must be between {min} and {max} (got {})",
+            short_number(value)
         )))
+    }
+}
+
+/// A number as error messages show it: as it is, or in exponent form when it would take more
+/// than 15 digits (`-1e308`, not 309 digits).
+pub fn short_number(v: f64) -> String {
+    if v.is_finite() && v.abs() < 1e15 {
+        v.to_string()
+    } else {
+        format!("{v:e}")
     }
 }
 

@@ -321,7 +321,7 @@ fn run_on(
                 }
             };
             if dry_run {
-                sent.push(cmd.command);
+                sent.push(cmd.command());
                 continue;
             }
             if let Some(e) = &out_of_reach {
@@ -329,7 +329,7 @@ fn run_on(
                 break;
             }
             match caller.act(house, c, &action) {
-                Ok(_) => sent.push(cmd.command),
+                Ok(_) => sent.push(cmd.command()),
                 Err(e) => {
                     error = Some(e.to_string());
                     if e.stops_batch() {

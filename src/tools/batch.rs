@@ -861,7 +861,7 @@ fn attempt(
     for action in &item.actions {
         let cmd = command_for(c, action)
             .map_err(|m| ToolError::Controller(ControllerError::Unsupported(m)))?;
-        commands.push(format!("{}/{}", cmd.target, cmd.command));
+        commands.push(format!("{}/{}", cmd.target, cmd.command()));
     }
     if opts.dry_run {
         return Ok("planned");
@@ -977,6 +977,11 @@ pub enum Scope {
 impl Scope {
     pub const NAMES: [&'static str; 4] = ["device", "room", "category", "system"];
 
+    /// Every word [`Scope::parse`] takes, synonyms included (the schema's `enum`).
+    pub const WORDS: [&'static str; 7] = [
+        "device", "devices", "room", "category", "system", "all", "house",
+    ];
+
     /// Parses a scope; `devices`, `all` and `house` are accepted as synonyms.
     pub fn parse(s: &str) -> Result<Scope, ToolError> {
         Ok(match s.trim().to_lowercase().as_str() {
@@ -1005,7 +1010,7 @@ impl Scope {
 
 /// Schema fragments of `scope` and `target`.
 pub fn scope_schema() -> Value {
-    json!({"type": "string", "enum": Scope::NAMES, "description": "device: the named devices; room: every one of a room; category: every one of a Loxone category or family; system: the whole house"})
+    json!({"type": "string", "enum": Scope::WORDS, "description": "device: the named devices; room: every one of a room; category: every one of a Loxone category or family; system: the whole house (devices, all and house are synonyms)"})
 }
 
 pub fn target_schema() -> Value {

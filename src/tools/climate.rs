@@ -27,10 +27,9 @@ use crate::home::{
 };
 use crate::loxone::commands::{command_for, room_mode_name};
 
-/// Accepted target temperatures in °C (Loxone's frost protection lies below, nobody heats a
-/// room above).
-pub const MIN_TEMPERATURE: f64 = 5.0;
-pub const MAX_TEMPERATURE: f64 = 35.0;
+/// Accepted target temperatures in °C, decided with every other value range in
+/// [`crate::home::bounds`].
+pub use crate::home::bounds::{MAX_TEMPERATURE, MIN_TEMPERATURE};
 
 pub fn tools() -> Vec<Tool> {
     vec![

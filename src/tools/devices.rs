@@ -433,7 +433,7 @@ pub(crate) struct DeviceCommand {
     pub kelvin: Option<f64>,
     /// A plain number for `set` (within the control's own min..max) or an output for `select`.
     pub number: Option<f64>,
-    /// The text for `text` (TextInput), 1-255 characters.
+    /// The text for `text` (TextInput), 1-255 characters ([`crate::home::bounds::TEXT_MAX_CHARS`]).
     pub text: Option<String>,
 }
 
@@ -447,7 +447,7 @@ pub(crate) fn device_command_schema() -> Map<String, Value> {
         "saturation": {"type": "number", "minimum": 0, "maximum": 100, "description": "Colour saturation in percent for action color (default 100)"},
         "kelvin": {"type": "number", "minimum": 2700, "maximum": 6500, "description": "White colour temperature in kelvin for action white (default 2700)"},
         "number": {"type": "number", "description": "Value for action set (within the control's min..max) or output number for action select"},
-        "text": {"type": "string", "minLength": 1, "maxLength": 255, "description": "Text for action text (TextInput)"}
+        "text": {"type": "string", "minLength": 1, "maxLength": crate::home::bounds::TEXT_MAX_CHARS, "description": "Text for action text (TextInput)"}
     });
     match v {
         Value::Object(m) => m,
@@ -473,12 +473,6 @@ fn dimmable(kind: &ControlKind) -> bool {
             | ControlKind::LightControllerV2
             | ControlKind::ColorPickerV2
     )
-}
-
-/// The `min`..`max` of a value block from its structure-file details, if it gives them.
-fn details_bounds(c: &Control) -> (Option<f64>, Option<f64>) {
-    let get = |k: &str| c.details.get(k).and_then(Value::as_f64);
-    (get("min"), get("max"))
 }
 
 fn required<T>(field: &str, verb: Verb, v: Option<T>) -> Result<T, ToolError> {
@@ -560,28 +554,26 @@ pub(crate) fn plan(
             kelvin: in_range("kelvin", cmd.kelvin.unwrap_or(2700.0), 2700.0, 6500.0)?,
         },
         Verb::Set => {
+            // The structure file's range here (-32602 naming the field); a ValueSelector's
+            // live min/max are checked again when the command is sent (House::act).
             let n = required("number", verb, cmd.number)?;
-            let (lo, hi) = details_bounds(c);
-            let lo = lo.unwrap_or(f64::MIN);
-            let hi = hi.unwrap_or(f64::MAX);
+            let (lo, hi) = crate::home::bounds::value_range(c, &|_| None);
             Action::Level(in_range("number", n, lo, hi)?)
         }
         Verb::Select => {
             let n = required("number", verb, cmd.number)?;
-            if n.fract() != 0.0 || !(0.0..=64.0).contains(&n) {
+            let max = crate::home::bounds::MAX_RADIO_OUTPUT;
+            if n.fract() != 0.0 || !(0.0..=max).contains(&n) {
                 return Err(ToolError::InvalidParams(format!(
-                    "number must be a whole output number 0-64 for select (got {n})"
+                    "number must be a whole output number 0-{max} for select (got {})",
+                    args::short_number(n)
                 )));
             }
             Action::Select(n as u32)
         }
         Verb::Text => {
             let t = required("text", verb, cmd.text.clone())?;
-            if t.is_empty() || t.chars().count() > 255 {
-                return Err(ToolError::InvalidParams(
-                    "text must be 1-255 characters".into(),
-                ));
-            }
+            crate::home::bounds::check_text(&t).map_err(ToolError::InvalidParams)?;
             Action::Text(t)
         }
         Verb::Play => Action::Play,
@@ -650,7 +642,7 @@ fn control_device(
         "device": view::device(&home, p.control),
         "action": p.action_name,
         "value": p.value,
-        "command": crate::loxone::commands::command_for(p.control, &p.action).ok().map(|k| k.command),
+        "command": crate::loxone::commands::command_for(p.control, &p.action).ok().map(|k| k.command()),
         "reported_value": outcome.value.map(|v| match v {
             crate::home::Value::Number(n) => json!(n),
             crate::home::Value::Text(t) => json!(t),

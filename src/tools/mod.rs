@@ -388,6 +388,31 @@ pub struct Tool {
     pub run: Run,
 }
 
+impl Tool {
+    /// Runs the tool: `arguments` are checked against its own `inputSchema` first
+    /// ([`Tool::check_arguments`]), so the schema `tools/list` shows and the checks cannot
+    /// drift apart, then the handler runs. Every way a tool is run goes through here: MCP and
+    /// REST calls ([`HomeTools::call`]), workflow steps, resources.
+    pub fn invoke(
+        &self,
+        ctx: &Ctx,
+        arguments: &Map<String, Value>,
+        caller: &Caller,
+    ) -> Result<Value, ToolError> {
+        self.check_arguments(arguments)?;
+        (self.run)(ctx, arguments, caller)
+    }
+
+    /// `Ok` when `arguments` fit the tool's `inputSchema` (types, enums, ranges, required and
+    /// unknown fields; see [`schema`]); else [`ToolError::InvalidParams`] naming the field
+    /// and what it allows (`number: must be of type number (got string "NaN")`,
+    /// `value: must be at most 100 (got 150)`, `colour: unknown field; expected one of ...`).
+    pub fn check_arguments(&self, arguments: &Map<String, Value>) -> Result<(), ToolError> {
+        schema::validate(&(self.input_schema)(), &Value::Object(arguments.clone()))
+            .map_err(|e| ToolError::InvalidParams(e.to_string()))
+    }
+}
+
 /// Why a tool call failed.
 #[derive(Debug)]
 pub enum ToolError {
@@ -642,11 +667,14 @@ impl HomeTools {
             catalogue: &self.tools,
             workflows: &self.workflows,
         };
-        match (tool.run)(&ctx, &arguments, caller) {
+        match tool.invoke(&ctx, &arguments, caller) {
             Ok(data) => Ok(success(data)),
-            Err(ToolError::InvalidParams(m)) => {
-                Err(RpcError::invalid_params(format!("{}: {m}", tool.name)))
-            }
+            // A value outside the control's range, found when the command was about to be
+            // sent (spec §7.2: out-of-range numbers are -32602).
+            Err(
+                ToolError::InvalidParams(m)
+                | ToolError::Controller(ControllerError::InvalidValue(m)),
+            ) => Err(RpcError::invalid_params(format!("{}: {m}", tool.name))),
             Err(e) => Ok(failure(e)),
         }
     }

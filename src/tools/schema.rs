@@ -1,17 +1,23 @@
-//! A small validator for the part of JSON Schema our tools' input schemas use, so a workflow's
-//! step arguments are checked against the step tool's own `input_schema` when the workflow is
-//! created, not only when it runs.
+//! A small validator for the part of JSON Schema our tools' input schemas use: every tool call
+//! is checked against the tool's own `inputSchema` before its handler runs
+//! ([`super::Tool::invoke`]), and a workflow's step arguments against the step tool's schema
+//! when the workflow is created. (The `jsonschema` crate's default features pull `reqwest`,
+//! whose blocking client runs a tokio runtime; without them it still brings `regex`,
+//! `fancy-regex`, `url`/`idna`, `time` and reference resolution, for keywords our schemas do not
+//! use. This is about 300 lines with no dependency beyond `serde_json`.)
 //!
 //! Supported keywords: `type` (a name or a list of names; `integer` accepts whole numbers),
 //! `properties`, `required`, `additionalProperties` (`false` or a schema), `enum`, `const`,
 //! `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, `minLength`, `maxLength`,
 //! `items`, `minItems`, `maxItems`, `oneOf`, `anyOf`, `allOf`. Annotations (`description`,
 //! `default`, `title`, ...) and keywords we do not use (`pattern`, `format`, `$ref`) are ignored,
-//! so a schema using them validates more loosely, never more strictly. The tool still checks
-//! its arguments itself when it runs.
+//! so a schema using them validates more loosely, never more strictly (a test checks that no
+//! tool schema uses a keyword outside this list). Handlers still check what a schema cannot say
+//! (a control's own range, a room that exists).
 //!
-//! Errors carry the path of the offending value (`action`, `devices[0]`, `room`), so a message
-//! can name the field.
+//! Errors carry the path of the offending value (`action`, `devices[0]`, `room`) and name it
+//! with what it allows, in the words of the tools' own checks (`value must be between 0 and
+//! 100 (got 150)`), as spec §7.2 wants for -32602.
 
 use serde_json::{Map, Value};
 
@@ -20,22 +26,28 @@ use serde_json::{Map, Value};
 pub struct SchemaError {
     /// Dotted path of the offending value: `action`, `devices[2]`, `target.room`.
     pub path: String,
+    /// The sentence, naming the path and what it allows: `value must be between 0 and 100
+    /// (got 150)`, `missing field `device``, `operations[0]: unknown field `colour`, expected
+    /// one of ...`, `dry_run must be of type boolean (got string)`, `action must be one of on,
+    /// off (got "blink")`.
     pub message: String,
 }
 
 impl std::fmt::Display for SchemaError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.path.is_empty() {
-            f.write_str(&self.message)
-        } else {
-            write!(f, "{}: {}", self.path, self.message)
-        }
+        f.write_str(&self.message)
     }
 }
 
 /// Checks `value` against `schema`; the first problem found, with its path.
 pub fn validate(schema: &Value, value: &Value) -> Result<(), SchemaError> {
     check(schema, value, "")
+}
+
+/// [`validate`] for a value that sits at `path` inside something larger (a workflow step's
+/// `arguments`): paths and messages start there (`arguments.level must be ...`).
+pub fn validate_at(schema: &Value, value: &Value, path: &str) -> Result<(), SchemaError> {
+    check(schema, value, path)
 }
 
 fn err(path: &str, message: String) -> Result<(), SchemaError> {
@@ -89,11 +101,40 @@ fn short(v: &Value) -> String {
     }
 }
 
+/// How a message names the value at `path`: the path itself, or "the arguments" for the
+/// whole object.
+fn name(path: &str) -> &str {
+    if path.is_empty() {
+        "the arguments"
+    } else {
+        path
+    }
+}
+
+/// "between 1 and 50", "at least 1", "at most 50": a range with one or both ends.
+fn range_words(min: Option<f64>, max: Option<f64>) -> String {
+    match (min, max) {
+        (Some(lo), Some(hi)) => format!("between {lo} and {hi}"),
+        (Some(lo), None) => format!("at least {lo}"),
+        (None, Some(hi)) => format!("at most {hi}"),
+        (None, None) => "anything".into(),
+    }
+}
+
+/// A number as messages show it: as it is, or in exponent form beyond 15 digits.
+fn number_words(n: f64) -> String {
+    if n.abs() < 1e15 {
+        n.to_string()
+    } else {
+        format!("{n:e}")
+    }
+}
+
 fn check(schema: &Value, value: &Value, path: &str) -> Result<(), SchemaError> {
     let Some(s) = schema.as_object() else {
         // `true`/`{}`-like schemas accept everything; `false` nothing.
         return if schema == &Value::Bool(false) {
-            err(path, "no value is allowed here".into())
+            err(path, format!("{} is not allowed here", name(path)))
         } else {
             Ok(())
         };
@@ -106,20 +147,25 @@ fn check(schema: &Value, value: &Value, path: &str) -> Result<(), SchemaError> {
             _ => Vec::new(),
         };
         if !types.is_empty() && !types.iter().any(|t| has_type(value, t)) {
+            // The value itself is not quoted: it may be a secret in the wrong shape (a PIN
+            // sent as an object).
             return err(
                 path,
                 format!(
-                    "must be of type {} (got {} {})",
+                    "{} must be of type {} (got {})",
+                    name(path),
                     types.join(" or "),
-                    type_name(value),
-                    short(value)
+                    type_name(value)
                 ),
             );
         }
     }
     if let Some(c) = s.get("const") {
         if !same(c, value) {
-            return err(path, format!("must be {} (got {})", short(c), short(value)));
+            return err(
+                path,
+                format!("{} must be {} (got {})", name(path), short(c), short(value)),
+            );
         }
     }
     if let Some(Value::Array(options)) = s.get("enum") {
@@ -134,56 +180,74 @@ fn check(schema: &Value, value: &Value, path: &str) -> Result<(), SchemaError> {
                 .collect();
             return err(
                 path,
-                format!("must be one of {} (got {})", names.join(", "), short(value)),
+                format!(
+                    "{} must be one of {} (got {})",
+                    name(path),
+                    names.join(", "),
+                    short(value)
+                ),
             );
         }
     }
     if let Some(n) = value.as_f64() {
         let bound = |k: &str| s.get(k).and_then(Value::as_f64);
-        if let Some(min) = bound("minimum") {
-            if n < min {
-                return err(path, format!("must be at least {min} (got {n})"));
-            }
+        let (min, max) = (bound("minimum"), bound("maximum"));
+        if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
+            return err(
+                path,
+                format!(
+                    "{} must be {} (got {})",
+                    name(path),
+                    range_words(min, max),
+                    number_words(n)
+                ),
+            );
         }
-        if let Some(max) = bound("maximum") {
-            if n > max {
-                return err(path, format!("must be at most {max} (got {n})"));
-            }
+        if let Some(min) = bound("exclusiveMinimum").filter(|m| n <= *m) {
+            return err(
+                path,
+                format!(
+                    "{} must be greater than {min} (got {})",
+                    name(path),
+                    number_words(n)
+                ),
+            );
         }
-        if let Some(min) = bound("exclusiveMinimum") {
-            if n <= min {
-                return err(path, format!("must be greater than {min} (got {n})"));
-            }
-        }
-        if let Some(max) = bound("exclusiveMaximum") {
-            if n >= max {
-                return err(path, format!("must be less than {max} (got {n})"));
-            }
+        if let Some(max) = bound("exclusiveMaximum").filter(|m| n >= *m) {
+            return err(
+                path,
+                format!(
+                    "{} must be less than {max} (got {})",
+                    name(path),
+                    number_words(n)
+                ),
+            );
         }
     }
     if let Some(text) = value.as_str() {
         let len = text.chars().count() as u64;
-        if let Some(min) = s.get("minLength").and_then(Value::as_u64) {
-            if len < min {
-                return err(path, format!("must have at least {min} characters"));
-            }
-        }
-        if let Some(max) = s.get("maxLength").and_then(Value::as_u64) {
-            if len > max {
-                return err(path, format!("must have at most {max} characters"));
-            }
+        let min = s.get("minLength").and_then(Value::as_u64);
+        let max = s.get("maxLength").and_then(Value::as_u64);
+        if min.is_some_and(|m| len < m) || max.is_some_and(|m| len > m) {
+            let range = match (min, max) {
+                (Some(lo), Some(hi)) => format!("{lo}-{hi} characters long"),
+                (Some(lo), None) => format!("at least {lo} characters long"),
+                (_, hi) => format!("at most {} characters long", hi.unwrap_or(0)),
+            };
+            return err(path, format!("{} must be {range} (got {len})", name(path)));
         }
     }
     if let Some(items) = value.as_array() {
-        if let Some(min) = s.get("minItems").and_then(Value::as_u64) {
-            if (items.len() as u64) < min {
-                return err(path, format!("must have at least {min} entries"));
-            }
-        }
-        if let Some(max) = s.get("maxItems").and_then(Value::as_u64) {
-            if items.len() as u64 > max {
-                return err(path, format!("must have at most {max} entries"));
-            }
+        let n = items.len() as u64;
+        let min = s.get("minItems").and_then(Value::as_u64);
+        let max = s.get("maxItems").and_then(Value::as_u64);
+        if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
+            let range = match (min, max) {
+                (Some(lo), Some(hi)) => format!("{lo} to {hi} entries"),
+                (Some(lo), None) => format!("at least {lo} entries"),
+                (_, hi) => format!("at most {} entries", hi.unwrap_or(0)),
+            };
+            return err(path, format!("{} must have {range} (got {n})", name(path)));
         }
         if let Some(item_schema) = s.get("items") {
             for (i, item) in items.iter().enumerate() {
@@ -210,7 +274,7 @@ fn check(schema: &Value, value: &Value, path: &str) -> Result<(), SchemaError> {
         }) {
             return Err(first.unwrap_or_else(|| SchemaError {
                 path: path.to_string(),
-                message: "matches none of the allowed forms".into(),
+                message: format!("{} matches none of the allowed forms", name(path)),
             }));
         }
     }
@@ -231,13 +295,27 @@ fn check(schema: &Value, value: &Value, path: &str) -> Result<(), SchemaError> {
             0 => {
                 return Err(first.unwrap_or_else(|| SchemaError {
                     path: path.to_string(),
-                    message: "matches none of the allowed forms".into(),
+                    message: format!("{} matches none of the allowed forms", name(path)),
                 }))
             }
-            _ => return err(path, "matches more than one of the allowed forms".into()),
+            _ => {
+                return err(
+                    path,
+                    format!("{} matches more than one of the allowed forms", name(path)),
+                )
+            }
         }
     }
     Ok(())
+}
+
+/// `what` about the object at `path`: as it is at the top, `operations[0]: {what}` inside.
+fn within(path: &str, what: String) -> String {
+    if path.is_empty() {
+        what
+    } else {
+        format!("{path}: {what}")
+    }
 }
 
 fn check_object(
@@ -249,7 +327,7 @@ fn check_object(
     if let Some(Value::Array(required)) = s.get("required") {
         for r in required.iter().filter_map(Value::as_str) {
             if !obj.contains_key(r) {
-                return err(&join(path, r), "required field is missing".into());
+                return err(&join(path, r), within(path, format!("missing field `{r}`")));
             }
         }
     }
@@ -263,11 +341,17 @@ fn check_object(
                         .unwrap_or_default();
                     return err(
                         &join(path, key),
-                        if known.is_empty() {
-                            "unknown field; this tool takes no arguments".into()
-                        } else {
-                            format!("unknown field; expected one of {}", known.join(", "))
-                        },
+                        within(
+                            path,
+                            if known.is_empty() {
+                                format!("unknown field `{key}`; this takes no arguments")
+                            } else {
+                                format!(
+                                    "unknown field `{key}`, expected one of {}",
+                                    known.join(", ")
+                                )
+                            },
+                        ),
                     );
                 }
                 Some(extra @ Value::Object(_)) => check(extra, v, &join(path, key))?,
@@ -325,36 +409,45 @@ mod tests {
 
     #[test]
     fn errors_name_the_field() {
+        assert_eq!(fails(json!({"action": "on"})), "missing field `room`");
         assert_eq!(
-            fails(json!({"action": "on"})),
-            "room: required field is missing"
+            validate(&schema(), &json!({"action": "on"}))
+                .unwrap_err()
+                .path,
+            "room"
         );
         assert!(fails(json!({"room": "x", "action": "blink"}))
-            .starts_with("action: must be one of on, off (got \"blink\")"));
-        assert!(fails(json!({"room": "x", "action": "on", "value": 150}))
-            .starts_with("value: must be at most 100"));
-        assert!(fails(json!({"room": "x", "action": "on", "value": -1}))
-            .starts_with("value: must be at least 0"));
+            .starts_with("action must be one of on, off (got \"blink\")"));
+        assert_eq!(
+            fails(json!({"room": "x", "action": "on", "value": 150})),
+            "value must be between 0 and 100 (got 150)"
+        );
         assert!(
-            fails(json!({"room": 3, "action": "on"})).starts_with("room: must be of type string")
+            fails(json!({"room": "x", "action": "on", "value": -1e308})).ends_with("(got -1e308)")
+        );
+        assert_eq!(
+            fails(json!({"room": 3, "action": "on"})),
+            "room must be of type string (got integer)"
         );
         assert!(fails(json!({"room": "", "action": "on"})).contains("at least 1 characters"));
         assert!(fails(json!({"room": "x", "action": "on", "count": 1.5}))
-            .starts_with("count: must be of type integer"));
+            .starts_with("count must be of type integer"));
         assert!(fails(json!({"room": "x", "action": "on", "devices": []}))
-            .starts_with("devices: must have at least 1"));
+            .starts_with("devices must have at least 1"));
         assert!(
             fails(json!({"room": "x", "action": "on", "devices": ["a", 2]}))
-                .starts_with("devices[1]: must be of type string")
+                .starts_with("devices[1] must be of type string")
         );
         assert!(fails(json!({"room": "x", "action": "on", "colour": "red"}))
-            .starts_with("colour: unknown field; expected one of"));
-        assert!(fails(json!({"room": "x", "action": "on", "nested": {}}))
-            .starts_with("nested.x: required field is missing"));
-        assert!(fails(json!({"room": "x", "action": "on", "target": 0})).starts_with("target:"));
+            .starts_with("unknown field `colour`, expected one of"));
+        assert_eq!(
+            fails(json!({"room": "x", "action": "on", "nested": {}})),
+            "nested: missing field `x`"
+        );
+        assert!(fails(json!({"room": "x", "action": "on", "target": 0})).contains("target"));
         assert!(
             fails(json!({"room": "x", "action": "on", "labels": {"a": "b"}}))
-                .starts_with("labels.a: must be of type integer")
+                .contains("labels.a must be of type integer")
         );
         assert!(
             fails(json!({"room": "x", "action": "on", "room_or_null": 1}))
@@ -373,6 +466,67 @@ mod tests {
         let s = json!({"anyOf": [{"type": "number"}, {"type": "integer"}]});
         assert_eq!(validate(&s, &json!(1)), Ok(()));
         assert!(validate(&s, &json!("x")).is_err());
+    }
+
+    /// Every keyword of every tool's input schema, and where it sits (for the message).
+    fn keywords(schema: &Value, at: &str, out: &mut Vec<(String, String)>) {
+        let Some(s) = schema.as_object() else { return };
+        for (k, v) in s {
+            out.push((k.clone(), at.to_string()));
+            match k.as_str() {
+                "properties" => {
+                    for (name, sub) in v.as_object().into_iter().flatten() {
+                        keywords(sub, &format!("{at}.{name}"), out);
+                    }
+                }
+                "items" | "additionalProperties" => keywords(v, &format!("{at}[]"), out),
+                "oneOf" | "anyOf" | "allOf" => {
+                    for sub in v.as_array().into_iter().flatten() {
+                        keywords(sub, at, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn tool_schemas_use_only_keywords_this_validator_checks() {
+        const CHECKED: &[&str] = &[
+            "type",
+            "properties",
+            "required",
+            "additionalProperties",
+            "enum",
+            "const",
+            "minimum",
+            "maximum",
+            "exclusiveMinimum",
+            "exclusiveMaximum",
+            "minLength",
+            "maxLength",
+            "items",
+            "minItems",
+            "maxItems",
+            "oneOf",
+            "anyOf",
+            "allOf",
+        ];
+        const ANNOTATIONS: &[&str] = &["description", "default", "title", "examples"];
+        let mut found = Vec::new();
+        for tool in super::super::catalogue() {
+            keywords(&(tool.input_schema)(), tool.name, &mut found);
+        }
+        assert!(
+            found.len() > 100,
+            "the walk found the schemas: {}",
+            found.len()
+        );
+        let unchecked: Vec<_> = found
+            .iter()
+            .filter(|(k, _)| !CHECKED.contains(&k.as_str()) && !ANNOTATIONS.contains(&k.as_str()))
+            .collect();
+        assert!(unchecked.is_empty(), "keywords not checked: {unchecked:?}");
     }
 
     #[test]

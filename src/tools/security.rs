@@ -33,7 +33,7 @@ fn alarm_schema() -> Value {
 }
 
 fn code_schema() -> Value {
-    json!({"type": "string", "description": "Loxone visualisation password (PIN) for secured alarms; overrides the configured one. Never echoed."})
+    json!({"type": ["string", "integer"], "description": "Loxone visualisation password (PIN) for secured alarms; overrides the configured one. Never echoed."})
 }
 
 fn result_schema() -> Value {

@@ -382,17 +382,12 @@ fn check_step<'a>(catalogue: &'a [Tool], step: &Step) -> Result<&'a Tool, String
                 step.tool
             )
         })?;
-    schema::validate(
+    schema::validate_at(
         &(tool.input_schema)(),
         &Value::Object(step.arguments.clone()),
+        "arguments",
     )
-    .map_err(|e| {
-        if e.path.is_empty() {
-            format!("arguments: {} (tool {})", e.message, tool.name)
-        } else {
-            format!("arguments.{}: {} (tool {})", e.path, e.message, tool.name)
-        }
-    })?;
+    .map_err(|e| format!("{} (tool {})", e.message, tool.name))?;
     Ok(tool)
 }
 
@@ -812,7 +807,7 @@ fn run_step(ctx: &Ctx, i: usize, p: &Planned, caller: &Caller, dry_run: bool) ->
         std::thread::sleep(Duration::from_secs_f64(p.step.delay_seconds));
     }
     let started = Instant::now();
-    let result = (tool.run)(ctx, &arguments, caller);
+    let result = tool.invoke(ctx, &arguments, caller);
     let took = started.elapsed();
     match result {
         Ok(data) => record(i, p, "success", json!({"data": data}), took),
@@ -964,7 +959,7 @@ fn first_room_with_lights(ctx: &Ctx, caller: &Caller) -> Option<(String, String)
         else {
             return None;
         };
-        let data = (tool.run)(ctx, &probe, caller).ok()?;
+        let data = tool.invoke(ctx, &probe, caller).ok()?;
         let found = data["results"].as_array().is_some_and(|d| !d.is_empty());
         found.then(|| (room.uuid.clone(), room.name.clone()))
     })

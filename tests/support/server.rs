@@ -103,10 +103,24 @@ impl Served {
     /// [`Served::start`] at security level `staging` with one key, `key` (its id is the
     /// secret a client sends), from the environment key backend.
     pub fn start_with_key(miniserver: &Miniserver, key: &home_mcp::auth::ApiKey) -> Served {
-        let keys = serde_json::to_string(&vec![key]).expect("a key record");
+        Served::start_with_keys(
+            miniserver,
+            std::slice::from_ref(key),
+            "[auth]\nsecurity_level = \"staging\"\n",
+        )
+    }
+
+    /// [`Served::start`] with `config` and the keys `keys` (their ids are the secrets clients
+    /// send) from the environment key backend.
+    pub fn start_with_keys(
+        miniserver: &Miniserver,
+        keys: &[home_mcp::auth::ApiKey],
+        config: &str,
+    ) -> Served {
+        let keys = serde_json::to_string(keys).expect("key records");
         Served::start(
             miniserver,
-            "[auth]\nsecurity_level = \"staging\"\n",
+            config,
             &[("HOME_KEY_BACKEND", "env"), ("HOME_API_KEYS", &keys)],
         )
     }
@@ -223,7 +237,9 @@ impl Served {
     }
 
     /// Waits until `/health` reports the Miniserver link in `mode` (`websocket`, `polling`,
-    /// `disconnected`); fails with the last health answer.
+    /// `disconnected`); fails with the last health answer. Reads the details without a key, so
+    /// only on a server that shows them to requests without a key (development on loopback,
+    /// as [`Served::start`] runs it unless its config says otherwise).
     pub fn wait_link(&self, mode: &str) {
         wait_until(&format!("link {mode}"), PATIENCE, || {
             let r = try_request::<&str>(self.addr, "GET", "/health", &[], "")?;

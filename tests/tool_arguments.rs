@@ -1,0 +1,207 @@
+//! One validator of tool arguments against each tool's own `inputSchema` (issue 15), from
+//! outside: the real `serve` binary against the demo house's simulator, over MCP. For every
+//! tool `tools/list` shows, a table of bad calls built from that tool's schema (a wrong type, an
+//! unknown property, a missing required field, a value outside an enum, a number beyond its
+//! range) is refused with JSON-RPC -32602 whose message names the field (and for ranges and
+//! enums what is allowed), and nothing reaches the simulator.
+
+use crate::support;
+use support::mcp::McpHttp;
+use support::server::{Miniserver, Served};
+use support::wire::commands_since;
+
+use serde_json::{json, Map, Value};
+
+/// A value the property schema `p` accepts (enough to get past it to the field under test):
+/// the enum's first entry, the minimum, an empty object, `minItems` samples.
+fn sample(p: &Value) -> Value {
+    if let Some(first) = p["enum"].as_array().and_then(|e| e.first()) {
+        return first.clone();
+    }
+    let ty = match &p["type"] {
+        Value::String(t) => t.clone(),
+        Value::Array(ts) => ts[0].as_str().unwrap_or("string").to_string(),
+        _ => "string".into(),
+    };
+    match ty.as_str() {
+        "integer" | "number" => p["minimum"].as_f64().map_or(json!(1), |m| {
+            if ty == "integer" {
+                json!(m as i64)
+            } else {
+                json!(m)
+            }
+        }),
+        "boolean" => json!(false),
+        "array" => {
+            let n = p["minItems"].as_u64().unwrap_or(1);
+            Value::Array((0..n).map(|_| sample(&p["items"])).collect())
+        }
+        "object" => {
+            let mut o = Map::new();
+            for r in p["required"].as_array().into_iter().flatten() {
+                let r = r.as_str().unwrap();
+                o.insert(r.into(), sample(&p["properties"][r]));
+            }
+            Value::Object(o)
+        }
+        _ => {
+            let n = p["minLength"].as_u64().unwrap_or(1).max(1) as usize;
+            json!("x".repeat(n))
+        }
+    }
+}
+
+/// A value of none of the types `p` allows.
+fn wrong_type(p: &Value) -> Value {
+    let allowed: Vec<&str> = match &p["type"] {
+        Value::String(t) => vec![t.as_str()],
+        Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => vec![],
+    };
+    let candidates = [
+        ("object", json!({"nested": true})),
+        ("boolean", json!(true)),
+        ("string", json!("not-a-number")),
+        ("array", json!([1])),
+    ];
+    candidates
+        .into_iter()
+        .find(|(t, _)| !allowed.contains(t))
+        .map(|(_, v)| v)
+        .unwrap()
+}
+
+/// One bad call: its arguments and the words the -32602 message must contain.
+struct Case {
+    what: String,
+    arguments: Value,
+    needles: Vec<String>,
+}
+
+/// The bad calls for the tool whose input schema is `schema`: each starts from its required
+/// fields filled with [`sample`] values and breaks one thing.
+fn cases(schema: &Value) -> Vec<Case> {
+    let props = schema["properties"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let required: Vec<String> = schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.as_str().map(str::to_string))
+        .collect();
+    let base: Map<String, Value> = required
+        .iter()
+        .map(|r| (r.clone(), sample(&props[r])))
+        .collect();
+    let with = |field: &str, v: Value| {
+        let mut a = base.clone();
+        a.insert(field.to_string(), v);
+        Value::Object(a)
+    };
+    let mut out = vec![Case {
+        what: "an unknown property".into(),
+        arguments: with("surely_unknown_field", json!(1)),
+        needles: vec!["`surely_unknown_field`".into()],
+    }];
+    // The first property that has a type: a value of another type.
+    if let Some((name, p)) = props.iter().find(|(_, p)| p.get("type").is_some()) {
+        out.push(Case {
+            what: format!("a wrong type for {name}"),
+            arguments: with(name, wrong_type(p)),
+            needles: vec![name.clone(), "must be of type".into()],
+        });
+    }
+    if let Some(r) = required.first() {
+        let mut a = base.clone();
+        a.remove(r);
+        out.push(Case {
+            what: format!("{r} missing"),
+            arguments: Value::Object(a),
+            needles: vec![format!("`{r}`")],
+        });
+    }
+    if let Some((name, p)) = props.iter().find(|(_, p)| p["enum"].is_array()) {
+        let first = p["enum"][0].as_str().unwrap_or_default().to_string();
+        out.push(Case {
+            what: format!("{name} outside its enum"),
+            arguments: with(name, json!("surely-not-an-option")),
+            needles: vec![name.clone(), "must be one of".into(), first],
+        });
+    }
+    if let Some((name, p)) = props.iter().find(|(_, p)| p["maximum"].is_number()) {
+        let max = p["maximum"].as_f64().unwrap();
+        let shown = if p["type"] == "integer" {
+            (max as i64).to_string()
+        } else {
+            max.to_string()
+        };
+        out.push(Case {
+            what: format!("{name} beyond its maximum"),
+            arguments: with(name, json!(max as i64 + 1)),
+            needles: vec![name.clone(), shown],
+        });
+    }
+    out
+}
+
+#[test]
+fn every_tool_refuses_arguments_its_schema_does_not_allow() {
+    let ms = Miniserver::demo();
+    let served = Served::start(&ms, "", &[]);
+    served.wait_link("websocket");
+    let mut mcp = McpHttp::connect(served.addr, None);
+    let listed = mcp.rpc("tools/list", json!({}));
+    let tools = listed["result"]["tools"].as_array().expect("tools").clone();
+    assert!(
+        tools.len() > 30,
+        "tools/list lists the catalogue: {}",
+        tools.len()
+    );
+
+    let mark = ms.sim.request_count();
+    let mut failures = Vec::new();
+    let (mut calls, mut with_enum, mut with_required) = (0, 0, 0);
+    for tool in &tools {
+        let name = tool["name"].as_str().unwrap();
+        let table = cases(&tool["inputSchema"]);
+        with_enum += table.iter().filter(|c| c.what.contains("enum")).count();
+        with_required += table.iter().filter(|c| c.what.ends_with("missing")).count();
+        for case in table {
+            calls += 1;
+            let (status, answer) = mcp.try_call(name, case.arguments.clone());
+            let code = answer["error"]["code"].as_i64();
+            let message = answer["error"]["message"].as_str().unwrap_or_default();
+            let missing: Vec<&String> = case
+                .needles
+                .iter()
+                .filter(|n| !message.contains(n.as_str()))
+                .collect();
+            if status != 200 || code != Some(-32602) || !missing.is_empty() {
+                failures.push(format!(
+                    "{name}, {}: {} -> HTTP {status} {answer} (missing {missing:?})",
+                    case.what, case.arguments
+                ));
+            }
+        }
+    }
+    println!("{calls} bad calls over {} tools", tools.len());
+    assert!(
+        with_enum >= 10 && with_required >= 15,
+        "the table found enums ({with_enum}) and required fields ({with_required})"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let reached: Vec<String> = ms
+        .sim
+        .requests_since(mark)
+        .into_iter()
+        .filter(|l| l.contains("/jdev/sps/io"))
+        .collect();
+    assert_eq!(
+        reached,
+        Vec::<String>::new(),
+        "nothing reached the simulator"
+    );
+    assert_eq!(commands_since(&ms.sim, mark), Vec::<String>::new());
+}
