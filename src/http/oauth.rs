@@ -317,7 +317,6 @@ fn consent(ctx: &Ctx, oauth: &OAuth, request: &mut tiny_http::Request, issuer: &
         header_key: Some(admin_key),
         query_key: None,
         ip,
-        mcp: false,
     };
     let principal = match gate.authenticate(&creds) {
         Ok(p) => p,
