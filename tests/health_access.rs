@@ -1,6 +1,6 @@
 //! `/health` without a key says status only (issue 15), from outside: the real `serve` binary
 //! at level staging answers a request without a key with `{"status"}` and nothing about the
-//! house (no serial, no Miniserver name or versions); a key with `read` gets the details and
+//! house (no serial, no Miniserver name or versions), and so does a device key; a key with `read` gets the details and
 //! its rate-limit headers; a wrong key gets the gate's 401. A development server on loopback,
 //! where requests without a key pass with every permission anyway, shows the details to all.
 
@@ -13,6 +13,7 @@ use home_mcp::auth::Role;
 use serde_json::Value;
 
 const MONITOR: &str = "homekey_monitor_health_1";
+const DEVICE: &str = "homekey_device_health_1";
 
 /// The demo house's serial number, from its structure file (`msInfo.serialNr`).
 fn demo_serial() -> String {
@@ -35,7 +36,13 @@ fn health(served: &Served, key: Option<&str>) -> Reply {
 #[test]
 fn health_without_a_key_says_status_only() {
     let ms = Miniserver::demo();
-    let served = Served::start_with_key(&ms, &key(MONITOR, Role::Monitor));
+    let mut device = key(DEVICE, Role::Device);
+    device.allowed_devices = vec!["Deckenlicht (Küche)".into()];
+    let served = Served::start_with_keys(
+        &ms,
+        &[key(MONITOR, Role::Monitor), device],
+        "[auth]\nsecurity_level = \"staging\"\n",
+    );
     let serial = demo_serial();
 
     let r = health(&served, None);
@@ -66,6 +73,14 @@ fn health_without_a_key_says_status_only() {
         Some("200"),
         "the key's budget: {r:?}"
     );
+
+    // A device key may not see the house's details, but a health check still gets its status.
+    let r = health(&served, Some(DEVICE));
+    assert_eq!(r.status, 200, "{r:?}");
+    let v = r.json();
+    let keys: Vec<&String> = v.as_object().expect("an object").keys().collect();
+    assert_eq!(keys, ["status"], "status only for a device key: {v}");
+    assert!(!r.body.contains(&serial), "no serial: {}", r.body);
 
     let r = health(&served, Some("homekey_monitor_wrong"));
     assert_eq!(r.status, 401, "{r:?}");

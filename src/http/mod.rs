@@ -81,7 +81,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::auth::gate::{Action, Credentials, Denial, Gate, Principal};
+use crate::auth::gate::{Action, Credentials, Denial, DenyCode, Gate, Principal};
 use crate::mcp::McpServer;
 use crate::metrics::{self, HttpTransport};
 
@@ -732,8 +732,9 @@ fn keys_required(ctx: &Ctx) -> bool {
 }
 
 /// Who may see the details of `/health` (issue 15): `Ok(Some(principal))` for a request with a
-/// key that has `read`; `Ok(None)` without a key (details only without [`keys_required`]); the
-/// gate's refusal (401, 403, 429) for a key that fails, as on every gated route. A keyed
+/// key that has `read`; `Ok(None)` without a key or with a valid key that may not see them (a
+/// device key) (details only without [`keys_required`]); the gate's refusal (401, 429) for a
+/// key that fails, as on every gated route. A keyed
 /// request counts against its key's budget like any other.
 fn health_details_allowed(
     ctx: &Ctx,
@@ -754,9 +755,13 @@ fn health_details_allowed(
     let principal = gate
         .authenticate(&creds)
         .map_err(|d| deny(&d, false, Value::Null))?;
-    gate.authorize(&principal, &Action::Method("health"))
-        .map_err(|d| deny(&d, false, Value::Null))?;
-    Ok(Some(principal))
+    match gate.authorize(&principal, &Action::Method("health")) {
+        Ok(()) => Ok(Some(principal)),
+        // A valid key without the right to the details (a device key: they tell of the whole
+        // house) still gets the status a health check needs, never a 403.
+        Err(d) if d.code == DenyCode::InsufficientPermissions => Ok(None),
+        Err(d) => Err(deny(&d, false, Value::Null)),
+    }
 }
 
 /// The `/health` body: the whole JSON of the health closure with `details` (serial, structure,
