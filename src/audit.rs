@@ -650,6 +650,9 @@ impl Handler for AuditedHandler {
     fn check_subscribable(&self, uri: &str) -> Result<(), RpcError> {
         self.inner.check_subscribable(uri)
     }
+    fn cache_hint(&self, method: &str, uri: Option<&str>) -> crate::mcp::modern::CacheHint {
+        self.inner.cache_hint(method, uri)
+    }
     fn list_prompts(&self) -> Vec<PromptDescriptor> {
         self.inner.list_prompts()
     }

@@ -966,7 +966,7 @@ pub fn tool_call(request: &crate::mcp::jsonrpc::Request) -> Option<(&str, &Map<S
 /// The permission an MCP method needs; `None`: only a valid key.
 fn method_permission(method: &str) -> Option<Permission> {
     match method {
-        "initialize" | "ping" => None,
+        "initialize" | "ping" | "server/discover" => None,
         m if m.starts_with("notifications/") => None,
         _ => Some(Permission::Read),
     }

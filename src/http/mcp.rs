@@ -336,20 +336,13 @@ fn post_inner(
             "Content-Type must be application/json",
         ));
     }
-    if let Some(v) = header(request, "MCP-Protocol-Version") {
-        if ProtocolVersion::parse(v.trim()).is_none() {
-            return Ok(bad_request(format!(
-                "unsupported MCP-Protocol-Version: {}",
-                v.trim()
-            )));
-        }
-    }
+    let declared = header(request, "MCP-Protocol-Version").map(|v| v.trim().to_string());
     let session = match header(request, "Mcp-Session-Id") {
         Some(id) => match ctx.mcp.sessions().touch(id.trim(), "http") {
-            Some(state) if owns(&state, auth) => Some(state),
-            _ => return Ok(session_not_found()),
+            Some(state) if owns(&state, auth) => Ok(Some(state)),
+            _ => Err(()),
         },
-        None => None,
+        None => Ok(None),
     };
 
     let limit = ctx.config.max_body_bytes;
@@ -359,6 +352,35 @@ fn post_inner(
     };
     let mut incoming = jsonrpc::parse(&body);
     drop(body);
+
+    // MCP 2026-07-28: a request that declares itself modern is served without a session (an
+    // `Mcp-Session-Id` it carries is ignored).
+    let mut probe = match &session {
+        Ok(Some(state)) => state.clone(),
+        _ => SessionState::new("http"),
+    };
+    probe.declared_version = declared.clone();
+    if let Ok(Incoming::Single(Ok(Message::Request(r)))) = &incoming {
+        if ctx.mcp.is_modern(&probe, r) {
+            return modern_post(ctx, request, auth, &incoming, declared.as_deref(), format);
+        }
+    }
+
+    if let Some(v) = &declared {
+        if ProtocolVersion::parse(v).is_none_or(ProtocolVersion::is_modern) {
+            let id = match &incoming {
+                Ok(Incoming::Single(Ok(Message::Request(r)))) => Some(r.id.clone()),
+                _ => None,
+            };
+            return Ok(Answer::json_text(
+                400,
+                crate::mcp::modern::unsupported_version(id, v).to_json(),
+            ));
+        }
+    }
+    let Ok(session) = session else {
+        return Ok(session_not_found());
+    };
     if let Ok(Incoming::Batch(items)) = &incoming {
         let version = session.as_ref().and_then(|s| s.version);
         if let Some(refusal) = ctx.mcp.batch_refusal(version, items.len()) {
@@ -442,6 +464,111 @@ fn post_inner(
         answer = answer.with_header("Mcp-Session-Id", id);
     }
     Ok(answer)
+}
+
+/// A 2026-07-28 request over HTTP: the standard headers checked against the body (400
+/// `HeaderMismatch`), `_meta` checked (400 with -32602 or -32022), the gate, then the core
+/// without a session. Errors the era defines are 400, an unknown or removed method 404.
+fn modern_post(
+    ctx: &Arc<Ctx>,
+    request: &tiny_http::Request,
+    auth: Option<&Principal>,
+    incoming: &Result<Incoming, Response>,
+    declared: Option<&str>,
+    format: Format,
+) -> Result<Answer, Handled> {
+    use crate::mcp::modern;
+    let Ok(Incoming::Single(Ok(Message::Request(r)))) = incoming else {
+        return Ok(bad_request(
+            "a 2026-07-28 POST carries one JSON-RPC request",
+        ));
+    };
+    let params = match &r.params {
+        Some(crate::mcp::jsonrpc::Params::Object(p)) => Some(p),
+        _ => None,
+    };
+    if let Some(why) = header_mismatch(request, r, params, declared) {
+        return Ok(Answer::json_text(
+            400,
+            modern::header_mismatch(Some(r.id.clone()), why).to_json(),
+        ));
+    }
+    if let Err(e) = modern::RequestMeta::parse(params) {
+        return Ok(Answer::json_text(
+            400,
+            e.into_response(Some(r.id.clone())).to_json(),
+        ));
+    }
+    if let Some(denied) = denied(ctx, auth, "http", incoming) {
+        return Ok(denied);
+    }
+    let mut state = SessionState::new("http");
+    state.caller = auth.map(Principal::caller);
+    state.declared_version = declared.map(str::to_string);
+    let response = ctx.mcp.handle_modern(&state, r.clone(), &None);
+    let status = match response.error_code() {
+        Some(RpcError::METHOD_NOT_FOUND) => 404,
+        Some(
+            modern::HEADER_MISMATCH
+            | modern::MISSING_CLIENT_CAPABILITY
+            | modern::UNSUPPORTED_PROTOCOL_VERSION,
+        ) => 400,
+        _ => 200,
+    };
+    let reply = Reply::Single(response);
+    Ok(match format {
+        Format::Json => Answer::json_text(status, reply.to_json().unwrap_or_default()),
+        Format::Sse => sse(&reply, status),
+    })
+}
+
+/// Why the standard request headers of a 2026-07-28 POST disagree with its body, if they do:
+/// `MCP-Protocol-Version` must be present and equal `_meta`'s version (when the body names
+/// one), `Mcp-Method` must equal the method, `Mcp-Name` (base64 sentinel decoded) the
+/// `params.name` of `tools/call` and `prompts/get` or the `params.uri` of `resources/read`.
+fn header_mismatch(
+    request: &tiny_http::Request,
+    r: &jsonrpc::Request,
+    params: Option<&serde_json::Map<String, serde_json::Value>>,
+    declared: Option<&str>,
+) -> Option<String> {
+    use crate::mcp::modern;
+    let Some(declared) = declared else {
+        return Some("the MCP-Protocol-Version header is required".into());
+    };
+    if let Some(serde_json::Value::String(v)) = modern::meta_version(params) {
+        if v != declared {
+            return Some(format!(
+                "MCP-Protocol-Version header value '{declared}' does not match body value '{v}'"
+            ));
+        }
+    }
+    match header(request, "Mcp-Method").map(str::trim) {
+        None => return Some("the Mcp-Method header is required".into()),
+        Some(m) if m != r.method => {
+            return Some(format!(
+                "Mcp-Method header value '{m}' does not match body value '{}'",
+                r.method
+            ))
+        }
+        Some(_) => {}
+    }
+    let field = modern::name_source(&r.method)?;
+    let body = params
+        .and_then(|p| p.get(field))
+        .and_then(serde_json::Value::as_str);
+    match (header(request, "Mcp-Name").map(str::trim), body) {
+        (None, Some(_)) => Some("the Mcp-Name header is required".into()),
+        (Some(raw), body) => match modern::decode_header_value(raw) {
+            None => Some(format!("Mcp-Name header value '{raw}' is not valid base64")),
+            Some(name) if Some(name.as_str()) != body => Some(format!(
+                "Mcp-Name header value '{name}' does not match body value '{}'",
+                body.unwrap_or("")
+            )),
+            Some(_) => None,
+        },
+        (None, None) => None,
+    }
 }
 
 /// Answers a request as a live SSE stream on its own thread (or on the worker when every

@@ -310,6 +310,7 @@ fn rpc(
             message: "Internal error".into(),
             data: crate::mcp::jsonrpc::ErrorData {
                 details: format!("unexpected reply from the core: {other:?}"),
+                extra: Default::default(),
             },
         }),
     }

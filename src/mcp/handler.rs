@@ -411,6 +411,12 @@ pub trait Handler: Send + Sync {
             details: Some(format!("no resource {uri:?}")),
         })
     }
+    /// The cache hints (`ttlMs`, `cacheScope`) of a 2026-07-28 result of `method`
+    /// (`server/discover`, the lists, `resources/read` of `uri`). The default says: stale at
+    /// once, per caller.
+    fn cache_hint(&self, _method: &str, _uri: Option<&str>) -> super::modern::CacheHint {
+        super::modern::CacheHint::NONE
+    }
     /// Whether `uri` may be subscribed to (it exists): `Err` as for [`Handler::read_resource`].
     fn check_subscribable(&self, uri: &str) -> Result<(), RpcError> {
         self.read_resource(uri, &RequestContext::default())

@@ -81,10 +81,14 @@ pub struct ErrorObject {
     pub data: ErrorData,
 }
 
-/// `error.data` (spec §7.2): free text explaining the error.
+/// `error.data` (spec §7.2): free text explaining the error, and the members some errors
+/// add (e.g. `supported` and `requested` of MCP 2026-07-28's -32022).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ErrorData {
     pub details: String,
+    /// Further members of `data`, flattened next to `details`.
+    #[serde(flatten, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub extra: serde_json::Map<String, Value>,
 }
 
 /// The outcome carried by a [`Response`].
@@ -132,9 +136,22 @@ impl Response {
             outcome: Outcome::Error(ErrorObject {
                 code: error.code,
                 message: error.message,
-                data: ErrorData { details },
+                data: ErrorData {
+                    details,
+                    extra: serde_json::Map::new(),
+                },
             }),
         }
+    }
+
+    /// [`Response::error`] with further members of `error.data` (an object's members; any
+    /// other `data` is ignored).
+    pub fn error_with_data(id: Option<Id>, error: RpcError, data: Value) -> Self {
+        let mut response = Self::error(id, error);
+        if let (Outcome::Error(e), Value::Object(extra)) = (&mut response.outcome, data) {
+            e.data.extra = extra;
+        }
+        response
     }
 
     /// -32700 with `id: null`.

@@ -6,6 +6,7 @@
 
 pub mod handler;
 pub mod jsonrpc;
+pub mod modern;
 pub mod peer;
 pub mod server;
 pub mod session;

@@ -21,6 +21,7 @@ use serde_json::{json, Map, Value};
 
 use super::handler::{CompletionRef, Handler, LogLevel, PeerHandle, RequestContext, RpcError};
 use super::jsonrpc::{self, Incoming, Message, Params, Request, Response};
+use super::modern;
 use super::peer::{Hub, Outlet, OutletPeer, Pending};
 use super::session::{ProtocolVersion, SessionState, SessionStore};
 
@@ -329,6 +330,9 @@ impl McpServer {
                 }
                 None
             }
+            Message::Request(request) if self.is_modern(state, &request) => {
+                Some(self.handle_modern(state, request, peer))
+            }
             Message::Request(request) => {
                 let id = request.id.clone();
                 let started = std::time::Instant::now();
@@ -367,6 +371,140 @@ impl McpServer {
                 })
             }
         }
+    }
+
+    /// Whether `request` is served statelessly as MCP 2026-07-28 (see [`super::modern`]): it
+    /// names its version in `_meta`, its method exists only in that era, or it comes without a
+    /// negotiated session and the transport declared a version the handshake does not know.
+    pub fn is_modern(&self, state: &SessionState, request: &Request) -> bool {
+        if modern::modern_only(&request.method) {
+            return true;
+        }
+        let params = match &request.params {
+            Some(Params::Object(p)) => Some(p),
+            _ => None,
+        };
+        if modern::meta_version(params).is_some() {
+            return true;
+        }
+        state.version.is_none()
+            && state
+                .declared_version
+                .as_deref()
+                .is_some_and(|v| ProtocolVersion::parse(v).is_none_or(ProtocolVersion::is_modern))
+    }
+
+    /// Serves one 2026-07-28 request: validates its `_meta` (-32602, -32022), refuses the
+    /// methods the era removed (-32601), answers `server/discover`, and dispatches the rest
+    /// with a state of the request's own (its capabilities and log level; the session, if
+    /// any, is left alone). Results get `resultType`, the server's identity and, for the lists
+    /// and reads, the handler's cache hints; "resource not found" becomes -32602.
+    pub fn handle_modern(
+        &self,
+        state: &SessionState,
+        request: Request,
+        peer: &Option<PeerHandle>,
+    ) -> Response {
+        let id = request.id.clone();
+        let started = std::time::Instant::now();
+        let metric = metric_method(&request.method);
+        let tool = if metric == "tools/call" {
+            tool_name(&request.params)
+        } else {
+            None
+        };
+        let params = match &request.params {
+            None => None,
+            Some(Params::Object(p)) => Some(p),
+            Some(Params::Array(_)) => {
+                return Response::error(
+                    Some(id),
+                    RpcError::invalid_params("Invalid params: `params` must be an object"),
+                )
+            }
+        };
+        let meta = match modern::RequestMeta::parse(params) {
+            Ok(meta) => meta,
+            Err(e) => return e.into_response(Some(id)),
+        };
+        let uri = params
+            .and_then(|p| p.get("uri"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let method = request.method.clone();
+        let outcome = if modern::REMOVED_METHODS.contains(&method.as_str()) {
+            Err(RpcError {
+                code: RpcError::METHOD_NOT_FOUND,
+                message: format!("Method not found: {method}"),
+                details: Some(format!(
+                    "`{method}` does not exist in protocol version 2026-07-28; send each \
+                     request with its `_meta` instead"
+                )),
+            })
+        } else if method == "server/discover" {
+            self.discover()
+        } else if method == "subscriptions/listen" {
+            Err(RpcError {
+                code: RpcError::METHOD_NOT_FOUND,
+                message: format!("Method not found: {method}"),
+                details: Some("this transport offers no subscription streams".into()),
+            })
+        } else {
+            let mut own = SessionState::new(state.transport);
+            own.version = Some(ProtocolVersion::V2026_07_28);
+            own.initialized = true;
+            own.caller = state.caller.clone();
+            own.log_level = meta.log_level;
+            // Server-to-client requests do not exist in this era: the handler must not ask.
+            let mut caps = meta.client_capabilities;
+            if let Some(c) = caps.as_object_mut() {
+                for gone in ["elicitation", "sampling", "roots"] {
+                    c.remove(gone);
+                }
+            }
+            own.client_capabilities = caps;
+            self.dispatch(&mut own, request, peer)
+        };
+        crate::metrics::global().mcp_request(
+            state.transport,
+            metric,
+            tool,
+            if outcome.is_ok() {
+                crate::metrics::Outcome::Ok
+            } else {
+                crate::metrics::Outcome::Error
+            },
+            Some(started.elapsed()),
+        );
+        match outcome {
+            Ok(value) => {
+                let info = guarded(|| self.handler.server_info())
+                    .ok()
+                    .and_then(|i| serde_json::to_value(i).ok())
+                    .unwrap_or(Value::Null);
+                let hint = modern::cacheable(&method)
+                    .then(|| guarded(|| self.handler.cache_hint(&method, uri.as_deref())).ok())
+                    .flatten();
+                Response::result(id, modern::finish_result(value, &info, hint))
+            }
+            Err(mut error) => {
+                if error.code == RpcError::RESOURCE_NOT_FOUND {
+                    error.code = RpcError::INVALID_PARAMS;
+                }
+                Response::error(Some(id), error)
+            }
+        }
+    }
+
+    /// `server/discover`: every version served, the capabilities, the instructions (the
+    /// server's identity is added to `_meta` with every modern result).
+    fn discover(&self) -> Result<Value, RpcError> {
+        let instructions = guarded(|| self.handler.instructions())?;
+        Ok(json!({
+            "supportedVersions": modern::supported_versions(),
+            "capabilities": capabilities(),
+            "instructions": instructions,
+        }))
     }
 
     fn dispatch(
@@ -602,13 +740,7 @@ impl McpServer {
         state.client_capabilities = params.get("capabilities").cloned().unwrap_or(Value::Null);
         Ok(json!({
             "protocolVersion": version.as_str(),
-            "capabilities": {
-                "tools": { "listChanged": false },
-                "resources": { "subscribe": true, "listChanged": true },
-                "prompts": { "listChanged": false },
-                "logging": {},
-                "completions": {},
-            },
+            "capabilities": capabilities(),
             "serverInfo": info,
             "instructions": instructions,
         }))
@@ -676,6 +808,17 @@ impl McpServer {
         }
         Ok(value)
     }
+}
+
+/// What the server offers, in every era (`initialize`, `server/discover`).
+fn capabilities() -> Value {
+    json!({
+        "tools": { "listChanged": false },
+        "resources": { "subscribe": true, "listChanged": true },
+        "prompts": { "listChanged": false },
+        "logging": {},
+        "completions": {},
+    })
 }
 
 /// A required string parameter; -32602 naming it when absent or not a string.

@@ -30,17 +30,22 @@ pub enum ProtocolVersion {
     V2025_03_26,
     V2025_06_18,
     V2025_11_25,
+    /// The stateless revision: no `initialize`, every request declares itself in `_meta`
+    /// (see [`super::modern`]).
+    V2026_07_28,
 }
 
 impl ProtocolVersion {
     /// All supported versions, oldest first.
-    pub const ALL: [ProtocolVersion; 4] = [
+    pub const ALL: [ProtocolVersion; 5] = [
         Self::V2024_11_05,
         Self::V2025_03_26,
         Self::V2025_06_18,
         Self::V2025_11_25,
+        Self::V2026_07_28,
     ];
-    /// The newest supported version, answered when a client asks for one we do not know.
+    /// The newest version `initialize` negotiates, answered when a client asks for one we do
+    /// not know (2026-07-28 has no `initialize`).
     pub const LATEST: ProtocolVersion = Self::V2025_11_25;
 
     /// The wire string, e.g. `"2025-06-18"`.
@@ -50,7 +55,14 @@ impl ProtocolVersion {
             Self::V2025_03_26 => "2025-03-26",
             Self::V2025_06_18 => "2025-06-18",
             Self::V2025_11_25 => "2025-11-25",
+            Self::V2026_07_28 => "2026-07-28",
         }
+    }
+
+    /// Whether the version is stateless (2026-07-28 and later): served per request, never
+    /// negotiated by `initialize`.
+    pub fn is_modern(self) -> bool {
+        self >= Self::V2026_07_28
     }
 
     /// Parses a wire string; `None` for anything this server does not support.
@@ -58,9 +70,12 @@ impl ProtocolVersion {
         Self::ALL.into_iter().find(|v| v.as_str() == s)
     }
 
-    /// Version negotiation: echo a supported version, else answer [`Self::LATEST`].
+    /// `initialize`'s version negotiation: echo a supported handshake version, else answer
+    /// [`Self::LATEST`] (also for 2026-07-28, which has no handshake).
     pub fn negotiate(requested: &str) -> Self {
-        Self::parse(requested).unwrap_or(Self::LATEST)
+        Self::parse(requested)
+            .filter(|v| !v.is_modern())
+            .unwrap_or(Self::LATEST)
     }
 }
 
@@ -95,6 +110,10 @@ pub struct SessionState {
     /// The masked id of the API key that opened the session ([`SessionStore::set_owner`]);
     /// `None`: opened without a key (development on loopback) or over stdio.
     pub owner: Option<String>,
+    /// The protocol version the transport declared for the current message (HTTP's
+    /// `MCP-Protocol-Version`), never stored: a modern or unknown one makes a request without
+    /// a session modern (see [`super::modern`]).
+    pub declared_version: Option<String>,
 }
 
 impl SessionState {
@@ -111,6 +130,7 @@ impl SessionState {
             subscriptions_changed: false,
             caller: None,
             owner: None,
+            declared_version: None,
         }
     }
 }
@@ -339,6 +359,7 @@ impl SessionStore {
             subscriptions_changed: false,
             caller: None,
             owner: entry.owner.clone(),
+            declared_version: None,
         })
     }
 

@@ -303,6 +303,11 @@ impl<V: Clone> Cache<V> {
 
     /// Forgets every entry (computations in progress finish; they are kept only if the house's
     /// generation did not move meanwhile).
+    /// How long entries are kept (zero: caching off).
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
     pub fn clear(&self) {
         self.lock().entries.clear();
     }

@@ -710,6 +710,26 @@ impl Handler for HomeTools {
         INSTRUCTIONS.to_string()
     }
 
+    /// The catalogues (tools, prompts, templates, the server's description) change only with
+    /// the binary: public, an hour. The resource list and contents are the house's (private)
+    /// and live as long as the resource cache keeps them (0 when it is off); the cache drops
+    /// them at every change of the house and structure reload, so a client re-reading after
+    /// the hint sees at most what the server would serve itself.
+    fn cache_hint(&self, method: &str, _uri: Option<&str>) -> crate::mcp::modern::CacheHint {
+        match method {
+            "server/discover" | "tools/list" | "prompts/list" | "resources/templates/list" => {
+                crate::mcp::modern::CacheHint {
+                    ttl_ms: 3_600_000,
+                    public: true,
+                }
+            }
+            _ => crate::mcp::modern::CacheHint {
+                ttl_ms: u64::try_from(self.resource_cache.ttl().as_millis()).unwrap_or(u64::MAX),
+                public: false,
+            },
+        }
+    }
+
     fn list_tools(&self) -> Vec<ToolDescriptor> {
         self.tools
             .iter()
