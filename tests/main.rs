@@ -35,6 +35,7 @@ mod live_link;
 mod mcp_http;
 mod mcp_stdio;
 mod metrics;
+mod modern;
 mod oauth;
 mod output_schemas;
 mod packaging;

@@ -505,6 +505,22 @@ fn modern_post(
     let mut state = SessionState::new("http");
     state.caller = auth.map(Principal::caller);
     state.declared_version = declared.map(str::to_string);
+    let sse_ok = accepts_sse(header(request, "Accept"));
+    if r.method == "subscriptions/listen" {
+        if !sse_ok {
+            return Ok(not_acceptable(
+                "subscriptions/listen answers with an SSE stream; Accept must include \
+                 text/event-stream",
+            ));
+        }
+        let Some(permit) = ctx.pool.acquire() else {
+            return Ok(too_many_streams());
+        };
+        return Err(listen_stream(ctx, r.clone(), permit));
+    }
+    if sse_ok && modern_streams(r) {
+        return Err(modern_stream(ctx, state, r.clone()));
+    }
     let response = ctx.mcp.handle_modern(&state, r.clone(), &None);
     let status = match response.error_code() {
         Some(RpcError::METHOD_NOT_FOUND) => 404,
@@ -520,6 +536,125 @@ fn modern_post(
         Format::Json => Answer::json_text(status, reply.to_json().unwrap_or_default()),
         Format::Sse => sse(&reply, status),
     })
+}
+
+/// Whether a 2026-07-28 request is answered as an SSE stream carrying its own progress and
+/// log messages before the response: a `tools/call` or `prompts/get` that asked for progress
+/// (`_meta.progressToken`) or log messages (`_meta` `logLevel`).
+fn modern_streams(r: &jsonrpc::Request) -> bool {
+    if !matches!(r.method.as_str(), "tools/call" | "prompts/get") {
+        return false;
+    }
+    let Some(crate::mcp::jsonrpc::Params::Object(p)) = &r.params else {
+        return false;
+    };
+    p.get("_meta").is_some_and(|m| {
+        m.get("progressToken").is_some() || m.get(crate::mcp::modern::META_LOG_LEVEL).is_some()
+    })
+}
+
+/// An SSE answer written straight to the connection (2026-07-28 streams are not resumable):
+/// notifications of the request, then its response.
+struct DirectStream {
+    writer: Mutex<Option<SseWriter>>,
+}
+
+impl DirectStream {
+    fn start(request: tiny_http::Request, headers: &[(&str, String)]) -> Arc<Self> {
+        let writer = SseWriter::start(request, headers)
+            .map_err(|e| log::debug!("SSE answer could not start: {e}"))
+            .ok();
+        Arc::new(Self {
+            writer: Mutex::new(writer),
+        })
+    }
+
+    fn comment(&self, text: &str) -> bool {
+        let mut guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let ok = guard.as_mut().is_some_and(|w| w.comment(text).is_ok());
+        if !ok {
+            *guard = None;
+        }
+        ok
+    }
+
+    fn finish(&self) {
+        let writer = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(w) = writer {
+            w.finish();
+        }
+    }
+}
+
+impl Outlet for DirectStream {
+    fn send(&self, message: &str) -> bool {
+        let mut guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(w) = guard.as_mut() else {
+            return false;
+        };
+        if w.event(None, Some("message"), message).is_ok() {
+            return true;
+        }
+        log::debug!("a 2026-07-28 stream was closed by the client");
+        *guard = None;
+        false
+    }
+}
+
+/// Serves a 2026-07-28 request on an SSE stream of its own (see [`modern_streams`]).
+fn modern_stream(ctx: &Arc<Ctx>, state: SessionState, r: jsonrpc::Request) -> Handled {
+    let permit = ctx.pool.acquire();
+    let ctx = ctx.clone();
+    Handled::Take(Box::new(move |request, headers| {
+        run_detached("mcp-request-stream", permit, move || {
+            let out = DirectStream::start(request, &headers);
+            let peer = ctx.mcp.peer(None, out.clone());
+            let response = ctx.mcp.handle_modern(&state, r, &Some(peer));
+            out.send(&response.to_json());
+            out.finish();
+        });
+    }))
+}
+
+/// `subscriptions/listen`: an SSE stream starting with the acknowledgement, then the change
+/// notifications the client opted into, with keep-alive comments when idle, until the client
+/// goes away or the server stops (then the graceful final response).
+fn listen_stream(ctx: &Arc<Ctx>, r: jsonrpc::Request, permit: super::stream::Permit) -> Handled {
+    let ctx = ctx.clone();
+    Handled::Take(Box::new(move |request, headers| {
+        run_detached("mcp-listen-stream", Some(permit), move || {
+            let out = DirectStream::start(request, &headers);
+            match ctx.mcp.open_listen(&r, out.clone()) {
+                Err(refusal) => {
+                    out.send(&refusal.to_json());
+                }
+                Ok(listening) => {
+                    let tick = ctx
+                        .config
+                        .keep_alive
+                        .clamp(Duration::from_millis(10), Duration::from_secs(3600));
+                    let step = tick.min(Duration::from_millis(200));
+                    let mut idle = Duration::ZERO;
+                    loop {
+                        if ctx.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+                            out.send(&ctx.mcp.listen_closed(&r).to_json());
+                            break;
+                        }
+                        std::thread::park_timeout(step);
+                        idle += step;
+                        if idle >= tick {
+                            idle = Duration::ZERO;
+                            if !out.comment("keep-alive") {
+                                break;
+                            }
+                        }
+                    }
+                    drop(listening);
+                }
+            }
+            out.finish();
+        });
+    }))
 }
 
 /// Why the standard request headers of a 2026-07-28 POST disagree with its body, if they do:

@@ -138,6 +138,48 @@ pub struct Hub {
     /// Subscriptions of sessions the [`SessionStore`](super::SessionStore) does not hold
     /// (stdio).
     local: Mutex<HashMap<String, BTreeSet<String>>>,
+    /// Open `subscriptions/listen` streams (MCP 2026-07-28), by a key of their own.
+    listeners: Mutex<HashMap<u64, Listener>>,
+    next_listener: AtomicU64,
+}
+
+/// What a `subscriptions/listen` stream asked for and the server agreed to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListenFilter {
+    /// `notifications/resources/list_changed`.
+    pub resources_list_changed: bool,
+    /// `notifications/resources/updated` for these URIs.
+    pub resource_uris: BTreeSet<String>,
+}
+
+struct Listener {
+    outlet: Arc<dyn Outlet>,
+    /// The JSON-RPC id of the `subscriptions/listen` request: every message carries it.
+    subscription: Value,
+    filter: ListenFilter,
+}
+
+/// Registration of one `subscriptions/listen` stream in the [`Hub`]; dropping it ends the
+/// subscription (the transport holds it as long as the stream is open).
+pub struct Listening<'a> {
+    hub: &'a Hub,
+    key: u64,
+}
+
+impl Drop for Listening<'_> {
+    fn drop(&mut self) {
+        lock(&self.hub.listeners).remove(&self.key);
+    }
+}
+
+/// `notification` (a method and its params object) tagged with `subscription` in
+/// `params._meta` (`io.modelcontextprotocol/subscriptionId`).
+pub fn tagged(method: &str, mut params: Value, subscription: &Value) -> String {
+    if !params.is_object() {
+        params = json!({});
+    }
+    params["_meta"] = json!({ super::modern::META_SUBSCRIPTION_ID: subscription });
+    json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
 }
 
 impl Hub {
@@ -187,6 +229,53 @@ impl Hub {
     /// Keys of all sessions with an outlet.
     pub fn keys(&self) -> Vec<String> {
         lock(&self.outlets).keys().cloned().collect()
+    }
+
+    /// Registers a `subscriptions/listen` stream writing to `outlet`, tagged with
+    /// `subscription`; it receives what `filter` names until the returned guard is dropped.
+    pub fn listen(
+        &self,
+        outlet: Arc<dyn Outlet>,
+        subscription: Value,
+        filter: ListenFilter,
+    ) -> Listening<'_> {
+        let key = self.next_listener.fetch_add(1, Ordering::Relaxed);
+        lock(&self.listeners).insert(
+            key,
+            Listener {
+                outlet,
+                subscription,
+                filter,
+            },
+        );
+        Listening { hub: self, key }
+    }
+
+    /// Sends `method` with `params` to every listen stream `wants` selects, tagged with its
+    /// subscription id. Returns how many it reached.
+    pub fn send_to_listeners(
+        &self,
+        method: &str,
+        params: &Value,
+        wants: impl Fn(&ListenFilter) -> bool,
+    ) -> usize {
+        let targets: Vec<(Arc<dyn Outlet>, Value)> = lock(&self.listeners)
+            .values()
+            .filter(|l| wants(&l.filter))
+            .map(|l| (l.outlet.clone(), l.subscription.clone()))
+            .collect();
+        targets
+            .iter()
+            .filter(|(outlet, id)| outlet.send(&tagged(method, params.clone(), id)))
+            .count()
+    }
+
+    /// Every URI some listen stream follows.
+    pub fn listened_uris(&self) -> BTreeSet<String> {
+        lock(&self.listeners)
+            .values()
+            .flat_map(|l| l.filter.resource_uris.iter().cloned())
+            .collect()
     }
 
     /// Drops the outlets whose key `keep` rejects (e.g. expired HTTP sessions).

@@ -197,10 +197,16 @@ impl McpServer {
         .to_string();
         let mut targets = self.sessions.subscribers(uri);
         targets.extend(self.hub.local_subscribers(uri));
-        targets
+        let sessions = targets
             .iter()
             .filter(|k| self.hub.send_to(k, &message))
-            .count()
+            .count();
+        sessions
+            + self.hub.send_to_listeners(
+                "notifications/resources/updated",
+                &json!({ "uri": uri }),
+                |f| f.resource_uris.contains(uri),
+            )
     }
 
     /// Every URI some session (HTTP or local) is subscribed to: what a notifier that lost
@@ -208,6 +214,7 @@ impl McpServer {
     pub fn subscribed_uris(&self) -> Vec<String> {
         let mut uris = self.sessions.subscribed_uris();
         uris.extend(self.hub.local_subscribed_uris());
+        uris.extend(self.hub.listened_uris());
         uris.into_iter().collect()
     }
 
@@ -218,11 +225,102 @@ impl McpServer {
             "method": "notifications/resources/list_changed",
         })
         .to_string();
-        self.hub
+        let sessions = self
+            .hub
             .keys()
             .iter()
             .filter(|k| self.hub.send_to(k, &message))
-            .count()
+            .count();
+        sessions
+            + self
+                .hub
+                .send_to_listeners("notifications/resources/list_changed", &json!({}), |f| {
+                    f.resources_list_changed
+                })
+    }
+
+    /// Opens a `subscriptions/listen` stream (MCP 2026-07-28) on `outlet`: validates the
+    /// request's `_meta` and its `notifications` filter, keeps what this server honours
+    /// (resource list changes, and updates of the URIs that exist; its tools and prompts never
+    /// change), sends `notifications/subscriptions/acknowledged` with that subset and
+    /// registers the stream. `Err` is the error response to send instead. The stream lives as
+    /// long as the returned guard; [`McpServer::listen_closed`] is its graceful last message.
+    pub fn open_listen(
+        &self,
+        request: &Request,
+        outlet: Arc<dyn Outlet>,
+    ) -> Result<super::peer::Listening<'_>, Response> {
+        let id = request.id.clone();
+        let params = match &request.params {
+            Some(Params::Object(p)) => Some(p),
+            None => None,
+            Some(Params::Array(_)) => {
+                return Err(Response::error(
+                    Some(id),
+                    RpcError::invalid_params("Invalid params: `params` must be an object"),
+                ))
+            }
+        };
+        modern::RequestMeta::parse(params).map_err(|e| e.into_response(Some(id.clone())))?;
+        let wanted = params
+            .and_then(|p| p.get("notifications"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        if !(wanted.is_object() || wanted.is_null()) {
+            return Err(Response::error(
+                Some(id),
+                RpcError::invalid_params("Invalid params: `notifications` must be an object"),
+            ));
+        }
+        let mut filter = super::peer::ListenFilter {
+            resources_list_changed: wanted.get("resourcesListChanged") == Some(&Value::Bool(true)),
+            ..Default::default()
+        };
+        if let Some(uris) = wanted.get("resourceSubscriptions") {
+            let Some(uris) = uris.as_array() else {
+                return Err(Response::error(
+                    Some(id),
+                    RpcError::invalid_params(
+                        "Invalid params: `notifications.resourceSubscriptions` must be an array of URIs",
+                    ),
+                ));
+            };
+            for uri in uris.iter().filter_map(Value::as_str) {
+                if guarded(|| self.handler.check_subscribable(uri)).is_ok_and(|r| r.is_ok()) {
+                    filter.resource_uris.insert(uri.to_string());
+                }
+            }
+        }
+        let mut agreed = Map::new();
+        if filter.resources_list_changed {
+            agreed.insert("resourcesListChanged".into(), Value::Bool(true));
+        }
+        if wanted.get("resourceSubscriptions").is_some() {
+            agreed.insert(
+                "resourceSubscriptions".into(),
+                json!(filter.resource_uris.iter().collect::<Vec<_>>()),
+            );
+        }
+        let subscription = serde_json::to_value(&id).unwrap_or(Value::Null);
+        outlet.send(&super::peer::tagged(
+            "notifications/subscriptions/acknowledged",
+            json!({ "notifications": agreed }),
+            &subscription,
+        ));
+        Ok(self.hub.listen(outlet, subscription, filter))
+    }
+
+    /// The graceful end of the `subscriptions/listen` stream opened by `request` (the server
+    /// closes it, e.g. at shutdown).
+    pub fn listen_closed(&self, request: &Request) -> Response {
+        let subscription = serde_json::to_value(&request.id).unwrap_or(Value::Null);
+        Response::result(
+            request.id.clone(),
+            json!({
+                "resultType": "complete",
+                "_meta": { (modern::META_SUBSCRIPTION_ID): subscription },
+            }),
+        )
     }
 
     /// The HTTP transport's sessions.

@@ -172,6 +172,20 @@ impl McpStdio {
     /// Starts `home-mcp stdio` with `args` (e.g. `["--demo"]`) and `env`, and initializes
     /// the session (protocol version 2025-06-18).
     pub fn start(args: &[&str], env: &[(&str, &str)]) -> McpStdio {
+        let mut c = McpStdio::spawn(args, env);
+        let init = c.rpc(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "home-mcp tests", "version": "1"}}),
+        );
+        assert!(init.get("result").is_some(), "initialize: {init}");
+        c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        c
+    }
+
+    /// Starts `home-mcp stdio` with `args` and `env` without initializing (a 2026-07-28
+    /// client sends every request with its `_meta`, see [`modern_meta`]).
+    pub fn spawn(args: &[&str], env: &[(&str, &str)]) -> McpStdio {
         use std::io::BufRead;
         use std::process::Stdio;
         let mut cmd = super::process::bin();
@@ -195,20 +209,12 @@ impl McpStdio {
                 }
             }
         });
-        let mut c = McpStdio {
+        McpStdio {
             _child: super::process::Kill(child),
             stdin,
             lines,
             next_id: 1,
-        };
-        let init = c.rpc(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "home-mcp tests", "version": "1"}}),
-        );
-        assert!(init.get("result").is_some(), "initialize: {init}");
-        c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        c
+        }
     }
 
     /// Writes one message line.
@@ -237,5 +243,90 @@ impl McpStdio {
         assert_ne!(r["isError"], true, "{tool} failed: {v}");
         assert_eq!(r["structuredContent"]["status"], "success", "{tool}: {v}");
         r["structuredContent"]["data"].clone()
+    }
+}
+
+/// The `_meta` of a 2026-07-28 request: protocol version, (empty) client capabilities and the
+/// client's identity.
+pub fn modern_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "home-mcp tests", "version": "1"},
+    })
+}
+
+/// `params` with [`modern_meta`] added as `_meta`.
+pub fn with_modern_meta(params: Value) -> Value {
+    let mut params = if params.is_object() {
+        params
+    } else {
+        json!({})
+    };
+    params["_meta"] = modern_meta();
+    params
+}
+
+/// A 2026-07-28 client over Streamable HTTP: no session, every POST with the standard
+/// headers (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`) and `_meta`.
+pub struct McpModern {
+    pub addr: SocketAddr,
+    next_id: u64,
+}
+
+impl McpModern {
+    /// A client of the server at `addr`.
+    pub fn new(addr: SocketAddr) -> McpModern {
+        McpModern { addr, next_id: 1 }
+    }
+
+    /// The standard headers of a request for `method` with `params`.
+    pub fn headers(method: &str, params: &Value) -> Vec<String> {
+        let mut h = vec![
+            "Content-Type: application/json".to_string(),
+            "Accept: application/json, text/event-stream".to_string(),
+            "MCP-Protocol-Version: 2026-07-28".to_string(),
+            format!("Mcp-Method: {method}"),
+        ];
+        let name = match method {
+            "tools/call" | "prompts/get" => params["name"].as_str(),
+            "resources/read" => params["uri"].as_str(),
+            _ => None,
+        };
+        if let Some(name) = name {
+            h.push(format!("Mcp-Name: {name}"));
+        }
+        h
+    }
+
+    /// POSTs `body` with `headers` as they are.
+    pub fn raw(&self, headers: &[String], body: &Value) -> Reply {
+        super::net::request(self.addr, "POST", "/mcp", headers, &body.to_string())
+    }
+
+    /// A request for `method` with `params` (to which `_meta` is added) and the standard
+    /// headers; the whole reply.
+    pub fn post(&mut self, method: &str, params: Value) -> Reply {
+        let id = self.next_id;
+        self.next_id += 1;
+        let params = with_modern_meta(params);
+        let headers = Self::headers(method, &params);
+        self.raw(
+            &headers,
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        )
+    }
+
+    /// [`McpModern::post`] that must answer 200 with a result; the result.
+    pub fn result(&mut self, method: &str, params: Value) -> Value {
+        let r = self.post(method, params);
+        assert_eq!(r.status, 200, "{method}: {r:?}");
+        assert!(
+            r.header("Mcp-Session-Id").is_none(),
+            "{method} minted a session: {r:?}"
+        );
+        let v = r.json();
+        assert!(v.get("result").is_some(), "{method}: {v}");
+        v["result"].clone()
     }
 }

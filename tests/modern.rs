@@ -1,0 +1,310 @@
+//! MCP 2026-07-28 next to the older revisions, from outside: the real `serve` over HTTP and
+//! the real `stdio`, against the simulated Miniserver. Expected values come from the spec
+//! (`docs/specification/2026-07-28/`) and from the simulator's HTTP API.
+
+use serde_json::{json, Value};
+
+use crate::support::mcp::{with_modern_meta, McpHttp, McpModern, McpStdio};
+use crate::support::server::{Miniserver, Served};
+use crate::support::sse;
+use crate::support::wait::recv_matching;
+
+/// Küche / Deckenlicht (Switch) in the demo house.
+const KITCHEN_LIGHT: &str = "1d5c3a92-0209-520e-ffff504f94d0e5a1";
+
+/// Every version the server serves, newest first (spec: `supportedVersions`).
+const VERSIONS: [&str; 5] = [
+    "2026-07-28",
+    "2025-11-25",
+    "2025-06-18",
+    "2025-03-26",
+    "2024-11-05",
+];
+
+fn names(list: &Value, key: &str, field: &str) -> Vec<String> {
+    list[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {key} in {list}"))
+        .iter()
+        .map(|t| t[field].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn assert_cacheable(result: &Value, what: &str) {
+    assert_eq!(result["resultType"], "complete", "{what}: {result}");
+    assert!(result["ttlMs"].as_u64().is_some(), "{what}: ttlMs {result}");
+    assert!(
+        matches!(result["cacheScope"].as_str(), Some("public" | "private")),
+        "{what}: cacheScope {result}"
+    );
+}
+
+#[test]
+fn discover_then_sessionless_list_call_and_read() {
+    let ms = Miniserver::demo();
+    let served = Served::start(&ms, "", &[]);
+    let mut c = McpModern::new(served.addr);
+
+    let d = c.result("server/discover", json!({}));
+    assert_eq!(d["supportedVersions"], json!(VERSIONS), "{d}");
+    assert!(d["capabilities"]["tools"].is_object(), "{d}");
+    assert!(d["capabilities"]["resources"].is_object(), "{d}");
+    assert!(d["capabilities"]["prompts"].is_object(), "{d}");
+    assert_eq!(
+        d["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "home-mcp",
+        "{d}"
+    );
+    assert!(d["instructions"].as_str().is_some_and(|i| !i.is_empty()));
+    assert_cacheable(&d, "server/discover");
+
+    // tools/list: complete, cacheable and in the same order every time.
+    let tools = c.result("tools/list", json!({}));
+    assert_cacheable(&tools, "tools/list");
+    let first = names(&tools, "tools", "name");
+    assert!(first.contains(&"list_rooms".to_string()), "{first:?}");
+    let again = names(&c.result("tools/list", json!({})), "tools", "name");
+    assert_eq!(first, again, "tools/list order is deterministic");
+
+    // tools/call without a session: the kitchen light as the simulator has it.
+    ms.api.command(KITCHEN_LIGHT, "on");
+    assert_eq!(ms.api.state(KITCHEN_LIGHT, "active"), 1.0);
+    let r = c.result(
+        "tools/call",
+        json!({"name": "get_lights_status", "arguments": {}}),
+    );
+    assert_eq!(r["resultType"], "complete", "{r}");
+    assert_ne!(r["isError"], true, "{r}");
+    assert!(
+        r["structuredContent"].to_string().contains(KITCHEN_LIGHT),
+        "the answer names the device: {r}"
+    );
+    assert!(r.get("ttlMs").is_none(), "tools/call is not cacheable: {r}");
+
+    // resources: list and read, with private cache hints (the house's data).
+    let list = c.result("resources/list", json!({}));
+    assert_cacheable(&list, "resources/list");
+    assert_eq!(list["cacheScope"], "private");
+    assert!(names(&list, "resources", "uri").contains(&"home://lighting".to_string()));
+    let read = c.result("resources/read", json!({"uri": "home://lighting"}));
+    assert_cacheable(&read, "resources/read");
+    assert_eq!(read["contents"][0]["uri"], "home://lighting", "{read}");
+    let prompts = c.result("prompts/list", json!({}));
+    assert_cacheable(&prompts, "prompts/list");
+    let templates = c.result("resources/templates/list", json!({}));
+    assert_cacheable(&templates, "resources/templates/list");
+
+    // A missing resource is -32602 for 2026-07-28 (it was -32002).
+    let r = c.post("resources/read", json!({"uri": "home://no-such-thing"}));
+    assert_eq!(r.json()["error"]["code"], -32602, "{r:?}");
+}
+
+#[test]
+fn version_errors_header_mismatch_and_removed_methods() {
+    let ms = Miniserver::demo();
+    let served = Served::start(&ms, "", &[]);
+    let mut c = McpModern::new(served.addr);
+    let discover = |version: &str, header: &str, id: u64| {
+        let mut params = with_modern_meta(json!({}));
+        params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(version);
+        let mut headers = McpModern::headers("server/discover", &params);
+        headers[2] = format!("MCP-Protocol-Version: {header}");
+        (
+            headers,
+            json!({"jsonrpc": "2.0", "id": id, "method": "server/discover", "params": params}),
+        )
+    };
+
+    // An unknown version: 400, UnsupportedProtocolVersionError with the supported list.
+    let (h, body) = discover("1900-01-01", "1900-01-01", 41);
+    let r = c.raw(&h, &body);
+    assert_eq!(r.status, 400, "{r:?}");
+    let v = r.json();
+    assert_eq!(v["id"], 41, "{v}");
+    assert_eq!(v["error"]["code"], -32022, "{v}");
+    assert_eq!(v["error"]["data"]["supported"], json!(VERSIONS), "{v}");
+    assert_eq!(v["error"]["data"]["requested"], "1900-01-01", "{v}");
+
+    // Header and body disagree: HeaderMismatch.
+    let (h, body) = discover("1900-01-01", "2026-07-28", 42);
+    let r = c.raw(&h, &body);
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, json!(-32020)),
+        "{r:?}"
+    );
+    assert_eq!(r.json()["id"], 42);
+
+    // Mcp-Method and Mcp-Name are checked against the body; a base64 sentinel name decodes.
+    let params = with_modern_meta(json!({"uri": "home://lighting"}));
+    let body = json!({"jsonrpc": "2.0", "id": 43, "method": "resources/read", "params": params});
+    let mut h = McpModern::headers("resources/read", &params);
+    h[3] = "Mcp-Method: tools/list".into();
+    let r = c.raw(&h, &body);
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, json!(-32020)),
+        "{r:?}"
+    );
+    let mut h = McpModern::headers("resources/read", &params);
+    h[4] = "Mcp-Name: home://blinds".into();
+    let r = c.raw(&h, &body);
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, json!(-32020)),
+        "{r:?}"
+    );
+    h[4] = "Mcp-Name: =?base64?aG9tZTovL2xpZ2h0aW5n?=".into(); // home://lighting
+    let r = c.raw(&h, &body);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.json()["result"]["contents"][0]["uri"], "home://lighting");
+    h.truncate(4);
+    let r = c.raw(&h, &body);
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, json!(-32020)),
+        "no Mcp-Name: {r:?}"
+    );
+
+    // `_meta` without client capabilities: -32602, 400.
+    let body = json!({"jsonrpc": "2.0", "id": 44, "method": "tools/list",
+        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+    let r = c.raw(&McpModern::headers("tools/list", &json!({})), &body);
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, json!(-32602)),
+        "{r:?}"
+    );
+    assert_eq!(r.json()["id"], 44);
+
+    // What 2026-07-28 removed, and unknown methods: 404 with -32601.
+    for method in [
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "no/such",
+    ] {
+        let r = c.post(method, json!({}));
+        assert_eq!(r.status, 404, "{method}: {r:?}");
+        assert_eq!(r.json()["error"]["code"], -32601, "{method}: {r:?}");
+    }
+}
+
+#[test]
+fn older_sessions_work_as_before_next_to_modern_requests() {
+    let ms = Miniserver::demo();
+    let served = Served::start(&ms, "", &[]);
+    let mut modern = McpModern::new(served.addr);
+    let mut legacy = McpHttp::connect(served.addr, None);
+    assert!(legacy.session.is_some());
+    let tools = legacy.rpc("tools/list", json!({}));
+    let result = &tools["result"];
+    assert!(result.get("resultType").is_none(), "{result}");
+    assert!(result.get("ttlMs").is_none(), "{result}");
+    let legacy_names = names(result, "tools", "name");
+    let modern_names = names(&modern.result("tools/list", json!({})), "tools", "name");
+    assert_eq!(legacy_names, modern_names);
+    // initialize asking for 2026-07-28 negotiates the newest handshake version instead.
+    let r = crate::support::net::request(
+        served.addr,
+        "POST",
+        "/mcp",
+        &["Content-Type: application/json", "Accept: application/json"],
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2026-07-28", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}})
+        .to_string(),
+    );
+    assert_eq!(r.json()["result"]["protocolVersion"], "2025-11-25", "{r:?}");
+    // The older session still answers after modern traffic.
+    let r = legacy.rpc("ping", json!({}));
+    assert_eq!(r["result"], json!({}), "{r}");
+}
+
+#[test]
+fn subscriptions_listen_receives_an_update_after_a_change_at_the_simulator() {
+    let ms = Miniserver::demo();
+    ms.api.command(KITCHEN_LIGHT, "off");
+    let served = Served::start(&ms, "", &[]);
+    let params = with_modern_meta(json!({"notifications": {
+        "resourceSubscriptions": ["home://lighting", "home://no-such-thing"],
+        "resourcesListChanged": true,
+        "toolsListChanged": true,
+    }}));
+    let body = json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
+        "params": params})
+    .to_string();
+    let headers = McpModern::headers("subscriptions/listen", &params);
+    let headers: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|h| h.split_once(": ").unwrap())
+        .collect();
+    let stream = sse::send(served.addr, "POST", "/mcp", &headers, body.as_bytes());
+    assert_eq!(stream.status, 200);
+    let events = stream.events();
+    let first = recv_matching(&events, "the acknowledgement", |e| e.data.is_some());
+    let ack = first.json();
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "listen-1",
+        "{ack}"
+    );
+    // What the server honours: the existing URI, list changes; its tools never change.
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"resourceSubscriptions": ["home://lighting"], "resourcesListChanged": true}),
+        "{ack}"
+    );
+
+    // A wall button switches the kitchen light on.
+    ms.api.command(KITCHEN_LIGHT, "on");
+    assert_eq!(ms.api.state(KITCHEN_LIGHT, "active"), 1.0);
+    let update = recv_matching(
+        &events,
+        "notifications/resources/updated for home://lighting",
+        |e| {
+            e.error.is_none()
+                && e.data.is_some()
+                && e.json()["method"] == "notifications/resources/updated"
+        },
+    );
+    let update = update.json();
+    assert_eq!(update["params"]["uri"], "home://lighting", "{update}");
+    assert_eq!(
+        update["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "listen-1",
+        "{update}"
+    );
+    // Reading it again shows the light on, as the simulator has it.
+    let mut c = McpModern::new(served.addr);
+    let read = c.result("resources/read", json!({"uri": "home://lighting"}));
+    let text = read["contents"][0]["text"].as_str().unwrap();
+    assert!(text.contains(KITCHEN_LIGHT), "{text}");
+}
+
+#[test]
+fn stdio_answers_the_discover_probe_and_serves_both_eras() {
+    let mut stdio = McpStdio::spawn(&["--demo"], &[]);
+    let d = stdio.rpc("server/discover", with_modern_meta(json!({})));
+    assert_eq!(d["result"]["supportedVersions"], json!(VERSIONS), "{d}");
+    assert_eq!(d["result"]["resultType"], "complete", "{d}");
+    let tools = stdio.rpc("tools/list", with_modern_meta(json!({})));
+    assert_eq!(tools["result"]["resultType"], "complete", "{tools}");
+    assert!(tools["result"]["ttlMs"].as_u64().is_some(), "{tools}");
+    let mut bad = with_modern_meta(json!({}));
+    bad["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+    let r = stdio.rpc("tools/list", bad);
+    assert_eq!(r["error"]["code"], -32022, "{r}");
+    assert_eq!(r["error"]["data"]["supported"], json!(VERSIONS), "{r}");
+    // A dual-era client that falls back: initialize still works on the same process.
+    let init = stdio.rpc(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    let legacy = stdio.rpc("tools/list", json!({}));
+    assert!(legacy["result"].get("resultType").is_none(), "{legacy}");
+}
