@@ -288,13 +288,13 @@ fn protocol_errors_keep_the_session_usable() {
     let server = start(Opts::default());
     let addr = server.addr();
     let sid = session(addr, "2025-11-25");
-    let r = post(addr, Some(&sid), &rpc(1, "server/discover", json!({})));
+    let r = post(addr, Some(&sid), &rpc(1, "tasks/unknown", json!({})));
     assert_eq!(r.status, 200);
     assert_eq!(error_code(&r), -32601);
     assert!(r.json()["error"]["message"]
         .as_str()
         .unwrap()
-        .contains("server/discover"));
+        .contains("tasks/unknown"));
     assert!(r.json()["error"]["data"]["details"].is_string());
     let r = post(
         addr,

@@ -38,7 +38,7 @@ fn scripted_session() {
         "   ".into(),
         r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#.into(),
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"a":1}}}"#.into(),
-        r#"{"jsonrpc":"2.0","id":4,"method":"server/discover"}"#.into(),
+        r#"{"jsonrpc":"2.0","id":4,"method":"tasks/unknown"}"#.into(),
         "{malformed".into(),
         oversized,
         r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"boom"}}"#.into(),
