@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # The official MCP conformance suite (npm @modelcontextprotocol/conformance, run by
-# ../shared/tools/mcp-conformance.sh) against
+# ../shared/tools/mcp-conformance.sh), two pinned versions: 0.1.16 and the newest 0.2.x on the
+# npm registry, 0.2.0-alpha.12 (MCP 2026-07-28), against
 #   1. the conformance fixture server (target/debug/conformance-fixture): 0.1.16 `--suite all`;
 #      the scenarios that fail must be exactly those in tests/conformance-expected-failures.txt;
 #   2. the fixture server: 0.2.0-alpha.12 `--requirements 2025-11-25` (incl. the session
 #      lifecycle: 404 after DELETE); every scenario must pass;
-#   3. the product, `home-mcp serve --demo`, scenario by scenario (0.1.16), for the scenarios
-#      that need no fixtures (PRODUCT_SCENARIOS below): every one must pass.
+#   3. the fixture server: 0.2.0-alpha.12 `--requirements 2026-07-28` (stateless requests);
+#      the failures must be exactly tests/conformance-expected-failures-2026-07-28.txt;
+#   4. the product, `home-mcp serve --demo`, the whole 0.1.16 `--suite all` in one run on one
+#      server (its rate limit budget set by a config file, so 429s cannot break the run): the
+#      failures must be exactly tests/conformance-product-0.1.16.txt (scenarios that call the
+#      suite's own fixture tools, prompts or resources, each with the reason);
+#   5. the product, 0.2.0-alpha.12 `--requirements 2026-07-28` in one run: failures exactly
+#      tests/conformance-product-2026-07-28.txt.
 # Every run is counted against what should have run: the scenarios the suite itself lists for
-# that version (`conformance list`) for runs 1 and 2, PRODUCT_SCENARIOS for run 3. A run fails
+# that version (`conformance list`). A run fails
 # when a scenario is missing (did not run, or crashed without a result line), when an
 # unexpected one ran, and when a scenario passed no check at all (all its checks skipped, or
 # none reported): such a scenario counts as skipped, never as passed. Each run prints
@@ -21,7 +28,7 @@
 #      (into MCP_TOOLS_CACHE, default $TMPDIR/mcp-tools-cache, where this script also finds the
 #      suite to list its scenarios).
 #      MCP_CONFORMANCE_VERSION  version of runs 1 and 3 (default 0.1.16).
-#      CONFORMANCE_ALPHA=skip   leaves out run 2 (refused when CI=true).
+#      CONFORMANCE_ALPHA=skip   leaves out runs 2, 3 and 5 (refused when CI=true).
 # Exit: 0 when all expectations hold, 1 otherwise, 2 when the suite cannot run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,8 +36,6 @@ ROOT="$PWD"
 
 MAIN_VER="${MCP_CONFORMANCE_VERSION:-0.1.16}"
 ALPHA_VER=0.2.0-alpha.12
-PRODUCT_SCENARIOS=(server-initialize ping logging-set-level tools-list resources-list prompts-list
-                   dns-rebinding-protection server-sse-multiple-streams)
 
 if [[ "${CONFORMANCE_ALPHA:-run}" == skip && "${CI:-}" == true ]]; then
   echo "conformance: CONFORMANCE_ALPHA=skip is refused when CI=true (CI runs every conformance version)" >&2
@@ -109,7 +114,8 @@ SUMMARY=()
 # tally LABEL RESULTS EXPECTED_SCENARIOS EXPECTED_FAILURES: counts the per-scenario lines in
 # RESULTS against the scenario names in EXPECTED_SCENARIOS (each must have run exactly once) and
 # the names in EXPECTED_FAILURES (exactly those must fail); a scenario with no passing check and
-# no failing one counts as skipped, which always fails. Prints the counts; sets FAILED.
+# no failing one counts as skipped, which fails unless it is listed there (an extension
+# scenario the suite runs unscored, whose fixtures are absent). Prints the counts; sets FAILED.
 tally() {
   local label=$1 results=$2 expected=$3 xfail=$4 verdict
   [[ -s "$expected" ]] || { echo "conformance: $label: the list of scenarios to run is empty" >&2; exit 2; }
@@ -124,7 +130,7 @@ tally() {
     { n++; seen[$1]++; st[$1] = $2; count[$2]++
       if (seen[$1] == 2) { printf "conformance: %s: %s ran more than once\n", label, $1; bad = 1 }
       if (!($1 in want)) { printf "conformance: %s: %s ran but is not in the list to run\n", label, $1; bad = 1 }
-      if ($2 == "skip") { printf "conformance: %s: %s passed no check (all skipped or none reported)\n", label, $1; bad = 1 }
+      if ($2 == "skip" && !($1 in xfail)) { printf "conformance: %s: %s passed no check (all skipped or none reported)\n", label, $1; bad = 1 }
       if ($2 == "fail" && !($1 in xfail)) { printf "conformance: %s: %s failed (unexpected)\n", label, $1; bad = 1 }
       if ($2 == "pass" && ($1 in xfail)) { printf "conformance: %s: %s now passes, remove it from tests/conformance-expected-failures.txt\n", label, $1; bad = 1 } }
     END {
@@ -139,7 +145,13 @@ tally() {
 }
 
 : >"$WORK/none"
-{ grep -vE '^\s*(#|$)' tests/conformance-expected-failures.txt || true; } | sort >"$WORK/expected-failures"
+# expected FILE OUT: the scenario names of an expected-failures file (first word of each line
+# that is not blank or a comment; the rest of the line is the reason), sorted, into OUT.
+expected() { { grep -vE '^\s*(#|$)' "$1" || true; } | awk '{print $1}' | sort >"$2"; }
+expected tests/conformance-expected-failures.txt "$WORK/expected-failures"
+expected tests/conformance-expected-failures-2026-07-28.txt "$WORK/expected-failures-2026"
+expected tests/conformance-product-0.1.16.txt "$WORK/product-failures"
+expected tests/conformance-product-2026-07-28.txt "$WORK/product-failures-2026"
 
 echo "== conformance $MAIN_VER: fixture server, --suite all"
 target/debug/conformance-fixture --listen 127.0.0.1:0 >"$WORK/fixture.out" 2>"$WORK/fixture.err" &
@@ -159,21 +171,36 @@ else
   tally "conformance $ALPHA_VER, fixture --requirements 2025-11-25" "$WORK/alpha.results" "$WORK/alpha.listed" "$WORK/none"
 fi
 
-echo "== conformance $MAIN_VER: home-mcp serve --demo, scenarios without fixtures"
-target/debug/home-mcp serve --demo --listen 127.0.0.1:0 >"$WORK/product.out" 2>"$WORK/product.err" &
+echo "== conformance $ALPHA_VER: fixture server, --requirements 2026-07-28 (stateless)"
+if [[ "${CONFORMANCE_ALPHA:-run}" == skip ]]; then
+  echo "skipped (CONFORMANCE_ALPHA=skip)"
+  SUMMARY+=("conformance $ALPHA_VER, fixture --requirements 2026-07-28: not run (CONFORMANCE_ALPHA=skip)")
+else
+  suite "$ALPHA_VER" "$WORK/modern" "$URL" --requirements 2026-07-28
+  listed "$ALPHA_VER" --requirements 2026-07-28 >"$WORK/modern.listed"
+  tally "conformance $ALPHA_VER, fixture --requirements 2026-07-28" "$WORK/modern.results" "$WORK/modern.listed" "$WORK/expected-failures-2026"
+fi
+
+# The product as a user runs it, with a request budget the whole suite cannot exhaust (the
+# default per-client limit is meant for people, not for a suite firing 50 scenarios at once).
+mkdir -p "$WORK/data"
+printf '[server]\ndata_dir = "%s"\n[auth.rate_limits]\nper_client = 100000\n' "$WORK/data" >"$WORK/product.toml"
+target/debug/home-mcp serve --demo --listen 127.0.0.1:0 --config "$WORK/product.toml" >"$WORK/product.out" 2>"$WORK/product.err" &
 PIDS+=($!)
 URL="$(wait_url "$WORK/product.err")"
-: >"$WORK/product.results"
-for s in "${PRODUCT_SCENARIOS[@]}"; do
-  suite "$MAIN_VER" "$WORK/product-$s" "$URL" --scenario "$s" >/dev/null
-  { grep -E '^(ok|FAIL) ' "$WORK/product-$s.results" || true; } | tee -a "$WORK/product.results"
-done
-printf '%s\n' "${PRODUCT_SCENARIOS[@]}" | sort >"$WORK/product.listed"
-UNLISTED="$(comm -23 "$WORK/product.listed" "$WORK/fixture.listed" | tr '\n' ' ')"
-if [[ -n "$UNLISTED" ]]; then
-  echo "conformance: product: not scenarios of $MAIN_VER: $UNLISTED"; FAILED=1
+
+echo "== conformance $MAIN_VER: home-mcp serve --demo, --suite all in one run"
+suite "$MAIN_VER" "$WORK/product" "$URL" --suite all
+tally "conformance $MAIN_VER, home-mcp serve --demo --suite all" "$WORK/product.results" "$WORK/fixture.listed" "$WORK/product-failures"
+
+echo "== conformance $ALPHA_VER: home-mcp serve --demo, --requirements 2026-07-28 in one run"
+if [[ "${CONFORMANCE_ALPHA:-run}" == skip ]]; then
+  echo "skipped (CONFORMANCE_ALPHA=skip)"
+  SUMMARY+=("conformance $ALPHA_VER, home-mcp serve --demo --requirements 2026-07-28: not run (CONFORMANCE_ALPHA=skip)")
+else
+  suite "$ALPHA_VER" "$WORK/product-modern" "$URL" --requirements 2026-07-28
+  tally "conformance $ALPHA_VER, home-mcp serve --demo --requirements 2026-07-28" "$WORK/product-modern.results" "$WORK/modern.listed" "$WORK/product-failures-2026"
 fi
-tally "conformance $MAIN_VER, home-mcp serve --demo" "$WORK/product.results" "$WORK/product.listed" "$WORK/none"
 
 echo "== conformance summary"
 printf '%s\n' "${SUMMARY[@]}"

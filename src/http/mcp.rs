@@ -1,4 +1,16 @@
-//! `/mcp`: the Streamable HTTP transport (MCP 2025-03-26 to 2025-11-25).
+//! `/mcp`: the Streamable HTTP transport (MCP 2025-03-26 to 2025-11-25 with sessions, and
+//! 2026-07-28 without).
+//!
+//! A POST whose request is modern ([`McpServer::is_modern`](crate::mcp::McpServer::is_modern):
+//! `_meta` names its version, its method is `server/discover` or `subscriptions/listen`, or
+//! it has no session and `MCP-Protocol-Version` names 2026-07-28 or a version nobody knows) is
+//! served without a session (an `Mcp-Session-Id` it carries is ignored): the standard headers
+//! are checked against the body (400 `HeaderMismatch` -32020), then `_meta` (400 with -32602,
+//! or -32022 listing the supported versions); an unknown or removed method is 404 with
+//! -32601. `subscriptions/listen` is answered by a long-lived SSE stream (acknowledgement,
+//! then the notifications it opted into, keep-alive comments); a `tools/call` or
+//! `prompts/get` that asked for progress or log messages gets an SSE answer carrying them
+//! before its response. Everything below is the session flow of the older versions.
 //!
 //! Checks, in order, each failing with a JSON-RPC error body (`id: null` unless the request's
 //! id is known):
