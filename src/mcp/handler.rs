@@ -411,6 +411,12 @@ pub trait Handler: Send + Sync {
             details: Some(format!("no resource {uri:?}")),
         })
     }
+    /// The client capabilities (e.g. `sampling`) `tool` cannot run without: a 2026-07-28
+    /// `tools/call` whose `_meta` declares one of them not is refused with
+    /// `MissingRequiredClientCapabilityError` (-32021) before the tool runs. Default: none.
+    fn required_client_capabilities(&self, _tool: &str) -> Vec<&'static str> {
+        Vec::new()
+    }
     /// The cache hints (`ttlMs`, `cacheScope`) of a 2026-07-28 result of `method`
     /// (`server/discover`, the lists, `resources/read` of `uri`). The default says: stale at
     /// once, per caller.

@@ -182,6 +182,25 @@ pub fn unsupported_version(id: Option<Id>, requested: &str) -> Response {
     )
 }
 
+/// `MissingRequiredClientCapabilityError` (-32021) for request `id`: `data.requiredCapabilities`
+/// is a client-capabilities object naming each missing capability (`{"sampling": {}}`).
+pub fn missing_capabilities(id: Option<Id>, missing: &[&str]) -> Response {
+    let required: Map<String, Value> = missing.iter().map(|c| (c.to_string(), json!({}))).collect();
+    Response::error_with_data(
+        id,
+        RpcError {
+            code: MISSING_CLIENT_CAPABILITY,
+            message: "Missing required client capability".into(),
+            details: Some(format!(
+                "this request needs the client capabilities {}; declare them in `_meta.{}`",
+                missing.join(", "),
+                META_CLIENT_CAPABILITIES
+            )),
+        },
+        json!({ "requiredCapabilities": required }),
+    )
+}
+
 /// `HeaderMismatch` (-32020) for request `id`, naming what disagreed.
 pub fn header_mismatch(id: Option<Id>, what: impl Into<String>) -> Response {
     let what = what.into();

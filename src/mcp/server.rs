@@ -530,6 +530,21 @@ impl McpServer {
             .and_then(Value::as_str)
             .map(str::to_string);
         let method = request.method.clone();
+        if method == "tools/call" {
+            let tool = params
+                .and_then(|p| p.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let required =
+                guarded(|| self.handler.required_client_capabilities(tool)).unwrap_or_default();
+            let missing: Vec<&str> = required
+                .into_iter()
+                .filter(|c| meta.client_capabilities.get(*c).is_none())
+                .collect();
+            if !missing.is_empty() {
+                return modern::missing_capabilities(Some(id), &missing);
+            }
+        }
         let outcome = if modern::REMOVED_METHODS.contains(&method.as_str()) {
             Err(RpcError {
                 code: RpcError::METHOD_NOT_FOUND,

@@ -118,6 +118,25 @@ fn ask_client(
     }
 }
 
+/// Three `notifications/message` at info, 50 ms apart (sent only at a level the client asked
+/// for), then a text result.
+fn log_three(ctx: &RequestContext) -> Result<CallToolResult, RpcError> {
+    for (i, msg) in [
+        "Tool execution started",
+        "Tool processing data",
+        "Tool execution completed",
+    ]
+    .iter()
+    .enumerate()
+    {
+        if i > 0 {
+            std::thread::sleep(STEP);
+        }
+        ctx.log(LogLevel::Info, "conformance", json!(msg));
+    }
+    ok(vec![text("Tool with logging executed successfully")])
+}
+
 fn elicitation_answer(result: &Value) -> String {
     format!(
         "User response: action={}, content={}",
@@ -187,21 +206,36 @@ fn tools() -> Vec<FixtureTool> {
             name: "test_tool_with_logging",
             description: "Sends three notifications/message (info, 50 ms apart), then returns.",
             input_schema: no_args,
+            run: |_, ctx| log_three(ctx),
+        },
+        FixtureTool {
+            name: "test_logging_tool",
+            description: "2026-07-28 diagnostic: logs as test_tool_with_logging does, so only at a requested logLevel.",
+            input_schema: no_args,
+            run: |_, ctx| log_three(ctx),
+        },
+        FixtureTool {
+            name: "test_missing_capability",
+            description: "2026-07-28 diagnostic: needs the client's sampling capability (-32021 without it).",
+            input_schema: no_args,
+            run: |_, _| ok(vec![text("The client declared the sampling capability.")]),
+        },
+        FixtureTool {
+            name: "test_streaming_elicitation",
+            description: "2026-07-28 diagnostic: asks the user (elicitation/create) only where the request may ask.",
+            input_schema: no_args,
             run: |_, ctx| {
-                for (i, msg) in [
-                    "Tool execution started",
-                    "Tool processing data",
-                    "Tool execution completed",
-                ]
-                .iter()
-                .enumerate()
-                {
-                    if i > 0 {
-                        std::thread::sleep(STEP);
-                    }
-                    ctx.log(LogLevel::Info, "conformance", json!(msg));
+                if !ctx.can_elicit() {
+                    return ok(vec![text(
+                        "Nothing was asked: this request cannot carry a request to the client.",
+                    )]);
                 }
-                ok(vec![text("Tool with logging executed successfully")])
+                let params = json!({
+                    "message": "Please confirm",
+                    "requestedSchema": {"type": "object",
+                        "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+                });
+                ask_client(ctx, "elicitation/create", params, elicitation_answer)
             },
         },
         FixtureTool {
@@ -389,6 +423,13 @@ impl Handler for ConformanceFixture {
 
     fn instructions(&self) -> String {
         "Test fixture for the MCP conformance suite; not a smart-home server.".into()
+    }
+
+    fn required_client_capabilities(&self, tool: &str) -> Vec<&'static str> {
+        match tool {
+            "test_missing_capability" => vec!["sampling"],
+            _ => Vec::new(),
+        }
     }
 
     fn list_tools(&self) -> Vec<ToolDescriptor> {
