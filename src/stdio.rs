@@ -17,6 +17,12 @@
 //! changes, is handled inline, in order. All output goes through one writer thread: one JSON
 //! per line, never interleaved. Notifications not tied to a request (resource updates) reach
 //! the session through the server's [`Hub`](crate::mcp::Hub) under the key [`HUB_KEY`].
+//!
+//! MCP 2026-07-28 on the same process: a request carrying its version in `_meta` (and the
+//! `server/discover` probe of dual-era clients) is served statelessly next to the
+//! `initialize` session; `subscriptions/listen` registers a subscription whose notifications
+//! share stdout, tagged with its request id, until `notifications/cancelled` names that id or
+//! the input ends.
 
 use std::io::{self, BufRead, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -123,6 +129,8 @@ fn read_loop<'scope, 'env, R: BufRead>(
 ) -> io::Result<()> {
     let mut state = SessionState::new("stdio");
     state.caller = key.map(|k| k.caller.clone());
+    let mut listens: std::collections::HashMap<String, crate::mcp::peer::Listening<'env>> =
+        std::collections::HashMap::new();
     let mut line = Vec::new();
     loop {
         let incoming = match read_line_bounded(input, max_line_bytes, &mut line)? {
@@ -149,6 +157,33 @@ fn read_loop<'scope, 'env, R: BufRead>(
                 return Err(io::Error::other("stdio output closed"));
             }
             continue;
+        }
+        match &incoming {
+            Ok(Incoming::Single(Ok(Message::Request(r)))) if r.method == "subscriptions/listen" => {
+                // MCP 2026-07-28: the subscription's notifications share stdout, tagged with
+                // its id; it lasts until cancelled or the end of input.
+                match mcp.open_listen(r, outlet.clone()) {
+                    Ok(listening) => {
+                        listens.insert(subscription_key(&r.id), listening);
+                    }
+                    Err(refusal) => {
+                        if !outlet.send(&refusal.to_json()) {
+                            return Err(io::Error::other("stdio output closed"));
+                        }
+                    }
+                }
+                continue;
+            }
+            Ok(Incoming::Single(Ok(Message::Notification(n))))
+                if n.method == "notifications/cancelled" =>
+            {
+                if let Some(jsonrpc::Params::Object(p)) = &n.params {
+                    if let Some(id) = p.get("requestId") {
+                        listens.remove(&id.to_string());
+                    }
+                }
+            }
+            _ => {}
         }
         if may_wait(&incoming) && state.version.is_some() {
             if in_flight.fetch_add(1, Ordering::SeqCst) < MAX_IN_FLIGHT {
@@ -192,6 +227,12 @@ fn read_loop<'scope, 'env, R: BufRead>(
             }
         }
     }
+}
+
+/// The key of a `subscriptions/listen` under its request id, as `notifications/cancelled`
+/// names it (`requestId`, compact JSON).
+fn subscription_key(id: &jsonrpc::Id) -> String {
+    serde_json::to_value(id).unwrap_or_default().to_string()
 }
 
 /// The JSON-RPC error for a frame the stdio key may not send: a single request gets it with

@@ -308,3 +308,51 @@ fn stdio_answers_the_discover_probe_and_serves_both_eras() {
     let legacy = stdio.rpc("tools/list", json!({}));
     assert!(legacy["result"].get("resultType").is_none(), "{legacy}");
 }
+
+#[test]
+fn stdio_subscriptions_listen_receives_an_update_after_a_change_at_the_simulator() {
+    let ms = Miniserver::demo();
+    ms.api.command(KITCHEN_LIGHT, "off");
+    let data = crate::support::server::TempDir::new("stdio-listen");
+    let host = ms.api.addr.to_string();
+    let data_dir = data.0.display().to_string();
+    let mut stdio = McpStdio::spawn(
+        &[],
+        &[
+            ("HOME_HOST", host.as_str()),
+            ("HOME_USER", "demo"),
+            ("HOME_PASS", "demo"),
+            ("HOME_DATA_DIR", data_dir.as_str()),
+        ],
+    );
+    // Wait until the server answers before subscribing.
+    let d = stdio.rpc("server/discover", with_modern_meta(json!({})));
+    assert_eq!(d["result"]["resultType"], "complete", "{d}");
+    stdio.send(
+        &json!({"jsonrpc": "2.0", "id": 77, "method": "subscriptions/listen",
+        "params": with_modern_meta(json!({"notifications": {
+            "resourceSubscriptions": ["home://lighting"]}}))}),
+    );
+    let ack = stdio.next_matching("the acknowledgement", |v| {
+        v["method"] == "notifications/subscriptions/acknowledged"
+    });
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 77,
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"resourceSubscriptions": ["home://lighting"]}),
+        "{ack}"
+    );
+    ms.api.command(KITCHEN_LIGHT, "on");
+    assert_eq!(ms.api.state(KITCHEN_LIGHT, "active"), 1.0);
+    let update = stdio.next_matching("notifications/resources/updated", |v| {
+        v["method"] == "notifications/resources/updated"
+    });
+    assert_eq!(update["params"]["uri"], "home://lighting", "{update}");
+    assert_eq!(
+        update["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        77
+    );
+}

@@ -236,6 +236,15 @@ impl McpStdio {
         serde_json::from_str(&line).unwrap()
     }
 
+    /// The next message line `want` accepts (others are skipped), within
+    /// [`super::wait::PATIENCE`].
+    pub fn next_matching(&self, what: &str, mut want: impl FnMut(&Value) -> bool) -> Value {
+        let line = super::wait::recv_matching(&self.lines, what, |l| {
+            serde_json::from_str::<Value>(l).is_ok_and(|v| want(&v))
+        });
+        serde_json::from_str(&line).unwrap()
+    }
+
     /// `tools/call` that must succeed; the envelope's `data`.
     pub fn ok(&mut self, tool: &str, arguments: Value) -> Value {
         let v = self.rpc("tools/call", json!({"name": tool, "arguments": arguments}));
