@@ -356,3 +356,87 @@ fn stdio_subscriptions_listen_receives_an_update_after_a_change_at_the_simulator
         77
     );
 }
+
+/// A 2026-07-28 `tools/call` of the fake handler's `name` with `meta_extra` merged into the
+/// request's `_meta`, sent over an SSE-accepting POST; the stream's JSON messages in order.
+fn modern_stream_call(addr: std::net::SocketAddr, name: &str, meta_extra: Value) -> Vec<Value> {
+    let mut params = with_modern_meta(json!({"name": name, "arguments": {}}));
+    for (k, v) in meta_extra.as_object().unwrap() {
+        params["_meta"][k] = v.clone();
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params});
+    let headers = McpModern::headers("tools/call", &params);
+    let headers: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|h| h.split_once(": ").unwrap())
+        .collect();
+    let mut s = sse::send(addr, "POST", "/mcp", &headers, body.to_string().as_bytes());
+    assert_eq!(s.status, 200);
+    let mut seen = Vec::new();
+    while let Some(e) = s.next_data() {
+        let v = e.json();
+        let last = v.get("id").is_some();
+        seen.push(v);
+        if last {
+            break;
+        }
+    }
+    seen
+}
+
+#[test]
+fn progress_and_logs_travel_on_the_stream_of_their_request() {
+    let server = sse::start();
+    let addr = server.addr();
+    let seen = modern_stream_call(
+        addr,
+        "progress",
+        json!({"progressToken": "tok", "io.modelcontextprotocol/logLevel": "debug"}),
+    );
+    let methods: Vec<&str> = seen.iter().filter_map(|v| v["method"].as_str()).collect();
+    assert_eq!(
+        methods
+            .iter()
+            .filter(|m| **m == "notifications/progress")
+            .count(),
+        3,
+        "{seen:#?}"
+    );
+    assert_eq!(
+        methods
+            .iter()
+            .filter(|m| **m == "notifications/message")
+            .count(),
+        1,
+        "{seen:#?}"
+    );
+    let answer = seen.last().unwrap();
+    assert_eq!(answer["id"], 9, "{answer}");
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "done", "{answer}");
+
+    // Without a logLevel the request gets no log messages (the spec's MUST NOT).
+    let seen = modern_stream_call(addr, "progress", json!({"progressToken": "tok"}));
+    assert!(
+        seen.iter().all(|v| v["method"] != "notifications/message"),
+        "{seen:#?}"
+    );
+    assert_eq!(seen.last().unwrap()["result"]["content"][0]["text"], "done");
+
+    // No server-to-client requests in this era, even for a client that declares elicitation.
+    let seen = modern_stream_call(
+        addr,
+        "ask",
+        json!({"progressToken": "t2",
+               "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}),
+    );
+    assert!(
+        seen.iter()
+            .all(|v| v.get("method").is_none() || v.get("id").is_none()),
+        "a request was sent to the client: {seen:#?}"
+    );
+    assert_eq!(
+        seen.last().unwrap()["result"]["content"][0]["text"],
+        "cannot elicit"
+    );
+}
