@@ -176,6 +176,15 @@ fn version_errors_header_mismatch_and_removed_methods() {
     );
     assert_eq!(r.json()["id"], 44);
 
+    // A notification without a session is accepted (202) and dropped.
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 1, "reason": "user"}});
+    let r = c.raw(
+        &McpModern::headers("notifications/cancelled", &json!({})),
+        &note,
+    );
+    assert_eq!(r.status, 202, "{r:?}");
+
     // What 2026-07-28 removed, and unknown methods: 404 with -32601.
     for method in [
         "initialize",

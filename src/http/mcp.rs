@@ -379,6 +379,18 @@ fn post_inner(
     }
 
     if let Some(v) = &declared {
+        let modern_version = ProtocolVersion::parse(v).is_some_and(ProtocolVersion::is_modern);
+        let no_session = matches!(session, Ok(None));
+        if modern_version
+            && no_session
+            && matches!(
+                &incoming,
+                Ok(Incoming::Single(Ok(Message::Notification(_))))
+            )
+        {
+            // 2026-07-28 defines no client notifications over HTTP; accepted and dropped.
+            return Ok(Answer::empty(202));
+        }
         if ProtocolVersion::parse(v).is_none_or(ProtocolVersion::is_modern) {
             let id = match &incoming {
                 Ok(Incoming::Single(Ok(Message::Request(r)))) => Some(r.id.clone()),
