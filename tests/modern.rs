@@ -96,6 +96,11 @@ fn discover_then_sessionless_list_call_and_read() {
     // A missing resource is -32602 for 2026-07-28 (it was -32002).
     let r = c.post("resources/read", json!({"uri": "home://no-such-thing"}));
     assert_eq!(r.json()["error"]["code"], -32602, "{r:?}");
+    assert_eq!(
+        r.json()["error"]["data"]["uri"],
+        "home://no-such-thing",
+        "{r:?}"
+    );
 }
 
 #[test]

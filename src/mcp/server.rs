@@ -600,12 +600,12 @@ impl McpServer {
                     .flatten();
                 Response::result(id, modern::finish_result(value, &info, hint))
             }
-            Err(mut error) => {
-                if error.code == RpcError::RESOURCE_NOT_FOUND {
-                    error.code = RpcError::INVALID_PARAMS;
-                }
-                Response::error(Some(id), error)
+            Err(mut error) if error.code == RpcError::RESOURCE_NOT_FOUND => {
+                // 2026-07-28: "resource not found" is invalid params, naming the URI.
+                error.code = RpcError::INVALID_PARAMS;
+                Response::error_with_data(Some(id), error, json!({ "uri": uri }))
             }
+            Err(error) => Response::error(Some(id), error),
         }
     }
 
