@@ -454,3 +454,45 @@ fn progress_and_logs_travel_on_the_stream_of_their_request() {
         "cannot elicit"
     );
 }
+
+#[test]
+fn a_listen_stream_gets_list_changes_it_asked_for_and_a_graceful_end() {
+    let server = sse::start();
+    let addr = server.addr();
+    let params = with_modern_meta(json!({"notifications": {"resourcesListChanged": true}}));
+    let body = json!({"jsonrpc": "2.0", "id": 5, "method": "subscriptions/listen",
+        "params": params})
+    .to_string();
+    let headers = McpModern::headers("subscriptions/listen", &params);
+    let headers: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|h| h.split_once(": ").unwrap())
+        .collect();
+    let events = sse::send(addr, "POST", "/mcp", &headers, body.as_bytes()).events();
+    let ack = recv_matching(&events, "the acknowledgement", |e| e.data.is_some()).json();
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    // Resource updates were not asked for: a listen stream gets only list changes.
+    server.mcp.notify_resource_updated("test://watched");
+    server.mcp.notify_list_changed();
+    let next = recv_matching(&events, "the list change", |e| e.data.is_some()).json();
+    assert_eq!(
+        next["method"], "notifications/resources/list_changed",
+        "{next}"
+    );
+    assert_eq!(
+        next["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 5,
+        "{next}"
+    );
+    // The server stops: the listen request gets its completion result, tagged.
+    server.stop();
+    let end = recv_matching(&events, "the graceful end", |e| e.data.is_some()).json();
+    assert_eq!(end["id"], 5, "{end}");
+    assert_eq!(end["result"]["resultType"], "complete", "{end}");
+    assert_eq!(
+        end["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 5,
+        "{end}"
+    );
+}

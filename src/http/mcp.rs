@@ -640,15 +640,23 @@ fn modern_stream(ctx: &Arc<Ctx>, state: SessionState, r: jsonrpc::Request) -> Ha
     }))
 }
 
+/// Notifications a `subscriptions/listen` stream holds for a client that reads slowly; beyond
+/// them the stream's notifications are dropped (the notifier never waits for one client).
+const LISTEN_QUEUE: usize = 256;
+
 /// `subscriptions/listen`: an SSE stream starting with the acknowledgement, then the change
 /// notifications the client opted into, with keep-alive comments when idle, until the client
-/// goes away or the server stops (then the graceful final response).
+/// goes away or the server stops (then the graceful final response). Notifications reach the
+/// stream's thread through a bounded queue, so a slow reader never holds up the notifier.
 fn listen_stream(ctx: &Arc<Ctx>, r: jsonrpc::Request, permit: super::stream::Permit) -> Handled {
     let ctx = ctx.clone();
     Handled::Take(Box::new(move |request, headers| {
         run_detached("mcp-listen-stream", Some(permit), move || {
             let out = DirectStream::start(request, &headers);
-            match ctx.mcp.open_listen(&r, out.clone()) {
+            let (tx, rx) = crossbeam_channel::bounded::<String>(LISTEN_QUEUE);
+            let queue: Arc<dyn Outlet> =
+                Arc::new(move |m: &str| tx.try_send(m.to_string()).is_ok());
+            match ctx.mcp.open_listen(&r, queue) {
                 Err(refusal) => {
                     out.send(&refusal.to_json());
                 }
@@ -657,6 +665,7 @@ fn listen_stream(ctx: &Arc<Ctx>, r: jsonrpc::Request, permit: super::stream::Per
                         .config
                         .keep_alive
                         .clamp(Duration::from_millis(10), Duration::from_secs(3600));
+                    // Short waits, so a stopping server ends the stream promptly.
                     let step = tick.min(Duration::from_millis(200));
                     let mut idle = Duration::ZERO;
                     loop {
@@ -664,13 +673,24 @@ fn listen_stream(ctx: &Arc<Ctx>, r: jsonrpc::Request, permit: super::stream::Per
                             out.send(&ctx.mcp.listen_closed(&r).to_json());
                             break;
                         }
-                        std::thread::park_timeout(step);
-                        idle += step;
-                        if idle >= tick {
-                            idle = Duration::ZERO;
-                            if !out.comment("keep-alive") {
-                                break;
+                        let written = match rx.recv_timeout(step) {
+                            Ok(message) => {
+                                idle = Duration::ZERO;
+                                out.send(&message)
                             }
+                            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                                idle += step;
+                                if idle >= tick {
+                                    idle = Duration::ZERO;
+                                    out.comment("keep-alive")
+                                } else {
+                                    true
+                                }
+                            }
+                            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => false,
+                        };
+                        if !written {
+                            break;
                         }
                     }
                     drop(listening);
