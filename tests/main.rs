@@ -42,6 +42,7 @@ mod prompts;
 mod rate_budgets;
 mod read_paths;
 mod regressions;
+mod request_ids;
 mod resolve;
 mod resources;
 mod rest;
