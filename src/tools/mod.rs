@@ -4,7 +4,9 @@
 //!
 //! Results follow the spec's envelope (§2): the text content is the JSON
 //! `{"status": "success", "data": ..., "timestamp": "<ISO 8601 UTC>"}` and `structuredContent`
-//! carries the same object. Bad arguments are JSON-RPC -32602 naming the field. Failures of the
+//! carries the same object. Bad arguments are JSON-RPC -32602 naming the field, or for clients
+//! at protocol 2025-11-25 and later an `isError` result with code `INVALID_PARAMETERS`
+//! ([`RequestContext::argument_errors_as_tool_results`]). Failures of the
 //! house (unknown device, Miniserver down) are results with `isError: true` and
 //! `{"status": "error", "error": {"code", "message", "details"}, "timestamp"}`, codes per
 //! spec §7.1 (`DEVICE_NOT_FOUND`, `CONNECTION_ERROR`, `INVALID_PARAMETERS`, ...).
@@ -416,7 +418,8 @@ impl Tool {
 /// Why a tool call failed.
 #[derive(Debug)]
 pub enum ToolError {
-    /// Arguments that do not fit the schema: JSON-RPC -32602 with this message.
+    /// Arguments that do not fit the schema: JSON-RPC -32602 with this message, or a tool
+    /// execution error for clients at 2025-11-25 and later (see [`HomeTools::call`]).
     InvalidParams(String),
     /// A device or room name that matches nothing or several things.
     Resolve(ResolveError),
@@ -669,12 +672,24 @@ impl HomeTools {
         };
         match tool.invoke(&ctx, &arguments, caller) {
             Ok(data) => Ok(success(data)),
-            // A value outside the control's range, found when the command was about to be
-            // sent (spec §7.2: out-of-range numbers are -32602).
+            // Arguments outside the schema, or a value outside the control's range found when
+            // the command was about to be sent: -32602 (spec §7.2), or a tool execution error
+            // the model can read for clients at 2025-11-25 and later.
             Err(
                 ToolError::InvalidParams(m)
                 | ToolError::Controller(ControllerError::InvalidValue(m)),
-            ) => Err(RpcError::invalid_params(format!("{}: {m}", tool.name))),
+            ) => {
+                let message = format!("{}: {m}", tool.name);
+                if caller
+                    .request
+                    .as_ref()
+                    .is_some_and(RequestContext::argument_errors_as_tool_results)
+                {
+                    Ok(failure(ToolError::InvalidParams(message)))
+                } else {
+                    Err(RpcError::invalid_params(message))
+                }
+            }
             Err(e) => Ok(failure(e)),
         }
     }
