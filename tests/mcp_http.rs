@@ -479,6 +479,11 @@ fn origin_and_host_validation() {
         init.as_bytes(),
     );
     assert_eq!(r.status, 403);
+    assert_eq!(
+        r.json()["id"],
+        1,
+        "the Host refusal carries the request's id"
+    );
     // Loopback hosts and origins pass.
     let port = addr.port().to_string();
     for (host, origin) in [
