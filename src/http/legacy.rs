@@ -8,9 +8,9 @@
 //!   malformed id (32 lowercase hex digits) or a body that is not JSON, **404** for an unknown
 //!   session, **413** beyond `max_body_bytes` (checked first), else **202** `Accepted`; the
 //!   answer goes on the stream. Refusals carry the ids of the body's requests as on `/mcp`
-//!   ([`super::mcp::echo_ids`]). Requests that may wait on the client (`tools/call`, `prompts/get`,
-//!   `resources/read`, `completion/complete`) run on their own thread, so the client's answer
-//!   to an elicitation can arrive on the next POST.
+//!   ([`super::mcp::echo_ids`]). Requests that may wait on the client (`tools/call`,
+//!   `prompts/get`, `resources/read`, `completion/complete`) run on their own thread, so the
+//!   client's answer to an elicitation can arrive on the next POST.
 
 use std::sync::Arc;
 

@@ -52,10 +52,11 @@
 //!
 //! With [`HttpConfig::gate`] set, every route but `/health`, a public `/metrics`, the admin
 //! page's static files ([`assets::ADMIN`]: no key, but still only to `[auth] admin_networks`)
-//! (and unknown paths, which 404) is authenticated by the router before any body is read ([`Gate::authenticate`]: key,
-//! expiry, IP whitelist, rate limits; a refused `POST` to an MCP route then reads the
-//! buffered body for the request ids its JSON-RPC error carries, see `with_request_ids`); routes then ask `Ctx::authorize` about the MCP method
-//! or tool they are about to run, and `/admin/...` needs `admin`. The dashboard's API and
+//! (and unknown paths, which 404) is authenticated by the router before any body is read
+//! ([`Gate::authenticate`]: key, expiry, IP whitelist, rate limits; a refused `POST` to an MCP
+//! route then reads the buffered body for the request ids its JSON-RPC error carries, see
+//! `with_request_ids`); routes then ask `Ctx::authorize` about the MCP method or tool they are
+//! about to run, and `/admin/...` needs `admin`. The dashboard's API and
 //! WebSocket are gated (`read`; the WebSocket may carry the key as the subprotocol
 //! `key.<KEY>`), its page assets are not. Answers written by a
 //! worker get the `X-RateLimit-*` headers. See [`crate::auth::gate`] for the rules and error

@@ -5,7 +5,9 @@
 //! Each message is classified once, here, into a [`Message`]: a request (has an `id`), a
 //! notification (no `id`, never answered) or a client response (`result`/`error` without
 //! `method`, accepted and ignored). Malformed messages become a -32600 [`Response`] whose
-//! `id` is the request's own id when it could be read, else `null`.
+//! `id` is the request's own id when it could be read, else `null`. Ids keep the exact text
+//! the client sent ([`Id`]). Refusals decided before parsing (by a transport or the gate) read
+//! only the ids with [`request_ids`] and answer with [`error_for`].
 //!
 //! Error responses follow spec §7.2:
 //! `{"jsonrpc":"2.0","id":…,"error":{"code":…,"message":"…","data":{"details":"…"}}}`.
