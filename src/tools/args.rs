@@ -86,7 +86,7 @@ pub fn limit_schema() -> Value {
 pub fn dry_run_schema() -> Value {
     serde_json::json!({
         "type": "boolean",
-        "description": "Show the exact commands, send nothing"
+        "description": "Send nothing; show the commands"
     })
 }
 

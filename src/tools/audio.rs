@@ -50,7 +50,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_audio_zone",
             title: "Control audio zone",
-            description: "Controls playback of audio zones (AudioZone, AudioZoneV2). action: play, pause, stop (pauses), next, previous, on (play), off (v1 powers off, V2 pauses), volume_up, volume_down (one volume step).",
+            description: "Controls audio zones: play, pause, stop (pauses), next, previous, on (play), off (v1 powers off, V2 pauses), volume_up, volume_down (one step).",
             permission: Permission::Control,
             annotations: STEPPING,
             input_schema: || {
@@ -93,7 +93,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "get_audio_status",
             title: "Audio status",
-            description: "Lists audio zones with room, play_state, power, volume % and title/artist/station (v1); null: not reported yet.",
+            description: "Lists audio zones with room, play_state, power, volume % and title/artist/station (v1); null: unknown.",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: args::room_limit_schema,

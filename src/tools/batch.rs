@@ -68,7 +68,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_room_devices",
             title: "Control a room's devices by type",
-            description: "Applies one control_device action (and value) to every device of a room of the kinds in device_type(s): families (lighting, blinds, climate, audio, access, energy, other) or Loxone types (Switch, Jalousie). Skips central blocks; refuses alarms and secured controls per device. Over 10 devices need confirmation (see confirm).",
+            description: "Applies one control_device action (and value) to a room's devices of the kinds in device_type(s): families (lighting, blinds, climate, audio, access, energy, other) or Loxone types (Switch, Jalousie). Skips central blocks; refuses alarms and secured controls. Over 10 devices need confirmation (see confirm).",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -921,7 +921,7 @@ pub fn result_schema() -> Value {
             "results": {"type": "array", "items": {
                 "type": "object",
                 "properties": {
-                    "status": {"type": "string", "enum": ["ok", "error", "not_attempted", "planned"]}
+                    "status": {"enum": ["ok", "error", "not_attempted", "planned"]}
                 }
             }},
             "summary": {"type": "object"}

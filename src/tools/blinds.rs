@@ -22,7 +22,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "discover_rolladen_capabilities",
             title: "Discover blinds",
-            description: "Lists every blind and central blind block with room, position (% closed, 0 = fully open), style, slats, automatic shading and supported actions.",
+            description: "Lists blinds and central blind blocks with room, position (% closed, 0 = open), style, slats, automatic shading, supported actions.",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: args::room_limit_schema,
@@ -44,7 +44,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_room_rolladen",
             title: "Blinds of a room",
-            description: "Moves every blind of one room: up (open), down (closed), stop, shade, position (position: % closed, 0 = fully open).",
+            description: "Moves every blind of a room: up (open), down (closed), stop, shade, position (position: % closed, 0 = fully open).",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -66,7 +66,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_all_rolladen",
             title: "All blinds",
-            description: "Moves every blind of the house, one by one: up (open), down (closed), stop, shade, position (position: % closed, 0 = fully open). Needs confirmation (see confirm).",
+            description: "Moves every blind of the house, one by one: up, down, stop, shade, position (position: % closed, 0 = fully open). Needs confirmation (see confirm).",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -112,7 +112,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "get_blinds_status",
             title: "Blinds status",
-            description: "Lists blinds with room, position (% closed, 0 = fully open; null: unknown), state, style, automatic shading; not_open counts those not fully open.",
+            description: "Lists blinds with room, position (% closed, 0 = open; null: unknown), state, style, automatic shading; not_open counts those not fully open.",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: || {

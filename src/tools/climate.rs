@@ -36,7 +36,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "get_temperature_sensors",
             title: "Temperature sensors",
-            description: "Lists temperatures in °C: temperature sensors and the actual temperature of each room controller.",
+            description: "Lists temperatures (°C) of sensors and room controllers.",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: args::room_limit_schema,
@@ -58,7 +58,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "set_room_temperature",
             title: "Set room temperature",
-            description: "Sets the comfort (target) temperature of a room, 5-35 °C, on each of its room controllers.",
+            description: "Sets a room's comfort temperature, 5-35 °C, on each of its room controllers.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -79,7 +79,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "set_room_mode",
             title: "Set room climate mode",
-            description: "Sets the climate mode of a room's controllers: auto (schedule; ends an override), heating, cooling, comfort, eco (that temperature now), off (frost/heat protection). duration_minutes limits comfort, eco, off (default: V2 until auto, V1 240). A Climate Controller in the room is set for the whole house.",
+            description: "Sets a room's climate mode: auto (schedule; ends an override), heating, cooling, comfort, eco (that temperature now), off (frost/heat protection). duration_minutes limits comfort, eco, off (default: V2 until auto, V1 240). A Climate Controller in the room is set for the whole house.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -128,7 +128,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "get_climate_status",
             title: "Climate status",
-            description: "Climate: each room controller's actual and target °C, mode, override and open window, and the Climate Controller (current_mode, info_text); null: not reported yet.",
+            description: "Each room controller's actual and target °C, mode, override, open window, and the Climate Controller (current_mode, info_text); null: not reported yet.",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: args::room_limit_schema,

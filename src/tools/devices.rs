@@ -48,7 +48,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "list_devices",
             title: "List devices",
-            description: "Lists devices (Loxone controls) with room, category and state (on, level %, blind % closed with 0 = fully open, °C).",
+            description: "Lists devices with room, category and state (on, level %, blinds % closed with 0 = open, °C).",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: || {
@@ -82,7 +82,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_device",
             title: "Control a device",
-            description: "Controls one device by name or UUID (room tells equal names apart). action: on, off, dim/bright (value %, default 30/100), up/down/stop (blinds; value = % closed, 0 = fully open), shade, slats (value %), pulse, mood (scene), color (hue, saturation, value), white (kelvin, value), set/select (number; select 0 = all off), text, play/pause/next/previous; German words too. Refuses alarms and secured controls (use arm_alarm, disarm_alarm); never opens gates or doors.",
+            description: "Controls one device (name or UUID; room for equal names). action: on, off, dim/bright (value %, default 30/100), up/down/stop (blinds; value = % closed, 0 = open), shade, slats (value %), pulse, mood (scene), color (hue, saturation, value), white (kelvin, value), set/select (number; select 0 = all off), text, play/pause/next/previous; German words too. Refuses alarms and secured controls (arm_alarm, disarm_alarm); never opens gates or doors.",
             permission: Permission::Control,
             annotations: ToolAnnotations {
                 read_only_hint: false,

@@ -57,7 +57,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_all_lights",
             title: "Switch all lights of the house",
-            description: "Switches every light of the house on or off, one by one. Preview with dry_run first. Needs confirmation (see confirm).",
+            description: "Switches every light of the house on or off, one by one; preview with dry_run. Needs confirmation (see confirm).",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -123,7 +123,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "set_dimmer",
             title: "Set a dimmer",
-            description: "Sets one dimmable light (Dimmer, ColorPickerV2, LightControllerV2 master) to level 0-100 % (0 = off); room picks among equal names.",
+            description: "Sets one dimmable light to level 0-100 % (0 = off); room picks among equal names.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {

@@ -316,7 +316,7 @@ pub(crate) fn mark_unconfirmed(data: &mut Value, question: &str, outcome: &Confi
 /// JSON Schema of the `confirm` argument: what happens without it (the tools' descriptions say
 /// what needs confirmation).
 pub(crate) fn confirm_schema() -> Value {
-    json!({"type": "boolean", "description": "true: act now; else the user is asked (elicitation) or the dry run returns confirmation_required: true"})
+    json!({"type": "boolean", "description": "true: act now; else the user is asked, or the dry run returns confirmation_required: true"})
 }
 
 /// The schema properties a confirmable tool adds to its `data` (`confirmation` carries the

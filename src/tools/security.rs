@@ -46,7 +46,7 @@ fn result_schema() -> Value {
         "type": "object",
         "properties": {
             "alarm": {"type": "object"},
-            "action": {"type": "string", "enum": ["arm", "disarm", "acknowledge"]},
+            "action": {"enum": ["arm", "disarm", "acknowledge"]},
             "secured_command": {"type": "boolean"},
             "dry_run": {"type": "boolean"}
         },
@@ -65,7 +65,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "arm_alarm",
             title: "Arm the alarm",
-            description: "Arms the burglar alarm (Alarm or CentralAlarm): delayed (default true) after its exit delay, false at once; motion false = shell protection only (single alarms).",
+            description: "Arms the burglar alarm: delayed (default true) after its exit delay, false at once; motion false = shell protection only (single alarms).",
             permission: Permission::Security,
             annotations: SETTER,
             input_schema: || {
@@ -87,7 +87,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "disarm_alarm",
             title: "Disarm the alarm",
-            description: "Disarms the burglar alarm (Alarm or CentralAlarm) and ends a running alarm; a wrong code is refused by the Miniserver. Needs confirmation (see confirm; the dry run shows the alarm and its state).",
+            description: "Disarms the burglar alarm and ends a running alarm; a wrong code is refused. Needs confirmation (see confirm).",
             permission: Permission::Security,
             annotations: DISARM,
             input_schema: || {
@@ -108,7 +108,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "acknowledge_alarm",
             title: "Acknowledge an alarm",
-            description: "Acknowledges a triggered alarm without disarming it: burglar alarms and smoke alarms (also silences them).",
+            description: "Acknowledges a triggered burglar or smoke alarm (silencing it) without disarming.",
             permission: Permission::Security,
             annotations: SETTER,
             input_schema: || {
@@ -128,7 +128,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "get_security_status",
             title: "Security status",
-            description: "Security: burglar alarms (armed, arming, level 0-6, exit delay s), smoke alarms (level 0 none, 1 pre-alarm, 2 alarm), gates and doors (open_percent, 0 = closed), access controls; null: unknown. limit is per list.",
+            description: "Burglar alarms (armed, arming, level 0-6, exit delay s), smoke alarms (level 0 none, 1 pre-alarm, 2 alarm), gates and doors (open_percent, 0 = closed), access controls; null: unknown. limit is per list.",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: args::room_limit_schema,

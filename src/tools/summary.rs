@@ -32,7 +32,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "get_home_summary",
             title: "Home summary",
-            description: "Overview to read first: lights on, blinds not open (% closed), open windows and doors, °C and target per room, audio playing, presence, alarms (armed), active alerts (smoke, water). room narrows all but the alarms.",
+            description: "What is going on, to read first: lights on, blinds not open, open windows and doors, °C and target per room, audio playing, presence, alarms (armed), alerts (smoke, water). room narrows all but the alarms.",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: || {
@@ -87,7 +87,7 @@ pub fn tools() -> Vec<Tool> {
                     "properties": {
                         "sensors": {"type": "array", "items": {
                             "type": "object",
-                            "properties": {"sensor_type": {"type": "string", "enum": SENSOR_TYPES}},
+                            "properties": {"sensor_type": {"enum": SENSOR_TYPES}},
                             "required": ["name", "value", "unit"]
                         }},
                         "total": {"type": "integer"}

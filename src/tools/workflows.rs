@@ -50,7 +50,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "create_workflow",
             title: "Create a workflow",
-            description: "Stores a named workflow of 1-50 tool calls (kept across restarts); each step's tool and arguments are checked now. Steps with the same parallel_group run together; delays total at most 3600 s. Returns it with its id and the permission executing it needs.",
+            description: "Stores a named workflow of 1-50 tool calls, checked now (tools and arguments). Steps with the same parallel_group run together; delays total at most 3600 s. Returns its id and the permission executing it needs.",
             permission: Permission::Control,
             annotations: WRITER,
             input_schema: create_schema,
@@ -60,7 +60,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "list_workflows",
             title: "List workflows",
-            description: "Lists stored workflows: id, name, description, steps, tools and the permission executing them needs.",
+            description: "Lists stored workflows with their steps, tools and the permission executing them needs.",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: || {
@@ -101,7 +101,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "execute_workflow",
             title: "Execute a workflow",
-            description: "Runs a stored workflow (name or id) stage by stage, reporting each step's status (success, error, skipped, planned) with data or error; stop_on_error stops after a failure. dry_run sends nothing. Needs the workflow's permission; security or house-wide steps need confirmation (see confirm).",
+            description: "Runs a stored workflow (name or id) stage by stage; reports each step (success, error, skipped, planned). stop_on_error stops after a failure; dry_run sends nothing. Needs the workflow's permission; security or house-wide steps need confirmation (see confirm).",
             permission: Permission::Control,
             annotations: ToolAnnotations {
                 read_only_hint: false,
@@ -122,7 +122,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "delete_workflow",
             title: "Delete a workflow",
-            description: "Deletes a stored workflow (give name or id); returns what was deleted.",
+            description: "Deletes a stored workflow (name or id); returns it.",
             permission: Permission::Control,
             annotations: ToolAnnotations {
                 read_only_hint: false,
@@ -167,7 +167,7 @@ fn create_schema() -> Value {
                     "type": "object",
                     "properties": {
                         "tool": {"type": "string"},
-                        "arguments": {"type": "object", "default": {}},
+                        "arguments": {"type": "object"},
                         "delay_seconds": {"type": "number", "minimum": 0, "maximum": workflow::MAX_DELAY_SECONDS, "description": "Waited before the step"},
                         "parallel_group": {"type": "integer", "minimum": 0, "maximum": 1000000}
                     },
@@ -201,7 +201,7 @@ fn workflow_schema() -> Value {
         "properties": {
             "id": {"type": "integer"},
             "steps": {"type": "array", "items": {"type": "object", "required": ["tool", "arguments"]}},
-            "permission": {"type": "string", "enum": ["read", "control", "security", "admin"]}
+            "permission": {"enum": ["read", "control", "security", "admin"]}
         },
         "required": ["id", "name", "steps", "stages", "permission", "created_at"]
     })
@@ -214,7 +214,7 @@ fn run_schema() -> Value {
             "steps": {"type": "array", "items": {
                 "type": "object",
                 "properties": {
-                    "status": {"type": "string", "enum": ["success", "error", "skipped", "planned"]}
+                    "status": {"enum": ["success", "error", "skipped", "planned"]}
                 }
             }}
         },
