@@ -815,11 +815,11 @@ impl Handler for HomeTools {
 }
 
 /// The output schema: the envelope (`status`, `data`, `timestamp`; only `data` is described)
-/// around a tool's `data` schema. Output schemas are lean
-/// (the whole `tools/list` is read into an assistant's context): each names the fields a
-/// result always has (`required`) and types those a caller branches on (lists, counts,
-/// statuses, enums); the rest speaks for itself in the result. No `type` lists: a value that
-/// may be null is named in `required` only (portable to single-type schema dialects).
+/// around a tool's `data` schema. Output schemas are lean, as the whole `tools/list` goes into
+/// an assistant's context: each names the fields a result always has (`required`) and types
+/// those a caller branches on (lists, counts, statuses); the result itself carries the rest.
+/// No `type` lists: a value that may be null is named in `required` only, which single-type
+/// schema dialects can read too.
 fn envelope_schema(data: Value) -> Value {
     json!({
         "type": "object",
