@@ -111,7 +111,7 @@ pub fn tools() -> Vec<Tool> {
             },
             input_schema: || {
                 key_schema(json!({
-                    "dry_run": {"type": "boolean"},
+                    "dry_run": args::dry_run_schema(),
                     "stop_on_error": {"type": "boolean", "default": false},
                     "confirm": super::confirm_schema()
                 }))
@@ -144,7 +144,7 @@ pub fn tools() -> Vec<Tool> {
                 json!({
                     "type": "object",
                     "properties": {
-                        "dry_run": {"type": "boolean"}
+                        "dry_run": args::dry_run_schema()
                     },
                     "additionalProperties": false
                 })
