@@ -54,6 +54,7 @@ mod structure;
 mod summary;
 mod token;
 mod tool_arguments;
+mod tool_list;
 mod tools;
 mod workflows;
 mod ws;

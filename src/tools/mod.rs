@@ -315,17 +315,18 @@ pub(crate) fn mark_unconfirmed(data: &mut Value, question: &str, outcome: &Confi
     }
 }
 
-/// JSON Schema of the `confirm` argument.
-pub(crate) fn confirm_schema(what: &str) -> Value {
-    json!({"type": "boolean", "default": false, "description": format!("true: carry out {what} without asking. Otherwise a client that supports elicitation is asked to confirm; one that does not gets the dry run with confirmation_required: true and must call again with confirm: true")})
+/// JSON Schema of the `confirm` argument: what happens without it (the tools' descriptions say
+/// what needs confirmation).
+pub(crate) fn confirm_schema() -> Value {
+    json!({"type": "boolean", "description": "true: act now; else the user is asked, or the dry run returns confirmation_required: true"})
 }
 
-/// The schema properties a confirmable tool adds to its `data`.
+/// The schema properties a confirmable tool adds to its `data` (`confirmation` carries the
+/// question and what to do next).
 pub(crate) fn confirmation_data_schema() -> Value {
     json!({
-        "confirmation_required": {"type": "boolean", "description": "true: nothing was done because the action needs confirmation; call again with confirm: true"},
-        "cancelled": {"type": "boolean", "description": "true: the user declined or cancelled the confirmation; nothing was done"},
-        "confirmation": {"type": "string", "description": "What was asked and what to do next"}
+        "confirmation_required": {"type": "boolean"},
+        "cancelled": {"type": "boolean"}
     })
 }
 
@@ -828,16 +829,17 @@ impl Handler for HomeTools {
     }
 }
 
-/// The output schema: the envelope around a tool's `data` schema.
+/// The output schema: the envelope (`status`, `data`, `timestamp`; only `data` is described)
+/// around a tool's `data` schema. Output schemas are lean, as the whole `tools/list` goes into
+/// an assistant's context: each names the fields a result always has (`required`) and types
+/// those a caller branches on (lists, counts, statuses); the result itself carries the rest.
+/// No `type` lists: a value that may be null is named in `required` only, which single-type
+/// schema dialects can read too.
 fn envelope_schema(data: Value) -> Value {
     json!({
         "type": "object",
-        "properties": {
-            "status": {"type": "string", "enum": ["success"]},
-            "data": data,
-            "timestamp": {"type": "string", "description": "ISO 8601 UTC"}
-        },
-        "required": ["status", "data", "timestamp"]
+        "properties": {"data": data},
+        "required": ["data"]
     })
 }
 
