@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::auth::gate::Denial;
-use crate::mcp::jsonrpc::{self, Incoming, Message, Response};
+use crate::mcp::jsonrpc::{self, Incoming, Message, RequestIds, Response};
 use crate::mcp::{McpServer, Outlet, SessionState};
 
 /// The stdio session's key in the server's hub.
@@ -153,7 +153,7 @@ fn read_loop<'scope, 'env, R: BufRead>(
             }
         };
         if let Some(refusal) = key.and_then(|k| refused(k, &incoming)) {
-            if !outlet.send(&refusal.to_string()) {
+            if !outlet.send(&refusal) {
                 return Err(io::Error::other("stdio output closed"));
             }
             continue;
@@ -236,18 +236,24 @@ fn subscription_key(id: &jsonrpc::Id) -> String {
 }
 
 /// The JSON-RPC error for a frame the stdio key may not send: a single request gets it with
-/// its id; a batch with any refused request is refused whole (`id: null`), as over HTTP.
-fn refused(key: &StdioKey, incoming: &Result<Incoming, Response>) -> Option<serde_json::Value> {
+/// its id; a batch with any refused request is refused whole, one error per request with its
+/// id.
+fn refused(key: &StdioKey, incoming: &Result<Incoming, Response>) -> Option<String> {
     match incoming {
         Ok(Incoming::Single(Ok(Message::Request(r)))) => (key.check)(r)
             .err()
-            .map(|d| d.rpc_body(serde_json::to_value(&r.id).unwrap_or_default())),
-        Ok(Incoming::Batch(list)) => list.iter().find_map(|m| match m {
-            Ok(Message::Request(r)) => (key.check)(r)
-                .err()
-                .map(|d| d.rpc_body(serde_json::Value::Null)),
-            _ => None,
-        }),
+            .map(|d| d.rpc_body(&RequestIds::Single(r.id.clone()))),
+        Ok(Incoming::Batch(list)) => {
+            let requests = || {
+                list.iter().filter_map(|m| match m {
+                    Ok(Message::Request(r)) => Some(r),
+                    _ => None,
+                })
+            };
+            let denial = requests().find_map(|r| (key.check)(r).err())?;
+            let ids = RequestIds::Batch(requests().map(|r| r.id.clone()).collect());
+            Some(denial.rpc_body(&ids))
+        }
         _ => None,
     }
 }

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::process::{Child, Command, Output, Stdio};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::support::keys_cli::generate;
 use crate::support::net::{free_port, request, try_request};
@@ -403,9 +403,18 @@ fn stdio_runs_as_home_stdio_key_when_given() {
         out[2]
     );
     assert_eq!(out[2]["error"]["data"]["code"], "INSUFFICIENT_PERMISSIONS");
-    assert!(
-        out[3]["id"].is_null() && out[3]["error"]["code"] == -32003,
-        "batch refused whole"
+    // The batch is refused whole: one error per request, each with its id.
+    let refused: Vec<(Value, Value)> = out[3]
+        .as_array()
+        .unwrap_or_else(|| panic!("an array of errors: {}", out[3]))
+        .iter()
+        .map(|e| (e["id"].clone(), e["error"]["code"].clone()))
+        .collect();
+    assert_eq!(
+        refused,
+        [(json!(2), json!(-32003)), (json!(3), json!(-32003))],
+        "batch refused whole: {}",
+        out[3]
     );
     assert!(stderr(&o).contains("as key \"desktop\""), "{}", stderr(&o));
     assert!(

@@ -459,7 +459,7 @@ fn origin_and_host_validation() {
         init.as_bytes(),
     );
     assert_eq!(r.status, 403);
-    assert_eq!(r.json()["id"], Value::Null);
+    assert_eq!(r.json()["id"], 1, "the refusal carries the request's id");
     assert!(r.json()["error"]["code"].is_i64());
     // DNS rebinding: Host and Origin both evil.
     let r = c.send(
@@ -479,6 +479,11 @@ fn origin_and_host_validation() {
         init.as_bytes(),
     );
     assert_eq!(r.status, 403);
+    assert_eq!(
+        r.json()["id"],
+        1,
+        "the Host refusal carries the request's id"
+    );
     // Loopback hosts and origins pass.
     let port = addr.port().to_string();
     for (host, origin) in [
@@ -565,7 +570,20 @@ fn batches_only_on_2025_03_26() {
     );
     let new = session(addr, "2025-06-18");
     let r = post(addr, Some(&new), &batch);
-    assert_eq!(error_code(&r), -32600);
+    assert_eq!(r.status, 400, "{r:?}");
+    // Refused whole: one -32600 per request, each with its id (issue 16).
+    let refused: Vec<(Value, Value)> = r
+        .json()
+        .as_array()
+        .unwrap_or_else(|| panic!("one error per request: {r:?}"))
+        .iter()
+        .map(|e| (e["id"].clone(), e["error"]["code"].clone()))
+        .collect();
+    assert_eq!(
+        refused,
+        [(json!(1), json!(-32600)), (json!(2), json!(-32600))],
+        "{r:?}"
+    );
     let old = session(addr, "2025-03-26");
     let r = post(addr, Some(&old), &batch);
     assert_eq!(r.status, 200);

@@ -2,8 +2,12 @@
 //! outside: the real `serve` binary against the demo house's simulator, over MCP. For every
 //! tool `tools/list` shows, a table of bad calls built from that tool's schema (a wrong type, an
 //! unknown property, a missing required field, a value outside an enum, a number beyond its
-//! range) is refused with JSON-RPC -32602 whose message names the field (and for ranges and
-//! enums what is allowed), and nothing reaches the simulator.
+//! range) is refused with a message that names the field (and for ranges and enums what is
+//! allowed), and nothing reaches the simulator. How it is refused depends on the protocol
+//! version the client negotiated (issue 16): up to 2025-06-18 JSON-RPC -32602 (interface spec
+//! §7.2); from 2025-11-25 a tool execution error (`isError: true`, the message in the text
+//! content's error envelope) the model can read and correct itself from (MCP 2025-11-25,
+//! SEP-1303).
 
 use crate::support;
 use support::mcp::McpHttp;
@@ -146,12 +150,46 @@ fn cases(schema: &Value) -> Vec<Case> {
     out
 }
 
-#[test]
-fn every_tool_refuses_arguments_its_schema_does_not_allow() {
+/// How a client at one protocol version is told of bad arguments.
+#[derive(Clone, Copy, Debug)]
+enum Refusal {
+    /// JSON-RPC -32602; the message in `error.message`.
+    InvalidParams,
+    /// A `CallToolResult` with `isError: true`; the message in the error envelope of its text
+    /// content (`{"status": "error", "error": {"code": "INVALID_PARAMETERS", "message"}}`).
+    ToolError,
+}
+
+/// The refusal message in `answer` when it is refused the way `refusal` says; else `None`.
+fn refusal_message(refusal: Refusal, status: u16, answer: &Value) -> Option<String> {
+    if status != 200 {
+        return None;
+    }
+    match refusal {
+        Refusal::InvalidParams => (answer["error"]["code"] == -32602)
+            .then(|| answer["error"]["message"].as_str().map(str::to_string))
+            .flatten(),
+        Refusal::ToolError => {
+            let r = &answer["result"];
+            let text = r["content"][0]["text"].as_str()?;
+            let envelope: Value = serde_json::from_str(text).ok()?;
+            let error = &envelope["error"];
+            (r["isError"] == true
+                && envelope["status"] == "error"
+                && error["code"] == "INVALID_PARAMETERS")
+                .then(|| error["message"].as_str().map(str::to_string))
+                .flatten()
+        }
+    }
+}
+
+/// Sends every tool's table of bad calls from a client at `version` and checks each is
+/// refused as `refusal` with the table's words, and nothing reaches the simulator.
+fn refuses_every_bad_call(version: &str, refusal: Refusal) {
     let ms = Miniserver::demo();
     let served = Served::start(&ms, "", &[]);
     served.wait_link("websocket");
-    let mut mcp = McpHttp::connect(served.addr, None);
+    let mut mcp = McpHttp::connect_with(served.addr, None, version, json!({}));
     let listed = mcp.rpc("tools/list", json!({}));
     let tools = listed["result"]["tools"].as_array().expect("tools").clone();
     assert!(
@@ -171,14 +209,13 @@ fn every_tool_refuses_arguments_its_schema_does_not_allow() {
         for case in table {
             calls += 1;
             let (status, answer) = mcp.try_call(name, case.arguments.clone());
-            let code = answer["error"]["code"].as_i64();
-            let message = answer["error"]["message"].as_str().unwrap_or_default();
+            let message = refusal_message(refusal, status, &answer);
             let missing: Vec<&String> = case
                 .needles
                 .iter()
-                .filter(|n| !message.contains(n.as_str()))
+                .filter(|n| !message.as_deref().unwrap_or("").contains(n.as_str()))
                 .collect();
-            if status != 200 || code != Some(-32602) || !missing.is_empty() {
+            if message.is_none() || !missing.is_empty() {
                 failures.push(format!(
                     "{name}, {}: {} -> HTTP {status} {answer} (missing {missing:?})",
                     case.what, case.arguments
@@ -186,12 +223,16 @@ fn every_tool_refuses_arguments_its_schema_does_not_allow() {
             }
         }
     }
-    println!("{calls} bad calls over {} tools", tools.len());
+    println!("{version}: {calls} bad calls over {} tools", tools.len());
     assert!(
         with_enum >= 10 && with_required >= 15,
         "the table found enums ({with_enum}) and required fields ({with_required})"
     );
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{version}, expected {refusal:?}:\n{}",
+        failures.join("\n")
+    );
     let reached: Vec<String> = ms
         .sim
         .requests_since(mark)
@@ -203,5 +244,53 @@ fn every_tool_refuses_arguments_its_schema_does_not_allow() {
         Vec::<String>::new(),
         "nothing reached the simulator"
     );
+    assert_eq!(commands_since(&ms.sim, mark), Vec::<String>::new());
+}
+
+#[test]
+fn every_tool_refuses_arguments_its_schema_does_not_allow() {
+    refuses_every_bad_call("2025-06-18", Refusal::InvalidParams);
+}
+
+#[test]
+fn clients_at_2025_11_25_get_bad_arguments_as_tool_errors() {
+    refuses_every_bad_call("2025-11-25", Refusal::ToolError);
+}
+
+/// The issue's case, one call from each client: brightness 150 on a light. The older client
+/// gets -32602, the newer a tool result with `isError` naming the field and its range; the
+/// unknown action likewise; nothing is switched.
+#[test]
+fn the_same_bad_call_by_protocol_version() {
+    let ms = Miniserver::demo();
+    let served = Served::start(&ms, "", &[]);
+    served.wait_link("websocket");
+    let mark = ms.sim.request_count();
+    let calls = [
+        (
+            json!({"device": "Deckenlicht", "room": "Küche", "action": "dim", "value": 150}),
+            vec!["value", "100", "150"],
+        ),
+        (
+            json!({"device": "Deckenlicht", "room": "Küche", "action": "explode"}),
+            vec!["action", "must be one of", "on"],
+        ),
+    ];
+    for version in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+        let refusal = if version >= "2025-11-25" {
+            Refusal::ToolError
+        } else {
+            Refusal::InvalidParams
+        };
+        let mut mcp = McpHttp::connect_with(served.addr, None, version, json!({}));
+        for (arguments, needles) in &calls {
+            let (status, answer) = mcp.try_call("control_device", arguments.clone());
+            let message = refusal_message(refusal, status, &answer)
+                .unwrap_or_else(|| panic!("{version}, {refusal:?}: {arguments} -> {answer}"));
+            for n in needles {
+                assert!(message.contains(n), "{version}: {n:?} in {message:?}");
+            }
+        }
+    }
     assert_eq!(commands_since(&ms.sim, mark), Vec::<String>::new());
 }

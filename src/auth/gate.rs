@@ -371,13 +371,19 @@ impl Denial {
         }})
     }
 
-    /// A JSON-RPC error response with `id`.
-    pub fn rpc_body(&self, id: Value) -> Value {
-        json!({"jsonrpc": "2.0", "id": id, "error": {
+    /// The `error` member of the JSON-RPC refusal.
+    pub fn rpc_error(&self) -> Value {
+        json!({
             "code": self.code.rpc_code(),
             "message": self.code.as_str(),
             "data": {"details": self.message, "code": self.code.as_str(), "key_id": self.key_id},
-        }})
+        })
+    }
+
+    /// The JSON-RPC refusal of the requests `ids` as JSON text (one error per request of a
+    /// batch, each with its id; `id: null` when none is known).
+    pub fn rpc_body(&self, ids: &crate::mcp::jsonrpc::RequestIds) -> String {
+        crate::mcp::jsonrpc::error_for(ids, &self.rpc_error())
     }
 
     /// Headers to send with the refusal: rate-limit headers, `Retry-After` on 429,

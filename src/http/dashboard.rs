@@ -7,8 +7,6 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use super::{deny, Answer, Ctx, Handled};
 use crate::auth::gate::{Action, Principal};
 use crate::dashboard::{api, asset, ws, CSP};
@@ -61,7 +59,7 @@ pub(crate) fn handle(
     }
     if is_gated(path) {
         if let Err(d) = ctx.authorize(auth, &Action::Method("dashboard")) {
-            return secure(deny(&d, false, Value::Null)).into();
+            return secure(deny(&d, false, &crate::mcp::jsonrpc::RequestIds::Unknown)).into();
         }
     }
     if path == "/dashboard" {

@@ -6,10 +6,11 @@
 //!   ends the session. **503** when `max_streams` streams run; Origin as for `/mcp` (**403**).
 //! * `POST /message?sessionId=<id>` takes one JSON-RPC message: **400** for a missing or
 //!   malformed id (32 lowercase hex digits) or a body that is not JSON, **404** for an unknown
-//!   session, **413** beyond `max_body_bytes`, else **202** `Accepted`; the answer goes on the
-//!   stream. Requests that may wait on the client (`tools/call`, `prompts/get`,
-//!   `resources/read`, `completion/complete`) run on their own thread, so the client's answer
-//!   to an elicitation can arrive on the next POST.
+//!   session, **413** beyond `max_body_bytes` (checked first), else **202** `Accepted`; the
+//!   answer goes on the stream. Refusals carry the ids of the body's requests as on `/mcp`
+//!   ([`super::mcp::echo_ids`]). Requests that may wait on the client (`tools/call`,
+//!   `prompts/get`, `resources/read`, `completion/complete`) run on their own thread, so the
+//!   client's answer to an elicitation can arrive on the next POST.
 
 use std::sync::Arc;
 
@@ -109,6 +110,22 @@ pub(crate) fn message(
     if request.method() != &tiny_http::Method::Post {
         return method_not_allowed("POST");
     }
+    let body = match read_body(request, ctx.config.max_body_bytes) {
+        Ok(b) => b,
+        Err(a) => return a,
+    };
+    let answer = message_inner(ctx, request, auth, &body);
+    super::mcp::echo_ids(ctx, answer, &body)
+}
+
+/// `POST /message` once its `body` is read: the refusals answered here get the request ids
+/// from [`message`].
+fn message_inner(
+    ctx: &Arc<Ctx>,
+    request: &tiny_http::Request,
+    auth: Option<&crate::auth::gate::Principal>,
+    body: &[u8],
+) -> Answer {
     let id = match session_param(request.url()) {
         Ok(id) => id,
         Err(a) => return a,
@@ -124,12 +141,7 @@ pub(crate) fn message(
     let Some(outbox) = ctx.outboxes.get(&id) else {
         return session_not_found();
     };
-    let body = match read_body(request, ctx.config.max_body_bytes) {
-        Ok(b) => b,
-        Err(a) => return a,
-    };
-    let mut incoming = jsonrpc::parse(&body);
-    drop(body);
+    let mut incoming = jsonrpc::parse(body);
     if let Err(parse_error) = &incoming {
         return Answer::json_text(400, parse_error.to_json());
     }

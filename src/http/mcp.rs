@@ -12,8 +12,13 @@
 //! `prompts/get` that asked for progress or log messages gets an SSE answer carrying them
 //! before its response. Everything below is the session flow of the older versions.
 //!
-//! Checks, in order, each failing with a JSON-RPC error body (`id: null` unless the request's
-//! id is known):
+//! Checks, in order, each failing with a JSON-RPC error body. A refusal of a POST carries the
+//! id of the request in its body, or one error per request of a batch with its id ([`echo_ids`]:
+//! the router's Host, Origin and gate refusals too); `id: null` only where no id can be read:
+//! GET and DELETE, a body that is not JSON or holds no request, a batch longer than
+//! `max_batch_items`, and a body over the limit (**413**, never read). The body is read before
+//! the checks of step 5: tiny_http's connection thread has already buffered it within the
+//! limit, so reading it costs a copy, and reading its ids one pass that keeps nothing else.
 //! 1. `Origin`, if present, must be loopback, match the request's Host, or be listed in
 //!    [`HttpConfig::allowed_origins`](super::HttpConfig::allowed_origins): else **403** (checked
 //!    by the router, before authentication, with `origin_allowed`).
@@ -35,8 +40,8 @@
 //!    `application/json` (**415**). `MCP-Protocol-Version`, when present, must be a supported
 //!    version (**400**); when missing the session's negotiated version applies. A known
 //!    `Mcp-Session-Id` is required except for `initialize` (**400** when missing, **404** when
-//!    unknown, expired or deleted). The body is read up to `max_body_bytes` (**413** beyond,
-//!    never reading more than the limit plus one byte).
+//!    unknown, expired or deleted). The body is read first, up to `max_body_bytes` (**413**
+//!    beyond, before the other checks, never reading more than the limit plus one byte).
 //! 6. The message goes to [`McpServer`](crate::mcp::McpServer). Notifications and client
 //!    responses get **202** with no body; a parse error or an invalid message without id
 //!    **400**; everything else **200**. A successful `initialize` without a session creates one
@@ -58,7 +63,7 @@ use std::time::Duration;
 use super::stream::{run_detached, Outbox, SseWriter};
 use super::{header, host_name, is_loopback_name, Answer, Ctx, Handled};
 use crate::auth::gate::{Action, Principal};
-use crate::mcp::jsonrpc::{self, Incoming, Message, Response};
+use crate::mcp::jsonrpc::{self, Incoming, Message, RequestIds, Response};
 use crate::mcp::{Outlet, ProtocolVersion, Reply, RpcError, SessionState};
 
 /// Answer format chosen from `Accept`.
@@ -317,10 +322,43 @@ fn streams_answer(incoming: &Result<Incoming, Response>, state: &SessionState) -
         || caps.get("sampling").is_some()
 }
 
+/// `POST /mcp`: the body is read first (tiny_http's connection thread has already buffered
+/// it within the limit, so this costs a copy, not a wait), then every refusal carries the
+/// ids of the requests in it ([`echo_ids`]).
 fn post(ctx: &Arc<Ctx>, request: &mut tiny_http::Request, auth: Option<&Principal>) -> Handled {
-    match post_inner(ctx, request, auth) {
-        Ok(answer) => answer.into(),
+    let body = match read_body(request, ctx.config.max_body_bytes) {
+        Ok(body) => body,
+        Err(answer) => return answer.into(),
+    };
+    match post_inner(ctx, request, auth, &body) {
+        Ok(answer) => echo_ids(ctx, answer, &body).into(),
         Err(handled) => handled,
+    }
+}
+
+/// Gives a refusal of a POST the ids of the requests in its `body` (issue 16): an answer of
+/// status 400 or above that is one JSON-RPC error with `id: null` is rewritten with the
+/// request's id, or as one error per request of a batch, each with its id (see
+/// [`jsonrpc::request_ids`]: a batch longer than `max_batch_items` keeps its single `null`
+/// error, so a refusal is never longer than that many errors). Every other answer, and a body
+/// without a readable request id (not JSON, a notification), is returned as it is. The one
+/// place the transports' and the gate's refusals get their ids, whichever check refused.
+pub(crate) fn echo_ids(ctx: &Ctx, answer: Answer, body: &[u8]) -> Answer {
+    if answer.status < 400 || answer.content_type != Some("application/json") {
+        return answer;
+    }
+    let Ok(serde_json::Value::Object(sent)) = serde_json::from_slice(&answer.body) else {
+        return answer;
+    };
+    let (Some(serde_json::Value::Null), Some(error)) = (sent.get("id"), sent.get("error")) else {
+        return answer;
+    };
+    match jsonrpc::request_ids(body, ctx.mcp.max_batch_items()) {
+        RequestIds::Unknown => answer,
+        ids => Answer {
+            body: jsonrpc::error_for(&ids, error).into_bytes(),
+            ..answer
+        },
     }
 }
 
@@ -328,6 +366,7 @@ fn post_inner(
     ctx: &Arc<Ctx>,
     request: &mut tiny_http::Request,
     auth: Option<&Principal>,
+    body: &[u8],
 ) -> Result<Answer, Handled> {
     let sse_ok = accepts_sse(header(request, "Accept"));
     let Some(format) = negotiate(header(request, "Accept")) else {
@@ -357,13 +396,7 @@ fn post_inner(
         None => Ok(None),
     };
 
-    let limit = ctx.config.max_body_bytes;
-    let body = match read_body(request, limit) {
-        Ok(body) => body,
-        Err(answer) => return Ok(answer),
-    };
-    let mut incoming = jsonrpc::parse(&body);
-    drop(body);
+    let mut incoming = jsonrpc::parse(body);
 
     // MCP 2026-07-28: a request that declares itself modern is served without a session (an
     // `Mcp-Session-Id` it carries is ignored).
@@ -828,11 +861,7 @@ pub(crate) fn denied(
         return None;
     };
     let d = authorize_item(ctx, auth, transport, r).err()?;
-    Some(super::deny(
-        &d,
-        true,
-        serde_json::to_value(&r.id).unwrap_or_default(),
-    ))
+    Some(super::deny(&d, true, &RequestIds::Single(r.id.clone())))
 }
 
 /// The gate for each request of a batch on its own (call it once the batch is accepted, see

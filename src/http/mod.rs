@@ -52,9 +52,11 @@
 //!
 //! With [`HttpConfig::gate`] set, every route but `/health`, a public `/metrics`, the admin
 //! page's static files ([`assets::ADMIN`]: no key, but still only to `[auth] admin_networks`)
-//! (and unknown paths, which 404) is authenticated by the router before any body is read ([`Gate::authenticate`]: key,
-//! expiry, IP whitelist, rate limits); routes then ask `Ctx::authorize` about the MCP method
-//! or tool they are about to run, and `/admin/...` needs `admin`. The dashboard's API and
+//! (and unknown paths, which 404) is authenticated by the router before any body is read
+//! ([`Gate::authenticate`]: key, expiry, IP whitelist, rate limits; a refused `POST` to an MCP
+//! route then reads the buffered body for the request ids its JSON-RPC error carries, see
+//! `with_request_ids`); routes then ask `Ctx::authorize` about the MCP method or tool they are
+//! about to run, and `/admin/...` needs `admin`. The dashboard's API and
 //! WebSocket are gated (`read`; the WebSocket may carry the key as the subprotocol
 //! `key.<KEY>`), its page assets are not. Answers written by a
 //! worker get the `X-RateLimit-*` headers. See [`crate::auth::gate`] for the rules and error
@@ -82,6 +84,7 @@ use serde_json::{json, Value};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::auth::gate::{Action, Credentials, Denial, DenyCode, Gate, Principal};
+use crate::mcp::jsonrpc::RequestIds;
 use crate::mcp::McpServer;
 use crate::metrics::{self, HttpTransport};
 
@@ -630,11 +633,14 @@ fn add_header<R: std::io::Read>(response: &mut tiny_http::Response<R>, name: &st
     }
 }
 
-/// A gate refusal: a JSON-RPC error with `id` on MCP routes (`rpc`), else the §7.1 object;
-/// status and headers from the [`Denial`].
-pub(crate) fn deny(d: &Denial, rpc: bool, id: Value) -> Answer {
-    let body = if rpc { d.rpc_body(id) } else { d.rest_body() };
-    let mut answer = Answer::json(d.code.status(), &body);
+/// A gate refusal: a JSON-RPC error for the requests `ids` on MCP routes (`rpc`), else the
+/// §7.1 object; status and headers from the [`Denial`].
+pub(crate) fn deny(d: &Denial, rpc: bool, ids: &RequestIds) -> Answer {
+    let mut answer = if rpc {
+        Answer::json_text(d.code.status(), d.rpc_body(ids))
+    } else {
+        Answer::json(d.code.status(), &d.rest_body())
+    };
     for (name, value) in d.headers() {
         answer = answer.with_header(name, value);
     }
@@ -675,7 +681,7 @@ fn authenticate(
             key_id: None,
             rate: None,
         };
-        return Err(deny(&d, false, Value::Null));
+        return Err(deny(&d, false, &RequestIds::Unknown));
     }
     if assets::find(assets::ADMIN, path).is_some() {
         // Static files without data: the page asks for the key itself.
@@ -711,7 +717,7 @@ fn authenticate(
                 d.code.as_str(),
                 d.key_id.as_deref().unwrap_or("no key")
             );
-            let mut answer = deny(&d, mcp, Value::Null);
+            let mut answer = deny(&d, mcp, &RequestIds::Unknown);
             if mcp && d.code == crate::auth::gate::DenyCode::InvalidApiKey {
                 // RFC 9728 §5.1: where to sign in (the JSON body stays as it is).
                 if let Some(value) = oauth::challenge(ctx, request, path) {
@@ -754,13 +760,13 @@ fn health_details_allowed(
     }
     let principal = gate
         .authenticate(&creds)
-        .map_err(|d| deny(&d, false, Value::Null))?;
+        .map_err(|d| deny(&d, false, &RequestIds::Unknown))?;
     match gate.authorize(&principal, &Action::Method("health")) {
         Ok(()) => Ok(Some(principal)),
         // A valid key without the right to the details (a device key: they tell of the whole
         // house) still gets the status a health check needs, never a 403.
         Err(d) if d.code == DenyCode::InsufficientPermissions => Ok(None),
-        Err(d) => Err(deny(&d, false, Value::Null)),
+        Err(d) => Err(deny(&d, false, &RequestIds::Unknown)),
     }
 }
 
@@ -823,23 +829,24 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
         })
         .map(|o| format!("Origin {o} is not allowed"));
     let handled: Handled = if !host_allowed(ctx, header(&request, "Host")) {
-        match path.as_str() {
+        let answer = match path.as_str() {
             "/mcp" | "/sse" | "/message" => mcp::forbidden("Host header not allowed"),
             _ => rest_error(403, "FORBIDDEN", "Host header not allowed"),
-        }
-        .into()
+        };
+        with_request_ids(ctx, &mut request, &path, answer).into()
     } else if let Some(refused) = origin_refused {
         // Every route (the MCP and REST routes check it again): a browser page of another
         // site gets nothing from this server, whatever key it holds.
-        match path.as_str() {
+        let answer = match path.as_str() {
             "/mcp" | "/sse" | "/message" => mcp::forbidden(&refused),
             _ => rest_error(403, "FORBIDDEN", &refused),
-        }
-        .into()
+        };
+        with_request_ids(ctx, &mut request, &path, answer).into()
     } else {
         let principal = match authenticate(ctx, &request, &path) {
             Ok(p) => p,
             Err(answer) => {
+                let answer = with_request_ids(ctx, &mut request, &path, answer);
                 let status = answer.status;
                 metrics::global().http_request(transport, status, None);
                 if let Err(e) = request.respond(answer.into_response()) {
@@ -893,7 +900,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
                 .into(),
             p if auth.is_some() && p.starts_with("/admin") => {
                 match ctx.authorize(auth, &Action::Admin) {
-                    Err(d) => deny(&d, false, Value::Null),
+                    Err(d) => deny(&d, false, &RequestIds::Unknown),
                     Ok(()) => admin::handle(ctx, &mut request, &url, auth),
                 }
                 .into()
@@ -936,6 +943,27 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
     );
 }
 
+/// A refusal by the router (Host, Origin, the gate: 401, 403, 429) of a `POST` to `/mcp` or
+/// `/message`, with the ids of the requests in its body ([`mcp::echo_ids`]); any other answer
+/// as it is. The body is read although the caller was refused: tiny_http's connection thread
+/// has already buffered it within `max_body_bytes` (a larger one was answered 413 unread), so
+/// this costs a copy and one pass that keeps only the ids, never a wait on the client, and
+/// the answer holds at most `max_batch_items` errors.
+fn with_request_ids(
+    ctx: &Ctx,
+    request: &mut tiny_http::Request,
+    path: &str,
+    answer: Answer,
+) -> Answer {
+    if request.method() != &tiny_http::Method::Post || !matches!(path, "/mcp" | "/message") {
+        return answer;
+    }
+    match mcp::read_body(request, ctx.config.max_body_bytes) {
+        Ok(body) => mcp::echo_ids(ctx, answer, &body),
+        Err(_) => answer,
+    }
+}
+
 /// Whether `path` is `/metrics` behind the gate (configured and not `public`).
 fn metrics_gated(ctx: &Ctx, path: &str) -> bool {
     path == "/metrics" && ctx.config.metrics.as_ref().is_some_and(|m| !m.public)
@@ -948,7 +976,7 @@ fn metrics_route(ctx: &Ctx, method: &tiny_http::Method, auth: Option<&Principal>
         return rest_error(405, "METHOD_NOT_ALLOWED", "use GET").with_header("Allow", "GET");
     }
     if let Err(d) = ctx.authorize(auth, &Action::Method("metrics")) {
-        return deny(&d, false, Value::Null);
+        return deny(&d, false, &RequestIds::Unknown);
     }
     let link = ctx.config.metrics.as_ref().and_then(|m| m.link.as_ref());
     let scrape = metrics::Scrape {

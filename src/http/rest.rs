@@ -86,7 +86,7 @@ pub(crate) fn authorize(
             Some(name) => ("tools/call", Some(m.known_tool(name))),
         };
         m.mcp_request("rest", method, tool, crate::metrics::Outcome::Denied, None);
-        super::deny(&d, false, Value::Null)
+        super::deny(&d, false, &crate::mcp::jsonrpc::RequestIds::Unknown)
     })
 }
 

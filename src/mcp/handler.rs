@@ -371,6 +371,18 @@ impl RequestContext {
     pub fn can_elicit(&self) -> bool {
         self.peer.is_some() && self.client_capabilities.get("elicitation").is_some()
     }
+
+    /// Whether a tool's input validation failure (a value out of range, an unknown action, a
+    /// missing or unknown field) is answered as a tool execution error, a `CallToolResult`
+    /// with `isError: true` whose text names the field and what it allows, so that the model
+    /// reads it and corrects the call: from protocol version 2025-11-25 on (MCP SEP-1303).
+    /// Clients that negotiated an older version get JSON-RPC -32602 (interface spec §7.2).
+    /// The one place this is decided; unknown tools and malformed `tools/call` params stay
+    /// -32602 for everyone.
+    pub fn argument_errors_as_tool_results(&self) -> bool {
+        super::ProtocolVersion::parse(&self.protocol_version)
+            .is_some_and(|v| v >= super::ProtocolVersion::V2025_11_25)
+    }
 }
 
 /// The domain side of an MCP server.
@@ -381,8 +393,9 @@ pub trait Handler: Send + Sync {
     fn instructions(&self) -> String;
     /// The full tool catalogue, in display order.
     fn list_tools(&self) -> Vec<ToolDescriptor>;
-    /// Runs one tool. `Err` becomes a JSON-RPC error (e.g. -32602 for bad arguments, or for an
-    /// unknown tool); failures of the house itself come back as `Ok` with `is_error: true`.
+    /// Runs one tool. `Err` becomes a JSON-RPC error (e.g. -32602 for an unknown tool, or for
+    /// bad arguments where [`RequestContext::argument_errors_as_tool_results`] is false);
+    /// failures of the house itself come back as `Ok` with `is_error: true`.
     fn call_tool(
         &self,
         name: &str,

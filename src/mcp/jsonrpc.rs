@@ -5,23 +5,87 @@
 //! Each message is classified once, here, into a [`Message`]: a request (has an `id`), a
 //! notification (no `id`, never answered) or a client response (`result`/`error` without
 //! `method`, accepted and ignored). Malformed messages become a -32600 [`Response`] whose
-//! `id` is the request's own id when it could be read, else `null`.
+//! `id` is the request's own id when it could be read, else `null`. Ids keep the exact text
+//! the client sent ([`Id`]). Refusals decided before parsing (by a transport or the gate) read
+//! only the ids with [`request_ids`] and answer with [`error_for`].
 //!
 //! Error responses follow spec §7.2:
 //! `{"jsonrpc":"2.0","id":…,"error":{"code":…,"message":"…","data":{"details":"…"}}}`.
 
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
-use serde_json::{Map, Number, Value};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 
 use super::handler::RpcError;
 
-/// A request id: JSON-RPC allows a number or a string (MCP forbids `null`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-#[serde(untagged)]
+/// A request id: JSON-RPC allows a number or a string (MCP forbids `null`). Numbers keep the
+/// exact text the client sent, so every answer echoes an id byte for byte whatever its size
+/// or precision (`123456789012345678901234567890` would come back as
+/// `1.2345678901234568e+29` through `f64`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Id {
-    Number(Number),
+    Number(IdNumber),
     String(String),
+}
+
+/// A numeric request id as the JSON text the client sent (`9007199254740993`, `-7`, `1.5`,
+/// `1e3`); only ever a valid JSON number. Two ids are the same when their texts are.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct IdNumber(String);
+
+impl IdNumber {
+    /// The number's JSON text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for IdNumber {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<u64> for Id {
+    fn from(n: u64) -> Self {
+        Id::Number(IdNumber(n.to_string()))
+    }
+}
+
+impl From<i64> for Id {
+    fn from(n: i64) -> Self {
+        Id::Number(IdNumber(n.to_string()))
+    }
+}
+
+impl Id {
+    /// The id in `raw` (one JSON value as sent): a string or a number; `None` for anything
+    /// else (`null`, booleans, objects, arrays are not ids).
+    pub fn from_raw(raw: &RawValue) -> Option<Id> {
+        let text = raw.get().trim();
+        match text.as_bytes().first()? {
+            b'"' => serde_json::from_str(text).ok().map(Id::String),
+            b'-' | b'0'..=b'9' => Some(Id::Number(IdNumber(text.to_string()))),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for Id {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Id::String(s) => serializer.serialize_str(s),
+            // The text as sent: serde_json writes a raw value unchanged.
+            Id::Number(n) => match RawValue::from_string(n.0.clone()) {
+                Ok(raw) => raw.serialize(serializer),
+                Err(e) => Err(serde::ser::Error::custom(e)),
+            },
+        }
+    }
 }
 
 /// `params` of a request or notification: an object or an array, as JSON-RPC requires.
@@ -198,37 +262,299 @@ impl Response {
 ///
 /// Errors: bytes that are not JSON give `Err` with a -32700 response (`id: null`). An empty
 /// array is `Single(Err(-32600))`. Anything else that is not a valid message is classified as
-/// `Err(-32600)` inside the returned [`Incoming`].
+/// `Err(-32600)` inside the returned [`Incoming`]. Each message's `id` is kept as the text
+/// sent (see [`Id`]); its other members are parsed as usual.
 pub fn parse(raw: &[u8]) -> Result<Incoming, Response> {
-    let value: Value = serde_json::from_slice(raw)
+    let frame: Frame<RawMessage> = serde_json::from_slice(raw)
         .map_err(|e| Response::parse_error(format!("invalid JSON: {e}")))?;
-    Ok(match value {
-        Value::Array(items) if items.is_empty() => {
+    Ok(match frame {
+        Frame::Batch(items) if items.is_empty() => {
             Incoming::Single(Err(Response::invalid_request(None, "empty batch")))
         }
-        Value::Array(items) => Incoming::Batch(items.into_iter().map(classify).collect()),
-        other => Incoming::Single(classify(other)),
+        Frame::Batch(items) => Incoming::Batch(items.into_iter().map(classify).collect()),
+        Frame::Single(item) => Incoming::Single(classify(item)),
     })
 }
 
-/// Classifies one JSON value as a [`Message`], or returns the -32600 answer for it.
-pub fn classify(value: Value) -> Result<Message, Response> {
-    let Value::Object(mut obj) = value else {
+/// A frame as read: one element or a batch of them.
+enum Frame<T> {
+    Single(T),
+    Batch(Vec<T>),
+}
+
+/// What a frame's elements are read as: [`RawMessage`] for [`parse`], [`Probe`] for
+/// [`request_ids`]. Anything that is not a JSON object becomes [`Element::other`].
+trait Element: Sized {
+    /// Reads the members of an object.
+    fn object<'de, A: MapAccess<'de>>(map: A) -> Result<Self, A::Error>;
+    /// Any JSON value that is not an object.
+    fn other() -> Self;
+}
+
+/// One element of a frame read for [`parse`]: an object's `id` as the raw text sent and its
+/// other members, or a value that is not an object.
+enum RawMessage {
+    Object {
+        id: Option<Box<RawValue>>,
+        members: Map<String, Value>,
+    },
+    NotObject,
+}
+
+impl Element for RawMessage {
+    fn object<'de, A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let (mut id, mut members) = (None, Map::new());
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "id" {
+                id = Some(map.next_value::<Box<RawValue>>()?);
+            } else {
+                let value = map.next_value::<Value>()?;
+                members.insert(key, value);
+            }
+        }
+        Ok(RawMessage::Object { id, members })
+    }
+
+    fn other() -> Self {
+        RawMessage::NotObject
+    }
+}
+
+/// One element of a frame read for [`request_ids`]: its id if it is a request; every other
+/// member is skipped without being kept.
+struct Probe(Option<Id>);
+
+impl Element for Probe {
+    fn object<'de, A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let (mut id, mut method) = (None, false);
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "id" => id = Id::from_raw(&map.next_value::<Box<RawValue>>()?),
+                "method" => method = map.next_value::<Value>()?.is_string(),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Probe(id.filter(|_| method)))
+    }
+
+    fn other() -> Self {
+        Probe(None)
+    }
+}
+
+/// Reads one element with [`Element`]'s rules.
+struct ElementVisitor<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Element> Visitor<'de> for ElementVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC message")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+        T::object(map)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(T::other())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<T, E> {
+        Ok(T::other())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<T, E> {
+        Ok(T::other())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<T, E> {
+        Ok(T::other())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<T, E> {
+        Ok(T::other())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<T, E> {
+        Ok(T::other())
+    }
+    fn visit_unit<E>(self) -> Result<T, E> {
+        Ok(T::other())
+    }
+}
+
+impl<'de> Deserialize<'de> for RawMessage {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ElementVisitor(std::marker::PhantomData))
+    }
+}
+
+impl<'de> Deserialize<'de> for Probe {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ElementVisitor(std::marker::PhantomData))
+    }
+}
+
+/// Reads a frame: an array is a batch of elements (at most `keep` of them kept, the rest
+/// counted in `extra` and skipped), anything else one element.
+struct FrameVisitor<T> {
+    keep: usize,
+    marker: std::marker::PhantomData<T>,
+}
+
+impl<'de, T: Element + Deserialize<'de>> Visitor<'de> for FrameVisitor<T> {
+    type Value = (Frame<T>, usize);
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC message or batch")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let (mut items, mut extra) = (Vec::new(), 0);
+        while items.len() < self.keep {
+            match seq.next_element::<T>()? {
+                Some(item) => items.push(item),
+                None => return Ok((Frame::Batch(items), 0)),
+            }
+        }
+        while seq.next_element::<IgnoredAny>()?.is_some() {
+            extra += 1;
+        }
+        Ok((Frame::Batch(items), extra))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        Ok((Frame::Single(T::object(map)?), 0))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok((Frame::Single(T::other()), 0))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok((Frame::Single(T::other()), 0))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok((Frame::Single(T::other()), 0))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok((Frame::Single(T::other()), 0))
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok((Frame::Single(T::other()), 0))
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok((Frame::Single(T::other()), 0))
+    }
+}
+
+impl<'de> Deserialize<'de> for Frame<RawMessage> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let visitor = FrameVisitor {
+            keep: usize::MAX,
+            marker: std::marker::PhantomData,
+        };
+        Ok(d.deserialize_any(visitor)?.0)
+    }
+}
+
+/// The ids of the requests in a frame, for an error answer decided before (or instead of)
+/// [`parse`]: a refusal by the HTTP transport or the gate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RequestIds {
+    /// No request id to echo: not JSON, a single notification or client response, a
+    /// message without a valid id, or a batch without requests or longer than the limit.
+    /// The refusal is one error with `id: null`.
+    Unknown,
+    /// One request: its error carries the id.
+    Single(Id),
+    /// The requests of a batch, in order (notifications and client responses have no
+    /// answer): one error per request, each with its id.
+    Batch(Vec<Id>),
+}
+
+/// Reads the ids of the requests in `raw` (a transport frame) without keeping anything else:
+/// one pass over the bytes, every other member skipped. A batch of more than `max_items`
+/// elements is [`RequestIds::Unknown`] (refused whole, as [`super::McpServer::batch_refusal`]
+/// does), so a refusal never answers with more than `max_items` errors.
+pub fn request_ids(raw: &[u8], max_items: usize) -> RequestIds {
+    let mut de = serde_json::Deserializer::from_slice(raw);
+    let visitor = FrameVisitor::<Probe> {
+        keep: max_items,
+        marker: std::marker::PhantomData,
+    };
+    let scanned = (&mut de)
+        .deserialize_any(visitor)
+        .and_then(|frame| de.end().map(|()| frame));
+    let Ok(scanned) = scanned else {
+        return RequestIds::Unknown;
+    };
+    match scanned {
+        (Frame::Single(Probe(Some(id))), _) => RequestIds::Single(id),
+        (Frame::Batch(items), 0) => {
+            let ids: Vec<Id> = items.into_iter().filter_map(|p| p.0).collect();
+            if ids.is_empty() {
+                RequestIds::Unknown
+            } else {
+                RequestIds::Batch(ids)
+            }
+        }
+        _ => RequestIds::Unknown,
+    }
+}
+
+/// One JSON-RPC error answer as JSON text: `error` is the whole `error` member (code,
+/// message, data), `id` the request's (`null` when unknown).
+pub fn error_json(id: Option<&Id>, error: &Value) -> String {
+    #[derive(Serialize)]
+    struct ErrorAnswer<'a> {
+        jsonrpc: &'static str,
+        id: Option<&'a Id>,
+        error: &'a Value,
+    }
+    serde_json::to_string(&ErrorAnswer {
+        jsonrpc: "2.0",
+        id,
+        error,
+    })
+    .unwrap_or_else(|_| {
+        Response::error(None, RpcError::internal("response serialisation failed")).to_json()
+    })
+}
+
+/// The error answer to a frame whose requests are `ids` (see [`request_ids`]): one error
+/// object with the request's id, an array with one per request of a batch, or one with
+/// `id: null`.
+pub fn error_for(ids: &RequestIds, error: &Value) -> String {
+    match ids {
+        RequestIds::Unknown => error_json(None, error),
+        RequestIds::Single(id) => error_json(Some(id), error),
+        RequestIds::Batch(list) => format!(
+            "[{}]",
+            list.iter()
+                .map(|id| error_json(Some(id), error))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+    }
+}
+
+/// Classifies one element of a frame as a [`Message`], or returns the -32600 answer for it.
+fn classify(item: RawMessage) -> Result<Message, Response> {
+    let RawMessage::Object {
+        id,
+        members: mut obj,
+    } = item
+    else {
         return Err(Response::invalid_request(
             None,
             "a message must be a JSON object",
         ));
     };
-    let id = match obj.remove("id") {
+    let id = match id {
         None => None,
-        Some(Value::Number(n)) => Some(Id::Number(n)),
-        Some(Value::String(s)) => Some(Id::String(s)),
-        Some(_) => {
-            return Err(Response::invalid_request(
-                None,
-                "`id` must be a number or a string",
-            ))
-        }
+        Some(raw) => match Id::from_raw(&raw) {
+            Some(id) => Some(id),
+            None => {
+                return Err(Response::invalid_request(
+                    None,
+                    "`id` must be a number or a string",
+                ))
+            }
+        },
     };
     match obj.get("jsonrpc") {
         Some(Value::String(v)) if v == "2.0" => {}
@@ -335,7 +661,66 @@ mod tests {
         ] {
             let e = single(raw).unwrap_err();
             assert_eq!(e.error_code(), Some(-32600), "{raw}");
-            assert_eq!(e.id, id.map(|n: i64| Id::Number(n.into())), "{raw}");
+            assert_eq!(e.id, id.map(|n: i64| Id::from(n)), "{raw}");
+        }
+    }
+
+    #[test]
+    fn ids_keep_their_text() {
+        for id in [
+            "9007199254740993",
+            "123456789012345678901234567890",
+            "-42",
+            "1.50",
+            "1e400",
+            "\"x\\u0041\"",
+        ] {
+            let raw = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"nope"}}"#);
+            let Ok(Message::Request(r)) = single(&raw) else {
+                panic!("{raw}")
+            };
+            let answer = Response::invalid_request(Some(r.id), "x").to_json();
+            let expected = if id.starts_with('"') { "\"xA\"" } else { id };
+            assert!(
+                answer.contains(&format!(r#""id":{expected},"#)),
+                "{id}: {answer}"
+            );
+        }
+    }
+
+    #[test]
+    fn request_ids_of_frames() {
+        let ids = |raw: &str| request_ids(raw.as_bytes(), 3);
+        assert_eq!(
+            ids(
+                r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"m","params":{"a":[1,{"b":2}]}}"#
+            ),
+            RequestIds::Single(Id::Number(IdNumber(
+                "123456789012345678901234567890".into()
+            )))
+        );
+        assert_eq!(
+            ids(
+                r#"[{"id":"a","method":"m"},{"method":"n"},{"id":2,"result":{}},{"id":3,"method":"m"}]"#
+            ),
+            RequestIds::Unknown,
+            "four elements exceed the limit of 3"
+        );
+        assert_eq!(
+            ids(r#"[{"id":"a","method":"m"},{"method":"n"},{"id":-3,"method":"m"}]"#),
+            RequestIds::Batch(vec![Id::String("a".into()), Id::from(-3i64)])
+        );
+        for raw in [
+            "{nope",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"id":null,"method":"m"}"#,
+            r#"{"id":1,"result":{}}"#,
+            r#"{"id":1,"method":"m"} trailing"#,
+            "[]",
+            "[1,2]",
+            "7",
+        ] {
+            assert_eq!(ids(raw), RequestIds::Unknown, "{raw}");
         }
     }
 

@@ -166,6 +166,12 @@ impl McpServer {
         None
     }
 
+    /// [`McpConfig::max_batch_items`]: also the most errors a refused batch is answered
+    /// with, one per request (see [`jsonrpc::request_ids`]).
+    pub fn max_batch_items(&self) -> usize {
+        self.max_batch_items
+    }
+
     /// Outlets of sessions for notifications not tied to a request.
     pub fn hub(&self) -> &Hub {
         &self.hub
@@ -377,7 +383,7 @@ impl McpServer {
             }
             Ok(Incoming::Batch(items)) => {
                 if let Some(refusal) = self.batch_refusal(state.version, items.len()) {
-                    return Reply::Single(refusal);
+                    return refused_batch(refusal, &items, self.max_batch_items);
                 }
                 let budget = self.max_batch_answer_bytes;
                 let mut used = 0usize;
@@ -932,6 +938,35 @@ fn capabilities() -> Value {
         "logging": {},
         "completions": {},
     })
+}
+
+/// The answer to a batch refused whole (see [`McpServer::batch_refusal`]): the refusal once
+/// per request, each with its id, when the batch is within `max_items` and has requests; else
+/// the refusal once with `id: null` (a refusal never answers with more than `max_items`
+/// errors).
+fn refused_batch(
+    refusal: Response,
+    items: &[Result<Message, Response>],
+    max_items: usize,
+) -> Reply {
+    let ids: Vec<jsonrpc::Id> = items
+        .iter()
+        .filter_map(|item| match item {
+            Ok(Message::Request(r)) => Some(r.id.clone()),
+            _ => None,
+        })
+        .collect();
+    if items.len() > max_items || ids.is_empty() {
+        return Reply::Single(refusal);
+    }
+    Reply::Batch(
+        ids.into_iter()
+            .map(|id| Response {
+                id: Some(id),
+                outcome: refusal.outcome.clone(),
+            })
+            .collect(),
+    )
 }
 
 /// A required string parameter; -32602 naming it when absent or not a string.

@@ -63,7 +63,7 @@ pub fn limit(value: Option<i64>) -> Result<usize, ToolError> {
 
 /// Schema fragment for a `room` argument: a room name (accents optional) or UUID.
 pub fn room_schema() -> Value {
-    serde_json::json!({"type": "string", "description": "Room name or UUID"})
+    serde_json::json!({"type": "string"})
 }
 
 /// The whole input schema of the list tools that take only an optional `room` and `limit`.
@@ -78,16 +78,15 @@ pub fn room_limit_schema() -> Value {
 /// Schema fragment for `limit`.
 pub fn limit_schema() -> Value {
     serde_json::json!({
-        "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT,
-        "description": "Maximum number of entries returned"
+        "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT
     })
 }
 
 /// Schema fragment for `dry_run`.
 pub fn dry_run_schema() -> Value {
     serde_json::json!({
-        "type": "boolean", "default": false,
-        "description": "List the devices and the exact Loxone commands that would be sent, and send nothing"
+        "type": "boolean",
+        "description": "Send nothing; show the commands"
     })
 }
 

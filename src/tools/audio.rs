@@ -33,10 +33,6 @@ const STEPPING: ToolAnnotations = ToolAnnotations {
     open_world_hint: false,
 };
 
-fn dry_run_schema() -> Value {
-    json!({"type": "boolean", "default": false, "description": "List the zones and the exact commands, send nothing"})
-}
-
 const ACTIONS: [&str; 9] = [
     "play",
     "pause",
@@ -54,50 +50,50 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_audio_zone",
             title: "Control audio zone",
-            description: "Controls playback of audio zones (Loxone AudioZone, AudioZoneV2). zone: a zone's name or UUID, a central audio block's name (all its zones), or a room name (the zones of that room). action: play, pause, stop (pauses; Loxone zones have no stop), next, previous (track or station), on (play), off (v1 zones power off, V2 zones pause), volume_up, volume_down (one step of the zone's volume step, about 3 %). dry_run: true lists the zones and commands without sending. Reports each zone (ok or error) with the Loxone command sent.",
+            description: "Controls audio zones: play, pause, stop (pauses), next, previous, on (play), off (v1 powers off, V2 pauses), volume_up, volume_down (one step).",
             permission: Permission::Control,
             annotations: STEPPING,
             input_schema: || {
                 json!({
                     "type": "object",
                     "properties": {
-                        "zone": {"type": "string", "description": "Audio zone name/UUID, central audio block, or room name"},
+                        "zone": {"type": "string", "description": "A zone, a central audio block or a room"},
                         "action": {"type": "string", "enum": ACTIONS},
-                        "dry_run": dry_run_schema()
+                        "dry_run": args::dry_run_schema()
                     },
                     "required": ["zone", "action"],
                     "additionalProperties": false
                 })
             },
-            data_schema: || results_schema("action"),
+            data_schema: || results_schema(),
             run: control_audio_zone,
         },
         Tool {
             name: "set_audio_volume",
             title: "Set audio volume",
-            description: "Sets the volume of audio zones. zone: a zone's name or UUID, a central audio block's name (all its zones), or a room name (the zones of that room). Exactly one of volume (absolute, percent 0-100; a v1 zone stops at its configured maximum) or step (relative, percent points -100..100, negative = quieter). V1 zones take the step as is (volstep); V2 zones only have volume up/down presses of their own volume step, so the step is sent as the nearest number of presses (at least one), or as an absolute volume when the current volume is known. dry_run: true lists the zones and commands without sending. Reports each zone with the Loxone commands sent.",
+            description: "Sets audio zones' volume: volume (0-100 %) or step (percent points, negative = quieter; V2 zones step by presses).",
             permission: Permission::Control,
             annotations: STEPPING,
             input_schema: || {
                 json!({
                     "type": "object",
                     "properties": {
-                        "zone": {"type": "string", "description": "Audio zone name/UUID, central audio block, or room name"},
-                        "volume": {"type": "number", "minimum": 0, "maximum": 100, "description": "Absolute volume in percent"},
-                        "step": {"type": "number", "minimum": -100, "maximum": 100, "description": "Relative change in percent points"},
-                        "dry_run": dry_run_schema()
+                        "zone": {"type": "string", "description": "As in control_audio_zone"},
+                        "volume": {"type": "number", "minimum": 0, "maximum": 100},
+                        "step": {"type": "number", "minimum": -100, "maximum": 100},
+                        "dry_run": args::dry_run_schema()
                     },
                     "required": ["zone"],
                     "additionalProperties": false
                 })
             },
-            data_schema: || results_schema("volume"),
+            data_schema: || results_schema(),
             run: set_audio_volume,
         },
         Tool {
             name: "get_audio_status",
             title: "Audio status",
-            description: "Lists audio zones (AudioZone, AudioZoneV2) with room, play state (playing, paused, stopped), and when reported live: power, volume in percent, and title/artist/station (v1). Optional: room (name or UUID), limit.",
+            description: "Lists audio zones with room, play_state, power, volume % and title/artist/station (v1); null: unknown.",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: args::room_limit_schema,
@@ -107,23 +103,10 @@ pub fn tools() -> Vec<Tool> {
                     "properties": {
                         "zones": {"type": "array", "items": {
                             "type": "object",
-                            "properties": {
-                                "uuid": {"type": "string"},
-                                "name": {"type": "string"},
-                                "type": {"type": "string", "enum": ["AudioZone", "AudioZoneV2"]},
-                                "room": {"type": ["string", "null"]},
-                                "play_state": {"type": ["string", "null"], "enum": ["playing", "paused", "stopped", null]},
-                                "power": {"type": ["boolean", "null"]},
-                                "volume": {"type": ["number", "null"], "minimum": 0, "maximum": 100},
-                                "title": {"type": ["string", "null"]},
-                                "artist": {"type": ["string", "null"]},
-                                "station": {"type": ["string", "null"]}
-                            },
-                            "required": ["uuid", "name", "type", "room", "play_state", "power", "volume"]
+                            "required": ["name", "play_state", "volume"]
                         }},
                         "total": {"type": "integer"},
-                        "playing": {"type": "integer"},
-                        "warning": {"type": "string"}
+                        "playing": {"type": "integer"}
                     },
                     "required": ["zones", "total", "playing"]
                 })
@@ -133,35 +116,18 @@ pub fn tools() -> Vec<Tool> {
     ]
 }
 
-/// `data` of the two commanding tools; `what` is `action` or `volume`.
-fn results_schema(what: &str) -> Value {
-    let mut props = json!({
-        "zone": {"type": "string", "description": "What the zone argument named"},
+/// `data` of the two commanding tools.
+fn results_schema() -> Value {
+    let props = json!({
         "results": {"type": "array", "items": {
             "type": "object",
-            "properties": {
-                "uuid": {"type": "string"},
-                "name": {"type": "string"},
-                "type": {"type": "string"},
-                "room": {"type": ["string", "null"]},
-                "ok": {"type": "boolean"},
-                "commands": {"type": "array", "items": {"type": "string"}},
-                "error": {"type": "string"}
-            },
-            "required": ["uuid", "name", "type", "room", "ok", "commands"]
+            "required": ["name", "ok", "commands"]
         }},
         "dry_run": {"type": "boolean"},
         "total": {"type": "integer"},
         "succeeded": {"type": "integer"},
-        "failed": {"type": "integer"},
-        "skipped": {"type": "array", "items": {"type": "string"}, "description": "Zones (\"name (room)\") left out because this API key may not operate them (device keys); absent when none"}
+        "failed": {"type": "integer"}
     });
-    if what == "action" {
-        props["action"] = json!({"type": "string", "enum": ACTIONS});
-    } else {
-        props["volume"] = json!({"type": ["number", "null"]});
-        props["step"] = json!({"type": ["number", "null"]});
-    }
     json!({
         "type": "object",
         "properties": props,

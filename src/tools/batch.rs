@@ -42,7 +42,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_multiple_devices",
             title: "Control several devices",
-            description: "Runs a list of 1-50 device operations in order, each exactly like control_device: {device (name or UUID), action (on, off, up, down, stop, dim, bright, ...), value (0-100 %: brightness, or blind position percent closed with up/down), room (to pick among equal names)}. One failing operation (unknown device, action the device does not support, refused security device) does not stop the others: every operation is reported with status ok, error or not_attempted, its commands and error code. dry_run: true lists the exact Loxone commands without sending anything. More than 10 operations need confirmation: confirm: true, or the client is asked (elicitation); otherwise the answer is the dry run with confirmation_required: true.",
+            description: "Runs 1-50 control_device operations in order; a failure does not stop the others, each is reported (ok, error, not_attempted) with its commands. Over 10 need confirmation (see confirm).",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -53,23 +53,22 @@ pub fn tools() -> Vec<Tool> {
                             "type": "array",
                             "minItems": 1,
                             "maxItems": MAX_OPERATIONS,
-                            "items": operation_schema(),
-                            "description": "The operations, carried out in order"
+                            "items": operation_schema()
                         },
                         "dry_run": args::dry_run_schema(),
-                        "confirm": confirm_schema("more than 10 operations")
+                        "confirm": confirm_schema()
                     },
                     "required": ["operations"],
                     "additionalProperties": false
                 })
             },
-            data_schema: result_schema,
+            data_schema: confirmable_result_schema,
             run: control_multiple_devices,
         },
         Tool {
             name: "control_room_devices",
             title: "Control a room's devices by type",
-            description: "Applies one action to every device of a room of the given kinds. room: name or UUID. device_type (one) or device_types (a list): families (lighting, blinds, climate, audio, access, energy, other; synonyms such as lights, rolladen, music) or Loxone types (Switch, Dimmer, Jalousie, AudioZoneV2, ...). action and value as in control_device (on, off, up, down, stop, dim, bright; value 0-100 %). Central blocks are skipped; alarms and secured controls are refused per device. dry_run: true lists the devices and exact commands without sending anything. Every device is reported with status ok, error or not_attempted. More than 10 devices need confirmation: confirm: true, or the client is asked (elicitation); otherwise the answer is the dry run with confirmation_required: true.",
+            description: "Applies one control_device action (and value) to a room's devices of the kinds in device_type(s): families (lighting, blinds, climate, audio, access, energy, other) or Loxone types (Switch, Jalousie). Skips central blocks; refuses alarms and secured controls. Over 10 devices need confirmation (see confirm).",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -82,29 +81,35 @@ pub fn tools() -> Vec<Tool> {
                     "properties": {
                         "room": args::room_schema(),
                         "action": action,
-                        "value": {"type": "number", "minimum": 0, "maximum": 100, "description": "Brightness or position in percent"},
-                        "device_type": {"type": "string", "description": "A family (lighting, blinds, audio, climate, ...) or Loxone type (Switch, Jalousie, ...)"},
-                        "device_types": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "Several families or Loxone types"},
+                        "value": {"type": "number", "minimum": 0, "maximum": 100, "description": "%: brightness or blind closed"},
+                        "device_type": {"type": "string"},
+                        "device_types": {"type": "array", "items": {"type": "string"}, "minItems": 1},
                         "dry_run": args::dry_run_schema(),
-                        "confirm": confirm_schema("an action on more than 10 devices")
+                        "confirm": confirm_schema()
                     },
                     "required": ["room", "action"],
                     "additionalProperties": false
                 })
             },
-            data_schema: result_schema,
+            data_schema: confirmable_result_schema,
             run: control_room_devices,
         },
     ]
 }
 
 /// One operation of `control_multiple_devices`: exactly `control_device`'s arguments (so the
-/// two never drift apart).
+/// two never drift apart), without their descriptions (the tool refers to control_device's).
 fn operation_schema() -> Value {
-    super::devices::tools()
+    let mut s = super::devices::tools()
         .into_iter()
         .find(|t| t.name == "control_device")
-        .map_or_else(|| json!({"type": "object"}), |t| (t.input_schema)())
+        .map_or_else(|| json!({"type": "object"}), |t| (t.input_schema)());
+    if let Some(props) = s["properties"].as_object_mut() {
+        for p in props.values_mut().filter_map(Value::as_object_mut) {
+            p.remove("description");
+        }
+    }
+    s
 }
 
 #[derive(Deserialize)]
@@ -907,47 +912,27 @@ pub fn error_record(e: &ToolError) -> Value {
     json!({"code": code, "message": message})
 }
 
-/// The `data` schema shared by every batch tool.
+/// The `data` schema shared by every batch tool: per item (`device`, `status`, the Loxone
+/// `commands` `<uuid>/<command>`) and the `summary` counts.
 pub fn result_schema() -> Value {
-    let mut s = json!({
+    json!({
         "type": "object",
         "properties": {
-            "scope": {"type": "string", "description": "device, room, category, system or batch"},
-            "target": {"type": ["string", "null"], "description": "The room or category acted on"},
-            "action": {"type": "string"},
-            "value": {"type": ["number", "null"]},
-            "dry_run": {"type": "boolean"},
             "results": {"type": "array", "items": {
                 "type": "object",
                 "properties": {
-                    "device": {"type": "object", "description": "Device record (uuid, name, type, category, loxone_category, room, secured); for an unknown name, the query"},
-                    "action": {"type": "string"},
-                    "status": {"type": "string", "enum": ["ok", "error", "not_attempted", "planned"]},
-                    "commands": {"type": "array", "items": {"type": "string"}, "description": "Loxone commands <uuid>/<command> sent (dry run: that would be sent)"},
-                    "error": {"type": "object", "properties": {"code": {"type": "string"}, "message": {"type": "string"}}, "required": ["code", "message"]},
-                    "note": {"type": "string"},
-                    "current": {"type": ["object", "null"], "description": "Dry run: the current state"},
-                    "verified": {"type": ["boolean", "null"], "description": "Whether the command's effect was seen within the verify timeout; null when not checked (dry run, error, verification off)"}
-                },
-                "required": ["device", "status", "commands"]
+                    "status": {"enum": ["ok", "error", "not_attempted", "planned"]}
+                }
             }},
-            "summary": {
-                "type": "object",
-                "properties": {
-                    "total": {"type": "integer"},
-                    "succeeded": {"type": "integer"},
-                    "failed": {"type": "integer"},
-                    "not_attempted": {"type": "integer"},
-                    "planned": {"type": "integer"},
-                    "confirmed": {"type": ["integer", "null"], "description": "Items whose effect was seen; null when nothing was verified"}
-                },
-                "required": ["total", "succeeded", "failed", "not_attempted", "planned"]
-            },
-            "verification": {"type": ["string", "null"], "description": "e.g. \"3 of 4 lights confirmed; Deckenlicht (Küche) did not respond\"; null when nothing was verified"},
-            "skipped": {"type": "array", "items": {"type": "string"}, "description": "Controls (\"name (room)\") left out because this API key may not operate them (device keys); absent when none"}
+            "summary": {"type": "object"}
         },
-        "required": ["scope", "action", "dry_run", "results", "summary"]
-    });
+        "required": ["dry_run", "results", "summary"]
+    })
+}
+
+/// [`result_schema`] of the batch tools that take `confirm`, with the confirmation outcome.
+pub fn confirmable_result_schema() -> Value {
+    let mut s = result_schema();
     if let (Some(p), Value::Object(extra)) =
         (s["properties"].as_object_mut(), confirmation_data_schema())
     {
@@ -1010,15 +995,18 @@ impl Scope {
 
 /// Schema fragments of `scope` and `target`.
 pub fn scope_schema() -> Value {
-    json!({"type": "string", "enum": Scope::WORDS, "description": "device: the named devices; room: every one of a room; category: every one of a Loxone category or family; system: the whole house (devices, all and house are synonyms)"})
+    json!({"type": "string", "enum": Scope::WORDS})
 }
 
+/// `target`: one name or a list of names, as `anyOf` branches of one type each (portable to
+/// schema dialects whose `type` is a single name); [`target_names`] reads both.
 pub fn target_schema() -> Value {
     json!({
-        "type": ["string", "array"],
-        "items": {"type": "string"},
-        "minItems": 1,
-        "description": "scope device: a name or UUID, or a list of them; scope room: room name or UUID; scope category: Loxone category name (e.g. Beleuchtung) or family (lighting, blinds, ...); omitted for scope system"
+        "anyOf": [
+            {"type": "string", "minLength": 1},
+            {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1}
+        ],
+        "description": "device: names or UUIDs; room: a room; category: a Loxone category or family; none for system"
     })
 }
 

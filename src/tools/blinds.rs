@@ -17,15 +17,12 @@ use super::{confirm_schema, Caller, Ctx, Permission, Tool, ToolError, READ_ONLY,
 use crate::home::resolve::fold;
 use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, House};
 
-/// What `confirm` confirms, for its schema.
-const CONFIRM_WHAT: &str = "a house-wide blind movement (control_all_rolladen, scope system)";
-
 pub fn tools() -> Vec<Tool> {
     vec![
         Tool {
             name: "discover_rolladen_capabilities",
             title: "Discover blinds",
-            description: "Lists every blind (Loxone Jalousie) and central blind block (CentralJalousie) with room, type, current position in percent closed (0 = fully open, 100 = fully closed; null for central blocks), style (blinds, shutters, curtain, awning), slat support, whether automatic shading is configured (isAutomatic), and the actions it supports (up, down, stop, shade, position, slats). Optional: room (name or UUID), limit.",
+            description: "Lists blinds and central blind blocks with room, position (% closed, 0 = open), style, slats, automatic shading, supported actions.",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: args::room_limit_schema,
@@ -35,23 +32,9 @@ pub fn tools() -> Vec<Tool> {
                     "properties": {
                         "blinds": {"type": "array", "items": {
                             "type": "object",
-                            "properties": {
-                                "uuid": {"type": "string"},
-                                "name": {"type": "string"},
-                                "room": {"type": ["string", "null"]},
-                                "type": {"type": "string", "enum": ["Jalousie", "CentralJalousie"]},
-                                "position": {"type": ["number", "null"], "minimum": 0, "maximum": 100, "description": "Percent closed, 0 = fully open"},
-                                "style": {"type": ["string", "null"]},
-                                "slats": {"type": "boolean"},
-                                "automatic_shading": {"type": "boolean"},
-                                "actions": {"type": "array", "items": {"type": "string"}},
-                                "controls": {"type": "integer", "description": "CentralJalousie: number of blinds it commands"}
-                            },
-                            "required": ["uuid", "name", "room", "type", "position", "slats", "automatic_shading", "actions"]
+                            "required": ["name", "position", "actions"]
                         }},
-                        "total": {"type": "integer"},
-                        "position_meaning": {"type": "string"},
-                        "warning": {"type": "string"}
+                        "total": {"type": "integer"}
                     },
                     "required": ["blinds", "total"]
                 })
@@ -61,7 +44,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_room_rolladen",
             title: "Blinds of a room",
-            description: "Moves every blind (Jalousie) of one room. action: up (fully open), down (fully closed), stop, shade (to the shading position), position (needs position: percent closed 0-100, 0 = fully open, 100 = fully closed). room: name or UUID. dry_run: true lists the blinds and the exact commands without sending anything. Reports each blind with its command and status (ok, error, not_attempted; planned in a dry run) and a summary.",
+            description: "Moves every blind of a room: up (open), down (closed), stop, shade, position (position: % closed, 0 = fully open).",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -83,7 +66,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_all_rolladen",
             title: "All blinds",
-            description: "Moves every blind (Jalousie) of the house, each one individually (central blocks are not commanded, so nothing moves twice). action: up (fully open), down (fully closed), stop, shade (to the shading position), position (needs position: percent closed 0-100, 0 = fully open, 100 = fully closed). dry_run: true lists the blinds, their current position and the exact commands without sending anything. Reports each blind with its command and status (ok, error, not_attempted; planned in a dry run) and a summary. Needs confirmation: confirm: true, or the client is asked (elicitation; declining sends nothing and answers cancelled: true); a client without elicitation gets the dry run with confirmation_required: true and must call again with confirm: true.",
+            description: "Moves every blind of the house, one by one: up, down, stop, shade, position (position: % closed, 0 = fully open). Needs confirmation (see confirm).",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -93,19 +76,19 @@ pub fn tools() -> Vec<Tool> {
                         "action": {"type": "string", "enum": ROOM_ACTIONS},
                         "position": position_schema(),
                         "dry_run": args::dry_run_schema(),
-                        "confirm": confirm_schema(CONFIRM_WHAT)
+                        "confirm": confirm_schema()
                     },
                     "required": ["action"],
                     "additionalProperties": false
                 })
             },
-            data_schema: batch::result_schema,
+            data_schema: batch::confirmable_result_schema,
             run: control_all,
         },
         Tool {
             name: "control_rolladen_unified",
             title: "Blinds (unified)",
-            description: "Moves blinds by scope. scope: device (target = a blind name or UUID, or a list; central blocks allowed here), room (target = room name or UUID), category (target = a Loxone category name such as Beschattung, accents optional, or the family blinds), system (no target; every Jalousie of the house). action: up (fully open), down (fully closed), stop, shade, position (value = percent closed 0-100, 0 = fully open, 100 = fully closed), slats (value = slat angle 0-100 %, only blinds with slats). dry_run: true lists the blinds, their current position and the exact commands without sending anything. Reports each blind (status ok, error or not_attempted; planned in a dry run) and a summary. Scope system needs confirmation: confirm: true, or the client is asked (elicitation; declining sends nothing and answers cancelled: true); a client without elicitation gets the dry run with confirmation_required: true and must call again with confirm: true.",
+            description: "Blinds by scope: device (target: names or UUIDs, central blocks too), room (target), category (target: Loxone category or blinds), system (whole house; needs confirmation, see confirm). action: up (open), down (closed), stop, shade, position (value: % closed, 0 = fully open), slats (value: angle %).",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -115,21 +98,21 @@ pub fn tools() -> Vec<Tool> {
                         "scope": batch::scope_schema(),
                         "target": batch::target_schema(),
                         "action": {"type": "string", "enum": ["up", "down", "stop", "shade", "position", "slats"]},
-                        "value": {"type": "number", "minimum": 0, "maximum": 100, "description": "action position: percent closed (0 = fully open); action slats: slat angle in percent"},
+                        "value": {"type": "number", "minimum": 0, "maximum": 100},
                         "dry_run": args::dry_run_schema(),
-                        "confirm": confirm_schema(CONFIRM_WHAT)
+                        "confirm": confirm_schema()
                     },
                     "required": ["scope", "action"],
                     "additionalProperties": false
                 })
             },
-            data_schema: batch::result_schema,
+            data_schema: batch::confirmable_result_schema,
             run: control_unified,
         },
         Tool {
             name: "get_blinds_status",
             title: "Blinds status",
-            description: "Lists every blind (Jalousie) with room, position in percent closed (0 = fully open, 100 = fully closed; null when it cannot be read), state (open, closed, partly_closed), style and whether automatic shading is configured. Filters: room (name or UUID), name (part of the name, accents optional), state (open, closed, partly_closed, not_open); limit (default 50, max 500). not_open counts the matching blinds that are not fully open.",
+            description: "Lists blinds with room, position (% closed, 0 = open; null: unknown), state, style, automatic shading; not_open counts those not fully open.",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: || {
@@ -137,7 +120,7 @@ pub fn tools() -> Vec<Tool> {
                     "type": "object",
                     "properties": {
                         "room": args::room_schema(),
-                        "name": {"type": "string", "description": "Only blinds whose name contains this text"},
+                        "name": {"type": "string", "description": "Part of the name"},
                         "state": {"type": "string", "enum": ["open", "closed", "partly_closed", "not_open"]},
                         "limit": args::limit_schema()
                     },
@@ -151,20 +134,12 @@ pub fn tools() -> Vec<Tool> {
                         "blinds": {"type": "array", "items": {
                             "type": "object",
                             "properties": {
-                                "uuid": {"type": "string"},
-                                "name": {"type": "string"},
-                                "room": {"type": ["string", "null"]},
-                                "position": {"type": ["number", "null"], "minimum": 0, "maximum": 100},
-                                "state": {"type": ["string", "null"], "enum": ["open", "closed", "partly_closed", null]},
-                                "style": {"type": ["string", "null"]},
-                                "automatic_shading": {"type": "boolean"}
+                                "state": {"enum": ["open", "closed", "partly_closed", null]}
                             },
-                            "required": ["uuid", "name", "room", "position", "state"]
+                            "required": ["name", "position", "state"]
                         }},
-                        "total": {"type": "integer", "description": "Matching blinds before the limit"},
-                        "not_open": {"type": "integer"},
-                        "position_meaning": {"type": "string"},
-                        "warning": {"type": "string"}
+                        "total": {"type": "integer"},
+                        "not_open": {"type": "integer"}
                     },
                     "required": ["blinds", "total", "not_open"]
                 })
@@ -178,7 +153,7 @@ const ROOM_ACTIONS: [&str; 5] = ["up", "down", "stop", "shade", "position"];
 const POSITION_MEANING: &str = "percent closed, 0 = fully open, 100 = fully closed";
 
 fn position_schema() -> Value {
-    json!({"type": "number", "minimum": 0, "maximum": 100, "description": "Percent closed: 0 = fully open, 100 = fully closed; required for action position"})
+    json!({"type": "number", "minimum": 0, "maximum": 100, "description": "% closed, for action position"})
 }
 
 /// Loxone `details.animation` of a Jalousie: how the blind looks and moves.

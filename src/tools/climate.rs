@@ -36,7 +36,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "get_temperature_sensors",
             title: "Temperature sensors",
-            description: "Lists temperature readings in °C: analog temperature sensors and the actual temperature of each room controller. Optional: room (name or UUID), limit.",
+            description: "Lists temperatures (°C) of sensors and room controllers.",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: args::room_limit_schema,
@@ -46,18 +46,9 @@ pub fn tools() -> Vec<Tool> {
                     "properties": {
                         "sensors": {"type": "array", "items": {
                             "type": "object",
-                            "properties": {
-                                "uuid": {"type": "string"},
-                                "name": {"type": "string"},
-                                "room": {"type": ["string", "null"]},
-                                "type": {"type": "string"},
-                                "temperature": {"type": ["number", "null"]},
-                                "unit": {"type": "string"}
-                            },
-                            "required": ["uuid", "name", "type", "temperature", "unit"]
+                            "required": ["name", "temperature"]
                         }},
-                        "total": {"type": "integer"},
-                        "warning": {"type": "string"}
+                        "total": {"type": "integer"}
                     },
                     "required": ["sensors", "total"]
                 })
@@ -67,7 +58,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "set_room_temperature",
             title: "Set room temperature",
-            description: "Sets the comfort (target) temperature of a room in °C, 5-35, on every room controller (Intelligent Room Controller V1 or V2) of the room. room: name or UUID. dry_run: true lists the controllers and the exact commands without sending. Reports each controller with status ok, error, not_attempted or planned and the Loxone commands, plus summary counts.",
+            description: "Sets a room's comfort temperature, 5-35 °C, on each of its room controllers.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -75,7 +66,7 @@ pub fn tools() -> Vec<Tool> {
                     "type": "object",
                     "properties": {
                         "room": args::room_schema(),
-                        "temperature": {"type": "number", "minimum": MIN_TEMPERATURE, "maximum": MAX_TEMPERATURE, "description": "Target temperature in °C, e.g. 21.5"},
+                        "temperature": {"type": "number", "minimum": MIN_TEMPERATURE, "maximum": MAX_TEMPERATURE, "description": "°C, e.g. 21.5"},
                         "dry_run": args::dry_run_schema()
                     },
                     "required": ["room", "temperature"],
@@ -88,7 +79,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "set_room_mode",
             title: "Set room climate mode",
-            description: "Sets the climate mode of every room controller (Intelligent Room Controller V1 or V2) of a room. mode: auto (automatic heating and cooling by schedule; also ends a comfort/eco/off override), heating (automatic, heating only), cooling (automatic, cooling only), comfort (comfort temperature now), eco (economy temperature now), off (building protection only: frost/heat protection). duration_minutes (1-10080) limits comfort, eco and off; without it a V2 controller keeps the override until mode auto, a V1 controller (which only has timers) uses 240 minutes. A Climate Controller (the house-wide heating/cooling block) in the room is set too, for the whole house: auto (heating and cooling allowed), heating, cooling, off (without duration_minutes; it has no timer); comfort and eco do not apply to it (that item's error). room: name or UUID. dry_run: true lists the controllers and the exact commands without sending. Reports each controller with status ok, error, not_attempted or planned and the Loxone commands, plus summary counts.",
+            description: "Sets a room's climate mode: auto (schedule; ends an override), heating, cooling, comfort, eco (that temperature now), off (frost/heat protection). duration_minutes limits comfort, eco, off (default: V2 until auto, V1 240). A Climate Controller in the room is set for the whole house.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -97,7 +88,7 @@ pub fn tools() -> Vec<Tool> {
                     "properties": {
                         "room": args::room_schema(),
                         "mode": {"type": "string", "enum": MODES},
-                        "duration_minutes": {"type": "integer", "minimum": 1, "maximum": MAX_DURATION_MINUTES, "description": "For comfort, eco, off: minutes until the schedule takes over again"},
+                        "duration_minutes": {"type": "integer", "minimum": 1, "maximum": MAX_DURATION_MINUTES, "description": "comfort, eco, off: minutes until the schedule resumes"},
                         "dry_run": args::dry_run_schema()
                     },
                     "required": ["room", "mode"],
@@ -110,7 +101,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "get_zone_temperature",
             title: "Zone temperature",
-            description: "Reads a climate zone: actual temperature in °C, target temperature in °C, operating mode, open window, for each room controller of the zone. zone_id: a room name or UUID (its room controllers), or a room controller's name or UUID (\"Raumregelung Küche\"). Values the Miniserver has not reported live yet (target, mode, window) are null.",
+            description: "Reads a climate zone (room or room controller): actual and target °C, mode, open window per controller; null: not reported yet.",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: || {
@@ -127,13 +118,7 @@ pub fn tools() -> Vec<Tool> {
                 json!({
                     "type": "object",
                     "properties": {
-                        "zone_id": {"type": "string"},
-                        "room": {"type": ["string", "null"]},
-                        "temperature": {"type": ["number", "null"], "description": "Actual °C of the first controller"},
-                        "target": {"type": ["number", "null"]},
-                        "unit": {"type": "string"},
-                        "controllers": {"type": "array", "items": zone_schema()},
-                        "warning": {"type": "string"}
+                        "controllers": {"type": "array", "items": zone_schema()}
                     },
                     "required": ["zone_id", "room", "temperature", "target", "unit", "controllers"]
                 })
@@ -143,7 +128,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "get_climate_status",
             title: "Climate status",
-            description: "Climate of the house: every room controller (Intelligent Room Controller V1/V2) with actual and target temperature in °C, operating mode, override (comfort, eco, building protection) and open window, plus the house-wide Climate Controller (current mode number, info text). Values not reported live yet are null. Optional: room (name or UUID), limit.",
+            description: "Each room controller's actual and target °C, mode, override, open window, and the Climate Controller (current_mode, info_text); null: not reported yet.",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: args::room_limit_schema,
@@ -154,17 +139,9 @@ pub fn tools() -> Vec<Tool> {
                         "zones": {"type": "array", "items": zone_schema()},
                         "climate_controllers": {"type": "array", "items": {
                             "type": "object",
-                            "properties": {
-                                "uuid": {"type": "string"},
-                                "name": {"type": "string"},
-                                "room": {"type": ["string", "null"]},
-                                "current_mode": {"type": ["number", "null"], "description": "Loxone currentMode as reported"},
-                                "info_text": {"type": ["string", "null"]}
-                            },
-                            "required": ["uuid", "name", "room", "current_mode", "info_text"]
+                            "required": ["name", "current_mode"]
                         }},
-                        "total": {"type": "integer"},
-                        "warning": {"type": "string"}
+                        "total": {"type": "integer"}
                     },
                     "required": ["zones", "climate_controllers", "total"]
                 })
@@ -188,31 +165,19 @@ pub const V1_DEFAULT_MINUTES: u32 = 240;
 /// that uses another says so in its `note`).
 fn mode_result_schema() -> Value {
     let mut schema = batch::result_schema();
-    schema["properties"]["duration_minutes"] = json!({"type": ["integer", "null"], "description": "Override minutes as asked (null: none given)"});
-    schema["properties"]["action"] = json!({"type": "string", "enum": MODES});
     if let Some(req) = schema["required"].as_array_mut() {
         req.push(json!("duration_minutes"));
     }
     schema
 }
 
-/// One room controller as the read tools report it.
+/// One room controller as the read tools report it (`temperature`, `target` in °C; `mode`
+/// one of auto, heating, cooling, manual, manual_heating, manual_cooling, off; null values
+/// not reported yet).
 fn zone_schema() -> Value {
     json!({
         "type": "object",
-        "properties": {
-            "uuid": {"type": "string"},
-            "name": {"type": "string"},
-            "type": {"type": "string", "enum": ["IRoomController", "IRoomControllerV2"]},
-            "room": {"type": ["string", "null"]},
-            "temperature": {"type": ["number", "null"], "description": "Actual °C"},
-            "target": {"type": ["number", "null"], "description": "Target °C (live state)"},
-            "unit": {"type": "string"},
-            "mode": {"type": ["string", "null"], "description": "auto, heating, cooling, manual, manual_heating, manual_cooling, off"},
-            "override": {"type": ["string", "null"], "description": "V2 active temperature mode: comfort, eco, building_protection, manual, off"},
-            "open_window": {"type": ["boolean", "null"]}
-        },
-        "required": ["uuid", "name", "type", "room", "temperature", "target", "unit", "mode", "override", "open_window"]
+        "required": ["name", "temperature", "target", "mode"]
     })
 }
 

@@ -17,14 +17,14 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "list_rooms",
             title: "List rooms",
-            description: "Lists the rooms of the house with their number of devices and the devices per category (lighting, blinds, climate, audio, security, access, sensors, energy, other). Optional: name filter (part of the room name, accents optional) and limit.",
+            description: "Lists the rooms with their number of devices per category.",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: || {
                 json!({
                     "type": "object",
                     "properties": {
-                        "name": {"type": "string", "description": "Only rooms whose name contains this text"},
+                        "name": {"type": "string", "description": "Part of the room name"},
                         "limit": args::limit_schema()
                     },
                     "additionalProperties": false
@@ -36,13 +36,7 @@ pub fn tools() -> Vec<Tool> {
                     "properties": {
                         "rooms": {"type": "array", "items": {
                             "type": "object",
-                            "properties": {
-                                "uuid": {"type": "string"},
-                                "name": {"type": "string"},
-                                "device_count": {"type": "integer"},
-                                "devices_by_category": {"type": "object", "additionalProperties": {"type": "integer"}}
-                            },
-                            "required": ["uuid", "name", "device_count", "devices_by_category"]
+                            "required": ["name", "devices_by_category"]
                         }},
                         "total": {"type": "integer"}
                     },
@@ -54,7 +48,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "list_devices",
             title: "List devices",
-            description: "Lists devices (Loxone controls) with their room, category and current state (lights on/off and level in %, blinds position in % closed where 0 = fully open, temperatures in °C). Filters: room (name or UUID), category (lighting, blinds, climate, audio, security, access, sensors, energy, other, or a Loxone category name), type (Loxone control type such as Dimmer, Jalousie, LightControllerV2); limit (default 50, max 500).",
+            description: "Lists devices with room, category and state (on, level %, blinds % closed with 0 = open, °C).",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: || {
@@ -62,9 +56,9 @@ pub fn tools() -> Vec<Tool> {
                     "type": "object",
                     "properties": {
                         "room": args::room_schema(),
-                        "category": {"type": "string", "description": "lighting, blinds, climate, audio, security, access, sensors, energy, other, or a Loxone category name"},
-                        "type": {"type": "string", "description": "Loxone control type, e.g. Dimmer, Jalousie, LightControllerV2"},
-                        "include_state": {"type": "boolean", "default": true, "description": "Read current values from the Miniserver"},
+                        "category": {"type": "string", "description": "A family (lighting, blinds, climate, audio, security, access, sensors, energy, other) or Loxone category"},
+                        "type": {"type": "string", "description": "Loxone type, e.g. Dimmer, Jalousie"},
+                        "include_state": {"type": "boolean", "default": true},
                         "limit": args::limit_schema()
                     },
                     "additionalProperties": false
@@ -76,20 +70,9 @@ pub fn tools() -> Vec<Tool> {
                     "properties": {
                         "devices": {"type": "array", "items": {
                             "type": "object",
-                            "properties": {
-                                "uuid": {"type": "string"},
-                                "name": {"type": "string"},
-                                "type": {"type": "string"},
-                                "category": {"type": "string"},
-                                "loxone_category": {"type": ["string", "null"]},
-                                "room": {"type": ["string", "null"]},
-                                "secured": {"type": "boolean"},
-                                "state": {"type": ["object", "null"]}
-                            },
-                            "required": ["uuid", "name", "type", "category"]
+                            "required": ["uuid", "name", "category"]
                         }},
-                        "total": {"type": "integer", "description": "Matching devices before the limit"},
-                        "warning": {"type": "string"}
+                        "total": {"type": "integer"}
                     },
                     "required": ["devices", "total"]
                 })
@@ -99,7 +82,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_device",
             title: "Control a device",
-            description: "Controls one device by name or UUID. action: on/off (also ein, an, aus; lights, switches, audio), dim or bright (value = brightness 0-100 %, default 30 for dim and 100 for bright), up/down/stop (also hoch/auf, runter/zu/ab, stopp; blinds, with value = position 0-100 % closed, 0 = fully open), shade, slats (value = slat angle %), pulse (push buttons, staircase timers), mood (scene = LightControllerV2 mood id or LightController scene 0-9), color (hue 0-360, saturation %, value = brightness %), white (kelvin 2700-6500, value = brightness %), set (number within the control's min..max: sliders, value selectors), select (number = Radio output, 0 = all off), text (TextInput), play/pause/next/previous (audio). If the name exists in several rooms, give room or a room-qualified name (\"Deckenlicht Küche\"). Alarms and secured controls are refused (use arm_alarm/disarm_alarm); gates and doors can be closed and stopped but not opened here. Read-only sensors take no commands.",
+            description: "Controls one device (name or UUID; room for equal names). action: on, off, dim/bright (value %, default 30/100), up/down/stop (blinds; value = % closed, 0 = open), shade, slats (value %), pulse, mood (scene), color (hue, saturation, value), white (kelvin, value), set/select (number; select 0 = all off), text, play/pause/next/previous; German words too. Refuses alarms and secured controls (arm_alarm, disarm_alarm); never opens gates or doors.",
             permission: Permission::Control,
             annotations: ToolAnnotations {
                 read_only_hint: false,
@@ -109,8 +92,8 @@ pub fn tools() -> Vec<Tool> {
             },
             input_schema: || {
                 let mut props = device_command_schema();
-                props.insert("device".into(), json!({"type": "string", "description": "Device name, \"Name [Room]\", \"Name Room\" or UUID"}));
-                props.insert("room".into(), json!({"type": "string", "description": "Room name or UUID, to pick among devices of the same name"}));
+                props.insert("device".into(), json!({"type": "string", "description": "Name, \"Name Room\" or UUID"}));
+                props.insert("room".into(), json!({"type": "string"}));
                 json!({
                     "type": "object",
                     "properties": props,
@@ -123,11 +106,7 @@ pub fn tools() -> Vec<Tool> {
                     "type": "object",
                     "properties": {
                         "device": {"type": "object"},
-                        "action": {"type": "string"},
-                        "value": {"type": ["number", "null"]},
-                        "command": {"type": ["string", "null"], "description": "The Loxone command sent"},
-                        "reported_value": {"description": "What the Miniserver answered (number or text), if anything"},
-                        "verified": {"type": ["boolean", "null"], "description": "Whether the command's effect was seen within the verify timeout ([server] verify_timeout_ms); null when not checked (verification off, or an action whose effect does not show in the primary value: pulse, volume step, track change, text, colour, slats)"}
+                        "action": {"type": "string"}
                     },
                     "required": ["device", "action"]
                 })
@@ -440,14 +419,14 @@ pub(crate) struct DeviceCommand {
 /// Schema properties of [`DeviceCommand`] (merged into the tools' input schemas).
 pub(crate) fn device_command_schema() -> Map<String, Value> {
     let v = json!({
-        "action": {"type": "string", "enum": verb_words(), "description": "What to do. on/off (ein/an/aus), up/down/stop (hoch/auf, runter/zu/ab, stopp) for blinds, dim/bright (dimmen, heller) with value = brightness %, pulse (push buttons, staircase timers), shade and slats (blinds), mood (LightController scene 0-9 or LightControllerV2 mood id in `scene`), color (hue, saturation, value = brightness), white (kelvin, value = brightness), set (number within the control's range: sliders, value selectors), select (number = Radio output, 0 = all off), text (TextInput), play/pause/next/previous (audio)."},
-        "value": {"type": "number", "minimum": 0, "maximum": 100, "description": "Percent 0-100: brightness, blind position (0 = fully open, 100 = closed), slat angle, volume"},
-        "scene": {"type": "integer", "minimum": 0, "maximum": 9999, "description": "Mood id (LightControllerV2; 777 = bright, 778 = off) or scene number 0-9 (LightController)"},
-        "hue": {"type": "number", "minimum": 0, "maximum": 360, "description": "Colour hue in degrees for action color"},
-        "saturation": {"type": "number", "minimum": 0, "maximum": 100, "description": "Colour saturation in percent for action color (default 100)"},
-        "kelvin": {"type": "number", "minimum": 2700, "maximum": 6500, "description": "White colour temperature in kelvin for action white (default 2700)"},
-        "number": {"type": "number", "description": "Value for action set (within the control's min..max) or output number for action select"},
-        "text": {"type": "string", "minLength": 1, "maxLength": crate::home::bounds::TEXT_MAX_CHARS, "description": "Text for action text (TextInput)"}
+        "action": {"type": "string", "enum": verb_words()},
+        "value": {"type": "number", "minimum": 0, "maximum": 100, "description": "%: brightness, blind closed, slat angle"},
+        "scene": {"type": "integer", "minimum": 0, "maximum": 9999, "description": "Mood id (777 bright, 778 off) or scene 0-9"},
+        "hue": {"type": "number", "minimum": 0, "maximum": 360},
+        "saturation": {"type": "number", "minimum": 0, "maximum": 100, "default": 100},
+        "kelvin": {"type": "number", "minimum": 2700, "maximum": 6500, "default": 2700},
+        "number": {"type": "number"},
+        "text": {"type": "string", "minLength": 1, "maxLength": crate::home::bounds::TEXT_MAX_CHARS}
     });
     match v {
         Value::Object(m) => m,

@@ -23,8 +23,6 @@ use super::batch::{self, Item, Members, RunOptions, Scope};
 use super::view;
 use super::{confirm_schema, Caller, Ctx, Permission, Tool, ToolError, READ_ONLY, SETTER};
 
-/// What `confirm` confirms, for its schema.
-const CONFIRM_WHAT: &str = "a house-wide light change (control_all_lights, scope system)";
 use crate::home::resolve::fold;
 use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, House};
 
@@ -37,7 +35,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_room_lights",
             title: "Switch a room's lights",
-            description: "Switches every light of one room on or off: switches, dimmers, Loxone lighting controllers (Gen 1 LightController scenes and Gen 2 LightControllerV2 moods). room: name or UUID. action: on or off. brightness: optional, 0-100 %, with action on: dimmable lights are set to it (a LightControllerV2 to its master brightness), plain switches simply switch on. dry_run: true lists the lights and commands without sending anything. The result lists every light with its commands and status (ok, error, not_attempted; planned in a dry run) and a summary.",
+            description: "Switches every light of a room on or off; brightness (0-100 %) with on sets dimmable lights to it.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -46,7 +44,7 @@ pub fn tools() -> Vec<Tool> {
                     "properties": {
                         "room": args::room_schema(),
                         "action": {"type": "string", "enum": ["on", "off"]},
-                        "brightness": percent_schema("Brightness in percent for action on (0-100)"),
+                        "brightness": percent_schema(),
                         "dry_run": args::dry_run_schema()
                     },
                     "required": ["room", "action"],
@@ -59,7 +57,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_all_lights",
             title: "Switch all lights of the house",
-            description: "Switches every light of the house on or off, room by room (switches, dimmers, Gen 1 LightController, Gen 2 LightControllerV2; the central lighting block is not used, so nothing is switched twice). action: on or off. dry_run: true lists the lights and commands that would be sent without sending anything; use it before switching a whole house. The result lists every light with its commands and status (ok, error, not_attempted; planned in a dry run) and a summary. Needs confirmation: confirm: true, or the client is asked (elicitation; declining sends nothing and answers cancelled: true); a client without elicitation gets the dry run with confirmation_required: true and must call again with confirm: true.",
+            description: "Switches every light of the house on or off, one by one; preview with dry_run. Needs confirmation (see confirm).",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -68,19 +66,19 @@ pub fn tools() -> Vec<Tool> {
                     "properties": {
                         "action": {"type": "string", "enum": ["on", "off"]},
                         "dry_run": args::dry_run_schema(),
-                        "confirm": confirm_schema(CONFIRM_WHAT)
+                        "confirm": confirm_schema()
                     },
                     "required": ["action"],
                     "additionalProperties": false
                 })
             },
-            data_schema: batch::result_schema,
+            data_schema: batch::confirmable_result_schema,
             run: control_all_lights,
         },
         Tool {
             name: "control_lights_unified",
-            title: "Control lights (device, room, category or house)",
-            description: "Controls lights by scope. scope: device (target = a light name or UUID, or a list; room optional to pick among equal names), room (target or room = room name or UUID), category (target = a Loxone category name such as Beleuchtung, accents optional, or the family lighting), system (the whole house, no target). action: on, off, dim (value or 30 %), bright (value or 100 %), brightness (value required). value: brightness 0-100 %. Dimmable lights (Dimmer, EIBDimmer, LightControllerV2 master brightness, ColorPickerV2) take the level; plain switches and Gen 1 LightControllers switch on for a level above 0 and off at 0. dry_run: true lists the lights and the exact commands without sending anything. The result lists every light with status ok/error/not_attempted (planned in a dry run) and a summary. Scope system needs confirmation: confirm: true, or the client is asked (elicitation; declining sends nothing and answers cancelled: true); a client without elicitation gets the dry run with confirmation_required: true and must call again with confirm: true.",
+            title: "Control lights",
+            description: "Lights by scope: device (target: names or UUIDs; room for equal names), room (target or room), category (target: Loxone category or lighting), system (whole house; needs confirmation, see confirm). action: on, off, dim (value or 30), bright (value or 100), brightness (value). value: 0-100 %.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -89,30 +87,30 @@ pub fn tools() -> Vec<Tool> {
                     "properties": {
                         "scope": batch::scope_schema(),
                         "target": batch::target_schema(),
-                        "room": {"type": "string", "description": "scope device: room name or UUID to pick among lights of the same name; scope room: the room (instead of target)"},
+                        "room": args::room_schema(),
                         "action": {"type": "string", "enum": ["on", "off", "dim", "bright", "brightness"]},
-                        "value": percent_schema("Brightness in percent (0-100)"),
+                        "value": percent_schema(),
                         "dry_run": args::dry_run_schema(),
-                        "confirm": confirm_schema(CONFIRM_WHAT)
+                        "confirm": confirm_schema()
                     },
                     "required": ["scope", "action"],
                     "additionalProperties": false
                 })
             },
-            data_schema: batch::result_schema,
+            data_schema: batch::confirmable_result_schema,
             run: control_lights_unified,
         },
         Tool {
             name: "room_all_on",
             title: "All lights of a room on",
-            description: "Switches on every light of one room (a LightControllerV2 goes to its \"bright\" mood, a Gen 1 LightController to scene 9 \"all on\", dimmers to their last level). room_id: room name or UUID. dry_run: true lists the lights and commands without sending anything. The result lists every light with its commands and status (ok, error, not_attempted; planned in a dry run) and a summary.",
+            description: "Switches on every light of a room (LightControllerV2: bright mood; LightController: scene 9; dimmers: last level).",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
                 json!({
                     "type": "object",
                     "properties": {
-                        "room_id": {"type": "string", "description": "Room name or UUID"},
+                        "room_id": args::room_schema(),
                         "dry_run": args::dry_run_schema()
                     },
                     "required": ["room_id"],
@@ -125,7 +123,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "set_dimmer",
             title: "Set a dimmer",
-            description: "Sets the brightness of one dimmable light in percent, 0-100 (0 = off): Dimmer, EIBDimmer, ColorPickerV2, or a LightControllerV2 (master brightness; switched to its bright mood first, 0 switches it off). device_id: light name or UUID; room: optional room name or UUID to pick among lights of the same name.",
+            description: "Sets one dimmable light to level 0-100 % (0 = off); room picks among equal names.",
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
@@ -133,8 +131,8 @@ pub fn tools() -> Vec<Tool> {
                     "type": "object",
                     "properties": {
                         "device_id": {"type": "string", "description": "Light name or UUID"},
-                        "level": percent_schema("Brightness in percent (0-100, 0 = off)"),
-                        "room": {"type": "string", "description": "Room name or UUID, to pick among lights of the same name"}
+                        "level": percent_schema(),
+                        "room": args::room_schema()
                     },
                     "required": ["device_id", "level"],
                     "additionalProperties": false
@@ -146,7 +144,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "get_lights_status",
             title: "Lights status",
-            description: "Lists the lights (switches, dimmers, Gen 1 LightController, Gen 2 LightControllerV2, colour pickers; not the central lighting block) with room, type, whether they are on, and the level in percent (dimmers), the scene (LightController) or mood id (LightControllerV2, 778 = off). Filters: room (name or UUID), name (part of the name, accents optional), type (Loxone type, e.g. Dimmer), state (on or off); limit (default 50, max 500). on counts the matching lights that are on.",
+            description: "Lists lights with room, type, on (null: unknown), level % (dimmers), scene or mood_id (778 = off); on counts those on.",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: || {
@@ -154,8 +152,8 @@ pub fn tools() -> Vec<Tool> {
                     "type": "object",
                     "properties": {
                         "room": args::room_schema(),
-                        "name": {"type": "string", "description": "Only lights whose name contains this text"},
-                        "type": {"type": "string", "description": "Loxone control type, e.g. Dimmer, Switch, LightControllerV2"},
+                        "name": {"type": "string", "description": "Part of the name"},
+                        "type": {"type": "string", "description": "Loxone type, e.g. Dimmer"},
                         "state": {"type": "string", "enum": ["on", "off"]},
                         "limit": args::limit_schema()
                     },
@@ -168,22 +166,10 @@ pub fn tools() -> Vec<Tool> {
                     "properties": {
                         "lights": {"type": "array", "items": {
                             "type": "object",
-                            "properties": {
-                                "uuid": {"type": "string"},
-                                "name": {"type": "string"},
-                                "room": {"type": ["string", "null"]},
-                                "type": {"type": "string"},
-                                "dimmable": {"type": "boolean"},
-                                "on": {"type": ["boolean", "null"], "description": "null when the value could not be read"},
-                                "level": {"type": "number", "description": "Brightness in percent"},
-                                "scene": {"type": "integer"},
-                                "mood_id": {"type": "integer"}
-                            },
-                            "required": ["uuid", "name", "room", "type", "on"]
+                            "required": ["name", "on"]
                         }},
-                        "total": {"type": "integer", "description": "Matching lights before the limit"},
-                        "on": {"type": "integer", "description": "Matching lights that are on (any state filter aside)"},
-                        "warning": {"type": "string"}
+                        "total": {"type": "integer"},
+                        "on": {"type": "integer"}
                     },
                     "required": ["lights", "total", "on"]
                 })
@@ -193,8 +179,9 @@ pub fn tools() -> Vec<Tool> {
     ]
 }
 
-fn percent_schema(description: &str) -> Value {
-    json!({"type": "number", "minimum": 0, "maximum": 100, "description": description})
+/// A brightness in percent.
+fn percent_schema() -> Value {
+    json!({"type": "number", "minimum": 0, "maximum": 100})
 }
 
 /// What the caller wants every light to do.

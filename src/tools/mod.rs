@@ -4,7 +4,9 @@
 //!
 //! Results follow the spec's envelope (§2): the text content is the JSON
 //! `{"status": "success", "data": ..., "timestamp": "<ISO 8601 UTC>"}` and `structuredContent`
-//! carries the same object. Bad arguments are JSON-RPC -32602 naming the field. Failures of the
+//! carries the same object. Bad arguments are JSON-RPC -32602 naming the field, or for clients
+//! at protocol 2025-11-25 and later an `isError` result with code `INVALID_PARAMETERS`
+//! ([`RequestContext::argument_errors_as_tool_results`]). Failures of the
 //! house (unknown device, Miniserver down) are results with `isError: true` and
 //! `{"status": "error", "error": {"code", "message", "details"}, "timestamp"}`, codes per
 //! spec §7.1 (`DEVICE_NOT_FOUND`, `CONNECTION_ERROR`, `INVALID_PARAMETERS`, ...).
@@ -313,17 +315,18 @@ pub(crate) fn mark_unconfirmed(data: &mut Value, question: &str, outcome: &Confi
     }
 }
 
-/// JSON Schema of the `confirm` argument.
-pub(crate) fn confirm_schema(what: &str) -> Value {
-    json!({"type": "boolean", "default": false, "description": format!("true: carry out {what} without asking. Otherwise a client that supports elicitation is asked to confirm; one that does not gets the dry run with confirmation_required: true and must call again with confirm: true")})
+/// JSON Schema of the `confirm` argument: what happens without it (the tools' descriptions say
+/// what needs confirmation).
+pub(crate) fn confirm_schema() -> Value {
+    json!({"type": "boolean", "description": "true: act now; else the user is asked, or the dry run returns confirmation_required: true"})
 }
 
-/// The schema properties a confirmable tool adds to its `data`.
+/// The schema properties a confirmable tool adds to its `data` (`confirmation` carries the
+/// question and what to do next).
 pub(crate) fn confirmation_data_schema() -> Value {
     json!({
-        "confirmation_required": {"type": "boolean", "description": "true: nothing was done because the action needs confirmation; call again with confirm: true"},
-        "cancelled": {"type": "boolean", "description": "true: the user declined or cancelled the confirmation; nothing was done"},
-        "confirmation": {"type": "string", "description": "What was asked and what to do next"}
+        "confirmation_required": {"type": "boolean"},
+        "cancelled": {"type": "boolean"}
     })
 }
 
@@ -416,7 +419,8 @@ impl Tool {
 /// Why a tool call failed.
 #[derive(Debug)]
 pub enum ToolError {
-    /// Arguments that do not fit the schema: JSON-RPC -32602 with this message.
+    /// Arguments that do not fit the schema: JSON-RPC -32602 with this message, or a tool
+    /// execution error for clients at 2025-11-25 and later (see [`HomeTools::call`]).
     InvalidParams(String),
     /// A device or room name that matches nothing or several things.
     Resolve(ResolveError),
@@ -669,12 +673,24 @@ impl HomeTools {
         };
         match tool.invoke(&ctx, &arguments, caller) {
             Ok(data) => Ok(success(data)),
-            // A value outside the control's range, found when the command was about to be
-            // sent (spec §7.2: out-of-range numbers are -32602).
+            // Arguments outside the schema, or a value outside the control's range found when
+            // the command was about to be sent: -32602 (spec §7.2), or a tool execution error
+            // the model can read for clients at 2025-11-25 and later.
             Err(
                 ToolError::InvalidParams(m)
                 | ToolError::Controller(ControllerError::InvalidValue(m)),
-            ) => Err(RpcError::invalid_params(format!("{}: {m}", tool.name))),
+            ) => {
+                let message = format!("{}: {m}", tool.name);
+                if caller
+                    .request
+                    .as_ref()
+                    .is_some_and(RequestContext::argument_errors_as_tool_results)
+                {
+                    Ok(failure(ToolError::InvalidParams(message)))
+                } else {
+                    Err(RpcError::invalid_params(message))
+                }
+            }
             Err(e) => Ok(failure(e)),
         }
     }
@@ -833,16 +849,17 @@ impl Handler for HomeTools {
     }
 }
 
-/// The output schema: the envelope around a tool's `data` schema.
+/// The output schema: the envelope (`status`, `data`, `timestamp`; only `data` is described)
+/// around a tool's `data` schema. Output schemas are lean, as the whole `tools/list` goes into
+/// an assistant's context: each names the fields a result always has (`required`) and types
+/// those a caller branches on (lists, counts, statuses); the result itself carries the rest.
+/// No `type` lists: a value that may be null is named in `required` only, which single-type
+/// schema dialects can read too.
 fn envelope_schema(data: Value) -> Value {
     json!({
         "type": "object",
-        "properties": {
-            "status": {"type": "string", "enum": ["success"]},
-            "data": data,
-            "timestamp": {"type": "string", "description": "ISO 8601 UTC"}
-        },
-        "required": ["status", "data", "timestamp"]
+        "properties": {"data": data},
+        "required": ["data"]
     })
 }
 

@@ -264,40 +264,18 @@ fn check(schema: &Value, value: &Value, path: &str) -> Result<(), SchemaError> {
         }
     }
     if let Some(Value::Array(any)) = s.get("anyOf") {
-        let mut first = None;
-        if !any.iter().any(|sub| match check(sub, value, path) {
-            Ok(()) => true,
-            Err(e) => {
-                first.get_or_insert(e);
-                false
-            }
-        }) {
-            return Err(first.unwrap_or_else(|| SchemaError {
-                path: path.to_string(),
-                message: format!("{} matches none of the allowed forms", name(path)),
-            }));
+        if !any.iter().any(|sub| check(sub, value, path).is_ok()) {
+            return Err(none_fits(any, value, path));
         }
     }
     if let Some(Value::Array(one)) = s.get("oneOf") {
-        let mut first = None;
         let matching = one
             .iter()
-            .filter(|sub| match check(sub, value, path) {
-                Ok(()) => true,
-                Err(e) => {
-                    first.get_or_insert(e);
-                    false
-                }
-            })
+            .filter(|sub| check(sub, value, path).is_ok())
             .count();
         match matching {
             1 => {}
-            0 => {
-                return Err(first.unwrap_or_else(|| SchemaError {
-                    path: path.to_string(),
-                    message: format!("{} matches none of the allowed forms", name(path)),
-                }))
-            }
+            0 => return Err(none_fits(one, value, path)),
             _ => {
                 return err(
                     path,
@@ -307,6 +285,40 @@ fn check(schema: &Value, value: &Value, path: &str) -> Result<(), SchemaError> {
         }
     }
     Ok(())
+}
+
+/// Why `value` fits none of the `branches` of an `anyOf`/`oneOf`: the problem inside the first
+/// branch whose `type` admits the value (`target[0] must be of type string`), else one type
+/// error naming every branch's type (`target must be of type string or array (got integer)`).
+fn none_fits(branches: &[Value], value: &Value, path: &str) -> SchemaError {
+    let typed = |b: &Value| match b.get("type") {
+        Some(Value::String(t)) => vec![t.clone()],
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(|t| t.as_str().map(String::from))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let admitting = branches
+        .iter()
+        .find(|b| typed(b).is_empty() || typed(b).iter().any(|t| has_type(value, t)));
+    if let Some(Err(e)) = admitting.map(|b| check(b, value, path)) {
+        return e;
+    }
+    let types: Vec<String> = branches.iter().flat_map(typed).collect();
+    SchemaError {
+        path: path.to_string(),
+        message: if types.is_empty() {
+            format!("{} matches none of the allowed forms", name(path))
+        } else {
+            format!(
+                "{} must be of type {} (got {})",
+                name(path),
+                types.join(" or "),
+                type_name(value)
+            )
+        },
+    }
 }
 
 /// `what` about the object at `path`: as it is at the top, `operations[0]: {what}` inside.
@@ -466,6 +478,27 @@ mod tests {
         let s = json!({"anyOf": [{"type": "number"}, {"type": "integer"}]});
         assert_eq!(validate(&s, &json!(1)), Ok(()));
         assert!(validate(&s, &json!("x")).is_err());
+    }
+
+    #[test]
+    fn any_of_names_the_problem_of_the_branch_of_the_value_type() {
+        let s = json!({"anyOf": [
+            {"type": "string", "minLength": 1},
+            {"type": "array", "items": {"type": "string"}, "minItems": 1}
+        ]});
+        assert_eq!(validate(&s, &json!("Küche")), Ok(()));
+        assert_eq!(validate(&s, &json!(["a", "b"])), Ok(()));
+        let at = |v: Value| validate_at(&s, &v, "target").unwrap_err().message;
+        assert_eq!(
+            at(json!(["a", 5])),
+            "target[1] must be of type string (got integer)"
+        );
+        assert_eq!(at(json!([])), "target must have at least 1 entries (got 0)");
+        assert_eq!(
+            at(json!(5)),
+            "target must be of type string or array (got integer)"
+        );
+        assert!(at(json!("")).contains("at least 1 characters"));
     }
 
     /// Every keyword of every tool's input schema, and where it sits (for the message).

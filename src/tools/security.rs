@@ -29,24 +29,26 @@ const DISARM: ToolAnnotations = ToolAnnotations {
 };
 
 fn alarm_schema() -> Value {
-    json!({"type": "string", "description": "Alarm name or UUID; default: the only alarm, or the central alarm when there are several"})
+    json!({"type": "string", "description": "Default: the only or the central alarm"})
 }
 
+/// `code`: text or a number (its digits), as `anyOf` branches of one type each (portable to
+/// schema dialects whose `type` is a single name); [`take_code`] reads both.
 fn code_schema() -> Value {
-    json!({"type": ["string", "integer"], "description": "Loxone visualisation password (PIN) for secured alarms; overrides the configured one. Never echoed."})
+    json!({
+        "anyOf": [{"type": "string"}, {"type": "integer"}],
+        "description": "Visualisation password (else the configured one); never echoed"
+    })
 }
 
 fn result_schema() -> Value {
     let mut s = json!({
         "type": "object",
         "properties": {
-            "alarm": {"type": "object", "description": "The device record (uuid, name, type, room, secured)"},
-            "action": {"type": "string", "enum": ["arm", "disarm", "acknowledge"]},
-            "delayed": {"type": "boolean"},
-            "motion": {"type": ["boolean", "null"], "description": "With movement sensors; null = each alarm keeps its own setting (central alarm)"},
-            "secured_command": {"type": "boolean", "description": "Sent as a Loxone secured command with the visualisation password"},
-            "armed": {"type": ["boolean", "null"], "description": "Armed right after the command (false while a delayed arming counts down); null when unknown; in a dry run: armed now"},
-            "dry_run": {"type": "boolean", "description": "disarm_alarm without confirmation: nothing was sent"}
+            "alarm": {"type": "object"},
+            "action": {"enum": ["arm", "disarm", "acknowledge"]},
+            "secured_command": {"type": "boolean"},
+            "dry_run": {"type": "boolean"}
         },
         "required": ["alarm", "action", "secured_command"]
     });
@@ -63,7 +65,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "arm_alarm",
             title: "Arm the alarm",
-            description: "Arms the burglar alarm (Loxone Alarm or CentralAlarm). delayed (default true): arm after the alarm's configured exit delay in seconds, false = at once. motion (default true): with the movement sensors (false = shell protection only; single alarms only). alarm: name or UUID, default the only alarm or the central alarm. Secured alarms need the visualisation password: code, or the configured one.",
+            description: "Arms the burglar alarm: delayed (default true) after its exit delay, false at once; motion false = shell protection only (single alarms).",
             permission: Permission::Security,
             annotations: SETTER,
             input_schema: || {
@@ -71,9 +73,9 @@ pub fn tools() -> Vec<Tool> {
                     "type": "object",
                     "properties": {
                         "alarm": alarm_schema(),
-                        "room": {"type": "string", "description": "Room of the alarm (name or UUID), to tell alarms apart"},
-                        "delayed": {"type": "boolean", "default": true, "description": "Arm after the exit delay (true) or at once (false)"},
-                        "motion": {"type": "boolean", "default": true, "description": "Include the movement sensors"},
+                        "room": args::room_schema(),
+                        "delayed": {"type": "boolean", "default": true},
+                        "motion": {"type": "boolean", "default": true},
                         "code": code_schema()
                     },
                     "additionalProperties": false
@@ -85,7 +87,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "disarm_alarm",
             title: "Disarm the alarm",
-            description: "Disarms the burglar alarm (Loxone Alarm or CentralAlarm) and ends a running alarm. alarm: name or UUID, default the only alarm or the central alarm. Secured alarms need the visualisation password: code, or the configured one; a wrong code is refused by the Miniserver. Needs confirmation: confirm: true, or the client is asked (elicitation; declining sends nothing and answers cancelled: true); a client without elicitation gets a dry run (dry_run: true, the alarm and its state, confirmation_required: true) and must call again with confirm: true.",
+            description: "Disarms the burglar alarm and ends a running alarm; a wrong code is refused. Needs confirmation (see confirm).",
             permission: Permission::Security,
             annotations: DISARM,
             input_schema: || {
@@ -93,9 +95,9 @@ pub fn tools() -> Vec<Tool> {
                     "type": "object",
                     "properties": {
                         "alarm": alarm_schema(),
-                        "room": {"type": "string", "description": "Room of the alarm (name or UUID)"},
+                        "room": args::room_schema(),
                         "code": code_schema(),
-                        "confirm": confirm_schema("the disarm")
+                        "confirm": confirm_schema()
                     },
                     "additionalProperties": false
                 })
@@ -106,7 +108,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "acknowledge_alarm",
             title: "Acknowledge an alarm",
-            description: "Acknowledges (quits) a triggered alarm without disarming it: burglar alarms (Alarm, CentralAlarm) and smoke alarms (SmokeAlarm, also silences it). alarm: name or UUID, default the only burglar alarm or the central alarm. Secured controls need the visualisation password: code, or the configured one.",
+            description: "Acknowledges a triggered burglar or smoke alarm (silencing it) without disarming.",
             permission: Permission::Security,
             annotations: SETTER,
             input_schema: || {
@@ -114,7 +116,7 @@ pub fn tools() -> Vec<Tool> {
                     "type": "object",
                     "properties": {
                         "alarm": alarm_schema(),
-                        "room": {"type": "string", "description": "Room of the alarm (name or UUID)"},
+                        "room": args::room_schema(),
                         "code": code_schema()
                     },
                     "additionalProperties": false
@@ -126,27 +128,20 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "get_security_status",
             title: "Security status",
-            description: "Shows the security system: burglar alarms (armed, arming in progress, alarm level 0 none .. 6, exit delay in s), smoke alarms (level 0 none, 1 pre-alarm, 2 main alarm), gates and doors (open in %, 0 = closed) and access controls. Values that are not known are null. Optional: room (name or UUID), limit per list.",
+            description: "Burglar alarms (armed, arming, level 0-6, exit delay s), smoke alarms (level 0 none, 1 pre-alarm, 2 alarm), gates and doors (open_percent, 0 = closed), access controls; null: unknown. limit is per list.",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: args::room_limit_schema,
             data_schema: || {
-                let entry = json!({"type": "object", "properties": {
-                    "uuid": {"type": "string"}, "name": {"type": "string"},
-                    "room": {"type": ["string", "null"]}, "type": {"type": "string"},
-                    "secured": {"type": "boolean"}
-                }, "required": ["uuid", "name", "type"]});
+                let entry = json!({"type": "array"});
                 json!({
                     "type": "object",
                     "properties": {
-                        "alarms": {"type": "array", "items": entry, "description": "armed (bool|null), arming (bool|null), level (0-6|null), arming_delay_s (number|null), motion (bool|null); central alarms also list their alarms"},
-                        "smoke_alarms": {"type": "array", "items": entry, "description": "level (0 none, 1 pre-alarm, 2 main alarm | null), alarm (bool|null)"},
-                        "access": {"type": "array", "items": entry, "description": "gates and doors: open_percent (0 closed .. 100 open | null), moving (bool|null); access controls (keypads, intercoms)"},
-                        "any_armed": {"type": ["boolean", "null"]},
-                        "any_alarm": {"type": ["boolean", "null"]},
+                        "alarms": entry,
+                        "smoke_alarms": entry,
+                        "access": entry,
                         "visu_password_configured": {"type": "boolean"},
-                        "truncated": {"type": "boolean"},
-                        "warning": {"type": "string"}
+                        "truncated": {"type": "boolean"}
                     },
                     "required": ["alarms", "smoke_alarms", "access", "visu_password_configured", "truncated"]
                 })

@@ -32,7 +32,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "get_home_summary",
             title: "Home summary",
-            description: "A compact overview of what is going on, read before acting: lights that are on (names), blinds that are not fully open (position in percent closed, 0 = open, 100 = closed), open windows and doors (when known), temperature per room in °C against the target (target null until the Miniserver reports it), audio zones playing, rooms with presence, alarm systems (armed or not) and active alerts (smoke, water). Optional room (name or UUID) narrows everything but the alarm systems to that room.",
+            description: "What is going on, to read first: lights on, blinds not open, open windows and doors, °C and target per room, audio playing, presence, alarms (armed), alerts (smoke, water). room narrows all but the alarms.",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: || {
@@ -45,44 +45,18 @@ pub fn tools() -> Vec<Tool> {
                 })
             },
             data_schema: || {
-                let names = json!({"type": "array", "items": {"type": "string"}});
+                let list = json!({"type": "array"});
                 json!({
                     "type": "object",
                     "properties": {
-                        "room": {"type": ["string", "null"]},
-                        "lights_on": names,
-                        "blinds_not_open": {"type": "array", "items": {
-                            "type": "object",
-                            "properties": {"name": {"type": "string"}, "position": {"type": "number", "description": "Percent closed"}},
-                            "required": ["name", "position"]
-                        }},
-                        "openings": {
-                            "type": "object",
-                            "properties": {
-                                "open_count": {"type": ["integer", "null"], "description": "Open windows and doors; null when unknown"},
-                                "open": names,
-                                "note": {"type": "string"}
-                            },
-                            "required": ["open_count", "open"]
-                        },
-                        "climate": {"type": "array", "items": {
-                            "type": "object",
-                            "properties": {
-                                "room": {"type": ["string", "null"]},
-                                "temperature": {"type": ["number", "null"], "description": "°C"},
-                                "target": {"type": ["number", "null"], "description": "°C; null when not known"}
-                            },
-                            "required": ["room", "temperature", "target"]
-                        }},
-                        "audio_playing": names,
-                        "presence": names,
-                        "alarm": {"type": "array", "items": {
-                            "type": "object",
-                            "properties": {"name": {"type": "string"}, "armed": {"type": ["boolean", "null"]}},
-                            "required": ["name", "armed"]
-                        }},
-                        "alerts": names,
-                        "warning": {"type": "string"}
+                        "lights_on": list,
+                        "blinds_not_open": list,
+                        "openings": {"type": "object", "required": ["open_count", "open"]},
+                        "climate": list,
+                        "audio_playing": list,
+                        "presence": list,
+                        "alarm": list,
+                        "alerts": list
                     },
                     "required": ["room", "lights_on", "blinds_not_open", "openings", "climate", "audio_playing", "presence", "alarm", "alerts"]
                 })
@@ -92,7 +66,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "get_sensors_status",
             title: "Sensors status",
-            description: "Lists the sensors with their current reading: temperature (°C), humidity (%), motion/presence (true/false), door_window (contacts: open true/false; window monitors: number open), brightness (lx), meter (current power in kW), other (further analog or digital inputs). Filters: room (name or UUID), type (one of temperature, humidity, motion, door_window, brightness, meter, other), name (part of the name, accents optional); limit (default 50, max 500).",
+            description: "Sensors and readings: temperature °C, humidity %, motion, door_window (open true/false, or number open), brightness lx, meter kW, other; null: unreadable.",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: || {
@@ -101,7 +75,7 @@ pub fn tools() -> Vec<Tool> {
                     "properties": {
                         "room": args::room_schema(),
                         "type": {"type": "string", "enum": SENSOR_TYPES},
-                        "name": {"type": "string", "description": "Only sensors whose name contains this text"},
+                        "name": {"type": "string", "description": "Part of the name"},
                         "limit": args::limit_schema()
                     },
                     "additionalProperties": false
@@ -113,20 +87,10 @@ pub fn tools() -> Vec<Tool> {
                     "properties": {
                         "sensors": {"type": "array", "items": {
                             "type": "object",
-                            "properties": {
-                                "uuid": {"type": "string"},
-                                "name": {"type": "string"},
-                                "room": {"type": ["string", "null"]},
-                                "sensor_type": {"type": "string", "enum": SENSOR_TYPES},
-                                "type": {"type": "string", "description": "Loxone control type"},
-                                "value": {"description": "Number, boolean or null when it cannot be read"},
-                                "unit": {"type": ["string", "null"]},
-                                "windows": {"type": "integer", "description": "Window monitor: number of monitored windows and doors"}
-                            },
-                            "required": ["uuid", "name", "room", "sensor_type", "type", "value", "unit"]
+                            "properties": {"sensor_type": {"enum": SENSOR_TYPES}},
+                            "required": ["name", "value", "unit"]
                         }},
-                        "total": {"type": "integer", "description": "Matching sensors before the limit"},
-                        "warning": {"type": "string"}
+                        "total": {"type": "integer"}
                     },
                     "required": ["sensors", "total"]
                 })

@@ -50,7 +50,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "create_workflow",
             title: "Create a workflow",
-            description: "Creates a named workflow: a sequence of 1-50 tool calls stored on the server (it survives restarts). name: 1-64 characters, unique (case-insensitive). steps: [{tool, arguments, delay_seconds (0-3600, waited before the step), parallel_group (steps with the same number run at the same time)}]. Every step is checked now: the tool must exist and must not be a workflow tool, and its arguments must fit that tool's input schema; errors name the step and field. The total waiting time is at most 3600 s. The result is the stored workflow with its id and the permission needed to execute it (the highest among its steps, at least control).",
+            description: "Stores a named workflow of 1-50 tool calls, checked now (tools and arguments). Steps with the same parallel_group run together; delays total at most 3600 s. Returns its id and the permission executing it needs.",
             permission: Permission::Control,
             annotations: WRITER,
             input_schema: create_schema,
@@ -60,14 +60,14 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "list_workflows",
             title: "List workflows",
-            description: "Lists the stored workflows with id, name, description, number of steps, the tools they call and the permission needed to execute them. Optional: name (part of the name), limit.",
+            description: "Lists stored workflows with their steps, tools and the permission executing them needs.",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: || {
                 json!({
                     "type": "object",
                     "properties": {
-                        "name": {"type": "string", "description": "Only workflows whose name contains this text (case-insensitive)"},
+                        "name": {"type": "string", "description": "Part of the name"},
                         "limit": args::limit_schema()
                     },
                     "additionalProperties": false
@@ -79,16 +79,7 @@ pub fn tools() -> Vec<Tool> {
                     "properties": {
                         "workflows": {"type": "array", "items": {
                             "type": "object",
-                            "properties": {
-                                "id": {"type": "integer"},
-                                "name": {"type": "string"},
-                                "description": {"type": ["string", "null"]},
-                                "step_count": {"type": "integer"},
-                                "tools": {"type": "array", "items": {"type": "string"}},
-                                "permission": {"type": "string"},
-                                "created_at": {"type": "string"}
-                            },
-                            "required": ["id", "name", "step_count", "tools", "permission", "created_at"]
+                            "required": ["id", "name", "permission"]
                         }},
                         "total": {"type": "integer"}
                     },
@@ -100,7 +91,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "get_workflow",
             title: "Show a workflow",
-            description: "Shows one stored workflow with all its steps and the stages it runs in. Give name or id.",
+            description: "Shows one stored workflow (name or id) with its steps and the stages they run in.",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: || key_schema(json!({})),
@@ -110,7 +101,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "execute_workflow",
             title: "Execute a workflow",
-            description: "Runs a stored workflow (give name or id): stages in order, steps of one parallel group at the same time, each step's delay waited first. Reports every step: tool, arguments, status (success, error, skipped, planned), data or error, duration in ms. A failing step does not stop the others unless stop_on_error is true. dry_run: true sends nothing: tools with their own dry run show the commands they would send, read-only tools run, other steps are only listed, delays are not waited. Needs the workflow's permission (see list_workflows). A workflow with security steps (arm/disarm, ...) or house-wide steps (control_all_lights, control_all_rolladen, scope system) needs confirmation: confirm: true, or the client is asked (elicitation; declining runs nothing and answers cancelled: true); a client without elicitation gets the dry run with confirmation_required: true and must call again with confirm: true. Steps of a confirmed workflow do not ask again. Progress is reported per step when the request has a progressToken.",
+            description: "Runs a stored workflow (name or id) stage by stage; reports each step (success, error, skipped, planned). stop_on_error stops after a failure; dry_run sends nothing. Needs the workflow's permission; security or house-wide steps need confirmation (see confirm).",
             permission: Permission::Control,
             annotations: ToolAnnotations {
                 read_only_hint: false,
@@ -120,9 +111,9 @@ pub fn tools() -> Vec<Tool> {
             },
             input_schema: || {
                 key_schema(json!({
-                    "dry_run": {"type": "boolean", "default": false, "description": "Send nothing; show what would be done"},
-                    "stop_on_error": {"type": "boolean", "default": false, "description": "Skip the remaining stages after a failing step"},
-                    "confirm": super::confirm_schema("a workflow with security or house-wide steps")
+                    "dry_run": args::dry_run_schema(),
+                    "stop_on_error": {"type": "boolean", "default": false},
+                    "confirm": super::confirm_schema()
                 }))
             },
             data_schema: run_schema,
@@ -131,7 +122,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "delete_workflow",
             title: "Delete a workflow",
-            description: "Deletes a stored workflow (give name or id); returns what was deleted.",
+            description: "Deletes a stored workflow (name or id); returns it.",
             permission: Permission::Control,
             annotations: ToolAnnotations {
                 read_only_hint: false,
@@ -146,14 +137,14 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "execute_workflow_demo",
             title: "Run the demonstration workflow",
-            description: "Runs a built-in demonstration on the loaded house and reports each step: lists the rooms, switches the lights of the first room that has lights on and then off again, reads the temperatures, lists blinds, audio zones and alarms. Steps for device families the house does not have are skipped with the reason. This switches real lights unless dry_run is true (then nothing is sent and the light steps show the commands they would send).",
+            description: "Runs a built-in demo: lists rooms, switches one room's lights on and off again, reads temperatures, lists blinds, audio and alarms. Switches real lights unless dry_run.",
             permission: Permission::Control,
             annotations: WRITER,
             input_schema: || {
                 json!({
                     "type": "object",
                     "properties": {
-                        "dry_run": {"type": "boolean", "default": false, "description": "Send nothing; show what would be done"}
+                        "dry_run": args::dry_run_schema()
                     },
                     "additionalProperties": false
                 })
@@ -168,17 +159,17 @@ fn create_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "name": {"type": "string", "minLength": 1, "maxLength": workflow::MAX_NAME_CHARS, "description": "Unique name, 1-64 characters"},
+            "name": {"type": "string", "minLength": 1, "maxLength": workflow::MAX_NAME_CHARS},
             "description": {"type": "string", "maxLength": workflow::MAX_DESCRIPTION_CHARS},
             "steps": {
                 "type": "array", "minItems": 1, "maxItems": workflow::MAX_STEPS,
                 "items": {
                     "type": "object",
                     "properties": {
-                        "tool": {"type": "string", "description": "Name of a catalogue tool (not a workflow tool)"},
-                        "arguments": {"type": "object", "description": "Arguments for the tool, as its input schema says", "default": {}},
-                        "delay_seconds": {"type": "number", "minimum": 0, "maximum": workflow::MAX_DELAY_SECONDS, "default": 0, "description": "Seconds to wait before this step"},
-                        "parallel_group": {"type": "integer", "minimum": 0, "maximum": 1000000, "description": "Steps with the same number run at the same time"}
+                        "tool": {"type": "string"},
+                        "arguments": {"type": "object"},
+                        "delay_seconds": {"type": "number", "minimum": 0, "maximum": workflow::MAX_DELAY_SECONDS, "description": "Waited before the step"},
+                        "parallel_group": {"type": "integer", "minimum": 0, "maximum": 1000000}
                     },
                     "required": ["tool"],
                     "additionalProperties": false
@@ -193,8 +184,8 @@ fn create_schema() -> Value {
 /// `name` or `id` (exactly one), plus `extra` properties.
 fn key_schema(extra: Value) -> Value {
     let mut properties = json!({
-        "name": {"type": "string", "description": "Workflow name (case-insensitive)"},
-        "id": {"type": "integer", "minimum": 1, "description": "Workflow id"}
+        "name": {"type": "string"},
+        "id": {"type": "integer", "minimum": 1}
     });
     if let (Some(p), Value::Object(extra)) = (properties.as_object_mut(), extra) {
         p.extend(extra);
@@ -202,30 +193,15 @@ fn key_schema(extra: Value) -> Value {
     json!({"type": "object", "properties": properties, "additionalProperties": false})
 }
 
-fn step_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "tool": {"type": "string"},
-            "arguments": {"type": "object"},
-            "delay_seconds": {"type": "number"},
-            "parallel_group": {"type": "integer"}
-        },
-        "required": ["tool", "arguments"]
-    })
-}
-
+/// A stored workflow; `stages` are step indexes, stage by stage (a stage's steps run at the
+/// same time).
 fn workflow_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
             "id": {"type": "integer"},
-            "name": {"type": "string"},
-            "description": {"type": ["string", "null"]},
-            "steps": {"type": "array", "items": step_schema()},
-            "stages": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}}, "description": "Step indexes, stage by stage; the steps of one stage run at the same time"},
-            "permission": {"type": "string", "enum": ["read", "control", "security", "admin"], "description": "Needed to execute the workflow"},
-            "created_at": {"type": "string"}
+            "steps": {"type": "array", "items": {"type": "object", "required": ["tool", "arguments"]}},
+            "permission": {"enum": ["read", "control", "security", "admin"]}
         },
         "required": ["id", "name", "steps", "stages", "permission", "created_at"]
     })
@@ -235,32 +211,12 @@ fn run_schema() -> Value {
     let mut s = json!({
         "type": "object",
         "properties": {
-            "workflow": {"type": "object", "description": "id, name and permission of the workflow run"},
-            "dry_run": {"type": "boolean"},
-            "stop_on_error": {"type": "boolean"},
             "steps": {"type": "array", "items": {
                 "type": "object",
                 "properties": {
-                    "index": {"type": "integer"},
-                    "tool": {"type": "string"},
-                    "arguments": {"type": "object"},
-                    "purpose": {"type": "string"},
-                    "parallel_group": {"type": ["integer", "null"]},
-                    "delay_seconds": {"type": "number"},
-                    "status": {"type": "string", "enum": ["success", "error", "skipped", "planned"]},
-                    "data": {"description": "The tool's result data (status success)"},
-                    "error": {"type": "object", "description": "code, message, details (status error)"},
-                    "reason": {"type": "string", "description": "Why the step was skipped or only planned"},
-                    "duration_ms": {"type": "integer"}
-                },
-                "required": ["index", "tool", "arguments", "status", "duration_ms"]
-            }},
-            "total": {"type": "integer"},
-            "succeeded": {"type": "integer"},
-            "failed": {"type": "integer"},
-            "skipped": {"type": "integer"},
-            "planned": {"type": "integer"},
-            "duration_ms": {"type": "integer"}
+                    "status": {"enum": ["success", "error", "skipped", "planned"]}
+                }
+            }}
         },
         "required": ["steps", "total", "succeeded", "failed", "skipped", "planned", "duration_ms"]
     });

@@ -224,6 +224,18 @@ impl McpStdio {
         self.stdin.flush().expect("flush");
     }
 
+    /// Writes `line` exactly as given (a message whose text matters, e.g. an id no `Value`
+    /// holds exactly) and returns the next line that is not a notification, as sent;
+    /// fails when none comes within [`super::wait::PATIENCE`].
+    pub fn exchange_raw(&mut self, line: &str) -> String {
+        use std::io::Write;
+        writeln!(self.stdin, "{line}").expect("write to home-mcp stdio");
+        self.stdin.flush().expect("flush");
+        super::wait::recv_matching(&self.lines, &format!("the answer to {line}"), |l| {
+            !serde_json::from_str::<Value>(l).is_ok_and(|v| v.get("method").is_some())
+        })
+    }
+
     /// A request and its answer (notifications before it are skipped); fails when none
     /// comes within [`super::wait::PATIENCE`].
     pub fn rpc(&mut self, method: &str, params: Value) -> Value {

@@ -1,0 +1,224 @@
+//! The tool list an assistant can afford (issue 16): the default `tools/list`, as a 2025-06-18
+//! client reads it over HTTP from the real `serve` binary, lists every tool of the catalogue in
+//! at most 40,000 bytes (about 10k tokens), and its schemas are portable to single-type schema
+//! dialects: the MCP Inspector's schema-portability rules (2.12, `core/json/schemaLint.ts`:
+//! no `type` lists, no schema that constrains nothing, no bare `true`/`false` in a schema
+//! position, no `$ref` outside the document) find nothing in any input or output schema.
+//!
+//! The README's figure comes from here:
+//! `cargo test --test integration tool_list:: -- --nocapture` prints the size.
+
+use crate::support;
+use support::mcp::{answer_of, McpHttp};
+use support::server::{Miniserver, Served};
+
+use serde_json::{json, Value};
+
+/// The budget of the whole `tools/list` answer, in bytes.
+const BUDGET_BYTES: usize = 40_000;
+
+/// Keywords that hold one schema, a map of schemas, or a list of schemas.
+const SUBSCHEMA: [&str; 11] = [
+    "items",
+    "contains",
+    "not",
+    "propertyNames",
+    "if",
+    "then",
+    "else",
+    "additionalProperties",
+    "unevaluatedProperties",
+    "additionalItems",
+    "unevaluatedItems",
+];
+const SUBSCHEMA_MAPS: [&str; 6] = [
+    "properties",
+    "patternProperties",
+    "dependentSchemas",
+    "dependencies",
+    "$defs",
+    "definitions",
+];
+const SUBSCHEMA_LISTS: [&str; 4] = ["allOf", "anyOf", "oneOf", "prefixItems"];
+
+/// Keywords that constrain a value (a schema without any accepts everything).
+const CONSTRAINING: [&str; 40] = [
+    "type",
+    "enum",
+    "const",
+    "multipleOf",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "format",
+    "contentMediaType",
+    "contentEncoding",
+    "contentSchema",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "maxContains",
+    "minContains",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "dependentRequired",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "items",
+    "prefixItems",
+    "contains",
+    "additionalItems",
+    "unevaluatedItems",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "unevaluatedProperties",
+    "propertyNames",
+    "dependentSchemas",
+    "$ref",
+];
+
+/// What the portability rules find in `schema` at `path`, one line per finding.
+fn unportable(schema: &Value, path: &str, keyword: Option<&str>, out: &mut Vec<String>) {
+    let node = match schema {
+        Value::Bool(b) => {
+            // `additionalProperties: false` and friends are boolean by nature.
+            if !keyword.is_some_and(|k| k.starts_with("additional") || k.starts_with("unevaluated"))
+            {
+                out.push(format!("{path}: bare `{b}` where a schema is expected"));
+            }
+            return;
+        }
+        Value::Object(node) => node,
+        _ => return,
+    };
+    if let Some(Value::Array(types)) = node.get("type") {
+        out.push(format!("{path}: `type` is a list {types:?}"));
+    }
+    if !node.keys().any(|k| CONSTRAINING.contains(&k.as_str())) && keyword != Some("not") {
+        out.push(format!("{path}: constrains nothing"));
+    }
+    if let Some(r) = node.get("$ref").and_then(Value::as_str) {
+        if !r.starts_with('#') {
+            out.push(format!("{path}: `$ref` outside the document ({r})"));
+        }
+    }
+    for k in SUBSCHEMA {
+        if let Some(sub) = node.get(k) {
+            unportable(sub, &format!("{path}.{k}"), Some(k), out);
+        }
+    }
+    for k in SUBSCHEMA_MAPS {
+        for (name, sub) in node.get(k).and_then(Value::as_object).into_iter().flatten() {
+            unportable(sub, &format!("{path}.{k}.{name}"), Some(k), out);
+        }
+    }
+    for k in SUBSCHEMA_LISTS {
+        for (i, sub) in node
+            .get(k)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            unportable(sub, &format!("{path}.{k}[{i}]"), Some(k), out);
+        }
+    }
+}
+
+/// Bytes of `v` as compact JSON.
+fn bytes(v: &Value) -> usize {
+    v.to_string().len()
+}
+
+#[test]
+fn the_portability_check_finds_what_it_looks_for() {
+    let mut found = Vec::new();
+    let bad = json!({"type": "object", "properties": {
+        "target": {"type": ["string", "array"]},
+        "anything": {"description": "no constraint"},
+        "remote": {"$ref": "https://example.com/s.json"},
+        "list": {"type": "array", "items": true},
+        "fine": {"anyOf": [{"type": "string"}, {"type": "integer"}]}
+    }, "additionalProperties": false});
+    unportable(&bad, "s", None, &mut found);
+    assert_eq!(found.len(), 4, "{found:#?}");
+    for needle in [
+        "target: `type` is a list",
+        "anything: constrains nothing",
+        "remote: `$ref`",
+    ] {
+        assert!(
+            found.iter().any(|f| f.contains(needle)),
+            "{needle}: {found:#?}"
+        );
+    }
+    assert!(found.iter().any(|f| f.contains("list.items: bare `true`")));
+}
+
+#[test]
+fn the_default_tool_list_fits_the_budget_and_is_portable() {
+    let ms = Miniserver::demo();
+    let served = Served::start(&ms, "", &[]);
+    let mcp = McpHttp::connect(served.addr, None);
+    let reply = mcp.post(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}));
+    assert_eq!(reply.status, 200, "{reply:?}");
+    // What the client reads: the JSON-RPC answer (the body, or the data of its SSE event).
+    let message = if reply.body.trim_start().starts_with('{') {
+        reply.body.trim().to_string()
+    } else {
+        reply
+            .body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(str::trim)
+            .collect::<String>()
+    };
+    let answer = answer_of(&reply, 7);
+    let tools = answer["result"]["tools"].as_array().expect("tools").clone();
+
+    // Every tool is kept.
+    let listed: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    let catalogue: Vec<&str> = home_mcp::tools::catalogue()
+        .iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(listed, catalogue, "tools/list lists the whole catalogue");
+
+    let part = |key: &str| tools.iter().map(|t| bytes(&t[key])).sum::<usize>();
+    let size = message.len();
+    println!(
+        "tools/list: {} tools, {size} bytes, about {} tokens (bytes / 4); descriptions {}, \
+         input schemas {}, output schemas {}, annotations {} bytes",
+        tools.len(),
+        size / 4,
+        part("description"),
+        part("inputSchema"),
+        part("outputSchema"),
+        part("annotations"),
+    );
+    assert!(
+        size <= BUDGET_BYTES,
+        "tools/list is {size} bytes, over the budget of {BUDGET_BYTES}"
+    );
+
+    let mut findings = Vec::new();
+    for t in &tools {
+        let name = t["name"].as_str().unwrap_or_default();
+        for key in ["inputSchema", "outputSchema"] {
+            unportable(&t[key], &format!("{name}.{key}"), None, &mut findings);
+        }
+    }
+    assert!(
+        findings.is_empty(),
+        "unportable schemas:\n{}",
+        findings.join("\n")
+    );
+}
