@@ -7,6 +7,7 @@
 pub mod app;
 pub mod audit;
 pub mod auth;
+pub mod check;
 pub mod config;
 pub mod dashboard;
 pub mod home;

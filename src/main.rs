@@ -22,6 +22,7 @@ USAGE:
   home-mcp serve [--demo] [--listen ADDR] [--config FILE] [--workers N]
   home-mcp stdio [--demo] [--config FILE]
   home-mcp sim --structure FILE [--listen ADDR] [--user U --password P]
+  home-mcp check [--config FILE] [--key-store PATH]
   home-mcp keys generate|list|show|revoke|update|export|import ... [--key-store PATH]
   home-mcp --help | --version
 
@@ -29,6 +30,7 @@ COMMANDS:
   serve   Streamable HTTP on /mcp (default listen 127.0.0.1:3001)
   stdio   JSON-RPC over stdin/stdout, for Claude Desktop and other local clients
   sim     a Miniserver simulator speaking Loxone HTTP, loaded from a structure file
+  check   checks a set-up (configuration, Miniserver, login, state updates, keys, listen)
   keys    manage API keys (HOME_KEY_BACKEND = file | env | memory | sqlite)
 
 Run `home-mcp COMMAND --help` for a command's options.
@@ -80,10 +82,13 @@ USAGE:
   home-mcp sim --structure FILE [--listen ADDR] [--user U --password P]
 
 OPTIONS:
-  --structure FILE  LoxAPP3.json to serve (required)
-  --listen ADDR     address to listen on (default 127.0.0.1:8080)
-  --user U          user for HTTP Basic auth (default demo)
-  --password P      password (default demo)
+  --structure FILE         LoxAPP3.json to serve (required)
+  --listen ADDR            address to listen on (default 127.0.0.1:8080)
+  --user U                 user for HTTP Basic auth (default demo)
+  --password P             password (default demo)
+  --no-state-updates       play a user without the right to state updates: the structure
+                           file is served, the WebSocket pushes no events
+  --max-failed-logins N    wrong logins from one address before it is locked out (default 5)
   -h, --help        this help
   -V, --version     print the version";
 
@@ -100,6 +105,7 @@ fn main() -> ExitCode {
         Some("serve") => serve(args),
         Some("stdio") => stdio(args),
         Some("sim") => sim(args),
+        Some("check") => check(args),
         Some("keys") => return keys(args),
         Some("-h" | "--help" | "help") => {
             println!("{HELP}");
@@ -368,6 +374,48 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     Ok(ExitCode::SUCCESS)
 }
 
+const CHECK_HELP: &str =
+    "home-mcp check: checks a set-up, one line per check with its result, its time and the fix
+
+USAGE:
+  home-mcp check [--config FILE] [--key-store PATH]
+
+Checks the configuration, the Miniserver (address, TCP, HTTP or HTTPS, firmware and
+jdev/cfg/api, lock-out, token login, structure file, state updates over the WebSocket, the
+visualisation password), the key store (an admin key) and the listen address against the
+security level. Exits 1 when a check fails. Never prints a password or key.
+
+OPTIONS:
+  --config FILE     TOML config file, as for serve
+  --key-store PATH  the API key store serve would use
+  -h, --help        this help
+  -V, --version     print the version";
+
+/// `check`: every check's line on stdout; exit 1 when one fails.
+fn check(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
+    if let Some(code) = help_or_version(&mut args, CHECK_HELP) {
+        return Ok(code);
+    }
+    let config_path: Option<PathBuf> = opt_string(&mut args, "--config")?.map(PathBuf::from);
+    let key_store: Option<PathBuf> = opt_string(&mut args, "--key-store")?.map(PathBuf::from);
+    finish(args)?;
+    // The client's own warnings go to stderr at warn level; the lines are on stdout.
+    init_logging(log::LevelFilter::Error);
+    let env = |k: &str| std::env::var(k).ok();
+    let report = home_mcp::check::run(&home_mcp::check::CheckArgs {
+        config: config_path.as_deref(),
+        key_store,
+        env: &env,
+    });
+    if report.passed() {
+        println!("all checks passed");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("some checks failed: see the fix on each FAIL line");
+        Ok(ExitCode::FAILURE)
+    }
+}
+
 /// `keys ...`: usage errors exit 2, failures 1.
 fn keys(args: pico_args::Arguments) -> ExitCode {
     let env = |k: &str| std::env::var(k).ok();
@@ -495,6 +543,16 @@ fn sim(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     let listen = opt_string(&mut args, "--listen")?.unwrap_or_else(|| "127.0.0.1:8080".into());
     let user = opt_string(&mut args, "--user")?;
     let password = opt_string(&mut args, "--password")?;
+    let no_state_updates = args.contains("--no-state-updates");
+    let max_failed_logins = opt_string(&mut args, "--max-failed-logins")?
+        .map(|n| {
+            n.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                Usage(format!(
+                    "--max-failed-logins: {n:?} is not a number above 0"
+                ))
+            })
+        })
+        .transpose()?;
     finish(args)?;
     parse_listen(&listen, "--listen").map_err(|e| Usage(e.to_string()))?;
     init_logging(log::LevelFilter::Info);
@@ -512,6 +570,10 @@ fn sim(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     }
     if let Some(p) = password {
         config.password = p;
+    }
+    config.state_updates = !no_state_updates;
+    if let Some(n) = max_failed_logins {
+        config.max_failed_logins = n;
     }
     let simulator = match Simulator::new(&text, None, config) {
         Ok(s) => Arc::new(s),
