@@ -13,6 +13,7 @@ mod batch;
 mod blinds;
 mod cache;
 mod categories;
+mod check;
 mod cli;
 mod climate;
 mod command_limits;
