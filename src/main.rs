@@ -233,6 +233,18 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         Ok(a) => a,
         Err(code) => return Ok(code),
     };
+    // `--demo` alone: an admin key in the demo's in-memory store, for this run only.
+    let demo_admin_key = if demo && config.key_store.is_none() {
+        match demo_admin_key(&app) {
+            Ok(k) => Some(k),
+            Err(e) => {
+                log::error!("cannot start: {e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    } else {
+        None
+    };
     let dashboard = match app.start_dashboard(&config, demo) {
         Ok(d) => d,
         Err(e) => {
@@ -340,6 +352,9 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         server.addr(),
         config.server.workers
     );
+    if demo {
+        print_demo_pages(server.addr(), demo_admin_key.as_deref());
+    }
     let trim_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     if let Err(e) = home_mcp::memory::start_trimmer(trim_stop.clone()) {
         log::warn!("cannot start the memory trimmer: {e}");
@@ -414,6 +429,51 @@ fn check(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         println!("some checks failed: see the fix on each FAIL line");
         Ok(ExitCode::FAILURE)
     }
+}
+
+/// Makes the demo's admin key: an `admin` key in the in-memory key store of `serve --demo`
+/// (gone when the process ends; one day at most, so production accepts it too), and returns
+/// its secret for [`print_demo_pages`]. Every security level stays as strict as without it:
+/// a request still needs this key wherever one is needed.
+fn demo_admin_key(app: &App) -> Result<String, String> {
+    use home_mcp::auth::cli::{create_key, Fields};
+    let fields = Fields {
+        name: Some("demo admin (this run only)".into()),
+        expires_days: Some(1),
+        ..Fields::default()
+    };
+    create_key(
+        app.gate.store().as_ref(),
+        home_mcp::auth::Role::Admin,
+        &fields,
+        "serve --demo",
+    )
+    .map(|k| k.id)
+    .map_err(|e| match e {
+        home_mcp::auth::cli::CliError::Usage(m) | home_mcp::auth::cli::CliError::Failed(m) => {
+            format!("the demo's admin key: {m}")
+        }
+    })
+}
+
+/// Prints, once, the pages of `serve --demo` and what to sign in with (stdout; the log goes to
+/// stderr). `admin_key` is the demo's own key ([`demo_admin_key`]); with `--key-store` the
+/// store's keys are used and none is printed.
+fn print_demo_pages(addr: std::net::SocketAddr, admin_key: Option<&str>) {
+    let base = format!("http://{addr}");
+    let sign_in = match admin_key {
+        Some(k) => format!(
+            "  admin key   {k}\n              (in memory, valid for this run only: paste it into \
+             the admin page, or send it as X-API-Key)"
+        ),
+        None => "  keys        those of --key-store".to_string(),
+    };
+    println!(
+        "home-mcp demo: a simulated Miniserver with the demo house\n  \
+         MCP         {base}/mcp\n  \
+         dashboard   {base}/dashboard/\n  \
+         admin page  {base}/admin/keys\n{sign_in}"
+    );
 }
 
 /// `keys ...`: usage errors exit 2, failures 1.
