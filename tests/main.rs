@@ -21,6 +21,7 @@ mod command_urls;
 mod confirm;
 mod conformance;
 mod dashboard;
+mod demo;
 mod device_actions;
 mod edge;
 mod edge_app;
