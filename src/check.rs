@@ -261,9 +261,9 @@ fn miniserver(config: &Config, report: &mut Report) {
         Err(e) => {
             let text = e.to_string();
             let fix = if is_certificate_error(&text) {
-                "the Miniserver's certificate does not verify for this host name: use the \
-                 name the certificate is issued for (Gen 2: <serial>.dns.loxonecloud.com) or \
-                 http:// on the local network"
+                "the Miniserver's certificate does not verify (it must come from a public CA \
+                 and name this host): use the host name it is issued for (Gen 2: \
+                 <serial>.dns.loxonecloud.com), or http:// on the local network"
             } else {
                 "check HOME_HOST (http:// or https://, host, port): the address answers TCP \
                  but not as a Miniserver"

@@ -297,3 +297,17 @@ fn a_configuration_that_does_not_parse_fails_the_first_line() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_certificate_for_another_host_fails_the_cfg_api_line() {
+    use crate::support::tls::{https_listener, OTHER_HOST_CERT, OTHER_HOST_KEY};
+    let addr = https_listener(OTHER_HOST_CERT, OTHER_HOST_KEY);
+    let setup = Setup::new(true, "");
+    let out = check(&setup.config(), &format!("https://{addr}"), PASSWORD);
+    let stdout = fails_on(&out, "firmware (cfg/api)", "certificate", &[]);
+    assert!(
+        line(&stdout, "Miniserver address").starts_with("ok"),
+        "{stdout}"
+    );
+    assert!(line(&stdout, "login").starts_with("skip"), "{stdout}");
+}
