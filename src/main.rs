@@ -463,8 +463,8 @@ fn print_demo_pages(addr: std::net::SocketAddr, admin_key: Option<&str>) {
     let base = format!("http://{addr}");
     let sign_in = match admin_key {
         Some(k) => format!(
-            "  admin key   {k}\n              (in memory, valid for this run only: paste it into \
-             the admin page, or send it as X-API-Key)"
+            "  admin key   {k}\n              (in memory: this run only, a day at most; paste it \
+             into the admin page, or send it as X-API-Key)"
         ),
         None => "  keys        those of --key-store".to_string(),
     };
