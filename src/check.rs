@@ -407,11 +407,8 @@ fn state_updates(config: &Config, client: &Arc<Client>, report: &mut Report) {
             }
             Ok(LinkEvent::Events(_)) => {}
             Ok(LinkEvent::Disconnected { error, .. }) => {
-                break Err((
-                    format!("the WebSocket session failed: {error}"),
-                    "check that the Miniserver's WebSocket (/ws/rfc6455) is reachable \
-                     (no proxy in between) and that the user may log in by token",
-                ))
+                let fix = session_failure_fix(&error);
+                break Err((format!("the WebSocket session failed: {error}"), fix));
             }
             Ok(LinkEvent::Unsupported { error, .. }) => {
                 break Err((
@@ -426,9 +423,7 @@ fn state_updates(config: &Config, client: &Arc<Client>, report: &mut Report) {
                         "logged in over the WebSocket, but no state update arrived within {} s",
                         STATE_UPDATES_WITHIN.as_secs()
                     ),
-                    "the Miniserver user lacks rights: in Loxone Config give the user the \
-                     rights to the visualisation (or make it a member of a group with full \
-                     access), then save to the Miniserver",
+                    RIGHTS_FIX,
                 ))
             }
             Err(_) => {
@@ -445,6 +440,22 @@ fn state_updates(config: &Config, client: &Arc<Client>, report: &mut Report) {
         Err((detail, fix)) => report.fail("state updates", t.elapsed(), detail, fix),
     }
 }
+
+/// The fix for a WebSocket session that ended before state updates flowed: a refused
+/// `enablebinstatusupdate` is the user's rights, anything else the way to the WebSocket.
+fn session_failure_fix(error: &str) -> &'static str {
+    if error.contains("enablebinstatusupdate") {
+        RIGHTS_FIX
+    } else {
+        "check that the Miniserver's WebSocket (/ws/rfc6455) is reachable (no proxy in \
+         between) and that the user may log in by token"
+    }
+}
+
+/// What to do when the Miniserver user gets no state updates.
+const RIGHTS_FIX: &str = "the Miniserver user lacks rights: in Loxone Config give the user the \
+     rights to the visualisation (or make it a member of a group with full access), then save \
+     to the Miniserver";
 
 /// The configured visualisation password, against the first secured control (a read through
 /// `jdev/sps/ios`, which checks the password's hash and changes nothing).
@@ -634,6 +645,15 @@ mod tests {
             ("127.0.0.1".into(), 8080)
         );
         assert_eq!(host_port("https://[::1]:8443"), ("::1".into(), 8443));
+    }
+
+    #[test]
+    fn a_refused_enablebinstatusupdate_is_the_users_rights() {
+        assert_eq!(
+            session_failure_fix("enablebinstatusupdate answered 403"),
+            RIGHTS_FIX
+        );
+        assert_ne!(session_failure_fix("connection reset"), RIGHTS_FIX);
     }
 
     #[test]
