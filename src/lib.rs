@@ -2,11 +2,13 @@
 //!
 //! Data flows one way: transport ([`http`], [`stdio`]) -> [`mcp`] dispatch -> [`tools`] ->
 //! [`home`] model -> [`loxone`] client. [`sim`] is a Miniserver simulator speaking the real
-//! Loxone HTTP protocol, used by `--demo` and the tests. [`app`] wires the parts.
+//! Loxone HTTP protocol, used by `--demo` and the tests. [`app`] wires the parts; [`check`]
+//! (`home-mcp check`) checks a set-up with the same parts before the service runs it.
 
 pub mod app;
 pub mod audit;
 pub mod auth;
+pub mod check;
 pub mod config;
 pub mod dashboard;
 pub mod home;

@@ -22,6 +22,7 @@ USAGE:
   home-mcp serve [--demo] [--listen ADDR] [--config FILE] [--workers N]
   home-mcp stdio [--demo] [--config FILE]
   home-mcp sim --structure FILE [--listen ADDR] [--user U --password P]
+  home-mcp check [--config FILE] [--key-store PATH]
   home-mcp keys generate|list|show|revoke|update|export|import ... [--key-store PATH]
   home-mcp --help | --version
 
@@ -29,6 +30,7 @@ COMMANDS:
   serve   Streamable HTTP on /mcp (default listen 127.0.0.1:3001)
   stdio   JSON-RPC over stdin/stdout, for Claude Desktop and other local clients
   sim     a Miniserver simulator speaking Loxone HTTP, loaded from a structure file
+  check   checks a set-up (configuration, Miniserver, login, state updates, keys, listen)
   keys    manage API keys (HOME_KEY_BACKEND = file | env | memory | sqlite)
 
 Run `home-mcp COMMAND --help` for a command's options.
@@ -80,10 +82,13 @@ USAGE:
   home-mcp sim --structure FILE [--listen ADDR] [--user U --password P]
 
 OPTIONS:
-  --structure FILE  LoxAPP3.json to serve (required)
-  --listen ADDR     address to listen on (default 127.0.0.1:8080)
-  --user U          user for HTTP Basic auth (default demo)
-  --password P      password (default demo)
+  --structure FILE         LoxAPP3.json to serve (required)
+  --listen ADDR            address to listen on (default 127.0.0.1:8080)
+  --user U                 user for HTTP Basic auth (default demo)
+  --password P             password (default demo)
+  --no-state-updates       play a user without the right to state updates: the structure
+                           file is served, the WebSocket pushes no events
+  --max-failed-logins N    wrong logins from one address before it is locked out (default 5)
   -h, --help        this help
   -V, --version     print the version";
 
@@ -100,6 +105,7 @@ fn main() -> ExitCode {
         Some("serve") => serve(args),
         Some("stdio") => stdio(args),
         Some("sim") => sim(args),
+        Some("check") => check(args),
         Some("keys") => return keys(args),
         Some("-h" | "--help" | "help") => {
             println!("{HELP}");
@@ -227,6 +233,18 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         Ok(a) => a,
         Err(code) => return Ok(code),
     };
+    // `--demo` alone: an admin key in the demo's in-memory store, for this run only.
+    let demo_admin_key = if demo && config.key_store.is_none() {
+        match demo_admin_key(&app) {
+            Ok(k) => Some(k),
+            Err(e) => {
+                log::error!("cannot start: {e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    } else {
+        None
+    };
     let dashboard = match app.start_dashboard(&config, demo) {
         Ok(d) => d,
         Err(e) => {
@@ -334,6 +352,9 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         server.addr(),
         config.server.workers
     );
+    if demo {
+        print_demo_pages(server.addr(), demo_admin_key.as_deref());
+    }
     let trim_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     if let Err(e) = home_mcp::memory::start_trimmer(trim_stop.clone()) {
         log::warn!("cannot start the memory trimmer: {e}");
@@ -366,6 +387,93 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     dashboard.shutdown();
     app.shutdown();
     Ok(ExitCode::SUCCESS)
+}
+
+const CHECK_HELP: &str =
+    "home-mcp check: checks a set-up, one line per check with its result, its time and the fix
+
+USAGE:
+  home-mcp check [--config FILE] [--key-store PATH]
+
+Checks the configuration, the Miniserver (address, TCP, HTTP or HTTPS, firmware and
+jdev/cfg/api, lock-out, token login, structure file, state updates over the WebSocket, the
+visualisation password), the key store (an admin key) and the listen address against the
+security level. Exits 1 when a check fails. Never prints a password or key.
+
+OPTIONS:
+  --config FILE     TOML config file, as for serve
+  --key-store PATH  the API key store serve would use
+  -h, --help        this help
+  -V, --version     print the version";
+
+/// `check`: every check's line on stdout; exit 1 when one fails.
+fn check(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
+    if let Some(code) = help_or_version(&mut args, CHECK_HELP) {
+        return Ok(code);
+    }
+    let config_path: Option<PathBuf> = opt_string(&mut args, "--config")?.map(PathBuf::from);
+    let key_store: Option<PathBuf> = opt_string(&mut args, "--key-store")?.map(PathBuf::from);
+    finish(args)?;
+    // The client's own warnings go to stderr at warn level; the lines are on stdout.
+    init_logging(log::LevelFilter::Error);
+    let env = |k: &str| std::env::var(k).ok();
+    let report = home_mcp::check::run(&home_mcp::check::CheckArgs {
+        config: config_path.as_deref(),
+        key_store,
+        env: &env,
+    });
+    if report.passed() {
+        println!("all checks passed");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("some checks failed: see the fix on each FAIL line");
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+/// Makes the demo's admin key: an `admin` key in the in-memory key store of `serve --demo`
+/// (gone when the process ends; one day at most, so production accepts it too), and returns
+/// its secret for [`print_demo_pages`]. Every security level stays as strict as without it:
+/// a request still needs this key wherever one is needed.
+fn demo_admin_key(app: &App) -> Result<String, String> {
+    use home_mcp::auth::cli::{create_key, Fields};
+    let fields = Fields {
+        name: Some("demo admin (this run only)".into()),
+        expires_days: Some(1),
+        ..Fields::default()
+    };
+    create_key(
+        app.gate.store().as_ref(),
+        home_mcp::auth::Role::Admin,
+        &fields,
+        "serve --demo",
+    )
+    .map(|k| k.id)
+    .map_err(|e| match e {
+        home_mcp::auth::cli::CliError::Usage(m) | home_mcp::auth::cli::CliError::Failed(m) => {
+            format!("the demo's admin key: {m}")
+        }
+    })
+}
+
+/// Prints, once, the pages of `serve --demo` and what to sign in with (stdout; the log goes to
+/// stderr). `admin_key` is the demo's own key ([`demo_admin_key`]); with `--key-store` the
+/// store's keys are used and none is printed.
+fn print_demo_pages(addr: std::net::SocketAddr, admin_key: Option<&str>) {
+    let base = format!("http://{addr}");
+    let sign_in = match admin_key {
+        Some(k) => format!(
+            "  admin key   {k}\n              (in memory: this run only, a day at most; paste it \
+             into the admin page, or send it as X-API-Key)"
+        ),
+        None => "  keys        those of --key-store".to_string(),
+    };
+    println!(
+        "home-mcp demo: a simulated Miniserver with the demo house\n  \
+         MCP         {base}/mcp\n  \
+         dashboard   {base}/dashboard/\n  \
+         admin page  {base}/admin/keys\n{sign_in}"
+    );
 }
 
 /// `keys ...`: usage errors exit 2, failures 1.
@@ -495,6 +603,16 @@ fn sim(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     let listen = opt_string(&mut args, "--listen")?.unwrap_or_else(|| "127.0.0.1:8080".into());
     let user = opt_string(&mut args, "--user")?;
     let password = opt_string(&mut args, "--password")?;
+    let no_state_updates = args.contains("--no-state-updates");
+    let max_failed_logins = opt_string(&mut args, "--max-failed-logins")?
+        .map(|n| {
+            n.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                Usage(format!(
+                    "--max-failed-logins: {n:?} is not a number above 0"
+                ))
+            })
+        })
+        .transpose()?;
     finish(args)?;
     parse_listen(&listen, "--listen").map_err(|e| Usage(e.to_string()))?;
     init_logging(log::LevelFilter::Info);
@@ -512,6 +630,10 @@ fn sim(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     }
     if let Some(p) = password {
         config.password = p;
+    }
+    config.state_updates = !no_state_updates;
+    if let Some(n) = max_failed_logins {
+        config.max_failed_logins = n;
     }
     let simulator = match Simulator::new(&text, None, config) {
         Ok(s) => Arc::new(s),

@@ -143,8 +143,17 @@
   }
 
   function load() {
-    // Without a key the API can only refuse (401): ask for one without a failed request.
-    if (!key()) { showKeyForm(''); return Promise.resolve(); }
+    // Without a key, ask the server whether one is needed (development level on loopback,
+    // as in `serve --demo`, answers without): the form shows only where it is.
+    if (!key()) {
+      return fetch('/dashboard/access', { cache: 'no-store' }).then(function (r) { return r.json(); })
+        .then(function (a) { if (a.key_needed) { showKeyForm(''); } else { return data(); } })
+        .catch(function () { setTimeout(load, 5000); });
+    }
+    return data();
+  }
+
+  function data() {
     return api('data').then(function (d) {
       $('key-form').hidden = true;
       $('main').hidden = false;

@@ -1,4 +1,5 @@
-//! The `/dashboard` routes: the embedded page (no key; strict security headers), the JSON API
+//! The `/dashboard` routes: the embedded page (no key; strict security headers),
+//! `/dashboard/access` (whether the API needs a key here; no key), the JSON API
 //! under `/dashboard/api/` and the WebSocket `/dashboard/ws` (both gated, `read`
 //! permission; the WebSocket also refuses a foreign `Origin` with 403, as `/mcp` does). Only
 //! GET (and HEAD); `/dashboard` redirects (308) to `/dashboard/`. See [`crate::dashboard`]
@@ -13,6 +14,10 @@ use crate::dashboard::{api, asset, ws, CSP};
 
 /// The WebSocket path.
 pub(crate) const WS_PATH: &str = "/dashboard/ws";
+
+/// Whether this server needs a key for the dashboard's API (no key needed to ask): the page
+/// asks for one only where it is needed, so the demo's dashboard opens at once.
+pub(crate) const ACCESS_PATH: &str = "/dashboard/access";
 
 /// Whether `path` belongs to the dashboard.
 pub(crate) fn is_dashboard(path: &str) -> bool {
@@ -55,6 +60,15 @@ pub(crate) fn handle(
         return secure(
             rest_error(405, "METHOD_NOT_ALLOWED", "use GET").with_header("Allow", "GET"),
         )
+        .into();
+    }
+    if path == ACCESS_PATH {
+        // The gate's own answer (development level on loopback: no key), nothing else.
+        let needed = ctx.config.gate.as_ref().is_some_and(|g| g.required());
+        return secure(Answer::json(
+            200,
+            &serde_json::json!({ "key_needed": needed }),
+        ))
         .into();
     }
     if is_gated(path) {

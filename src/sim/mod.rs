@@ -122,6 +122,10 @@ pub struct SimConfig {
     /// in °C per minute (default 0.5; 0 keeps temperatures still). Shown in 0.1 °C steps,
     /// computed when read, so WebSocket sessions push each step as a value event.
     pub temp_drift_per_minute: f64,
+    /// Whether the user may receive state updates (default `true`). `false` plays a Loxone
+    /// user without enough rights: the structure file is served and `enablebinstatusupdate`
+    /// answers 200, but no event table is ever pushed over the WebSocket.
+    pub state_updates: bool,
 }
 
 impl Default for SimConfig {
@@ -140,6 +144,7 @@ impl Default for SimConfig {
             user_hash: VisuHash::Sha256,
             token_lifetime: Duration::from_secs(3600),
             temp_drift_per_minute: 0.5,
+            state_updates: true,
         }
     }
 }

@@ -611,6 +611,10 @@ impl<'a> Session<'a> {
         }
         if cmd == "jdev/sps/enablebinstatusupdate" {
             self.answer(reply, cmd, 200, &Value::String("1".into()))?;
+            if !self.sim.config().state_updates {
+                // A user without the right to state updates: accepted, nothing pushed.
+                return Ok(());
+            }
             self.enabled = true;
             self.sent.clear();
             return self.push_changes();

@@ -2,7 +2,8 @@
 # End-to-end in a real browser: Debian's chromium driven by playwright-core (tests/e2e/browser/)
 # against the built binary (`home-mcp serve --demo`, the built-in simulated Miniserver) with a
 # real key store: an admin key is generated into a temporary keys.toml first, and the server
-# runs at SECURITY_LEVEL=staging so every request needs a key.
+# runs at SECURITY_LEVEL=staging so every request needs a key. demo.mjs starts its own
+# `serve --demo` as the README does and follows only what it prints (issue 22).
 #
 # usage: tests/e2e/browser.sh [path/to/home-mcp] [test.mjs...]
 #   (default binary target/debug/home-mcp; default tests: every tests/e2e/browser/*.mjs but
@@ -44,14 +45,14 @@ ADMIN_KEY=$("$BIN" keys generate --role admin --name "e2e admin" --json --key-st
   | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).id))')
 PORT=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
 SECURITY_LEVEL=staging "$BIN" serve --demo --listen "127.0.0.1:$PORT" --key-store "$TMP/keys.toml" \
-  2>"$TMP/server.log" &
+  >"$TMP/server.out" 2>"$TMP/server.log" &
 PID=$!
 for _ in $(seq 1 100); do
   curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1 && break
   sleep 0.1
 done
 
-export HOME_MCP_URL="http://127.0.0.1:$PORT" HOME_MCP_ADMIN_KEY="$ADMIN_KEY"
+export HOME_MCP_URL="http://127.0.0.1:$PORT" HOME_MCP_ADMIN_KEY="$ADMIN_KEY" HOME_MCP_BIN="$BIN"
 export E2E_SCREENSHOTS="${E2E_SCREENSHOTS:-$PWD/target/e2e-screenshots}"
 if [[ $# -eq 0 ]]; then
   set -- $(cd "$DIR" && ls *.mjs | grep -v '^lib\.mjs$')

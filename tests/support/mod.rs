@@ -47,6 +47,7 @@ pub mod oauth;
 pub mod process;
 pub mod server;
 pub mod sse;
+pub mod tls;
 pub mod unreachable;
 pub mod wait;
 pub mod wire;

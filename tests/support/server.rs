@@ -261,21 +261,31 @@ pub struct SimProcess {
     /// Its HTTP API (and address: `api.addr`).
     pub api: MiniserverApi,
     structure: PathBuf,
+    /// Further `home-mcp sim` arguments (kept for [`SimProcess::restart`]).
+    args: Vec<String>,
 }
 
 impl SimProcess {
     /// Serves the structure file at `structure` (a path) on a free port.
     pub fn start(structure: &std::path::Path) -> SimProcess {
-        SimProcess::start_on(structure, "127.0.0.1:0")
+        SimProcess::start_on(structure, "127.0.0.1:0", &[])
     }
 
-    fn start_on(structure: &std::path::Path, listen: &str) -> SimProcess {
+    /// [`SimProcess::start`] with further `home-mcp sim` arguments (`--no-state-updates`,
+    /// `--max-failed-logins 1`, `--password P`, ...).
+    pub fn start_args(structure: &std::path::Path, args: &[&str]) -> SimProcess {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        SimProcess::start_on(structure, "127.0.0.1:0", &args)
+    }
+
+    fn start_on(structure: &std::path::Path, listen: &str, args: &[String]) -> SimProcess {
         let mut cmd = bin();
         cmd.arg("sim")
             .arg("--structure")
             .arg(structure)
             .arg("--listen")
-            .arg(listen);
+            .arg(listen)
+            .args(args);
         let child = Logged::spawn(cmd);
         let addr: SocketAddr = child.wait_line("sim listening", |line| {
             line.split("simulated Miniserver at http://")
@@ -286,6 +296,7 @@ impl SimProcess {
             api: MiniserverApi::demo(addr),
             child,
             structure: structure.to_path_buf(),
+            args: args.to_vec(),
         }
     }
 
@@ -297,9 +308,9 @@ impl SimProcess {
     /// Kills the simulator and starts a new one on the same port (a Miniserver restart): its
     /// values start afresh from the structure file.
     pub fn restart(self) -> SimProcess {
-        let (structure, addr) = (self.structure.clone(), self.api.addr);
+        let (structure, addr, args) = (self.structure.clone(), self.api.addr, self.args.clone());
         drop(self);
         // The old listener is closed once the process is reaped; std binds with SO_REUSEADDR.
-        SimProcess::start_on(&structure, &addr.to_string())
+        SimProcess::start_on(&structure, &addr.to_string(), &args)
     }
 }
