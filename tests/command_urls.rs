@@ -144,8 +144,9 @@ fn refused(mcp: &mut McpHttp, arguments: Value, field: &str, range: &str) {
 fn numbers_outside_the_controls_range_are_refused_with_nothing_on_the_wire() {
     let ms = Miniserver::demo();
     let served = Served::start(&ms, "", &[]);
-    // The ValueSelector's min/max are live states: pushed over the WebSocket.
-    served.wait_link("websocket");
+    // The ValueSelector's min/max are live states: pushed over the WebSocket in its initial
+    // tables; until they are stored the server knows only the structure file's range.
+    served.wait_states();
     let mut mcp = McpHttp::connect(served.addr, None);
     let before = ms.sim.request_count();
 

@@ -240,6 +240,22 @@ impl Served {
     /// `disconnected`); fails with the last health answer. Reads the details without a key, so
     /// only on a server that shows them to requests without a key (development on loopback,
     /// as [`Served::start`] runs it unless its config says otherwise).
+    /// Waits until the WebSocket is up and its first values (the initial tables) are stored:
+    /// `/health` shows mode `websocket` and `events_received` above 0. What the server knows
+    /// only from pushed states (a ValueSelector's live min/max) is known from then on.
+    pub fn wait_states(&self) {
+        wait_until("the initial tables", PATIENCE, || {
+            let r = try_request::<&str>(self.addr, "GET", "/health", &[], "")?;
+            let v: serde_json::Value = serde_json::from_str(&r.body).map_err(|e| e.to_string())?;
+            let link = &v["miniserver"]["link"];
+            if link["mode"] == "websocket" && link["events_received"].as_u64() > Some(0) {
+                Ok(())
+            } else {
+                Err(r.body)
+            }
+        });
+    }
+
     pub fn wait_link(&self, mode: &str) {
         wait_until(&format!("link {mode}"), PATIENCE, || {
             let r = try_request::<&str>(self.addr, "GET", "/health", &[], "")?;
