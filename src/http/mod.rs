@@ -13,20 +13,24 @@
 //! [`MAX_HEADER_BYTES`]), bodies read by the connection's thread under
 //! [`HttpConfig::request_deadline`] before a worker sees them (declared bodies above
 //! `max_body_bytes` are not read: 413 at once), ambiguous framing refused (400). An accept
-//! error never stops its accept thread; if that thread dies anyway, the dispatcher exits the
-//! process (status 70) so that systemd restarts it.
+//! error never stops its accept thread; if that thread dies anyway, the worker that learns of
+//! it exits the process (status 70) so that systemd restarts it.
 //!
 //! `SO_RCVTIMEO` also bounds `accept(2)` on the listener (the patched acceptor ignores that
 //! timeout). A small "waker" thread still connects to the listener (and closes at once) more
 //! often than `idle_timeout`.
 //!
-//! One dispatcher thread takes requests from tiny_http (`recv()`): it answers `GET /health`
-//! itself, so health checks answer at once even while every worker waits on a hung Miniserver,
-//! and hands everything else to the workers over a bounded queue ([`QUEUE_PER_WORKER`] per
-//! worker); when the queue is full the request gets 503 with `Retry-After: 1` at once instead of
-//! waiting behind work it cannot overtake. Each request is routed inside `catch_unwind`, and a
-//! panic answers 500 (tiny_http does that when the request is dropped) while the worker lives
-//! on.
+//! Each connection's own thread offers every request it read to a hook
+//! ([`tiny_http::Inline`]) before it is queued: `GET /health` is answered there, so health
+//! checks answer at once even while every worker waits on a hung Miniserver, and a `/health`
+//! pipelined behind a slow request on the same connection holds only that connection (HTTP/1.1
+//! answers a connection's requests in order), never other connections' health checks. When
+//! [`QUEUE_PER_WORKER`] requests per worker already wait, the request gets 503 with
+//! `Retry-After: 1` there at once instead of waiting behind work it cannot overtake. The
+//! workers take the rest straight from tiny_http's queue (`recv()`): no thread hand-off
+//! between the connection and the worker beyond tiny_http's own. Each request is routed
+//! inside `catch_unwind`, and a panic answers 500 (tiny_http does that when the request is
+//! dropped) while the worker lives on.
 //!
 //! A long answer (a GET or legacy SSE stream, the SSE answer to a `tools/call`) is not written
 //! by the worker: the handler returns [`Handled::Take`], and the request moves to a dedicated
@@ -103,7 +107,7 @@ pub const MAX_HEADER_BYTES: usize = 32 * 1024;
 /// 1 MiB body limit, 16 full bodies in flight, well inside the unit's memory cap.
 pub const MAX_BUFFERED_BODY_BYTES: usize = 16 * 1024 * 1024;
 
-/// The `/health` callback: returns the JSON document to serve. Called on the dispatcher
+/// The `/health` callback: returns the JSON document to serve. Called on the connection's own
 /// thread: it must not wait on anything (no Miniserver request, no long lock).
 pub type HealthFn = Arc<dyn Fn() -> Value + Send + Sync>;
 
@@ -341,19 +345,6 @@ impl HttpServer {
     ) -> std::io::Result<HttpServer> {
         let listener = bind(&config)?;
         let addr = listener.local_addr()?;
-        let limits = tiny_http::Limits {
-            max_connections: config.max_connections.max(1),
-            max_connections_per_ip: config.max_connections_per_client.max(1),
-            max_request_line: MAX_REQUEST_LINE,
-            max_headers: MAX_HEADERS,
-            max_header_bytes: MAX_HEADER_BYTES,
-            max_body_bytes: Some(config.max_body_bytes),
-            max_buffered_bytes: MAX_BUFFERED_BODY_BYTES.max(config.max_body_bytes),
-            request_deadline: Some(config.request_deadline).filter(|d| !d.is_zero()),
-        };
-        let server = tiny_http::Server::from_listener_with_limits(listener, None, limits)
-            .map_err(|e| std::io::Error::other(format!("HTTP server setup failed: {e}")))?;
-        let server = Arc::new(server);
         let workers = config.workers.max(1);
         let idle = config.idle_timeout;
         let ctx = Arc::new(Ctx {
@@ -367,23 +358,44 @@ impl HttpServer {
             health,
             accepting: AtomicBool::new(true),
         });
+        let config = &ctx.config;
+        let inline = {
+            let ctx = ctx.clone();
+            let max_queued = workers * QUEUE_PER_WORKER;
+            tiny_http::Inline(Arc::new(move |request, queued| {
+                if is_health(&request) {
+                    routed(&ctx, request);
+                    None
+                } else if queued >= max_queued {
+                    busy(&ctx, request);
+                    None
+                } else {
+                    Some(request)
+                }
+            }))
+        };
+        let limits = tiny_http::Limits {
+            max_connections: config.max_connections.max(1),
+            max_connections_per_ip: config.max_connections_per_client.max(1),
+            max_request_line: MAX_REQUEST_LINE,
+            max_headers: MAX_HEADERS,
+            max_header_bytes: MAX_HEADER_BYTES,
+            max_body_bytes: Some(config.max_body_bytes),
+            max_buffered_bytes: MAX_BUFFERED_BODY_BYTES.max(config.max_body_bytes),
+            request_deadline: Some(config.request_deadline).filter(|d| !d.is_zero()),
+            inline: Some(inline),
+        };
+        let server = tiny_http::Server::from_listener_with_limits(listener, None, limits)
+            .map_err(|e| std::io::Error::other(format!("HTTP server setup failed: {e}")))?;
+        let server = Arc::new(server);
         let shutting_down = Arc::new(AtomicBool::new(false));
-        let mut threads = Vec::with_capacity(workers + 2);
-        let (queue, queued) = crossbeam_channel::bounded(workers * QUEUE_PER_WORKER);
+        let mut threads = Vec::with_capacity(workers + 1);
         for n in 0..workers {
-            let (queued, ctx) = (queued.clone(), ctx.clone());
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("http-worker-{n}"))
-                    .spawn(move || worker(&queued, &ctx))?,
-            );
-        }
-        {
             let (server, ctx, down) = (server.clone(), ctx.clone(), shutting_down.clone());
             threads.push(
                 std::thread::Builder::new()
-                    .name("http-dispatch".into())
-                    .spawn(move || dispatch(&server, &ctx, &down, queue))?,
+                    .name(format!("http-worker-{n}"))
+                    .spawn(move || worker(&server, &ctx, &down))?,
             );
         }
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
@@ -484,39 +496,7 @@ fn waker_target(addr: SocketAddr) -> SocketAddr {
     }
 }
 
-/// The dispatcher (see the module docs): `/health` here, the rest to the workers' queue.
-/// Returns when the server shuts down; dropping `queue` then lets the workers finish what is
-/// queued and end.
-fn dispatch(
-    server: &tiny_http::Server,
-    ctx: &Arc<Ctx>,
-    shutting_down: &AtomicBool,
-    queue: crossbeam_channel::Sender<tiny_http::Request>,
-) {
-    loop {
-        match server.recv() {
-            Ok(request) if is_health(&request) => routed(ctx, request),
-            Ok(request) => match queue.try_send(request) {
-                Ok(()) => {}
-                Err(crossbeam_channel::TrySendError::Full(request)) => busy(ctx, request),
-                Err(crossbeam_channel::TrySendError::Disconnected(_)) => return,
-            },
-            Err(e) => {
-                if shutting_down.load(Ordering::SeqCst) {
-                    return;
-                }
-                // The patched tiny_http never gives up accepting on an error; this is its
-                // accept thread gone (a panic). A server that cannot accept is of no use:
-                // exit non-zero so that systemd restarts it.
-                ctx.accepting.store(false, Ordering::Relaxed);
-                log::error!("HTTP acceptor stopped: {e}; exiting so that the service restarts");
-                std::process::exit(70);
-            }
-        }
-    }
-}
-
-/// `GET` or `HEAD /health`: answered by the dispatcher itself.
+/// `GET` or `HEAD /health`: answered on the connection's own thread.
 fn is_health(request: &tiny_http::Request) -> bool {
     matches!(
         request.method(),
@@ -544,10 +524,24 @@ fn busy(ctx: &Ctx, request: tiny_http::Request) {
     }
 }
 
-/// Takes queued requests until the dispatcher is gone and the queue empty.
-fn worker(queued: &crossbeam_channel::Receiver<tiny_http::Request>, ctx: &Arc<Ctx>) {
-    for request in queued.iter() {
-        routed(ctx, request);
+/// Takes queued requests from tiny_http until the server shuts down (the requests queued
+/// before [`HttpServer::shutdown`] are served first).
+fn worker(server: &tiny_http::Server, ctx: &Arc<Ctx>, shutting_down: &AtomicBool) {
+    loop {
+        match server.recv() {
+            Ok(request) => routed(ctx, request),
+            Err(e) => {
+                if shutting_down.load(Ordering::SeqCst) {
+                    return;
+                }
+                // The patched tiny_http never gives up accepting on an error; this is its
+                // accept thread gone (a panic). A server that cannot accept is of no use:
+                // exit non-zero so that systemd restarts it.
+                ctx.accepting.store(false, Ordering::Relaxed);
+                log::error!("HTTP acceptor stopped: {e}; exiting so that the service restarts");
+                std::process::exit(70);
+            }
+        }
     }
 }
 
