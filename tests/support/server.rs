@@ -132,9 +132,14 @@ impl Served {
         Served::spawn(&miniserver.api, "", &[], &[], Some(nofile))
     }
 
-    /// [`Served::start_limited`] with `config` (as [`Served::start`] takes it).
-    pub fn start_limited_with(miniserver: &Miniserver, config: &str, nofile: u32) -> Served {
-        Served::spawn(&miniserver.api, config, &[], &[], Some(nofile))
+    /// [`Served::start_limited`] with `config` and `env` (as [`Served::start`] takes them).
+    pub fn start_limited_env(
+        miniserver: &Miniserver,
+        config: &str,
+        env: &[(&str, &str)],
+        nofile: u32,
+    ) -> Served {
+        Served::spawn(&miniserver.api, config, env, &[], Some(nofile))
     }
 
     /// The server's process id, for `/proc/<pid>/status` (the shell of
