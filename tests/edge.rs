@@ -376,9 +376,9 @@ fn chunked_bodies_are_bounded_in_size_time_and_framing() {
     answered(&served, &mut client, "after the trickled chunked bodies");
 }
 
-/// Reads one HTTP answer (head and `Content-Length` body) from `s`; its status.
-fn read_answer(s: &mut TcpStream) -> u16 {
-    let mut raw = Vec::new();
+/// Reads one HTTP answer (head and `Content-Length` body) from `s`, after what `raw` already
+/// holds of it; returns its status and leaves in `raw` what came after it (the next answer).
+fn read_answer(s: &mut TcpStream, raw: &mut Vec<u8>) -> u16 {
     let mut buf = [0u8; 4096];
     loop {
         if let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -389,6 +389,7 @@ fn read_answer(s: &mut TcpStream) -> u16 {
                 .and_then(|v| v.trim().parse().ok())
                 .unwrap_or(0);
             if raw.len() >= end + 4 + len {
+                raw.drain(..end + 4 + len);
                 return head
                     .strip_prefix("http/1.1 ")
                     .and_then(|t| t.get(..3))
@@ -397,9 +398,9 @@ fn read_answer(s: &mut TcpStream) -> u16 {
             }
         }
         match s.read(&mut buf) {
-            Ok(0) | Err(_) => panic!(
-                "the answer ended early: {:?}",
-                String::from_utf8_lossy(&raw)
+            r @ (Ok(0) | Err(_)) => panic!(
+                "the answer ended early ({r:?}): {:?}",
+                String::from_utf8_lossy(raw)
             ),
             Ok(n) => raw.extend_from_slice(&buf[..n]),
         }
@@ -434,9 +435,10 @@ fn a_health_check_pipelined_behind_a_slow_request_holds_only_its_own_connection(
     let t = Instant::now();
     s.write_all(pipelined.as_bytes()).unwrap();
     let reader = std::thread::spawn(move || {
-        let first = read_answer(&mut s);
+        let mut raw = Vec::new();
+        let first = read_answer(&mut s, &mut raw);
         let first_at = t.elapsed();
-        let second = read_answer(&mut s);
+        let second = read_answer(&mut s, &mut raw);
         (first, first_at, second, t.elapsed())
     });
     // Meanwhile, from other connections.
@@ -462,4 +464,57 @@ fn a_health_check_pipelined_behind_a_slow_request_holds_only_its_own_connection(
     );
     answered(&served, &mut client, "afterwards");
     assert!(edge::rss_kb(served.pid()) < RSS_BOUND_KB);
+}
+
+/// Two connections that pipeline requests and never read the answers (once their socket
+/// buffers are full, every write to them would block): they hold their own connections'
+/// threads, never a worker, and cannot fill the workers' queue (a connection has one request
+/// there at a time).
+#[test]
+fn connections_that_pipeline_and_never_read_hold_only_themselves() {
+    let ms = Miniserver::demo();
+    let served = edge::start(&ms, "");
+    let mut client = edge::client(&served);
+    let attacker = edge::client(&served);
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params":
+        {"name": "list_rooms", "arguments": {}}})
+    .to_string();
+    let one = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\nX-API-Key: {}\r\nMcp-Session-Id: {}\r\nContent-Length: {}\r\n\r\n{call}",
+        edge::KEY,
+        attacker.session.as_deref().unwrap_or(""),
+        call.len()
+    );
+    // 2,000 requests each (about 10 MB of answers), written without reading; the writes
+    // stop when the server stops reading (the attacker's buffers are full).
+    let burst = one.repeat(2000);
+    let attackers: Vec<_> = (0..2)
+        .map(|n| {
+            let s = connect_from(2 + n, served.addr).expect("connect");
+            s.set_write_timeout(Some(Duration::from_secs(3))).unwrap();
+            let mut w = s.try_clone().unwrap();
+            let burst = burst.clone();
+            let writer = std::thread::spawn(move || {
+                let mut sent = 0;
+                for chunk in burst.as_bytes().chunks(64 * 1024) {
+                    if w.write_all(chunk).is_err() {
+                        break;
+                    }
+                    sent += chunk.len();
+                }
+                sent
+            });
+            (s, writer)
+        })
+        .collect();
+    for (_, writer) in attackers {
+        let sent = writer.join().unwrap();
+        println!("a pipelining connection wrote {sent} bytes before the server stopped reading");
+    }
+    answered(
+        &served,
+        &mut client,
+        "with 2 connections pipelining and never reading",
+    );
+    answered(&served, &mut client, "again");
 }

@@ -13,24 +13,26 @@
 //! [`MAX_HEADER_BYTES`]), bodies read by the connection's thread under
 //! [`HttpConfig::request_deadline`] before a worker sees them (declared bodies above
 //! `max_body_bytes` are not read: 413 at once), ambiguous framing refused (400). An accept
-//! error never stops its accept thread; if that thread dies anyway, the worker that learns of
-//! it exits the process (status 70) so that systemd restarts it.
+//! error never stops its accept thread (see below for when it dies anyway).
 //!
 //! `SO_RCVTIMEO` also bounds `accept(2)` on the listener (the patched acceptor ignores that
 //! timeout). A small "waker" thread still connects to the listener (and closes at once) more
 //! often than `idle_timeout`.
 //!
 //! Each connection's own thread offers every request it read to a hook
-//! ([`tiny_http::Inline`]) before it is queued: `GET /health` is answered there, so health
-//! checks answer at once even while every worker waits on a hung Miniserver, and a `/health`
-//! pipelined behind a slow request on the same connection holds only that connection (HTTP/1.1
-//! answers a connection's requests in order), never other connections' health checks. When
-//! [`QUEUE_PER_WORKER`] requests per worker already wait, the request gets 503 with
-//! `Retry-After: 1` there at once instead of waiting behind work it cannot overtake. The
-//! workers take the rest straight from tiny_http's queue (`recv()`): no thread hand-off
-//! between the connection and the worker beyond tiny_http's own. Each request is routed
-//! inside `catch_unwind`, and a panic answers 500 (tiny_http does that when the request is
-//! dropped) while the worker lives on.
+//! ([`tiny_http::Inline`], see `on_connection`) instead of tiny_http's queue. `GET /health` is
+//! answered there, so health checks answer at once even while every worker waits on a hung
+//! Miniserver. Anything else goes to the workers over a bounded queue ([`QUEUE_PER_WORKER`]
+//! per worker; when it is full the request gets 503 with `Retry-After: 1` at once instead of
+//! waiting behind work it cannot overtake), and the connection's thread waits for the answer
+//! and writes it itself. So a worker never blocks on a client's socket (a client that does not
+//! read its answers holds only its own connection's thread), and a connection has at most one
+//! request in the workers' hands (a client pipelining requests cannot fill the queue). HTTP/1.1
+//! answers a connection's requests in order: a `/health` pipelined behind a slow request waits
+//! for it, and holds nobody else. Each request is routed inside `catch_unwind`, and a panic
+//! answers 500 (tiny_http does that when the request is dropped) while the worker lives on.
+//! If tiny_http's accept thread dies anyway, a watch thread (on tiny_http's own queue) exits
+//! the process with status 70 so that systemd restarts it.
 //!
 //! A long answer (a GET or legacy SSE stream, the SSE answer to a `tools/call`) is not written
 //! by the worker: the handler returns [`Handled::Take`], and the request moves to a dedicated
@@ -329,6 +331,9 @@ pub struct HttpServer {
     addr: SocketAddr,
     server: Arc<tiny_http::Server>,
     ctx: Arc<Ctx>,
+    /// The workers' queue (for [`Job::Stop`]) and their number.
+    queue: crossbeam_channel::Sender<Job>,
+    workers: usize,
     shutting_down: Arc<AtomicBool>,
     stop_waker: Mutex<Option<Sender<()>>>,
     threads: Vec<JoinHandle<()>>,
@@ -359,19 +364,11 @@ impl HttpServer {
             accepting: AtomicBool::new(true),
         });
         let config = &ctx.config;
+        let (queue, queued) = crossbeam_channel::bounded::<Job>(workers * QUEUE_PER_WORKER);
         let inline = {
-            let ctx = ctx.clone();
-            let max_queued = workers * QUEUE_PER_WORKER;
-            tiny_http::Inline(Arc::new(move |request, queued| {
-                if is_health(&request) {
-                    routed(&ctx, request);
-                    None
-                } else if queued >= max_queued {
-                    busy(&ctx, request);
-                    None
-                } else {
-                    Some(request)
-                }
+            let (ctx, queue) = (ctx.clone(), queue.clone());
+            tiny_http::Inline(Arc::new(move |request, _| {
+                on_connection(&ctx, &queue, request)
             }))
         };
         let limits = tiny_http::Limits {
@@ -389,13 +386,21 @@ impl HttpServer {
             .map_err(|e| std::io::Error::other(format!("HTTP server setup failed: {e}")))?;
         let server = Arc::new(server);
         let shutting_down = Arc::new(AtomicBool::new(false));
-        let mut threads = Vec::with_capacity(workers + 1);
+        let mut threads = Vec::with_capacity(workers + 2);
         for n in 0..workers {
-            let (server, ctx, down) = (server.clone(), ctx.clone(), shutting_down.clone());
+            let (queued, ctx) = (queued.clone(), ctx.clone());
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("http-worker-{n}"))
-                    .spawn(move || worker(&server, &ctx, &down))?,
+                    .spawn(move || worker(&queued, &ctx))?,
+            );
+        }
+        {
+            let (server, ctx, down) = (server.clone(), ctx.clone(), shutting_down.clone());
+            threads.push(
+                std::thread::Builder::new()
+                    .name("http-acceptor-watch".into())
+                    .spawn(move || watch(&server, &ctx, &down))?,
             );
         }
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
@@ -419,6 +424,8 @@ impl HttpServer {
             addr,
             server,
             ctx,
+            queue,
+            workers,
             shutting_down,
             stop_waker: Mutex::new(Some(stop_tx)),
             threads,
@@ -451,9 +458,11 @@ impl HttpServer {
         if let Ok(mut waker) = self.stop_waker.lock() {
             waker.take();
         }
-        for _ in 0..self.threads.len() {
-            self.server.unblock();
+        // After what is queued: each worker ends at its `Stop`.
+        for _ in 0..self.workers {
+            let _ = self.queue.send(Job::Stop);
         }
+        self.server.unblock();
     }
 
     /// Blocks until the server has shut down (see [`HttpServer::shutdown`]).
@@ -524,19 +533,105 @@ fn busy(ctx: &Ctx, request: tiny_http::Request) {
     }
 }
 
-/// Takes queued requests from tiny_http until the server shuts down (the requests queued
-/// before [`HttpServer::shutdown`] are served first).
-fn worker(server: &tiny_http::Server, ctx: &Arc<Ctx>, shutting_down: &AtomicBool) {
+/// Work for the workers.
+enum Job {
+    /// Route the request; its answer goes back to its connection's thread over the channel.
+    Serve(tiny_http::Request, crossbeam_channel::Sender<Written>),
+    /// End the worker ([`HttpServer::shutdown`]).
+    Stop,
+}
+
+/// A request and its answer, for its connection's thread to write.
+type Written = (
+    tiny_http::Request,
+    tiny_http::Response<std::io::Cursor<Vec<u8>>>,
+);
+
+/// Where a routed request's answer is written.
+#[derive(Clone, Copy)]
+enum Out<'a> {
+    /// By the thread that routed it (a connection's thread: `/health`).
+    Here,
+    /// By the request's connection thread, which waits for it on this channel.
+    Back(&'a crossbeam_channel::Sender<Written>),
+}
+
+/// Writes `response` for `request` where `out` says.
+fn deliver(
+    out: Out<'_>,
+    request: tiny_http::Request,
+    response: tiny_http::Response<Cursor<Vec<u8>>>,
+) {
+    let (request, response) = match out {
+        Out::Back(back) => match back.send((request, response)) {
+            Ok(()) => return,
+            Err(e) => e.into_inner(),
+        },
+        Out::Here => (request, response),
+    };
+    if let Err(e) = request.respond(response) {
+        log::debug!("writing response failed: {e}");
+    }
+}
+
+/// Each request on its connection's own thread (tiny_http's [`tiny_http::Inline`] hook):
+/// `/health` is answered here; anything else is queued for the workers (503 at once when
+/// [`QUEUE_PER_WORKER`] per worker already wait), and this thread waits for the answer and
+/// writes it. So a worker never writes to a socket: a client that does not read its answers
+/// holds its own connection's thread, never a worker; and a connection has one request in
+/// the workers' hands at a time (a client pipelining requests cannot fill the queue).
+/// `Some(request)` (the workers are gone: shutting down) hands it to tiny_http's queue.
+fn on_connection(
+    ctx: &Arc<Ctx>,
+    queue: &crossbeam_channel::Sender<Job>,
+    request: tiny_http::Request,
+) -> Option<tiny_http::Request> {
+    if is_health(&request) {
+        routed(ctx, request, Out::Here);
+        return None;
+    }
+    let (back, answer) = crossbeam_channel::bounded(1);
+    match queue.try_send(Job::Serve(request, back)) {
+        Ok(()) => {}
+        Err(crossbeam_channel::TrySendError::Full(Job::Serve(request, _))) => {
+            busy(ctx, request);
+            return None;
+        }
+        Err(crossbeam_channel::TrySendError::Disconnected(Job::Serve(request, _))) => {
+            return Some(request)
+        }
+        Err(_) => return None,
+    }
+    // Disconnected without an answer: a stream took the request over, or the handler
+    // panicked (tiny_http answered 500 when the request was dropped).
+    if let Ok((request, response)) = answer.recv() {
+        deliver(Out::Here, request, response);
+    }
+    None
+}
+
+/// Serves queued requests until its [`Job::Stop`] (the requests queued before
+/// [`HttpServer::shutdown`] are served first).
+fn worker(queued: &crossbeam_channel::Receiver<Job>, ctx: &Arc<Ctx>) {
+    for job in queued.iter() {
+        match job {
+            Job::Serve(request, back) => routed(ctx, request, Out::Back(&back)),
+            Job::Stop => return,
+        }
+    }
+}
+
+/// Waits on tiny_http's own queue, which gets only what [`on_connection`] gives back (while
+/// shutting down) and the news that its accept thread ended: a server that cannot accept is
+/// of no use, so the process exits non-zero and systemd restarts it.
+fn watch(server: &tiny_http::Server, ctx: &Arc<Ctx>, shutting_down: &AtomicBool) {
     loop {
         match server.recv() {
-            Ok(request) => routed(ctx, request),
+            Ok(request) => routed(ctx, request, Out::Here),
             Err(e) => {
                 if shutting_down.load(Ordering::SeqCst) {
                     return;
                 }
-                // The patched tiny_http never gives up accepting on an error; this is its
-                // accept thread gone (a panic). A server that cannot accept is of no use:
-                // exit non-zero so that systemd restarts it.
                 ctx.accepting.store(false, Ordering::Relaxed);
                 log::error!("HTTP acceptor stopped: {e}; exiting so that the service restarts");
                 std::process::exit(70);
@@ -546,8 +641,8 @@ fn worker(server: &tiny_http::Server, ctx: &Arc<Ctx>, shutting_down: &AtomicBool
 }
 
 /// [`route`] inside `catch_unwind`.
-fn routed(ctx: &Arc<Ctx>, request: tiny_http::Request) {
-    if catch_unwind(AssertUnwindSafe(|| route(ctx, request))).is_err() {
+fn routed(ctx: &Arc<Ctx>, request: tiny_http::Request, out: Out<'_>) {
+    if catch_unwind(AssertUnwindSafe(|| route(ctx, request, out))).is_err() {
         log::error!("HTTP handler panicked; answered 500");
     }
 }
@@ -719,7 +814,7 @@ pub(crate) fn header<'a>(request: &'a tiny_http::Request, name: &str) -> Option<
         .map(|h| h.value.as_str())
 }
 
-fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
+fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request, out: Out<'_>) {
     let started = Instant::now();
     let transport = HttpTransport::from_path(request.url().split('?').next().unwrap_or(""));
     let method = request.method().clone();
@@ -735,9 +830,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
             _ => rest_error(413, "PAYLOAD_TOO_LARGE", &details),
         };
         metrics::global().http_request(transport, 413, None);
-        if let Err(e) = request.respond(answer.into_response()) {
-            log::debug!("writing response failed: {e}");
-        }
+        deliver(out, request, answer.into_response());
         return;
     }
     let mut rate = None;
@@ -764,9 +857,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
             Err(answer) => {
                 let status = answer.status;
                 metrics::global().http_request(transport, status, None);
-                if let Err(e) = request.respond(answer.into_response()) {
-                    log::debug!("writing response failed: {e}");
-                }
+                deliver(out, request, answer.into_response());
                 log::debug!("{method} {} {status} (gate)", loggable_path(&path));
                 return;
             }
@@ -841,9 +932,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
     // Counted before writing, so a client that reads the answer and then scrapes sees it.
     let elapsed = started.elapsed();
     metrics::global().http_request(transport, status, Some(elapsed));
-    if let Err(e) = request.respond(answer.into_response()) {
-        log::debug!("writing response failed: {e}");
-    }
+    deliver(out, request, answer.into_response());
     log::debug!(
         "{method} {} {status} {:.1} ms",
         loggable_path(&path),
