@@ -10,19 +10,20 @@
 //!   heap is given back. [`configure`] fixes the mmap threshold at 128 KiB (`M_MMAP_THRESHOLD`;
 //!   setting it also stops the dynamic growth), so every large buffer is its own mapping and
 //!   goes back to the kernel when freed; lowers the trim threshold to 128 KiB
-//!   (`M_TRIM_THRESHOLD`); and keeps one arena (`M_ARENA_MAX`: `malloc_trim` gives back the
-//!   top of the main heap only, so a second arena's top stayed resident, 1.8 MB after the
-//!   bench). [`start_trimmer`] calls `malloc_trim(0)` every [`TRIM_INTERVAL`]: it returns the
-//!   free pages inside the heap (not only at the top), which is what brings RSS back after a
+//!   (`M_TRIM_THRESHOLD`); and caps the arenas at 2 (`M_ARENA_MAX`: one arena measured
+//!   slower under 16 connections, every allocation of every thread behind one lock).
+//!   [`start_trimmer`] calls `malloc_trim(0)` every [`TRIM_INTERVAL`]: it returns the free
+//!   pages inside every arena (not only at the top), which is what brings RSS back after a
 //!   burst of mid-sized allocations. Each thread's cache of freed chunks (tcache, up to 7
 //!   chunks of each size to 1 KiB) is invisible to `malloc_trim` and pins the pages it holds:
-//!   with the connection threads and workers of a load that was 2 MB after the bench. It can
-//!   only be set before `malloc` starts, through the environment, so [`tune_environment`]
-//!   re-executes `serve` once with `GLIBC_TUNABLES=glibc.malloc.tcache_count=0` (the bench's
-//!   rates did not change measurably; RSS 10 s after it went from +2.9 MB to under +1 MB).
+//!   with the connection threads and workers of a load that was about 2 MB after the bench.
+//!   It can only be set before `malloc` starts, through the environment, so
+//!   [`tune_environment`] re-executes `serve` once with
+//!   `GLIBC_TUNABLES=glibc.malloc.tcache_count=0` (measured at 16 connections: the same
+//!   rate within the noise; RSS 10 s after a load +0.9 MB instead of +1.6 to +2.9 MB).
 //! - **musl** (the static `cross` builds): mallocng serves large allocations from their own
-//!   mappings and gives back freed groups itself; it has neither `mallopt` nor `malloc_trim`,
-//!   so both functions do nothing there.
+//!   mappings and gives back freed groups itself, and has no per-thread caches; it has neither
+//!   `mallopt` nor `malloc_trim` nor `GLIBC_TUNABLES`, so these functions do nothing there.
 //!
 //! What stays after a load on glibc (`/proc/<pid>/smaps` after the bench's load): live state
 //! (MCP sessions stay until their idle timeout, ~1.2 KB each; their tables over 128 KiB have
@@ -88,7 +89,7 @@ mod imp {
         unsafe {
             libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
             libc::mallopt(libc::M_TRIM_THRESHOLD, 128 * 1024);
-            libc::mallopt(libc::M_ARENA_MAX, 1);
+            libc::mallopt(libc::M_ARENA_MAX, 2);
         }
     }
 

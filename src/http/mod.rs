@@ -24,15 +24,17 @@
 //! answered there, so health checks answer at once even while every worker waits on a hung
 //! Miniserver. Anything else goes to the workers over a bounded queue ([`QUEUE_PER_WORKER`]
 //! per worker; when it is full the request gets 503 with `Retry-After: 1` at once instead of
-//! waiting behind work it cannot overtake), and the connection's thread waits for the answer
-//! and writes it itself. So a worker never blocks on a client's socket (a client that does not
-//! read its answers holds only its own connection's thread), and a connection has at most one
-//! request in the workers' hands (a client pipelining requests cannot fill the queue). HTTP/1.1
-//! answers a connection's requests in order: a `/health` pipelined behind a slow request waits
-//! for it, and holds nobody else. Each request is routed inside `catch_unwind`, and a panic
-//! answers 500 (tiny_http does that when the request is dropped) while the worker lives on.
-//! If tiny_http's accept thread dies anyway, a watch thread (on tiny_http's own queue) exits
-//! the process with status 70 so that systemd restarts it.
+//! waiting behind work it cannot overtake), once the connection's previous request is
+//! answered: a connection has one request in the workers' hands at a time, so a client
+//! pipelining requests cannot fill the queue. A worker writes an answer itself only when the
+//! client's socket can take all of it at once ([`tiny_http::Request::send_room`]); otherwise
+//! a thread of its own writes it (a stream slot, see [`stream`]), so a client that does not
+//! read never holds a worker. HTTP/1.1 answers a connection's requests in order: a `/health`
+//! pipelined behind a slow request waits for it, and holds nobody else. Each request is routed
+//! inside `catch_unwind`, and a panic answers 500 (tiny_http does that when the request is
+//! dropped) while the worker lives on. If tiny_http's accept thread dies anyway, a watch
+//! thread (on tiny_http's own queue) exits the process with status 70 so that systemd
+//! restarts it.
 //!
 //! A long answer (a GET or legacy SSE stream, the SSE answer to a `tools/call`) is not written
 //! by the worker: the handler returns [`Handled::Take`], and the request moves to a dedicated
@@ -332,7 +334,7 @@ pub struct HttpServer {
     server: Arc<tiny_http::Server>,
     ctx: Arc<Ctx>,
     /// The workers' queue (for [`Job::Stop`]) and their number.
-    queue: crossbeam_channel::Sender<Job>,
+    queue: Arc<Jobs>,
     workers: usize,
     shutting_down: Arc<AtomicBool>,
     stop_waker: Mutex<Option<Sender<()>>>,
@@ -364,7 +366,8 @@ impl HttpServer {
             accepting: AtomicBool::new(true),
         });
         let config = &ctx.config;
-        let (queue, queued) = crossbeam_channel::bounded::<Job>(workers * QUEUE_PER_WORKER);
+        let queue = Arc::new(Jobs::new(workers * QUEUE_PER_WORKER));
+        let queued = queue.clone();
         let inline = {
             let (ctx, queue) = (ctx.clone(), queue.clone());
             tiny_http::Inline(Arc::new(move |request, _| {
@@ -460,7 +463,7 @@ impl HttpServer {
         }
         // After what is queued: each worker ends at its `Stop`.
         for _ in 0..self.workers {
-            let _ = self.queue.send(Job::Stop);
+            self.queue.push(Job::Stop);
         }
         self.server.unblock();
     }
@@ -535,87 +538,191 @@ fn busy(ctx: &Ctx, request: tiny_http::Request) {
 
 /// Work for the workers.
 enum Job {
-    /// Route the request; its answer goes back to its connection's thread over the channel.
-    Serve(tiny_http::Request, crossbeam_channel::Sender<Written>),
+    /// Route the request; `Back` says its connection when the answer is written.
+    Serve(tiny_http::Request, Back),
     /// End the worker ([`HttpServer::shutdown`]).
     Stop,
 }
 
-/// A request and its answer, for its connection's thread to write.
-type Written = (
-    tiny_http::Request,
-    tiny_http::Response<std::io::Cursor<Vec<u8>>>,
-);
+/// The workers' queue: bounded, under a mutex, so that an idle worker sleeps at once (a
+/// channel's receiver spins and yields first, which on two cores takes time from the
+/// connection threads).
+struct Jobs {
+    jobs: Mutex<std::collections::VecDeque<Job>>,
+    ready: std::sync::Condvar,
+    cap: usize,
+}
+
+impl Jobs {
+    fn new(cap: usize) -> Self {
+        Self {
+            jobs: Mutex::new(std::collections::VecDeque::with_capacity(cap)),
+            ready: std::sync::Condvar::new(),
+            cap,
+        }
+    }
+
+    /// Queues `job`, or gives it back when `cap` jobs wait.
+    #[allow(clippy::result_large_err)] // moved once per request, never stored
+    fn try_push(&self, job: Job) -> Result<(), Job> {
+        let mut jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        if jobs.len() >= self.cap {
+            return Err(job);
+        }
+        jobs.push_back(job);
+        self.ready.notify_one();
+        Ok(())
+    }
+
+    /// Queues `job` whatever waits (a `Stop`).
+    fn push(&self, job: Job) {
+        self.jobs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(job);
+        self.ready.notify_one();
+    }
+
+    /// The next job; waits for one.
+    fn pop(&self) -> Job {
+        let mut jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(job) = jobs.pop_front() {
+                return job;
+            }
+            jobs = self.ready.wait(jobs).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// Tells a connection's thread when the answer to its request in the workers' hands is
+/// written (or the request was taken over by a stream, or its handler panicked): when dropped.
+struct Back(Mutex<Option<Arc<Handoff>>>);
+
+/// A request of a connection in the workers' hands: done once its answer is written.
+#[derive(Default)]
+struct Handoff {
+    done: Mutex<bool>,
+    written: std::sync::Condvar,
+}
+
+impl Handoff {
+    /// Waits until the answer is written.
+    fn wait(&self) {
+        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        while !*done {
+            done = self.written.wait(done).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+impl Back {
+    fn new(handoff: Arc<Handoff>) -> Self {
+        Self(Mutex::new(Some(handoff)))
+    }
+
+    /// Moves the duty to tell (to the thread that writes the answer).
+    fn take(&self) -> Back {
+        Back(Mutex::new(
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).take(),
+        ))
+    }
+}
+
+impl Drop for Back {
+    fn drop(&mut self) {
+        let handoff = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(h) = handoff {
+            *h.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            h.written.notify_one();
+        }
+    }
+}
 
 /// Where a routed request's answer is written.
 #[derive(Clone, Copy)]
 enum Out<'a> {
     /// By the thread that routed it (a connection's thread: `/health`).
     Here,
-    /// By the request's connection thread, which waits for it on this channel.
-    Back(&'a crossbeam_channel::Sender<Written>),
+    /// By a worker: at once when the client's socket can take the whole answer; else by a
+    /// thread of its own (a stream slot), so that a client that does not read never holds a
+    /// worker. `Back` is told once it is written.
+    Worker(&'a Back),
 }
 
 /// Writes `response` for `request` where `out` says.
 fn deliver(
+    ctx: &Arc<Ctx>,
     out: Out<'_>,
     request: tiny_http::Request,
     response: tiny_http::Response<Cursor<Vec<u8>>>,
 ) {
-    let (request, response) = match out {
-        Out::Back(back) => match back.send((request, response)) {
-            Ok(()) => return,
-            Err(e) => e.into_inner(),
-        },
-        Out::Here => (request, response),
+    let write = |request: tiny_http::Request, response| {
+        if let Err(e) = request.respond(response) {
+            log::debug!("writing response failed: {e}");
+        }
     };
-    if let Err(e) = request.respond(response) {
-        log::debug!("writing response failed: {e}");
+    let Out::Worker(back) = out else {
+        return write(request, response);
+    };
+    // Head and body: the body's length and room for the head.
+    let size = response.data_length().unwrap_or(0) + 1024;
+    if request.send_room(size) == Some(false) {
+        if let Some(permit) = ctx.pool.acquire() {
+            let back = back.take();
+            stream::run_detached("http-slow-answer", Some(permit), move || {
+                write(request, response);
+                drop(back);
+            });
+            return;
+        }
+        log::debug!("no stream slot for a slow client's answer; the worker writes it");
     }
+    write(request, response);
 }
 
 /// Each request on its connection's own thread (tiny_http's [`tiny_http::Inline`] hook):
 /// `/health` is answered here; anything else is queued for the workers (503 at once when
-/// [`QUEUE_PER_WORKER`] per worker already wait), and this thread waits for the answer and
-/// writes it. So a worker never writes to a socket: a client that does not read its answers
-/// holds its own connection's thread, never a worker; and a connection has one request in
-/// the workers' hands at a time (a client pipelining requests cannot fill the queue).
+/// [`QUEUE_PER_WORKER`] per worker already wait), once the connection's previous request is
+/// answered: a connection has one request in the workers' hands at a time, so a client
+/// pipelining requests cannot fill the queue, and one that does not read its answers holds
+/// its own connection (and, while an answer waits for it, a stream slot), never a worker.
 /// `Some(request)` (the workers are gone: shutting down) hands it to tiny_http's queue.
 fn on_connection(
     ctx: &Arc<Ctx>,
-    queue: &crossbeam_channel::Sender<Job>,
+    queue: &Jobs,
     request: tiny_http::Request,
 ) -> Option<tiny_http::Request> {
+    thread_local! {
+        /// The previous request of the connection this thread serves.
+        static PREVIOUS: std::cell::RefCell<Option<Arc<Handoff>>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    if let Some(previous) = PREVIOUS.with(|p| p.borrow_mut().take()) {
+        previous.wait();
+    }
     if is_health(&request) {
         routed(ctx, request, Out::Here);
         return None;
     }
-    let (back, answer) = crossbeam_channel::bounded(1);
-    match queue.try_send(Job::Serve(request, back)) {
-        Ok(()) => {}
-        Err(crossbeam_channel::TrySendError::Full(Job::Serve(request, _))) => {
-            busy(ctx, request);
-            return None;
-        }
-        Err(crossbeam_channel::TrySendError::Disconnected(Job::Serve(request, _))) => {
-            return Some(request)
-        }
-        Err(_) => return None,
+    let handoff = Arc::new(Handoff::default());
+    if ctx.stopping.load(Ordering::SeqCst) {
+        return Some(request);
     }
-    // Disconnected without an answer: a stream took the request over, or the handler
-    // panicked (tiny_http answered 500 when the request was dropped).
-    if let Ok((request, response)) = answer.recv() {
-        deliver(Out::Here, request, response);
+    match queue.try_push(Job::Serve(request, Back::new(handoff.clone()))) {
+        Ok(()) => PREVIOUS.with(|p| *p.borrow_mut() = Some(handoff)),
+        Err(Job::Serve(request, _)) => busy(ctx, request),
+        Err(Job::Stop) => {}
     }
     None
 }
 
 /// Serves queued requests until its [`Job::Stop`] (the requests queued before
 /// [`HttpServer::shutdown`] are served first).
-fn worker(queued: &crossbeam_channel::Receiver<Job>, ctx: &Arc<Ctx>) {
-    for job in queued.iter() {
-        match job {
-            Job::Serve(request, back) => routed(ctx, request, Out::Back(&back)),
+fn worker(queued: &Jobs, ctx: &Arc<Ctx>) {
+    loop {
+        match queued.pop() {
+            Job::Serve(request, back) => routed(ctx, request, Out::Worker(&back)),
             Job::Stop => return,
         }
     }
@@ -830,7 +937,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request, out: Out<'_>) {
             _ => rest_error(413, "PAYLOAD_TOO_LARGE", &details),
         };
         metrics::global().http_request(transport, 413, None);
-        deliver(out, request, answer.into_response());
+        deliver(ctx, out, request, answer.into_response());
         return;
     }
     let mut rate = None;
@@ -857,7 +964,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request, out: Out<'_>) {
             Err(answer) => {
                 let status = answer.status;
                 metrics::global().http_request(transport, status, None);
-                deliver(out, request, answer.into_response());
+                deliver(ctx, out, request, answer.into_response());
                 log::debug!("{method} {} {status} (gate)", loggable_path(&path));
                 return;
             }
@@ -932,7 +1039,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request, out: Out<'_>) {
     // Counted before writing, so a client that reads the answer and then scrapes sees it.
     let elapsed = started.elapsed();
     metrics::global().http_request(transport, status, Some(elapsed));
-    deliver(out, request, answer.into_response());
+    deliver(ctx, out, request, answer.into_response());
     log::debug!(
         "{method} {} {status} {:.1} ms",
         loggable_path(&path),
