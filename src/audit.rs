@@ -45,7 +45,7 @@ use crate::auth::mask;
 use crate::mcp::{
     CallToolResult, Caller, Completion, CompletionRef, GetPromptResult, Handler, Implementation,
     PromptDescriptor, RequestContext, ResourceContents, ResourceDescriptor, ResourceTemplate,
-    RpcError, ToolDescriptor,
+    RpcError, SharedResult, ToolDescriptor,
 };
 use crate::tools::Permission;
 
@@ -633,6 +633,18 @@ impl Handler for AuditedHandler {
             started.elapsed(),
         ));
         result
+    }
+    fn call_tool_shared(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> Result<SharedResult, RpcError> {
+        // Reads are not audited: the inner handler's shared (cached) answer as is.
+        if !state_changing((self.permission_of)(name, &arguments)) {
+            return self.inner.call_tool_shared(name, arguments, ctx);
+        }
+        self.call_tool(name, arguments, ctx).map(SharedResult::new)
     }
     fn list_resources(&self) -> Vec<ResourceDescriptor> {
         self.inner.list_resources()

@@ -10,13 +10,26 @@
 //!   heap is given back. [`configure`] fixes the mmap threshold at 128 KiB (`M_MMAP_THRESHOLD`;
 //!   setting it also stops the dynamic growth), so every large buffer is its own mapping and
 //!   goes back to the kernel when freed; lowers the trim threshold to 128 KiB
-//!   (`M_TRIM_THRESHOLD`); and caps the arenas at 2 (`M_ARENA_MAX`: two workers, the other
-//!   threads mostly wait). [`start_trimmer`] calls `malloc_trim(0)` every
-//!   [`TRIM_INTERVAL`]: it returns the free pages inside every arena (not only at the top),
-//!   which is what brings RSS back after a burst of mid-sized allocations.
+//!   (`M_TRIM_THRESHOLD`); and caps the arenas at 2 (`M_ARENA_MAX`: one arena measured
+//!   slower under 16 connections, every allocation of every thread behind one lock).
+//!   [`start_trimmer`] calls `malloc_trim(0)` every [`TRIM_INTERVAL`]: it returns the free
+//!   pages inside every arena (not only at the top), which is what brings RSS back after a
+//!   burst of mid-sized allocations. Each thread's cache of freed chunks (tcache, up to 7
+//!   chunks of each size to 1 KiB) is invisible to `malloc_trim` and pins the pages it holds:
+//!   with the connection threads and workers of a load that was about 2 MB after the bench.
+//!   It can only be set before `malloc` starts, through the environment, so
+//!   [`tune_environment`] re-executes `serve` once with
+//!   `GLIBC_TUNABLES=glibc.malloc.tcache_count=0` (measured at 16 connections: the same
+//!   rate within the noise; RSS 10 s after a load +0.9 MB instead of +1.6 to +2.9 MB).
 //! - **musl** (the static `cross` builds): mallocng serves large allocations from their own
-//!   mappings and gives back freed groups itself; it has neither `mallopt` nor `malloc_trim`,
-//!   so both functions do nothing there.
+//!   mappings and gives back freed groups itself, and has no per-thread caches; it has neither
+//!   `mallopt` nor `malloc_trim` nor `GLIBC_TUNABLES`, so these functions do nothing there.
+//!
+//! What stays after a load on glibc (`/proc/<pid>/smaps` after the bench's load): live state
+//! (MCP sessions stay until their idle timeout, ~1.2 KB each; their tables over 128 KiB have
+//! mappings of their own) and the stacks of exited connection threads, which glibc caches for
+//! reuse with ~20 KB of each still resident (it releases the rest at thread exit). Both are
+//! bounded: sessions by their caps, cached stacks by the connection cap.
 //!
 //! A well-kept allocator crate (mimalloc, jemalloc) would do the same on both, at the cost of
 //! a C library compiled into the binary and more resident memory at idle on a 1 GB Pi; the
@@ -29,6 +42,14 @@ use std::time::Duration;
 
 /// How often [`start_trimmer`] gives free memory back.
 pub const TRIM_INTERVAL: Duration = Duration::from_secs(2);
+
+/// glibc: unless `GLIBC_TUNABLES` already sets `glibc.malloc.tcache_count`, re-executes this
+/// program with `glibc.malloc.tcache_count=0` added (see the module docs); returns only when
+/// it is set already or the re-execution failed (reported on stderr). Call first thing, before
+/// any thread starts. Nothing elsewhere.
+pub fn tune_environment() {
+    imp::tune_environment();
+}
 
 /// Sets the allocator's thresholds (glibc; nothing elsewhere). Call once at start, before
 /// other threads run.
@@ -72,6 +93,28 @@ mod imp {
         }
     }
 
+    pub fn tune_environment() {
+        use std::os::unix::process::CommandExt;
+        const NO_TCACHE: &str = "glibc.malloc.tcache_count=0";
+        let current = std::env::var("GLIBC_TUNABLES").unwrap_or_default();
+        if current.contains("glibc.malloc.tcache_count") {
+            return;
+        }
+        let tunables = if current.is_empty() {
+            NO_TCACHE.to_string()
+        } else {
+            format!("{current}:{NO_TCACHE}")
+        };
+        let Ok(exe) = std::env::current_exe() else {
+            return;
+        };
+        let err = std::process::Command::new(exe)
+            .args(std::env::args_os().skip(1))
+            .env("GLIBC_TUNABLES", tunables)
+            .exec();
+        eprintln!("home-mcp: could not re-execute with GLIBC_TUNABLES ({err}); going on");
+    }
+
     pub fn trim() {
         // SAFETY: malloc_trim is thread-safe (it locks each arena in turn).
         unsafe {
@@ -83,6 +126,8 @@ mod imp {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 mod imp {
     pub const TRIMS: bool = false;
+
+    pub fn tune_environment() {}
 
     pub fn configure() {}
 

@@ -13,20 +13,28 @@
 //! [`MAX_HEADER_BYTES`]), bodies read by the connection's thread under
 //! [`HttpConfig::request_deadline`] before a worker sees them (declared bodies above
 //! `max_body_bytes` are not read: 413 at once), ambiguous framing refused (400). An accept
-//! error never stops its accept thread; if that thread dies anyway, the dispatcher exits the
-//! process (status 70) so that systemd restarts it.
+//! error never stops its accept thread (see below for when it dies anyway).
 //!
 //! `SO_RCVTIMEO` also bounds `accept(2)` on the listener (the patched acceptor ignores that
 //! timeout). A small "waker" thread still connects to the listener (and closes at once) more
 //! often than `idle_timeout`.
 //!
-//! One dispatcher thread takes requests from tiny_http (`recv()`): it answers `GET /health`
-//! itself, so health checks answer at once even while every worker waits on a hung Miniserver,
-//! and hands everything else to the workers over a bounded queue ([`QUEUE_PER_WORKER`] per
-//! worker); when the queue is full the request gets 503 with `Retry-After: 1` at once instead of
-//! waiting behind work it cannot overtake. Each request is routed inside `catch_unwind`, and a
-//! panic answers 500 (tiny_http does that when the request is dropped) while the worker lives
-//! on.
+//! Each connection's own thread offers every request it read to a hook
+//! ([`tiny_http::Inline`], see `on_connection`) instead of tiny_http's queue. `GET /health` is
+//! answered there, so health checks answer at once even while every worker waits on a hung
+//! Miniserver. Anything else goes to the workers over a bounded queue ([`QUEUE_PER_WORKER`]
+//! per worker; when it is full the request gets 503 with `Retry-After: 1` at once instead of
+//! waiting behind work it cannot overtake), once the connection's previous request is
+//! answered: a connection has one request in the workers' hands at a time, so a client
+//! pipelining requests cannot fill the queue. A worker writes an answer itself only when the
+//! client's socket can take all of it at once ([`tiny_http::Request::send_room`]); otherwise
+//! a thread of its own writes it (a stream slot, see [`stream`]), so a client that does not
+//! read never holds a worker. HTTP/1.1 answers a connection's requests in order: a `/health`
+//! pipelined behind a slow request waits for it, and holds nobody else. Each request is routed
+//! inside `catch_unwind`, and a panic answers 500 (tiny_http does that when the request is
+//! dropped) while the worker lives on. If tiny_http's accept thread dies anyway, a watch
+//! thread (on tiny_http's own queue) exits the process with status 70 so that systemd
+//! restarts it.
 //!
 //! A long answer (a GET or legacy SSE stream, the SSE answer to a `tools/call`) is not written
 //! by the worker: the handler returns [`Handled::Take`], and the request moves to a dedicated
@@ -111,7 +119,7 @@ pub const MAX_HEADER_BYTES: usize = 32 * 1024;
 /// 1 MiB body limit, 16 full bodies in flight, well inside the unit's memory cap.
 pub const MAX_BUFFERED_BODY_BYTES: usize = 16 * 1024 * 1024;
 
-/// The `/health` callback: returns the JSON document to serve. Called on the dispatcher
+/// The `/health` callback: returns the JSON document to serve. Called on the connection's own
 /// thread: it must not wait on anything (no Miniserver request, no long lock).
 pub type HealthFn = Arc<dyn Fn() -> Value + Send + Sync>;
 
@@ -337,6 +345,9 @@ pub struct HttpServer {
     addr: SocketAddr,
     server: Arc<tiny_http::Server>,
     ctx: Arc<Ctx>,
+    /// The workers' queue (for [`Job::Stop`]) and their number.
+    queue: Arc<Jobs>,
+    workers: usize,
     shutting_down: Arc<AtomicBool>,
     stop_waker: Mutex<Option<Sender<()>>>,
     threads: Vec<JoinHandle<()>>,
@@ -353,19 +364,6 @@ impl HttpServer {
     ) -> std::io::Result<HttpServer> {
         let listener = bind(&config)?;
         let addr = listener.local_addr()?;
-        let limits = tiny_http::Limits {
-            max_connections: config.max_connections.max(1),
-            max_connections_per_ip: config.max_connections_per_client.max(1),
-            max_request_line: MAX_REQUEST_LINE,
-            max_headers: MAX_HEADERS,
-            max_header_bytes: MAX_HEADER_BYTES,
-            max_body_bytes: Some(config.max_body_bytes),
-            max_buffered_bytes: MAX_BUFFERED_BODY_BYTES.max(config.max_body_bytes),
-            request_deadline: Some(config.request_deadline).filter(|d| !d.is_zero()),
-        };
-        let server = tiny_http::Server::from_listener_with_limits(listener, None, limits)
-            .map_err(|e| std::io::Error::other(format!("HTTP server setup failed: {e}")))?;
-        let server = Arc::new(server);
         let workers = config.workers.max(1);
         let idle = config.idle_timeout;
         let ctx = Arc::new(Ctx {
@@ -379,9 +377,31 @@ impl HttpServer {
             health,
             accepting: AtomicBool::new(true),
         });
+        let config = &ctx.config;
+        let queue = Arc::new(Jobs::new(workers * QUEUE_PER_WORKER));
+        let queued = queue.clone();
+        let inline = {
+            let (ctx, queue) = (ctx.clone(), queue.clone());
+            tiny_http::Inline(Arc::new(move |request, _| {
+                on_connection(&ctx, &queue, request)
+            }))
+        };
+        let limits = tiny_http::Limits {
+            max_connections: config.max_connections.max(1),
+            max_connections_per_ip: config.max_connections_per_client.max(1),
+            max_request_line: MAX_REQUEST_LINE,
+            max_headers: MAX_HEADERS,
+            max_header_bytes: MAX_HEADER_BYTES,
+            max_body_bytes: Some(config.max_body_bytes),
+            max_buffered_bytes: MAX_BUFFERED_BODY_BYTES.max(config.max_body_bytes),
+            request_deadline: Some(config.request_deadline).filter(|d| !d.is_zero()),
+            inline: Some(inline),
+        };
+        let server = tiny_http::Server::from_listener_with_limits(listener, None, limits)
+            .map_err(|e| std::io::Error::other(format!("HTTP server setup failed: {e}")))?;
+        let server = Arc::new(server);
         let shutting_down = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::with_capacity(workers + 2);
-        let (queue, queued) = crossbeam_channel::bounded(workers * QUEUE_PER_WORKER);
         for n in 0..workers {
             let (queued, ctx) = (queued.clone(), ctx.clone());
             threads.push(
@@ -394,8 +414,8 @@ impl HttpServer {
             let (server, ctx, down) = (server.clone(), ctx.clone(), shutting_down.clone());
             threads.push(
                 std::thread::Builder::new()
-                    .name("http-dispatch".into())
-                    .spawn(move || dispatch(&server, &ctx, &down, queue))?,
+                    .name("http-acceptor-watch".into())
+                    .spawn(move || watch(&server, &ctx, &down))?,
             );
         }
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
@@ -419,6 +439,8 @@ impl HttpServer {
             addr,
             server,
             ctx,
+            queue,
+            workers,
             shutting_down,
             stop_waker: Mutex::new(Some(stop_tx)),
             threads,
@@ -451,9 +473,11 @@ impl HttpServer {
         if let Ok(mut waker) = self.stop_waker.lock() {
             waker.take();
         }
-        for _ in 0..self.threads.len() {
-            self.server.unblock();
+        // After what is queued: each worker ends at its `Stop`.
+        for _ in 0..self.workers {
+            self.queue.push(Job::Stop);
         }
+        self.server.unblock();
     }
 
     /// Blocks until the server has shut down (see [`HttpServer::shutdown`]).
@@ -496,39 +520,7 @@ fn waker_target(addr: SocketAddr) -> SocketAddr {
     }
 }
 
-/// The dispatcher (see the module docs): `/health` here, the rest to the workers' queue.
-/// Returns when the server shuts down; dropping `queue` then lets the workers finish what is
-/// queued and end.
-fn dispatch(
-    server: &tiny_http::Server,
-    ctx: &Arc<Ctx>,
-    shutting_down: &AtomicBool,
-    queue: crossbeam_channel::Sender<tiny_http::Request>,
-) {
-    loop {
-        match server.recv() {
-            Ok(request) if is_health(&request) => routed(ctx, request),
-            Ok(request) => match queue.try_send(request) {
-                Ok(()) => {}
-                Err(crossbeam_channel::TrySendError::Full(request)) => busy(ctx, request),
-                Err(crossbeam_channel::TrySendError::Disconnected(_)) => return,
-            },
-            Err(e) => {
-                if shutting_down.load(Ordering::SeqCst) {
-                    return;
-                }
-                // The patched tiny_http never gives up accepting on an error; this is its
-                // accept thread gone (a panic). A server that cannot accept is of no use:
-                // exit non-zero so that systemd restarts it.
-                ctx.accepting.store(false, Ordering::Relaxed);
-                log::error!("HTTP acceptor stopped: {e}; exiting so that the service restarts");
-                std::process::exit(70);
-            }
-        }
-    }
-}
-
-/// `GET` or `HEAD /health`: answered by the dispatcher itself.
+/// `GET` or `HEAD /health`: answered on the connection's own thread.
 fn is_health(request: &tiny_http::Request) -> bool {
     matches!(
         request.method(),
@@ -556,16 +548,220 @@ fn busy(ctx: &Ctx, request: tiny_http::Request) {
     }
 }
 
-/// Takes queued requests until the dispatcher is gone and the queue empty.
-fn worker(queued: &crossbeam_channel::Receiver<tiny_http::Request>, ctx: &Arc<Ctx>) {
-    for request in queued.iter() {
-        routed(ctx, request);
+/// Work for the workers.
+enum Job {
+    /// Route the request; `Back` says its connection when the answer is written.
+    Serve(tiny_http::Request, Back),
+    /// End the worker ([`HttpServer::shutdown`]).
+    Stop,
+}
+
+/// The workers' queue: bounded, under a mutex, so that an idle worker sleeps at once (a
+/// channel's receiver spins and yields first, which on two cores takes time from the
+/// connection threads).
+struct Jobs {
+    jobs: Mutex<std::collections::VecDeque<Job>>,
+    ready: std::sync::Condvar,
+    cap: usize,
+}
+
+impl Jobs {
+    fn new(cap: usize) -> Self {
+        Self {
+            jobs: Mutex::new(std::collections::VecDeque::with_capacity(cap)),
+            ready: std::sync::Condvar::new(),
+            cap,
+        }
+    }
+
+    /// Queues `job`, or gives it back when `cap` jobs wait.
+    #[allow(clippy::result_large_err)] // moved once per request, never stored
+    fn try_push(&self, job: Job) -> Result<(), Job> {
+        let mut jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        if jobs.len() >= self.cap {
+            return Err(job);
+        }
+        jobs.push_back(job);
+        self.ready.notify_one();
+        Ok(())
+    }
+
+    /// Queues `job` whatever waits (a `Stop`).
+    fn push(&self, job: Job) {
+        self.jobs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(job);
+        self.ready.notify_one();
+    }
+
+    /// The next job; waits for one.
+    fn pop(&self) -> Job {
+        let mut jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(job) = jobs.pop_front() {
+                return job;
+            }
+            jobs = self.ready.wait(jobs).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// Tells a connection's thread when the answer to its request in the workers' hands is
+/// written (or the request was taken over by a stream, or its handler panicked): when dropped.
+struct Back(Mutex<Option<Arc<Handoff>>>);
+
+/// A request of a connection in the workers' hands: done once its answer is written.
+#[derive(Default)]
+struct Handoff {
+    done: Mutex<bool>,
+    written: std::sync::Condvar,
+}
+
+impl Handoff {
+    /// Waits until the answer is written.
+    fn wait(&self) {
+        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        while !*done {
+            done = self.written.wait(done).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+impl Back {
+    fn new(handoff: Arc<Handoff>) -> Self {
+        Self(Mutex::new(Some(handoff)))
+    }
+
+    /// Moves the duty to tell (to the thread that writes the answer).
+    fn take(&self) -> Back {
+        Back(Mutex::new(
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).take(),
+        ))
+    }
+}
+
+impl Drop for Back {
+    fn drop(&mut self) {
+        let handoff = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(h) = handoff {
+            *h.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            h.written.notify_one();
+        }
+    }
+}
+
+/// Where a routed request's answer is written.
+#[derive(Clone, Copy)]
+enum Out<'a> {
+    /// By the thread that routed it (a connection's thread: `/health`).
+    Here,
+    /// By a worker: at once when the client's socket can take the whole answer; else by a
+    /// thread of its own (a stream slot), so that a client that does not read never holds a
+    /// worker. `Back` is told once it is written.
+    Worker(&'a Back),
+}
+
+/// Writes `response` for `request` where `out` says.
+fn deliver(
+    ctx: &Arc<Ctx>,
+    out: Out<'_>,
+    request: tiny_http::Request,
+    response: tiny_http::Response<Cursor<Vec<u8>>>,
+) {
+    let write = |request: tiny_http::Request, response| {
+        if let Err(e) = request.respond(response) {
+            log::debug!("writing response failed: {e}");
+        }
+    };
+    let Out::Worker(back) = out else {
+        return write(request, response);
+    };
+    // Head and body: the body's length and room for the head.
+    let size = response.data_length().unwrap_or(0) + 1024;
+    if request.send_room(size) == Some(false) {
+        if let Some(permit) = ctx.pool.acquire() {
+            let back = back.take();
+            stream::run_detached("http-slow-answer", Some(permit), move || {
+                write(request, response);
+                drop(back);
+            });
+            return;
+        }
+        log::debug!("no stream slot for a slow client's answer; the worker writes it");
+    }
+    write(request, response);
+}
+
+/// Each request on its connection's own thread (tiny_http's [`tiny_http::Inline`] hook):
+/// `/health` is answered here; anything else is queued for the workers (503 at once when
+/// [`QUEUE_PER_WORKER`] per worker already wait), once the connection's previous request is
+/// answered: a connection has one request in the workers' hands at a time, so a client
+/// pipelining requests cannot fill the queue, and one that does not read its answers holds
+/// its own connection (and, while an answer waits for it, a stream slot), never a worker.
+/// `Some(request)` (the workers are gone: shutting down) hands it to tiny_http's queue.
+fn on_connection(
+    ctx: &Arc<Ctx>,
+    queue: &Jobs,
+    request: tiny_http::Request,
+) -> Option<tiny_http::Request> {
+    thread_local! {
+        /// The previous request of the connection this thread serves.
+        static PREVIOUS: std::cell::RefCell<Option<Arc<Handoff>>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    if let Some(previous) = PREVIOUS.with(|p| p.borrow_mut().take()) {
+        previous.wait();
+    }
+    if is_health(&request) {
+        routed(ctx, request, Out::Here);
+        return None;
+    }
+    let handoff = Arc::new(Handoff::default());
+    if ctx.stopping.load(Ordering::SeqCst) {
+        return Some(request);
+    }
+    match queue.try_push(Job::Serve(request, Back::new(handoff.clone()))) {
+        Ok(()) => PREVIOUS.with(|p| *p.borrow_mut() = Some(handoff)),
+        Err(Job::Serve(request, _)) => busy(ctx, request),
+        Err(Job::Stop) => {}
+    }
+    None
+}
+
+/// Serves queued requests until its [`Job::Stop`] (the requests queued before
+/// [`HttpServer::shutdown`] are served first).
+fn worker(queued: &Jobs, ctx: &Arc<Ctx>) {
+    loop {
+        match queued.pop() {
+            Job::Serve(request, back) => routed(ctx, request, Out::Worker(&back)),
+            Job::Stop => return,
+        }
+    }
+}
+
+/// Waits on tiny_http's own queue, which gets only what [`on_connection`] gives back (while
+/// shutting down) and the news that its accept thread ended: a server that cannot accept is
+/// of no use, so the process exits non-zero and systemd restarts it.
+fn watch(server: &tiny_http::Server, ctx: &Arc<Ctx>, shutting_down: &AtomicBool) {
+    loop {
+        match server.recv() {
+            Ok(request) => routed(ctx, request, Out::Here),
+            Err(e) => {
+                if shutting_down.load(Ordering::SeqCst) {
+                    return;
+                }
+                ctx.accepting.store(false, Ordering::Relaxed);
+                log::error!("HTTP acceptor stopped: {e}; exiting so that the service restarts");
+                std::process::exit(70);
+            }
+        }
     }
 }
 
 /// [`route`] inside `catch_unwind`.
-fn routed(ctx: &Arc<Ctx>, request: tiny_http::Request) {
-    if catch_unwind(AssertUnwindSafe(|| route(ctx, request))).is_err() {
+fn routed(ctx: &Arc<Ctx>, request: tiny_http::Request, out: Out<'_>) {
+    if catch_unwind(AssertUnwindSafe(|| route(ctx, request, out))).is_err() {
         log::error!("HTTP handler panicked; answered 500");
     }
 }
@@ -799,7 +995,7 @@ pub(crate) fn header<'a>(request: &'a tiny_http::Request, name: &str) -> Option<
         .map(|h| h.value.as_str())
 }
 
-fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
+fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request, out: Out<'_>) {
     let started = Instant::now();
     let transport = HttpTransport::from_path(request.url().split('?').next().unwrap_or(""));
     let method = request.method().clone();
@@ -815,9 +1011,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
             _ => rest_error(413, "PAYLOAD_TOO_LARGE", &details),
         };
         metrics::global().http_request(transport, 413, None);
-        if let Err(e) = request.respond(answer.into_response()) {
-            log::debug!("writing response failed: {e}");
-        }
+        deliver(ctx, out, request, answer.into_response());
         return;
     }
     let mut rate = None;
@@ -849,9 +1043,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
                 let answer = with_request_ids(ctx, &mut request, &path, answer);
                 let status = answer.status;
                 metrics::global().http_request(transport, status, None);
-                if let Err(e) = request.respond(answer.into_response()) {
-                    log::debug!("writing response failed: {e}");
-                }
+                deliver(ctx, out, request, answer.into_response());
                 log::debug!("{method} {} {status} (gate)", loggable_path(&path));
                 return;
             }
@@ -933,9 +1125,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request) {
     // Counted before writing, so a client that reads the answer and then scrapes sees it.
     let elapsed = started.elapsed();
     metrics::global().http_request(transport, status, Some(elapsed));
-    if let Err(e) = request.respond(answer.into_response()) {
-        log::debug!("writing response failed: {e}");
-    }
+    deliver(ctx, out, request, answer.into_response());
     log::debug!(
         "{method} {} {status} {:.1} ms",
         loggable_path(&path),

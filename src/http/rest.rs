@@ -303,6 +303,7 @@ fn rpc(
     match ctx.mcp.handle(&mut state, frame.to_string().as_bytes()) {
         Reply::Single(response) => match response.outcome {
             Outcome::Result(v) => Ok(v),
+            Outcome::Json(raw) => Ok(raw.to_value()),
             Outcome::Error(e) => Err(e),
         },
         other => Err(ErrorObject {

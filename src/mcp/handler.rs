@@ -5,6 +5,8 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::jsonrpc::RawJson;
+
 /// `Implementation` of MCP: the server's name and version for `serverInfo`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Implementation {
@@ -259,6 +261,62 @@ pub struct CallToolResult {
     pub is_error: bool,
 }
 
+/// A [`CallToolResult`] shared by reference, with its JSON text rendered at most once per
+/// shape: a cached answer is handed to each caller as an `Arc` and written as text, instead of
+/// being copied, turned into a [`Value`] tree and serialised again for every request.
+#[derive(Debug, Clone)]
+pub struct SharedResult(std::sync::Arc<Rendered>);
+
+#[derive(Debug)]
+struct Rendered {
+    result: CallToolResult,
+    /// The `result` member with `structuredContent` (protocol 2025-06-18 on) and without it.
+    structured: std::sync::OnceLock<Result<RawJson, String>>,
+    plain: std::sync::OnceLock<Result<RawJson, String>>,
+}
+
+impl SharedResult {
+    pub fn new(result: CallToolResult) -> Self {
+        Self(std::sync::Arc::new(Rendered {
+            result,
+            structured: std::sync::OnceLock::new(),
+            plain: std::sync::OnceLock::new(),
+        }))
+    }
+
+    /// The result.
+    pub fn result(&self) -> &CallToolResult {
+        &self.0.result
+    }
+
+    /// The result, copied only when it is shared.
+    pub fn into_result(self) -> CallToolResult {
+        std::sync::Arc::try_unwrap(self.0)
+            .map(|r| r.result)
+            .unwrap_or_else(|shared| shared.result.clone())
+    }
+
+    /// The `result` member of the response as JSON text, with `structuredContent` or without
+    /// it (before protocol 2025-06-18); rendered on first use, then shared.
+    pub fn json(&self, structured: bool) -> Result<RawJson, String> {
+        let slot = if structured {
+            &self.0.structured
+        } else {
+            &self.0.plain
+        };
+        slot.get_or_init(|| {
+            let mut value = serde_json::to_value(&self.0.result).map_err(|e| e.to_string())?;
+            if !structured {
+                if let Some(obj) = value.as_object_mut() {
+                    obj.remove("structuredContent");
+                }
+            }
+            RawJson::new(value.to_string()).map_err(|e| e.to_string())
+        })
+        .clone()
+    }
+}
+
 /// A JSON-RPC error a handler wants the caller to see (code per spec §7.2).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RpcError {
@@ -402,6 +460,18 @@ pub trait Handler: Send + Sync {
         arguments: Map<String, Value>,
         ctx: &RequestContext,
     ) -> Result<CallToolResult, RpcError>;
+
+    /// [`Handler::call_tool`] as a [`SharedResult`]: what `tools/call` uses. A handler that
+    /// caches answers returns the cached one without copying it; the default wraps
+    /// `call_tool`.
+    fn call_tool_shared(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> Result<SharedResult, RpcError> {
+        self.call_tool(name, arguments, ctx).map(SharedResult::new)
+    }
 
     /// `resources/list`: the fixed resources.
     fn list_resources(&self) -> Vec<ResourceDescriptor> {

@@ -159,7 +159,43 @@ pub struct ErrorData {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     Result(Value),
+    /// A result already rendered as JSON text (a cached tool answer): written as is.
+    Json(RawJson),
     Error(ErrorObject),
+}
+
+/// Valid JSON text, serialised verbatim (no parse, no tree), shared: a clone is a reference.
+/// Equal when the texts are.
+#[derive(Debug, Clone)]
+pub struct RawJson(std::sync::Arc<Box<serde_json::value::RawValue>>);
+
+impl RawJson {
+    /// `text` if it is valid JSON.
+    pub fn new(text: String) -> Result<Self, serde_json::Error> {
+        serde_json::value::RawValue::from_string(text).map(|raw| Self(std::sync::Arc::new(raw)))
+    }
+
+    /// The JSON text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The text parsed into a [`Value`] (for callers that need the tree).
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(self.get()).unwrap_or(Value::Null)
+    }
+}
+
+impl PartialEq for RawJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Serialize for RawJson {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
 }
 
 /// One JSON-RPC response object. `id` is `None` (serialised as `null`) only for errors about
@@ -177,6 +213,7 @@ impl Serialize for Response {
         map.serialize_entry("id", &self.id)?;
         match &self.outcome {
             Outcome::Result(value) => map.serialize_entry("result", value)?,
+            Outcome::Json(raw) => map.serialize_entry("result", raw)?,
             Outcome::Error(error) => map.serialize_entry("error", error)?,
         }
         map.end()
@@ -246,7 +283,7 @@ impl Response {
     pub fn error_code(&self) -> Option<i64> {
         match &self.outcome {
             Outcome::Error(e) => Some(e.code),
-            Outcome::Result(_) => None,
+            Outcome::Result(_) | Outcome::Json(_) => None,
         }
     }
 

@@ -15,7 +15,7 @@ pub mod updates;
 pub use handler::{
     CallToolResult, Caller, Completion, CompletionRef, Content, GetPromptResult, Handler,
     Implementation, LogLevel, Peer, PeerHandle, PromptArgument, PromptDescriptor, PromptMessage,
-    RequestContext, ResourceContents, ResourceDescriptor, ResourceTemplate, RpcError,
+    RequestContext, ResourceContents, ResourceDescriptor, ResourceTemplate, RpcError, SharedResult,
     ToolAnnotations, ToolDescriptor,
 };
 pub use peer::{Hub, Outlet, OutletPeer, Pending};

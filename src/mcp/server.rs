@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::handler::{CompletionRef, Handler, LogLevel, PeerHandle, RequestContext, RpcError};
-use super::jsonrpc::{self, Incoming, Message, Params, Request, Response};
+use super::jsonrpc::{self, Incoming, Message, Outcome, Params, Request, Response};
 use super::modern;
 use super::peer::{Hub, Outlet, OutletPeer, Pending};
 use super::session::{ProtocolVersion, SessionState, SessionStore};
@@ -470,7 +470,10 @@ impl McpServer {
                     Some(started.elapsed()),
                 );
                 Some(match outcome {
-                    Ok(value) => Response::result(id, value),
+                    Ok(outcome) => Response {
+                        id: Some(id),
+                        outcome,
+                    },
                     Err(error) => Response::error(Some(id), error),
                 })
             }
@@ -582,7 +585,19 @@ impl McpServer {
                 }
             }
             own.client_capabilities = caps;
+            // A modern result gets members of its own (`resultType`, `_meta`): a tool answer
+            // rendered as JSON text for the older eras is read back into a tree here.
             self.dispatch(&mut own, request, peer)
+                .and_then(|outcome| match outcome {
+                    Outcome::Result(value) => Ok(value),
+                    Outcome::Json(raw) => serde_json::from_str(raw.get())
+                        .map_err(|e| RpcError::internal(format!("a tool answer: {e}"))),
+                    Outcome::Error(e) => Err(RpcError {
+                        code: e.code,
+                        message: e.message,
+                        details: Some(e.data.details),
+                    }),
+                })
         };
         crate::metrics::global().mcp_request(
             state.transport,
@@ -626,12 +641,14 @@ impl McpServer {
         }))
     }
 
+    /// The outcome of one request: a [`Value`], or for `tools/call` the handler's answer as
+    /// JSON text ([`SharedResult::json`]).
     fn dispatch(
         &self,
         state: &mut SessionState,
         request: Request,
         peer: &Option<PeerHandle>,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<Outcome, RpcError> {
         let method = request.method.as_str();
         match method {
             "initialize"
@@ -656,10 +673,10 @@ impl McpServer {
             }
         }
         if method == "ping" {
-            return Ok(json!({}));
+            return Ok(Outcome::Result(json!({})));
         }
         if method == "initialize" {
-            return self.initialize(state, request.params);
+            return self.initialize(state, request.params).map(Outcome::Result);
         }
         let Some(version) = state.version else {
             return Err(RpcError {
@@ -684,9 +701,11 @@ impl McpServer {
             log_level: state.log_level,
             caller: state.caller.clone(),
         };
-        match method {
+        if method == "tools/call" {
+            return self.tools_call(version, params, &ctx);
+        }
+        let value = match method {
             "tools/list" => self.tools_list(version, &params),
-            "tools/call" => self.tools_call(version, params, &ctx),
             "resources/list" => {
                 let all = guarded(|| self.handler.list_resources())?;
                 let (page, next) = paginate(&all, &params, self.page_size)?;
@@ -815,7 +834,8 @@ impl McpServer {
                 Ok(json!({}))
             }
             _ => unreachable!("methods are checked above"),
-        }
+        };
+        value.map(Outcome::Result)
     }
 
     fn initialize(
@@ -895,7 +915,7 @@ impl McpServer {
         version: ProtocolVersion,
         mut params: Map<String, Value>,
         ctx: &RequestContext,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<Outcome, RpcError> {
         let name = match params.remove("name") {
             Some(Value::String(name)) => name,
             Some(_) => {
@@ -918,14 +938,12 @@ impl McpServer {
                 ))
             }
         };
-        let result = guarded(|| self.handler.call_tool(&name, arguments, ctx))??;
-        let mut value = serde_json::to_value(result).map_err(internal)?;
-        if version < ProtocolVersion::V2025_06_18 {
-            if let Some(obj) = value.as_object_mut() {
-                obj.remove("structuredContent");
-            }
-        }
-        Ok(value)
+        let result = guarded(|| self.handler.call_tool_shared(&name, arguments, ctx))??;
+        // `structuredContent` from 2025-06-18 on; the text is rendered once per cached answer.
+        let json = result.json(version >= ProtocolVersion::V2025_06_18);
+        json.map(Outcome::Json).map_err(|e| {
+            RpcError::internal("Internal error").with_details(format!("serialisation failed: {e}"))
+        })
     }
 }
 

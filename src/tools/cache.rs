@@ -95,6 +95,17 @@ pub fn age_by(v: &mut Value, by: Duration) -> bool {
     }
 }
 
+/// Whether `v` holds a numeric `age_secs` anywhere (what [`age_by`] would change).
+pub fn has_age(v: &Value) -> bool {
+    match v {
+        Value::Object(map) => map
+            .iter()
+            .any(|(k, x)| (k == "age_secs" && x.is_number()) || has_age(x)),
+        Value::Array(items) => items.iter().any(has_age),
+        _ => false,
+    }
+}
+
 struct Entry<V> {
     value: V,
     generation: u64,

@@ -43,7 +43,7 @@ use crate::home::{Action, Control, ControllerError, House, Outcome, Secret};
 use crate::mcp::{
     CallToolResult, Completion, CompletionRef, Content, GetPromptResult, Handler, Implementation,
     LogLevel, PromptDescriptor, RequestContext, ResourceContents, ResourceDescriptor,
-    ResourceTemplate, RpcError, ToolAnnotations, ToolDescriptor,
+    ResourceTemplate, RpcError, SharedResult, ToolAnnotations, ToolDescriptor,
 };
 use crate::workflow::WorkflowStore;
 use cache::{Cache, CacheConfig, DEFAULT_CAPACITY};
@@ -526,7 +526,9 @@ pub struct HomeTools {
     house: Arc<House>,
     tools: Vec<Tool>,
     workflows: Arc<WorkflowStore>,
-    tool_cache: Cache<Result<CallToolResult, RpcError>>,
+    /// Shared answers (a hit is an `Arc` and text rendered once, see [`SharedResult`]), and
+    /// whether each says the age of its values (then a hit is aged and rendered anew).
+    tool_cache: Cache<Result<(SharedResult, bool), RpcError>>,
     resource_cache: Cache<Result<Vec<ResourceContents>, RpcError>>,
     /// Calls of tools that act, finished: with the house's generation, what cache entries are
     /// checked against (workflow changes do not touch the house).
@@ -610,12 +612,23 @@ impl HomeTools {
         arguments: Map<String, Value>,
         caller: &Caller,
     ) -> Result<CallToolResult, RpcError> {
+        self.call_shared(name, arguments, caller)
+            .map(SharedResult::into_result)
+    }
+
+    /// [`HomeTools::call`] as a [`SharedResult`]: a cached answer is not copied (`tools/call`).
+    pub fn call_shared(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        caller: &Caller,
+    ) -> Result<SharedResult, RpcError> {
         let tool = self.tool(name).ok_or_else(|| {
             RpcError::invalid_params(format!("unknown tool {name:?}"))
                 .with_details("call tools/list for the available tools")
         })?;
         if let Some(refusal) = refused_to_device_key(tool, caller) {
-            return Ok(failure(refusal));
+            return Ok(SharedResult::new(failure(refusal)));
         }
         if !tool.annotations.read_only_hint {
             let result = self.run(tool, arguments, caller);
@@ -623,24 +636,33 @@ impl HomeTools {
             self.writes.fetch_add(1, Ordering::SeqCst);
             self.tool_cache.clear();
             self.resource_cache.clear();
-            return result;
+            return result.map(SharedResult::new);
         }
         if caller.access().is_some_and(|a| a.is_limited()) {
             // The answer may be filtered to this key's rooms, categories or controls (list_rooms,
             // a device key's reads): never from or into the shared cache.
-            return self.run(tool, arguments, caller);
+            return self.run(tool, arguments, caller).map(SharedResult::new);
         }
         let key = cache::tool_key(name, &arguments);
-        self.tool_cache.get_or_compute_aged(
+        let answer = self.tool_cache.get_or_compute_aged(
             &key,
             || self.generation(),
             || {
-                let result = self.run(tool, arguments, caller);
-                let cacheable = matches!(&result, Ok(r) if !r.is_error);
+                let result = self.run(tool, arguments, caller).map(|r| {
+                    // Whether it says how old its values are (most listings do not): only
+                    // then does a cached copy change with time.
+                    let ages = r.structured_content.as_ref().is_some_and(cache::has_age);
+                    (SharedResult::new(r), ages)
+                });
+                let cacheable = matches!(&result, Ok((r, _)) if !r.result().is_error);
                 (result, cacheable)
             },
             |result, by| {
-                result.map(|mut r| {
+                result.map(|(shared, ages)| {
+                    if !ages {
+                        return (shared, ages);
+                    }
+                    let mut r = shared.into_result();
                     if let Some(envelope) = r.structured_content.as_mut() {
                         if cache::age_by(envelope, by) {
                             r.content = vec![Content::Text {
@@ -648,10 +670,11 @@ impl HomeTools {
                             }];
                         }
                     }
-                    r
+                    (SharedResult::new(r), ages)
                 })
             },
-        )
+        );
+        answer.map(|(shared, _)| shared)
     }
 
     /// What cache entries are checked against: grows with every change of the house and every
@@ -692,6 +715,19 @@ impl HomeTools {
                 }
             }
             Err(e) => Ok(failure(e)),
+        }
+    }
+}
+
+impl HomeTools {
+    /// The [`Caller`] of an MCP request.
+    fn caller_of(&self, ctx: &RequestContext) -> Caller {
+        Caller {
+            request: Some(ctx.clone()),
+            ..Caller::new(match &ctx.session_id {
+                Some(s) => format!("{}:{}", ctx.transport, &s[..s.len().min(8)]),
+                None => ctx.transport.to_string(),
+            })
         }
     }
 }
@@ -766,14 +802,16 @@ impl Handler for HomeTools {
         arguments: Map<String, Value>,
         ctx: &RequestContext,
     ) -> Result<CallToolResult, RpcError> {
-        let caller = Caller {
-            request: Some(ctx.clone()),
-            ..Caller::new(match &ctx.session_id {
-                Some(s) => format!("{}:{}", ctx.transport, &s[..s.len().min(8)]),
-                None => ctx.transport.to_string(),
-            })
-        };
-        self.call(name, arguments, &caller)
+        self.call(name, arguments, &self.caller_of(ctx))
+    }
+
+    fn call_tool_shared(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> Result<SharedResult, RpcError> {
+        self.call_shared(name, arguments, &self.caller_of(ctx))
     }
 
     fn list_resources(&self) -> Vec<ResourceDescriptor> {

@@ -14,6 +14,8 @@
 //! - [`process`]: the real binary as a child process, killed on drop.
 //! - [`house`]: the demo house in-process (simulator + real client) and tool calls that
 //!   check the envelope shapes, for tests of one tool's logic.
+//! - [`edge`]: the contract of the HTTP edge's attack tests: a keyed server under the unit's
+//!   descriptor limit, `/health` and a keyed client answered within 2 s, RSS bounded.
 //! - [`gate`]: key records and a one-shot raw HTTP request.
 //! - [`live`]: the demo app's simulator over HTTP, state UUIDs, the next bus event.
 //! - [`app_server`]: the demo app behind a real `HttpServer` on a loopback port, with a gate
@@ -34,6 +36,7 @@ pub mod app_server;
 pub mod between;
 pub mod conn;
 pub mod drive;
+pub mod edge;
 pub mod fake_mcp;
 pub mod find;
 pub mod fixture_app;

@@ -88,6 +88,10 @@ pub struct Served {
     child: Logged,
     /// Held until the test ends: the data directory.
     _data: TempDir,
+    /// A key from `HOME_API_KEYS` that may read `/health`'s details (any role but `device`),
+    /// sent by [`Served::wait_link`] and [`Served::wait_states`]: at staging and production
+    /// `/health` without a key says its status alone.
+    health_key: Option<String>,
 }
 
 impl Served {
@@ -146,9 +150,14 @@ impl Served {
         Served::spawn(&miniserver.api, "", &[], &[], Some(nofile))
     }
 
-    /// [`Served::start_limited`] with `config` (as [`Served::start`] takes it).
-    pub fn start_limited_with(miniserver: &Miniserver, config: &str, nofile: u32) -> Served {
-        Served::spawn(&miniserver.api, config, &[], &[], Some(nofile))
+    /// [`Served::start_limited`] with `config` and `env` (as [`Served::start`] takes them).
+    pub fn start_limited_env(
+        miniserver: &Miniserver,
+        config: &str,
+        env: &[(&str, &str)],
+        nofile: u32,
+    ) -> Served {
+        Served::spawn(&miniserver.api, config, env, &[], Some(nofile))
     }
 
     /// The server's process id, for `/proc/<pid>/status` (the shell of
@@ -216,10 +225,20 @@ impl Served {
                 .and_then(|rest| rest.split(' ').next())
                 .and_then(|a| a.parse().ok())
         });
+        let health_key = env
+            .iter()
+            .find(|(k, _)| *k == "HOME_API_KEYS")
+            .and_then(|(_, v)| serde_json::from_str::<Vec<serde_json::Value>>(v).ok())
+            .and_then(|keys| {
+                keys.into_iter()
+                    .find(|k| k["role"] != "device" && k["active"] != false)
+                    .and_then(|k| k["id"].as_str().map(str::to_string))
+            });
         let served = Served {
             addr,
             child,
             _data: data,
+            health_key,
         };
         wait_until("/health answers", PATIENCE, || {
             match try_request::<&str>(addr, "GET", "/health", &[], "") {
@@ -236,16 +255,23 @@ impl Served {
         self.child.lines_so_far()
     }
 
-    /// Waits until `/health` reports the Miniserver link in `mode` (`websocket`, `polling`,
-    /// `disconnected`); fails with the last health answer. Reads the details without a key, so
-    /// only on a server that shows them to requests without a key (development on loopback,
-    /// as [`Served::start`] runs it unless its config says otherwise).
+    /// `GET /health` with the details: with [`Served::health_key`] when the server was started
+    /// with keys (at staging and production `/health` without a key says its status alone).
+    pub fn health(&self) -> Result<super::net::Reply, String> {
+        let headers: Vec<String> = self
+            .health_key
+            .iter()
+            .map(|k| format!("X-API-Key: {k}"))
+            .collect();
+        try_request(self.addr, "GET", "/health", &headers, "")
+    }
+
     /// Waits until the WebSocket is up and its first values (the initial tables) are stored:
     /// `/health` shows mode `websocket` and `events_received` above 0. What the server knows
     /// only from pushed states (a ValueSelector's live min/max) is known from then on.
     pub fn wait_states(&self) {
         wait_until("the initial tables", PATIENCE, || {
-            let r = try_request::<&str>(self.addr, "GET", "/health", &[], "")?;
+            let r = self.health()?;
             let v: serde_json::Value = serde_json::from_str(&r.body).map_err(|e| e.to_string())?;
             let link = &v["miniserver"]["link"];
             if link["mode"] == "websocket" && link["events_received"].as_u64() > Some(0) {
@@ -256,9 +282,13 @@ impl Served {
         });
     }
 
+    /// Waits until `/health` reports the Miniserver link in `mode` (`websocket`, `polling`,
+    /// `disconnected`); fails with the last health answer. Reads the details with the server's
+    /// first key that may ([`Served::health`]), else without a key (development on loopback,
+    /// as [`Served::start`] runs it unless its config says otherwise, shows them to all).
     pub fn wait_link(&self, mode: &str) {
         wait_until(&format!("link {mode}"), PATIENCE, || {
-            let r = try_request::<&str>(self.addr, "GET", "/health", &[], "")?;
+            let r = self.health()?;
             let v: serde_json::Value = serde_json::from_str(&r.body).map_err(|e| e.to_string())?;
             if v["miniserver"]["link"]["mode"] == mode {
                 Ok(())

@@ -17,6 +17,43 @@ use crate::Request;
 /// connection stays open); a larger one is not read at all and the connection closes.
 const DISCARD_BYTES: usize = 1024 * 1024;
 
+/// PATCH(limits): the longest chunk-size line (with extensions) of a chunked body.
+/// `chunked_transfer` reads such a line a byte at a time and keeps it whole in memory, without
+/// a bound: a line that never ends grew by what the client sent until the request deadline.
+const MAX_CHUNK_LINE: usize = 4096;
+
+/// PATCH(limits): fails a chunked body whose chunk-size line exceeds [`MAX_CHUNK_LINE`].
+/// `chunked_transfer` reads size lines (and the CRLF after each chunk) one byte per `read`,
+/// and chunk data in larger reads; so more than `MAX_CHUNK_LINE` one-byte reads in a row
+/// without a line feed are a size line that long.
+struct ChunkLines<R> {
+    inner: R,
+    /// One-byte reads since the last line feed.
+    run: usize,
+}
+
+impl<R: Read> Read for ChunkLines<R> {
+    fn read(&mut self, buf: &mut [u8]) -> IoResult<usize> {
+        let n = self.inner.read(buf)?;
+        if buf.len() == 1 && n == 1 {
+            if buf[0] == b'\n' {
+                self.run = 0;
+            } else {
+                self.run += 1;
+                if self.run > MAX_CHUNK_LINE {
+                    return Err(IoError::new(
+                        ErrorKind::InvalidData,
+                        "chunk-size line too long",
+                    ));
+                }
+            }
+        } else if n > 0 {
+            self.run = 0;
+        }
+        Ok(n)
+    }
+}
+
 /// A ClientConnection is an object that will store a socket to a client
 /// and return Request objects.
 pub struct ClientConnection {
@@ -24,6 +61,8 @@ pub struct ClientConnection {
     // sockets close.
     slot: Option<crate::limits::Slot>,
     limits: crate::limits::Limits,
+    // PATCH(limits): the socket's descriptor, given to each request (`Request::send_room`).
+    fd: Option<i32>,
     deadline: std::sync::Arc<crate::limits::Deadline>,
 
     // address of the client
@@ -70,6 +109,7 @@ impl ClientConnection {
         mut read_socket: RefinedTcpStream,
         slot: Option<crate::limits::Slot>,
         limits: crate::limits::Limits,
+        fd: Option<i32>,
     ) -> ClientConnection {
         let remote_addr = read_socket.peer_addr();
         let secure = read_socket.secure();
@@ -84,6 +124,7 @@ impl ClientConnection {
         ClientConnection {
             slot,
             limits,
+            fd,
             deadline,
             source,
             sink: SequentialWriterBuilder::new(BufWriter::with_capacity(1024, write_socket)),
@@ -246,10 +287,17 @@ impl ClientConnection {
                 let mut budget = budget(max.saturating_add(1))?;
                 send_continue(writer)?;
                 let mut data = Vec::new();
-                chunked_transfer::Decoder::new(source)
-                    .take(max as u64 + 1)
-                    .read_to_end(&mut data)
-                    .map_err(ReadError::ReadIoError)?;
+                chunked_transfer::Decoder::new(ChunkLines {
+                    inner: source,
+                    run: 0,
+                })
+                .take(max as u64 + 1)
+                .read_to_end(&mut data)
+                .map_err(|e| match e.kind() {
+                    // A malformed chunk-size line, or one longer than MAX_CHUNK_LINE: 400.
+                    ErrorKind::InvalidInput | ErrorKind::InvalidData => ReadError::Refused(400),
+                    _ => ReadError::ReadIoError(e),
+                })?;
                 budget.shrink_to(data.len());
                 (data, budget)
             }
@@ -374,6 +422,8 @@ impl ClientConnection {
                 }
             }
         })?;
+        let mut request = request;
+        request.set_socket_fd(self.fd);
 
         // return the request
         Ok(request)

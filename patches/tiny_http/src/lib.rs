@@ -113,7 +113,7 @@ use util::MessagesQueue;
 
 pub use common::{HTTPVersion, Header, HeaderField, Method, StatusCode};
 pub use connection::{ConfigListenAddr, ListenAddr, Listener};
-pub use limits::Limits;
+pub use limits::{Inline, Limits};
 pub use request::{ReadWrite, Request};
 pub use response::{Response, ResponseBox};
 pub use test::TestRequest;
@@ -332,6 +332,10 @@ impl Server {
                         let slot = table.admit(peer.map(|a| a.ip()), sock.raw_fd());
                         #[cfg(not(unix))]
                         let slot = table.admit(peer.map(|a| a.ip()));
+                        #[cfg(unix)]
+                        let fd = Some(sock.raw_fd());
+                        #[cfg(not(unix))]
+                        let fd = None;
                         let Some(slot) = slot else {
                             use std::io::Write;
                             let mut sock = sock;
@@ -368,6 +372,7 @@ impl Server {
                             read_closable,
                             Some(slot),
                             limits.clone(),
+                            fd,
                         ))
                     }
                     Err(e) => Err(e),
@@ -377,17 +382,25 @@ impl Server {
                     Ok(client) => {
                         let messages = inside_messages.clone();
                         let mut client = Some(client);
+                        // PATCH(limits): requests go through `Limits::inline` first.
+                        let inline = limits.inline.clone();
                         tasks_pool.spawn(Box::new(move || {
+                            let offer = |rq: Request| match &inline {
+                                Some(hook) => (hook.0)(rq, messages.len()),
+                                None => Some(rq),
+                            };
                             if let Some(client) = client.take() {
                                 // Synchronization is needed for HTTPS requests to avoid a deadlock
                                 if client.secure() {
                                     let (sender, receiver) = mpsc::channel();
                                     for rq in client {
+                                        let Some(rq) = offer(rq) else { continue };
                                         messages.push(rq.with_notify_sender(sender.clone()).into());
                                         receiver.recv().unwrap();
                                     }
                                 } else {
                                     for rq in client {
+                                        let Some(rq) = offer(rq) else { continue };
                                         messages.push(rq.into());
                                     }
                                 }

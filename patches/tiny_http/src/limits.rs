@@ -33,6 +33,23 @@ pub struct Limits {
     pub max_buffered_bytes: usize,
     /// From the first byte of a request until its headers and body are in (408 beyond).
     pub request_deadline: Option<Duration>,
+    /// Offered every request on its connection's thread before it is queued for `recv()`
+    /// (see [`Inline`]).
+    pub inline: Option<Inline>,
+}
+
+/// A hook run on a connection's own thread with each request it read, and the number of
+/// requests waiting for `recv()` now: it answers the request itself (`None`; e.g. a health
+/// check, or a 503 when too many wait) or gives it back to be queued (`Some`). What it
+/// answers never waits behind the queue, and a slow answer holds only its own connection
+/// (whose later answers wait for it anyway: HTTP/1.1 answers in order).
+#[derive(Clone)]
+pub struct Inline(pub Arc<dyn Fn(crate::Request, usize) -> Option<crate::Request> + Send + Sync>);
+
+impl std::fmt::Debug for Inline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Inline(..)")
+    }
 }
 
 impl Default for Limits {
@@ -46,6 +63,7 @@ impl Default for Limits {
             max_body_bytes: None,
             max_buffered_bytes: usize::MAX,
             request_deadline: None,
+            inline: None,
         }
     }
 }

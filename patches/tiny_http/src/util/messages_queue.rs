@@ -33,6 +33,11 @@ where
         self.condvar.notify_one();
     }
 
+    /// PATCH(limits): elements waiting now.
+    pub fn len(&self) -> usize {
+        self.queue.lock().unwrap().len()
+    }
+
     /// Unblock one thread stuck in pop loop.
     pub fn unblock(&self) {
         let mut queue = self.queue.lock().unwrap();
