@@ -204,6 +204,7 @@ impl App {
                 config.miniserver_timeouts.value_max_age,
             )
             .with_visu_password(config.visu_password.clone())
+            .with_risk_rules(config.risk.clone())
             .with_verify_timeout(config.server.verify_timeout)
             .with_command_limits(config.command_limits),
         );

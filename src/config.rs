@@ -87,6 +87,12 @@
 //!                              # http://<Host header> (set it behind a TLS proxy)
 //! code_lifetime_secs = 300     # authorization codes are valid this long (1-600)
 //! access_token_lifetime_secs = 3600 # access tokens (API keys) last this long (60-86400)
+//!
+//! [risk]                       # controls added to a risk class (name, UUID or category,
+//!                              # see crate::home::risk); a human answers before they act
+//! access = ["Garage"]
+//! alarm = []
+//! house_wide = ["Heizstrahler"]
 //! ```
 
 use std::fmt;
@@ -120,6 +126,9 @@ pub struct Config {
     /// Visualisation password for secured controls (`[miniserver] visu_password`,
     /// `HOME_VISU_PASS`); also used with `--demo`. `Debug` shows `***`.
     pub visu_password: Option<Secret>,
+    /// The owner's additions to the risk classes (`[risk]`: `access`, `alarm`, `house_wide`,
+    /// lists of control names, UUIDs or category names; see [`crate::home::risk`]).
+    pub risk: crate::home::RiskRules,
     /// How HTTP requests authenticate (`[miniserver] auth`, default [`AuthMode::Auto`]).
     pub miniserver_auth: AuthMode,
     /// WebSocket event stream (default) or polling only.
@@ -282,6 +291,7 @@ impl Default for Config {
             poll: PollConfig::default(),
             log_level: log::LevelFilter::Info,
             visu_password: None,
+            risk: crate::home::RiskRules::default(),
             miniserver_auth: AuthMode::Auto,
             command_limits: crate::home::CommandLimits::default(),
             miniserver_live: LiveMode::WebSocket,
@@ -344,6 +354,20 @@ struct FileConfig {
     dashboard: FileDashboard,
     #[serde(default)]
     oauth: FileOAuth,
+    #[serde(default)]
+    risk: FileRisk,
+}
+
+/// `[risk]`: controls the owner adds to a risk class (name, UUID or category name).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileRisk {
+    #[serde(default)]
+    access: Vec<String>,
+    #[serde(default)]
+    alarm: Vec<String>,
+    #[serde(default)]
+    house_wide: Vec<String>,
 }
 
 /// `[oauth]`: `enabled`, `issuer`, `code_lifetime_secs`, `access_token_lifetime_secs`.
@@ -708,6 +732,11 @@ impl Config {
             .or(file.miniserver.visu_password)
             .filter(|p| !p.is_empty())
             .map(Secret::new);
+        cfg.risk = crate::home::RiskRules {
+            access: file.risk.access,
+            alarm: file.risk.alarm,
+            house_wide: file.risk.house_wide,
+        };
 
         if let Some(level) = env("SECURITY_LEVEL").or(file.auth.security_level) {
             cfg.auth.level = match level.trim() {

@@ -15,6 +15,7 @@ use super::bus::{Bus, Change, Event};
 use super::link::{LinkMode, LinkStatus};
 use super::model::{Control, Home};
 use super::primary::Primary;
+use super::risk::{Risk, RiskRules};
 use super::state::{Source, StateStore, StateValue, Value};
 use crate::auth::ratelimit::RateLimiter;
 
@@ -367,6 +368,8 @@ pub struct House {
     value_max_age: Duration,
     /// The configured visualisation password for secured controls, if any.
     visu_password: Option<Secret>,
+    /// The owner's additions to the risk classes ([`super::risk`]).
+    risk_rules: RiskRules,
     /// Wrong visualisation passwords in a row, and the end of the pause they caused.
     pin_failures: Mutex<(u32, Option<Instant>)>,
     bus: Arc<Bus>,
@@ -406,6 +409,7 @@ impl House {
             controller,
             value_max_age,
             visu_password: None,
+            risk_rules: RiskRules::default(),
             pin_failures: Mutex::new((0, None)),
             bus: Arc::new(Bus::default()),
             link: Arc::new(LinkStatus::new()),
@@ -553,6 +557,18 @@ impl House {
     /// Whether a visualisation password is configured.
     pub fn has_visu_password(&self) -> bool {
         self.visu_password.is_some()
+    }
+
+    /// Sets the owner's additions to the risk classes (`[risk]` of the configuration).
+    pub fn with_risk_rules(mut self, rules: RiskRules) -> Self {
+        self.risk_rules = rules;
+        self
+    }
+
+    /// The risk class of operating `c` ([`super::risk::class_of`] with the owner's rules): the
+    /// one place every tool asks.
+    pub fn risk(&self, c: &Control) -> Risk {
+        super::risk::class_of(&self.home(), c, &self.risk_rules)
     }
 
     /// The current model (cheap: an `Arc`).

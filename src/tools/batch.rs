@@ -283,13 +283,14 @@ use super::devices::plan_device;
 use super::{args, lights, view};
 use super::{
     confirm_schema, confirmation_data_schema, mark_unconfirmed, Caller, Confirmation, Ctx,
+    ToConfirm,
     Permission, Tool, ToolError, SETTER,
 };
 use crate::home::resolve::{fold, ResolveError};
 use std::time::{Duration, Instant};
 
 use crate::home::{
-    Action, Control, ControlKind, ControllerError, Event, Family, Home, House, LinkMode, Source,
+    Action, Control, ControlKind, ControllerError, Event, Family, Home, House, LinkMode, Risk, Source,
     Subscription, Value as HValue,
 };
 use crate::loxone::commands::command_for;
@@ -633,6 +634,22 @@ pub fn run_confirmed(
     };
     let (items, skipped) = withhold(house, items, caller);
     let q = (!items.is_empty() || skipped.is_empty()).then(|| question(house, &items, &ask));
+    let controls: Vec<String> = items
+        .iter()
+        .filter_map(|i| i.control.map(|c| c.uuid.clone()))
+        .collect();
+    let command: Vec<String> = items
+        .iter()
+        .map(|i| {
+            i.action.clone().unwrap_or_else(|| {
+                i.actions
+                    .iter()
+                    .map(super::action_label)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+        })
+        .collect();
     let run = |opts| {
         let mut report = run_permitted(house, items, opts, caller);
         report.skipped = skipped;
@@ -641,9 +658,20 @@ pub fn run_confirmed(
     let Some(q) = q else {
         return run(opts).into_data(header);
     };
-    let outcome = caller.confirm(confirm, &q);
-    if outcome == Confirmation::Go {
-        return run(opts).into_data(header);
+    let outcome = caller.confirm(
+        confirm,
+        &ToConfirm {
+            risk: Risk::HouseWide,
+            tool: ask.noun,
+            controls,
+            command: format!("{}: {}", ask.verb, command.join("; ")),
+            question: &q,
+        },
+    )?;
+    if let Confirmation::Go(_) = outcome {
+        let mut data = run(opts).into_data(header)?;
+        mark_unconfirmed(&mut data, &q, &outcome);
+        return Ok(data);
     }
     let dry = RunOptions {
         dry_run: true,
