@@ -22,6 +22,8 @@
 //!                              # $STATE_DIRECTORY (systemd StateDirectory=) or ./data
 //! verify_timeout_ms = 1500     # control tools wait up to this for a command's effect
 //!                              # (0 = do not verify; at most 30000)
+//! confirmation_lifetime_secs = 120 # a user's confirmation of an alarm, access or
+//!                              # house-wide command is awaited and valid this long (1-600)
 //! tool_cache_secs = 30         # answers of read-only tools are cached this long (0 = off,
 //!                              # at most 3600); any state change or command invalidates
 //! resource_cache_secs = 60     # resource contents likewise (0 = off, at most 3600)
@@ -212,6 +214,10 @@ pub struct ServerConfig {
     /// How long control tools wait for a command's effect (`verify_timeout_ms`, default
     /// 1500 ms; zero: no verification).
     pub verify_timeout: Duration,
+    /// How long a confirmation of an alarm, access or house-wide command lives, and so how
+    /// long the server waits for the user's answer (`confirmation_lifetime_secs`, default
+    /// 120 s, 1-600).
+    pub confirmation_lifetime: Duration,
     /// TTLs of the response caches (`tool_cache_secs`, default 30 s; `resource_cache_secs`,
     /// default 60 s; zero: off).
     pub caches: CacheConfig,
@@ -277,6 +283,7 @@ impl Default for ServerConfig {
             keep_alive: Duration::from_secs(15),
             data_dir: PathBuf::from(DEFAULT_DATA_DIR),
             verify_timeout: crate::home::house::DEFAULT_VERIFY_TIMEOUT,
+            confirmation_lifetime: crate::tools::confirm::LIFETIME,
             caches: CacheConfig::default(),
         }
     }
@@ -449,6 +456,7 @@ struct FileServer {
     keep_alive_secs: Option<u64>,
     data_dir: Option<String>,
     verify_timeout_ms: Option<u64>,
+    confirmation_lifetime_secs: Option<u64>,
     tool_cache_secs: Option<u64>,
     resource_cache_secs: Option<u64>,
 }
@@ -677,6 +685,15 @@ impl Config {
                 ));
             }
             cfg.server.verify_timeout = Duration::from_millis(ms);
+        }
+        if let Some(s) = file.server.confirmation_lifetime_secs {
+            if !(1..=600).contains(&s) {
+                return Err(invalid(
+                    "server.confirmation_lifetime_secs",
+                    "must be between 1 and 600 seconds",
+                ));
+            }
+            cfg.server.confirmation_lifetime = Duration::from_secs(s);
         }
         if let Some(s) = file.server.tool_cache_secs {
             cfg.server.caches.tool_ttl = cache_ttl(s, "server.tool_cache_secs")?;

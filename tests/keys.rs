@@ -32,6 +32,8 @@ fn key(role: Role, seq: u64, name: &str) -> ApiKey {
         permissions: vec![],
         rooms: vec![],
         categories: vec![],
+        model_confirms: false,
+        open_doors: false,
         usage: Usage::default(),
     }
 }

@@ -138,7 +138,7 @@ fn control_multiple_devices(
     let mut items = Vec::with_capacity(a.operations.len());
     for (i, op) in a.operations.iter().enumerate() {
         let asked = |k: &str| op.get(k).cloned().unwrap_or(Value::Null);
-        match plan_device(&home, op) {
+        match plan_device(&home, op, false) {
             Ok(p) => {
                 items.push(Item::new(&home, p.control, vec![p.action]).with_action(p.action_name))
             }
@@ -250,7 +250,7 @@ fn control_room_devices(
             ("action", json!(a.action)),
             ("value", json!(a.value)),
         ]);
-        match plan_device(&home, &op) {
+        match plan_device(&home, &op, false) {
             Ok(p) => items.push(Item::new(&home, c, vec![p.action])),
             Err(e @ ToolError::InvalidParams(_)) => return Err(e),
             Err(e) => items.push(Item::refused_for(&home, c, e)),
@@ -283,15 +283,14 @@ use super::devices::plan_device;
 use super::{args, lights, view};
 use super::{
     confirm_schema, confirmation_data_schema, mark_unconfirmed, Caller, Confirmation, Ctx,
-    ToConfirm,
-    Permission, Tool, ToolError, SETTER,
+    Permission, ToConfirm, Tool, ToolError, SETTER,
 };
 use crate::home::resolve::{fold, ResolveError};
 use std::time::{Duration, Instant};
 
 use crate::home::{
-    Action, Control, ControlKind, ControllerError, Event, Family, Home, House, LinkMode, Risk, Source,
-    Subscription, Value as HValue,
+    Action, Control, ControlKind, ControllerError, Event, Family, Home, House, LinkMode, Risk,
+    Source, Subscription, Value as HValue,
 };
 use crate::loxone::commands::command_for;
 
@@ -629,6 +628,18 @@ pub fn run_confirmed(
     ask: Option<Ask>,
     header: Value,
 ) -> Result<Value, ToolError> {
+    // A control the owner put in the alarm or house-wide class asks whatever the size
+    // (batches never open gates or doors: `devices::plan` refuses it).
+    let owner_class = items
+        .iter()
+        .filter(|i| i.refused.is_none())
+        .filter_map(|i| i.control)
+        .map(|c| house.risk(c))
+        .filter(|r| *r != Risk::Access)
+        .max()
+        .filter(|r| r.needs_confirmation());
+    let risk = owner_class.unwrap_or(Risk::HouseWide);
+    let ask = ask.or_else(|| owner_class.map(|_| Ask::new("Operate", "devices")));
     let Some(ask) = ask.filter(|_| !opts.dry_run) else {
         return run(house, items, opts, caller).into_data(header);
     };
@@ -661,7 +672,7 @@ pub fn run_confirmed(
     let outcome = caller.confirm(
         confirm,
         &ToConfirm {
-            risk: Risk::HouseWide,
+            risk,
             tool: ask.noun,
             controls,
             command: format!("{}: {}", ask.verb, command.join("; ")),

@@ -139,6 +139,11 @@ impl Pending {
             .remove(id);
     }
 
+    /// How long a confirmation lives (and the user's answer is awaited).
+    pub fn lifetime(&self) -> Duration {
+        self.lifetime
+    }
+
     /// Confirmations waiting.
     pub fn len(&self) -> usize {
         self.entries.lock().unwrap_or_else(|e| e.into_inner()).len()
@@ -194,7 +199,11 @@ mod tests {
         ] {
             let id = p.file(b.clone(), t0).unwrap();
             assert_eq!(p.redeem(&id, &other, t0), Err(Refusal::Mismatch));
-            assert_eq!(p.redeem(&id, &b, t0), Err(Refusal::Unknown), "gone after a try");
+            assert_eq!(
+                p.redeem(&id, &b, t0),
+                Err(Refusal::Unknown),
+                "gone after a try"
+            );
         }
 
         let id = p.file(b.clone(), t0).unwrap();
@@ -209,14 +218,9 @@ mod tests {
         for _ in 0..CAPACITY {
             p.file(binding("gate", "open", "k"), t0).unwrap();
         }
-        assert_eq!(
-            p.file(binding("gate", "open", "k"), t0),
-            Err(Refusal::Full)
-        );
+        assert_eq!(p.file(binding("gate", "open", "k"), t0), Err(Refusal::Full));
         // Expired entries make room.
-        assert!(p
-            .file(binding("gate", "open", "k"), t0 + LIFETIME)
-            .is_ok());
+        assert!(p.file(binding("gate", "open", "k"), t0 + LIFETIME).is_ok());
         assert_eq!(p.len(), 1);
     }
 }

@@ -21,8 +21,8 @@ mod audio;
 mod batch;
 mod blinds;
 pub mod cache;
-pub mod confirm;
 mod climate;
+pub mod confirm;
 mod devices;
 mod lights;
 pub mod schema;
@@ -90,9 +90,6 @@ pub struct Caller {
     /// The pending confirmations of the server ([`confirm::Pending`]).
     pub pending: Arc<confirm::Pending>,
 }
-
-/// How long an `elicitation/create` waits for the user's answer.
-pub const ELICITATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// The logger name of `notifications/message` sent for writes.
 pub const LOGGER: &str = "home-mcp";
@@ -191,6 +188,15 @@ impl Caller {
             .and_then(|c| c.access.as_deref())
     }
 
+    /// Whether the key's owner allows it to open gates, doors and locks (each opening is
+    /// still confirmed by a person).
+    pub fn opens_doors(&self) -> bool {
+        self.request
+            .as_ref()
+            .and_then(|r| r.caller.as_ref())
+            .is_some_and(|c| c.open_doors)
+    }
+
     /// Whether the request's key is a device key (limited to the controls of its allow-list).
     pub fn limited_to_devices(&self) -> bool {
         self.access().is_some_and(|a| a.limits_devices())
@@ -284,7 +290,11 @@ impl Caller {
     ///   how the owner can allow otherwise.
     ///
     /// [`Risk::model_may_confirm`]: crate::home::Risk::model_may_confirm
-    pub fn confirm(&self, confirm: Option<bool>, ask: &ToConfirm) -> Result<Confirmation, ToolError> {
+    pub fn confirm(
+        &self,
+        confirm: Option<bool>,
+        ask: &ToConfirm,
+    ) -> Result<Confirmation, ToolError> {
         use confirm::ConfirmedBy;
         if self.confirmed {
             return Ok(Confirmation::Go(ConfirmedBy::Workflow));
@@ -296,8 +306,8 @@ impl Caller {
                 Confirmation::DryRun(None)
             });
         };
-        let model_may = ask.risk.model_may_confirm()
-            && r.caller.as_ref().is_some_and(|c| c.model_confirms);
+        let model_may =
+            ask.risk.model_may_confirm() && r.caller.as_ref().is_some_and(|c| c.model_confirms);
         if model_may && confirm == Some(true) {
             return Ok(Confirmation::Go(ConfirmedBy::Model));
         }
@@ -309,9 +319,9 @@ impl Caller {
             return Err(ToolError::Refused {
                 code: "HUMAN_CONFIRMATION_REQUIRED",
                 message: format!(
-                    "nothing was sent: {} needs a person's answer ({} action), and this MCP client cannot ask its user (it did not declare the elicitation capability). {}",
-                    ask.question,
+                    "nothing was sent: this {} action needs a person's answer (\"{}\"), and this MCP client cannot ask its user (it did not declare the elicitation capability). {}",
                     ask.risk.as_str(),
+                    ask.question,
                     if ask.risk.model_may_confirm() {
                         "Use a client that supports elicitation, or the server's owner can let the model confirm such actions for this key (home-mcp keys update KEY --model-confirms yes)."
                     } else {
@@ -355,7 +365,7 @@ impl Caller {
         });
         let answer = peer
             .0
-            .request("elicitation/create", params, ELICITATION_TIMEOUT);
+            .request("elicitation/create", params, self.pending.lifetime());
         let outcome = match answer {
             Ok(answer) => {
                 let action = answer["action"].as_str().unwrap_or("cancel");
@@ -380,10 +390,7 @@ impl Caller {
             }
             Err(e) => {
                 log::warn!("elicitation for {}: {}", self.label, e.message);
-                Confirmation::Cancelled(format!(
-                    "the user's answer did not arrive ({})",
-                    e.message
-                ))
+                Confirmation::Cancelled(format!("the user's answer did not arrive ({})", e.message))
             }
         };
         self.pending.drop_id(&id);
@@ -631,6 +638,8 @@ pub struct HomeTools {
     /// Calls of tools that act, finished: with the house's generation, what cache entries are
     /// checked against (workflow changes do not touch the house).
     writes: AtomicU64,
+    /// The pending confirmations every call of this catalogue shares.
+    pending: Arc<confirm::Pending>,
 }
 
 impl HomeTools {
@@ -649,7 +658,15 @@ impl HomeTools {
             tool_cache: Cache::new(Duration::ZERO, 1),
             resource_cache: Cache::new(Duration::ZERO, 1),
             writes: AtomicU64::new(0),
+            pending: Arc::new(confirm::Pending::default()),
         }
+    }
+
+    /// Confirmations live (and the user's answer is awaited) `lifetime` instead of
+    /// [`confirm::LIFETIME`].
+    pub fn with_confirmation_lifetime(mut self, lifetime: Duration) -> Self {
+        self.pending = Arc::new(confirm::Pending::with_lifetime(lifetime));
+        self
     }
 
     /// Turns the response caches on (spec §8: read-only tools 30 s, resources 60 s by
@@ -847,6 +864,7 @@ impl Handler for HomeTools {
     ) -> Result<CallToolResult, RpcError> {
         let caller = Caller {
             request: Some(ctx.clone()),
+            pending: self.pending.clone(),
             ..Caller::new(match &ctx.session_id {
                 Some(s) => format!("{}:{}", ctx.transport, &s[..s.len().min(8)]),
                 None => ctx.transport.to_string(),

@@ -522,20 +522,29 @@ fn execute_workflow(
                 risk,
                 tool: "execute_workflow",
                 controls: vec![w.id.to_string()],
-                command: format!("run {}", serde_json::to_string(&w.steps).unwrap_or_default()),
+                command: format!(
+                    "run {}",
+                    serde_json::to_string(&w.steps).unwrap_or_default()
+                ),
                 question: &q,
             };
             Some((caller.confirm(a.confirm, &ask)?, q))
         }
         _ => None,
     };
-    let unconfirmed = confirmation
-        .as_ref()
-        .filter(|(c, _)| c.by().is_none());
+    let unconfirmed = confirmation.as_ref().filter(|(c, _)| c.by().is_none());
     let confirmed_by = confirmation.as_ref().and_then(|(c, _)| c.by());
     let dry_run = dry_run || unconfirmed.is_some();
     let confirmed = confirmed_by.is_some();
-    let mut out = run(ctx, &planned, caller, &label, dry_run, stop_on_error, confirmed);
+    let mut out = run(
+        ctx,
+        &planned,
+        caller,
+        &label,
+        dry_run,
+        stop_on_error,
+        confirmed,
+    );
     if let Some((outcome, q)) = unconfirmed {
         super::mark_unconfirmed(&mut out, q, outcome);
     }
