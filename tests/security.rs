@@ -325,9 +325,10 @@ fn missing_pin_says_how_to_configure_it() {
     );
     assert_eq!(e["code"], "INVALID_PARAMETERS");
     let msg = e["message"].as_str().unwrap();
+    assert!(msg.contains("HOME_VISU_PASS"), "{msg}");
     assert!(
-        msg.contains("HOME_VISU_PASS") && msg.contains("code"),
-        "{msg}"
+        !msg.contains("code"),
+        "the model is not invited to ask for the password: {msg}"
     );
     let e = tool_error(&r.tools, "arm_alarm", json!({"confirm": true}));
     assert!(e["message"].as_str().unwrap().contains("visu_password"));

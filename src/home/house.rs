@@ -272,9 +272,10 @@ impl fmt::Display for ControllerError {
             }
             ControllerError::VisuPasswordMissing(name) => write!(
                 f,
-                "{name} is secured with the Loxone visualisation password: pass it as `code`, \
-                 or configure it (visu_password in the [miniserver] section of the config file, \
-                 or the HOME_VISU_PASS environment variable)"
+                "{name} is secured with the Loxone visualisation password, which this server does \
+                 not have: its owner configures it (visu_password in the [miniserver] section of \
+                 the config file, or the HOME_VISU_PASS environment variable); the password is \
+                 not for the chat"
             ),
             ControllerError::VisuPasswordWrong => f.write_str(
                 "the Miniserver refused the visualisation password (code 500): the code is wrong",
