@@ -424,7 +424,7 @@ pub(crate) fn mark_unconfirmed(data: &mut Value, question: &str, outcome: &Confi
 /// JSON Schema of the `confirm` argument: what happens without it (the tools' descriptions say
 /// what needs confirmation).
 pub(crate) fn confirm_schema() -> Value {
-    json!({"type": "boolean", "description": "Counts only for keys whose owner lets the model confirm; otherwise the user is asked"})
+    json!({"type": "boolean", "description": "Counts only where the key's owner allows it; else the user is asked"})
 }
 
 /// The schema properties a confirmable tool adds to its `data` (`confirmation` carries the
