@@ -808,6 +808,37 @@ mod tests {
     }
 
     #[test]
+    fn a_database_from_before_confirmed_by_gets_the_column() {
+        let dir = std::env::temp_dir().join(format!("audit-migrate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("audit.db");
+        let _ = std::fs::remove_file(&path);
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE audit (id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT NOT NULL,
+                 key_name TEXT NOT NULL, key_id TEXT, ip TEXT, transport TEXT NOT NULL,
+                 operation TEXT NOT NULL, target TEXT NOT NULL, result TEXT NOT NULL,
+                 latency_ms INTEGER NOT NULL);
+                 INSERT INTO audit (time, key_name, transport, operation, target, result,
+                 latency_ms) VALUES ('2099-01-01T00:00:00.000Z', 'old', 'http', 'disarm_alarm',
+                 '', 'ok', 1);",
+            )
+            .unwrap();
+        }
+        let log = AuditLog::open(&path, 30).unwrap();
+        let mut e = entry("2099-01-02T00:00:00.000Z", "new", "disarm_alarm", "ok");
+        e.confirmed_by = Some("user (elicitation)".into());
+        log.record(e);
+        let rows = log.query(&Query::default()).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].confirmed_by.as_deref(), Some("user (elicitation)"));
+        assert_eq!(rows[1].confirmed_by, None, "the old row has none");
+        drop(log);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn drop_commits_the_queue_and_retention_prunes() {
         let dir = std::env::temp_dir().join(format!("audit-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
