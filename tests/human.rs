@@ -40,6 +40,11 @@ const BOTH_ALLOWED: &str = "homekey_custom_5_ee";
 /// The demo Miniserver and the server with the four keys; confirmations live
 /// `lifetime_secs` (and the server waits that long for an answer).
 fn serve(lifetime_secs: u64) -> (Miniserver, Served) {
+    serve_with(lifetime_secs, "")
+}
+
+/// [`serve`] with more configuration (`[risk]`).
+fn serve_with(lifetime_secs: u64, extra: &str) -> (Miniserver, Served) {
     let ms = Miniserver::demo();
     let keys = serde_json::to_string(&[
         operator(PLAIN, false, false),
@@ -52,7 +57,7 @@ fn serve(lifetime_secs: u64) -> (Miniserver, Served) {
     let served = Served::start(
         &ms,
         &format!(
-            "[server]\nconfirmation_lifetime_secs = {lifetime_secs}\n[auth]\nsecurity_level = \"staging\"\n"
+            "[server]\nconfirmation_lifetime_secs = {lifetime_secs}\n[auth]\nsecurity_level = \"staging\"\n{extra}"
         ),
         &[
             ("HOME_KEY_BACKEND", "env"),
@@ -249,7 +254,7 @@ fn a_gate_opens_only_after_the_user_accepts() {
     assert_ne!(r.answer["result"]["isError"], true, "{}", r.answer);
     let q = &r.asked[0]["params"];
     let message = q["message"].as_str().unwrap();
-    assert_eq!(message, "Open Garagentor (Garage): on?");
+    assert_eq!(message, "Open Garagentor (Garage)?");
     assert_eq!(
         q["requestedSchema"]["properties"]["confirm"]["type"],
         "boolean"
@@ -513,4 +518,33 @@ fn a_key_can_let_the_model_confirm_house_wide_and_alarm_but_never_doors() {
         r.answer
     );
     assert!(sent(&ms, GATE).is_empty());
+}
+
+#[test]
+fn a_control_the_owner_puts_in_a_class_asks_too() {
+    const KITCHEN: &str = "1d5c3a92-0209-520e-ffff504f94d0e5a1";
+    let (ms, served) = serve_with(120, &format!("[risk]\nhouse_wide = [\"{KITCHEN}\"]\n"));
+    let c = client(&served, PLAIN, true);
+    let on = json!({"device": KITCHEN, "action": "on"});
+    let r = call(&c, 1, "control_device", on.clone(), Reply::Decline);
+    assert_eq!(r.asked.len(), 1, "{}", r.answer);
+    assert_eq!(r.asked[0]["params"]["message"], "Deckenlicht (Küche): on?");
+    assert!(sent(&ms, KITCHEN).is_empty());
+    let r = call(&c, 2, "control_device", on, Reply::Accept);
+    assert_eq!(
+        r.envelope()["data"]["confirmed_by"],
+        "user (elicitation)",
+        "{}",
+        r.answer
+    );
+    assert_eq!(sent(&ms, KITCHEN), ["on"]);
+    // Another light is not in the class: nobody is asked.
+    let r = call(
+        &c,
+        3,
+        "control_device",
+        json!({"device": "Flurlicht", "action": "on"}),
+        Reply::Decline,
+    );
+    assert!(r.asked.is_empty(), "{}", r.answer);
 }

@@ -86,10 +86,12 @@ pub fn class_of(home: &Home, c: &Control, rules: &RiskRules) -> Risk {
         .map(|cat| fold(&cat.name));
     let name = fold(&c.name);
     let listed = |entries: &[String]| {
-        entries.iter().any(|e| {
-            let e = fold(e);
+        entries.iter().any(|raw| {
+            let e = fold(raw);
             !e.is_empty()
-                && (e == name || e.eq_ignore_ascii_case(&c.uuid) || category.as_ref() == Some(&e))
+                && (e == name
+                    || raw.trim().eq_ignore_ascii_case(&c.uuid)
+                    || category.as_ref() == Some(&e))
         })
     };
     let by_owner = [

@@ -652,21 +652,22 @@ fn control_device(
         return Ok(data);
     }
     if needs {
-        let question = format!(
-            "{} {}{}: {}{}?",
-            match risk {
-                Risk::Access if p.opens => "Open",
-                _ => "Operate",
-            },
-            p.control.name,
-            home.room_name(p.control)
-                .map(|r| format!(" ({r})"))
-                .unwrap_or_default(),
-            p.action_name,
-            p.value
-                .map(|v| format!(" {}", args::short_number(v)))
-                .unwrap_or_default(),
-        );
+        // "Open Garagentor (Garage)?", "Heizstrahler (Bad): on?"
+        let room = home
+            .room_name(p.control)
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default();
+        let question = match risk {
+            Risk::Access => format!("Open {}{room}?", p.control.name),
+            _ => format!(
+                "{}{room}: {}{}?",
+                p.control.name,
+                p.action_name,
+                p.value
+                    .map(|v| format!(" {}", args::short_number(v)))
+                    .unwrap_or_default()
+            ),
+        };
         let outcome = caller.confirm(
             confirm,
             &ToConfirm {
