@@ -548,3 +548,33 @@ fn a_control_the_owner_puts_in_a_class_asks_too() {
     );
     assert!(r.asked.is_empty(), "{}", r.answer);
 }
+
+#[test]
+fn a_workflow_the_model_confirmed_does_not_open_a_gate() {
+    let (ms, served) = serve(120);
+    let c = client(&served, BOTH_ALLOWED, false);
+    let r = call(
+        &c,
+        1,
+        "create_workflow",
+        json!({"name": "Heimkommen", "steps": [
+            {"tool": "arm_alarm", "arguments": {"alarm": ALARM, "delayed": false}},
+            {"tool": "control_device", "arguments": {"device": GATE, "action": "on"}}
+        ]}),
+        Reply::Accept,
+    );
+    assert_ne!(r.answer["result"]["isError"], true, "{}", r.answer);
+    let r = call(
+        &c,
+        2,
+        "execute_workflow",
+        json!({"name": "Heimkommen", "confirm": true}),
+        Reply::Accept,
+    );
+    let data = r.envelope()["data"].clone();
+    assert_eq!(data["confirmed_by"], "model (key allows)", "{}", r.answer);
+    assert_eq!(data["steps"][0]["status"], "success", "{data}");
+    assert_eq!(data["steps"][1]["status"], "error", "{data}");
+    assert_eq!(sent(&ms, ALARM).len(), 1, "the alarm step ran");
+    assert!(sent(&ms, GATE).is_empty(), "the gate needs a person");
+}

@@ -84,9 +84,10 @@ pub struct Caller {
     /// Whether this call may send `notifications/progress` (false for the steps of a workflow:
     /// the workflow reports per step, and progress must only grow).
     pub reports_progress: bool,
-    /// The user already agreed to what this call does (the enclosing workflow was confirmed):
-    /// tools that ask for confirmation go ahead.
-    pub confirmed: bool,
+    /// Who already agreed to what this call does (the enclosing workflow was confirmed):
+    /// tools that ask for confirmation go ahead, except that opening a gate or door needs a
+    /// person's answer of its own when the model confirmed the workflow.
+    pub confirmed: Option<confirm::ConfirmedBy>,
     /// The pending confirmations of the server ([`confirm::Pending`]).
     pub pending: Arc<confirm::Pending>,
 }
@@ -135,14 +136,18 @@ impl Caller {
             label: label.into(),
             request: None,
             reports_progress: true,
-            confirmed: false,
+            confirmed: None,
             pending: Arc::new(confirm::Pending::default()),
         }
     }
 
     /// The same caller working for an enclosing call (a workflow step): another label, no
     /// progress of its own, and `confirmed` as given.
-    pub fn nested(&self, label: impl Into<String>, confirmed: bool) -> Self {
+    pub fn nested(
+        &self,
+        label: impl Into<String>,
+        confirmed: Option<confirm::ConfirmedBy>,
+    ) -> Self {
         Caller {
             label: label.into(),
             request: self.request.clone(),
@@ -279,7 +284,8 @@ impl Caller {
     /// Whether the command `ask` describes may go, and who confirmed it: the one decision of
     /// issue 20.
     ///
-    /// - the enclosing workflow was confirmed by the user: go;
+    /// - the enclosing workflow was confirmed: go (when the model confirmed it, only for the
+    ///   classes the model may confirm: a gate still needs a person);
     /// - in process (no MCP request): `confirm: true` goes, else the dry run;
     /// - the key's owner lets the model confirm this class ([`Risk::model_may_confirm`]) and
     ///   the model passed `confirm: true`: go;
@@ -296,8 +302,11 @@ impl Caller {
         ask: &ToConfirm,
     ) -> Result<Confirmation, ToolError> {
         use confirm::ConfirmedBy;
-        if self.confirmed {
-            return Ok(Confirmation::Go(ConfirmedBy::Workflow));
+        match self.confirmed {
+            Some(ConfirmedBy::Model) if !ask.risk.model_may_confirm() => {}
+            Some(ConfirmedBy::Model) => return Ok(Confirmation::Go(ConfirmedBy::Model)),
+            Some(_) => return Ok(Confirmation::Go(ConfirmedBy::Workflow)),
+            None => {}
         }
         let Some(r) = self.request.as_ref() else {
             return Ok(if confirm == Some(true) {

@@ -535,7 +535,6 @@ fn execute_workflow(
     let unconfirmed = confirmation.as_ref().filter(|(c, _)| c.by().is_none());
     let confirmed_by = confirmation.as_ref().and_then(|(c, _)| c.by());
     let dry_run = dry_run || unconfirmed.is_some();
-    let confirmed = confirmed_by.is_some();
     let mut out = run(
         ctx,
         &planned,
@@ -543,7 +542,7 @@ fn execute_workflow(
         &label,
         dry_run,
         stop_on_error,
-        confirmed,
+        confirmed_by,
     );
     if let Some((outcome, q)) = unconfirmed {
         super::mark_unconfirmed(&mut out, q, outcome);
@@ -645,7 +644,7 @@ fn run(
     label: &str,
     dry_run: bool,
     stop_on_error: bool,
-    confirmed: bool,
+    confirmed: Option<super::confirm::ConfirmedBy>,
 ) -> Value {
     let started = Instant::now();
     let caller = &outer.nested(label, confirmed);
@@ -835,7 +834,7 @@ fn execute_workflow_demo(
     let steps = demo_plan(ctx, caller);
     let label = format!("{} (demo workflow)", caller.label);
     let home = ctx.home();
-    let mut out = run(ctx, &steps, caller, &label, dry_run, false, false);
+    let mut out = run(ctx, &steps, caller, &label, dry_run, false, None);
     out["workflow"] = json!({
         "name": "demo",
         "permission": Permission::Control.as_str(),
