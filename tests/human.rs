@@ -578,3 +578,38 @@ fn a_workflow_the_model_confirmed_does_not_open_a_gate() {
     assert_eq!(sent(&ms, ALARM).len(), 1, "the alarm step ran");
     assert!(sent(&ms, GATE).is_empty(), "the gate needs a person");
 }
+
+#[test]
+fn a_gate_step_of_a_confirmed_workflow_gets_its_own_question() {
+    let (ms, served) = serve(120);
+    let c = client(&served, DOORS, true);
+    call(
+        &c,
+        1,
+        "create_workflow",
+        json!({"name": "Ankommen", "steps": [
+            {"tool": "arm_alarm", "arguments": {"alarm": ALARM, "delayed": false}},
+            {"tool": "control_device", "arguments": {"device": GATE, "action": "on"}}
+        ]}),
+        Reply::Accept,
+    );
+    // The user says yes to the workflow, then no to the gate.
+    let mut s = open_call(&c, 2, "execute_workflow", json!({"name": "Ankommen"}));
+    let mut asked = Vec::new();
+    let answer = read_answer(&mut s, 2, |q| {
+        asked.push(q["params"]["message"].as_str().unwrap_or("").to_string());
+        let reply = if asked.len() == 1 {
+            json!({"action": "accept", "content": {"confirm": true}})
+        } else {
+            json!({"action": "decline"})
+        };
+        answer_question(&c, &q["id"], reply);
+    });
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(asked[0].starts_with("Run the workflow"), "{asked:?}");
+    assert_eq!(asked[1], "Open Garagentor (Garage)?");
+    let data = envelope_of(&answer)["data"].clone();
+    assert_eq!(data["steps"][0]["status"], "success", "{data}");
+    assert_eq!(sent(&ms, ALARM).len(), 1);
+    assert!(sent(&ms, GATE).is_empty(), "declined: {data}");
+}

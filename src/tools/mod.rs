@@ -85,8 +85,8 @@ pub struct Caller {
     /// the workflow reports per step, and progress must only grow).
     pub reports_progress: bool,
     /// Who already agreed to what this call does (the enclosing workflow was confirmed):
-    /// tools that ask for confirmation go ahead, except that opening a gate or door needs a
-    /// person's answer of its own when the model confirmed the workflow.
+    /// tools that ask for confirmation go ahead, except that opening a gate or door gets a
+    /// person's answer of its own.
     pub confirmed: Option<confirm::ConfirmedBy>,
     /// The pending confirmations of the server ([`confirm::Pending`]).
     pub pending: Arc<confirm::Pending>,
@@ -284,8 +284,8 @@ impl Caller {
     /// Whether the command `ask` describes may go, and who confirmed it: the one decision of
     /// issue 20.
     ///
-    /// - the enclosing workflow was confirmed: go (when the model confirmed it, only for the
-    ///   classes the model may confirm: a gate still needs a person);
+    /// - the enclosing workflow was confirmed: go, except for opening a gate or door, which
+    ///   gets a question of its own;
     /// - in process (no MCP request): `confirm: true` goes, else the dry run;
     /// - the key's owner lets the model confirm this class ([`Risk::model_may_confirm`]) and
     ///   the model passed `confirm: true`: go;
@@ -303,7 +303,8 @@ impl Caller {
     ) -> Result<Confirmation, ToolError> {
         use confirm::ConfirmedBy;
         match self.confirmed {
-            Some(ConfirmedBy::Model) if !ask.risk.model_may_confirm() => {}
+            // A gate or door gets a question of its own, whoever confirmed the workflow.
+            Some(_) if ask.risk == crate::home::Risk::Access => {}
             Some(ConfirmedBy::Model) => return Ok(Confirmation::Go(ConfirmedBy::Model)),
             Some(_) => return Ok(Confirmation::Go(ConfirmedBy::Workflow)),
             None => {}
