@@ -35,6 +35,8 @@ fn key(i: usize, role: Role) -> ApiKey {
         permissions: vec![],
         rooms: vec![],
         categories: vec![],
+        model_confirms: false,
+        open_doors: false,
         usage: Usage::default(),
     }
 }

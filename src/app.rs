@@ -204,6 +204,7 @@ impl App {
                 config.miniserver_timeouts.value_max_age,
             )
             .with_visu_password(config.visu_password.clone())
+            .with_risk_rules(config.risk.clone())
             .with_verify_timeout(config.server.verify_timeout)
             .with_command_limits(config.command_limits),
         );
@@ -219,7 +220,8 @@ impl App {
         });
         let tools = Arc::new(
             HomeTools::with_store(house.clone(), workflows.clone())
-                .with_caches(config.server.caches),
+                .with_caches(config.server.caches)
+                .with_confirmation_lifetime(config.server.confirmation_lifetime),
         );
         // The demo serves loopback without keys (development level) and writes nothing to
         // disk, unless `--demo --key-store PATH` names a store (browser tests, trying the admin
@@ -330,6 +332,7 @@ impl App {
                                 "target": e.target,
                                 "result": e.result,
                                 "latency_ms": e.latency_ms,
+                                "confirmed_by": e.confirmed_by,
                             })
                         })
                         .collect(),

@@ -15,6 +15,7 @@
 //! | `target` | `Kitchen Light` | what the arguments name ([`target_of`]): never codes, PINs or passwords |
 //! | `result` | `ok`, `DEVICE_NOT_FOUND` | `ok` or the error code (spec §7.1) |
 //! | `latency_ms` | `42` | wall time of the call in milliseconds |
+//! | `confirmed_by` | `user (elicitation)` | who confirmed an alarm, access or house-wide command (issue 20): `user (elicitation)`, `user (workflow)`, `model (key allows)`; `null` when nobody had to |
 //!
 //! Storage: SQLite at `<data_dir>/audit.db` (mode 0600), in memory for `--demo`. Requests never
 //! wait for the disk: [`AuditLog::record`] puts the entry on a bounded queue
@@ -122,6 +123,8 @@ pub struct Entry {
     pub result: String,
     /// Milliseconds.
     pub latency_ms: u64,
+    /// Who confirmed the command (`None`: it needed no confirmation, or was not sent).
+    pub confirmed_by: Option<String>,
 }
 
 impl Entry {
@@ -153,7 +156,14 @@ impl Entry {
             target: target.to_string(),
             result: result.to_string(),
             latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
+            confirmed_by: None,
         }
+    }
+
+    /// The entry with who confirmed its command.
+    pub fn confirmed_by(mut self, by: Option<String>) -> Self {
+        self.confirmed_by = by;
+        self
     }
 }
 
@@ -211,9 +221,23 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS audit (
     operation TEXT NOT NULL,
     target TEXT NOT NULL,
     result TEXT NOT NULL,
-    latency_ms INTEGER NOT NULL
+    latency_ms INTEGER NOT NULL,
+    confirmed_by TEXT
 );
 CREATE INDEX IF NOT EXISTS audit_time ON audit(time);";
+
+/// Adds the `confirmed_by` column to a database made before it existed.
+fn add_confirmed_by(conn: &Connection) -> Result<(), AuditError> {
+    let has = conn
+        .prepare("SELECT 1 FROM pragma_table_info('audit') WHERE name = 'confirmed_by'")
+        .and_then(|mut s| s.exists([]))
+        .map_err(sql)?;
+    if !has {
+        conn.execute_batch("ALTER TABLE audit ADD COLUMN confirmed_by TEXT")
+            .map_err(sql)?;
+    }
+    Ok(())
+}
 
 impl AuditLog {
     /// Opens (or creates, mode 0600) the database at `path`, prunes rows older than
@@ -239,6 +263,7 @@ impl AuditLog {
 
     fn start(conn: Connection, retention_days: u32) -> Result<Arc<AuditLog>, AuditError> {
         conn.execute_batch(SCHEMA).map_err(sql)?;
+        add_confirmed_by(&conn)?;
         let conn = Arc::new(Mutex::new(conn));
         let (tx, rx) = bounded::<Msg>(QUEUE_CAPACITY);
         let log = Arc::new(AuditLog {
@@ -347,7 +372,7 @@ impl AuditLog {
         let mut stmt = conn
             .prepare(
                 "SELECT time, key_name, key_id, ip, transport, operation, target, result,
-                        latency_ms FROM audit
+                        latency_ms, confirmed_by FROM audit
                  WHERE (?1 IS NULL OR time >= ?1) AND (?2 IS NULL OR key_name = ?2)
                    AND (?3 IS NULL OR operation = ?3) AND (?4 IS NULL OR result = ?4)
                  ORDER BY time DESC, id DESC LIMIT ?5",
@@ -367,6 +392,7 @@ impl AuditLog {
                         target: r.get(6)?,
                         result: r.get(7)?,
                         latency_ms: r.get::<_, i64>(8)?.max(0) as u64,
+                        confirmed_by: r.get(9)?,
                     })
                 },
             )
@@ -472,7 +498,8 @@ fn insert_batch(conn: &mut Connection, batch: &[Entry]) -> Result<(), AuditError
         let mut stmt = tx
             .prepare_cached(
                 "INSERT INTO audit (time, key_name, key_id, ip, transport, operation, target,
-                                    result, latency_ms) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
+                                    result, latency_ms, confirmed_by)
+                 VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)",
             )
             .map_err(sql)?;
         for e in batch {
@@ -485,7 +512,8 @@ fn insert_batch(conn: &mut Connection, batch: &[Entry]) -> Result<(), AuditError
                 e.operation,
                 e.target,
                 e.result,
-                i64::try_from(e.latency_ms).unwrap_or(i64::MAX)
+                i64::try_from(e.latency_ms).unwrap_or(i64::MAX),
+                e.confirmed_by
             ])
             .map_err(sql)?;
         }
@@ -572,6 +600,17 @@ pub fn error_code(result: &CallToolResult) -> String {
     "ERROR".into()
 }
 
+/// Who confirmed the command of a tool result (`data.confirmed_by` of its envelope, see
+/// `tools::mark_unconfirmed`), if anybody had to.
+pub fn confirmed_by_of(result: &CallToolResult) -> Option<String> {
+    result
+        .structured_content
+        .as_ref()
+        .and_then(|v| v.pointer("/data/confirmed_by"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
 /// Whether a call with this permission changes state (and is audited).
 pub fn state_changing(permission: Option<Permission>) -> bool {
     permission.is_some_and(|p| p >= Permission::Control)
@@ -624,14 +663,18 @@ impl Handler for AuditedHandler {
             Err(e) if e.code == RpcError::INVALID_PARAMS => "INVALID_PARAMETERS".into(),
             Err(_) => "INTERNAL_ERROR".into(),
         };
-        self.log.record(Entry::new(
-            ctx.caller.as_ref(),
-            ctx.transport,
-            name,
-            &target,
-            &outcome,
-            started.elapsed(),
-        ));
+        let confirmed_by = result.as_ref().ok().and_then(confirmed_by_of);
+        self.log.record(
+            Entry::new(
+                ctx.caller.as_ref(),
+                ctx.transport,
+                name,
+                &target,
+                &outcome,
+                started.elapsed(),
+            )
+            .confirmed_by(confirmed_by),
+        );
         result
     }
     fn call_tool_shared(
@@ -703,6 +746,7 @@ mod tests {
             target: "Kitchen Light".into(),
             result: result.into(),
             latency_ms: 3,
+            confirmed_by: None,
         }
     }
 
@@ -779,6 +823,37 @@ mod tests {
     }
 
     #[test]
+    fn a_database_from_before_confirmed_by_gets_the_column() {
+        let dir = std::env::temp_dir().join(format!("audit-migrate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("audit.db");
+        let _ = std::fs::remove_file(&path);
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE audit (id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT NOT NULL,
+                 key_name TEXT NOT NULL, key_id TEXT, ip TEXT, transport TEXT NOT NULL,
+                 operation TEXT NOT NULL, target TEXT NOT NULL, result TEXT NOT NULL,
+                 latency_ms INTEGER NOT NULL);
+                 INSERT INTO audit (time, key_name, transport, operation, target, result,
+                 latency_ms) VALUES ('2099-01-01T00:00:00.000Z', 'old', 'http', 'disarm_alarm',
+                 '', 'ok', 1);",
+            )
+            .unwrap();
+        }
+        let log = AuditLog::open(&path, 30).unwrap();
+        let mut e = entry("2099-01-02T00:00:00.000Z", "new", "disarm_alarm", "ok");
+        e.confirmed_by = Some("user (elicitation)".into());
+        log.record(e);
+        let rows = log.query(&Query::default()).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].confirmed_by.as_deref(), Some("user (elicitation)"));
+        assert_eq!(rows[1].confirmed_by, None, "the old row has none");
+        drop(log);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn drop_commits_the_queue_and_retention_prunes() {
         let dir = std::env::temp_dir().join(format!("audit-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -847,6 +922,7 @@ mod tests {
             key_id: Some("homekey_admin_1_00112233445566778899aabbccddeeff".into()),
             ip: Some("127.0.0.1".parse().unwrap()),
             access: None,
+            ..Caller::default()
         };
         let e = Entry::new(
             Some(&caller),

@@ -22,6 +22,8 @@
 //!                              # $STATE_DIRECTORY (systemd StateDirectory=) or ./data
 //! verify_timeout_ms = 1500     # control tools wait up to this for a command's effect
 //!                              # (0 = do not verify; at most 30000)
+//! confirmation_lifetime_secs = 120 # a user's confirmation of an alarm, access or
+//!                              # house-wide command is awaited and valid this long (1-600)
 //! tool_cache_secs = 30         # answers of read-only tools are cached this long (0 = off,
 //!                              # at most 3600); any state change or command invalidates
 //! resource_cache_secs = 60     # resource contents likewise (0 = off, at most 3600)
@@ -87,6 +89,12 @@
 //!                              # http://<Host header> (set it behind a TLS proxy)
 //! code_lifetime_secs = 300     # authorization codes are valid this long (1-600)
 //! access_token_lifetime_secs = 3600 # access tokens (API keys) last this long (60-86400)
+//!
+//! [risk]                       # controls added to a risk class (name, UUID or category,
+//!                              # see crate::home::risk); a human answers before they act
+//! access = ["Garage"]
+//! alarm = []
+//! house_wide = ["Heizstrahler"]
 //! ```
 
 use std::fmt;
@@ -120,6 +128,9 @@ pub struct Config {
     /// Visualisation password for secured controls (`[miniserver] visu_password`,
     /// `HOME_VISU_PASS`); also used with `--demo`. `Debug` shows `***`.
     pub visu_password: Option<Secret>,
+    /// The owner's additions to the risk classes (`[risk]`: `access`, `alarm`, `house_wide`,
+    /// lists of control names, UUIDs or category names; see [`crate::home::risk`]).
+    pub risk: crate::home::RiskRules,
     /// How HTTP requests authenticate (`[miniserver] auth`, default [`AuthMode::Auto`]).
     pub miniserver_auth: AuthMode,
     /// WebSocket event stream (default) or polling only.
@@ -203,6 +214,10 @@ pub struct ServerConfig {
     /// How long control tools wait for a command's effect (`verify_timeout_ms`, default
     /// 1500 ms; zero: no verification).
     pub verify_timeout: Duration,
+    /// How long a confirmation of an alarm, access or house-wide command lives, and so how
+    /// long the server waits for the user's answer (`confirmation_lifetime_secs`, default
+    /// 120 s, 1-600).
+    pub confirmation_lifetime: Duration,
     /// TTLs of the response caches (`tool_cache_secs`, default 30 s; `resource_cache_secs`,
     /// default 60 s; zero: off).
     pub caches: CacheConfig,
@@ -268,6 +283,7 @@ impl Default for ServerConfig {
             keep_alive: Duration::from_secs(15),
             data_dir: PathBuf::from(DEFAULT_DATA_DIR),
             verify_timeout: crate::home::house::DEFAULT_VERIFY_TIMEOUT,
+            confirmation_lifetime: crate::tools::confirm::LIFETIME,
             caches: CacheConfig::default(),
         }
     }
@@ -282,6 +298,7 @@ impl Default for Config {
             poll: PollConfig::default(),
             log_level: log::LevelFilter::Info,
             visu_password: None,
+            risk: crate::home::RiskRules::default(),
             miniserver_auth: AuthMode::Auto,
             command_limits: crate::home::CommandLimits::default(),
             miniserver_live: LiveMode::WebSocket,
@@ -344,6 +361,20 @@ struct FileConfig {
     dashboard: FileDashboard,
     #[serde(default)]
     oauth: FileOAuth,
+    #[serde(default)]
+    risk: FileRisk,
+}
+
+/// `[risk]`: controls the owner adds to a risk class (name, UUID or category name).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileRisk {
+    #[serde(default)]
+    access: Vec<String>,
+    #[serde(default)]
+    alarm: Vec<String>,
+    #[serde(default)]
+    house_wide: Vec<String>,
 }
 
 /// `[oauth]`: `enabled`, `issuer`, `code_lifetime_secs`, `access_token_lifetime_secs`.
@@ -425,6 +456,7 @@ struct FileServer {
     keep_alive_secs: Option<u64>,
     data_dir: Option<String>,
     verify_timeout_ms: Option<u64>,
+    confirmation_lifetime_secs: Option<u64>,
     tool_cache_secs: Option<u64>,
     resource_cache_secs: Option<u64>,
 }
@@ -654,6 +686,15 @@ impl Config {
             }
             cfg.server.verify_timeout = Duration::from_millis(ms);
         }
+        if let Some(s) = file.server.confirmation_lifetime_secs {
+            if !(1..=600).contains(&s) {
+                return Err(invalid(
+                    "server.confirmation_lifetime_secs",
+                    "must be between 1 and 600 seconds",
+                ));
+            }
+            cfg.server.confirmation_lifetime = Duration::from_secs(s);
+        }
         if let Some(s) = file.server.tool_cache_secs {
             cfg.server.caches.tool_ttl = cache_ttl(s, "server.tool_cache_secs")?;
         }
@@ -708,6 +749,11 @@ impl Config {
             .or(file.miniserver.visu_password)
             .filter(|p| !p.is_empty())
             .map(Secret::new);
+        cfg.risk = crate::home::RiskRules {
+            access: file.risk.access,
+            alarm: file.risk.alarm,
+            house_wide: file.risk.house_wide,
+        };
 
         if let Some(level) = env("SECURITY_LEVEL").or(file.auth.security_level) {
             cfg.auth.level = match level.trim() {

@@ -61,7 +61,13 @@ impl Production {
 
     /// `keys generate --role device --expires-days 30 --device D...` (names stored as given).
     fn device_key(&self, devices: &[&str]) -> String {
+        self.device_key_with(devices, &[])
+    }
+
+    /// [`Self::device_key`] with more `keys generate` options (`--model-confirms yes`).
+    fn device_key_with(&self, devices: &[&str], more: &[&'static str]) -> String {
         let mut args = vec!["--expires-days", "30"];
+        args.extend_from_slice(more);
         for d in devices {
             args.extend(["--device", d]);
         }
@@ -392,7 +398,9 @@ fn a_name_in_two_rooms_grants_nothing_and_is_refused_at_creation() {
 fn room_and_house_wide_calls_reach_only_the_allowed_control() {
     let ms = Miniserver::demo();
     let mut p = Production::new();
-    let device = p.device_key(&["Schreibtischleuchte"]);
+    // The owner lets the model confirm house-wide calls for this key (who confirms is
+    // confirm.rs's matter): what reaches the house is this test's.
+    let device = p.device_key_with(&["Schreibtischleuchte"], &["--model-confirms", "yes"]);
     // The lamp is sent a command by most of the calls below, faster than the outbound limit
     // of a real house allows one control.
     p.serve_with(&ms, "[miniserver]\nmax_commands_per_control = 1000\n");

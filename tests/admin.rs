@@ -141,6 +141,13 @@ fn admin_creates_updates_and_deletes_keys_with_immediate_effect() {
     assert_eq!(s, 200, "{body}");
     assert_eq!(body["record"]["name"], "renamed");
     assert_eq!(body["record"]["rooms"], json!(["Küche"]));
+    // Who may confirm and open (issue 20): off unless the owner sets it.
+    assert_eq!(body["record"]["model_confirms"], false);
+    assert_eq!(body["record"]["open_doors"], false);
+    let (s, _, body) = send(a, "PUT", &path, Some(ADMIN), r#"{"open_doors":true}"#);
+    assert_eq!(s, 200, "{body}");
+    assert_eq!(body["record"]["open_doors"], true);
+    assert_eq!(body["record"]["model_confirms"], false);
     // Deactivated: refused at once.
     let (s, _, body) = send(a, "PUT", &path, Some(ADMIN), r#"{"active":false}"#);
     assert_eq!(s, 200, "{body}");

@@ -105,6 +105,17 @@ fn ok_in(tools: &HomeTools, ctx: &RequestContext, name: &str, args: Value) -> Va
     t["data"].clone()
 }
 
+/// Calls a tool in `ctx` that must fail with a tool error; returns `error`.
+fn error_in(tools: &HomeTools, ctx: &RequestContext, name: &str, args: Value) -> Value {
+    let Value::Object(map) = args else {
+        panic!("args must be an object")
+    };
+    let r = tools.call_tool(name, map, ctx).expect("no JSON-RPC error");
+    let t = text(&r);
+    assert!(r.is_error, "{name} should fail: {t}");
+    t["error"].clone()
+}
+
 fn demo_with_pin() -> (App, HomeTools) {
     let config = Config {
         visu_password: Some(Secret::new(DEMO_VISU_PASSWORD)),
@@ -139,16 +150,10 @@ fn without_elicitation_house_wide_lights_answer_the_dry_run() {
     );
     assert_eq!(sim(&app).state(&light, "active"), Some(1.0));
 
-    // No peer at all (REST-like), and a peer without the elicitation capability.
+    // A key whose owner lets the model confirm, without confirm: true: the dry run.
     let peer = FakePeer::new(Answer::Accept);
     for data in [
         ok(&tools, "control_all_lights", json!({"action": "off"})),
-        ok_in(
-            &tools,
-            &ctx(&peer, false),
-            "control_all_lights",
-            json!({"action": "off"}),
-        ),
         ok(
             &tools,
             "control_lights_unified",
@@ -165,9 +170,28 @@ fn without_elicitation_house_wide_lights_answer_the_dry_run() {
         assert!(data.get("cancelled").is_none());
         let m = data["confirmation"].as_str().unwrap();
         assert!(m.contains("Switch off") && m.contains("lights in"), "{m}");
-        assert!(m.contains("confirm: true"), "{m}");
+        assert!(
+            !m.contains("confirm: true"),
+            "results never tell the model: {m}"
+        );
         assert!(all_status(&data, "planned"), "{data}");
         assert!(data["summary"]["planned"].as_u64().unwrap() > 3);
+    }
+    // A client without elicitation, whose key does not let the model confirm: refused,
+    // confirm: true or not, saying what needs a person and what the owner can change.
+    for args in [
+        json!({"action": "off"}),
+        json!({"action": "off", "confirm": true}),
+    ] {
+        let e = error_in(&tools, &ctx(&peer, false), "control_all_lights", args);
+        assert_eq!(e["code"], "HUMAN_CONFIRMATION_REQUIRED", "{e}");
+        let m = e["message"].as_str().unwrap();
+        assert!(m.starts_with("nothing was sent"), "{m}");
+        assert!(
+            m.contains("elicitation") && m.contains("--model-confirms yes"),
+            "{m}"
+        );
+        assert!(!m.contains("confirm: true"), "{m}");
     }
     assert!(
         peer.asked().is_empty(),
@@ -222,16 +246,20 @@ fn accepted_elicitation_acts() {
     );
     assert_eq!(asked[0]["requestedSchema"]["required"], json!(["confirm"]));
 
-    // confirm: true does not ask.
+    assert_eq!(data["confirmed_by"], "user (elicitation)");
+
+    // confirm: true from the model does not count where the user can be asked: declined,
+    // nothing is sent.
     let peer = FakePeer::new(Answer::Decline);
-    ok_in(
+    let data = ok_in(
         &tools,
         &ctx(&peer, true),
         "control_all_lights",
         json!({"action": "on", "confirm": true}),
     );
-    assert!(peer.asked().is_empty());
-    assert_eq!(sim(&app).state(&light, "active"), Some(1.0));
+    assert_eq!(data["cancelled"], true);
+    assert_eq!(peer.asked().len(), 1);
+    assert_eq!(sim(&app).state(&light, "active"), Some(0.0));
 }
 
 #[test]
@@ -262,7 +290,7 @@ fn declined_or_cancelled_elicitation_does_nothing() {
         assert_eq!(peer.asked().len(), 1);
         assert_eq!(sim(&app).state(&light, "active"), Some(1.0));
     }
-    // A client that does not answer: the dry run, with the reason.
+    // A client that does not answer: nothing is done, with the reason.
     let peer = FakePeer::new(Answer::Fail);
     let data = ok_in(
         &tools,
@@ -270,8 +298,11 @@ fn declined_or_cancelled_elicitation_does_nothing() {
         "control_all_lights",
         json!({"action": "off"}),
     );
-    assert_eq!(data["confirmation_required"], true);
-    assert!(data["confirmation"].as_str().unwrap().contains("no answer"));
+    assert_eq!(data["cancelled"], true, "{data}");
+    assert!(data["confirmation"]
+        .as_str()
+        .unwrap()
+        .contains("did not arrive"));
     assert_eq!(sim(&app).state(&light, "active"), Some(1.0));
 }
 
@@ -315,7 +346,7 @@ fn disarm_asks_before_it_disarms() {
     ok(
         &tools,
         "arm_alarm",
-        json!({"alarm": ALARM, "delayed": false}),
+        json!({"alarm": ALARM, "delayed": false, "confirm": true}),
     );
     assert_eq!(sim(&app).state(ALARM, "armed"), Some(1.0));
 
@@ -353,9 +384,19 @@ fn disarm_asks_before_it_disarms() {
     assert!(data.get("dry_run").is_none());
     assert_eq!(sim(&app).state(ALARM, "armed"), Some(0.0));
 
-    // arm_alarm and acknowledge_alarm do not ask (and do not take confirm).
-    let m = invalid_params(&tools, "arm_alarm", json!({"confirm": true}));
-    assert!(m.contains("confirm"), "{m}");
+    assert_eq!(data["confirmed_by"], "user (elicitation)");
+
+    // arm_alarm asks too, naming the alarm and how it arms.
+    let peer = FakePeer::new(Answer::Accept);
+    ok_in(
+        &tools,
+        &ctx(&peer, true),
+        "arm_alarm",
+        json!({"alarm": ALARM, "delayed": false}),
+    );
+    let m = peer.asked()[0]["message"].as_str().unwrap().to_string();
+    assert!(m.starts_with("Arm at once the alarm"), "{m}");
+    assert_eq!(sim(&app).state(ALARM, "armed"), Some(1.0));
 }
 
 #[test]
@@ -472,7 +513,7 @@ fn workflows_with_security_steps_ask_and_report_progress_per_step() {
     ok(
         &tools,
         "arm_alarm",
-        json!({"alarm": ALARM, "delayed": false}),
+        json!({"alarm": ALARM, "delayed": false, "confirm": true}),
     );
     ok(
         &tools,
@@ -560,7 +601,10 @@ fn confirm_is_declared_where_it_matters() {
     let (_app, tools) = demo();
     let list = tools.list_tools();
     for name in [
+        "arm_alarm",
         "disarm_alarm",
+        "acknowledge_alarm",
+        "control_device",
         "control_all_lights",
         "control_all_rolladen",
         "control_lights_unified",
@@ -575,6 +619,7 @@ fn confirm_is_declared_where_it_matters() {
             "{name}"
         );
         assert!(t.description.contains("confirm"), "{name}");
+        assert!(!t.description.contains("confirm: true"), "{name}");
         let data = &t.output_schema.as_ref().unwrap()["properties"]["data"];
         assert_eq!(
             data["properties"]["confirmation_required"]["type"], "boolean",
@@ -582,7 +627,7 @@ fn confirm_is_declared_where_it_matters() {
         );
         assert_eq!(data["properties"]["cancelled"]["type"], "boolean", "{name}");
     }
-    for name in ["arm_alarm", "control_room_lights", "control_device"] {
+    for name in ["control_room_lights", "set_room_temperature"] {
         let t = list.iter().find(|t| t.name == name).unwrap();
         assert!(
             t.input_schema["properties"].get("confirm").is_none(),

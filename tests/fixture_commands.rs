@@ -499,7 +499,11 @@ fn smoke_alarm_acknowledge() {
             assert_eq!(entry_at(2.0)["alarm"], true, "{}", f.name);
 
             // By name (unique in these files), as a user says it.
-            let d = tool(&f, "acknowledge_alarm", json!({"alarm": c.name}));
+            let d = tool(
+                &f,
+                "acknowledge_alarm",
+                json!({"confirm": true, "alarm": c.name}),
+            );
             assert_eq!(d["action"], "acknowledge");
             assert_eq!(d["alarm"]["uuid"], c.uuid.as_str(), "{}: {d}", f.name);
             assert_eq!(d["secured_command"], false);
@@ -508,7 +512,11 @@ fn smoke_alarm_acknowledge() {
             }
             assert_eq!(entry_at(0.0)["alarm"], false, "{}", f.name);
             // By UUID, on an alarm already quiet: still sent, states stay 0.
-            let d = tool(&f, "acknowledge_alarm", json!({"alarm": c.uuid}));
+            let d = tool(
+                &f,
+                "acknowledge_alarm",
+                json!({"confirm": true, "alarm": c.uuid}),
+            );
             assert_eq!(d["alarm"]["name"], c.name.as_str());
             assert_eq!(num(&f, c, "level"), 0.0);
             seen.insert(*name);

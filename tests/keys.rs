@@ -32,6 +32,8 @@ fn key(role: Role, seq: u64, name: &str) -> ApiKey {
         permissions: vec![],
         rooms: vec![],
         categories: vec![],
+        model_confirms: false,
+        open_doors: false,
         usage: Usage::default(),
     }
 }
@@ -427,6 +429,30 @@ fn cli_generate_list_show_revoke_update() {
     assert_eq!(shown.ip_whitelist, ["10.0.0.0/8"]);
     assert!(!shown.active);
     assert_eq!(shown.allowed_devices, ["Kitchen light"]);
+
+    // Who may confirm and open (issue 20): off by default, shown by `keys show`.
+    let text = out(&keys(&store, &["show", &rec.id]));
+    assert!(
+        text.contains("\"model_confirms\": false") && text.contains("\"open_doors\": false"),
+        "{text}"
+    );
+    let o = keys(
+        &store,
+        &[
+            "update",
+            &rec.id,
+            "--model-confirms",
+            "yes",
+            "--open-doors",
+            "yes",
+        ],
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    let shown: ApiKey = serde_json::from_str(&out(&keys(&store, &["show", &rec.id]))).unwrap();
+    assert!(shown.model_confirms && shown.open_doors);
+    let o = keys(&store, &["update", &rec.id, "--open-doors", "maybe"]);
+    assert_eq!(o.status.code(), Some(2), "a usage error: {}", err(&o));
+    assert!(err(&o).contains("--open-doors"), "{}", err(&o));
 
     // Sequence continues from the largest.
     let o = keys(&store, &["generate", "--role", "monitor"]);

@@ -29,6 +29,7 @@ mod faults;
 mod fixture_commands;
 mod harness;
 mod health_access;
+mod human;
 mod keys;
 mod lights;
 mod link;

@@ -80,9 +80,12 @@ fn calls() -> Vec<(&'static str, Value)> {
             json!({"scope": "system", "action": "up", "dry_run": true}),
         ),
         ("get_blinds_status", json!({})),
-        ("arm_alarm", json!({"code": "1234"})),
+        ("arm_alarm", json!({"confirm": true, "code": "1234"})),
         ("get_security_status", json!({})),
-        ("acknowledge_alarm", json!({"code": "1234"})),
+        (
+            "acknowledge_alarm",
+            json!({"confirm": true, "code": "1234"}),
+        ),
         ("disarm_alarm", json!({"code": "1234"})),
         (
             "control_audio_zone",

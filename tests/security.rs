@@ -186,7 +186,11 @@ fn simulator_refuses_plain_commands_to_secured_controls() {
 fn arm_and_disarm_the_central_alarm_with_the_pin() {
     let r = demo_rig(None);
     // Default target: the central alarm (two alarms and one central alarm in the demo).
-    let data = ok(&r.tools, "arm_alarm", json!({"code": "1234"}));
+    let data = ok(
+        &r.tools,
+        "arm_alarm",
+        json!({"confirm": true, "code": "1234"}),
+    );
     assert_eq!(data["alarm"]["uuid"], CENTRAL);
     assert_eq!(data["action"], "arm");
     assert_eq!(data["delayed"], true);
@@ -214,7 +218,7 @@ fn arm_one_alarm_at_once_without_motion_then_disarm() {
     let data = ok(
         &r.tools,
         "arm_alarm",
-        json!({"alarm": "Alarmanlage Garage", "delayed": false, "motion": false, "code": 1234}),
+        json!({"confirm": true, "alarm": "Alarmanlage Garage", "delayed": false, "motion": false, "code": 1234}),
     );
     assert_eq!(data["alarm"]["uuid"], GARAGE_ALARM);
     assert_eq!(data["armed"], true);
@@ -246,7 +250,7 @@ fn acknowledge_quits_alarms_and_confirms_smoke_alarms() {
     let data = ok(
         &r.tools,
         "acknowledge_alarm",
-        json!({"alarm": ALARM, "code": "1234"}),
+        json!({"confirm": true, "alarm": ALARM, "code": "1234"}),
     );
     assert_eq!(data["action"], "acknowledge");
     assert_eq!(r.sim.state(ALARM, "level"), Some(0.0));
@@ -255,7 +259,7 @@ fn acknowledge_quits_alarms_and_confirms_smoke_alarms() {
     let data = ok(
         &r.tools,
         "acknowledge_alarm",
-        json!({"alarm": "Rauchmelder"}),
+        json!({"confirm": true, "alarm": "Rauchmelder"}),
     );
     assert_eq!(data["secured_command"], false);
     assert_eq!(r.sim.state(SMOKE, "level"), Some(0.0));
@@ -268,7 +272,7 @@ fn wrong_pin_is_refused_and_never_echoed() {
     ok(
         &r.tools,
         "arm_alarm",
-        json!({"alarm": ALARM, "delayed": false, "code": "1234"}),
+        json!({"confirm": true, "alarm": ALARM, "delayed": false, "code": "1234"}),
     );
     // Distinctive: the captured log holds the lines of every test running in this binary, and
     // a plain number like 97531 turns up in their ids and hashes by chance.
@@ -321,11 +325,12 @@ fn missing_pin_says_how_to_configure_it() {
     );
     assert_eq!(e["code"], "INVALID_PARAMETERS");
     let msg = e["message"].as_str().unwrap();
+    assert!(msg.contains("HOME_VISU_PASS"), "{msg}");
     assert!(
-        msg.contains("HOME_VISU_PASS") && msg.contains("code"),
-        "{msg}"
+        !msg.contains("code"),
+        "the model is not invited to ask for the password: {msg}"
     );
-    let e = tool_error(&r.tools, "arm_alarm", json!({}));
+    let e = tool_error(&r.tools, "arm_alarm", json!({"confirm": true}));
     assert!(e["message"].as_str().unwrap().contains("visu_password"));
     assert_eq!(r.sim.state(ALARM, "armedDelay"), Some(0.0), "nothing sent");
 }
@@ -336,7 +341,7 @@ fn configured_pin_is_used_and_code_overrides_it() {
     ok(
         &r.tools,
         "arm_alarm",
-        json!({"alarm": ALARM, "delayed": false}),
+        json!({"confirm": true, "alarm": ALARM, "delayed": false}),
     );
     assert_eq!(r.sim.state(ALARM, "armed"), Some(1.0));
     let e = tool_error(
@@ -373,7 +378,7 @@ fn config_pin_reaches_the_demo_app() {
     ok(
         &tools,
         "arm_alarm",
-        json!({"alarm": ALARM, "delayed": false}),
+        json!({"confirm": true, "alarm": ALARM, "delayed": false}),
     );
     assert_eq!(sim(&app).state(ALARM, "armed"), Some(1.0));
     ok(
@@ -395,7 +400,7 @@ fn sha1_miniservers_work_too() {
     ok(
         &r.tools,
         "arm_alarm",
-        json!({"alarm": ALARM, "delayed": false, "code": "pässwörd€"}),
+        json!({"confirm": true, "alarm": ALARM, "delayed": false, "code": "pässwörd€"}),
     );
     assert_eq!(r.sim.state(ALARM, "armed"), Some(1.0));
 }
@@ -407,7 +412,7 @@ fn unsecured_alarm_takes_plain_commands_without_a_pin() {
     let data = ok(
         &r.tools,
         "arm_alarm",
-        json!({"alarm": GARAGE_ALARM, "delayed": false}),
+        json!({"confirm": true, "alarm": GARAGE_ALARM, "delayed": false}),
     );
     assert_eq!(data["secured_command"], false);
     assert_eq!(r.sim.state(GARAGE_ALARM, "armed"), Some(1.0));
@@ -426,7 +431,11 @@ fn several_alarms_without_a_central_alarm_are_ambiguous() {
         d["controls"].as_object_mut().unwrap().remove(CENTRAL);
     });
     let r = rig(&structure, Some(DEMO_VALUES), SimConfig::default(), None);
-    let e = tool_error(&r.tools, "arm_alarm", json!({"code": "1234"}));
+    let e = tool_error(
+        &r.tools,
+        "arm_alarm",
+        json!({"confirm": true, "code": "1234"}),
+    );
     assert_eq!(e["code"], "INVALID_PARAMETERS");
     let msg = e["message"].as_str().unwrap();
     assert!(
@@ -449,14 +458,22 @@ fn several_alarms_without_a_central_alarm_are_ambiguous() {
 #[test]
 fn bad_arguments_are_invalid_params() {
     let r = demo_rig(None);
-    let m = invalid_params(&r.tools, "arm_alarm", json!({"delayed": "yes"}));
+    let m = invalid_params(
+        &r.tools,
+        "arm_alarm",
+        json!({"confirm": true, "delayed": "yes"}),
+    );
     assert!(m.contains("must be of type"), "{m}");
-    let m = invalid_params(&r.tools, "arm_alarm", json!({"pin": "1234"}));
+    let m = invalid_params(
+        &r.tools,
+        "arm_alarm",
+        json!({"confirm": true, "pin": "1234"}),
+    );
     assert!(m.contains("`pin`") && !m.contains("1234"), "{m}");
     let m = invalid_params(
         &r.tools,
         "arm_alarm",
-        json!({"alarm": "Alarm Zentral", "motion": false, "code": "1234"}),
+        json!({"confirm": true, "alarm": "Alarm Zentral", "motion": false, "code": "1234"}),
     );
     assert!(m.contains("motion"), "{m}");
     let m = invalid_params(&r.tools, "get_security_status", json!({"limit": 0}));
@@ -499,7 +516,7 @@ fn secured_alarms_of_every_fixture() {
             let data = ok(
                 &r.tools,
                 "arm_alarm",
-                json!({"alarm": uuid, "delayed": false, "code": "1234"}),
+                json!({"confirm": true, "alarm": uuid, "delayed": false, "code": "1234"}),
             );
             assert_eq!(data["secured_command"], secured, "{file}");
             assert_eq!(r.sim.state(&uuid, "armed"), Some(1.0), "{file}");
@@ -530,7 +547,7 @@ fn security_status_reports_alarms_smoke_and_gates() {
     ok(
         &r.tools,
         "arm_alarm",
-        json!({"alarm": GARAGE_ALARM, "delayed": false, "code": "1234"}),
+        json!({"confirm": true, "alarm": GARAGE_ALARM, "delayed": false, "code": "1234"}),
     );
     let data = ok(&r.tools, "get_security_status", json!({}));
     let alarms = data["alarms"].as_array().unwrap();
@@ -609,7 +626,7 @@ fn repeated_wrong_pins_pause_secured_commands() {
         let e = tool_error(
             &r.tools,
             "arm_alarm",
-            json!({"alarm": ALARM, "code": "0000"}),
+            json!({"confirm": true, "alarm": ALARM, "code": "0000"}),
         );
         assert_eq!(e["code"], "INVALID_PARAMETERS");
     }
@@ -617,7 +634,7 @@ fn repeated_wrong_pins_pause_secured_commands() {
     let e = tool_error(
         &r.tools,
         "arm_alarm",
-        json!({"alarm": ALARM, "code": "1234"}),
+        json!({"confirm": true, "alarm": ALARM, "code": "1234"}),
     );
     assert_eq!(e["code"], "RATE_LIMIT_EXCEEDED");
     assert!(e["message"].as_str().unwrap().contains("pause"), "{e}");
@@ -626,7 +643,7 @@ fn repeated_wrong_pins_pause_secured_commands() {
     ok(
         &r.tools,
         "acknowledge_alarm",
-        json!({"alarm": "Rauchmelder"}),
+        json!({"confirm": true, "alarm": "Rauchmelder"}),
     );
 }
 

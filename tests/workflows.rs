@@ -548,14 +548,13 @@ fn dry_run_sends_nothing() {
         .as_array()
         .unwrap()
         .is_empty());
-    assert_eq!(steps[1]["status"], "planned");
-    assert!(steps[1]["reason"]
-        .as_str()
-        .unwrap()
-        .contains("control_device"));
+    // control_device takes dry_run too (issue 20): the command it would send, nothing sent.
+    assert_eq!(steps[1]["status"], "success", "{}", steps[1]);
+    assert_eq!(steps[1]["data"]["dry_run"], true);
+    assert_eq!(steps[1]["data"]["command"], "off");
     assert_eq!(steps[2]["status"], "success");
-    assert_eq!(run["planned"], 1);
-    assert_eq!(run["succeeded"], 2);
+    assert_eq!(run["planned"], 0);
+    assert_eq!(run["succeeded"], 3);
     assert_eq!(s.state(&kitchen, "active"), Some(1.0));
     assert_eq!(
         sent_commands(s, &kitchen),

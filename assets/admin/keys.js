@@ -85,6 +85,8 @@
     const scope = [];
     if (k.rooms && k.rooms.length) scope.push("rooms: " + k.rooms.join(", "));
     if (k.categories && k.categories.length) scope.push("categories: " + k.categories.join(", "));
+    if (k.model_confirms) scope.push("model may confirm alarm and house-wide actions");
+    if (k.open_doors) scope.push("may open gates and doors (a human confirms)");
     if (k.role === "custom" && k.permissions && k.permissions.length) {
       scope.push("permissions: " + k.permissions.join(", "));
     }

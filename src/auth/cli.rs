@@ -19,13 +19,14 @@ pub const HELP: &str = "home-mcp keys: manage API keys
 USAGE:
   home-mcp keys generate --role ROLE [--name N] [--expires-days D] [--ip CIDR]...
                          [--device D]... [--structure FILE] [--permission P]... [--room R]...
-                         [--category C]... [--json] [--key-store PATH]
+                         [--category C]... [--model-confirms yes|no] [--open-doors yes|no]
+                         [--json] [--key-store PATH]
   home-mcp keys list [--active] [--json] [--key-store PATH]
   home-mcp keys show ID [--key-store PATH]
   home-mcp keys revoke ID [--key-store PATH]
   home-mcp keys update ID [--name N] [--expires-days D] [--active true|false] [--ip CIDR]...
                           [--device D]... [--structure FILE] [--permission P]...
-                          [--key-store PATH]
+                          [--model-confirms yes|no] [--open-doors yes|no] [--key-store PATH]
   home-mcp keys export [FILE] [--key-store PATH]
   home-mcp keys import FILE [--key-store PATH]
 
@@ -277,6 +278,10 @@ pub struct Fields {
     pub permissions: Vec<String>,
     pub rooms: Vec<String>,
     pub categories: Vec<String>,
+    /// Let the model confirm alarm and house-wide actions for this key (`--model-confirms`).
+    pub model_confirms: Option<bool>,
+    /// Allow opening gates, doors and locks, after a human answer (`--open-doors`).
+    pub open_doors: Option<bool>,
 }
 
 /// The longest accepted expiry in days (100 years).
@@ -334,6 +339,16 @@ pub fn check_new(role: Role, f: &Fields) -> Result<(), String> {
     Ok(())
 }
 
+/// An optional `yes`/`no` (or `true`/`false`) flag.
+fn yes_no(args: &mut pico_args::Arguments, flag: &'static str) -> Result<Option<bool>, CliError> {
+    match opt(args, flag)?.as_deref() {
+        None => Ok(None),
+        Some("yes" | "true") => Ok(Some(true)),
+        Some("no" | "false") => Ok(Some(false)),
+        Some(v) => Err(usage(format!("{flag}: {v:?} is not yes or no"))),
+    }
+}
+
 fn parse_fields(args: &mut pico_args::Arguments) -> Result<Fields, CliError> {
     let name = opt(args, "--name")?;
     let expires_days = match opt(args, "--expires-days")? {
@@ -351,6 +366,8 @@ fn parse_fields(args: &mut pico_args::Arguments) -> Result<Fields, CliError> {
         devices: many(args, "--device")?,
         rooms: many(args, "--room")?,
         categories: many(args, "--category")?,
+        model_confirms: yes_no(args, "--model-confirms")?,
+        open_doors: yes_no(args, "--open-doors")?,
     };
     check_fields(&fields).map_err(usage)?;
     let mut fields = fields;
@@ -581,6 +598,8 @@ pub fn create_key(
             permissions: fields.permissions.clone(),
             rooms: fields.rooms.clone(),
             categories: fields.categories.clone(),
+            model_confirms: fields.model_confirms.unwrap_or(false),
+            open_doors: fields.open_doors.unwrap_or(false),
             usage: Usage::default(),
         }
     })?;
@@ -617,6 +636,12 @@ pub fn apply_update(key: &mut ApiKey, fields: Fields, active: Option<bool>) -> R
     }
     if !fields.categories.is_empty() {
         key.categories = fields.categories;
+    }
+    if let Some(m) = fields.model_confirms {
+        key.model_confirms = m;
+    }
+    if let Some(o) = fields.open_doors {
+        key.open_doors = o;
     }
     Ok(())
 }

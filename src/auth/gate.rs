@@ -280,6 +280,8 @@ impl Principal {
                 .map(|k| k.access())
                 .filter(|a| a.is_limited())
                 .map(Arc::new),
+            model_confirms: self.key.as_ref().is_some_and(|k| k.model_confirms),
+            open_doors: self.key.as_ref().is_some_and(|k| k.open_doors),
         }
     }
 
@@ -491,6 +493,8 @@ impl Gate {
                 permissions: Vec::new(),
                 rooms: Vec::new(),
                 categories: Vec::new(),
+                model_confirms: false,
+                open_doors: false,
                 usage: Usage::default(),
             }
         });

@@ -107,6 +107,14 @@ pub struct ApiKey {
     /// Optional scope: only these families or Loxone categories; empty: all.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub categories: Vec<String>,
+    /// The owner lets the model confirm alarm and house-wide actions with `confirm: true` for
+    /// this key (issue 20; default: only a human answer confirms). Never gates and doors.
+    #[serde(default)]
+    pub model_confirms: bool,
+    /// The owner allows this key to open gates, doors and locks (always after a human
+    /// answer; default: closing and stopping only).
+    #[serde(default)]
+    pub open_doors: bool,
     #[serde(default)]
     pub usage: Usage,
 }
@@ -235,6 +243,8 @@ mod tests {
             permissions: vec!["read".into(), "security".into(), "bogus".into()],
             rooms: vec![],
             categories: vec![],
+            model_confirms: false,
+            open_doors: false,
             usage: Usage::default(),
         };
         assert_eq!(

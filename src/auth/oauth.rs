@@ -1118,6 +1118,8 @@ impl OAuth {
                 ),
                 created_at: created_at.clone(),
                 expires_at: Some(expires_at.clone()),
+                model_confirms: false,
+                open_doors: false,
                 usage: Usage::default(),
                 ..old.clone()
             })

@@ -15,6 +15,7 @@ use super::bus::{Bus, Change, Event};
 use super::link::{LinkMode, LinkStatus};
 use super::model::{Control, Home};
 use super::primary::Primary;
+use super::risk::{Risk, RiskRules};
 use super::state::{Source, StateStore, StateValue, Value};
 use crate::auth::ratelimit::RateLimiter;
 
@@ -271,9 +272,10 @@ impl fmt::Display for ControllerError {
             }
             ControllerError::VisuPasswordMissing(name) => write!(
                 f,
-                "{name} is secured with the Loxone visualisation password: pass it as `code`, \
-                 or configure it (visu_password in the [miniserver] section of the config file, \
-                 or the HOME_VISU_PASS environment variable)"
+                "{name} is secured with the Loxone visualisation password, which this server does \
+                 not have: its owner configures it (visu_password in the [miniserver] section of \
+                 the config file, or the HOME_VISU_PASS environment variable); the password is \
+                 not for the chat"
             ),
             ControllerError::VisuPasswordWrong => f.write_str(
                 "the Miniserver refused the visualisation password (code 500): the code is wrong",
@@ -367,6 +369,8 @@ pub struct House {
     value_max_age: Duration,
     /// The configured visualisation password for secured controls, if any.
     visu_password: Option<Secret>,
+    /// The owner's additions to the risk classes ([`super::risk`]).
+    risk_rules: RiskRules,
     /// Wrong visualisation passwords in a row, and the end of the pause they caused.
     pin_failures: Mutex<(u32, Option<Instant>)>,
     bus: Arc<Bus>,
@@ -406,6 +410,7 @@ impl House {
             controller,
             value_max_age,
             visu_password: None,
+            risk_rules: RiskRules::default(),
             pin_failures: Mutex::new((0, None)),
             bus: Arc::new(Bus::default()),
             link: Arc::new(LinkStatus::new()),
@@ -553,6 +558,18 @@ impl House {
     /// Whether a visualisation password is configured.
     pub fn has_visu_password(&self) -> bool {
         self.visu_password.is_some()
+    }
+
+    /// Sets the owner's additions to the risk classes (`[risk]` of the configuration).
+    pub fn with_risk_rules(mut self, rules: RiskRules) -> Self {
+        self.risk_rules = rules;
+        self
+    }
+
+    /// The risk class of operating `c` ([`super::risk::class_of`] with the owner's rules): the
+    /// one place every tool asks.
+    pub fn risk(&self, c: &Control) -> Risk {
+        super::risk::class_of(&self.home(), c, &self.risk_rules)
     }
 
     /// The current model (cheap: an `Arc`).

@@ -9,6 +9,7 @@ pub mod link;
 pub mod model;
 pub mod primary;
 pub mod resolve;
+pub mod risk;
 pub mod scope;
 pub mod state;
 
@@ -23,5 +24,6 @@ pub use model::{
     StructureProblem, StructureWarning, TypeFamily,
 };
 pub use primary::Primary;
+pub use risk::{Risk, RiskRules};
 pub use scope::{Access, Denied, Scope};
 pub use state::{Source, StateStore, StateValue, Value};

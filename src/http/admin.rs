@@ -236,6 +236,8 @@ pub fn key_view(k: &ApiKey) -> Value {
         "permissions": k.permissions,
         "rooms": k.rooms,
         "categories": k.categories,
+        "model_confirms": k.model_confirms,
+        "open_doors": k.open_doors,
         "usage": k.usage,
     })
 }
@@ -296,6 +298,8 @@ struct CreateBody {
     rooms: Vec<String>,
     #[serde(default)]
     categories: Vec<String>,
+    model_confirms: Option<bool>,
+    open_doors: Option<bool>,
 }
 
 /// `PUT /admin/api/keys/:id`.
@@ -310,6 +314,8 @@ struct UpdateBody {
     permissions: Option<Vec<String>>,
     rooms: Option<Vec<String>>,
     categories: Option<Vec<String>>,
+    model_confirms: Option<bool>,
+    open_doors: Option<bool>,
 }
 
 fn record(
@@ -371,6 +377,8 @@ fn create_key(admin: &AdminContext, principal: Option<&Principal>, body: Value) 
         permissions: body.permissions,
         rooms: body.rooms,
         categories: body.categories,
+        model_confirms: body.model_confirms,
+        open_doors: body.open_doors,
     };
     if let Err(m) = cli::check_new(role, &fields) {
         return invalid(m);
@@ -479,6 +487,8 @@ fn update_key(
         permissions: body.permissions.unwrap_or_default(),
         rooms: body.rooms.unwrap_or_default(),
         categories: body.categories.unwrap_or_default(),
+        model_confirms: body.model_confirms,
+        open_doors: body.open_doors,
     };
     if let Err(m) = cli::apply_update(&mut key, fields, body.active) {
         return invalid(m);

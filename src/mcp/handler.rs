@@ -372,6 +372,11 @@ pub struct Caller {
     /// allow-list (`None`: the whole house). Tools refuse to operate or show a control it does
     /// not permit ([`crate::home::Access::permits`]).
     pub access: Option<std::sync::Arc<crate::home::Access>>,
+    /// The key's owner lets the model confirm alarm and house-wide actions (`confirm: true`);
+    /// otherwise only a human answer does (issue 20).
+    pub model_confirms: bool,
+    /// The key's owner allows opening gates, doors and locks (after a human answer).
+    pub open_doors: bool,
 }
 
 /// What a handler knows about the caller of one request.

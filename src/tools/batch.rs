@@ -138,7 +138,7 @@ fn control_multiple_devices(
     let mut items = Vec::with_capacity(a.operations.len());
     for (i, op) in a.operations.iter().enumerate() {
         let asked = |k: &str| op.get(k).cloned().unwrap_or(Value::Null);
-        match plan_device(&home, op) {
+        match plan_device(&home, op, false) {
             Ok(p) => {
                 items.push(Item::new(&home, p.control, vec![p.action]).with_action(p.action_name))
             }
@@ -250,7 +250,7 @@ fn control_room_devices(
             ("action", json!(a.action)),
             ("value", json!(a.value)),
         ]);
-        match plan_device(&home, &op) {
+        match plan_device(&home, &op, false) {
             Ok(p) => items.push(Item::new(&home, c, vec![p.action])),
             Err(e @ ToolError::InvalidParams(_)) => return Err(e),
             Err(e) => items.push(Item::refused_for(&home, c, e)),
@@ -283,14 +283,14 @@ use super::devices::plan_device;
 use super::{args, lights, view};
 use super::{
     confirm_schema, confirmation_data_schema, mark_unconfirmed, Caller, Confirmation, Ctx,
-    Permission, Tool, ToolError, SETTER,
+    Permission, ToConfirm, Tool, ToolError, SETTER,
 };
 use crate::home::resolve::{fold, ResolveError};
 use std::time::{Duration, Instant};
 
 use crate::home::{
-    Action, Control, ControlKind, ControllerError, Event, Family, Home, House, LinkMode, Source,
-    Subscription, Value as HValue,
+    Action, Control, ControlKind, ControllerError, Event, Family, Home, House, LinkMode, Risk,
+    Source, Subscription, Value as HValue,
 };
 use crate::loxone::commands::command_for;
 
@@ -628,11 +628,39 @@ pub fn run_confirmed(
     ask: Option<Ask>,
     header: Value,
 ) -> Result<Value, ToolError> {
+    // A control the owner put in the alarm or house-wide class asks whatever the size
+    // (batches never open gates or doors: `devices::plan` refuses it).
+    let owner_class = items
+        .iter()
+        .filter(|i| i.refused.is_none())
+        .filter_map(|i| i.control)
+        .map(|c| house.risk(c))
+        .filter(|r| *r != Risk::Access)
+        .max()
+        .filter(|r| r.needs_confirmation());
+    let risk = owner_class.unwrap_or(Risk::HouseWide);
+    let ask = ask.or_else(|| owner_class.map(|_| Ask::new("Operate", "devices")));
     let Some(ask) = ask.filter(|_| !opts.dry_run) else {
         return run(house, items, opts, caller).into_data(header);
     };
     let (items, skipped) = withhold(house, items, caller);
     let q = (!items.is_empty() || skipped.is_empty()).then(|| question(house, &items, &ask));
+    let controls: Vec<String> = items
+        .iter()
+        .filter_map(|i| i.control.map(|c| c.uuid.clone()))
+        .collect();
+    let command: Vec<String> = items
+        .iter()
+        .map(|i| {
+            i.action.clone().unwrap_or_else(|| {
+                i.actions
+                    .iter()
+                    .map(super::action_label)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+        })
+        .collect();
     let run = |opts| {
         let mut report = run_permitted(house, items, opts, caller);
         report.skipped = skipped;
@@ -641,9 +669,20 @@ pub fn run_confirmed(
     let Some(q) = q else {
         return run(opts).into_data(header);
     };
-    let outcome = caller.confirm(confirm, &q);
-    if outcome == Confirmation::Go {
-        return run(opts).into_data(header);
+    let outcome = caller.confirm(
+        confirm,
+        &ToConfirm {
+            risk,
+            tool: ask.noun,
+            controls,
+            command: format!("{}: {}", ask.verb, command.join("; ")),
+            question: &q,
+        },
+    )?;
+    if let Confirmation::Go(_) = outcome {
+        let mut data = run(opts).into_data(header)?;
+        mark_unconfirmed(&mut data, &q, &outcome);
+        return Ok(data);
     }
     let dry = RunOptions {
         dry_run: true,

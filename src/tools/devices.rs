@@ -7,9 +7,12 @@ use serde_json::{json, Map, Value};
 
 use super::args::{self, in_range};
 use super::view;
-use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY};
+use super::{
+    confirm_schema, confirmation_data_schema, mark_unconfirmed, Caller, Ctx, Permission, ToConfirm,
+    Tool, ToolError, READ_ONLY,
+};
 use crate::home::resolve::fold;
-use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, Primary};
+use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, Primary, Risk};
 use crate::mcp::ToolAnnotations;
 
 pub fn tools() -> Vec<Tool> {
@@ -82,7 +85,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_device",
             title: "Control a device",
-            description: "Controls one device (name or UUID; room for equal names). action: on, off, dim/bright (value %, default 30/100), up/down/stop (blinds; value = % closed, 0 = open), shade, slats (value %), pulse, mood (scene), color (hue, saturation, value), white (kelvin, value), set/select (number; select 0 = all off), text, play/pause/next/previous; German words too. Refuses alarms and secured controls (arm_alarm, disarm_alarm); never opens gates or doors.",
+            description: "Controls one device (name or UUID; room for equal names). action: on, off, dim/bright (value %, default 30/100), up/down/stop (blinds; value = % closed, 0 = open), shade, slats (value %), pulse, mood (scene), color (hue, saturation, value), white (kelvin, value), set/select (number; select 0 = all off), text, play/pause/next/previous; German words too. Refuses alarms and secured controls (arm_alarm, disarm_alarm); opens gates and doors only for keys whose owner allows it, after the user confirms. dry_run: what would be sent.",
             permission: Permission::Control,
             annotations: ToolAnnotations {
                 read_only_hint: false,
@@ -94,6 +97,8 @@ pub fn tools() -> Vec<Tool> {
                 let mut props = device_command_schema();
                 props.insert("device".into(), json!({"type": "string", "description": "Name, \"Name Room\" or UUID"}));
                 props.insert("room".into(), json!({"type": "string"}));
+                props.insert("dry_run".into(), json!({"type": "boolean", "description": "Send nothing; answer the command that would be sent"}));
+                props.insert("confirm".into(), confirm_schema());
                 json!({
                     "type": "object",
                     "properties": props,
@@ -102,14 +107,21 @@ pub fn tools() -> Vec<Tool> {
                 })
             },
             data_schema: || {
-                json!({
+                let mut s = json!({
                     "type": "object",
                     "properties": {
                         "device": {"type": "object"},
-                        "action": {"type": "string"}
+                        "action": {"type": "string"},
+                        "dry_run": {"type": "boolean"}
                     },
                     "required": ["device", "action"]
-                })
+                });
+                if let (Some(p), Value::Object(extra)) =
+                    (s["properties"].as_object_mut(), confirmation_data_schema())
+                {
+                    p.extend(extra);
+                }
+                s
             },
             run: control_device,
         },
@@ -462,13 +474,15 @@ fn required<T>(field: &str, verb: Verb, v: Option<T>) -> Result<T, ToolError> {
 
 /// Turns a [`DeviceCommand`] into the [`Action`] for control `c`, checking ranges (each error
 /// names the field: -32602) and the safety rules: alarms and secured controls are refused
-/// (`INSUFFICIENT_PERMISSIONS`; they have their own tools), gates and doors are never opened
-/// here. A verb the type does not support is left to the command table, which names what the
-/// type supports.
+/// (`INSUFFICIENT_PERMISSIONS`; they have their own tools), gates and doors are opened only
+/// when `open_allowed` (the key's owner allows it; a person then confirms each opening). A
+/// verb the type does not support is left to the command table, which names what the type
+/// supports.
 pub(crate) fn plan(
     home: &Home,
     c: &Control,
     cmd: &DeviceCommand,
+    open_allowed: bool,
 ) -> Result<(Verb, Action), ToolError> {
     let verb = Verb::parse(&cmd.action)?;
     let value = cmd
@@ -489,11 +503,11 @@ pub(crate) fn plan(
             ),
         });
     }
-    if verb.opens() && home.guards_access(c) {
+    if verb.opens() && home.guards_access(c) && !open_allowed {
         return Err(ToolError::Refused {
             code: "INSUFFICIENT_PERMISSIONS",
             message: format!(
-                "{} opens a gate or door; control_device does not open gates or doors (close and stop are allowed)",
+                "{} opens a gate or door; this key may not open gates or doors (close and stop are allowed). The server's owner can allow it for the key (home-mcp keys update KEY --open-doors yes); a person then confirms each opening",
                 c.name
             ),
         });
@@ -566,6 +580,8 @@ pub(crate) fn plan(
 /// A planned `control_device` operation: the resolved control and the action to send.
 pub(crate) struct DevicePlan<'h> {
     pub control: &'h Control,
+    /// Whether the action opens or switches on ([`Verb::opens`]).
+    pub opens: bool,
     pub action: Action,
     /// The action word in English (`"on"`, `"mood"`, ...).
     pub action_name: String,
@@ -580,26 +596,93 @@ pub(crate) struct DevicePlan<'h> {
 pub(crate) fn plan_device<'h>(
     home: &'h Home,
     a: &Map<String, Value>,
+    open_allowed: bool,
 ) -> Result<DevicePlan<'h>, ToolError> {
     let a: ControlDevice = args::parse(a)?;
     Verb::parse(&a.command.action)?;
     let c = home.resolve_control(&a.device, a.room.as_deref(), &|_| true)?;
-    let (verb, action) = plan(home, c, &a.command)?;
+    let (verb, action) = plan(home, c, &a.command, open_allowed)?;
     Ok(DevicePlan {
         control: c,
+        opens: verb.opens(),
         action,
         action_name: verb.as_str().to_string(),
         value: a.command.value.or(a.command.number),
     })
 }
 
+/// `control_device`: one command to one device. `dry_run` answers what would be sent; a
+/// command of a class that needs confirmation ([`Risk::needs_confirmation`]: opening a gate or
+/// door, or a control the owner put in a class) is sent only once confirmed
+/// ([`Caller::confirm`]).
 fn control_device(
     house: &Ctx,
     a: &Map<String, Value>,
     caller: &Caller,
 ) -> Result<Value, ToolError> {
+    let mut rest = a.clone();
+    let flag = |v: Option<Value>, name: &str| match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(b)),
+        Some(_) => Err(ToolError::InvalidParams(format!(
+            "{name} must be true or false"
+        ))),
+    };
+    let dry_run = flag(rest.remove("dry_run"), "dry_run")?.unwrap_or(false);
+    let confirm = flag(rest.remove("confirm"), "confirm")?;
     let home = house.home();
-    let p = plan_device(&home, a)?;
+    let p = plan_device(&home, &rest, caller.opens_doors())?;
+    let command = crate::loxone::commands::command_for(p.control, &p.action)
+        .ok()
+        .map(|k| k.command());
+    let risk = house.risk(p.control);
+    let needs = match risk {
+        Risk::Access => p.opens,
+        r => r.needs_confirmation(),
+    };
+    let mut data = json!({
+        "device": view::device(&home, p.control),
+        "action": p.action_name,
+        "value": p.value,
+        "command": command,
+    });
+    if dry_run {
+        data["dry_run"] = json!(true);
+        data["confirmation_required"] = json!(needs);
+        return Ok(data);
+    }
+    if needs {
+        // "Open Garagentor (Garage)?", "Heizstrahler (Bad): on?"
+        let room = home
+            .room_name(p.control)
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default();
+        let question = match risk {
+            Risk::Access => format!("Open {}{room}?", p.control.name),
+            _ => format!(
+                "{}{room}: {}{}?",
+                p.control.name,
+                p.action_name,
+                p.value
+                    .map(|v| format!(" {}", args::short_number(v)))
+                    .unwrap_or_default()
+            ),
+        };
+        let outcome = caller.confirm(
+            confirm,
+            &ToConfirm {
+                risk,
+                tool: "control_device",
+                controls: vec![p.control.uuid.clone()],
+                command: format!("{:?}", p.action),
+                question: &question,
+            },
+        )?;
+        mark_unconfirmed(&mut data, &question, &outcome);
+        if outcome.by().is_none() {
+            return Ok(data);
+        }
+    }
     let timeout = house.verify_timeout();
     // Subscribed (and the value before taken) before the command, so no effect slips past.
     let check = (!timeout.is_zero() && super::batch::observable(p.control, &p.action)).then(|| {
@@ -616,15 +699,11 @@ fn control_device(
         };
         super::batch::verify(house, &sub, &[target], timeout)[0]
     });
-    Ok(json!({
-        "verified": verified,
-        "device": view::device(&home, p.control),
-        "action": p.action_name,
-        "value": p.value,
-        "command": crate::loxone::commands::command_for(p.control, &p.action).ok().map(|k| k.command()),
-        "reported_value": outcome.value.map(|v| match v {
-            crate::home::Value::Number(n) => json!(n),
-            crate::home::Value::Text(t) => json!(t),
-        }),
-    }))
+    data["verified"] = json!(verified);
+    data["dry_run"] = json!(false);
+    data["reported_value"] = json!(outcome.value.map(|v| match v {
+        crate::home::Value::Number(n) => json!(n),
+        crate::home::Value::Text(t) => json!(t),
+    }));
+    Ok(data)
 }

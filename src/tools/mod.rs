@@ -22,6 +22,7 @@ mod batch;
 mod blinds;
 pub mod cache;
 mod climate;
+pub mod confirm;
 mod devices;
 mod lights;
 pub mod schema;
@@ -83,27 +84,49 @@ pub struct Caller {
     /// Whether this call may send `notifications/progress` (false for the steps of a workflow:
     /// the workflow reports per step, and progress must only grow).
     pub reports_progress: bool,
-    /// The user already agreed to what this call does (the enclosing workflow was confirmed):
-    /// tools that ask for confirmation go ahead.
-    pub confirmed: bool,
+    /// Who already agreed to what this call does (the enclosing workflow was confirmed):
+    /// tools that ask for confirmation go ahead, except that opening a gate or door gets a
+    /// person's answer of its own.
+    pub confirmed: Option<confirm::ConfirmedBy>,
+    /// The pending confirmations of the server ([`confirm::Pending`]).
+    pub pending: Arc<confirm::Pending>,
 }
-
-/// How long an `elicitation/create` waits for the user's answer.
-pub const ELICITATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// The logger name of `notifications/message` sent for writes.
 pub const LOGGER: &str = "home-mcp";
 
-/// What the user said to "do this?" ([`Caller::confirm`]).
+/// What came of "do this?" ([`Caller::confirm`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Confirmation {
-    /// `confirm: true`, an accepted elicitation or an already confirmed workflow: act.
-    Go,
-    /// The user declined or cancelled the elicitation: nothing is done (`reason` says which).
+    /// Confirmed (by whom): act.
+    Go(confirm::ConfirmedBy),
+    /// The user declined, cancelled or did not answer: nothing is done (`reason` says which).
     Cancelled(String),
-    /// Nobody could be asked (the client has no elicitation, or did not answer): answer with
-    /// the dry run and `confirmation_required: true`; `note` says why, if anything went wrong.
+    /// Nobody confirmed, where the model could (the key allows it, or an in-process caller):
+    /// answer with the dry run and `confirmation_required: true`.
     DryRun(Option<String>),
+}
+
+impl Confirmation {
+    /// Who confirmed, when the command may go.
+    pub fn by(&self) -> Option<confirm::ConfirmedBy> {
+        match self {
+            Confirmation::Go(by) => Some(*by),
+            _ => None,
+        }
+    }
+}
+
+/// What a command that needs confirmation is, for [`Caller::confirm`].
+pub struct ToConfirm<'a> {
+    pub risk: crate::home::Risk,
+    pub tool: &'a str,
+    /// UUIDs of the controls (or the workflow id).
+    pub controls: Vec<String>,
+    /// The command with its values.
+    pub command: String,
+    /// The question in plain words, naming the control(s), room(s) and action.
+    pub question: &'a str,
 }
 
 impl Caller {
@@ -113,18 +136,24 @@ impl Caller {
             label: label.into(),
             request: None,
             reports_progress: true,
-            confirmed: false,
+            confirmed: None,
+            pending: Arc::new(confirm::Pending::default()),
         }
     }
 
     /// The same caller working for an enclosing call (a workflow step): another label, no
     /// progress of its own, and `confirmed` as given.
-    pub fn nested(&self, label: impl Into<String>, confirmed: bool) -> Self {
+    pub fn nested(
+        &self,
+        label: impl Into<String>,
+        confirmed: Option<confirm::ConfirmedBy>,
+    ) -> Self {
         Caller {
             label: label.into(),
             request: self.request.clone(),
             reports_progress: false,
             confirmed,
+            pending: self.pending.clone(),
         }
     }
 
@@ -162,6 +191,15 @@ impl Caller {
             .as_ref()
             .and_then(|r| r.caller.as_ref())
             .and_then(|c| c.access.as_deref())
+    }
+
+    /// Whether the key's owner allows it to open gates, doors and locks (each opening is
+    /// still confirmed by a person).
+    pub fn opens_doors(&self) -> bool {
+        self.request
+            .as_ref()
+            .and_then(|r| r.caller.as_ref())
+            .is_some_and(|c| c.open_doors)
     }
 
     /// Whether the request's key is a device key (limited to the controls of its allow-list).
@@ -234,39 +272,111 @@ impl Caller {
         self.log(level, data);
     }
 
-    /// Whether the user agrees to `question` (e.g. "Switch off 23 lights in 9 rooms?"):
-    /// `confirm: true` (or an already confirmed caller) goes ahead; otherwise a client with
-    /// the elicitation capability is asked (`elicitation/create` with a boolean `confirm`),
-    /// and one without gets the dry run.
-    pub fn confirm(&self, confirm: Option<bool>, question: &str) -> Confirmation {
-        if confirm == Some(true) || self.confirmed {
-            return Confirmation::Go;
+    /// The key (masked id, else name) or session a confirmation is bound to.
+    fn binding_key(&self) -> String {
+        let r = self.request.as_ref();
+        r.and_then(|r| r.caller.as_ref())
+            .map(|c| c.key_id.clone().unwrap_or_else(|| c.key_name.clone()))
+            .or_else(|| r.and_then(|r| r.session_id.clone()))
+            .unwrap_or_else(|| self.label.clone())
+    }
+
+    /// Whether the command `ask` describes may go, and who confirmed it: the one decision of
+    /// issue 20.
+    ///
+    /// - the enclosing workflow was confirmed: go, except for opening a gate or door, which
+    ///   gets a question of its own;
+    /// - in process (no MCP request): `confirm: true` goes, else the dry run;
+    /// - the key's owner lets the model confirm this class ([`Risk::model_may_confirm`]) and
+    ///   the model passed `confirm: true`: go;
+    /// - a client that declared elicitation: the user is asked (a form with a yes/no naming
+    ///   the control, its room and the action); `confirm: true` does not count;
+    /// - else nothing is sent: the dry run where the key lets the model confirm, otherwise
+    ///   [`ToolError::Refused`] `HUMAN_CONFIRMATION_REQUIRED` saying what needs a human and
+    ///   how the owner can allow otherwise.
+    ///
+    /// [`Risk::model_may_confirm`]: crate::home::Risk::model_may_confirm
+    pub fn confirm(
+        &self,
+        confirm: Option<bool>,
+        ask: &ToConfirm,
+    ) -> Result<Confirmation, ToolError> {
+        use confirm::ConfirmedBy;
+        match self.confirmed {
+            // A gate or door gets a question of its own, whoever confirmed the workflow.
+            Some(_) if ask.risk == crate::home::Risk::Access => {}
+            Some(ConfirmedBy::Model) => return Ok(Confirmation::Go(ConfirmedBy::Model)),
+            Some(_) => return Ok(Confirmation::Go(ConfirmedBy::Workflow)),
+            None => {}
         }
-        let Some(r) = self.request.as_ref().filter(|r| r.can_elicit()) else {
-            return Confirmation::DryRun(None);
+        let Some(r) = self.request.as_ref() else {
+            return Ok(if confirm == Some(true) {
+                Confirmation::Go(ConfirmedBy::Owner)
+            } else {
+                Confirmation::DryRun(None)
+            });
         };
-        let Some(peer) = &r.peer else {
-            return Confirmation::DryRun(None);
+        let model_may =
+            ask.risk.model_may_confirm() && r.caller.as_ref().is_some_and(|c| c.model_confirms);
+        if model_may && confirm == Some(true) {
+            return Ok(Confirmation::Go(ConfirmedBy::Model));
+        }
+        let peer = r.peer.as_ref().filter(|_| r.can_elicit());
+        let Some(peer) = peer else {
+            if model_may {
+                return Ok(Confirmation::DryRun(None));
+            }
+            return Err(ToolError::Refused {
+                code: "HUMAN_CONFIRMATION_REQUIRED",
+                message: format!(
+                    "nothing was sent: this {} action needs a person's answer (\"{}\"), and this MCP client cannot ask its user (it did not declare the elicitation capability). {}",
+                    ask.risk.as_str(),
+                    ask.question,
+                    if ask.risk.model_may_confirm() {
+                        "Use a client that supports elicitation, or the server's owner can let the model confirm such actions for this key (home-mcp keys update KEY --model-confirms yes)."
+                    } else {
+                        "Use a client that supports elicitation; gates and doors always need a person's answer."
+                    }
+                ),
+            });
         };
+        let binding = confirm::Binding {
+            key: self.binding_key(),
+            tool: ask.tool.to_string(),
+            controls: {
+                let mut c = ask.controls.clone();
+                c.sort_unstable();
+                c
+            },
+            command: ask.command.clone(),
+            risk: ask.risk,
+        };
+        let id = self
+            .pending
+            .file(binding.clone(), std::time::Instant::now())
+            .map_err(|e| ToolError::Refused {
+                code: "RATE_LIMIT_EXCEEDED",
+                message: format!("nothing was sent: {e}"),
+            })?;
         let params = json!({
-            "message": question,
+            "message": ask.question,
             "requestedSchema": {
                 "type": "object",
                 "properties": {
                     "confirm": {
                         "type": "boolean",
                         "title": "Confirm",
-                        "description": question,
+                        "description": ask.question,
                         "default": false
                     }
                 },
                 "required": ["confirm"]
             }
         });
-        match peer
+        let answer = peer
             .0
-            .request("elicitation/create", params, ELICITATION_TIMEOUT)
-        {
+            .request("elicitation/create", params, self.pending.lifetime());
+        let outcome = match answer {
             Ok(answer) => {
                 let action = answer["action"].as_str().unwrap_or("cancel");
                 let yes = answer
@@ -274,7 +384,15 @@ impl Caller {
                     .and_then(Value::as_bool)
                     .unwrap_or(false);
                 match (action, yes) {
-                    ("accept", true) => Confirmation::Go,
+                    ("accept", true) => {
+                        match self
+                            .pending
+                            .redeem(&id, &binding, std::time::Instant::now())
+                        {
+                            Ok(()) => return Ok(Confirmation::Go(ConfirmedBy::User)),
+                            Err(e) => Confirmation::Cancelled(e.to_string()),
+                        }
+                    }
                     ("accept", false) => Confirmation::Cancelled("the user did not confirm".into()),
                     ("decline", _) => Confirmation::Cancelled("the user declined".into()),
                     _ => Confirmation::Cancelled("the user cancelled".into()),
@@ -282,26 +400,24 @@ impl Caller {
             }
             Err(e) => {
                 log::warn!("elicitation for {}: {}", self.label, e.message);
-                Confirmation::DryRun(Some(format!(
-                    "the confirmation request failed ({}); nothing was sent",
-                    e.message
-                )))
+                Confirmation::Cancelled(format!("the user's answer did not arrive ({})", e.message))
             }
-        }
+        };
+        self.pending.drop_id(&id);
+        Ok(outcome)
     }
 }
 
-/// Adds the confirmation outcome to a dry run's `data`: `confirmation_required` and the
-/// instruction (no elicitation), or `cancelled` (the user said no).
+/// Adds the confirmation outcome to `data`: `confirmed_by` (who confirmed: the audit log
+/// records it), or for a dry run `confirmation_required` (nobody confirmed) or `cancelled`
+/// (the user said no). The words state what happened, never what the model should pass.
 pub(crate) fn mark_unconfirmed(data: &mut Value, question: &str, outcome: &Confirmation) {
     match outcome {
-        Confirmation::Go => {}
+        Confirmation::Go(by) => data["confirmed_by"] = json!(by.as_str()),
         Confirmation::DryRun(note) => {
             data["dry_run"] = json!(true);
             data["confirmation_required"] = json!(true);
-            let mut m = format!(
-                "Nothing was done. {question} Call again with confirm: true to carry this out."
-            );
+            let mut m = format!("Nothing was done: this needs confirmation. {question}");
             if let Some(n) = note {
                 m.push_str(&format!(" ({n})"));
             }
@@ -318,7 +434,7 @@ pub(crate) fn mark_unconfirmed(data: &mut Value, question: &str, outcome: &Confi
 /// JSON Schema of the `confirm` argument: what happens without it (the tools' descriptions say
 /// what needs confirmation).
 pub(crate) fn confirm_schema() -> Value {
-    json!({"type": "boolean", "description": "true: act now; else the user is asked, or the dry run returns confirmation_required: true"})
+    json!({"type": "boolean", "description": "Counts only where the key's owner allows it; else the user is asked"})
 }
 
 /// The schema properties a confirmable tool adds to its `data` (`confirmation` carries the
@@ -326,7 +442,8 @@ pub(crate) fn confirm_schema() -> Value {
 pub(crate) fn confirmation_data_schema() -> Value {
     json!({
         "confirmation_required": {"type": "boolean"},
-        "cancelled": {"type": "boolean"}
+        "cancelled": {"type": "boolean"},
+        "confirmed_by": {"type": "string"}
     })
 }
 
@@ -533,6 +650,8 @@ pub struct HomeTools {
     /// Calls of tools that act, finished: with the house's generation, what cache entries are
     /// checked against (workflow changes do not touch the house).
     writes: AtomicU64,
+    /// The pending confirmations every call of this catalogue shares.
+    pending: Arc<confirm::Pending>,
 }
 
 impl HomeTools {
@@ -551,7 +670,15 @@ impl HomeTools {
             tool_cache: Cache::new(Duration::ZERO, 1),
             resource_cache: Cache::new(Duration::ZERO, 1),
             writes: AtomicU64::new(0),
+            pending: Arc::new(confirm::Pending::default()),
         }
+    }
+
+    /// Confirmations live (and the user's answer is awaited) `lifetime` instead of
+    /// [`confirm::LIFETIME`].
+    pub fn with_confirmation_lifetime(mut self, lifetime: Duration) -> Self {
+        self.pending = Arc::new(confirm::Pending::with_lifetime(lifetime));
+        self
     }
 
     /// Turns the response caches on (spec §8: read-only tools 30 s, resources 60 s by
@@ -724,6 +851,7 @@ impl HomeTools {
     fn caller_of(&self, ctx: &RequestContext) -> Caller {
         Caller {
             request: Some(ctx.clone()),
+            pending: self.pending.clone(),
             ..Caller::new(match &ctx.session_id {
                 Some(s) => format!("{}:{}", ctx.transport, &s[..s.len().min(8)]),
                 None => ctx.transport.to_string(),
@@ -739,13 +867,12 @@ or by UUID. When a name exists in several rooms, add the room. control_device op
 device (on/off, dim 0-100 %, blinds up/down/stop or a position 0 open .. 100 closed, moods, \
 colours); control_multiple_devices and control_room_devices do several at once. Room- and \
 house-wide tools (lights, blinds, room devices, room modes) accept dry_run: true to preview the \
-exact commands: use it before acting on a whole house. House-wide actions, disarming, large \
-batches and workflows with security steps need confirm: true; without it the user is asked \
-(elicitation) or the answer is the dry run with confirmation_required: true. set_room_temperature (°C) and \
+exact commands: use it before acting on a whole house. House-wide actions, the alarm, gates \
+and doors, large batches and workflows with such steps are confirmed by the user, whom the \
+server asks itself (elicitation); nothing is sent without that answer. set_room_temperature (°C) and \
 set_room_mode (auto, heating, cooling, comfort, eco, off) run the climate; control_audio_zone \
-and set_audio_volume the music. Alarms are operated only with arm_alarm / disarm_alarm (they \
-may need the visualisation password as code); gates and doors are never opened by \
-control_device. Status reads per family: get_lights_status, get_blinds_status, \
+and set_audio_volume the music. Alarms are operated only with arm_alarm / disarm_alarm / \
+acknowledge_alarm; gates and doors are opened only for keys whose owner allows it. Status reads per family: get_lights_status, get_blinds_status, \
 get_climate_status, get_audio_status, get_security_status, get_sensors_status. Values the \
 Miniserver has not reported are null, never guessed.";
 

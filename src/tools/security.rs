@@ -15,7 +15,7 @@ use super::args;
 use super::view::{self, round1, ValueReader};
 use super::{
     confirm_schema, confirmation_data_schema, mark_unconfirmed, Caller, Confirmation, Ctx,
-    Permission, Tool, ToolError, READ_ONLY, SETTER,
+    Permission, ToConfirm, Tool, ToolError, READ_ONLY, SETTER,
 };
 use crate::home::resolve::{Candidate, ResolveError};
 use crate::home::{Action, Control, ControlKind, Home, Secret};
@@ -65,7 +65,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "arm_alarm",
             title: "Arm the alarm",
-            description: "Arms the burglar alarm: delayed (default true) after its exit delay, false at once; motion false = shell protection only (single alarms).",
+            description: "Arms the burglar alarm: delayed (default true) after its exit delay, false at once; motion false = shell protection only (single alarms); the user confirms first.",
             permission: Permission::Security,
             annotations: SETTER,
             input_schema: || {
@@ -76,7 +76,8 @@ pub fn tools() -> Vec<Tool> {
                         "room": args::room_schema(),
                         "delayed": {"type": "boolean", "default": true},
                         "motion": {"type": "boolean", "default": true},
-                        "code": code_schema()
+                        "code": code_schema(),
+                        "confirm": confirm_schema()
                     },
                     "additionalProperties": false
                 })
@@ -87,7 +88,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "disarm_alarm",
             title: "Disarm the alarm",
-            description: "Disarms the burglar alarm and ends a running alarm; a wrong code is refused. Needs confirmation (see confirm).",
+            description: "Disarms the burglar alarm and ends a running alarm; a wrong code is refused; the user confirms first.",
             permission: Permission::Security,
             annotations: DISARM,
             input_schema: || {
@@ -108,7 +109,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "acknowledge_alarm",
             title: "Acknowledge an alarm",
-            description: "Acknowledges a triggered burglar or smoke alarm (silencing it) without disarming.",
+            description: "Acknowledges a triggered burglar or smoke alarm (silencing it) without disarming; the user confirms first.",
             permission: Permission::Security,
             annotations: SETTER,
             input_schema: || {
@@ -117,7 +118,8 @@ pub fn tools() -> Vec<Tool> {
                     "properties": {
                         "alarm": alarm_schema(),
                         "room": args::room_schema(),
-                        "code": code_schema()
+                        "code": code_schema(),
+                        "confirm": confirm_schema()
                     },
                     "additionalProperties": false
                 })
@@ -253,6 +255,7 @@ struct ArmArgs {
     room: Option<String>,
     delayed: Option<bool>,
     motion: Option<bool>,
+    confirm: Option<bool>,
 }
 
 fn arm_alarm(ctx: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
@@ -275,12 +278,14 @@ fn arm_alarm(ctx: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value
         delayed,
         motion: motion.unwrap_or(true),
     };
-    send(
+    guarded(
         ctx,
+        "arm_alarm",
         c,
         action,
         code.as_ref(),
         caller,
+        a.confirm,
         json!({"delayed": delayed, "motion": motion}),
     )
 }
@@ -290,6 +295,7 @@ fn arm_alarm(ctx: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value
 struct TargetArgs {
     alarm: Option<String>,
     room: Option<String>,
+    confirm: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -305,9 +311,42 @@ fn disarm_alarm(ctx: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Va
     let a: DisarmArgs = args::parse(&rest)?;
     let home = ctx.home();
     let c = pick_alarm(&home, a.alarm.as_deref(), a.room.as_deref(), &BURGLAR)?;
+    guarded(
+        ctx,
+        "disarm_alarm",
+        c,
+        Action::Disarm,
+        code.as_ref(),
+        caller,
+        a.confirm,
+        json!({}),
+    )
+}
+
+/// Sends `action` to the alarm `c` once it is confirmed ([`Caller::confirm`], class
+/// [`crate::home::Risk::Alarm`]): the question names the alarm, its room, the action and
+/// whether it is armed now. Unconfirmed, nothing is sent and the answer says why.
+#[allow(clippy::too_many_arguments)]
+fn guarded(
+    ctx: &Ctx,
+    tool: &str,
+    c: &Control,
+    action: Action,
+    code: Option<&Secret>,
+    caller: &Caller,
+    confirm: Option<bool>,
+    extra: Value,
+) -> Result<Value, ToolError> {
+    let home = ctx.home();
     let armed = armed_now(ctx, c);
+    let (verb, name) = match &action {
+        Action::Arm { delayed: true, .. } => ("Arm (after the exit delay)", "arm"),
+        Action::Arm { .. } => ("Arm at once", "arm"),
+        Action::Disarm => ("Disarm", "disarm"),
+        _ => ("Acknowledge (silence)", "acknowledge"),
+    };
     let question = format!(
-        "Disarm the alarm {}{}{}?",
+        "{verb} the alarm {}{}{}?",
         c.name,
         home.room_name(c)
             .map(|r| format!(" ({r})"))
@@ -318,16 +357,30 @@ fn disarm_alarm(ctx: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Va
             None => "",
         }
     );
-    let outcome = caller.confirm(a.confirm, &question);
-    if outcome == Confirmation::Go {
-        return send(ctx, c, Action::Disarm, code.as_ref(), caller, json!({}));
+    let outcome = caller.confirm(
+        confirm,
+        &ToConfirm {
+            risk: ctx.risk(c).max(crate::home::Risk::Alarm),
+            tool,
+            controls: vec![c.uuid.clone()],
+            command: format!("{action:?}"),
+            question: &question,
+        },
+    )?;
+    if let Confirmation::Go(by) = outcome {
+        let mut out = send(ctx, c, action, code, caller, extra)?;
+        out["confirmed_by"] = json!(by.as_str());
+        return Ok(out);
     }
     let mut out = json!({
         "alarm": view::device(&home, c),
-        "action": "disarm",
+        "action": name,
         "secured_command": c.is_secured,
         "armed": armed,
     });
+    if let (Value::Object(o), Value::Object(e)) = (&mut out, extra) {
+        o.extend(e);
+    }
     mark_unconfirmed(&mut out, &question, &outcome);
     Ok(out)
 }
@@ -358,12 +411,14 @@ fn acknowledge_alarm(
         ControlKind::SmokeAlarm,
     ];
     let c = pick_alarm(&home, a.alarm.as_deref(), a.room.as_deref(), &kinds)?;
-    send(
+    guarded(
         ctx,
+        "acknowledge_alarm",
         c,
         Action::Acknowledge,
         code.as_ref(),
         caller,
+        a.confirm,
         json!({}),
     )
 }

@@ -23,7 +23,7 @@ use serde_json::{json, Map, Value};
 
 use super::args;
 use super::schema;
-use super::{failure, Caller, Confirmation, Ctx, Permission, Tool, ToolError, READ_ONLY};
+use super::{failure, Caller, Ctx, Permission, Tool, ToolError, READ_ONLY};
 use crate::home::Family;
 use crate::mcp::{Content, ToolAnnotations};
 use crate::workflow::{self, NewWorkflow, Step, StoreError, Workflow, WorkflowKey, WorkflowStore};
@@ -517,16 +517,38 @@ fn execute_workflow(
         .collect();
     let label = format!("{} (workflow {:?})", caller.label, w.name);
     let confirmation = match (dry_run, confirm_question(ctx, &w)) {
-        (false, Some(q)) => Some((caller.confirm(a.confirm, &q), q)),
+        (false, Some((risk, q))) => {
+            let ask = super::ToConfirm {
+                risk,
+                tool: "execute_workflow",
+                controls: vec![w.id.to_string()],
+                command: format!(
+                    "run {}",
+                    serde_json::to_string(&w.steps).unwrap_or_default()
+                ),
+                question: &q,
+            };
+            Some((caller.confirm(a.confirm, &ask)?, q))
+        }
         _ => None,
     };
-    let unconfirmed = confirmation
-        .as_ref()
-        .filter(|(c, _)| *c != Confirmation::Go);
+    let unconfirmed = confirmation.as_ref().filter(|(c, _)| c.by().is_none());
+    let confirmed_by = confirmation.as_ref().and_then(|(c, _)| c.by());
     let dry_run = dry_run || unconfirmed.is_some();
-    let mut out = run(ctx, &planned, caller, &label, dry_run, stop_on_error);
+    let mut out = run(
+        ctx,
+        &planned,
+        caller,
+        &label,
+        dry_run,
+        stop_on_error,
+        confirmed_by,
+    );
     if let Some((outcome, q)) = unconfirmed {
         super::mark_unconfirmed(&mut out, q, outcome);
+    }
+    if let Some(by) = confirmed_by {
+        out["confirmed_by"] = json!(by.as_str());
     }
     log::info!(
         "workflow {:?} run by {}{}: {} ok, {} failed, {} skipped, {} ms",
@@ -546,7 +568,7 @@ fn execute_workflow(
 /// workflow's recorded permission, of `security` or more) or house-wide steps
 /// (`control_all_lights`, `control_all_rolladen`, a unified tool with scope `system`); `None`
 /// when it needs no confirmation.
-fn confirm_question(ctx: &Ctx, w: &Workflow) -> Option<String> {
+fn confirm_question(ctx: &Ctx, w: &Workflow) -> Option<(crate::home::Risk, String)> {
     let security = |s: &Step| {
         ctx.catalogue
             .iter()
@@ -580,10 +602,18 @@ fn confirm_question(ctx: &Ctx, w: &Workflow) -> Option<String> {
     } else {
         format!("it includes {}", flagged.join(", "))
     };
-    Some(format!(
-        "Run the workflow {:?} ({} steps; {what})?",
-        w.name,
-        w.steps.len()
+    let risk = if w.steps.iter().any(security) || recorded >= Permission::Security {
+        crate::home::Risk::Alarm
+    } else {
+        crate::home::Risk::HouseWide
+    };
+    Some((
+        risk,
+        format!(
+            "Run the workflow {:?} ({} steps; {what})?",
+            w.name,
+            w.steps.len()
+        ),
     ))
 }
 
@@ -603,7 +633,8 @@ struct Planned {
 }
 
 /// Runs `steps` stage by stage and reports each. The steps run as `outer` labelled `label`,
-/// already confirmed (they do not ask again) and without progress of their own: `outer`
+/// `confirmed` when the user confirmed the whole workflow (its steps do not ask again; else
+/// a step that needs confirmation asks for itself), and without progress of their own: `outer`
 /// reports one progress notification per finished step ("step 2 control_room_lights:
 /// success").
 fn run(
@@ -613,9 +644,10 @@ fn run(
     label: &str,
     dry_run: bool,
     stop_on_error: bool,
+    confirmed: Option<super::confirm::ConfirmedBy>,
 ) -> Value {
     let started = Instant::now();
-    let caller = &outer.nested(label, true);
+    let caller = &outer.nested(label, confirmed);
     let total = steps.len();
     let mut done = 0;
     let mut tell = |i: usize, r: &Value| {
@@ -802,7 +834,7 @@ fn execute_workflow_demo(
     let steps = demo_plan(ctx, caller);
     let label = format!("{} (demo workflow)", caller.label);
     let home = ctx.home();
-    let mut out = run(ctx, &steps, caller, &label, dry_run, false);
+    let mut out = run(ctx, &steps, caller, &label, dry_run, false, None);
     out["workflow"] = json!({
         "name": "demo",
         "permission": Permission::Control.as_str(),

@@ -2,8 +2,9 @@
 # End-to-end: the built binary, driven by the official Python MCP SDK
 # (../shared/tools/mcp-client-check.py), over stdio and over Streamable HTTP, against the
 # built-in simulated Miniserver (--demo). Also checks that a control_device call made through
-# the SDK changes the simulator's state as a following list_devices shows, and runs a short
-# session (tests/e2e/session.py; E2E_TRANSCRIPT=FILE keeps its transcript).
+# the SDK changes the simulator's state as a following list_devices shows, runs a short
+# session (tests/e2e/session.py; E2E_TRANSCRIPT=FILE keeps its transcript) and the human
+# confirmation scenarios of issue 20 (tests/e2e/human.py).
 #
 # usage: tests/e2e/python-sdk.sh [path/to/home-mcp]   (default: target/debug/home-mcp)
 # Needs python3 with venv; the SDK is installed on first run (PyPI). Prints "N passed, M failed".
@@ -82,6 +83,14 @@ else
   bad "python-sdk session ($SDK_PY)"; echo "${TRANSCRIPT:-}" | sed 's/^/    /'
 fi
 [[ -n "${E2E_TRANSCRIPT:-}" ]] && echo "$TRANSCRIPT" > "$E2E_TRANSCRIPT"
+
+# 5. Issue 20: only a person's answer (the SDK's elicitation callback: accept, decline, cancel,
+# never; or no elicitation at all) lets the alarm and house-wide actions through.
+if [[ -x "$SDK_PY" ]] && HUMAN=$("$SDK_PY" tests/e2e/human.py "$BIN" 2>/dev/null); then
+  ok "python-sdk human confirmation: $(echo "$HUMAN" | tail -n1)"
+else
+  bad "python-sdk human confirmation ($SDK_PY)"; echo "${HUMAN:-}" | sed 's/^/    /'
+fi
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -1,7 +1,8 @@
 """A short home-owner session through the official Python MCP SDK over stdio, printed as a
 transcript and checked step by step: the home summary, a room action, a dry run of a
-house-wide action, and a secured disarm (without confirm nothing happens, wrong PIN refused,
-right PIN accepted).
+house-wide action, and a secured arm and disarm, each confirmed by the user through the
+client's elicitation callback (declined: nothing happens; wrong PIN refused; right PIN
+accepted).
 
 usage: python session.py path/to/home-mcp   (run with a python that has the `mcp` package,
 e.g. the venv tests/e2e/python-sdk.sh prepares). Exits 1 when a step does not behave.
@@ -39,6 +40,19 @@ def expect(cond, what):
         print(f"!!! FAILED: {what}")
 
 
+# What the user answers the server's next question (elicitation/create).
+answer = {"action": "accept"}
+
+
+async def elicit(_context, params):
+    from mcp import types
+
+    print(f"??? the server asks the user: {params.message} -> {answer['action']}")
+    if answer["action"] == "accept":
+        return types.ElicitResult(action="accept", content={"confirm": True})
+    return types.ElicitResult(action=answer["action"])
+
+
 async def main():
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -47,13 +61,15 @@ async def main():
         try:
             from mcp.client.client import Client
 
-            session = await st.enter_async_context(Client(stdio_client(params), mode="legacy"))
+            session = await st.enter_async_context(
+                Client(stdio_client(params), mode="legacy", elicitation_callback=elicit))
             call = session.call_tool
         except ImportError:
             from mcp import ClientSession
 
             r, w = await st.enter_async_context(stdio_client(params))
-            session = await st.enter_async_context(ClientSession(r, w))
+            session = await st.enter_async_context(
+                ClientSession(r, w, elicitation_callback=elicit))
             await session.initialize()
             call = session.call_tool
 
@@ -80,15 +96,15 @@ async def main():
         env = show("arm_alarm", args, await call("arm_alarm", args))
         expect(env.get("status") == "success", "arm with the visualisation password")
 
-        # Without confirm: a client with elicitation is asked (the SDK's default answer is
-        # no), one without gets the dry run; either way nothing is disarmed.
-        args = {"code": "1234"}
+        # The user declines: nothing is disarmed, whatever the model passed.
+        answer["action"] = "decline"
+        args = {"code": "1234", "confirm": True}
         env = show("disarm_alarm", args, await call("disarm_alarm", args))
         data = env.get("data", {})
         expect(env.get("status") == "success" and data.get("dry_run") is True
-               and (data.get("confirmation_required") or data.get("cancelled")),
-               "disarm without confirm does nothing and says why")
+               and data.get("cancelled"), "a declined disarm does nothing and says why")
 
+        answer["action"] = "accept"
         args = {"code": "0000", "confirm": True}
         result = await call("disarm_alarm", args)
         env = show("disarm_alarm", args, result)

@@ -15,6 +15,8 @@ pub fn key(id: &str, role: home_mcp::auth::Role) -> home_mcp::auth::ApiKey {
         permissions: vec![],
         rooms: vec![],
         categories: vec![],
+        model_confirms: false,
+        open_doors: false,
         usage: home_mcp::auth::Usage::default(),
     }
 }

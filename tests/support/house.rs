@@ -48,7 +48,9 @@ pub fn sim(app: &App) -> &Simulator {
 }
 
 /// Calls tool `name` with `args` (a JSON object) as an MCP client would (protocol 2025-06-18,
-/// transport `test`); the result or the JSON-RPC error as is.
+/// transport `test`), with a key whose owner lets the model confirm alarm and house-wide
+/// actions (`confirm: true`; who confirms is tested in `confirm.rs`); the result or the
+/// JSON-RPC error as is.
 pub fn call(tools: &HomeTools, name: &str, args: Value) -> Result<CallToolResult, RpcError> {
     let Value::Object(map) = args else {
         panic!("args must be an object")
@@ -57,6 +59,11 @@ pub fn call(tools: &HomeTools, name: &str, args: Value) -> Result<CallToolResult
         session_id: None,
         protocol_version: "2025-06-18".into(),
         transport: "test",
+        caller: Some(home_mcp::mcp::Caller {
+            key_name: "test (model confirms)".into(),
+            model_confirms: true,
+            ..home_mcp::mcp::Caller::default()
+        }),
         ..RequestContext::default()
     };
     tools.call_tool(name, map, &ctx)

@@ -1,0 +1,140 @@
+"""Issue 20 through the official Python MCP SDK over stdio: a person, not the model, confirms
+the alarm and house-wide actions. Each scenario starts `home-mcp stdio --demo` afresh (the
+visualisation password configured through HOME_VISU_PASS, confirmations living 2 s) with an
+elicitation callback that accepts, declines, cancels or never answers, or with none (the
+client then declares no elicitation). The house's state, read back through the tools, is the
+oracle: nothing is armed or switched unless a person accepted.
+
+usage: python human.py path/to/home-mcp   (a python with the `mcp` package, e.g. the venv
+tests/e2e/python-sdk.sh prepares). Prints "N passed, M failed"; exits 1 on a failure.
+"""
+
+import json
+import os
+import sys
+import tempfile
+from contextlib import AsyncExitStack
+
+import anyio
+
+BIN = sys.argv[1]
+failures = []
+passed = 0
+
+
+def expect(cond, what):
+    global passed
+    if cond:
+        passed += 1
+        print(f"ok   {what}")
+    else:
+        failures.append(what)
+        print(f"FAIL {what}")
+
+
+def envelope(result):
+    text = result.content[0].text if result.content else ""
+    return json.loads(text) if text.startswith("{") else {"raw": text}
+
+
+def callback(answer, asked):
+    """An elicitation callback answering `answer` (accept, decline, cancel, never)."""
+    from mcp import types
+
+    async def cb(_context, params):
+        asked.append(params.message)
+        if answer == "never":
+            await anyio.sleep(3600)
+        if answer == "accept":
+            return types.ElicitResult(action="accept", content={"confirm": True})
+        return types.ElicitResult(action=answer)
+
+    return cb
+
+
+async def session(answer, asked, st, config):
+    from mcp.client.client import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    env = dict(os.environ, HOME_VISU_PASS="1234")
+    params = StdioServerParameters(
+        command=BIN, args=["stdio", "--demo", "--config", config], env=env
+    )
+    kwargs = {"mode": "legacy"}
+    if answer is not None:
+        kwargs["elicitation_callback"] = callback(answer, asked)
+    c = await st.enter_async_context(Client(stdio_client(params), **kwargs))
+    return c
+
+
+async def armed(c):
+    """The burglar alarms that report armed, by name."""
+    r = await c.call_tool("get_security_status", {})
+    return sorted(a["name"] for a in envelope(r)["data"]["alarms"] if a.get("armed") is True)
+
+
+async def lights_on(c):
+    r = await c.call_tool("list_devices", {"category": "lighting"})
+    return sum(1 for d in envelope(r)["data"]["devices"] if (d.get("state") or {}).get("on"))
+
+
+async def main():
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+        f.write("[server]\nconfirmation_lifetime_secs = 2\n")
+        config = f.name
+
+    # No elicitation capability: refused, even with confirm: true; nothing armed.
+    async with AsyncExitStack() as st:
+        asked = []
+        c = await session(None, asked, st, config)
+        before = await armed(c)
+        r = await c.call_tool("arm_alarm", {"confirm": True})
+        env = envelope(r)
+        expect(env.get("error", {}).get("code") == "HUMAN_CONFIRMATION_REQUIRED"
+               and "confirm: true" not in json.dumps(env),
+               "no elicitation: arm_alarm refused with HUMAN_CONFIRMATION_REQUIRED")
+        expect(await armed(c) == before, "no elicitation: nothing armed")
+        r = await c.call_tool("control_all_lights", {"action": "on", "confirm": True})
+        expect(envelope(r).get("error", {}).get("code") == "HUMAN_CONFIRMATION_REQUIRED",
+               "no elicitation: control_all_lights refused")
+
+    # Declined, cancelled, never answered: nothing armed.
+    for answer in ["decline", "cancel", "never"]:
+        async with AsyncExitStack() as st:
+            asked = []
+            c = await session(answer, asked, st, config)
+            before = await armed(c)
+            r = await c.call_tool("arm_alarm", {"delayed": False, "confirm": True})
+            data = envelope(r).get("data", {})
+            expect(data.get("cancelled") is True and len(asked) == 1,
+                   f"{answer}: asked once, cancelled")
+            expect(await armed(c) == before, f"{answer}: nothing armed")
+
+    # Accepted: armed, the question names the alarm; house-wide lights too.
+    async with AsyncExitStack() as st:
+        asked = []
+        c = await session("accept", asked, st, config)
+        before = await armed(c)
+        r = await c.call_tool("arm_alarm", {"delayed": False})
+        data = envelope(r).get("data", {})
+        expect(data.get("confirmed_by") == "user (elicitation)",
+               "accept: confirmed by the user")
+        expect(asked and asked[0].startswith("Arm at once the alarm Alarm Zentral (Zentral)"),
+               f"the question names the alarm, its room and the action: {asked}")
+        after = await armed(c)
+        expect(after != before and "Alarmanlage" in after, f"accept: armed {before} -> {after}")
+        before = await lights_on(c)
+        r = await c.call_tool("control_all_lights", {"action": "on"})
+        expect(envelope(r).get("status") == "success", "accept: all lights on")
+        expect(await lights_on(c) > before, "accept: lights are on")
+        # Gates: stdio has no key whose owner allows opening.
+        r = await c.call_tool("control_device", {"device": "Garagentor", "action": "on"})
+        expect(envelope(r).get("error", {}).get("code") == "INSUFFICIENT_PERMISSIONS",
+               "the garage gate is not opened without the owner's permission")
+
+    os.unlink(config)
+    print(f"\n{passed} passed, {len(failures)} failed")
+    sys.exit(1 if failures else 0)
+
+
+anyio.run(main)
