@@ -298,6 +298,8 @@ fn a_configuration_that_does_not_parse_fails_the_first_line() {
     );
 }
 
+/// Needs the `tls` feature: without it the product speaks plain HTTP to the Miniserver only.
+#[cfg(feature = "tls")]
 #[test]
 fn a_certificate_for_another_host_fails_the_cfg_api_line() {
     use crate::support::tls::{https_listener, OTHER_HOST_CERT, OTHER_HOST_KEY};

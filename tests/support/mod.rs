@@ -50,6 +50,9 @@ pub mod oauth;
 pub mod process;
 pub mod server;
 pub mod sse;
+/// An HTTPS listener for `home-mcp check`'s certificate test (rustls comes with the `tls`
+/// feature only).
+#[cfg(feature = "tls")]
 pub mod tls;
 pub mod unreachable;
 pub mod wait;
