@@ -239,6 +239,8 @@ fn main() {
         .arg("--config")
         .arg(&config)
         .env("HOME_LOG_LEVEL", "warn")
+        // As the packaged unit runs it (src/memory.rs).
+        .env("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

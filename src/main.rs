@@ -201,9 +201,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     let workers = opt_string(&mut args, "--workers")?;
     let key_store: Option<PathBuf> = opt_string(&mut args, "--key-store")?.map(PathBuf::from);
     finish(args)?;
-    // Before any other thread allocates: memory goes back after bursts (src/memory.rs). The
-    // first may re-execute `serve` with allocator settings that only the environment sets.
-    home_mcp::memory::tune_environment();
+    // Before any other thread allocates: memory goes back after bursts (src/memory.rs).
     home_mcp::memory::configure();
 
     let mut config = match load_config(config_path) {

@@ -17,10 +17,12 @@
 //!   burst of mid-sized allocations. Each thread's cache of freed chunks (tcache, up to 7
 //!   chunks of each size to 1 KiB) is invisible to `malloc_trim` and pins the pages it holds:
 //!   with the connection threads and workers of a load that was about 2 MB after the bench.
-//!   It can only be set before `malloc` starts, through the environment, so
-//!   [`tune_environment`] re-executes `serve` once with
-//!   `GLIBC_TUNABLES=glibc.malloc.tcache_count=0` (measured at 16 connections: the same
-//!   rate within the noise; RSS 10 s after a load +0.9 MB instead of +1.6 to +2.9 MB).
+//!   It can only be set before `malloc` starts, through the environment: the packaged unit
+//!   sets `GLIBC_TUNABLES=glibc.malloc.tcache_count=0` (`systemd/home-mcp.service`; measured
+//!   at 16 connections: the same rate within the noise; RSS 10 s after a load +0.9 MB instead
+//!   of +1.6 to +2.9 MB). The server does not re-execute itself to set it: a re-execution
+//!   depends on how the binary was started (under qemu-user without binfmt, `execvp` handed
+//!   the ARM binary to `/bin/sh`).
 //! - **musl** (the static `cross` builds): mallocng serves large allocations from their own
 //!   mappings and gives back freed groups itself, and has no per-thread caches; it has neither
 //!   `mallopt` nor `malloc_trim` nor `GLIBC_TUNABLES`, so these functions do nothing there.
@@ -42,14 +44,6 @@ use std::time::Duration;
 
 /// How often [`start_trimmer`] gives free memory back.
 pub const TRIM_INTERVAL: Duration = Duration::from_secs(2);
-
-/// glibc: unless `GLIBC_TUNABLES` already sets `glibc.malloc.tcache_count`, re-executes this
-/// program with `glibc.malloc.tcache_count=0` added (see the module docs); returns only when
-/// it is set already or the re-execution failed (reported on stderr). Call first thing, before
-/// any thread starts. Nothing elsewhere.
-pub fn tune_environment() {
-    imp::tune_environment();
-}
 
 /// Sets the allocator's thresholds (glibc; nothing elsewhere). Call once at start, before
 /// other threads run.
@@ -93,28 +87,6 @@ mod imp {
         }
     }
 
-    pub fn tune_environment() {
-        use std::os::unix::process::CommandExt;
-        const NO_TCACHE: &str = "glibc.malloc.tcache_count=0";
-        let current = std::env::var("GLIBC_TUNABLES").unwrap_or_default();
-        if current.contains("glibc.malloc.tcache_count") {
-            return;
-        }
-        let tunables = if current.is_empty() {
-            NO_TCACHE.to_string()
-        } else {
-            format!("{current}:{NO_TCACHE}")
-        };
-        let Ok(exe) = std::env::current_exe() else {
-            return;
-        };
-        let err = std::process::Command::new(exe)
-            .args(std::env::args_os().skip(1))
-            .env("GLIBC_TUNABLES", tunables)
-            .exec();
-        eprintln!("home-mcp: could not re-execute with GLIBC_TUNABLES ({err}); going on");
-    }
-
     pub fn trim() {
         // SAFETY: malloc_trim is thread-safe (it locks each arena in turn).
         unsafe {
@@ -126,8 +98,6 @@ mod imp {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 mod imp {
     pub const TRIMS: bool = false;
-
-    pub fn tune_environment() {}
 
     pub fn configure() {}
 

@@ -214,7 +214,9 @@ impl Served {
             .env("HOME_HOST", miniserver.addr.to_string())
             .env("HOME_USER", &miniserver.user)
             .env("HOME_PASS", &miniserver.password)
-            .env("HOME_LOG_LEVEL", "info");
+            .env("HOME_LOG_LEVEL", "info")
+            // As the packaged unit runs it (src/memory.rs).
+            .env("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0");
         for (k, v) in env {
             cmd.env(k, v);
         }
