@@ -458,17 +458,7 @@ impl McpServer {
                 } else {
                     self.dispatch(state, request, peer)
                 };
-                crate::metrics::global().mcp_request(
-                    transport,
-                    method,
-                    tool,
-                    if outcome.is_ok() {
-                        crate::metrics::Outcome::Ok
-                    } else {
-                        crate::metrics::Outcome::Error
-                    },
-                    Some(started.elapsed()),
-                );
+                count_request(transport, method, tool, outcome.is_ok(), started);
                 Some(match outcome {
                     Ok(outcome) => Response {
                         id: Some(id),
@@ -599,17 +589,7 @@ impl McpServer {
                     }),
                 })
         };
-        crate::metrics::global().mcp_request(
-            state.transport,
-            metric,
-            tool,
-            if outcome.is_ok() {
-                crate::metrics::Outcome::Ok
-            } else {
-                crate::metrics::Outcome::Error
-            },
-            Some(started.elapsed()),
-        );
+        count_request(state.transport, metric, tool, outcome.is_ok(), started);
         match outcome {
             Ok(value) => {
                 let info = guarded(|| self.handler.server_info())
@@ -1047,7 +1027,29 @@ fn strip_titles(mut result: Value, version: ProtocolVersion) -> Value {
     result
 }
 
-/// `params` as an object: absent means empty; an array is -32602.
+/// Counts one answered request in the metrics (`home_mcp_mcp_requests_total` and its
+/// duration): `method` as [`metric_method`] labels it, the tool for `tools/call`, and whether
+/// it was answered with a result (`ok`) or an error. Used by every era's dispatch.
+fn count_request(
+    transport: &str,
+    method: &str,
+    tool: Option<&str>,
+    ok: bool,
+    started: std::time::Instant,
+) {
+    crate::metrics::global().mcp_request(
+        transport,
+        method,
+        tool,
+        if ok {
+            crate::metrics::Outcome::Ok
+        } else {
+            crate::metrics::Outcome::Error
+        },
+        Some(started.elapsed()),
+    );
+}
+
 /// The `method` label of the metrics: the name when the server implements it, else `other`.
 fn metric_method(method: &str) -> &'static str {
     crate::metrics::known_method(method)
@@ -1062,6 +1064,7 @@ fn tool_name(params: &Option<Params>) -> Option<&'static str> {
     Some(crate::metrics::global().known_tool(name))
 }
 
+/// `params` as an object: absent means empty; an array is -32602.
 fn object_params(params: Option<Params>) -> Result<Map<String, Value>, RpcError> {
     match params {
         None => Ok(Map::new()),
