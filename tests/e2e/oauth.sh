@@ -11,33 +11,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN="${1:-target/debug/home-mcp}"
-[[ -x "$BIN" ]] || { echo "binary $BIN not built (cargo build)"; exit 2; }
-command -v npm >/dev/null || { echo "the OAuth end-to-end test needs node and npm"; exit 2; }
-export CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
-if [[ ! -x "$CHROMIUM" ]]; then
-  echo "installing chromium (apt)"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-fi
-
+source tests/e2e/lib.sh
+e2e_needs "the OAuth end-to-end test"
+e2e_chromium
 DIR=tests/e2e/oauth
-STAMP="$DIR/node_modules/.home-mcp-lock.sha1"
-LOCK_SUM=$(sha1sum "$DIR/package-lock.json" | cut -d' ' -f1)
-if [[ "$(cat "$STAMP" 2>/dev/null)" != "$LOCK_SUM" ]]; then
-  (cd "$DIR" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error)
-  echo "$LOCK_SUM" > "$STAMP"
-fi
-
-TMP=$(mktemp -d)
-PID=
-cleanup() {
-  [[ -n "$PID" ]] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-ADMIN_KEY=$("$BIN" keys generate --role admin --name "e2e owner" --json --key-store "$TMP/keys.toml" \
-  | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).id))')
-PORT=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+e2e_npm_ci "$DIR"
+e2e_tmp
+ADMIN_KEY=$(e2e_admin_key "e2e owner")
+PORT=$(e2e_free_port)
 SECURITY_LEVEL=staging "$BIN" serve --demo --listen "127.0.0.1:$PORT" --key-store "$TMP/keys.toml" \
   2>"$TMP/server.log" &
 PID=$!

@@ -1,0 +1,53 @@
+# Shared by the browser end-to-end scripts (browser.sh, oauth.sh); source it after `cd` to the
+# repository root with BIN set.
+#   e2e_needs WHAT          checks $BIN is built and npm is there (WHAT names the script)
+#   e2e_chromium            exports CHROMIUM (default /usr/bin/chromium), installing it with apt
+#                           when missing
+#   e2e_npm_ci DIR          `npm ci` in DIR only when its package-lock.json changed since the
+#                           last install (a stamp in node_modules); --prefer-offline takes
+#                           packages from npm's cache when it has them
+#   e2e_tmp                 makes TMP (removed on exit) and PID (killed on exit when set)
+#   e2e_admin_key NAME      prints the id of a new admin key in $TMP/keys.toml
+#   e2e_free_port           prints a free loopback port
+
+e2e_needs() {
+  [[ -x "$BIN" ]] || { echo "binary $BIN not built (cargo build)"; exit 2; }
+  command -v npm >/dev/null || { echo "$1 needs node and npm"; exit 2; }
+}
+
+e2e_chromium() {
+  export CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
+  if [[ ! -x "$CHROMIUM" ]]; then
+    echo "installing chromium (apt)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
+}
+
+e2e_npm_ci() {
+  local dir=$1 stamp="$1/node_modules/.home-mcp-lock.sha1" sum
+  sum=$(sha1sum "$dir/package-lock.json" | cut -d' ' -f1)
+  if [[ "$(cat "$stamp" 2>/dev/null)" != "$sum" ]]; then
+    (cd "$dir" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error)
+    echo "$sum" > "$stamp"
+  fi
+}
+
+e2e_tmp() {
+  TMP=$(mktemp -d)
+  PID=
+  trap e2e_cleanup EXIT
+}
+
+e2e_cleanup() {
+  [[ -n "$PID" ]] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
+  rm -rf "$TMP"
+}
+
+e2e_admin_key() {
+  "$BIN" keys generate --role admin --name "$1" --json --key-store "$TMP/keys.toml" \
+    | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).id))'
+}
+
+e2e_free_port() {
+  node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
