@@ -218,6 +218,8 @@ impl App {
                 Arc::new(HouseFeed::new(house.clone())),
             )
         });
+        // The metrics registry knows no feature: the wiring names the tools of its label.
+        crate::metrics::global().know_tools(crate::tools::catalogue().iter().map(|t| t.name));
         let tools = Arc::new(
             HomeTools::with_store(house.clone(), workflows.clone())
                 .with_caches(config.server.caches)

@@ -41,14 +41,13 @@ use rusqlite::{params, Connection};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::auth::gate::PermissionFn;
-use crate::auth::mask;
+use crate::home::{Permission, PermissionFn};
+use crate::logging::mask_key_id as mask;
 use crate::mcp::{
     CallToolResult, Caller, Completion, CompletionRef, GetPromptResult, Handler, Implementation,
     PromptDescriptor, RequestContext, ResourceContents, ResourceDescriptor, ResourceTemplate,
     RpcError, SharedResult, ToolDescriptor,
 };
-use crate::tools::Permission;
 
 /// Entries queued for the writer before new ones are dropped.
 pub const QUEUE_CAPACITY: usize = 1024;

@@ -5,6 +5,8 @@
 //!   `device:inode` of the stream it connected), each line is `<N>module: message` with the
 //!   syslog priority prefix journald understands (`SyslogLevelPrefix=`, on by default), so
 //!   `journalctl -p warning` filters by level and no timestamp is printed twice.
+//!
+//! What of an API key id may appear in a log line, the audit log or an error: [`mask_key_id`].
 
 use std::io::Write;
 
@@ -98,6 +100,20 @@ impl log::Log for Journal {
     }
 
     fn flush(&self) {}
+}
+
+/// `homekey_operator_3_a1b2…` -> `homekey_operator_3_a1b2****`: enough to tell keys apart in
+/// logs, never enough to use one. Anything not in the `homekey_` format is `****`. (The auth
+/// module makes the ids and re-exports this as `auth::mask`.)
+pub fn mask_key_id(id: &str) -> String {
+    if !id.starts_with("homekey_") {
+        // Not our format (the legacy HTTP_API_KEY, a typo): nothing of it is shown.
+        return "****".into();
+    }
+    match id.rfind('_') {
+        Some(i) if id.len() > i + 5 => format!("{}****", &id[..i + 5]),
+        _ => "****".into(),
+    }
 }
 
 #[cfg(test)]

@@ -51,8 +51,6 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::home::link::{LinkMode, LinkSnapshot};
-
 /// The `Content-Type` of the exposition.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -347,11 +345,9 @@ pub struct Metrics {
     /// `[transport][method][outcome]`; `tools/call` is counted in `tool_calls` instead.
     mcp_requests: [[[AtomicU64; 3]; 14]; 5],
     mcp_duration: [Histogram; 5],
-    /// Tool names of the catalogue, sorted; index `tools.len()` is `unknown`.
-    tools: Vec<&'static str>,
-    /// `[tool][transport][outcome]`
-    tool_calls: Vec<[[AtomicU64; 3]; 5]>,
-    tool_duration: Vec<Histogram>,
+    /// The `tool` label's values and their series, once the wiring named the tools
+    /// ([`Metrics::know_tools`]).
+    tools: OnceLock<ToolSeries>,
     auth_failures: [AtomicU64; 4],
     rate_limited: [AtomicU64; 3],
     /// `[cache][hit, miss]`
@@ -361,17 +357,64 @@ pub struct Metrics {
     pub dashboard_clients: Gauge,
 }
 
-/// The registry of this process (created on first use, with the tool names of the catalogue).
+/// The registry of this process (created on first use). The wiring names the tools of the
+/// catalogue ([`Metrics::know_tools`]) before the server takes requests; this registry knows
+/// no feature itself.
 pub fn global() -> &'static Metrics {
     static GLOBAL: OnceLock<Metrics> = OnceLock::new();
-    GLOBAL.get_or_init(|| Metrics::new(crate::tools::catalogue().iter().map(|t| t.name)))
+    GLOBAL.get_or_init(Metrics::without_tools)
+}
+
+/// Tool names, sorted (index `names.len()` is `unknown`), with their series.
+#[derive(Debug)]
+struct ToolSeries {
+    names: Vec<&'static str>,
+    /// `[tool][transport][outcome]`
+    calls: Vec<[[AtomicU64; 3]; 5]>,
+    duration: Vec<Histogram>,
+}
+
+impl ToolSeries {
+    fn new(names: impl IntoIterator<Item = &'static str>) -> Self {
+        let mut names: Vec<&'static str> = names.into_iter().collect();
+        names.sort_unstable();
+        names.dedup();
+        let n = names.len() + 1;
+        Self {
+            calls: (0..n).map(|_| Default::default()).collect(),
+            duration: (0..n).map(|_| Histogram::default()).collect(),
+            names,
+        }
+    }
+
+    fn index(&self, name: &str) -> usize {
+        self.names.binary_search(&name).unwrap_or(self.names.len())
+    }
+
+    /// The label value of series `i`.
+    fn name(&self, i: usize) -> &'static str {
+        self.names.get(i).copied().unwrap_or("unknown")
+    }
+}
+
+/// The Miniserver link as the exposition shows it (the wiring reads it from the link at
+/// scrape time).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LinkScrape {
+    /// Every mode of the link (`websocket`, `polling`, `disconnected`) and whether it is the
+    /// current one.
+    pub modes: Vec<(&'static str, bool)>,
+    /// Times the link came back after being disconnected.
+    pub reconnects: u64,
+    /// State values received (events, or values read by a poll round).
+    pub events_received: u64,
 }
 
 /// What the exposition reads from elsewhere at scrape time.
 #[derive(Debug, Clone, Default)]
 pub struct Scrape {
     /// The Miniserver link; `None` leaves the link metrics out.
-    pub link: Option<LinkSnapshot>,
+    pub link: Option<LinkScrape>,
     /// Open MCP sessions.
     pub sessions: Option<usize>,
     /// SSE streams running.
@@ -381,10 +424,14 @@ pub struct Scrape {
 impl Metrics {
     /// An empty registry whose `tool` label allows `tools` (plus `unknown`).
     pub fn new(tools: impl IntoIterator<Item = &'static str>) -> Self {
-        let mut tools: Vec<&'static str> = tools.into_iter().collect();
-        tools.sort_unstable();
-        tools.dedup();
-        let n = tools.len() + 1;
+        let m = Self::without_tools();
+        m.know_tools(tools);
+        m
+    }
+
+    /// An empty registry that does not know the tools yet: until [`Metrics::know_tools`],
+    /// `tools/call` requests are counted in the MCP latency histogram only.
+    fn without_tools() -> Self {
         Self {
             started: SystemTime::now(),
             started_at: Instant::now(),
@@ -392,9 +439,7 @@ impl Metrics {
             http_duration: Default::default(),
             mcp_requests: Default::default(),
             mcp_duration: Default::default(),
-            tool_calls: (0..n).map(|_| Default::default()).collect(),
-            tool_duration: (0..n).map(|_| Histogram::default()).collect(),
-            tools,
+            tools: OnceLock::new(),
             auth_failures: Default::default(),
             rate_limited: Default::default(),
             cache: Default::default(),
@@ -402,16 +447,22 @@ impl Metrics {
         }
     }
 
-    fn tool_index(&self, name: &str) -> usize {
-        self.tools.binary_search(&name).unwrap_or(self.tools.len())
+    /// Names the tools of the catalogue: the values the `tool` label allows (plus `unknown`).
+    /// The first call wins; returns whether this one did.
+    pub fn know_tools(&self, tools: impl IntoIterator<Item = &'static str>) -> bool {
+        let mut named = false;
+        self.tools.get_or_init(|| {
+            named = true;
+            ToolSeries::new(tools)
+        });
+        named
     }
 
     /// `name` as a `'static` label value: itself for a tool of the catalogue, else `unknown`.
     pub fn known_tool(&self, name: &str) -> &'static str {
         self.tools
-            .get(self.tool_index(name))
-            .copied()
-            .unwrap_or("unknown")
+            .get()
+            .map_or("unknown", |t| t.name(t.index(name)))
     }
 
     /// One HTTP request on `transport` answered with `status` after `elapsed` (the histogram
@@ -440,10 +491,12 @@ impl Metrics {
         let m = method_index(method);
         let o = outcome as usize;
         if m == TOOLS_CALL {
-            let i = self.tool_index(tool.unwrap_or(""));
-            self.tool_calls[i][t][o].fetch_add(1, Ordering::Relaxed);
-            if let Some(d) = elapsed {
-                self.tool_duration[i].observe(d);
+            if let Some(series) = self.tools.get() {
+                let i = series.index(tool.unwrap_or(""));
+                series.calls[i][t][o].fetch_add(1, Ordering::Relaxed);
+                if let Some(d) = elapsed {
+                    series.duration[i].observe(d);
+                }
             }
         } else {
             self.mcp_requests[t][m][o].fetch_add(1, Ordering::Relaxed);
@@ -470,10 +523,12 @@ impl Metrics {
 
     /// Calls of `tool` so far with `outcome`, over all transports (for tests and `/health`).
     pub fn tool_calls(&self, tool: &str, outcome: Outcome) -> u64 {
-        self.tool_calls[self.tool_index(tool)]
-            .iter()
-            .map(|t| t[outcome as usize].load(Ordering::Relaxed))
-            .sum()
+        self.tools.get().map_or(0, |series| {
+            series.calls[series.index(tool)]
+                .iter()
+                .map(|t| t[outcome as usize].load(Ordering::Relaxed))
+                .sum()
+        })
     }
 
     /// Refusals for `reason` so far.
@@ -544,8 +599,9 @@ impl Metrics {
                     }
                 }
             }
-            for (i, counts) in self.tool_calls.iter().enumerate() {
-                let tool = self.tools.get(i).copied().unwrap_or("unknown");
+            let series = self.tools.get();
+            for (i, counts) in series.iter().flat_map(|s| s.calls.iter().enumerate()) {
+                let tool = series.map_or("unknown", |s| s.name(i));
                 for o in Outcome::ALL {
                     let v = counts[t][o as usize].load(Ordering::Relaxed);
                     if v > 0 {
@@ -584,8 +640,9 @@ impl Metrics {
             "histogram",
             "Time of tools/call by tool, in seconds.",
         );
-        for (i, h) in self.tool_duration.iter().enumerate() {
-            let tool = self.tools.get(i).copied().unwrap_or("unknown");
+        let series = self.tools.get();
+        for (i, h) in series.iter().flat_map(|s| s.duration.iter().enumerate()) {
+            let tool = series.map_or("unknown", |s| s.name(i));
             histogram(w, "home_mcp_tool_call_duration_seconds", ("tool", tool), h);
         }
 
@@ -637,16 +694,12 @@ impl Metrics {
                 "gauge",
                 "Mode of the Miniserver link: 1 for the current mode, else 0.",
             );
-            for mode in [
-                LinkMode::WebSocket,
-                LinkMode::Polling,
-                LinkMode::Disconnected,
-            ] {
+            for &(mode, current) in &link.modes {
                 sample(
                     w,
                     "home_mcp_miniserver_link_state",
-                    &[("mode", mode.as_str())],
-                    u64::from(link.mode == mode),
+                    &[("mode", mode)],
+                    u64::from(current),
                 );
             }
             family(
@@ -992,10 +1045,17 @@ mod tests {
         m.cache(CacheKind::Tool, true);
         m.cache(CacheKind::Resource, false);
         m.dashboard_clients.inc();
-        let link = crate::home::link::LinkStatus::new();
-        link.set_mode(LinkMode::Polling);
+        let link = LinkScrape {
+            modes: vec![
+                ("websocket", false),
+                ("polling", true),
+                ("disconnected", false),
+            ],
+            reconnects: 0,
+            events_received: 0,
+        };
         let text = m.render(&Scrape {
-            link: Some(link.snapshot()),
+            link: Some(link),
             sessions: Some(2),
             streams: Some(0),
         });

@@ -14,12 +14,13 @@
 
 use serde_json::{Map, Value};
 
-use crate::home::resolve::ResolveError;
+use crate::home::resolve::{fold, ResolveError};
 use crate::home::{Family, Home};
 use crate::mcp::{
-    Content, GetPromptResult, PromptArgument, PromptDescriptor, PromptMessage, RpcError,
+    Completion, Content, GetPromptResult, PromptArgument, PromptDescriptor, PromptMessage, RpcError,
 };
 use crate::resources;
+use crate::resources::complete::{finish, matches, rooms};
 use crate::tools::view::candidate_label;
 use crate::tools::Ctx;
 
@@ -30,6 +31,46 @@ pub const NAMES: [&str; 4] = [
     "good_night_routine",
     "troubleshoot_device",
 ];
+
+/// Completion of the argument `argument` of the prompt `name` (`value`: what was typed;
+/// `context`: the arguments already given, so a device is completed within the given room):
+/// room and device names matched as resource template variables are
+/// ([`resources::complete`]). An unknown prompt is -32602; an argument that takes no
+/// completion gives an empty list.
+pub fn complete(
+    home: &Home,
+    name: &str,
+    argument: &str,
+    value: &str,
+    context: &Map<String, Value>,
+) -> Result<Completion, RpcError> {
+    let typed = fold(value);
+    let typed = typed.as_str();
+    if !NAMES.contains(&name) {
+        return Err(RpcError::invalid_params(format!("unknown prompt {name:?}")));
+    }
+    Ok(finish(match argument {
+        "room" | "bedroom" => rooms(home, typed, false),
+        "device" => {
+            let room = context
+                .get("room")
+                .and_then(Value::as_str)
+                .and_then(|r| home.resolve_room(r).ok())
+                .map(|r| r.uuid.clone());
+            let mut names: Vec<String> = home
+                .controls
+                .iter()
+                .filter(|c| room.is_none() || c.room == room)
+                .filter(|c| matches(typed, &c.name, &c.uuid))
+                .map(|c| c.name.clone())
+                .collect();
+            names.sort();
+            names.dedup();
+            names
+        }
+        _ => Vec::new(),
+    }))
+}
 
 fn arg(name: &str, description: &str, required: bool) -> PromptArgument {
     PromptArgument {
@@ -109,7 +150,7 @@ fn user(text: String) -> PromptMessage {
 
 /// The resource `uri` embedded as a `user` message.
 fn embed(ctx: &Ctx, uri: &str) -> Result<PromptMessage, RpcError> {
-    let contents = resources::read(ctx, uri)?;
+    let contents = resources::read(ctx, uri, &NAMES)?;
     let resource = contents
         .into_iter()
         .next()

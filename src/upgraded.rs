@@ -4,10 +4,20 @@
 //! WebSocket session needs a read timeout (to look at its outgoing queue while the client is
 //! silent) and a write timeout (to drop a client that stopped reading). The socket is found
 //! among the process's open descriptors by its peer address and local port. Used by the
-//! dashboard's WebSocket and the simulator's.
+//! dashboard's WebSocket and the simulator's. [`header`] reads a request's header (the
+//! WebSocket handshake's, and every route's of the HTTP transport).
 
 use std::net::SocketAddr;
 use std::time::Duration;
+
+/// Value of the first header called `name` (case-insensitive).
+pub fn header<'a>(request: &'a tiny_http::Request, name: &str) -> Option<&'a str> {
+    request
+        .headers()
+        .iter()
+        .find(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name))
+        .map(|h| h.value.as_str())
+}
 
 /// Sets `read` and `write` timeouts on the accepted socket whose peer is `peer` and whose
 /// local port is `local_port` (found through `/proc/self/fd` or `/dev/fd`). Returns whether

@@ -121,6 +121,10 @@ pub fn run(
     result
 }
 
+/// Default state directory when neither the config, `HOME_DATA_DIR` nor systemd's
+/// `STATE_DIRECTORY` names one (the server's config reads it from here).
+pub const DEFAULT_DATA_DIR: &str = "./data";
+
 /// The data directory of the Debian package's service (`StateDirectory=home-mcp`).
 pub const INSTALLED_DATA_DIR: &str = "/var/lib/home-mcp";
 
@@ -220,7 +224,7 @@ fn data_dir(env: &dyn Fn(&str) -> Option<String>, installed: bool) -> PathBuf {
             PathBuf::from(if installed {
                 INSTALLED_DATA_DIR
             } else {
-                crate::config::DEFAULT_DATA_DIR
+                DEFAULT_DATA_DIR
             })
         })
 }

@@ -58,7 +58,7 @@
 //! (default per minute, spec §8: admin 1000, operator 500, monitor 200, device 100, custom
 //! 200); a request without a key counts against its client address's bucket (`per_client`,
 //! default 100), on every route. Each request of a JSON-RPC batch counts ([`Gate::charge`]).
-//! Fixed windows (see [`ratelimit`](super::ratelimit)). Every gated answer written by a worker
+//! Fixed windows (see [`ratelimit`](crate::ratelimit)). Every gated answer written by a worker
 //! carries `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset` of the bucket
 //! that applied. Raised in `[auth.rate_limits]` of the config file.
 //!
@@ -93,11 +93,11 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::ratelimit::{RateInfo, RateLimiter};
 use super::store::{KeyStore, UsageRecorder};
 use super::{mask, ApiKey, Role, Usage};
+use crate::home::Permission;
 use crate::home::Secret;
-use crate::tools::Permission;
+use crate::ratelimit::{RateInfo, RateLimiter};
 
 /// The overall security level (`[auth] security_level`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
@@ -195,8 +195,7 @@ pub const LEGACY_KEY_NAME: &str = "legacy HTTP_API_KEY";
 pub type ScopeFn =
     Arc<dyn Fn(&str, &Map<String, Value>, &crate::home::Scope) -> Result<(), String> + Send + Sync>;
 
-/// The permission a tool call needs (`HomeTools::required_permission`); `None`: unknown tool.
-pub type PermissionFn = Arc<dyn Fn(&str, &Map<String, Value>) -> Option<Permission> + Send + Sync>;
+pub use crate::home::PermissionFn;
 
 /// What a request presents.
 #[derive(Debug, Clone, Copy, Default)]
@@ -566,7 +565,7 @@ impl Gate {
 
     /// The rate-limit buckets of the current windows, key ids [`mask`]ed
     /// (`key:homekey_operator_2_0011****`, `ip:192.168.1.20`, `anon:...`).
-    pub fn rate_buckets(&self) -> Vec<super::ratelimit::BucketState> {
+    pub fn rate_buckets(&self) -> Vec<crate::ratelimit::BucketState> {
         self.limiter
             .snapshot()
             .into_iter()

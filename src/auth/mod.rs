@@ -8,7 +8,7 @@
 pub mod cli;
 pub mod gate;
 pub mod oauth;
-pub mod ratelimit;
+pub use crate::ratelimit;
 pub mod store;
 
 use std::collections::BTreeSet;
@@ -16,7 +16,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::tools::Permission;
+use crate::home::Permission;
 
 /// The roles of spec §5.5, in privilege order admin > operator > monitor > device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -186,18 +186,7 @@ impl ApiKey {
     }
 }
 
-/// `homekey_operator_3_a1b2…` -> `homekey_operator_3_a1b2****`: enough to tell keys apart in
-/// logs, never enough to use one. Anything not in the `homekey_` format is `****`.
-pub fn mask(id: &str) -> String {
-    if !id.starts_with("homekey_") {
-        // Not our format (the legacy HTTP_API_KEY, a typo): nothing of it is shown.
-        return "****".into();
-    }
-    match id.rfind('_') {
-        Some(i) if id.len() > i + 5 => format!("{}****", &id[..i + 5]),
-        _ => "****".into(),
-    }
-}
+pub use crate::logging::mask_key_id as mask;
 
 /// A new key id for `role` with `sequence`: 128 bits from the OS CSPRNG, hex.
 pub fn new_key_id(role: Role, sequence: u64) -> Result<String, getrandom::Error> {

@@ -313,7 +313,7 @@ fn change_message(house: &House, change: &Change) -> Option<String> {
 
 /// Whether `request` is a WebSocket handshake (`Upgrade: websocket`, version 13, a key).
 fn handshake_key(request: &Request) -> Option<String> {
-    let h = |n: &str| crate::http::header(request, n);
+    let h = |n: &str| crate::upgraded::header(request, n);
     let upgrade = h("Upgrade").is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
     let version = h("Sec-WebSocket-Version").is_some_and(|v| v.trim() == "13");
     match (upgrade, version, h("Sec-WebSocket-Key")) {
@@ -342,7 +342,7 @@ pub fn serve(
         let _ = request.respond(Response::from_string("Bad Request").with_status_code(400));
         return;
     };
-    let offered = crate::http::header(&request, "Sec-WebSocket-Protocol")
+    let offered = crate::upgraded::header(&request, "Sec-WebSocket-Protocol")
         .is_some_and(|v| v.split(',').any(|p| p.trim() == SUBPROTOCOL));
     let peer = request.remote_addr().copied();
     let mut response = Response::empty(101);

@@ -17,7 +17,7 @@ use super::model::{Control, Home};
 use super::primary::Primary;
 use super::risk::{Risk, RiskRules};
 use super::state::{Source, StateStore, StateValue, Value};
-use crate::auth::ratelimit::RateLimiter;
+use crate::ratelimit::RateLimiter;
 
 /// Default of `[server] verify_timeout_ms`: how long control tools wait for a command's effect.
 pub const DEFAULT_VERIFY_TIMEOUT: Duration = Duration::from_millis(1500);

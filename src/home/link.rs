@@ -21,6 +21,13 @@ pub enum LinkMode {
 }
 
 impl LinkMode {
+    /// Every mode, from live to down.
+    pub const ALL: [LinkMode; 3] = [
+        LinkMode::WebSocket,
+        LinkMode::Polling,
+        LinkMode::Disconnected,
+    ];
+
     /// `websocket`, `polling` or `disconnected`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -53,6 +60,18 @@ pub struct LinkSnapshot {
 }
 
 impl LinkSnapshot {
+    /// What the Prometheus exposition shows of the link (`home_mcp_miniserver_*`).
+    pub fn metrics(&self) -> crate::metrics::LinkScrape {
+        crate::metrics::LinkScrape {
+            modes: LinkMode::ALL
+                .iter()
+                .map(|&m| (m.as_str(), m == self.mode))
+                .collect(),
+            reconnects: self.reconnects,
+            events_received: self.events_received,
+        }
+    }
+
     /// `{"mode", "degraded", "since_secs", "last_error", "reconnects", "events_received",
     /// "last_event_secs"}`; ages in seconds before now.
     pub fn to_json(&self) -> serde_json::Value {

@@ -7,6 +7,7 @@ pub mod bus;
 pub mod house;
 pub mod link;
 pub mod model;
+pub mod permission;
 pub mod primary;
 pub mod resolve;
 pub mod risk;
@@ -23,6 +24,7 @@ pub use model::{
     Category, CategoryKind, Control, ControlKind, Family, Home, MsInfo, Room, StateRef,
     StructureProblem, StructureWarning, TypeFamily,
 };
+pub use permission::{Permission, PermissionFn};
 pub use primary::Primary;
 pub use risk::{Risk, RiskRules};
 pub use scope::{Access, Denied, Scope};

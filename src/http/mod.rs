@@ -986,14 +986,7 @@ pub(crate) fn rest_error(status: u16, code: &str, message: &str) -> Answer {
     )
 }
 
-/// Value of the first header called `name` (case-insensitive).
-pub(crate) fn header<'a>(request: &'a tiny_http::Request, name: &str) -> Option<&'a str> {
-    request
-        .headers()
-        .iter()
-        .find(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name))
-        .map(|h| h.value.as_str())
-}
+pub(crate) use crate::upgraded::header;
 
 fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request, out: Out<'_>) {
     let started = Instant::now();
@@ -1170,7 +1163,7 @@ fn metrics_route(ctx: &Ctx, method: &tiny_http::Method, auth: Option<&Principal>
     }
     let link = ctx.config.metrics.as_ref().and_then(|m| m.link.as_ref());
     let scrape = metrics::Scrape {
-        link: link.map(|l| l.snapshot()),
+        link: link.map(|l| l.snapshot().metrics()),
         sessions: Some(ctx.mcp.sessions().len()),
         streams: Some(ctx.pool.active()),
     };

@@ -21,10 +21,10 @@ use base64::Engine;
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 use serde_json::Value as Json;
 
+use super::config::{AuthMode, MiniserverConfig, Timeouts};
 use super::crypto::{PublicKey, SessionKey};
 use super::secured::{self, KeySalt};
 use super::token::{self, Exchange, TokenAuth, TokenRequest};
-use crate::config::{AuthMode, MiniserverConfig, Timeouts};
 
 /// Pause after the Miniserver rejected our credentials, before they are tried again.
 pub const AUTH_RETRY_AFTER: Duration = Duration::from_secs(30);

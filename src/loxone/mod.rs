@@ -6,6 +6,7 @@
 pub mod backoff;
 pub mod client;
 pub mod commands;
+pub mod config;
 pub mod controller;
 pub mod crypto;
 pub mod feed;

@@ -1,19 +1,18 @@
-//! `completion/complete` for the resource templates' variables and the prompts' arguments:
-//! values whose name, slug or UUID starts with what was typed (accents and case ignored),
-//! or one of whose words does; at most 100, sorted as the house lists them.
-
-use serde_json::{Map, Value};
+//! `completion/complete` for the resource templates' variables: values whose name, slug or
+//! UUID starts with what was typed (accents and case ignored), or one of whose words does; at
+//! most 100, sorted as the house lists them. The prompts' arguments are completed the same
+//! way ([`crate::prompts::complete`], with [`matches`], [`rooms`] and [`finish`] from here).
 
 use super::{category_key, room_key, slug, types_present, TEMPLATES};
 use crate::home::resolve::fold;
 use crate::home::{Family, Home};
-use crate::mcp::{Completion, CompletionRef, RpcError};
+use crate::mcp::{Completion, RpcError};
 
 /// Most values one completion returns.
 const MAX: usize = 100;
 
 /// Whether `typed` (already folded) is a prefix of `name` or of one of its words, or of `key`.
-fn matches(typed: &str, name: &str, key: &str) -> bool {
+pub(crate) fn matches(typed: &str, name: &str, key: &str) -> bool {
     if typed.is_empty() {
         return true;
     }
@@ -24,7 +23,7 @@ fn matches(typed: &str, name: &str, key: &str) -> bool {
         || key.to_lowercase().starts_with(&typed_slug)
 }
 
-fn finish(values: Vec<String>) -> Completion {
+pub(crate) fn finish(values: Vec<String>) -> Completion {
     let mut values = values;
     values.dedup();
     let total = values.len();
@@ -38,7 +37,7 @@ fn finish(values: Vec<String>) -> Completion {
 }
 
 /// Room keys (for URIs) or room names (for prompts) matching `typed`.
-fn rooms(home: &Home, typed: &str, as_key: bool) -> Vec<String> {
+pub(crate) fn rooms(home: &Home, typed: &str, as_key: bool) -> Vec<String> {
     home.rooms
         .iter()
         .filter(|r| matches(typed, &r.name, &room_key(home, r)))
@@ -52,79 +51,49 @@ fn rooms(home: &Home, typed: &str, as_key: bool) -> Vec<String> {
         .collect()
 }
 
-/// Completion of a template variable or a prompt argument. An unknown template or prompt is
-/// -32602; an argument that takes no completion gives an empty list.
+/// Completion of the variable `argument` of the resource template `template` (`value`: what
+/// was typed). An unknown template is -32602; a variable that takes no completion gives an
+/// empty list.
 pub fn complete(
     home: &Home,
-    reference: &CompletionRef,
+    template: &str,
     argument: &str,
     value: &str,
-    context: &Map<String, Value>,
 ) -> Result<Completion, RpcError> {
     let typed = fold(value);
     let typed = typed.as_str();
-    match reference {
-        CompletionRef::Resource(template) => {
-            if !TEMPLATES.iter().any(|(t, _, _)| t == template) {
-                return Err(RpcError::invalid_params(format!(
-                    "unknown resource template {template:?}"
-                )));
-            }
-            Ok(finish(match argument {
-                "room" => rooms(home, typed, true),
-                "category" => {
-                    let mut v: Vec<String> = Family::ALL
-                        .iter()
-                        .map(|f| f.as_str().to_string())
-                        .filter(|f| matches(typed, f, f))
-                        .collect();
-                    v.extend(
-                        home.categories
-                            .iter()
-                            .filter(|c| matches(typed, &c.name, &category_key(home, c)))
-                            .map(|c| category_key(home, c)),
-                    );
-                    v
-                }
-                "type" => types_present(home)
-                    .into_iter()
-                    .filter(|t| matches(typed, t, t))
-                    .map(str::to_string)
-                    .collect(),
-                "uuid" => home
-                    .controls
-                    .iter()
-                    .filter(|c| matches(typed, &c.name, &c.uuid))
-                    .map(|c| c.uuid.clone())
-                    .collect(),
-                _ => Vec::new(),
-            }))
-        }
-        CompletionRef::Prompt(name) => {
-            if !crate::prompts::NAMES.contains(&name.as_str()) {
-                return Err(RpcError::invalid_params(format!("unknown prompt {name:?}")));
-            }
-            Ok(finish(match argument {
-                "room" | "bedroom" => rooms(home, typed, false),
-                "device" => {
-                    let room = context
-                        .get("room")
-                        .and_then(Value::as_str)
-                        .and_then(|r| home.resolve_room(r).ok())
-                        .map(|r| r.uuid.clone());
-                    let mut names: Vec<String> = home
-                        .controls
-                        .iter()
-                        .filter(|c| room.is_none() || c.room == room)
-                        .filter(|c| matches(typed, &c.name, &c.uuid))
-                        .map(|c| c.name.clone())
-                        .collect();
-                    names.sort();
-                    names.dedup();
-                    names
-                }
-                _ => Vec::new(),
-            }))
-        }
+    if !TEMPLATES.iter().any(|(t, _, _)| *t == template) {
+        return Err(RpcError::invalid_params(format!(
+            "unknown resource template {template:?}"
+        )));
     }
+    Ok(finish(match argument {
+        "room" => rooms(home, typed, true),
+        "category" => {
+            let mut v: Vec<String> = Family::ALL
+                .iter()
+                .map(|f| f.as_str().to_string())
+                .filter(|f| matches(typed, f, f))
+                .collect();
+            v.extend(
+                home.categories
+                    .iter()
+                    .filter(|c| matches(typed, &c.name, &category_key(home, c)))
+                    .map(|c| category_key(home, c)),
+            );
+            v
+        }
+        "type" => types_present(home)
+            .into_iter()
+            .filter(|t| matches(typed, t, t))
+            .map(str::to_string)
+            .collect(),
+        "uuid" => home
+            .controls
+            .iter()
+            .filter(|c| matches(typed, &c.name, &c.uuid))
+            .map(|c| c.uuid.clone())
+            .collect(),
+        _ => Vec::new(),
+    }))
 }

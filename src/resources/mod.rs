@@ -26,7 +26,7 @@
 //! naming the URI, with `details` a JSON text `{"uri", "reason", "suggestions"}`.
 
 mod affected;
-mod complete;
+pub(crate) mod complete;
 mod detail;
 mod system;
 
@@ -152,22 +152,23 @@ pub fn templates() -> Vec<ResourceTemplate> {
 }
 
 /// `resources/read`: the JSON contents of `uri` (its text is the resource's JSON; the
-/// contents carry the URI as asked).
-pub fn read(ctx: &Ctx, uri: &str) -> Result<Vec<ResourceContents>, RpcError> {
+/// contents carry the URI as asked). `prompts` are the names of the server's prompts, which
+/// `home://system/capabilities` lists (the dispatcher above both hands them in).
+pub fn read(ctx: &Ctx, uri: &str, prompts: &[&str]) -> Result<Vec<ResourceContents>, RpcError> {
     let home = ctx.home();
     let resolved = resolve(&home, uri)?;
-    let data = compute(ctx, &home, &resolved)?;
+    let data = compute(ctx, &home, &resolved, prompts)?;
     Ok(vec![ResourceContents::text(uri, MIME, data.to_string())])
 }
 
 /// The JSON value of a resolved resource.
-pub(crate) fn compute(ctx: &Ctx, home: &Home, r: &Resolved) -> Result<Value, RpcError> {
+fn compute(ctx: &Ctx, home: &Home, r: &Resolved, prompts: &[&str]) -> Result<Value, RpcError> {
     match &r.target {
         Target::Tool(name, args) => run_tool(ctx, name, args),
         Target::Overview(room) => detail::overview(ctx, home, room),
         Target::Device(uuid) => detail::device(ctx, home, uuid, &r.canonical),
         Target::Status => Ok(system::status(ctx, home)),
-        Target::Capabilities => Ok(system::capabilities(ctx, home)),
+        Target::Capabilities => Ok(system::capabilities(ctx, home, prompts)),
         Target::Categories => Ok(system::categories(home)),
         Target::Weather => Ok(detail::weather(ctx, home)),
     }

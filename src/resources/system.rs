@@ -55,7 +55,7 @@ fn families(home: &Home) -> Vec<(Family, usize)> {
 }
 
 /// `home://system/capabilities`.
-pub fn capabilities(ctx: &Ctx, home: &Home) -> Value {
+pub fn capabilities(ctx: &Ctx, home: &Home, prompts: &[&str]) -> Value {
     let mut types: BTreeMap<&str, (Family, usize)> = BTreeMap::new();
     for c in &home.controls {
         types
@@ -78,7 +78,7 @@ pub fn capabilities(ctx: &Ctx, home: &Home) -> Value {
             "names": ctx.catalogue.iter().map(|t| t.name).collect::<Vec<_>>(),
         },
         "resources": {"fixed": FIXED.len(), "templates": TEMPLATES.len()},
-        "prompts": crate::prompts::NAMES,
+        "prompts": prompts,
         "features": {
             "dry_run": true,
             "workflows": true,

@@ -42,36 +42,13 @@ use serde_json::{json, Map, Value};
 use crate::home::resolve::ResolveError;
 use crate::home::{Action, Control, ControllerError, House, Outcome, Secret};
 use crate::mcp::{
-    CallToolResult, Completion, CompletionRef, Content, GetPromptResult, Handler, Implementation,
-    LogLevel, PromptDescriptor, RequestContext, ResourceContents, ResourceDescriptor,
-    ResourceTemplate, RpcError, SharedResult, ToolAnnotations, ToolDescriptor,
+    CallToolResult, Content, LogLevel, RequestContext, ResourceContents, RpcError, SharedResult,
+    ToolAnnotations, ToolDescriptor,
 };
 use crate::workflow::WorkflowStore;
 use cache::{Cache, CacheConfig, DEFAULT_CAPACITY};
 
-/// What a caller must be allowed to do to use a tool (enforced by the auth gate).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Permission {
-    /// Read the house: rooms, devices, values.
-    Read,
-    /// Operate devices: lights, blinds, climate, audio.
-    Control,
-    /// Security-relevant actions: alarm, gates and doors.
-    Security,
-    /// Server administration (keys, configuration).
-    Admin,
-}
-
-impl Permission {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Permission::Read => "read",
-            Permission::Control => "control",
-            Permission::Security => "security",
-            Permission::Admin => "admin",
-        }
-    }
-}
+pub use crate::home::Permission;
 
 /// Who is calling, for the audit log of writes, and the way back to the MCP client of the
 /// request being served (progress, log messages, confirmation by elicitation).
@@ -638,7 +615,8 @@ pub(crate) fn refused_to_device_key(tool: &Tool, caller: &Caller) -> Option<Tool
     })
 }
 
-/// The MCP [`Handler`] of the home server: the catalogue bound to a house.
+/// The catalogue bound to a house, with the response caches. It is the MCP handler of the
+/// home server; the `dispatch` module above tools, resources and prompts implements that.
 pub struct HomeTools {
     house: Arc<House>,
     tools: Vec<Tool>,
@@ -806,7 +784,7 @@ impl HomeTools {
 
     /// What cache entries are checked against: grows with every change of the house and every
     /// finished call of a tool that acts.
-    fn generation(&self) -> u64 {
+    pub fn generation(&self) -> u64 {
         self.house.generation() + self.writes.load(Ordering::SeqCst)
     }
 
@@ -848,7 +826,7 @@ impl HomeTools {
 
 impl HomeTools {
     /// The [`Caller`] of an MCP request.
-    fn caller_of(&self, ctx: &RequestContext) -> Caller {
+    pub fn caller_of(&self, ctx: &RequestContext) -> Caller {
         Caller {
             request: Some(ctx.clone()),
             pending: self.pending.clone(),
@@ -860,56 +838,10 @@ impl HomeTools {
     }
 }
 
-const INSTRUCTIONS: &str = "home-mcp controls a Loxone smart home. Start with \
-get_home_summary (what is on, open, playing, armed) or list_rooms / list_devices to see what \
-exists; devices and rooms are named as in the Loxone app (German or English, accents optional) \
-or by UUID. When a name exists in several rooms, add the room. control_device operates one \
-device (on/off, dim 0-100 %, blinds up/down/stop or a position 0 open .. 100 closed, moods, \
-colours); control_multiple_devices and control_room_devices do several at once. Room- and \
-house-wide tools (lights, blinds, room devices, room modes) accept dry_run: true to preview the \
-exact commands: use it before acting on a whole house. House-wide actions, the alarm, gates \
-and doors, large batches and workflows with such steps are confirmed by the user, whom the \
-server asks itself (elicitation); nothing is sent without that answer. set_room_temperature (°C) and \
-set_room_mode (auto, heating, cooling, comfort, eco, off) run the climate; control_audio_zone \
-and set_audio_volume the music. Alarms are operated only with arm_alarm / disarm_alarm / \
-acknowledge_alarm; gates and doors are opened only for keys whose owner allows it. Status reads per family: get_lights_status, get_blinds_status, \
-get_climate_status, get_audio_status, get_security_status, get_sensors_status. Values the \
-Miniserver has not reported are null, never guessed.";
-
-impl Handler for HomeTools {
-    fn server_info(&self) -> Implementation {
-        Implementation {
-            name: "home-mcp".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            title: Some("Loxone home (home-mcp)".into()),
-        }
-    }
-
-    fn instructions(&self) -> String {
-        INSTRUCTIONS.to_string()
-    }
-
-    /// The catalogues (tools, prompts, templates, the server's description) change only with
-    /// the binary: public, an hour. The resource list and contents are the house's (private)
-    /// and live as long as the resource cache keeps them (0 when it is off); the cache drops
-    /// them at every change of the house and structure reload, so a client re-reading after
-    /// the hint sees at most what the server would serve itself.
-    fn cache_hint(&self, method: &str, _uri: Option<&str>) -> crate::mcp::modern::CacheHint {
-        match method {
-            "server/discover" | "tools/list" | "prompts/list" | "resources/templates/list" => {
-                crate::mcp::modern::CacheHint {
-                    ttl_ms: 3_600_000,
-                    public: true,
-                }
-            }
-            _ => crate::mcp::modern::CacheHint {
-                ttl_ms: u64::try_from(self.resource_cache.ttl().as_millis()).unwrap_or(u64::MAX),
-                public: false,
-            },
-        }
-    }
-
-    fn list_tools(&self) -> Vec<ToolDescriptor> {
+impl HomeTools {
+    /// `tools/list`: every tool of the catalogue, its description ending in the permission
+    /// it needs, its output schema the envelope around its `data` schema.
+    pub fn list(&self) -> Vec<ToolDescriptor> {
         self.tools
             .iter()
             .map(|t| ToolDescriptor {
@@ -923,94 +855,15 @@ impl Handler for HomeTools {
             .collect()
     }
 
-    fn call_tool(
-        &self,
-        name: &str,
-        arguments: Map<String, Value>,
-        ctx: &RequestContext,
-    ) -> Result<CallToolResult, RpcError> {
-        self.call(name, arguments, &self.caller_of(ctx))
+    /// The house the catalogue is bound to.
+    pub fn house(&self) -> &Arc<House> {
+        &self.house
     }
 
-    fn call_tool_shared(
-        &self,
-        name: &str,
-        arguments: Map<String, Value>,
-        ctx: &RequestContext,
-    ) -> Result<SharedResult, RpcError> {
-        self.call_shared(name, arguments, &self.caller_of(ctx))
-    }
-
-    fn list_resources(&self) -> Vec<ResourceDescriptor> {
-        crate::resources::list(&self.house.home())
-    }
-
-    fn list_resource_templates(&self) -> Vec<ResourceTemplate> {
-        crate::resources::templates()
-    }
-
-    fn read_resource(
-        &self,
-        uri: &str,
-        _ctx: &RequestContext,
-    ) -> Result<Vec<ResourceContents>, RpcError> {
-        // The system resources describe the link and the server itself, which change without
-        // a change of the house's generation: always read fresh (they ask no Miniserver).
-        if uri.starts_with("home://system/") {
-            return crate::resources::read(&self.ctx(), uri);
-        }
-        self.resource_cache.get_or_compute_aged(
-            uri,
-            || self.generation(),
-            || {
-                let result = crate::resources::read(&self.ctx(), uri);
-                let cacheable = result.is_ok();
-                (result, cacheable)
-            },
-            |result, by| {
-                result.map(|mut contents| {
-                    for c in &mut contents {
-                        let Some(text) = c.text.as_mut().filter(|t| t.contains("\"age_secs\""))
-                        else {
-                            continue;
-                        };
-                        if let Ok(mut v) = serde_json::from_str::<Value>(text) {
-                            if cache::age_by(&mut v, by) {
-                                *text = v.to_string();
-                            }
-                        }
-                    }
-                    contents
-                })
-            },
-        )
-    }
-
-    fn check_subscribable(&self, uri: &str) -> Result<(), RpcError> {
-        crate::resources::check(&self.house.home(), uri)
-    }
-
-    fn list_prompts(&self) -> Vec<PromptDescriptor> {
-        crate::prompts::list()
-    }
-
-    fn get_prompt(
-        &self,
-        name: &str,
-        arguments: &Map<String, Value>,
-        _ctx: &RequestContext,
-    ) -> Result<GetPromptResult, RpcError> {
-        crate::prompts::get(&self.ctx(), name, arguments)
-    }
-
-    fn complete(
-        &self,
-        reference: &CompletionRef,
-        argument: &str,
-        value: &str,
-        context: &Map<String, Value>,
-    ) -> Result<Completion, RpcError> {
-        crate::resources::complete(&self.house.home(), reference, argument, value, context)
+    /// The resource cache (off unless [`HomeTools::with_caches`]): it lives here, next to the
+    /// tool cache, because every call of a tool that acts drops both.
+    pub fn resource_cache(&self) -> &Cache<Result<Vec<ResourceContents>, RpcError>> {
+        &self.resource_cache
     }
 }
 

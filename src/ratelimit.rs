@@ -1,8 +1,9 @@
 //! Request rate limits (spec §8): a fixed window per bucket.
 //!
-//! A bucket is a string the [gate](super::gate) picks (`key:<id>` for a key's role limit,
-//! `ip:<addr>` for the per-client limit on the MCP HTTP transport). Each bucket's window starts
-//! at its first request and lasts [`RateLimiter::window`] (one minute in production use);
+//! A bucket is a string its user picks: the auth gate (`key:<id>` for a key's role limit,
+//! `ip:<addr>` for the per-client limit on the MCP HTTP transport), the house's outbound
+//! command limits (a control's UUID, `*` for all). Each bucket's window starts at its first
+//! request and lasts [`RateLimiter::window`] (one minute in production use);
 //! within it at most `limit` requests pass. A refused request does not count. The answer
 //! carries what the `X-RateLimit-*` headers and `Retry-After` need ([`RateInfo`]).
 //!
