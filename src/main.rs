@@ -436,7 +436,7 @@ fn check(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
 /// its secret for [`print_demo_pages`]. Every security level stays as strict as without it:
 /// a request still needs this key wherever one is needed.
 fn demo_admin_key(app: &App) -> Result<String, String> {
-    use home_mcp::auth::cli::{create_key, Fields};
+    use home_mcp::auth::keys::{create_key, Fields};
     let fields = Fields {
         name: Some("demo admin (this run only)".into()),
         expires_days: Some(1),
@@ -449,11 +449,7 @@ fn demo_admin_key(app: &App) -> Result<String, String> {
         "serve --demo",
     )
     .map(|k| k.id)
-    .map_err(|e| match e {
-        home_mcp::auth::cli::CliError::Usage(m) | home_mcp::auth::cli::CliError::Failed(m) => {
-            format!("the demo's admin key: {m}")
-        }
-    })
+    .map_err(|e| format!("the demo's admin key: {e}"))
 }
 
 /// Prints, once, the pages of `serve --demo` and what to sign in with (stdout; the log goes to

@@ -8,7 +8,8 @@ use std::process::{Output, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use home_mcp::auth::cli::{first_run_hint, next_sequence};
+use home_mcp::auth::cli::first_run_hint;
+use home_mcp::auth::keys::next_sequence;
 use home_mcp::auth::store::{
     open_store, Backend, EnvStore, FileStore, KeyStore, MemoryStore, SqliteStore, StoreError,
     UsageRecorder,

@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod gate;
+pub mod keys;
 pub mod oauth;
 pub use crate::ratelimit;
 pub mod store;

@@ -1025,7 +1025,7 @@ impl OAuth {
             .insert_new(&mut |keys| ApiKey {
                 id: format!(
                     "homekey_{role}_{}_{random}",
-                    super::cli::next_sequence(keys)
+                    super::keys::next_sequence(keys)
                 ),
                 ..template.clone()
             })
@@ -1114,7 +1114,7 @@ impl OAuth {
                 id: format!(
                     "homekey_{}_{}_{random}",
                     old.role,
-                    super::cli::next_sequence(keys)
+                    super::keys::next_sequence(keys)
                 ),
                 created_at: created_at.clone(),
                 expires_at: Some(expires_at.clone()),

@@ -23,8 +23,8 @@
 //! its control left the structure file).
 //!
 //! `:id` is the full key or its unique masked form as `keys list` prints it
-//! (`homekey_operator_3_a1b2****`), percent-decoded. Validation is the CLI's
-//! ([`crate::auth::cli::check_new`]).
+//! (`homekey_operator_3_a1b2****`), percent-decoded. Validation and the key operations are
+//! the `keys` command's ([`crate::auth::keys`]).
 //!
 //! | condition | status | code |
 //! |---|---|---|
@@ -49,8 +49,8 @@ use serde_json::{json, Value};
 
 use super::{Answer, Ctx};
 use crate::audit::{AuditLog, Entry, Query};
-use crate::auth::cli::{self, Fields, FindError};
 use crate::auth::gate::{Gate, Principal};
+use crate::auth::keys::{self, audit_target as target, CreateError, Fields, FindError};
 use crate::auth::store::StoreError;
 use crate::auth::{mask, ApiKey, Role};
 use crate::home::link::LinkMode;
@@ -261,7 +261,7 @@ fn resolve_devices(admin: &AdminContext, entries: Vec<String>) -> Result<Vec<Str
     if entries.is_empty() {
         return Ok(entries);
     }
-    cli::resolve_allowed_devices(&admin.house.home(), &entries).map_err(|(message, records)| {
+    keys::resolve_allowed_devices(&admin.house.home(), &entries).map_err(|(message, records)| {
         error(
             400,
             "INVALID_PARAMETERS",
@@ -339,10 +339,6 @@ fn record(
     }
 }
 
-fn target(k: &ApiKey) -> String {
-    format!("{} ({})", k.name, mask(&k.id))
-}
-
 /// The code of an error answer, for the audit log.
 fn code_of(a: &Answer) -> String {
     serde_json::from_slice::<Value>(&a.body)
@@ -357,7 +353,7 @@ fn create_key(admin: &AdminContext, principal: Option<&Principal>, body: Value) 
         Ok(b) => b,
         Err(e) => return invalid(format!("invalid body: {e}")),
     };
-    let role = match cli::parse_role(&body.role) {
+    let role = match keys::parse_role(&body.role) {
         Ok(r) => r,
         Err(m) => return invalid(m),
     };
@@ -380,13 +376,13 @@ fn create_key(admin: &AdminContext, principal: Option<&Principal>, body: Value) 
         model_confirms: body.model_confirms,
         open_doors: body.open_doors,
     };
-    if let Err(m) = cli::check_new(role, &fields) {
+    if let Err(m) = keys::check_new(role, &fields) {
         return invalid(m);
     }
     let created_by = principal
         .and_then(|p| p.key.as_ref())
         .map_or_else(|| "anonymous".to_string(), |k| k.name.clone());
-    match cli::create_key(admin.gate.store().as_ref(), role, &fields, &created_by) {
+    match keys::create_key(admin.gate.store().as_ref(), role, &fields, &created_by) {
         Ok(key) => {
             record(admin, principal, "key.create", &target(&key), "ok", started);
             log::info!("admin API: created {} key {}", key.role, mask(&key.id));
@@ -395,11 +391,12 @@ fn create_key(admin: &AdminContext, principal: Option<&Principal>, body: Value) 
                 &json!({"key": key.id, "record": key_view_in(admin, &key)}),
             )
         }
-        Err(cli::CliError::Failed(m)) | Err(cli::CliError::Usage(m)) => {
-            let a = if m.contains("read-only") {
-                store_error(&StoreError::ReadOnly, None)
-            } else {
-                error(500, "INTERNAL_ERROR", m, json!({}))
+        Err(e) => {
+            let a = match e {
+                CreateError::Store(StoreError::ReadOnly) => {
+                    store_error(&StoreError::ReadOnly, None)
+                }
+                e => error(500, "INTERNAL_ERROR", e.to_string(), json!({})),
             };
             let name = fields.name.as_deref().unwrap_or("(new key)");
             record(admin, principal, "key.create", name, &code_of(&a), started);
@@ -410,7 +407,7 @@ fn create_key(admin: &AdminContext, principal: Option<&Principal>, body: Value) 
 
 /// The key `id` names, or the error answer (404, 409 ambiguous, 500).
 fn lookup(admin: &AdminContext, id: &str) -> Result<ApiKey, Answer> {
-    cli::find(admin.gate.store().as_ref(), id).map_err(|e| match e {
+    keys::find(admin.gate.store().as_ref(), id).map_err(|e| match e {
         FindError::NotFound => not_found(format!("no key {}", mask(id)), Some(id)),
         FindError::Ambiguous(n) => error(
             409,
@@ -490,7 +487,7 @@ fn update_key(
         model_confirms: body.model_confirms,
         open_doors: body.open_doors,
     };
-    if let Err(m) = cli::apply_update(&mut key, fields, body.active) {
+    if let Err(m) = keys::apply_update(&mut key, fields, body.active) {
         return invalid(m);
     }
     if clear_ips {
