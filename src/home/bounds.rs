@@ -17,7 +17,8 @@
 //! - text (TextInput): 1..=[`TEXT_MAX_CHARS`] characters, not only dots (`.` and `..` are
 //!   dot segments, which HTTP stacks remove from a path whether escaped or not).
 
-use super::{Action, Control, ControlKind};
+use super::action::Action;
+use super::model::{Control, ControlKind};
 
 /// Accepted target temperatures in °C (Loxone's frost protection lies below, nobody heats a
 /// room above).

@@ -2,11 +2,13 @@
 //! values ([`state`]) and name resolution ([`resolve`]). This is where tools meet the Loxone
 //! adapter; it knows nothing of MCP or HTTP.
 
+pub mod action;
 pub mod bounds;
 pub mod bus;
 pub mod house;
 pub mod link;
 pub mod model;
+pub mod names;
 pub mod permission;
 pub mod primary;
 pub mod resolve;
@@ -14,10 +16,10 @@ pub mod risk;
 pub mod scope;
 pub mod state;
 
+pub use action::{Action, OverrideTimer, RoomMode, LOXONE_EPOCH_UNIX};
 pub use bus::{Bus, Change, Event, Subscription};
 pub use house::{
-    Action, CommandLimits, Controller, ControllerError, House, Outcome, OverrideTimer,
-    RejectedStructure, RoomMode, Secret, LOXONE_EPOCH_UNIX,
+    CommandLimits, Controller, ControllerError, House, Outcome, RejectedStructure, Secret,
 };
 pub use link::{LinkMode, LinkSnapshot, LinkStatus};
 pub use model::{

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::resolve::fold;
+use super::names::fold;
 
 /// The whole house as read from one structure file.
 #[derive(Debug, Clone, Default)]
@@ -446,6 +446,26 @@ impl Home {
                     .map(|k| &k.kind),
             ),
         }
+    }
+
+    /// Whether a top-level control is one of the lights that room- and house-wide calls switch:
+    /// a control of the lighting family ([`Home::family`]: a generic block only when its Loxone
+    /// category is a lighting one) that takes `on` and `off`, except the central controller.
+    pub fn is_light(&self, c: &Control) -> bool {
+        let switchable = !matches!(
+            c.kind,
+            ControlKind::CentralLightController
+                | ControlKind::TextState
+                | ControlKind::ValueSelector
+                | ControlKind::Slider
+                | ControlKind::Radio
+                | ControlKind::TextInput
+                | ControlKind::UpDownDigital
+                | ControlKind::LeftRightDigital
+                | ControlKind::UpDownAnalog
+                | ControlKind::LeftRightAnalog
+        );
+        switchable && self.family(c) == Family::Lighting
     }
 
     /// The room with this UUID.

@@ -11,53 +11,11 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use unicode_normalization::char::is_combining_mark;
-use unicode_normalization::UnicodeNormalization;
-
 use super::model::{Control, Home, Room};
+pub use super::names::fold;
 
 /// Most suggestions a [`ResolveError::NotFound`] carries.
 const MAX_SUGGESTIONS: usize = 5;
-
-/// Folds a name for comparison: Unicode NFKD, combining marks removed, lowercase, ß->ss, æ->ae, ø->o, œ->oe,
-/// '-', '_', '/', '.' and runs of whitespace become one space, trimmed.
-///
-/// Also: ł->l, đ->d, and apostrophes (`'`, `’`, `` ` ``) are dropped, so "Peter's Bedroom" and
-/// "peters bedroom" fold alike. Examples: `"Küche"` -> `"kuche"`, `"Straße"` -> `"strasse"`,
-/// `" Living_Room/Ceiling-Light "` -> `"living room ceiling light"`.
-pub fn fold(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut space = false;
-    for c in s.to_lowercase().nfkd().flat_map(char::to_lowercase) {
-        if is_combining_mark(c) {
-            continue;
-        }
-        if c.is_whitespace() || matches!(c, '-' | '_' | '/' | '.') {
-            space = true;
-            continue;
-        }
-        let mapped = match c {
-            'ß' => "ss",
-            'æ' => "ae",
-            'ø' => "o",
-            'œ' => "oe",
-            'ł' => "l",
-            'đ' => "d",
-            '\'' | '\u{2019}' | '`' => continue,
-            _ => "",
-        };
-        if space && !out.is_empty() {
-            out.push(' ');
-        }
-        space = false;
-        if mapped.is_empty() {
-            out.push(c);
-        } else {
-            out.push_str(mapped);
-        }
-    }
-    out
-}
 
 /// One possible answer to a name, as shown to the user: a room (`kind: "room"`, `room: None`) or
 /// a control (`kind` is the Loxone type, e.g. `"LightControllerV2"`; `room` is its room's name).

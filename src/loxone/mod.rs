@@ -3,6 +3,7 @@
 //! by [`secured`]); [`ws`] is the WebSocket wire format (headers, event tables) and a
 //! blocking reader. It knows nothing of MCP.
 
+pub mod answer;
 pub mod backoff;
 pub mod client;
 pub mod commands;

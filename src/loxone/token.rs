@@ -25,7 +25,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use serde_json::Value as Json;
 
-use super::client::{LlAnswer, LoxoneError};
+use super::answer::{LlAnswer, LoxoneError};
 use super::secured::{self, HashAlg, KeySalt};
 
 /// Unix time of the Loxone epoch, 2009-01-01 00:00:00 UTC (`validUntil` counts from here).

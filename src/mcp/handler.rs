@@ -1,11 +1,12 @@
 //! The seam between the domain-free MCP core and the home server: the core calls a
-//! [`Handler`] for everything that is not protocol bookkeeping (tool catalogue and calls for
-//! now; resources and prompts later). The home side implements it in `crate::tools`.
+//! [`Handler`] for everything that is not protocol bookkeeping (tools, resources, prompts,
+//! completion, cache hints). The home side implements it in `crate::dispatch`.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::jsonrpc::RawJson;
+pub use super::jsonrpc::RpcError;
 
 /// `Implementation` of MCP: the server's name and version for `serverInfo`.
 #[derive(Debug, Clone, Serialize)]
@@ -317,46 +318,21 @@ impl SharedResult {
     }
 }
 
-/// A JSON-RPC error a handler wants the caller to see (code per spec §7.2).
-#[derive(Debug, Clone, PartialEq)]
-pub struct RpcError {
-    pub code: i64,
-    pub message: String,
-    /// Free text for `error.data.details`.
-    pub details: Option<String>,
+/// Who may keep a result and for how long (`ttlMs`, `cacheScope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheHint {
+    /// Milliseconds the result may be considered fresh (0: re-fetch every time).
+    pub ttl_ms: u64,
+    /// `true`: `"public"` (the same for every caller); `false`: `"private"`.
+    pub public: bool,
 }
 
-impl RpcError {
-    pub const PARSE_ERROR: i64 = -32700;
-    pub const INVALID_REQUEST: i64 = -32600;
-    pub const METHOD_NOT_FOUND: i64 = -32601;
-    pub const INVALID_PARAMS: i64 = -32602;
-    pub const INTERNAL_ERROR: i64 = -32603;
-    /// MCP: the resource URI names nothing.
-    pub const RESOURCE_NOT_FOUND: i64 = -32002;
-
-    /// -32602 with a message that names the offending field.
-    pub fn invalid_params(message: impl Into<String>) -> Self {
-        Self {
-            code: Self::INVALID_PARAMS,
-            message: message.into(),
-            details: None,
-        }
-    }
-
-    /// -32603.
-    pub fn internal(message: impl Into<String>) -> Self {
-        Self {
-            code: Self::INTERNAL_ERROR,
-            message: message.into(),
-            details: None,
-        }
-    }
-
-    pub fn with_details(mut self, details: impl Into<String>) -> Self {
-        self.details = Some(details.into());
-        self
-    }
+impl CacheHint {
+    /// Immediately stale, per caller: the safe default.
+    pub const NONE: CacheHint = CacheHint {
+        ttl_ms: 0,
+        public: false,
+    };
 }
 
 /// Who sends a request, as the transport authenticated it (for the audit log).
@@ -508,8 +484,8 @@ pub trait Handler: Send + Sync {
     /// The cache hints (`ttlMs`, `cacheScope`) of a 2026-07-28 result of `method`
     /// (`server/discover`, the lists, `resources/read` of `uri`). The default says: stale at
     /// once, per caller.
-    fn cache_hint(&self, _method: &str, _uri: Option<&str>) -> super::modern::CacheHint {
-        super::modern::CacheHint::NONE
+    fn cache_hint(&self, _method: &str, _uri: Option<&str>) -> CacheHint {
+        CacheHint::NONE
     }
     /// Whether `uri` may be subscribed to (it exists): `Err` as for [`Handler::read_resource`].
     fn check_subscribable(&self, uri: &str) -> Result<(), RpcError> {

@@ -20,8 +20,6 @@ use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::handler::RpcError;
-
 /// A request id: JSON-RPC allows a number or a string (MCP forbids `null`). Numbers keep the
 /// exact text the client sent, so every answer echoes an id byte for byte whatever its size
 /// or precision (`123456789012345678901234567890` would come back as
@@ -162,6 +160,48 @@ pub enum Outcome {
     /// A result already rendered as JSON text (a cached tool answer): written as is.
     Json(RawJson),
     Error(ErrorObject),
+}
+
+/// A JSON-RPC error a handler wants the caller to see (code per spec §7.2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    /// Free text for `error.data.details`.
+    pub details: Option<String>,
+}
+
+impl RpcError {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// MCP: the resource URI names nothing.
+    pub const RESOURCE_NOT_FOUND: i64 = -32002;
+
+    /// -32602 with a message that names the offending field.
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self {
+            code: Self::INVALID_PARAMS,
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    /// -32603.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self {
+            code: Self::INTERNAL_ERROR,
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    pub fn with_details(mut self, details: impl Into<String>) -> Self {
+        self.details = Some(details.into());
+        self
+    }
 }
 
 /// Valid JSON text, serialised verbatim (no parse, no tree), shared: a clone is a reference.

@@ -214,22 +214,7 @@ pub fn header_mismatch(id: Option<Id>, what: impl Into<String>) -> Response {
     )
 }
 
-/// Who may keep a result and for how long (`ttlMs`, `cacheScope`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CacheHint {
-    /// Milliseconds the result may be considered fresh (0: re-fetch every time).
-    pub ttl_ms: u64,
-    /// `true`: `"public"` (the same for every caller); `false`: `"private"`.
-    pub public: bool,
-}
-
-impl CacheHint {
-    /// Immediately stale, per caller: the safe default.
-    pub const NONE: CacheHint = CacheHint {
-        ttl_ms: 0,
-        public: false,
-    };
-}
+pub use super::handler::CacheHint;
 
 /// Methods whose results carry [`CacheHint`]s.
 pub fn cacheable(method: &str) -> bool {

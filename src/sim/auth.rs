@@ -42,7 +42,7 @@ use rsa::pkcs8::{DecodePrivateKey, EncodePublicKey};
 use rsa::{Pkcs1v15Encrypt, RsaPrivateKey};
 use sha2::Digest;
 
-use super::http::percent_decode;
+use super::http::{http_control, percent_decode};
 use super::{SimResponse, Simulator, VisuHash};
 
 /// The simulator's RSA key (PKCS#8 PEM). A test key, public in this repository: not a secret.
@@ -551,17 +551,6 @@ impl Simulator {
         drop(t);
         self.login_result(peer, true);
         resp
-    }
-}
-
-/// The `control` an HTTP answer echoes: the request path as sent, `jdev/...` shown as `dev/...`
-/// (loxone-protocol.md §2.1: "the echoed control in an HTTP answer starts with `dev/` even for
-/// `jdev/` requests"). Over the WebSocket the session echoes the command as sent instead.
-pub(crate) fn http_control(raw: &[&str]) -> String {
-    let path = raw.join("/");
-    match path.strip_prefix('j') {
-        Some(rest) if rest.starts_with("dev/") => rest.to_string(),
-        _ => path,
     }
 }
 

@@ -187,7 +187,7 @@ impl Simulator {
             }
             _ => {
                 debug!("sim: unknown path {path}");
-                self.error(&super::auth::http_control(&raw), 404, "Not Found")
+                self.error(&http_control(&raw), 404, "Not Found")
             }
         }
     }
@@ -318,7 +318,7 @@ impl Simulator {
     /// getkey2's) and salt, in the getkey2 capture's shape (`value` object, lowercase `code`).
     /// Unknown users get 404 (*inferred*).
     fn visu_salt(&self, raw: &[&str]) -> SimResponse {
-        let control = super::auth::http_control(raw);
+        let control = http_control(raw);
         if percent_decode(raw[3]).as_deref() != Some(self.config.user.as_str()) {
             return self.error(&control, 404, "Not Found");
         }
@@ -542,6 +542,17 @@ fn colon_serial(serial: &str) -> String {
         .map(|c| c.iter().collect::<String>())
         .collect::<Vec<_>>()
         .join(":")
+}
+
+/// The `control` an HTTP answer echoes: the request path as sent, `jdev/...` shown as `dev/...`
+/// (loxone-protocol.md §2.1: "the echoed control in an HTTP answer starts with `dev/` even for
+/// `jdev/` requests"). Over the WebSocket the session echoes the command as sent instead.
+pub(crate) fn http_control(raw: &[&str]) -> String {
+    let path = raw.join("/");
+    match path.strip_prefix('j') {
+        Some(rest) if rest.starts_with("dev/") => rest.to_string(),
+        _ => path,
+    }
 }
 
 /// Decodes `%XX` escapes (UTF-8); `None` for a broken escape or invalid UTF-8. `+` stays `+`

@@ -685,19 +685,20 @@ fn control_device(
     }
     let timeout = house.verify_timeout();
     // Subscribed (and the value before taken) before the command, so no effect slips past.
-    let check = (!timeout.is_zero() && super::batch::observable(p.control, &p.action)).then(|| {
-        let before = house.value(p.control).ok().map(|v| v.value);
-        (house.bus().subscribe(256), before)
-    });
+    let check =
+        (!timeout.is_zero() && super::verify::observable(p.control, &p.action)).then(|| {
+            let before = house.value(p.control).ok().map(|v| v.value);
+            (house.bus().subscribe(256), before)
+        });
     let outcome = caller.act(house, p.control, &p.action)?;
     let verified = check.map(|(sub, before)| {
         let actions = [p.action.clone()];
-        let target = super::batch::Target {
+        let target = super::verify::Target {
             control: p.control,
             before,
             actions: &actions,
         };
-        super::batch::verify(house, &sub, &[target], timeout)[0]
+        super::verify::verify(house, &sub, &[target], timeout)[0]
     });
     data["verified"] = json!(verified);
     data["dry_run"] = json!(false);

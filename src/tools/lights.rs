@@ -204,26 +204,6 @@ pub(super) fn dimmable(kind: &ControlKind) -> bool {
     )
 }
 
-/// Whether a top-level control is one of the lights that room- and house-wide calls switch:
-/// a control of the lighting family ([`Home::family`]: a generic block only when its Loxone
-/// category is a lighting one) that takes `on` and `off`, except the central controller.
-pub(super) fn is_light(home: &Home, c: &Control) -> bool {
-    let switchable = !matches!(
-        c.kind,
-        ControlKind::CentralLightController
-            | ControlKind::TextState
-            | ControlKind::ValueSelector
-            | ControlKind::Slider
-            | ControlKind::Radio
-            | ControlKind::TextInput
-            | ControlKind::UpDownDigital
-            | ControlKind::LeftRightDigital
-            | ControlKind::UpDownAnalog
-            | ControlKind::LeftRightAnalog
-    );
-    switchable && home.family(c) == Family::Lighting
-}
-
 /// The actions that carry out `intent` on `c`, and a note when the light cannot do exactly
 /// that (a switch asked for a brightness).
 fn plan(c: &Control, intent: Intent) -> (Vec<Action>, Option<String>) {
@@ -317,7 +297,7 @@ fn members() -> Members<'static> {
     Members {
         family: Family::Lighting,
         noun: "lights",
-        member: &is_light,
+        member: &Home::is_light,
     }
 }
 
@@ -541,12 +521,12 @@ fn get_lights_status(
     };
     let home = house.home();
     let room = args::room_uuid(&home, a.room.as_deref())?;
-    let kind = args::control_type(&home, a.kind.as_deref(), &|c| is_light(&home, c))?;
+    let kind = args::control_type(&home, a.kind.as_deref(), &|c| home.is_light(c))?;
     let needle = a.name.as_deref().map(fold);
     let candidates: Vec<&Control> = home
         .controls
         .iter()
-        .filter(|c| is_light(&home, c))
+        .filter(|c| home.is_light(c))
         .filter(|c| caller.permits(&home, c).is_ok())
         .filter(|c| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)))
         .filter(|c| kind.as_ref().is_none_or(|k| &c.kind == k))

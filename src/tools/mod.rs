@@ -29,6 +29,7 @@ pub mod schema;
 pub mod scope;
 mod security;
 pub(crate) mod summary;
+mod verify;
 pub(crate) mod view;
 mod workflows;
 

@@ -10,7 +10,6 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::args;
-use super::lights::is_light;
 use super::view::{self, ValueReader};
 use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY};
 use crate::home::resolve::fold;
@@ -319,7 +318,7 @@ fn get_home_summary(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<V
             continue;
         }
         match c.kind {
-            _ if is_light(&home, c) => {
+            _ if home.is_light(c) => {
                 if let Some(v) = values_on(c, num(c)) {
                     if v {
                         lights_on.push(label(c));
