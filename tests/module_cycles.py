@@ -19,12 +19,15 @@ and `child::name` for its own child modules) to the files that define those modu
 `#[cfg(test)] mod ... { }` blocks are left out (tests may import anything). A parent module's
 `mod child;` declaration is not an arrow; what the parent *uses* of the child is.
 
-  3. imports that break the layer order of `lib.rs`: from a module to one in its own layer or
+  3. circles between files that remain without the arrows into and out of `mod.rs` files: a
+     circle inside a folder is accepted only where a `mod.rs` shares types with its children;
+  4. imports that break the layer order of `lib.rs`: from a module to one in its own layer or
      a later one (a climbing arrow), and top-level modules the list does not place (or places
      twice, or that do not exist).
 
-Exit status: 0; with --check, 1 when there is any circle between top-level modules or any
-break of the layer order (2 when `lib.rs` has no layer list).
+Exit status: 0; with --check, 1 when there is any circle between top-level modules, any
+circle between files that no `mod.rs` is part of, or any break of the layer order (2 when
+`lib.rs` has no layer list).
 Reads text only: a path built by a macro is not seen.
 """
 import os
@@ -289,6 +292,21 @@ def main():
                 for b in comp:
                     if (a, b) in edges:
                         print(f"    {crate.fname(a)} -> {crate.fname(b)}: {', '.join(sorted(edges[(a, b)])[:8])}")
+    # A circle inside a folder is accepted only where it runs through a mod.rs that shares
+    # types with its children: without the arrows into and out of mod.rs files none may remain.
+    plain_succ = defaultdict(set)
+    for (a, b) in edges:
+        if not any(crate.files[m].endswith(os.sep + "mod.rs") for m in (a, b)):
+            plain_succ[a].add(b)
+    plain_cycles = sccs(set(crate.files), plain_succ)
+    print(f"circles between files that no mod.rs is part of: {len(plain_cycles)}")
+    for i, comp in enumerate(plain_cycles, 1):
+        print(f"  circle {i} ({len(comp)} files): {', '.join(crate.fname(m) for m in comp)}")
+        for a in comp:
+            for b in comp:
+                if b in plain_succ.get(a, ()):
+                    print(f"    {crate.fname(a)} -> {crate.fname(b)}: {', '.join(sorted(edges[(a, b)])[:8])}")
+
     layers, problems = read_layers(src)
     if not layers:
         print(f"module-cycles: no layer list at the top of {src}/lib.rs", file=sys.stderr)
@@ -307,7 +325,7 @@ def main():
     print(f"breaks of the layer order in lib.rs: {len(problems)}")
     for p in problems:
         print(f"  {p}")
-    if "--check" in args and (top_cycles or problems):
+    if "--check" in args and (top_cycles or plain_cycles or problems):
         return 1
     return 0
 
