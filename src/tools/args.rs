@@ -61,6 +61,61 @@ pub fn limit(value: Option<i64>) -> Result<usize, ToolError> {
     }
 }
 
+/// The input schema of a tool: an object of `properties`, the `required` ones named, and no
+/// other field (every tool refuses arguments it does not know).
+pub fn closed(properties: Value, required: &[&str]) -> Value {
+    let mut schema = serde_json::json!({
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": false
+    });
+    if !required.is_empty() {
+        schema["required"] = serde_json::json!(required);
+    }
+    schema
+}
+
+/// The `data` schema of a listing tool: the list under `key` (each entry as `item` says,
+/// e.g. [`item_schema`]), its `total` and the other `counts`, all integers, always present.
+pub fn listing_schema(key: &str, item: Value, counts: &[&str]) -> Value {
+    let mut properties = Map::new();
+    properties.insert(
+        key.into(),
+        serde_json::json!({"type": "array", "items": item}),
+    );
+    let mut required = vec![key];
+    for count in std::iter::once(&"total").chain(counts) {
+        properties.insert((*count).into(), serde_json::json!({"type": "integer"}));
+        required.push(count);
+    }
+    serde_json::json!({
+        "type": "object",
+        "properties": properties,
+        "required": required
+    })
+}
+
+/// The schema of an entry of a listing: an object with the `required` fields.
+pub fn item_schema(required: &[&str]) -> Value {
+    serde_json::json!({"type": "object", "required": required})
+}
+
+/// When `query` names a control that is not what the tool takes (`expected`, e.g. "an audio
+/// zone (AudioZone, AudioZoneV2, CentralAudioZone)"): the refusal saying what it is instead.
+/// `None` when it names no control.
+pub fn wrong_kind(home: &Home, query: &str, expected: &str) -> Option<ToolError> {
+    let c = home.resolve_control(query, None, &|_| true).ok()?;
+    Some(ToolError::Refused {
+        code: "INVALID_PARAMETERS",
+        message: format!(
+            "{} ({}) is of type {}, not {expected}",
+            c.name,
+            home.room_name(c).unwrap_or("no room"),
+            c.kind
+        ),
+    })
+}
+
 /// Schema fragment for a `room` argument: a room name (accents optional) or UUID.
 pub fn room_schema() -> Value {
     serde_json::json!({"type": "string"})
@@ -68,11 +123,10 @@ pub fn room_schema() -> Value {
 
 /// The whole input schema of the list tools that take only an optional `room` and `limit`.
 pub fn room_limit_schema() -> Value {
-    serde_json::json!({
-        "type": "object",
-        "properties": {"room": room_schema(), "limit": limit_schema()},
-        "additionalProperties": false
-    })
+    closed(
+        serde_json::json!({"room": room_schema(), "limit": limit_schema()}),
+        &[],
+    )
 }
 
 /// Schema fragment for `limit`.

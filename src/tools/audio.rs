@@ -54,16 +54,14 @@ pub fn tools() -> Vec<Tool> {
             permission: Permission::Control,
             annotations: STEPPING,
             input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
+                args::closed(
+                    json!({
                         "zone": {"type": "string", "description": "A zone, a central audio block or a room"},
                         "action": {"type": "string", "enum": ACTIONS},
                         "dry_run": args::dry_run_schema()
-                    },
-                    "required": ["zone", "action"],
-                    "additionalProperties": false
-                })
+                    }),
+                    &["zone", "action"],
+                )
             },
             data_schema: || results_schema(),
             run: control_audio_zone,
@@ -75,17 +73,15 @@ pub fn tools() -> Vec<Tool> {
             permission: Permission::Control,
             annotations: STEPPING,
             input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
+                args::closed(
+                    json!({
                         "zone": {"type": "string", "description": "As in control_audio_zone"},
                         "volume": {"type": "number", "minimum": 0, "maximum": 100},
                         "step": {"type": "number", "minimum": -100, "maximum": 100},
                         "dry_run": args::dry_run_schema()
-                    },
-                    "required": ["zone"],
-                    "additionalProperties": false
-                })
+                    }),
+                    &["zone"],
+                )
             },
             data_schema: || results_schema(),
             run: set_audio_volume,
@@ -97,20 +93,7 @@ pub fn tools() -> Vec<Tool> {
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: args::room_limit_schema,
-            data_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "zones": {"type": "array", "items": {
-                            "type": "object",
-                            "required": ["name", "play_state", "volume"]
-                        }},
-                        "total": {"type": "integer"},
-                        "playing": {"type": "integer"}
-                    },
-                    "required": ["zones", "total", "playing"]
-                })
-            },
+            data_schema: || args::listing_schema("zones", args::item_schema(&["name", "play_state", "volume"]), &["playing"]),
             run: get_audio_status,
         },
     ]
@@ -191,27 +174,16 @@ fn zones<'h>(home: &'h Home, query: &str) -> Result<Vec<&'h Control>, ToolError>
                     Ok(found)
                 }
             }
-            Err(ResolveError::NotFound { .. }) => {
-                Err(wrong_kind(home, query).unwrap_or(zone_err.into()))
-            }
+            Err(ResolveError::NotFound { .. }) => Err(args::wrong_kind(
+                home,
+                query,
+                "an audio zone (AudioZone, AudioZoneV2, CentralAudioZone)",
+            )
+            .unwrap_or(zone_err.into())),
             Err(e) => Err(e.into()),
         },
         Err(e) => Err(e.into()),
     }
-}
-
-/// When `query` names a control of another type: an error saying so.
-fn wrong_kind(home: &Home, query: &str) -> Option<ToolError> {
-    let c = home.resolve_control(query, None, &|_| true).ok()?;
-    Some(ToolError::Refused {
-        code: "INVALID_PARAMETERS",
-        message: format!(
-            "{} ({}) is of type {}, not an audio zone (AudioZone, AudioZoneV2, CentralAudioZone)",
-            c.name,
-            home.room_name(c).unwrap_or("no room"),
-            c.kind
-        ),
-    })
 }
 
 /// A named state of `c` from the live state store, by its state UUID.

@@ -26,19 +26,7 @@ pub fn tools() -> Vec<Tool> {
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: args::room_limit_schema,
-            data_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "blinds": {"type": "array", "items": {
-                            "type": "object",
-                            "required": ["name", "position", "actions"]
-                        }},
-                        "total": {"type": "integer"}
-                    },
-                    "required": ["blinds", "total"]
-                })
-            },
+            data_schema: || args::listing_schema("blinds", args::item_schema(&["name", "position", "actions"]), &[]),
             run: discover,
         },
         Tool {
@@ -48,17 +36,15 @@ pub fn tools() -> Vec<Tool> {
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
+                args::closed(
+                    json!({
                         "room": args::room_schema(),
                         "action": {"type": "string", "enum": ROOM_ACTIONS},
                         "position": position_schema(),
                         "dry_run": args::dry_run_schema()
-                    },
-                    "required": ["room", "action"],
-                    "additionalProperties": false
-                })
+                    }),
+                    &["room", "action"],
+                )
             },
             data_schema: batch::result_schema,
             run: control_room,
@@ -70,17 +56,15 @@ pub fn tools() -> Vec<Tool> {
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
+                args::closed(
+                    json!({
                         "action": {"type": "string", "enum": ROOM_ACTIONS},
                         "position": position_schema(),
                         "dry_run": args::dry_run_schema(),
                         "confirm": confirm_schema()
-                    },
-                    "required": ["action"],
-                    "additionalProperties": false
-                })
+                    }),
+                    &["action"],
+                )
             },
             data_schema: batch::confirmable_result_schema,
             run: control_all,
@@ -92,19 +76,17 @@ pub fn tools() -> Vec<Tool> {
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
+                args::closed(
+                    json!({
                         "scope": batch::scope_schema(),
                         "target": batch::target_schema(),
                         "action": {"type": "string", "enum": ["up", "down", "stop", "shade", "position", "slats"]},
                         "value": {"type": "number", "minimum": 0, "maximum": 100},
                         "dry_run": args::dry_run_schema(),
                         "confirm": confirm_schema()
-                    },
-                    "required": ["scope", "action"],
-                    "additionalProperties": false
-                })
+                    }),
+                    &["scope", "action"],
+                )
             },
             data_schema: batch::confirmable_result_schema,
             run: control_unified,
@@ -116,34 +98,23 @@ pub fn tools() -> Vec<Tool> {
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
+                args::closed(
+                    json!({
                         "room": args::room_schema(),
                         "name": {"type": "string", "description": "Part of the name"},
                         "state": {"type": "string", "enum": ["open", "closed", "partly_closed", "not_open"]},
                         "limit": args::limit_schema()
-                    },
-                    "additionalProperties": false
-                })
+                    }),
+                    &[],
+                )
             },
-            data_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "blinds": {"type": "array", "items": {
-                            "type": "object",
-                            "properties": {
-                                "state": {"enum": ["open", "closed", "partly_closed", null]}
-                            },
-                            "required": ["name", "position", "state"]
-                        }},
-                        "total": {"type": "integer"},
-                        "not_open": {"type": "integer"}
-                    },
-                    "required": ["blinds", "total", "not_open"]
-                })
-            },
+            data_schema: || args::listing_schema("blinds", json!({
+                        "type": "object",
+                        "properties": {
+                            "state": {"enum": ["open", "closed", "partly_closed", null]}
+                        },
+                        "required": ["name", "position", "state"]
+                    }), &["not_open"]),
             run: get_blinds_status,
         },
     ]

@@ -40,19 +40,7 @@ pub fn tools() -> Vec<Tool> {
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: args::room_limit_schema,
-            data_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "sensors": {"type": "array", "items": {
-                            "type": "object",
-                            "required": ["name", "temperature"]
-                        }},
-                        "total": {"type": "integer"}
-                    },
-                    "required": ["sensors", "total"]
-                })
-            },
+            data_schema: || args::listing_schema("sensors", args::item_schema(&["name", "temperature"]), &[]),
             run: get_temperature_sensors,
         },
         Tool {
@@ -62,16 +50,14 @@ pub fn tools() -> Vec<Tool> {
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
+                args::closed(
+                    json!({
                         "room": args::room_schema(),
                         "temperature": {"type": "number", "minimum": MIN_TEMPERATURE, "maximum": MAX_TEMPERATURE, "description": "°C, e.g. 21.5"},
                         "dry_run": args::dry_run_schema()
-                    },
-                    "required": ["room", "temperature"],
-                    "additionalProperties": false
-                })
+                    }),
+                    &["room", "temperature"],
+                )
             },
             data_schema: batch::result_schema,
             run: set_room_temperature,
@@ -83,17 +69,15 @@ pub fn tools() -> Vec<Tool> {
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
+                args::closed(
+                    json!({
                         "room": args::room_schema(),
                         "mode": {"type": "string", "enum": MODES},
                         "duration_minutes": {"type": "integer", "minimum": 1, "maximum": MAX_DURATION_MINUTES, "description": "comfort, eco, off: minutes until the schedule resumes"},
                         "dry_run": args::dry_run_schema()
-                    },
-                    "required": ["room", "mode"],
-                    "additionalProperties": false
-                })
+                    }),
+                    &["room", "mode"],
+                )
             },
             data_schema: mode_result_schema,
             run: set_room_mode,
@@ -105,14 +89,12 @@ pub fn tools() -> Vec<Tool> {
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
+                args::closed(
+                    json!({
                         "zone_id": {"type": "string", "description": "Room name/UUID or room controller name/UUID"}
-                    },
-                    "required": ["zone_id"],
-                    "additionalProperties": false
-                })
+                    }),
+                    &["zone_id"],
+                )
             },
             data_schema: || {
                 json!({
@@ -534,28 +516,17 @@ pub(super) fn zone_controllers<'h>(
         Err(room_err @ ResolveError::NotFound { .. }) => {
             match home.resolve_control(query, None, &is_room_controller) {
                 Ok(c) => Ok((home.room_name(c).map(str::to_string), vec![c])),
-                Err(ResolveError::NotFound { .. }) => {
-                    Err(wrong_kind(home, query).unwrap_or(room_err.into()))
-                }
+                Err(ResolveError::NotFound { .. }) => Err(args::wrong_kind(
+                    home,
+                    query,
+                    "a room controller (IRoomController, IRoomControllerV2)",
+                )
+                .unwrap_or(room_err.into())),
                 Err(e) => Err(e.into()),
             }
         }
         Err(e) => Err(e.into()),
     }
-}
-
-/// When `query` names a control of another type: an error saying so.
-fn wrong_kind(home: &Home, query: &str) -> Option<ToolError> {
-    let c = home.resolve_control(query, None, &|_| true).ok()?;
-    Some(ToolError::Refused {
-        code: "INVALID_PARAMETERS",
-        message: format!(
-            "{} ({}) is of type {}, not a room controller (IRoomController, IRoomControllerV2)",
-            c.name,
-            home.room_name(c).unwrap_or("no room"),
-            c.kind
-        ),
-    })
 }
 
 fn get_zone_temperature(

@@ -24,28 +24,15 @@ pub fn tools() -> Vec<Tool> {
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
+                args::closed(
+                    json!({
                         "name": {"type": "string", "description": "Part of the room name"},
                         "limit": args::limit_schema()
-                    },
-                    "additionalProperties": false
-                })
+                    }),
+                    &[],
+                )
             },
-            data_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "rooms": {"type": "array", "items": {
-                            "type": "object",
-                            "required": ["name", "devices_by_category"]
-                        }},
-                        "total": {"type": "integer"}
-                    },
-                    "required": ["rooms", "total"]
-                })
-            },
+            data_schema: || args::listing_schema("rooms", args::item_schema(&["name", "devices_by_category"]), &[]),
             run: list_rooms,
         },
         Tool {
@@ -55,31 +42,18 @@ pub fn tools() -> Vec<Tool> {
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
+                args::closed(
+                    json!({
                         "room": args::room_schema(),
                         "category": {"type": "string", "description": "A family (lighting, blinds, climate, audio, security, access, sensors, energy, other) or Loxone category"},
                         "type": {"type": "string", "description": "Loxone type, e.g. Dimmer, Jalousie"},
                         "include_state": {"type": "boolean", "default": true},
                         "limit": args::limit_schema()
-                    },
-                    "additionalProperties": false
-                })
+                    }),
+                    &[],
+                )
             },
-            data_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "devices": {"type": "array", "items": {
-                            "type": "object",
-                            "required": ["uuid", "name", "category"]
-                        }},
-                        "total": {"type": "integer"}
-                    },
-                    "required": ["devices", "total"]
-                })
-            },
+            data_schema: || args::listing_schema("devices", args::item_schema(&["uuid", "name", "category"]), &[]),
             run: list_devices,
         },
         Tool {

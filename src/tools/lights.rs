@@ -39,17 +39,15 @@ pub fn tools() -> Vec<Tool> {
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
+                args::closed(
+                    json!({
                         "room": args::room_schema(),
                         "action": {"type": "string", "enum": ["on", "off"]},
                         "brightness": percent_schema(),
                         "dry_run": args::dry_run_schema()
-                    },
-                    "required": ["room", "action"],
-                    "additionalProperties": false
-                })
+                    }),
+                    &["room", "action"],
+                )
             },
             data_schema: batch::result_schema,
             run: control_room_lights,
@@ -61,16 +59,14 @@ pub fn tools() -> Vec<Tool> {
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
+                args::closed(
+                    json!({
                         "action": {"type": "string", "enum": ["on", "off"]},
                         "dry_run": args::dry_run_schema(),
                         "confirm": confirm_schema()
-                    },
-                    "required": ["action"],
-                    "additionalProperties": false
-                })
+                    }),
+                    &["action"],
+                )
             },
             data_schema: batch::confirmable_result_schema,
             run: control_all_lights,
@@ -82,9 +78,8 @@ pub fn tools() -> Vec<Tool> {
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
+                args::closed(
+                    json!({
                         "scope": batch::scope_schema(),
                         "target": batch::target_schema(),
                         "room": args::room_schema(),
@@ -92,10 +87,9 @@ pub fn tools() -> Vec<Tool> {
                         "value": percent_schema(),
                         "dry_run": args::dry_run_schema(),
                         "confirm": confirm_schema()
-                    },
-                    "required": ["scope", "action"],
-                    "additionalProperties": false
-                })
+                    }),
+                    &["scope", "action"],
+                )
             },
             data_schema: batch::confirmable_result_schema,
             run: control_lights_unified,
@@ -107,15 +101,13 @@ pub fn tools() -> Vec<Tool> {
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
+                args::closed(
+                    json!({
                         "room_id": args::room_schema(),
                         "dry_run": args::dry_run_schema()
-                    },
-                    "required": ["room_id"],
-                    "additionalProperties": false
-                })
+                    }),
+                    &["room_id"],
+                )
             },
             data_schema: batch::result_schema,
             run: room_all_on,
@@ -127,16 +119,14 @@ pub fn tools() -> Vec<Tool> {
             permission: Permission::Control,
             annotations: SETTER,
             input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
+                args::closed(
+                    json!({
                         "device_id": {"type": "string", "description": "Light name or UUID"},
                         "level": percent_schema(),
                         "room": args::room_schema()
-                    },
-                    "required": ["device_id", "level"],
-                    "additionalProperties": false
-                })
+                    }),
+                    &["device_id", "level"],
+                )
             },
             data_schema: batch::result_schema,
             run: set_dimmer,
@@ -148,32 +138,18 @@ pub fn tools() -> Vec<Tool> {
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
+                args::closed(
+                    json!({
                         "room": args::room_schema(),
                         "name": {"type": "string", "description": "Part of the name"},
                         "type": {"type": "string", "description": "Loxone type, e.g. Dimmer"},
                         "state": {"type": "string", "enum": ["on", "off"]},
                         "limit": args::limit_schema()
-                    },
-                    "additionalProperties": false
-                })
+                    }),
+                    &[],
+                )
             },
-            data_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "lights": {"type": "array", "items": {
-                            "type": "object",
-                            "required": ["name", "on"]
-                        }},
-                        "total": {"type": "integer"},
-                        "on": {"type": "integer"}
-                    },
-                    "required": ["lights", "total", "on"]
-                })
-            },
+            data_schema: || args::listing_schema("lights", args::item_schema(&["name", "on"]), &["on"]),
             run: get_lights_status,
         },
     ]

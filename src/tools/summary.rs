@@ -35,13 +35,12 @@ pub fn tools() -> Vec<Tool> {
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
+                args::closed(
+                    json!({
                         "room": args::room_schema()
-                    },
-                    "additionalProperties": false
-                })
+                    }),
+                    &[],
+                )
             },
             data_schema: || {
                 let list = json!({"type": "array"});
@@ -69,31 +68,21 @@ pub fn tools() -> Vec<Tool> {
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
+                args::closed(
+                    json!({
                         "room": args::room_schema(),
                         "type": {"type": "string", "enum": SENSOR_TYPES},
                         "name": {"type": "string", "description": "Part of the name"},
                         "limit": args::limit_schema()
-                    },
-                    "additionalProperties": false
-                })
+                    }),
+                    &[],
+                )
             },
-            data_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "sensors": {"type": "array", "items": {
-                            "type": "object",
-                            "properties": {"sensor_type": {"enum": SENSOR_TYPES}},
-                            "required": ["name", "value", "unit"]
-                        }},
-                        "total": {"type": "integer"}
-                    },
-                    "required": ["sensors", "total"]
-                })
-            },
+            data_schema: || args::listing_schema("sensors", json!({
+                        "type": "object",
+                        "properties": {"sensor_type": {"enum": SENSOR_TYPES}},
+                        "required": ["name", "value", "unit"]
+                    }), &[]),
             run: get_sensors_status,
         },
     ]
