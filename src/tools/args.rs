@@ -4,7 +4,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::ToolError;
+use super::{Caller, ToolError};
 use crate::home::resolve::fold;
 use crate::home::{Control, ControlKind, Home};
 
@@ -44,6 +44,41 @@ pub fn room_uuid(home: &Home, room: Option<&str>) -> Result<Option<String>, Tool
         Some(r) => Ok(Some(home.resolve_room(r)?.uuid.clone())),
         None => Ok(None),
     }
+}
+
+/// Whether `c` belongs in a listing for `caller` limited to `room` (a room UUID from
+/// [`room_uuid`]; `None`: every room): it is in that room, and the caller's key may see it
+/// ([`Caller::permits`]).
+pub fn listed(home: &Home, caller: &Caller, room: Option<&String>, c: &Control) -> bool {
+    room.is_none_or(|r| c.room.as_ref() == Some(r)) && caller.permits(home, c).is_ok()
+}
+
+/// The controls `member` takes, in the room an optional `room` argument names ([`room_uuid`]),
+/// that `caller` may see ([`listed`]), in the house's order.
+pub fn listing<'h>(
+    home: &'h Home,
+    caller: &Caller,
+    room: Option<&str>,
+    member: impl Fn(&Control) -> bool,
+) -> Result<Vec<&'h Control>, ToolError> {
+    let room = room_uuid(home, room)?;
+    Ok(home
+        .controls
+        .iter()
+        .filter(|c| member(c) && listed(home, caller, room.as_ref(), c))
+        .collect())
+}
+
+/// Maps a string argument to one of `allowed` (case and surrounding blanks ignored); the
+/// error names the field and what it allows.
+pub fn one_of<'a>(field: &str, got: &str, allowed: &[&'a str]) -> Result<&'a str, ToolError> {
+    let g = got.trim().to_lowercase();
+    allowed.iter().find(|a| **a == g).copied().ok_or_else(|| {
+        ToolError::InvalidParams(format!(
+            "{field} must be one of {} (got {got:?})",
+            allowed.join(", ")
+        ))
+    })
 }
 
 /// Default and maximum of every list's `limit`.

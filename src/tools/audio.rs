@@ -452,14 +452,7 @@ fn get_audio_status(
     let a: StatusArgs = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let home = house.home();
-    let room = args::room_uuid(&home, a.room.as_deref())?;
-    let matching: Vec<&Control> = home
-        .controls
-        .iter()
-        .filter(|c| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)))
-        .filter(|c| is_zone(c))
-        .filter(|c| caller.permits(&home, c).is_ok())
-        .collect();
+    let matching = args::listing(&home, caller, a.room.as_deref(), is_zone)?;
     let mut values = view::ValueReader::new(house);
     let mut playing = 0;
     let zones: Vec<Value> = matching

@@ -181,14 +181,7 @@ fn discover(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Valu
     let a: Discover = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let home = house.home();
-    let room = args::room_uuid(&home, a.room.as_deref())?;
-    let matching: Vec<&Control> = home
-        .controls
-        .iter()
-        .filter(|c| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)))
-        .filter(|c| is_blind_or_central(c))
-        .filter(|c| caller.permits(&home, c).is_ok())
-        .collect();
+    let matching = args::listing(&home, caller, a.room.as_deref(), is_blind_or_central)?;
     let mut values = view::ValueReader::new(house);
     let blinds: Vec<Value> = matching
         .iter()
@@ -513,21 +506,11 @@ fn get_blinds_status(
     let a: BlindsStatus = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let states = ["open", "closed", "partly_closed", "not_open"];
-    let want = match a.state.as_deref() {
-        None => None,
-        Some(s) => Some(
-            states
-                .iter()
-                .find(|w| **w == s.trim().to_lowercase())
-                .copied()
-                .ok_or_else(|| {
-                    ToolError::InvalidParams(format!(
-                        "state must be one of {} (got {s:?})",
-                        states.join(", ")
-                    ))
-                })?,
-        ),
-    };
+    let want = a
+        .state
+        .as_deref()
+        .map(|s| args::one_of("state", s, &states))
+        .transpose()?;
     let home = house.home();
     let room = args::room_uuid(&home, a.room.as_deref())?;
     let needle = a.name.as_deref().map(fold);

@@ -185,14 +185,9 @@ fn get_temperature_sensors(
     let a: Sensors = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let home = house.home();
-    let room = args::room_uuid(&home, a.room.as_deref())?;
-    let matching: Vec<&Control> = home
-        .controls
-        .iter()
-        .filter(|c| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)))
-        .filter(|c| view::is_temperature_sensor(c) || is_room_controller(c))
-        .filter(|c| caller.permits(&home, c).is_ok())
-        .collect();
+    let matching = args::listing(&home, caller, a.room.as_deref(), |c| {
+        view::is_temperature_sensor(c) || is_room_controller(c)
+    })?;
     let mut values = view::ValueReader::new(house);
     let sensors: Vec<Value> = matching
         .iter()
@@ -588,9 +583,7 @@ fn get_climate_status(
     let limit = args::limit(a.limit)?;
     let home = house.home();
     let room = args::room_uuid(&home, a.room.as_deref())?;
-    let in_room = |c: &&Control| {
-        room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)) && caller.permits(&home, c).is_ok()
-    };
+    let in_room = |c: &&Control| args::listed(&home, caller, room.as_ref(), c);
     let mut values = view::ValueReader::new(house);
     let matching: Vec<&Control> = home
         .controls

@@ -220,8 +220,7 @@ fn list_devices(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<
     let matching: Vec<&Control> = home
         .controls
         .iter()
-        .filter(|c| caller.permits(&home, c).is_ok())
-        .filter(|c| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)))
+        .filter(|c| args::listed(&home, caller, room.as_ref(), c))
         .filter(|c| match &category {
             None => true,
             Some(CategoryFilter::Family(f)) => home.family(c) == *f,

@@ -253,17 +253,6 @@ struct Confirm(Option<bool>, bool);
 /// No confirmation needed.
 const NO_CONFIRM: Confirm = Confirm(None, false);
 
-/// Maps a string field to one of `allowed`, the error naming the field.
-fn one_of<'a>(field: &str, got: &str, allowed: &[&'a str]) -> Result<&'a str, ToolError> {
-    let g = got.trim().to_lowercase();
-    allowed.iter().find(|a| **a == g).copied().ok_or_else(|| {
-        ToolError::InvalidParams(format!(
-            "{field} must be one of {} (got {got:?})",
-            allowed.join(", ")
-        ))
-    })
-}
-
 fn percent(field: &str, v: Option<f64>) -> Result<Option<f64>, ToolError> {
     v.map(|v| in_range(field, v, 0.0, 100.0)).transpose()
 }
@@ -292,7 +281,7 @@ fn control_room_lights(
     caller: &Caller,
 ) -> Result<Value, ToolError> {
     let a: RoomLights = args::parse(a)?;
-    let action = one_of("action", &a.action, &["on", "off"])?;
+    let action = args::one_of("action", &a.action, &["on", "off"])?;
     let brightness = percent("brightness", a.brightness)?;
     let intent = match (action, brightness) {
         ("on", Some(b)) => Intent::Level(b),
@@ -333,7 +322,7 @@ fn control_all_lights(
     caller: &Caller,
 ) -> Result<Value, ToolError> {
     let a: AllLights = args::parse(a)?;
-    let action = one_of("action", &a.action, &["on", "off"])?;
+    let action = args::one_of("action", &a.action, &["on", "off"])?;
     let intent = if action == "on" {
         Intent::On
     } else {
@@ -373,7 +362,7 @@ fn control_lights_unified(
 ) -> Result<Value, ToolError> {
     let a: Unified = args::parse(a)?;
     let scope = Scope::parse(&a.scope)?;
-    let action = one_of(
+    let action = args::one_of(
         "action",
         &a.action,
         &["on", "off", "dim", "bright", "brightness"],
@@ -493,7 +482,7 @@ fn get_lights_status(
     let limit = args::limit(a.limit)?;
     let want_on = match a.state.as_deref() {
         None => None,
-        Some(s) => Some(one_of("state", s, &["on", "off"])? == "on"),
+        Some(s) => Some(args::one_of("state", s, &["on", "off"])? == "on"),
     };
     let home = house.home();
     let room = args::room_uuid(&home, a.room.as_deref())?;
@@ -502,9 +491,7 @@ fn get_lights_status(
     let candidates: Vec<&Control> = home
         .controls
         .iter()
-        .filter(|c| home.is_light(c))
-        .filter(|c| caller.permits(&home, c).is_ok())
-        .filter(|c| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)))
+        .filter(|c| home.is_light(c) && args::listed(&home, caller, room.as_ref(), c))
         .filter(|c| kind.as_ref().is_none_or(|k| &c.kind == k))
         .filter(|c| {
             needle

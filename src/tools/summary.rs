@@ -157,21 +157,11 @@ fn get_sensors_status(
 ) -> Result<Value, ToolError> {
     let a: SensorsArgs = args::parse(a)?;
     let limit = args::limit(a.limit)?;
-    let kind = match a.kind.as_deref() {
-        None => None,
-        Some(k) => Some(
-            SENSOR_TYPES
-                .iter()
-                .find(|t| **t == k.trim().to_lowercase())
-                .copied()
-                .ok_or_else(|| {
-                    ToolError::InvalidParams(format!(
-                        "type must be one of {} (got {k:?})",
-                        SENSOR_TYPES.join(", ")
-                    ))
-                })?,
-        ),
-    };
+    let kind = a
+        .kind
+        .as_deref()
+        .map(|k| args::one_of("type", k, &SENSOR_TYPES))
+        .transpose()?;
     let home = house.home();
     let room = args::room_uuid(&home, a.room.as_deref())?;
     let needle = a.name.as_deref().map(fold);
@@ -179,8 +169,7 @@ fn get_sensors_status(
         .controls
         .iter()
         .filter_map(|c| sensor_type(c).map(|t| (c, t)))
-        .filter(|(c, _)| caller.permits(&home, c).is_ok())
-        .filter(|(c, _)| room.as_ref().is_none_or(|r| c.room.as_ref() == Some(r)))
+        .filter(|(c, _)| args::listed(&home, caller, room.as_ref(), c))
         .filter(|(_, t)| kind.is_none_or(|k| k == *t))
         .filter(|(c, _)| {
             needle
