@@ -25,8 +25,8 @@ pub enum LoxoneError {
     Status { code: u16, message: String },
     /// The answer is not what the protocol promises.
     BadAnswer(String),
-    /// A value that cannot be one URL path segment (empty, or dots only: see [`super::client::segment`]);
-    /// nothing was sent.
+    /// A value that cannot be one URL path segment (empty, or dots only: see
+    /// [`super::client::segment`]); nothing was sent.
     InvalidSegment(String),
     /// Code 500 to a secured command (`jdev/sps/ios/...`): wrong visualisation password.
     WrongVisuPassword,
