@@ -207,6 +207,85 @@ fn the_readme_is_short_starts_with_the_set_up_and_links_every_docs_page() {
     }
 }
 
+/// Pages the README links that other branches add (issue 22: the lead merges them); a link to
+/// one of them may dangle until then. Empty this once they are merged.
+const PAGES_OF_OTHER_BRANCHES: &[&str] = &["docs/safety.md"];
+
+/// GitHub's anchor of a heading: lower case, punctuation but `-` and `_` dropped, spaces to `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of page `rel`'s headings (outside code blocks).
+fn anchors(rel: &str) -> Vec<String> {
+    let mut fenced = false;
+    read(rel)
+        .lines()
+        .filter(|l| {
+            if l.trim_start().starts_with("```") {
+                fenced = !fenced;
+            }
+            !fenced
+        })
+        .filter_map(|l| l.strip_prefix('#'))
+        .map(|h| slug(h.trim_start_matches('#')))
+        .collect()
+}
+
+#[test]
+fn every_link_between_the_pages_resolves_to_a_page_and_heading() {
+    let mut seen = 0;
+    for page in pages() {
+        let text = read(&page);
+        let dir = std::path::Path::new(&page).parent().unwrap().to_path_buf();
+        for link in text.split("](").skip(1).filter_map(|r| r.split(')').next()) {
+            if link.starts_with("http") || link.contains(' ') {
+                continue;
+            }
+            seen += 1;
+            let (file, anchor) = link.split_once('#').unwrap_or((link, ""));
+            let target = if file.is_empty() {
+                page.clone()
+            } else {
+                // docs/x.md -> ../README.md, and README -> docs/x.md, relative to the page.
+                let joined = dir.join(file);
+                let mut parts: Vec<String> = Vec::new();
+                for c in joined.components() {
+                    match c {
+                        std::path::Component::ParentDir => {
+                            parts.pop();
+                        }
+                        std::path::Component::Normal(s) => parts.push(s.to_string_lossy().into()),
+                        _ => {}
+                    }
+                }
+                parts.join("/")
+            };
+            if !root().join(&target).exists() {
+                assert!(
+                    PAGES_OF_OTHER_BRANCHES.contains(&target.as_str()),
+                    "{page}: the link {link} names no file"
+                );
+                continue;
+            }
+            if !anchor.is_empty() && target.ends_with(".md") {
+                assert!(
+                    anchors(&target).iter().any(|a| a == anchor),
+                    "{page}: the link {link} names no heading of {target}: {:?}",
+                    anchors(&target)
+                );
+            }
+        }
+    }
+    assert!(seen >= 20, "links found: {seen}");
+}
+
 #[test]
 fn every_json_and_toml_snippet_parses_and_toml_ones_as_the_configuration() {
     let dir = TempDir::new("docs-toml");
