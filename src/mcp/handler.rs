@@ -398,6 +398,10 @@ pub struct RequestContext {
     pub log_level: Option<LogLevel>,
     /// Who sent the request (HTTP transports with a gate); `None` for stdio.
     pub caller: Option<Caller>,
+    /// A MCP 2026-07-28 `tools/call`, `prompts/get` or `resources/read`: the multi round-trip
+    /// round (answers of this retry, the verified state, and the way to ask for input);
+    /// `None` for every other request (see [`super::input`]).
+    pub input: Option<std::sync::Arc<super::input::Round>>,
 }
 
 impl RequestContext {

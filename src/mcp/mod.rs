@@ -5,6 +5,7 @@
 //! [`McpServer::handle`] and write back the [`Reply`].
 
 pub mod handler;
+pub mod input;
 pub mod jsonrpc;
 pub mod modern;
 pub mod peer;
