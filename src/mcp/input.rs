@@ -589,12 +589,16 @@ pub fn finish(
     Ok(Some(result))
 }
 
-/// The identity a `requestState` is bound to: the API key (its masked id, else its name) for
-/// a caller with a key, else the transport and the client's address (`http anonymous@10.0.0.5`;
+/// The identity a `requestState` is bound to: the API key ([`Caller::principal`]) for a
+/// caller with a key, else the transport and the client's address (`http anonymous@10.0.0.5`;
 /// `stdio` for the one stdio client).
+///
+/// [`Caller::principal`]: super::Caller::principal
 pub fn caller_identity(transport: &str, caller: Option<&super::Caller>) -> String {
     match caller {
-        Some(c) if c.key_id.is_some() => format!("key {}", c.key_id.as_deref().unwrap_or("")),
+        Some(c) if c.principal.is_some() => {
+            format!("key {}", c.principal.as_deref().unwrap_or(""))
+        }
         Some(c) => format!(
             "{transport} {}@{}",
             c.key_name,
