@@ -905,3 +905,50 @@ fn a_2026_answer_after_the_confirmation_lifetime_sends_nothing() {
     );
     assert!(sent(&ms, GATE).is_empty());
 }
+
+#[test]
+fn a_2026_workflow_is_confirmed_once_and_its_gate_step_is_not_opened_mid_run() {
+    let (ms, served) = serve(120);
+    let steps = json!({"name": "Ankommen", "steps": [
+        {"tool": "arm_alarm", "arguments": {"alarm": ALARM, "delayed": false}},
+        {"tool": "control_device", "arguments": {"device": GATE, "action": "on"}}
+    ]});
+    let created = modern_call(&served, DOORS, ELICIT(), "create_workflow", steps, None);
+    assert_ne!(created["result"]["isError"], true, "{created}");
+    let run = json!({"name": "Ankommen"});
+    let a = modern_call(
+        &served,
+        DOORS,
+        ELICIT(),
+        "execute_workflow",
+        run.clone(),
+        None,
+    );
+    let state = a["result"]["requestState"].clone();
+    let m = a["result"]["inputRequests"]["confirm"]["params"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(m.starts_with("Run the workflow"), "{a}");
+    assert!(sent(&ms, ALARM).is_empty(), "asking runs no step");
+    let a = modern_call(
+        &served,
+        DOORS,
+        ELICIT(),
+        "execute_workflow",
+        run,
+        Some((&state, responses(Reply::Accept))),
+    );
+    assert_eq!(a["result"]["resultType"], "complete", "{a}");
+    let data = envelope_of(&a)["data"].clone();
+    assert_eq!(data["steps"][0]["status"], "success", "{data}");
+    assert_eq!(sent(&ms, ALARM).len(), 1, "the alarm step ran once");
+    // The gate needs an answer of its own, which a retry cannot give mid-run: not opened.
+    assert_ne!(data["steps"][1]["status"], "success", "{data}");
+    assert!(
+        data["steps"][1]
+            .to_string()
+            .contains("HUMAN_CONFIRMATION_REQUIRED"),
+        "{data}"
+    );
+    assert!(sent(&ms, GATE).is_empty(), "{data}");
+}
