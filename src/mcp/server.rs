@@ -116,6 +116,9 @@ pub struct McpServer {
     max_batch_answer_bytes: usize,
     /// Seals the `requestState` of 2026-07-28 multi round-trip requests ([`input`]).
     sealer: input::Sealer,
+    /// Per tool, its parameters mirrored into `Mcp-Param-*` headers (read once: the tool
+    /// catalogue does not change while the server runs).
+    param_headers: std::sync::OnceLock<std::collections::HashMap<String, Vec<(String, String)>>>,
 }
 
 impl McpServer {
@@ -137,6 +140,7 @@ impl McpServer {
             max_batch_items: config.max_batch_items.max(1),
             max_batch_answer_bytes: config.max_batch_answer_bytes.max(1024),
             sealer: input::Sealer::new(),
+            param_headers: std::sync::OnceLock::new(),
         }
     }
 
@@ -174,6 +178,22 @@ impl McpServer {
     /// with, one per request (see [`jsonrpc::request_ids`]).
     pub fn max_batch_items(&self) -> usize {
         self.max_batch_items
+    }
+
+    /// The parameters of `tool` a 2026-07-28 client mirrors into `Mcp-Param-*` headers
+    /// (see [`modern::param_headers`]); empty for most tools.
+    pub fn param_headers(&self, tool: &str) -> &[(String, String)] {
+        self.param_headers
+            .get_or_init(|| {
+                guarded(|| self.handler.list_tools())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|t| (t.name, modern::param_headers(&t.input_schema)))
+                    .filter(|(_, p)| !p.is_empty())
+                    .collect()
+            })
+            .get(tool)
+            .map_or(&[], Vec::as_slice)
     }
 
     /// Outlets of sessions for notifications not tied to a request.

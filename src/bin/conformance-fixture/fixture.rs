@@ -638,6 +638,20 @@ fn tools() -> Vec<FixtureTool> {
             },
         },
         FixtureTool {
+            name: "test_custom_header",
+            description: "Echoes its region, which a 2026-07-28 client also sends as the Mcp-Param-Region header (x-mcp-header, SEP-2243)",
+            input_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "region": {"type": "string", "x-mcp-header": "Region"}
+                    },
+                    "required": ["region"]
+                })
+            },
+            run: |args, _| ok(vec![text(format!("region: {}", string_arg(args, "region")?))]),
+        },
+        FixtureTool {
             name: "test_reconnection",
             description: "Meant to close the SSE stream mid-call and finish after the client resumes (SEP-1699); this transport answers after a short pause.",
             input_schema: no_args,
@@ -972,7 +986,7 @@ mod tests {
     #[test]
     fn every_tool_and_prompt_has_a_description_and_an_object_schema() {
         let tools = ConformanceFixture.list_tools();
-        assert_eq!(tools.len(), 25);
+        assert_eq!(tools.len(), 26);
         for t in &tools {
             assert!(!t.description.is_empty(), "{}", t.name);
             assert_eq!(t.input_schema["type"], "object", "{}", t.name);
