@@ -10,7 +10,7 @@ use home_mcp::auth::{ApiKey, Role};
 use home_mcp::sim::DEMO_VISU_PASSWORD;
 
 use crate::support::gate::key;
-use crate::support::mcp::McpHttp;
+use crate::support::mcp::{McpHttp, McpModern};
 use crate::support::net::request;
 use crate::support::server::{Miniserver, Served};
 use crate::support::sse::{send, Http, BOTH};
@@ -612,4 +612,343 @@ fn a_gate_step_of_a_confirmed_workflow_gets_its_own_question() {
     assert_eq!(data["steps"][0]["status"], "success", "{data}");
     assert_eq!(sent(&ms, ALARM).len(), 1);
     assert!(sent(&ms, GATE).is_empty(), "declined: {data}");
+}
+
+/// A MCP 2026-07-28 `tools/call` of `key` (no session) whose `_meta` declares `caps`, with the
+/// retry's `requestState` and `inputResponses` when given: the JSON-RPC answer.
+fn modern_call(
+    served: &Served,
+    key: &str,
+    caps: Value,
+    tool: &str,
+    args: Value,
+    retry: Option<(&Value, Value)>,
+) -> Value {
+    let mut params = json!({"name": tool, "arguments": args, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps,
+        "io.modelcontextprotocol/clientInfo": {"name": "home-mcp tests", "version": "1"},
+    }});
+    if let Some((state, responses)) = retry {
+        params["requestState"] = state.clone();
+        params["inputResponses"] = responses;
+    }
+    let mut headers = McpModern::headers("tools/call", &params);
+    headers.push(format!("X-API-Key: {key}"));
+    let r = McpModern::new(served.addr).raw(
+        &headers,
+        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    r.json()
+}
+
+/// The answers of a retry: the confirmation question answered with `reply`.
+fn responses(reply: Reply) -> Value {
+    json!({ "confirm": reply.result().expect("an answer") })
+}
+
+/// Asserts that `answer` is an `input_required` result asking one confirmation question
+/// (form mode, a boolean `confirm`) with the message `message`; its `requestState`.
+fn asked_to_confirm(answer: &Value, message: &str) -> Value {
+    let r = &answer["result"];
+    assert_eq!(r["resultType"], "input_required", "{answer}");
+    let q = &r["inputRequests"]["confirm"];
+    assert_eq!(q["method"], "elicitation/create", "{answer}");
+    assert_eq!(q["params"]["mode"], "form", "{answer}");
+    assert_eq!(q["params"]["message"], message, "{answer}");
+    assert_eq!(
+        q["params"]["requestedSchema"]["properties"]["confirm"]["type"], "boolean",
+        "{answer}"
+    );
+    assert!(r["requestState"].is_string(), "{answer}");
+    r["requestState"].clone()
+}
+
+const ELICIT: fn() -> Value = || json!({"elicitation": {}});
+
+#[test]
+fn a_2026_client_opens_a_gate_only_after_an_input_required_answer() {
+    let (ms, served) = serve(120);
+    let ask = |args: Value| modern_call(&served, DOORS, ELICIT(), "control_device", args, None);
+
+    // The first call asks (confirm: true from the model does not count); nothing is sent.
+    let args = json!({"device": GATE, "action": "on", "confirm": true});
+    let state = asked_to_confirm(&ask(args.clone()), "Open Garagentor (Garage)?");
+    assert!(sent(&ms, GATE).is_empty());
+
+    // Declined, cancelled, "no": the same call comes back cancelled, nothing sent.
+    for reply in [Reply::Decline, Reply::Cancel, Reply::AcceptNo] {
+        let state = asked_to_confirm(&ask(args.clone()), "Open Garagentor (Garage)?");
+        let a = modern_call(
+            &served,
+            DOORS,
+            ELICIT(),
+            "control_device",
+            args.clone(),
+            Some((&state, responses(reply))),
+        );
+        assert_eq!(a["result"]["resultType"], "complete", "{reply:?}: {a}");
+        assert_eq!(envelope_of(&a)["data"]["cancelled"], true, "{reply:?}: {a}");
+        assert!(sent(&ms, GATE).is_empty(), "{reply:?}: nothing was sent");
+    }
+
+    // The accepted answer cannot be moved: an altered state, another caller (who may open
+    // doors too), other values, another control. Each is refused before the tool runs.
+    let mut tampered = state.as_str().unwrap().to_string();
+    tampered.push('A');
+    let driveway = json!({"device": DRIVEWAY, "action": "on", "confirm": true});
+    for (what, key, args, state) in [
+        ("tampered", DOORS, args.clone(), json!(tampered)),
+        ("another caller", BOTH_ALLOWED, args.clone(), state.clone()),
+        (
+            "other values",
+            DOORS,
+            json!({"device": GATE, "action": "on"}),
+            state.clone(),
+        ),
+        ("another control", DOORS, driveway, state.clone()),
+    ] {
+        let a = modern_call(
+            &served,
+            key,
+            ELICIT(),
+            "control_device",
+            args,
+            Some((&state, responses(Reply::Accept))),
+        );
+        assert_eq!(a["error"]["code"], -32602, "{what}: {a}");
+        assert_eq!(a["id"], 7, "{what}: {a}");
+    }
+    assert!(sent(&ms, GATE).is_empty());
+    assert!(sent(&ms, DRIVEWAY).is_empty());
+
+    // An answer without the state is no confirmation: the question is asked again.
+    let a = modern_call(
+        &served,
+        DOORS,
+        ELICIT(),
+        "control_device",
+        args.clone(),
+        Some((&Value::Null, responses(Reply::Accept))),
+    );
+    asked_to_confirm(&a, "Open Garagentor (Garage)?");
+    assert!(sent(&ms, GATE).is_empty());
+
+    // Accepted with its own state: sent once.
+    let accepted = Some((&state, responses(Reply::Accept)));
+    let a = modern_call(
+        &served,
+        DOORS,
+        ELICIT(),
+        "control_device",
+        args.clone(),
+        accepted.clone(),
+    );
+    assert_eq!(a["result"]["resultType"], "complete", "{a}");
+    assert_ne!(a["result"]["isError"], true, "{a}");
+    assert_eq!(
+        envelope_of(&a)["data"]["confirmed_by"],
+        "user (elicitation)"
+    );
+    assert_eq!(sent(&ms, GATE), ["open"], "sent once, after the answer");
+
+    // The same retry again: the confirmation was used; nothing more is sent.
+    let a = modern_call(&served, DOORS, ELICIT(), "control_device", args, accepted);
+    assert_eq!(envelope_of(&a)["data"]["cancelled"], true, "{a}");
+    assert_eq!(sent(&ms, GATE), ["open"]);
+
+    let rows = audit(&served, "control_device");
+    let outcomes: Vec<&str> = rows.iter().filter_map(|e| e["result"].as_str()).collect();
+    assert!(outcomes.contains(&"INPUT_REQUIRED"), "{rows:?}");
+    let confirmed: Vec<&Value> = rows
+        .iter()
+        .map(|e| &e["confirmed_by"])
+        .filter(|c| !c.is_null())
+        .collect();
+    assert_eq!(confirmed, [&json!("user (elicitation)")], "{rows:?}");
+}
+
+#[test]
+fn a_2026_client_is_asked_for_the_alarm_and_house_wide_and_refused_without_elicitation() {
+    let (ms, served) = serve(120);
+    // Without elicitation in `_meta`: today's refusal, no question, nothing sent.
+    for (tool, args) in [
+        ("disarm_alarm", json!({"alarm": ALARM, "confirm": true})),
+        ("control_device", open_gate()),
+    ] {
+        let a = modern_call(&served, DOORS, json!({}), tool, args, None);
+        assert_eq!(a["result"]["resultType"], "complete", "{tool}: {a}");
+        assert_eq!(a["result"]["isError"], true, "{tool}: {a}");
+        assert_eq!(
+            envelope_of(&a)["error"]["code"],
+            "HUMAN_CONFIRMATION_REQUIRED",
+            "{tool}: {a}"
+        );
+    }
+    assert!(sent(&ms, ALARM).is_empty());
+    assert!(sent(&ms, GATE).is_empty());
+
+    // Arm, then disarm, each after the user's answer; the question names the alarm, its room
+    // and the action in plain words.
+    let arm = json!({"alarm": ALARM, "delayed": false});
+    let a = modern_call(&served, PLAIN, ELICIT(), "arm_alarm", arm.clone(), None);
+    let state = a["result"]["requestState"].clone();
+    let m = a["result"]["inputRequests"]["confirm"]["params"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        m.starts_with("Arm at once the alarm Alarmanlage (Zentral)"),
+        "{a}"
+    );
+    let a = modern_call(
+        &served,
+        PLAIN,
+        ELICIT(),
+        "arm_alarm",
+        arm,
+        Some((&state, responses(Reply::Accept))),
+    );
+    assert_ne!(a["result"]["isError"], true, "{a}");
+    assert_eq!(sent(&ms, ALARM).len(), 1, "armed once: {a}");
+
+    let disarm = json!({"alarm": ALARM});
+    let a = modern_call(
+        &served,
+        PLAIN,
+        ELICIT(),
+        "disarm_alarm",
+        disarm.clone(),
+        None,
+    );
+    let state = a["result"]["requestState"].clone();
+    assert!(a["result"]["inputRequests"]["confirm"]["params"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("which is armed now"));
+    assert_eq!(sent(&ms, ALARM).len(), 1, "asking sends nothing");
+    let a = modern_call(
+        &served,
+        PLAIN,
+        ELICIT(),
+        "disarm_alarm",
+        disarm,
+        Some((&state, responses(Reply::Accept))),
+    );
+    assert_eq!(
+        envelope_of(&a)["data"]["confirmed_by"],
+        "user (elicitation)"
+    );
+    assert_eq!(sent(&ms, ALARM).len(), 2, "disarmed after the answer");
+
+    // A house-wide action asks too; declined, no light is switched.
+    let off = json!({"action": "off", "confirm": true});
+    let a = modern_call(
+        &served,
+        PLAIN,
+        ELICIT(),
+        "control_all_lights",
+        off.clone(),
+        None,
+    );
+    assert_eq!(a["result"]["resultType"], "input_required", "{a}");
+    let state = a["result"]["requestState"].clone();
+    let a = modern_call(
+        &served,
+        PLAIN,
+        ELICIT(),
+        "control_all_lights",
+        off,
+        Some((&state, responses(Reply::Decline))),
+    );
+    assert_eq!(envelope_of(&a)["data"]["cancelled"], true, "{a}");
+    let lights_sent = ms
+        .sim
+        .requests()
+        .iter()
+        .any(|l| l.contains("/jdev/sps/io/") && l.contains("/off"));
+    assert!(!lights_sent, "no light was switched");
+}
+
+#[test]
+fn a_2026_answer_after_the_confirmation_lifetime_sends_nothing() {
+    let (ms, served) = serve(1);
+    let args = open_gate();
+    let a = modern_call(
+        &served,
+        DOORS,
+        ELICIT(),
+        "control_device",
+        args.clone(),
+        None,
+    );
+    let state = asked_to_confirm(&a, "Open Garagentor (Garage)?");
+    // Past the lifetime (1 s) whatever the machine's load: the clock is the condition.
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(1100);
+    while std::time::Instant::now() < until {
+        std::thread::sleep(until - std::time::Instant::now());
+    }
+    let a = modern_call(
+        &served,
+        DOORS,
+        ELICIT(),
+        "control_device",
+        args,
+        Some((&state, responses(Reply::Accept))),
+    );
+    assert_eq!(a["error"]["code"], -32602, "{a}");
+    assert!(
+        a["error"]["data"]["details"]
+            .as_str()
+            .is_some_and(|d| d.contains("expired")),
+        "{a}"
+    );
+    assert!(sent(&ms, GATE).is_empty());
+}
+
+#[test]
+fn a_2026_workflow_is_confirmed_once_and_its_gate_step_is_not_opened_mid_run() {
+    let (ms, served) = serve(120);
+    let steps = json!({"name": "Ankommen", "steps": [
+        {"tool": "arm_alarm", "arguments": {"alarm": ALARM, "delayed": false}},
+        {"tool": "control_device", "arguments": {"device": GATE, "action": "on"}}
+    ]});
+    let created = modern_call(&served, DOORS, ELICIT(), "create_workflow", steps, None);
+    assert_ne!(created["result"]["isError"], true, "{created}");
+    let run = json!({"name": "Ankommen"});
+    let a = modern_call(
+        &served,
+        DOORS,
+        ELICIT(),
+        "execute_workflow",
+        run.clone(),
+        None,
+    );
+    let state = a["result"]["requestState"].clone();
+    let m = a["result"]["inputRequests"]["confirm"]["params"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(m.starts_with("Run the workflow"), "{a}");
+    assert!(sent(&ms, ALARM).is_empty(), "asking runs no step");
+    let a = modern_call(
+        &served,
+        DOORS,
+        ELICIT(),
+        "execute_workflow",
+        run,
+        Some((&state, responses(Reply::Accept))),
+    );
+    assert_eq!(a["result"]["resultType"], "complete", "{a}");
+    let data = envelope_of(&a)["data"].clone();
+    assert_eq!(data["steps"][0]["status"], "success", "{data}");
+    assert_eq!(sent(&ms, ALARM).len(), 1, "the alarm step ran once");
+    // The gate needs an answer of its own, which a retry cannot give mid-run: not opened.
+    assert_ne!(data["steps"][1]["status"], "success", "{data}");
+    assert!(
+        data["steps"][1]
+            .to_string()
+            .contains("HUMAN_CONFIRMATION_REQUIRED"),
+        "{data}"
+    );
+    assert!(sent(&ms, GATE).is_empty(), "{data}");
 }

@@ -544,7 +544,16 @@ fn modern_post(
         Some(crate::mcp::jsonrpc::Params::Object(p)) => Some(p),
         _ => None,
     };
-    if let Some(why) = header_mismatch(request, r, params, declared) {
+    let mirrored = || {
+        let tool = params?.get("name")?.as_str()?;
+        let arguments = params?.get("arguments").and_then(|a| a.as_object());
+        modern::param_header_mismatch(ctx.mcp.param_headers(tool), arguments, |n| {
+            header(request, n)
+        })
+    };
+    let mismatch = header_mismatch(request, r, params, declared)
+        .or_else(|| (r.method == "tools/call").then(mirrored).flatten());
+    if let Some(why) = mismatch {
         return Ok(Answer::json_text(
             400,
             modern::header_mismatch(Some(r.id.clone()), why).to_json(),

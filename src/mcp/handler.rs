@@ -366,6 +366,10 @@ pub struct Caller {
     pub key_name: String,
     /// The API key id, masked (`homekey_operator_2_a1b2****`); `None` without a key.
     pub key_id: Option<String>,
+    /// What tells this key from every other one without revealing it: 16 bytes of the
+    /// SHA-256 of the full key id, hex (a masked id or a name may be shared). What
+    /// confirmations and multi round-trip `requestState`s are bound to; `None` without a key.
+    pub principal: Option<String>,
     /// The client's address.
     pub ip: Option<std::net::IpAddr>,
     /// What the key may see and operate: its rooms and categories, and a device key's
@@ -398,6 +402,10 @@ pub struct RequestContext {
     pub log_level: Option<LogLevel>,
     /// Who sent the request (HTTP transports with a gate); `None` for stdio.
     pub caller: Option<Caller>,
+    /// A MCP 2026-07-28 `tools/call`, `prompts/get` or `resources/read`: the multi round-trip
+    /// round (answers of this retry, the verified state, and the way to ask for input);
+    /// `None` for every other request (see [`super::input`]).
+    pub input: Option<std::sync::Arc<super::input::Round>>,
 }
 
 impl RequestContext {

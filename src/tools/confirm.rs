@@ -3,9 +3,10 @@
 //! A command of a class that needs confirmation ([`Risk::needs_confirmation`]) is described by
 //! a [`Binding`] (the caller's key, the tool, the control(s), the command and its values). Before
 //! the user is asked, a [`Pending`] confirmation with a random id is filed for it; the answer
-//! redeems it, once, within [`LIFETIME`], and only for the very same binding. Today the
-//! elicitation answers within the same request; the multi round-trip answers of later protocol
-//! revisions (`input_required`) and the URL-mode page redeem the same store by id.
+//! redeems it, once, within [`LIFETIME`], and only for the very same binding. Up to protocol
+//! 2025-11-25 the elicitation answers within the same request; a 2026-07-28 client answers an
+//! `input_required` result, and its retry redeems the id named in the sealed `requestState`
+//! (`crate::mcp::input`); the URL-mode page can redeem the same store by id.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -41,6 +41,7 @@ use serde_json::{json, Map, Value};
 
 use crate::home::resolve::ResolveError;
 use crate::home::{Action, Control, ControllerError, House, Outcome, Secret};
+use crate::mcp::input::{ElicitAnswer, InputKind, InputRequest, InputRequired, Round};
 use crate::mcp::{
     CallToolResult, Completion, CompletionRef, Content, GetPromptResult, Handler, Implementation,
     LogLevel, PromptDescriptor, RequestContext, ResourceContents, ResourceDescriptor,
@@ -272,11 +273,12 @@ impl Caller {
         self.log(level, data);
     }
 
-    /// The key (masked id, else name) or session a confirmation is bound to.
+    /// The key ([`crate::mcp::Caller::principal`], else its name) or session a confirmation
+    /// is bound to.
     fn binding_key(&self) -> String {
         let r = self.request.as_ref();
         r.and_then(|r| r.caller.as_ref())
-            .map(|c| c.key_id.clone().unwrap_or_else(|| c.key_name.clone()))
+            .map(|c| c.principal.clone().unwrap_or_else(|| c.key_name.clone()))
             .or_else(|| r.and_then(|r| r.session_id.clone()))
             .unwrap_or_else(|| self.label.clone())
     }
@@ -321,6 +323,25 @@ impl Caller {
         if model_may && confirm == Some(true) {
             return Ok(Confirmation::Go(ConfirmedBy::Model));
         }
+        // MCP 2026-07-28: the question goes back as an `input_required` result and the
+        // answer comes with the retry (not inside a workflow run: a retry would run its earlier
+        // steps again).
+        if let Some(round) = r
+            .input
+            .as_deref()
+            .filter(|i| i.can_ask(InputKind::ElicitationForm))
+        {
+            if self.confirmed.is_some() {
+                return Err(ToolError::Refused {
+                    code: "HUMAN_CONFIRMATION_REQUIRED",
+                    message: format!(
+                        "nothing was sent: \"{}\" needs a person's answer of its own, which this protocol version cannot ask for in the middle of a workflow; do it on its own",
+                        ask.question
+                    ),
+                });
+            }
+            return self.confirm_by_round(round, ask);
+        }
         let peer = r.peer.as_ref().filter(|_| r.can_elicit());
         let Some(peer) = peer else {
             if model_may {
@@ -340,17 +361,7 @@ impl Caller {
                 ),
             });
         };
-        let binding = confirm::Binding {
-            key: self.binding_key(),
-            tool: ask.tool.to_string(),
-            controls: {
-                let mut c = ask.controls.clone();
-                c.sort_unstable();
-                c
-            },
-            command: ask.command.clone(),
-            risk: ask.risk,
-        };
+        let binding = self.binding(ask);
         let id = self
             .pending
             .file(binding.clone(), std::time::Instant::now())
@@ -360,18 +371,7 @@ impl Caller {
             })?;
         let params = json!({
             "message": ask.question,
-            "requestedSchema": {
-                "type": "object",
-                "properties": {
-                    "confirm": {
-                        "type": "boolean",
-                        "title": "Confirm",
-                        "description": ask.question,
-                        "default": false
-                    }
-                },
-                "required": ["confirm"]
-            }
+            "requestedSchema": confirmation_form(ask.question),
         });
         let answer = peer
             .0
@@ -406,6 +406,100 @@ impl Caller {
         self.pending.drop_id(&id);
         Ok(outcome)
     }
+
+    /// What a confirmation of `ask` by this caller is good for (see [`confirm::Binding`]).
+    fn binding(&self, ask: &ToConfirm) -> confirm::Binding {
+        confirm::Binding {
+            key: self.binding_key(),
+            tool: ask.tool.to_string(),
+            controls: {
+                let mut c = ask.controls.clone();
+                c.sort_unstable();
+                c
+            },
+            command: ask.command.clone(),
+            risk: ask.risk,
+        }
+    }
+
+    /// [`Caller::confirm`] for a MCP 2026-07-28 client that declared elicitation: the first
+    /// call files a [`confirm::Pending`] confirmation and answers with the question as an
+    /// `input_required` result whose sealed `requestState` names it; the retry with the
+    /// user's answer redeems it (once, within its lifetime, for the same binding) and goes,
+    /// or is cancelled. A retry without an answer, or without the state (the MCP core has
+    /// already refused a tampered, expired or foreign one), is asked again.
+    fn confirm_by_round(&self, round: &Round, ask: &ToConfirm) -> Result<Confirmation, ToolError> {
+        use confirm::ConfirmedBy;
+        let now = std::time::Instant::now();
+        let binding = self.binding(ask);
+        let filed = round
+            .state()
+            .and_then(|s| s.get(STATE_CONFIRMATION))
+            .and_then(Value::as_str);
+        if let (Some(id), Some(answer)) = (filed, round.elicitation(CONFIRM_KEY)) {
+            let outcome = match answer {
+                ElicitAnswer::Accept(c) if c.get("confirm") == Some(&Value::Bool(true)) => {
+                    return Ok(match self.pending.redeem(id, &binding, now) {
+                        Ok(()) => Confirmation::Go(ConfirmedBy::User),
+                        Err(e) => Confirmation::Cancelled(e.to_string()),
+                    });
+                }
+                ElicitAnswer::Accept(_) => {
+                    Confirmation::Cancelled("the user did not confirm".into())
+                }
+                ElicitAnswer::Decline => Confirmation::Cancelled("the user declined".into()),
+                ElicitAnswer::Cancel => Confirmation::Cancelled("the user cancelled".into()),
+            };
+            self.pending.drop_id(id);
+            return Ok(outcome);
+        }
+        if let Some(id) = filed {
+            self.pending.drop_id(id);
+        }
+        let id = self
+            .pending
+            .file(binding, now)
+            .map_err(|e| ToolError::Refused {
+                code: "RATE_LIMIT_EXCEEDED",
+                message: format!("nothing was sent: {e}"),
+            })?;
+        Err(ToolError::InputRequired(
+            round.ask(
+                InputRequired::new()
+                    .ask(
+                        CONFIRM_KEY,
+                        InputRequest::Elicitation {
+                            message: ask.question.to_string(),
+                            requested_schema: confirmation_form(ask.question),
+                        },
+                    )
+                    .with_state(json!({ STATE_CONFIRMATION: id }))
+                    .with_lifetime(self.pending.lifetime()),
+            ),
+        ))
+    }
+}
+
+/// The key of the confirmation question in `inputRequests` / `inputResponses`.
+const CONFIRM_KEY: &str = "confirm";
+
+/// The member of the sealed `requestState` naming the pending confirmation.
+const STATE_CONFIRMATION: &str = "confirmation";
+
+/// The form of a confirmation question: one required boolean `confirm`, false by default.
+fn confirmation_form(question: &str) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "confirm": {
+                "type": "boolean",
+                "title": "Confirm",
+                "description": question,
+                "default": false
+            }
+        },
+        "required": ["confirm"]
+    })
 }
 
 /// Adds the confirmation outcome to `data`: `confirmed_by` (who confirmed: the audit log
@@ -545,6 +639,10 @@ pub enum ToolError {
     Controller(ControllerError),
     /// A deliberate refusal (safety rule); `code` per spec §7.1.
     Refused { code: &'static str, message: String },
+    /// The user must answer first (MCP 2026-07-28 multi round-trip request): the marker error
+    /// of [`crate::mcp::input::Round::ask`], returned as is so that the MCP core answers with
+    /// the `input_required` result. Nothing was sent.
+    InputRequired(RpcError),
 }
 
 impl fmt::Display for ToolError {
@@ -553,6 +651,7 @@ impl fmt::Display for ToolError {
             ToolError::InvalidParams(m) | ToolError::Refused { message: m, .. } => f.write_str(m),
             ToolError::Resolve(e) => write!(f, "{e}"),
             ToolError::Controller(e) => write!(f, "{e}"),
+            ToolError::InputRequired(_) => f.write_str("a person's answer is needed first"),
         }
     }
 }
@@ -841,6 +940,8 @@ impl HomeTools {
                     Err(RpcError::invalid_params(message))
                 }
             }
+            // The user is asked (2026-07-28): the MCP core turns this into `input_required`.
+            Err(ToolError::InputRequired(ask)) => Err(ask),
             Err(e) => Ok(failure(e)),
         }
     }
@@ -1077,6 +1178,9 @@ pub(crate) fn failure(e: ToolError) -> CallToolResult {
         ToolError::Controller(e) => (e.code(), e.to_string(), controller_details(&e)),
         ToolError::Refused { code, message } => (code, message, json!({})),
         ToolError::InvalidParams(m) => ("INVALID_PARAMETERS", m, json!({})),
+        e @ ToolError::InputRequired(_) => {
+            ("HUMAN_CONFIRMATION_REQUIRED", e.to_string(), json!({}))
+        }
     };
     let envelope = json!({
         "status": "error",
