@@ -680,6 +680,7 @@ impl McpServer {
             client_capabilities: state.client_capabilities.clone(),
             log_level: state.log_level,
             caller: state.caller.clone(),
+            origin: state.origin.clone(),
         };
         if method == "tools/call" {
             return self.tools_call(version, params, &ctx);
