@@ -881,6 +881,8 @@ fn the_page_takes_only_its_own_form_within_bounds() {
         // The admin page's security headers, and never cached.
         assert_eq!(got.header("cache-control"), Some("no-store"));
         assert_eq!(got.header("x-frame-options"), Some("DENY"));
+        // Same-origin, not no-referrer: browsers send `Origin: null` with the form otherwise.
+        assert_eq!(got.header("referrer-policy"), Some("same-origin"));
         assert!(got
             .header("content-security-policy")
             .unwrap()

@@ -20,7 +20,9 @@
 //! token (another 128 bits, in the form only) must come back with the `POST`, so a page of
 //! another site cannot post blindly (the router also refuses a foreign `Origin`). Every answer
 //! carries [`super::assets::SECURITY_HEADERS`] (the admin page's) and `Cache-Control:
-//! no-store`. The password is never logged; the log says only that a page was answered.
+//! no-store`, except that `Referrer-Policy` is `same-origin`: with `no-referrer`, browsers send
+//! `Origin: null` with the form's `POST` and the router's Origin check refuses it (found by
+//! the browser test, tests/e2e/visu_page.py). The password is never logged; the log says only that a page was answered.
 
 use std::time::Instant;
 
@@ -64,7 +66,13 @@ pub(crate) fn handle(
     };
     SECURITY_HEADERS
         .iter()
-        .fold(answer, |a, (name, value)| a.with_header(name, *value))
+        .fold(answer, |a, (name, value)| match *name {
+            // `no-referrer` makes browsers send `Origin: null` with the form's POST, which the
+            // router's Origin check refuses: same-origin keeps the Origin (and sends no
+            // referrer to other sites; the page links nowhere).
+            "Referrer-Policy" => a.with_header(name, "same-origin"),
+            _ => a.with_header(name, *value),
+        })
         .with_header("Cache-Control", "no-store")
 }
 
@@ -170,7 +178,8 @@ fn head(title: &str) -> String {
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{}</title><link rel=\"stylesheet\" href=\"{}\"></head>",
+         <title>{}</title><link rel=\"icon\" href=\"data:,\">\
+         <link rel=\"stylesheet\" href=\"{}\"></head>",
         escape(title),
         STYLE.path
     )

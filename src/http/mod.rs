@@ -1199,7 +1199,10 @@ fn metrics_route(ctx: &Ctx, method: &tiny_http::Method, auth: Option<&Principal>
 
 /// `path` for a log line: a key id in `/admin/api/keys/<id>` is masked.
 fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
-    if let Some(id) = path.strip_prefix(crate::tools::password::PATH_PREFIX) {
+    if let Some(id) = path
+        .strip_prefix(crate::tools::password::PATH_PREFIX)
+        .filter(|id| id.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
         return format!(
             "{}{}****",
             crate::tools::password::PATH_PREFIX,
