@@ -952,3 +952,429 @@ fn a_2026_workflow_is_confirmed_once_and_its_gate_step_is_not_opened_mid_run() {
     );
     assert!(sent(&ms, GATE).is_empty(), "{data}");
 }
+
+// --- The visualisation password on this server's page (URL-mode elicitation) ---
+
+/// A password only the page ever sees (distinctive: it must turn up nowhere else).
+const PAGE_PASSWORD: &str = "pw-page-58213";
+
+/// The demo Miniserver whose visualisation password is [`PAGE_PASSWORD`], and the server
+/// without a configured one: a person types it on the page.
+fn serve_unconfigured(lifetime_secs: u64) -> (Miniserver, Served) {
+    let ms = Miniserver::serve(
+        home_mcp::sim::Simulator::new(
+            home_mcp::sim::DEMO_STRUCTURE,
+            Some(home_mcp::sim::DEMO_VALUES),
+            home_mcp::sim::SimConfig {
+                visu_password: PAGE_PASSWORD.into(),
+                ..Default::default()
+            },
+        )
+        .expect("simulator"),
+    );
+    let keys =
+        serde_json::to_string(&[operator(PLAIN, false, false), key(ADMIN, Role::Admin)]).unwrap();
+    let served = Served::start(
+        &ms,
+        &format!(
+            "[server]\nconfirmation_lifetime_secs = {lifetime_secs}\n[auth]\nsecurity_level = \"staging\"\n"
+        ),
+        &[("HOME_KEY_BACKEND", "env"), ("HOME_API_KEYS", &keys)],
+    );
+    (ms, served)
+}
+
+/// A session of [`PLAIN`] declaring form and URL-mode elicitation.
+fn url_client(served: &Served) -> McpHttp {
+    McpHttp::connect_with(
+        served.addr,
+        Some(PLAIN),
+        "2025-11-25",
+        json!({"elicitation": {"form": {}, "url": {}}}),
+    )
+}
+
+/// What a person does on the page.
+#[derive(Clone, Copy, Debug)]
+enum OnPage<'a> {
+    Type(&'a str),
+    Decline,
+    /// Does not open it.
+    Nothing,
+}
+
+/// A tool call whose URL-mode question the client accepts (`open`) or declines, the person
+/// then acting on the page (`on_page`); every message the client saw is kept.
+struct PageCall {
+    answer: Value,
+    asked: Vec<Value>,
+    seen: Vec<String>,
+    /// The page's path and form token (when it was opened).
+    page: Option<(String, String)>,
+}
+
+impl PageCall {
+    fn envelope(&self) -> Value {
+        envelope_of(&self.answer)
+    }
+}
+
+fn path_of(url: &str, served: &Served) -> String {
+    let origin = format!("http://{}", served.addr);
+    url.strip_prefix(&origin)
+        .unwrap_or_else(|| panic!("{url} is not on {origin}"))
+        .to_string()
+}
+
+/// The form token in the page's HTML.
+fn token_in(html: &str) -> String {
+    let at = html.find("name=\"token\" value=\"").expect("a form token") + 20;
+    html[at..].split('"').next().unwrap().to_string()
+}
+
+fn post_form(served: &Served, path: &str, body: &str) -> crate::support::net::Reply {
+    request(
+        served.addr,
+        "POST",
+        path,
+        &["Content-Type: application/x-www-form-urlencoded"],
+        body,
+    )
+}
+
+fn page_call(
+    served: &Served,
+    c: &McpHttp,
+    id: u64,
+    tool: &str,
+    args: Value,
+    open: bool,
+    on_page: OnPage,
+) -> PageCall {
+    let mut s = open_call(c, id, tool, args);
+    assert_eq!(s.status, 200);
+    let (mut asked, mut seen, mut page) = (Vec::new(), Vec::new(), None);
+    let answer = loop {
+        let e = s
+            .next_data()
+            .unwrap_or_else(|| panic!("the stream ended without the answer to {id}"));
+        seen.push(e.data.clone().unwrap_or_default());
+        let v = e.json();
+        if v["method"] == "elicitation/create" {
+            asked.push(v.clone());
+            if !open {
+                answer_question(c, &v["id"], json!({"action": "decline"}));
+                continue;
+            }
+            answer_question(c, &v["id"], json!({"action": "accept"}));
+            let path = path_of(v["params"]["url"].as_str().unwrap(), served);
+            if matches!(on_page, OnPage::Nothing) {
+                continue;
+            }
+            let got = request(served.addr, "GET", &path, &[] as &[&str], "");
+            assert_eq!(got.status, 200, "{}", got.body);
+            let token = token_in(&got.body);
+            let body = match on_page {
+                OnPage::Type(pw) => format!("token={token}&password={pw}&answer=confirm"),
+                _ => format!("token={token}&password=&answer=decline"),
+            };
+            let r = post_form(served, &path, &body);
+            assert_eq!(r.status, 200, "{}", r.body);
+            page = Some((path, token));
+        } else if v["id"] == id && v.get("method").is_none() {
+            break v;
+        }
+    };
+    PageCall {
+        answer,
+        asked,
+        seen,
+        page,
+    }
+}
+
+#[test]
+fn the_visualisation_password_is_typed_on_the_page_never_through_the_model() {
+    let (ms, served) = serve_unconfigured(120);
+    let c = url_client(&served);
+    let r = page_call(
+        &served,
+        &c,
+        1,
+        "arm_alarm",
+        json!({"alarm": ALARM, "delayed": false}),
+        true,
+        OnPage::Type(PAGE_PASSWORD),
+    );
+    assert_ne!(r.answer["result"]["isError"], true, "{}", r.answer);
+    // One question, URL mode, naming the alarm, its room and the action; no form question.
+    assert_eq!(r.asked.len(), 1, "{:?}", r.asked);
+    let q = &r.asked[0]["params"];
+    assert_eq!(q["mode"], "url");
+    let eid = q["elicitationId"].as_str().unwrap();
+    assert!(
+        q["url"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/confirm/{eid}")),
+        "{q}"
+    );
+    assert!(
+        q["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Arm at once the alarm Alarmanlage (Zentral)"),
+        "{q}"
+    );
+    // The page's work is announced as complete.
+    let complete: Vec<Value> = r
+        .seen
+        .iter()
+        .map(|t| serde_json::from_str::<Value>(t).unwrap())
+        .filter(|v| v["method"] == "notifications/elicitation/complete")
+        .collect();
+    assert_eq!(complete.len(), 1, "{:?}", r.seen);
+    assert_eq!(complete[0]["params"]["elicitationId"], eid);
+    // The secured command reached the Miniserver with the right hash (the simulator checks
+    // it with its own implementation and arms only then).
+    let data = &r.envelope()["data"];
+    assert_eq!(data["confirmed_by"], "user (password page)", "{data}");
+    let lines = ms.commands_to(ALARM);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("/jdev/sps/ios/"), "{lines:?}");
+    assert_eq!(ms.sim.state(ALARM, "armed"), Some(1.0));
+
+    // One use: the page is gone.
+    let (path, token) = r.page.clone().unwrap();
+    let again = post_form(
+        &served,
+        &path,
+        &format!("token={token}&password={PAGE_PASSWORD}"),
+    );
+    assert_eq!(again.status, 404, "{}", again.body);
+    assert_eq!(
+        request(served.addr, "GET", &path, &[] as &[&str], "").status,
+        404
+    );
+
+    // The password is in no MCP message, no log line, no audit row.
+    for m in &r.seen {
+        assert!(!m.contains(PAGE_PASSWORD), "in an MCP message: {m}");
+    }
+    assert!(!r.answer.to_string().contains(PAGE_PASSWORD));
+    let rows = audit(&served, "arm_alarm");
+    assert_eq!(rows[0]["confirmed_by"], "user (password page)", "{rows:?}");
+    assert!(!Value::Array(rows).to_string().contains(PAGE_PASSWORD));
+    let log = served.log();
+    assert!(log.iter().any(|l| l.contains("password page")), "{log:?}");
+    for l in &log {
+        assert!(!l.contains(PAGE_PASSWORD), "in the log: {l}");
+    }
+}
+
+#[test]
+fn a_declined_or_unopened_page_or_one_the_client_refuses_sends_nothing() {
+    let (ms, served) = serve_unconfigured(2);
+    let c = url_client(&served);
+    let arm = json!({"alarm": ALARM, "delayed": false});
+    for (id, open, on_page, reason) in [
+        (1, false, OnPage::Nothing, "declined"),
+        (2, true, OnPage::Decline, "declined on the page"),
+        (3, true, OnPage::Nothing, "in time"),
+    ] {
+        let r = page_call(&served, &c, id, "arm_alarm", arm.clone(), open, on_page);
+        let data = &r.envelope()["data"];
+        assert_eq!(data["cancelled"], true, "{on_page:?}: {}", r.answer);
+        assert!(
+            data["confirmation"].as_str().unwrap().contains(reason),
+            "{data}"
+        );
+        assert!(ms.commands_to(ALARM).is_empty(), "{on_page:?}");
+        if let Some((path, token)) = r.page {
+            // Answered or expired: the page takes nothing more.
+            let late = post_form(
+                &served,
+                &path,
+                &format!("token={token}&password={PAGE_PASSWORD}"),
+            );
+            assert!(matches!(late.status, 404 | 410), "{}", late.body);
+        }
+    }
+    assert_eq!(ms.sim.state(ALARM, "armed"), Some(0.0));
+}
+
+#[test]
+fn the_page_takes_only_its_own_form_within_bounds() {
+    let (ms, served) = serve_unconfigured(120);
+    let c = url_client(&served);
+    let mut s = open_call(
+        &c,
+        1,
+        "arm_alarm",
+        json!({"alarm": ALARM, "delayed": false}),
+    );
+    let answer = read_answer(&mut s, 1, |q| {
+        answer_question(&c, &q["id"], json!({"action": "accept"}));
+        let path = path_of(q["params"]["url"].as_str().unwrap(), &served);
+        let got = request(served.addr, "GET", &path, &[] as &[&str], "");
+        // The admin page's security headers, and never cached.
+        assert_eq!(got.header("cache-control"), Some("no-store"));
+        assert_eq!(got.header("x-frame-options"), Some("DENY"));
+        // Same-origin, not no-referrer: browsers send `Origin: null` with the form otherwise.
+        assert_eq!(got.header("referrer-policy"), Some("same-origin"));
+        assert!(got
+            .header("content-security-policy")
+            .unwrap()
+            .contains("frame-ancestors 'none'"));
+        assert!(got
+            .body
+            .contains("Arm at once the alarm Alarmanlage (Zentral)"));
+        let token = token_in(&got.body);
+        // A forged token, no password, an oversized one, a foreign site, not a form, a
+        // guessed id: refused, and the page stays open.
+        let forged = post_form(
+            &served,
+            &path,
+            &format!("token=00{}&password=x", &token[2..]),
+        );
+        assert_eq!(forged.status, 403, "{}", forged.body);
+        let empty = post_form(&served, &path, &format!("token={token}&password="));
+        assert_eq!(empty.status, 400, "{}", empty.body);
+        let long = "x".repeat(300);
+        let too_long = post_form(&served, &path, &format!("token={token}&password={long}"));
+        assert_eq!(too_long.status, 400, "{}", too_long.body);
+        let huge = post_form(&served, &path, &"a".repeat(5000));
+        assert_eq!(huge.status, 413, "{}", huge.body);
+        let foreign = request(
+            served.addr,
+            "POST",
+            &path,
+            &[
+                "Content-Type: application/x-www-form-urlencoded",
+                "Origin: http://evil.example",
+            ],
+            &format!("token={token}&password=x"),
+        );
+        assert_eq!(foreign.status, 403, "{}", foreign.body);
+        let json_body = request(
+            served.addr,
+            "POST",
+            &path,
+            &["Content-Type: application/json"],
+            "{}",
+        );
+        assert_eq!(json_body.status, 400, "{}", json_body.body);
+        let guessed = request(
+            served.addr,
+            "GET",
+            "/confirm/0123456789abcdef0123456789abcdef",
+            &[] as &[&str],
+            "",
+        );
+        assert_eq!(guessed.status, 404);
+        let ok = post_form(
+            &served,
+            &path,
+            &format!("token={token}&password={PAGE_PASSWORD}"),
+        );
+        assert_eq!(ok.status, 200, "{}", ok.body);
+    });
+    assert_ne!(answer["result"]["isError"], true, "{answer}");
+    assert_eq!(ms.commands_to(ALARM).len(), 1);
+}
+
+#[test]
+fn wrong_passwords_on_the_page_are_refused_then_paused() {
+    let (ms, served) = serve_unconfigured(120);
+    let c = url_client(&served);
+    let arm = json!({"alarm": ALARM, "delayed": false});
+    for id in 1..=home_mcp::home::house::PIN_ATTEMPTS as u64 {
+        let r = page_call(
+            &served,
+            &c,
+            id,
+            "arm_alarm",
+            arm.clone(),
+            true,
+            OnPage::Type("0000"),
+        );
+        let e = &r.envelope()["error"];
+        assert_eq!(e["code"], "INVALID_PARAMETERS", "{}", r.answer);
+        assert!(e["message"].as_str().unwrap().contains("wrong"), "{e}");
+    }
+    // Now even the right password is not tried: nothing reaches the Miniserver.
+    let secured = || {
+        ms.sim
+            .requests()
+            .iter()
+            .filter(|l| l.contains("getvisusalt") || l.contains("/sps/ios/"))
+            .count()
+    };
+    let before = secured();
+    let r = page_call(
+        &served,
+        &c,
+        9,
+        "arm_alarm",
+        arm,
+        true,
+        OnPage::Type(PAGE_PASSWORD),
+    );
+    assert_eq!(
+        r.envelope()["error"]["code"],
+        "RATE_LIMIT_EXCEEDED",
+        "{}",
+        r.answer
+    );
+    assert_eq!(secured(), before, "nothing sent");
+    assert_eq!(ms.sim.state(ALARM, "armed"), Some(0.0));
+}
+
+#[test]
+fn a_client_without_url_mode_is_told_how_the_owner_configures_the_password() {
+    let (ms, served) = serve_unconfigured(120);
+    let c = client(&served, PLAIN, true);
+    let r = call(
+        &c,
+        1,
+        "disarm_alarm",
+        json!({"alarm": ALARM}),
+        Reply::Accept,
+    );
+    assert!(r.asked.is_empty(), "nobody is asked: {:?}", r.asked);
+    let e = &r.envelope()["error"];
+    assert_eq!(e["code"], "INVALID_PARAMETERS", "{}", r.answer);
+    let m = e["message"].as_str().unwrap();
+    assert!(
+        m.contains("HOME_VISU_PASS") && m.contains("visu_password"),
+        "{m}"
+    );
+    assert!(!m.contains("code") && !m.contains("confirm: true"), "{m}");
+    assert!(ms.commands_to(ALARM).is_empty());
+    // And the tools take no password argument.
+    let list = c.post(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let tools = crate::support::mcp::answer_of(&list, 2);
+    let tools = tools["result"]["tools"].as_array().unwrap().clone();
+    let secured: Vec<&Value> = tools
+        .iter()
+        .filter(|t| {
+            ["arm_alarm", "disarm_alarm", "acknowledge_alarm"]
+                .contains(&t["name"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(secured.len(), 3);
+    for t in tools {
+        let props = t["inputSchema"]["properties"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        for p in ["code", "pin", "password"] {
+            assert!(!props.contains_key(p), "{}: {p}", t["name"]);
+        }
+        let d = t["description"].as_str().unwrap_or_default();
+        assert!(
+            !d.contains("confirm: true") && !d.contains("password"),
+            "{d}"
+        );
+    }
+}

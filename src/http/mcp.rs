@@ -461,6 +461,7 @@ fn post_inner(
         }
     };
     state.caller = auth.map(Principal::caller);
+    state.origin = Some(super::origin_of(ctx, request));
     let new_session = state.id.is_none();
     if sse_ok && state.version.is_some() && streams_answer(&incoming, &state) {
         if let Some(id) = state.id.clone() {
@@ -570,6 +571,7 @@ fn modern_post(
     }
     let mut state = SessionState::new("http");
     state.caller = auth.map(Principal::caller);
+    state.origin = Some(super::origin_of(ctx, request));
     state.declared_version = declared.map(str::to_string);
     let sse_ok = accepts_sse(header(request, "Accept"));
     if r.method == "subscriptions/listen" {

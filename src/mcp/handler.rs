@@ -406,6 +406,9 @@ pub struct RequestContext {
     /// round (answers of this retry, the verified state, and the way to ask for input);
     /// `None` for every other request (see [`super::input`]).
     pub input: Option<std::sync::Arc<super::input::Round>>,
+    /// This server's address as the client reached it (`http://host:port`, or the configured
+    /// public address), for links to its own pages (URL-mode elicitation); `None` for stdio.
+    pub origin: Option<String>,
 }
 
 impl RequestContext {
@@ -441,6 +444,17 @@ impl RequestContext {
     /// Whether the client declared the `elicitation` capability (and a peer exists).
     pub fn can_elicit(&self) -> bool {
         self.peer.is_some() && self.client_capabilities.get("elicitation").is_some()
+    }
+
+    /// Whether the client can open a URL for its user (it declared `elicitation.url`, MCP
+    /// 2025-11-25) and this server has an address to give (an HTTP request).
+    pub fn can_elicit_url(&self) -> bool {
+        self.can_elicit()
+            && self.origin.is_some()
+            && self
+                .client_capabilities
+                .pointer("/elicitation/url")
+                .is_some_and(Value::is_object)
     }
 
     /// Whether a tool's input validation failure (a value out of range, an unknown action, a

@@ -752,6 +752,7 @@ impl McpServer {
             log_level: state.log_level,
             caller: state.caller.clone(),
             input,
+            origin: state.origin.clone(),
         };
         if method == "tools/call" {
             return self.tools_call(version, params, &ctx);

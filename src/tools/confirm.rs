@@ -25,6 +25,9 @@ pub const CAPACITY: usize = 256;
 pub enum ConfirmedBy {
     /// The user, answering a form elicitation.
     User,
+    /// The user, typing the visualisation password on this server's page (URL-mode
+    /// elicitation, [`super::password`]).
+    Page,
     /// The model's `confirm: true`, because the key's owner allows it for this class.
     Model,
     /// The user, confirming the enclosing workflow.
@@ -38,6 +41,7 @@ impl ConfirmedBy {
     pub fn as_str(self) -> &'static str {
         match self {
             ConfirmedBy::User => "user (elicitation)",
+            ConfirmedBy::Page => "user (password page)",
             ConfirmedBy::Model => "model (key allows)",
             ConfirmedBy::Workflow => "user (workflow)",
             ConfirmedBy::Owner => "owner (in process)",
@@ -157,7 +161,7 @@ impl Pending {
 }
 
 /// 128 random bits as hex.
-fn new_id() -> String {
+pub(crate) fn new_id() -> String {
     let mut b = [0u8; 16];
     if getrandom::fill(&mut b).is_err() {
         // Unpredictable enough as a fallback: the id is never the only check (the binding is).

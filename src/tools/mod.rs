@@ -25,6 +25,7 @@ mod climate;
 pub mod confirm;
 mod devices;
 mod lights;
+pub mod password;
 pub mod schema;
 pub mod scope;
 mod security;
@@ -91,6 +92,8 @@ pub struct Caller {
     pub confirmed: Option<confirm::ConfirmedBy>,
     /// The pending confirmations of the server ([`confirm::Pending`]).
     pub pending: Arc<confirm::Pending>,
+    /// The server's open password pages ([`password::PasswordPages`]).
+    pub passwords: Arc<password::PasswordPages>,
 }
 
 /// The logger name of `notifications/message` sent for writes.
@@ -139,6 +142,7 @@ impl Caller {
             reports_progress: true,
             confirmed: None,
             pending: Arc::new(confirm::Pending::default()),
+            passwords: Arc::new(password::PasswordPages::default()),
         }
     }
 
@@ -155,6 +159,7 @@ impl Caller {
             reports_progress: false,
             confirmed,
             pending: self.pending.clone(),
+            passwords: self.passwords.clone(),
         }
     }
 
@@ -407,7 +412,82 @@ impl Caller {
         Ok(outcome)
     }
 
-    /// What a confirmation of `ask` by this caller is good for (see [`confirm::Binding`]).
+    /// Where the visualisation password for a command to `c` comes from
+    /// ([`password::source`]): configured on the Pi, a page of this server, or nowhere.
+    pub fn password_source(&self, house: &House, c: &Control) -> password::Source {
+        password::source(
+            c.is_secured,
+            house.has_visu_password(),
+            self.request
+                .as_ref()
+                .is_some_and(RequestContext::can_elicit_url),
+        )
+    }
+
+    /// Asks the user for the visualisation password on this server's page: files a page for
+    /// the command `ask` describes ([`password::PasswordPages::url_request`]), sends the
+    /// URL-mode `elicitation/create` naming it, and waits (at most the page's lifetime) for
+    /// the password typed there; then `notifications/elicitation/complete`. The password
+    /// typed on the page is the person's confirmation ([`confirm::ConfirmedBy::Page`]).
+    /// `Ok(Err(reason))` when nobody gave it (declined, cancelled, expired): nothing is sent.
+    /// Errors: no URL-mode client ([`ToolError::Refused`] `HUMAN_CONFIRMATION_REQUIRED`),
+    /// too many pages open (`RATE_LIMIT_EXCEEDED`).
+    pub fn ask_password(&self, ask: &ToConfirm) -> Result<Result<Secret, String>, ToolError> {
+        let r = self.request.as_ref().filter(|r| r.can_elicit_url());
+        let (Some(r), Some(peer)) = (r, r.and_then(|r| r.peer.as_ref())) else {
+            return Err(ToolError::Refused {
+                code: "HUMAN_CONFIRMATION_REQUIRED",
+                message: "nothing was sent: the visualisation password is typed by a person on this server's page, and this MCP client cannot open it (it did not declare URL-mode elicitation)".into(),
+            });
+        };
+        let binding = self.binding(ask);
+        let origin = r.origin.as_deref().unwrap_or_default();
+        let request = self
+            .passwords
+            .url_request(
+                origin,
+                binding.clone(),
+                ask.question,
+                std::time::Instant::now(),
+            )
+            .map_err(|e| ToolError::Refused {
+                code: "RATE_LIMIT_EXCEEDED",
+                message: format!("nothing was sent: {e}"),
+            })?;
+        let id = request.elicitation_id.clone();
+        let message = format!(
+            "{} Open the page to enter the Loxone visualisation password.",
+            ask.question
+        );
+        let answer = peer.0.request(
+            "elicitation/create",
+            request.params(&message),
+            self.passwords.lifetime(),
+        );
+        let opened = match answer {
+            Ok(a) => match a["action"].as_str() {
+                Some("accept") => Ok(()),
+                Some("decline") => Err("the user declined".to_string()),
+                _ => Err("the user cancelled".to_string()),
+            },
+            Err(e) => {
+                log::warn!("elicitation for {}: {}", self.label, e.message);
+                Err(format!("the user's answer did not arrive ({})", e.message))
+            }
+        };
+        if let Err(reason) = opened {
+            self.passwords.drop_id(&id);
+            return Ok(Err(reason));
+        }
+        let outcome = self.passwords.wait(&id, &binding);
+        peer.0.notify(
+            "notifications/elicitation/complete",
+            json!({"elicitationId": id}),
+        );
+        Ok(outcome.map_err(|e| e.to_string()))
+    }
+
+    /// The [`confirm::Binding`] of the command `ask` describes, for this caller.
     fn binding(&self, ask: &ToConfirm) -> confirm::Binding {
         confirm::Binding {
             key: self.binding_key(),
@@ -751,6 +831,9 @@ pub struct HomeTools {
     writes: AtomicU64,
     /// The pending confirmations every call of this catalogue shares.
     pending: Arc<confirm::Pending>,
+    /// The password pages every call of this catalogue shares (served by the HTTP transport,
+    /// see [`HomeTools::password_pages`]).
+    passwords: Arc<password::PasswordPages>,
 }
 
 impl HomeTools {
@@ -770,6 +853,7 @@ impl HomeTools {
             resource_cache: Cache::new(Duration::ZERO, 1),
             writes: AtomicU64::new(0),
             pending: Arc::new(confirm::Pending::default()),
+            passwords: Arc::new(password::PasswordPages::default()),
         }
     }
 
@@ -777,7 +861,14 @@ impl HomeTools {
     /// [`confirm::LIFETIME`].
     pub fn with_confirmation_lifetime(mut self, lifetime: Duration) -> Self {
         self.pending = Arc::new(confirm::Pending::with_lifetime(lifetime));
+        self.passwords = Arc::new(password::PasswordPages::with_lifetime(lifetime));
         self
+    }
+
+    /// The password pages of this catalogue's calls, for the HTTP transport that serves them
+    /// (`/confirm/{id}`).
+    pub fn password_pages(&self) -> Arc<password::PasswordPages> {
+        self.passwords.clone()
     }
 
     /// Turns the response caches on (spec §8: read-only tools 30 s, resources 60 s by
@@ -953,6 +1044,7 @@ impl HomeTools {
         Caller {
             request: Some(ctx.clone()),
             pending: self.pending.clone(),
+            passwords: self.passwords.clone(),
             ..Caller::new(match &ctx.session_id {
                 Some(s) => format!("{}:{}", ctx.transport, &s[..s.len().min(8)]),
                 None => ctx.transport.to_string(),

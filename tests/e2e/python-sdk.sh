@@ -4,7 +4,8 @@
 # built-in simulated Miniserver (--demo). Also checks that a control_device call made through
 # the SDK changes the simulator's state as a following list_devices shows, runs a short
 # session (tests/e2e/session.py; E2E_TRANSCRIPT=FILE keeps its transcript) and the human
-# confirmation scenarios of issue 20 (tests/e2e/human.py).
+# confirmation scenarios of issue 20 (tests/e2e/human.py) and the visualisation password page
+# in headless chromium (tests/e2e/visu_page.py).
 #
 # usage: tests/e2e/python-sdk.sh [path/to/home-mcp]   (default: target/debug/home-mcp)
 # Needs python3 with venv; the SDK is installed on first run (PyPI). Prints "N passed, M failed".
@@ -90,6 +91,19 @@ if [[ -x "$SDK_PY" ]] && HUMAN=$("$SDK_PY" tests/e2e/human.py "$BIN" 2>/dev/null
   ok "python-sdk human confirmation: $(echo "$HUMAN" | tail -n1)"
 else
   bad "python-sdk human confirmation ($SDK_PY)"; echo "${HUMAN:-}" | sed 's/^/    /'
+fi
+
+# 6. Issue 20: the visualisation password typed in headless chromium on this server's page that
+# the SDK's URL-mode elicitation opens; never in an MCP message, log line or audit row. Needs
+# node with tests/e2e/browser's packages and chromium (as tests/e2e/browser.sh prepares them).
+if command -v node >/dev/null && [[ -d tests/e2e/browser/node_modules/playwright-core ]]; then
+  if [[ -x "$SDK_PY" ]] && VISU=$("$SDK_PY" tests/e2e/visu_page.py "$BIN" 2>/dev/null); then
+    ok "python-sdk + chromium password page: $(echo "$VISU" | tail -n1)"
+  else
+    bad "python-sdk + chromium password page ($SDK_PY)"; echo "${VISU:-}" | sed 's/^/    /'
+  fi
+else
+  bad "python-sdk + chromium password page: run tests/e2e/browser.sh once (npm ci) first"
 fi
 
 echo "$passed passed, $failed failed"
