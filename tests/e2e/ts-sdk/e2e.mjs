@@ -247,9 +247,19 @@ async function runCase(kind, transport) {
     }
     updates.length = 0;
     await simCommand(sim, light, want ? 'off' : 'on');
-    const seen = await waitFor(() => updates.includes(LIGHTING), WAIT_MS);
-    expect(seen, `${name}: notifications/resources/updated ${LIGHTING} after a wall button at the simulator`, brief(updates));
-    expect((await readLight()) === !want, `${name}: read after the update shows the light ${!want ? 'on' : 'off'}, as the simulator has it`);
+    // An update still in flight from the tool call may come first: wait (bounded) for an
+    // update after which the resource shows what the simulator has.
+    const end = Date.now() + WAIT_MS;
+    let seen = 0;
+    let shown;
+    while (Date.now() < end) {
+      if (!(await waitFor(() => updates.length > seen, end - Date.now()))) break;
+      seen = updates.length;
+      shown = await readLight();
+      if (shown === !want) break;
+    }
+    expect(updates.includes(LIGHTING), `${name}: notifications/resources/updated ${LIGHTING} after a wall button at the simulator`, brief(updates));
+    expect(shown === !want, `${name}: read after the update shows the light ${!want ? 'on' : 'off'}, as the simulator has it`, `on=${shown}`);
     if (sub) await bounded(sub.close(), 'subscription close');
     else await bounded(client.unsubscribeResource({ uri: LIGHTING }), 'resources/unsubscribe');
 
