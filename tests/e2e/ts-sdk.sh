@@ -23,7 +23,7 @@ DIR=tests/e2e/ts-sdk
 e2e_npm_ci "$DIR"
 e2e_tmp
 PORT=$(e2e_free_port)
-HOME_VISU_PASS=1234 "$BIN" serve --demo --listen "127.0.0.1:$PORT" 2>"$TMP/server.log" &
+HOME_VISU_PASS=1234 "$BIN" serve --demo --listen "127.0.0.1:$PORT" 2>"$TMP/server.log" >/dev/null &
 PID=$!
 SIM=$(e2e_demo_up "$PORT" "$TMP/server.log")
 status=0
