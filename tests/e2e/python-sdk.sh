@@ -4,9 +4,11 @@
 # each in its own cached venv, against the built-in simulated Miniserver (--demo). With each:
 # ../shared/tools/mcp-client-check.py over stdio, Streamable HTTP and HTTP+SSE (legacy era;
 # 2.x also its mode='auto' connect), a short session (tests/e2e/session.py;
-# E2E_TRANSCRIPT=FILE keeps the 2.x transcript) and the human confirmation scenarios of
-# issue 20 (tests/e2e/human.py). Once: a control_device call changes the simulator's state as
-# a following list_devices shows; and mcp 2.x in its modern mode, `Client(mode="2026-07-28")`
+# E2E_TRANSCRIPT=FILE keeps the 2.x transcript), the human confirmation scenarios of issue 20
+# (tests/e2e/human.py) and a resources/subscribe update after a wall button at the simulator,
+# over HTTP and stdio (tests/e2e/subscribe.py). Once: a control_device call changes the
+# simulator's state as a following list_devices shows; and mcp 2.x in its modern mode,
+# `Client(mode="2026-07-28")`
 # over HTTP and stdio (tests/e2e/modern.py: lists, a tool call read back at the simulator,
 # subscriptions/listen receiving an update after a wall button, a confirmation that is
 # pending until input_required confirmations land).
@@ -107,9 +109,16 @@ for sdk in "${SDKS[@]}"; do
   else
     bad "python-sdk $sdk human confirmation ($SDK_PY)"; echo "${HUMAN:-}" | sed 's/^/    /'
   fi
+
+  # 6. resources/subscribe over HTTP and stdio: an update after a wall button at the simulator.
+  if [[ -x "$SDK_PY" ]] && SUBS=$(timeout 300 "$SDK_PY" tests/e2e/subscribe.py "$BIN" "$URL" "$SIM" 2>/dev/null); then
+    ok "python-sdk $sdk subscription update: $(echo "$SUBS" | tail -n1)"
+  else
+    bad "python-sdk $sdk subscription update ($SDK_PY)"; echo "${SUBS:-}" | sed 's/^/    /'
+  fi
 done
 
-# 6. mcp 2.x in its modern mode: Client(mode="2026-07-28") over HTTP and stdio, a subscription
+# 7. mcp 2.x in its modern mode: Client(mode="2026-07-28") over HTTP and stdio, a subscription
 # update after a wall button at the simulator; its confirmation checks print "pending" until
 # input_required confirmations land (E2E_MRTR=1 makes them count).
 SDK_PY=$(sdk_py "$SDK2")
