@@ -8,10 +8,11 @@
 # (tests/e2e/human.py) and a resources/subscribe update after a wall button at the simulator,
 # over HTTP and stdio (tests/e2e/subscribe.py). Once: a control_device call changes the
 # simulator's state as a following list_devices shows; and mcp 2.x in its modern mode,
-# `Client(mode="2026-07-28")`
-# over HTTP and stdio (tests/e2e/modern.py: lists, a tool call read back at the simulator,
-# subscriptions/listen receiving an update after a wall button, a confirmation that is
-# pending until input_required confirmations land).
+# `Client(mode="2026-07-28")` over HTTP and stdio (tests/e2e/modern.py: lists, a tool call
+# read back at the simulator, subscriptions/listen receiving an update after a wall button, a
+# confirmation that is pending until input_required confirmations land). The 2.x client picks
+# the era by `mode`: "legacy" (initialize), "auto" (server/discover probe, initialize fallback)
+# or a pinned modern version such as "2026-07-28" (no initialize, `_meta` on every request).
 #
 # usage: tests/e2e/python-sdk.sh [path/to/home-mcp]   (default: target/debug/home-mcp)
 # MCP_CHECK_SDK1=none runs 2.x only (cross/smoke.sh does, to keep the qemu run in its budget).
