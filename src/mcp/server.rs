@@ -20,6 +20,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::handler::{CompletionRef, Handler, LogLevel, PeerHandle, RequestContext, RpcError};
+use super::input;
 use super::jsonrpc::{self, Incoming, Message, Outcome, Params, Request, Response};
 use super::modern;
 use super::peer::{Hub, Outlet, OutletPeer, Pending};
@@ -113,6 +114,11 @@ pub struct McpServer {
     hub: Hub,
     max_batch_items: usize,
     max_batch_answer_bytes: usize,
+    /// Seals the `requestState` of 2026-07-28 multi round-trip requests ([`input`]).
+    sealer: input::Sealer,
+    /// Per tool, its parameters mirrored into `Mcp-Param-*` headers (read once: the tool
+    /// catalogue does not change while the server runs).
+    param_headers: std::sync::OnceLock<std::collections::HashMap<String, Vec<(String, String)>>>,
 }
 
 impl McpServer {
@@ -133,6 +139,8 @@ impl McpServer {
             hub: Hub::default(),
             max_batch_items: config.max_batch_items.max(1),
             max_batch_answer_bytes: config.max_batch_answer_bytes.max(1024),
+            sealer: input::Sealer::new(),
+            param_headers: std::sync::OnceLock::new(),
         }
     }
 
@@ -170,6 +178,22 @@ impl McpServer {
     /// with, one per request (see [`jsonrpc::request_ids`]).
     pub fn max_batch_items(&self) -> usize {
         self.max_batch_items
+    }
+
+    /// The parameters of `tool` a 2026-07-28 client mirrors into `Mcp-Param-*` headers
+    /// (see [`modern::param_headers`]); empty for most tools.
+    pub fn param_headers(&self, tool: &str) -> &[(String, String)] {
+        self.param_headers
+            .get_or_init(|| {
+                guarded(|| self.handler.list_tools())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|t| (t.name, modern::param_headers(&t.input_schema)))
+                    .filter(|(_, p)| !p.is_empty())
+                    .collect()
+            })
+            .get(tool)
+            .map_or(&[], Vec::as_slice)
     }
 
     /// Outlets of sessions for notifications not tied to a request.
@@ -456,7 +480,7 @@ impl McpServer {
                         details: Some("initialize must not be part of a batch".into()),
                     })
                 } else {
-                    self.dispatch(state, request, peer)
+                    self.dispatch(state, request, peer, None)
                 };
                 count_request(transport, method, tool, outcome.is_ok(), started);
                 Some(match outcome {
@@ -562,6 +586,25 @@ impl McpServer {
                 details: Some("this transport offers no subscription streams".into()),
             })
         } else {
+            // Multi round-trip requests: the retry's answers and verified state for the
+            // handler, and its question turned into an `input_required` result ([`input`]).
+            let identity = input::caller_identity(state.transport, state.caller.as_ref());
+            let now = std::time::SystemTime::now();
+            let round = match input::begin(
+                &self.sealer,
+                &method,
+                params,
+                &identity,
+                &meta.client_capabilities,
+                now,
+            ) {
+                Ok(round) => round.map(Arc::new),
+                Err(e) => {
+                    count_request(state.transport, metric, tool, false, started);
+                    return Response::error(Some(id), e);
+                }
+            };
+            let params_copy = round.as_ref().and(params.cloned());
             let mut own = SessionState::new(state.transport);
             own.version = Some(ProtocolVersion::V2026_07_28);
             own.initialized = true;
@@ -577,25 +620,44 @@ impl McpServer {
             own.client_capabilities = caps;
             // A modern result gets members of its own (`resultType`, `_meta`): a tool answer
             // rendered as JSON text for the older eras is read back into a tree here.
-            self.dispatch(&mut own, request, peer)
-                .and_then(|outcome| match outcome {
-                    Outcome::Result(value) => Ok(value),
-                    Outcome::Json(raw) => serde_json::from_str(raw.get())
-                        .map_err(|e| RpcError::internal(format!("a tool answer: {e}"))),
-                    Outcome::Error(e) => Err(RpcError {
-                        code: e.code,
-                        message: e.message,
-                        details: Some(e.data.details),
-                    }),
-                })
+            let outcome = self.dispatch(&mut own, request, peer, round.clone());
+            if let Some(round) = &round {
+                match input::finish(
+                    &self.sealer,
+                    round,
+                    outcome.as_ref().err(),
+                    &method,
+                    params_copy.as_ref(),
+                    &identity,
+                    now,
+                ) {
+                    Ok(None) => {}
+                    Ok(Some(asked)) => {
+                        count_request(state.transport, metric, tool, true, started);
+                        let info = self.server_info_value();
+                        return Response::result(id, modern::finish_result(asked, &info, None));
+                    }
+                    Err(missing) => {
+                        count_request(state.transport, metric, tool, false, started);
+                        return modern::missing_capabilities(Some(id), &missing);
+                    }
+                }
+            }
+            outcome.and_then(|outcome| match outcome {
+                Outcome::Result(value) => Ok(value),
+                Outcome::Json(raw) => serde_json::from_str(raw.get())
+                    .map_err(|e| RpcError::internal(format!("a tool answer: {e}"))),
+                Outcome::Error(e) => Err(RpcError {
+                    code: e.code,
+                    message: e.message,
+                    details: Some(e.data.details),
+                }),
+            })
         };
         count_request(state.transport, metric, tool, outcome.is_ok(), started);
         match outcome {
             Ok(value) => {
-                let info = guarded(|| self.handler.server_info())
-                    .ok()
-                    .and_then(|i| serde_json::to_value(i).ok())
-                    .unwrap_or(Value::Null);
+                let info = self.server_info_value();
                 let hint = modern::cacheable(&method)
                     .then(|| guarded(|| self.handler.cache_hint(&method, uri.as_deref())).ok())
                     .flatten();
@@ -608,6 +670,14 @@ impl McpServer {
             }
             Err(error) => Response::error(Some(id), error),
         }
+    }
+
+    /// The handler's `serverInfo` as JSON (`null` if it fails).
+    fn server_info_value(&self) -> Value {
+        guarded(|| self.handler.server_info())
+            .ok()
+            .and_then(|i| serde_json::to_value(i).ok())
+            .unwrap_or(Value::Null)
     }
 
     /// `server/discover`: every version served, the capabilities, the instructions (the
@@ -628,6 +698,7 @@ impl McpServer {
         state: &mut SessionState,
         request: Request,
         peer: &Option<PeerHandle>,
+        input: Option<Arc<input::Round>>,
     ) -> Result<Outcome, RpcError> {
         let method = request.method.as_str();
         match method {
@@ -680,6 +751,8 @@ impl McpServer {
             client_capabilities: state.client_capabilities.clone(),
             log_level: state.log_level,
             caller: state.caller.clone(),
+            input,
+            origin: state.origin.clone(),
         };
         if method == "tools/call" {
             return self.tools_call(version, params, &ctx);
