@@ -43,7 +43,7 @@ use hmac::{Hmac, Mac};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::handler::RpcError;
+use super::jsonrpc::RpcError;
 
 /// The requests that may be answered with an `InputRequiredResult` (spec: "Supported
 /// Requests"); no other request gets a [`Round`].
