@@ -69,6 +69,29 @@ pub fn listing<'h>(
         .collect())
 }
 
+/// A `name` argument of a listing: part of the name, compared folded ([`fold`]: accents,
+/// case, separators); absent, it matches every name.
+pub struct NameFilter(Option<String>);
+
+impl NameFilter {
+    /// The filter of an optional `name` argument.
+    pub fn new(name: Option<&str>) -> Self {
+        Self(name.map(fold))
+    }
+
+    /// Whether `name` contains the asked part (always, without one).
+    pub fn matches(&self, name: &str) -> bool {
+        self.0
+            .as_ref()
+            .is_none_or(|n| fold(name).contains(n.as_str()))
+    }
+}
+
+/// Schema fragment for a listing's `name` filter ([`NameFilter`]).
+pub fn name_filter_schema() -> Value {
+    serde_json::json!({"type": "string", "description": "Part of the name"})
+}
+
 /// Maps a string argument to one of `allowed` (case and surrounding blanks ignored); the
 /// error names the field and what it allows.
 pub fn one_of<'a>(field: &str, got: &str, allowed: &[&'a str]) -> Result<&'a str, ToolError> {

@@ -14,7 +14,6 @@ use super::args::{self, in_range};
 use super::batch::{self, Item, Members, RunOptions, Scope};
 use super::view;
 use super::{confirm_schema, Caller, Ctx, Permission, Tool, ToolError, READ_ONLY, SETTER};
-use crate::home::resolve::fold;
 use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, House};
 
 pub fn tools() -> Vec<Tool> {
@@ -101,7 +100,7 @@ pub fn tools() -> Vec<Tool> {
                 args::closed(
                     json!({
                         "room": args::room_schema(),
-                        "name": {"type": "string", "description": "Part of the name"},
+                        "name": args::name_filter_schema(),
                         "state": {"type": "string", "enum": ["open", "closed", "partly_closed", "not_open"]},
                         "limit": args::limit_schema()
                     }),
@@ -513,16 +512,14 @@ fn get_blinds_status(
         .transpose()?;
     let home = house.home();
     let room = args::room_uuid(&home, a.room.as_deref())?;
-    let needle = a.name.as_deref().map(fold);
+    let name = args::NameFilter::new(a.name.as_deref());
     let mut values = view::ValueReader::new(house);
     let mut blinds = Vec::new();
     let mut not_open = 0;
     for c in home.controls.iter().filter(|c| is_blind(c)) {
         if caller.permits(&home, c).is_err()
             || room.as_ref().is_some_and(|r| c.room.as_ref() != Some(r))
-            || needle
-                .as_ref()
-                .is_some_and(|n| !fold(&c.name).contains(n.as_str()))
+            || !name.matches(&c.name)
         {
             continue;
         }

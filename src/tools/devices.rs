@@ -114,16 +114,13 @@ fn list_rooms(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Va
     let a: ListRooms = args::parse(a)?;
     let limit = args::limit(a.limit)?;
     let home = house.home();
-    let needle = a.name.as_deref().map(fold);
+    let name = args::NameFilter::new(a.name.as_deref());
     let scope = caller.access().and_then(|a| a.scope.as_ref());
     let matching: Vec<_> = home
         .rooms
         .iter()
         .filter(|r| {
-            needle
-                .as_ref()
-                .is_none_or(|n| fold(&r.name).contains(n.as_str()))
-                && scope.is_none_or(|s| s.allows_room(&home, Some(&r.uuid)))
+            name.matches(&r.name) && scope.is_none_or(|s| s.allows_room(&home, Some(&r.uuid)))
         })
         .collect();
     let rooms: Vec<Value> = matching

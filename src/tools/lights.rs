@@ -23,7 +23,6 @@ use super::batch::{self, Item, Members, RunOptions, Scope};
 use super::view;
 use super::{confirm_schema, Caller, Ctx, Permission, Tool, ToolError, READ_ONLY, SETTER};
 
-use crate::home::resolve::fold;
 use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, House};
 
 /// Default brightness of `dim` and `bright` without a value, in percent.
@@ -141,7 +140,7 @@ pub fn tools() -> Vec<Tool> {
                 args::closed(
                     json!({
                         "room": args::room_schema(),
-                        "name": {"type": "string", "description": "Part of the name"},
+                        "name": args::name_filter_schema(),
                         "type": {"type": "string", "description": "Loxone type, e.g. Dimmer"},
                         "state": {"type": "string", "enum": ["on", "off"]},
                         "limit": args::limit_schema()
@@ -487,17 +486,13 @@ fn get_lights_status(
     let home = house.home();
     let room = args::room_uuid(&home, a.room.as_deref())?;
     let kind = args::control_type(&home, a.kind.as_deref(), &|c| home.is_light(c))?;
-    let needle = a.name.as_deref().map(fold);
+    let name = args::NameFilter::new(a.name.as_deref());
     let candidates: Vec<&Control> = home
         .controls
         .iter()
         .filter(|c| home.is_light(c) && args::listed(&home, caller, room.as_ref(), c))
         .filter(|c| kind.as_ref().is_none_or(|k| &c.kind == k))
-        .filter(|c| {
-            needle
-                .as_ref()
-                .is_none_or(|n| fold(&c.name).contains(n.as_str()))
-        })
+        .filter(|c| name.matches(&c.name))
         .collect();
     let mut values = view::ValueReader::new(house);
     let mut lights = Vec::new();

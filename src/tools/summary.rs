@@ -72,7 +72,7 @@ pub fn tools() -> Vec<Tool> {
                     json!({
                         "room": args::room_schema(),
                         "type": {"type": "string", "enum": SENSOR_TYPES},
-                        "name": {"type": "string", "description": "Part of the name"},
+                        "name": args::name_filter_schema(),
                         "limit": args::limit_schema()
                     }),
                     &[],
@@ -164,18 +164,14 @@ fn get_sensors_status(
         .transpose()?;
     let home = house.home();
     let room = args::room_uuid(&home, a.room.as_deref())?;
-    let needle = a.name.as_deref().map(fold);
+    let name = args::NameFilter::new(a.name.as_deref());
     let matching: Vec<(&Control, &str)> = home
         .controls
         .iter()
         .filter_map(|c| sensor_type(c).map(|t| (c, t)))
         .filter(|(c, _)| args::listed(&home, caller, room.as_ref(), c))
         .filter(|(_, t)| kind.is_none_or(|k| k == *t))
-        .filter(|(c, _)| {
-            needle
-                .as_ref()
-                .is_none_or(|n| fold(&c.name).contains(n.as_str()))
-        })
+        .filter(|(c, _)| name.matches(&c.name))
         .collect();
     let mut values = ValueReader::new(house);
     let sensors: Vec<Value> = matching
