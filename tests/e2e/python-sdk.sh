@@ -18,7 +18,9 @@
 #
 # usage: tests/e2e/python-sdk.sh [path/to/home-mcp]   (default: target/debug/home-mcp)
 # MCP_CHECK_SDK1=none runs 2.x only (cross/smoke.sh does, to keep the qemu run in its budget).
-# Needs python3 with venv; the SDKs are installed on first run (PyPI). Prints "N passed, M failed".
+# Needs python3 with venv; the SDKs are installed on first run (PyPI). The password page also
+# needs node and npm: chromium (apt) and tests/e2e/browser's playwright-core (npm ci) are
+# installed when missing, as tests/e2e/browser.sh does. Prints "N passed, M failed".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN="${1:-target/debug/home-mcp}"
@@ -134,15 +136,18 @@ fi
 
 # 8. Issue 20: the visualisation password typed in headless chromium on this server's page that
 # the SDK's URL-mode elicitation opens; never in an MCP message, log line or audit row. Needs
-# node with tests/e2e/browser's packages and chromium (as tests/e2e/browser.sh prepares them).
-if command -v node >/dev/null && [[ -d tests/e2e/browser/node_modules/playwright-core ]]; then
+# node with tests/e2e/browser's packages and chromium: prepared here as tests/e2e/browser.sh
+# does (lib.sh: chromium from apt when missing, npm ci only when the lock file changed).
+if command -v npm >/dev/null && ! { e2e_chromium && e2e_npm_ci tests/e2e/browser; }; then
+  bad "python-sdk + chromium password page: installing chromium or tests/e2e/browser's packages failed"
+elif command -v node >/dev/null && [[ -d tests/e2e/browser/node_modules/playwright-core ]]; then
   if [[ -x "$SDK_PY" ]] && VISU=$(timeout 300 "$SDK_PY" tests/e2e/visu_page.py "$BIN" 2>/dev/null); then
     ok "python-sdk + chromium password page: $(echo "$VISU" | tail -n1)"
   else
     bad "python-sdk + chromium password page ($SDK_PY)"; echo "${VISU:-}" | sed 's/^/    /'
   fi
 else
-  bad "python-sdk + chromium password page: run tests/e2e/browser.sh once (npm ci) first"
+  bad "python-sdk + chromium password page: needs node and npm (tests/e2e/browser's packages)"
 fi
 
 echo "$passed passed, $failed failed"
