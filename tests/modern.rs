@@ -548,13 +548,13 @@ fn stdio_asks_for_a_confirmation_with_an_input_required_result() {
     );
 }
 
-/// A 2026-07-28 client is not offered the visualisation password page yet, even when it
-/// declares URL-mode elicitation (the page is opened by `elicitation/create` in the middle of
-/// a call, which this version has not): a secured alarm without a configured password is a
-/// tool error that says how the owner configures it and that the page needs 2025-11-25, and
-/// nothing reaches the simulator.
+/// A 2026-07-28 client that declares elicitation but not its URL mode cannot be offered the
+/// visualisation password page (the password must never go through a form): a secured alarm
+/// without a configured password is a tool error that says how the owner configures it, and
+/// nothing reaches the simulator. (With URL mode declared the page is offered:
+/// `human::a_2026_client_types_the_password_on_the_page_and_its_retry_arms_the_alarm`.)
 #[test]
-fn a_modern_client_gets_no_password_page_and_nothing_is_sent() {
+fn a_modern_client_without_url_mode_gets_no_password_page_and_nothing_is_sent() {
     const ALARM: &str = "1d5c3c5b-0225-5e8d-ffff504f94d0e5a1";
     let ms = Miniserver::demo();
     let served = Served::start(&ms, "", &[]);
@@ -562,7 +562,7 @@ fn a_modern_client_gets_no_password_page_and_nothing_is_sent() {
     let mut params = with_modern_meta(json!({"name": "arm_alarm",
         "arguments": {"alarm": ALARM, "delayed": false}}));
     params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
-        json!({"elicitation": {"form": {}, "url": {}}});
+        json!({"elicitation": {"form": {}}});
     let r = c.raw(
         &McpModern::headers("tools/call", &params),
         &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}),
@@ -574,11 +574,12 @@ fn a_modern_client_gets_no_password_page_and_nothing_is_sent() {
     assert_eq!(result["isError"], true, "{answer}");
     let text = result["content"][0]["text"].as_str().unwrap_or_default();
     assert!(
-        text.contains("HOME_VISU_PASS") && text.contains("2025-11-25"),
+        text.contains("HOME_VISU_PASS") && text.contains("URL-mode elicitation"),
         "{answer}"
     );
     assert!(
         crate::support::wire::sent_commands(&ms.sim, ALARM).is_empty(),
         "nothing sent to the alarm"
     );
+    assert_eq!(ms.api.state(ALARM, "armed"), 0.0, "not armed");
 }

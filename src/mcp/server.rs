@@ -609,6 +609,8 @@ impl McpServer {
             own.version = Some(ProtocolVersion::V2026_07_28);
             own.initialized = true;
             own.caller = state.caller.clone();
+            // The address the client reached this server at (a password page's URL).
+            own.origin = state.origin.clone();
             own.log_level = meta.log_level;
             // Server-to-client requests do not exist in this era: the handler must not ask.
             let mut caps = meta.client_capabilities;
