@@ -56,6 +56,7 @@ mod sse_legacy;
 mod streams;
 mod structure;
 mod summary;
+mod tasks;
 mod token;
 mod tool_arguments;
 mod tool_list;

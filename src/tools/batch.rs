@@ -547,7 +547,17 @@ fn run_permitted(house: &House, items: Vec<Item>, opts: RunOptions, caller: &Cal
                 actions,
             })
             .collect();
-        let confirmed = verify(house, &sub, &targets, house.verify_timeout());
+        // Waiting for the devices is progress too: a notification each time more of them are
+        // confirmed, counting on from the commands sent ("3 of 7 blinds confirmed").
+        let noun = noun_of(house, checks.iter().map(|(_, c, _, _)| *c));
+        let waited = targets.len();
+        let confirmed = verify_reporting(house, &sub, &targets, house.verify_timeout(), &mut |n| {
+            caller.progress(
+                total + n,
+                total + waited,
+                &format!("{n} of {waited} {noun} confirmed"),
+            )
+        });
         let home = house.home();
         let mut missing = Vec::new();
         for ((i, c, _, _), ok) in checks.iter().zip(&confirmed) {
@@ -557,7 +567,6 @@ fn run_permitted(house: &House, items: Vec<Item>, opts: RunOptions, caller: &Cal
             }
         }
         let n = confirmed.iter().filter(|v| **v).count();
-        let noun = noun_of(house, checks.iter().map(|(_, c, _, _)| *c));
         let mut line = format!("{n} of {} {noun} confirmed", confirmed.len());
         if !missing.is_empty() {
             line.push_str(&format!("; {} did not respond", missing.join(", ")));
@@ -763,6 +772,18 @@ pub fn verify(
     targets: &[Target],
     timeout: Duration,
 ) -> Vec<bool> {
+    verify_reporting(house, sub, targets, timeout, &mut |_| {})
+}
+
+/// [`verify`], calling `confirmed(n)` each time the number `n` of confirmed targets grows
+/// (not for those confirmed at once because they already were in the asked state).
+pub fn verify_reporting(
+    house: &House,
+    sub: &Subscription,
+    targets: &[Target],
+    timeout: Duration,
+    confirmed: &mut dyn FnMut(usize),
+) -> Vec<bool> {
     let deadline = Instant::now() + timeout;
     // A command that found its control in the asked state changes nothing, so no change will
     // come: it is confirmed at once (a light `on` that was on).
@@ -789,6 +810,14 @@ pub fn verify(
             }
         }
     };
+    let mut reported = done.iter().filter(|d| **d).count();
+    let mut tell = |done: &[bool]| {
+        let n = done.iter().filter(|d| **d).count();
+        if n > reported {
+            reported = n;
+            confirmed(n);
+        }
+    };
     loop {
         while let Some(e) = sub.try_recv() {
             on_event(e, &mut done);
@@ -808,6 +837,7 @@ pub fn verify(
                 }
             }
         }
+        tell(&done);
         if done.iter().all(|d| *d) {
             break;
         }
@@ -819,6 +849,7 @@ pub fn verify(
             on_event(e, &mut done);
         }
     }
+    tell(&done);
     done
 }
 
