@@ -825,7 +825,7 @@ mod tests {
     #[test]
     fn every_tool_and_prompt_has_a_description_and_an_object_schema() {
         let tools = ConformanceFixture.list_tools();
-        assert_eq!(tools.len(), 17);
+        assert_eq!(tools.len(), 23);
         for t in &tools {
             assert!(!t.description.is_empty(), "{}", t.name);
             assert_eq!(t.input_schema["type"], "object", "{}", t.name);
