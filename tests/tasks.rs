@@ -437,3 +437,71 @@ fn a_confirmation_becomes_an_input_request_and_a_listen_stream_follows_the_task(
         assert_eq!(ms.api.state(uuid, "targetPosition"), 1.0, "{uuid}");
     }
 }
+
+#[test]
+fn a_cancelled_task_sends_nothing_and_stays_cancelled() {
+    let ms = Miniserver::demo();
+    let served = Served::start(&ms, "", &[]);
+    let blinds = jalousies();
+    let before: Vec<f64> = blinds
+        .iter()
+        .map(|u| ms.api.state(u, "targetPosition"))
+        .collect();
+    let mut params = with_tasks(with_modern_meta(json!({"name": "control_rolladen_unified",
+        "arguments": {"scope": "all", "action": "down"}})));
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"]["elicitation"] = json!({});
+    let created = rpc(&served, None, "tools/call", params);
+    let task = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {created}"))
+        .to_string();
+    let get = |served: &Served| {
+        rpc(
+            served,
+            None,
+            "tasks/get",
+            with_tasks(with_modern_meta(json!({"taskId": task}))),
+        )["result"]
+            .clone()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let asking = loop {
+        let t = get(&served);
+        if t["status"] == "input_required" {
+            break t;
+        }
+        assert_eq!(t["status"], "working", "{t}");
+        assert!(Instant::now() < deadline, "never asked: {t}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let key = asking["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let ack = rpc(
+        &served,
+        None,
+        "tasks/cancel",
+        with_tasks(with_modern_meta(json!({"taskId": task}))),
+    );
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    let t = get(&served);
+    assert_eq!(t["status"], "cancelled", "{t}");
+    assert!(t.get("inputRequests").is_none(), "{t}");
+    // A late answer is acknowledged and ignored: the task stays cancelled, nothing moves.
+    let late = rpc(
+        &served,
+        None,
+        "tasks/update",
+        with_tasks(with_modern_meta(json!({"taskId": task,
+            "inputResponses": {key: {"action": "accept", "content": {"confirm": true}}}}))),
+    );
+    assert_eq!(late["result"]["resultType"], "complete", "{late}");
+    assert_eq!(get(&served)["status"], "cancelled");
+    for (uuid, was) in blinds.iter().zip(&before) {
+        assert_eq!(ms.api.state(uuid, "targetPosition"), *was, "{uuid}");
+    }
+}

@@ -510,9 +510,12 @@ fn run_permitted(house: &House, items: Vec<Item>, opts: RunOptions, caller: &Cal
             }
         };
         if status == "not_attempted" {
-            if let Some(e) = &report.out_of_reach {
-                rec["error"] = json!({"code": e.code(), "message": format!("not sent: {e}")});
-            }
+            rec["error"] = match &report.out_of_reach {
+                Some(e) => json!({"code": e.code(), "message": format!("not sent: {e}")}),
+                None => {
+                    json!({"code": "CANCELLED", "message": "not sent: the request was cancelled"})
+                }
+            };
         }
         if status == "planned" && opts.show_current {
             if let Some(c) = item.control {
@@ -941,7 +944,7 @@ fn attempt(
     if opts.dry_run {
         return Ok("planned");
     }
-    if report.out_of_reach.is_some() {
+    if report.out_of_reach.is_some() || caller.cancelled() {
         return Ok("not_attempted");
     }
     for action in &item.actions {

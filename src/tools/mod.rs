@@ -157,6 +157,12 @@ impl Caller {
         }
     }
 
+    /// Whether the client cancelled the request (a task's `tasks/cancel`): batches send
+    /// nothing more and workflows start no further step.
+    pub fn cancelled(&self) -> bool {
+        self.request.as_ref().is_some_and(|r| r.is_cancelled())
+    }
+
     /// `notifications/progress` (when the request has a progress token): `done` of `total`.
     pub fn progress(&self, done: usize, total: usize, message: &str) {
         if let (true, Some(r)) = (self.reports_progress, &self.request) {

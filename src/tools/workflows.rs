@@ -666,13 +666,18 @@ fn run(
     let mut records: Vec<Option<Value>> = vec![None; steps.len()];
     let mut stopped: Option<usize> = None;
     for stage in workflow::stages(&plain) {
-        if let Some(failed) = stopped {
+        let skip = match stopped {
+            Some(failed) => Some(format!("stop_on_error: step {failed} failed")),
+            None if outer.cancelled() => Some("the request was cancelled".to_string()),
+            None => None,
+        };
+        if let Some(reason) = skip {
             for &i in &stage {
                 let r = record(
                     i,
                     &steps[i],
                     "skipped",
-                    json!({"reason": format!("stop_on_error: step {failed} failed")}),
+                    json!({ "reason": reason }),
                     Duration::ZERO,
                 );
                 tell(i, &r);
