@@ -70,6 +70,9 @@ install -m 0644 systemd/home-mcp.service "$root/lib/systemd/system/home-mcp.serv
 install -m 0640 systemd/config.toml.example "$root/etc/home-mcp/config.toml"
 install -m 0600 systemd/home-mcp.env "$root/etc/home-mcp/home-mcp.env"
 install -m 0644 README.md systemd/config.toml.example "$root/usr/share/doc/home-mcp/"
+# The README links its reference pages as docs/*.md: ship them beside it.
+install -d "$root/usr/share/doc/home-mcp/docs"
+install -m 0644 docs/*.md "$root/usr/share/doc/home-mcp/docs/"
 cat >"$root/usr/share/doc/home-mcp/copyright" <<COPY
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: home-mcp

@@ -108,8 +108,9 @@ for t in "${targets[@]}"; do
   wait "${pids[-1]}" 2>/dev/null || true
 
   # 3. Real MCP clients: the official Python SDK over stdio, Streamable HTTP and SSE,
-  # initialize + tools/list + control_device (seen by list_devices) + a session.
-  if out=$(bash tests/e2e/python-sdk.sh "$run" 2>&1); then
+  # initialize + tools/list + control_device (seen by list_devices) + a session (mcp 2.x only:
+  # the 1.x runs double the time under qemu; .ci/run's native stage runs both).
+  if out=$(MCP_CHECK_SDK1=none bash tests/e2e/python-sdk.sh "$run" 2>&1); then
     ok "python-sdk e2e: $(tail -n1 <<<"$out")"
   else
     bad "python-sdk e2e"; sed 's/^/    /' <<<"$out"

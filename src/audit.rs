@@ -661,6 +661,8 @@ impl Handler for AuditedHandler {
             Ok(r) if !r.is_error => "ok".to_string(),
             Ok(r) => error_code(r),
             Err(e) if e.code == RpcError::INVALID_PARAMS => "INVALID_PARAMETERS".into(),
+            // A 2026-07-28 client is asked first (multi round-trip request): nothing was sent.
+            Err(e) if crate::mcp::input::is_ask(e) => "INPUT_REQUIRED".into(),
             Err(_) => "INTERNAL_ERROR".into(),
         };
         let confirmed_by = result.as_ref().ok().and_then(confirmed_by_of);

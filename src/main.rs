@@ -21,7 +21,7 @@ const HELP: &str = "home-mcp: an MCP server for the Loxone Miniserver
 USAGE:
   home-mcp serve [--demo] [--listen ADDR] [--config FILE] [--workers N]
   home-mcp stdio [--demo] [--config FILE]
-  home-mcp sim --structure FILE [--listen ADDR] [--user U --password P]
+  home-mcp sim --structure FILE [--listen ADDR] [--user U --password P] [--visu-password V]
   home-mcp check [--config FILE] [--key-store PATH]
   home-mcp keys generate|list|show|revoke|update|export|import ... [--key-store PATH]
   home-mcp --help | --version
@@ -79,7 +79,7 @@ const SIM_HELP: &str =
     "home-mcp sim: a Miniserver simulator (Loxone HTTP API) loaded from a structure file
 
 USAGE:
-  home-mcp sim --structure FILE [--listen ADDR] [--user U --password P]
+  home-mcp sim --structure FILE [--listen ADDR] [--user U --password P] [--visu-password V]
 
 OPTIONS:
   --structure FILE         LoxAPP3.json to serve (required)
@@ -89,6 +89,7 @@ OPTIONS:
   --no-state-updates       play a user without the right to state updates: the structure
                            file is served, the WebSocket pushes no events
   --max-failed-logins N    wrong logins from one address before it is locked out (default 5)
+  --visu-password V        visualisation password of the secured controls (default 1234)
   -h, --help        this help
   -V, --version     print the version";
 
@@ -284,6 +285,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         ))),
         dashboard: Some(dashboard.clone()),
         oauth,
+        password_pages: Some(app.password_pages.clone()),
         ..HttpConfig::default()
     };
     if config.metrics_public && !config.server.listen.ip().is_loopback() {
@@ -603,6 +605,7 @@ fn sim(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     let listen = opt_string(&mut args, "--listen")?.unwrap_or_else(|| "127.0.0.1:8080".into());
     let user = opt_string(&mut args, "--user")?;
     let password = opt_string(&mut args, "--password")?;
+    let visu_password = opt_string(&mut args, "--visu-password")?;
     let no_state_updates = args.contains("--no-state-updates");
     let max_failed_logins = opt_string(&mut args, "--max-failed-logins")?
         .map(|n| {
@@ -630,6 +633,9 @@ fn sim(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     }
     if let Some(p) = password {
         config.password = p;
+    }
+    if let Some(v) = visu_password {
+        config.visu_password = v;
     }
     config.state_updates = !no_state_updates;
     if let Some(n) = max_failed_logins {

@@ -214,7 +214,7 @@ fn good_night(ctx: &Ctx, home: &Home, args: &Map<String, Value>) -> Result<Built
         ));
     }
     if arm {
-        text.push_str("\nAt the very end, after a separate confirmation, arm the alarm with arm_alarm (delayed: true); it may ask for the visualisation code. Never disarm anything.");
+        text.push_str("\nAt the very end, after a separate confirmation, arm the alarm with arm_alarm (delayed: true); a person confirms it. Never disarm anything.");
     } else {
         text.push_str("\nDo not arm or disarm the alarm.");
     }

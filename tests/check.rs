@@ -117,6 +117,8 @@ fn fails_on(out: &Output, name: &str, fix: &str, secrets: &[&str]) -> String {
     );
     let l = line(&stdout, name);
     assert!(l.starts_with("FAIL"), "{name} should fail:\n{stdout}");
+    // The README's troubleshooting shows this failure with the same fix.
+    crate::docs::readme_shows_check_failure(l);
     assert!(
         l.split("; fix: ").nth(1).is_some_and(|f| f.contains(fix)),
         "{name}: fix should mention {fix:?}:\n{stdout}"

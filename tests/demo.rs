@@ -5,64 +5,13 @@
 //! admin page still refuse a missing or wrong key. (The browser test, tests/e2e/browser.sh,
 //! opens the same pages in chromium.)
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::process::{Child, Stdio};
-
-use crossbeam_channel::Receiver;
-
+use crate::support::demo::{split_url, Demo};
 use crate::support::net::{free_port, request};
-use crate::support::process::{bin, Kill};
-use crate::support::wait::recv_map;
 
-/// `home-mcp serve --demo` on a free loopback port with `env`, its stdout read line by line.
-struct Demo {
-    _child: Kill,
-    stdout: Receiver<String>,
-}
-
-impl Demo {
-    fn start(env: &[(&str, &str)]) -> Demo {
-        let port = free_port();
-        let mut child: Child = bin()
-            .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start serve --demo");
-        let out = child.stdout.take().unwrap();
-        let (tx, stdout) = crossbeam_channel::unbounded();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                let _ = tx.send(line);
-            }
-        });
-        Demo {
-            _child: Kill(child),
-            stdout,
-        }
-    }
-
-    /// What the demo prints: the value after `label` on its line (`MCP`, `dashboard`,
-    /// `admin page`, `admin key`).
-    fn printed(&self, label: &str) -> String {
-        recv_map(&self.stdout, &format!("the printed {label}"), |line| {
-            line.trim()
-                .strip_prefix(label)
-                .map(|rest| rest.trim().to_string())
-                .filter(|v| !v.is_empty())
-        })
-    }
-}
-
-/// `http://127.0.0.1:PORT/path` -> (address, path).
-fn split_url(url: &str) -> (SocketAddr, String) {
-    let rest = url.strip_prefix("http://").expect("an http:// URL");
-    let (addr, path) = rest.split_once('/').expect("a path");
-    (addr.parse().expect("an address"), format!("/{path}"))
+/// `home-mcp serve --demo` on a free loopback port with `env`.
+fn start(env: &[(&str, &str)]) -> Demo {
+    let listen = format!("127.0.0.1:{}", free_port());
+    Demo::start_args(&["serve", "--demo", "--listen", &listen], env)
 }
 
 fn get(url: &str, key: Option<&str>) -> (u16, String) {
@@ -84,7 +33,7 @@ fn admin_keys_api(admin_page: &str) -> String {
 
 #[test]
 fn the_demo_prints_its_pages_and_a_key_that_opens_them() {
-    let demo = Demo::start(&[]);
+    let demo = start(&[]);
     let mcp = demo.printed("MCP");
     let dashboard = demo.printed("dashboard");
     let admin = demo.printed("admin page");
@@ -123,7 +72,7 @@ fn the_demo_prints_its_pages_and_a_key_that_opens_them() {
 #[test]
 fn at_staging_and_production_the_pages_still_refuse_a_missing_or_wrong_key() {
     for level in ["staging", "production"] {
-        let demo = Demo::start(&[("SECURITY_LEVEL", level)]);
+        let demo = start(&[("SECURITY_LEVEL", level)]);
         let dashboard = demo.printed("dashboard");
         let admin = demo.printed("admin page");
         let key = demo.printed("admin key");

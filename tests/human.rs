@@ -10,7 +10,7 @@ use home_mcp::auth::{ApiKey, Role};
 use home_mcp::sim::DEMO_VISU_PASSWORD;
 
 use crate::support::gate::key;
-use crate::support::mcp::McpHttp;
+use crate::support::mcp::{McpHttp, McpModern};
 use crate::support::net::request;
 use crate::support::server::{Miniserver, Served};
 use crate::support::sse::{send, Http, BOTH};
@@ -612,4 +612,769 @@ fn a_gate_step_of_a_confirmed_workflow_gets_its_own_question() {
     assert_eq!(data["steps"][0]["status"], "success", "{data}");
     assert_eq!(sent(&ms, ALARM).len(), 1);
     assert!(sent(&ms, GATE).is_empty(), "declined: {data}");
+}
+
+/// A MCP 2026-07-28 `tools/call` of `key` (no session) whose `_meta` declares `caps`, with the
+/// retry's `requestState` and `inputResponses` when given: the JSON-RPC answer.
+fn modern_call(
+    served: &Served,
+    key: &str,
+    caps: Value,
+    tool: &str,
+    args: Value,
+    retry: Option<(&Value, Value)>,
+) -> Value {
+    let mut params = json!({"name": tool, "arguments": args, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps,
+        "io.modelcontextprotocol/clientInfo": {"name": "home-mcp tests", "version": "1"},
+    }});
+    if let Some((state, responses)) = retry {
+        params["requestState"] = state.clone();
+        params["inputResponses"] = responses;
+    }
+    let mut headers = McpModern::headers("tools/call", &params);
+    headers.push(format!("X-API-Key: {key}"));
+    let r = McpModern::new(served.addr).raw(
+        &headers,
+        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    r.json()
+}
+
+/// The answers of a retry: the confirmation question answered with `reply`.
+fn responses(reply: Reply) -> Value {
+    json!({ "confirm": reply.result().expect("an answer") })
+}
+
+/// Asserts that `answer` is an `input_required` result asking one confirmation question
+/// (form mode, a boolean `confirm`) with the message `message`; its `requestState`.
+fn asked_to_confirm(answer: &Value, message: &str) -> Value {
+    let r = &answer["result"];
+    assert_eq!(r["resultType"], "input_required", "{answer}");
+    let q = &r["inputRequests"]["confirm"];
+    assert_eq!(q["method"], "elicitation/create", "{answer}");
+    assert_eq!(q["params"]["mode"], "form", "{answer}");
+    assert_eq!(q["params"]["message"], message, "{answer}");
+    assert_eq!(
+        q["params"]["requestedSchema"]["properties"]["confirm"]["type"], "boolean",
+        "{answer}"
+    );
+    assert!(r["requestState"].is_string(), "{answer}");
+    r["requestState"].clone()
+}
+
+const ELICIT: fn() -> Value = || json!({"elicitation": {}});
+
+#[test]
+fn a_2026_client_opens_a_gate_only_after_an_input_required_answer() {
+    let (ms, served) = serve(120);
+    let ask = |args: Value| modern_call(&served, DOORS, ELICIT(), "control_device", args, None);
+
+    // The first call asks (confirm: true from the model does not count); nothing is sent.
+    let args = json!({"device": GATE, "action": "on", "confirm": true});
+    let state = asked_to_confirm(&ask(args.clone()), "Open Garagentor (Garage)?");
+    assert!(sent(&ms, GATE).is_empty());
+
+    // Declined, cancelled, "no": the same call comes back cancelled, nothing sent.
+    for reply in [Reply::Decline, Reply::Cancel, Reply::AcceptNo] {
+        let state = asked_to_confirm(&ask(args.clone()), "Open Garagentor (Garage)?");
+        let a = modern_call(
+            &served,
+            DOORS,
+            ELICIT(),
+            "control_device",
+            args.clone(),
+            Some((&state, responses(reply))),
+        );
+        assert_eq!(a["result"]["resultType"], "complete", "{reply:?}: {a}");
+        assert_eq!(envelope_of(&a)["data"]["cancelled"], true, "{reply:?}: {a}");
+        assert!(sent(&ms, GATE).is_empty(), "{reply:?}: nothing was sent");
+    }
+
+    // The accepted answer cannot be moved: an altered state, another caller (who may open
+    // doors too), other values, another control. Each is refused before the tool runs.
+    let mut tampered = state.as_str().unwrap().to_string();
+    tampered.push('A');
+    let driveway = json!({"device": DRIVEWAY, "action": "on", "confirm": true});
+    for (what, key, args, state) in [
+        ("tampered", DOORS, args.clone(), json!(tampered)),
+        ("another caller", BOTH_ALLOWED, args.clone(), state.clone()),
+        (
+            "other values",
+            DOORS,
+            json!({"device": GATE, "action": "on"}),
+            state.clone(),
+        ),
+        ("another control", DOORS, driveway, state.clone()),
+    ] {
+        let a = modern_call(
+            &served,
+            key,
+            ELICIT(),
+            "control_device",
+            args,
+            Some((&state, responses(Reply::Accept))),
+        );
+        assert_eq!(a["error"]["code"], -32602, "{what}: {a}");
+        assert_eq!(a["id"], 7, "{what}: {a}");
+    }
+    assert!(sent(&ms, GATE).is_empty());
+    assert!(sent(&ms, DRIVEWAY).is_empty());
+
+    // An answer without the state is no confirmation: the question is asked again.
+    let a = modern_call(
+        &served,
+        DOORS,
+        ELICIT(),
+        "control_device",
+        args.clone(),
+        Some((&Value::Null, responses(Reply::Accept))),
+    );
+    asked_to_confirm(&a, "Open Garagentor (Garage)?");
+    assert!(sent(&ms, GATE).is_empty());
+
+    // Accepted with its own state: sent once.
+    let accepted = Some((&state, responses(Reply::Accept)));
+    let a = modern_call(
+        &served,
+        DOORS,
+        ELICIT(),
+        "control_device",
+        args.clone(),
+        accepted.clone(),
+    );
+    assert_eq!(a["result"]["resultType"], "complete", "{a}");
+    assert_ne!(a["result"]["isError"], true, "{a}");
+    assert_eq!(
+        envelope_of(&a)["data"]["confirmed_by"],
+        "user (elicitation)"
+    );
+    assert_eq!(sent(&ms, GATE), ["open"], "sent once, after the answer");
+
+    // The same retry again: the confirmation was used; nothing more is sent.
+    let a = modern_call(&served, DOORS, ELICIT(), "control_device", args, accepted);
+    assert_eq!(envelope_of(&a)["data"]["cancelled"], true, "{a}");
+    assert_eq!(sent(&ms, GATE), ["open"]);
+
+    let rows = audit(&served, "control_device");
+    let outcomes: Vec<&str> = rows.iter().filter_map(|e| e["result"].as_str()).collect();
+    assert!(outcomes.contains(&"INPUT_REQUIRED"), "{rows:?}");
+    let confirmed: Vec<&Value> = rows
+        .iter()
+        .map(|e| &e["confirmed_by"])
+        .filter(|c| !c.is_null())
+        .collect();
+    assert_eq!(confirmed, [&json!("user (elicitation)")], "{rows:?}");
+}
+
+#[test]
+fn a_2026_client_is_asked_for_the_alarm_and_house_wide_and_refused_without_elicitation() {
+    let (ms, served) = serve(120);
+    // Without elicitation in `_meta`: today's refusal, no question, nothing sent.
+    for (tool, args) in [
+        ("disarm_alarm", json!({"alarm": ALARM, "confirm": true})),
+        ("control_device", open_gate()),
+    ] {
+        let a = modern_call(&served, DOORS, json!({}), tool, args, None);
+        assert_eq!(a["result"]["resultType"], "complete", "{tool}: {a}");
+        assert_eq!(a["result"]["isError"], true, "{tool}: {a}");
+        assert_eq!(
+            envelope_of(&a)["error"]["code"],
+            "HUMAN_CONFIRMATION_REQUIRED",
+            "{tool}: {a}"
+        );
+    }
+    assert!(sent(&ms, ALARM).is_empty());
+    assert!(sent(&ms, GATE).is_empty());
+
+    // Arm, then disarm, each after the user's answer; the question names the alarm, its room
+    // and the action in plain words.
+    let arm = json!({"alarm": ALARM, "delayed": false});
+    let a = modern_call(&served, PLAIN, ELICIT(), "arm_alarm", arm.clone(), None);
+    let state = a["result"]["requestState"].clone();
+    let m = a["result"]["inputRequests"]["confirm"]["params"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        m.starts_with("Arm at once the alarm Alarmanlage (Zentral)"),
+        "{a}"
+    );
+    let a = modern_call(
+        &served,
+        PLAIN,
+        ELICIT(),
+        "arm_alarm",
+        arm,
+        Some((&state, responses(Reply::Accept))),
+    );
+    assert_ne!(a["result"]["isError"], true, "{a}");
+    assert_eq!(sent(&ms, ALARM).len(), 1, "armed once: {a}");
+
+    let disarm = json!({"alarm": ALARM});
+    let a = modern_call(
+        &served,
+        PLAIN,
+        ELICIT(),
+        "disarm_alarm",
+        disarm.clone(),
+        None,
+    );
+    let state = a["result"]["requestState"].clone();
+    assert!(a["result"]["inputRequests"]["confirm"]["params"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("which is armed now"));
+    assert_eq!(sent(&ms, ALARM).len(), 1, "asking sends nothing");
+    let a = modern_call(
+        &served,
+        PLAIN,
+        ELICIT(),
+        "disarm_alarm",
+        disarm,
+        Some((&state, responses(Reply::Accept))),
+    );
+    assert_eq!(
+        envelope_of(&a)["data"]["confirmed_by"],
+        "user (elicitation)"
+    );
+    assert_eq!(sent(&ms, ALARM).len(), 2, "disarmed after the answer");
+
+    // A house-wide action asks too; declined, no light is switched.
+    let off = json!({"action": "off", "confirm": true});
+    let a = modern_call(
+        &served,
+        PLAIN,
+        ELICIT(),
+        "control_all_lights",
+        off.clone(),
+        None,
+    );
+    assert_eq!(a["result"]["resultType"], "input_required", "{a}");
+    let state = a["result"]["requestState"].clone();
+    let a = modern_call(
+        &served,
+        PLAIN,
+        ELICIT(),
+        "control_all_lights",
+        off,
+        Some((&state, responses(Reply::Decline))),
+    );
+    assert_eq!(envelope_of(&a)["data"]["cancelled"], true, "{a}");
+    let lights_sent = ms
+        .sim
+        .requests()
+        .iter()
+        .any(|l| l.contains("/jdev/sps/io/") && l.contains("/off"));
+    assert!(!lights_sent, "no light was switched");
+}
+
+#[test]
+fn a_2026_answer_after_the_confirmation_lifetime_sends_nothing() {
+    let (ms, served) = serve(1);
+    let args = open_gate();
+    let a = modern_call(
+        &served,
+        DOORS,
+        ELICIT(),
+        "control_device",
+        args.clone(),
+        None,
+    );
+    let state = asked_to_confirm(&a, "Open Garagentor (Garage)?");
+    // Past the lifetime (1 s) whatever the machine's load: the clock is the condition.
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(1100);
+    while std::time::Instant::now() < until {
+        std::thread::sleep(until - std::time::Instant::now());
+    }
+    let a = modern_call(
+        &served,
+        DOORS,
+        ELICIT(),
+        "control_device",
+        args,
+        Some((&state, responses(Reply::Accept))),
+    );
+    assert_eq!(a["error"]["code"], -32602, "{a}");
+    assert!(
+        a["error"]["data"]["details"]
+            .as_str()
+            .is_some_and(|d| d.contains("expired")),
+        "{a}"
+    );
+    assert!(sent(&ms, GATE).is_empty());
+}
+
+#[test]
+fn a_2026_workflow_is_confirmed_once_and_its_gate_step_is_not_opened_mid_run() {
+    let (ms, served) = serve(120);
+    let steps = json!({"name": "Ankommen", "steps": [
+        {"tool": "arm_alarm", "arguments": {"alarm": ALARM, "delayed": false}},
+        {"tool": "control_device", "arguments": {"device": GATE, "action": "on"}}
+    ]});
+    let created = modern_call(&served, DOORS, ELICIT(), "create_workflow", steps, None);
+    assert_ne!(created["result"]["isError"], true, "{created}");
+    let run = json!({"name": "Ankommen"});
+    let a = modern_call(
+        &served,
+        DOORS,
+        ELICIT(),
+        "execute_workflow",
+        run.clone(),
+        None,
+    );
+    let state = a["result"]["requestState"].clone();
+    let m = a["result"]["inputRequests"]["confirm"]["params"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(m.starts_with("Run the workflow"), "{a}");
+    assert!(sent(&ms, ALARM).is_empty(), "asking runs no step");
+    let a = modern_call(
+        &served,
+        DOORS,
+        ELICIT(),
+        "execute_workflow",
+        run,
+        Some((&state, responses(Reply::Accept))),
+    );
+    assert_eq!(a["result"]["resultType"], "complete", "{a}");
+    let data = envelope_of(&a)["data"].clone();
+    assert_eq!(data["steps"][0]["status"], "success", "{data}");
+    assert_eq!(sent(&ms, ALARM).len(), 1, "the alarm step ran once");
+    // The gate needs an answer of its own, which a retry cannot give mid-run: not opened.
+    assert_ne!(data["steps"][1]["status"], "success", "{data}");
+    assert!(
+        data["steps"][1]
+            .to_string()
+            .contains("HUMAN_CONFIRMATION_REQUIRED"),
+        "{data}"
+    );
+    assert!(sent(&ms, GATE).is_empty(), "{data}");
+}
+
+// --- The visualisation password on this server's page (URL-mode elicitation) ---
+
+/// A password only the page ever sees (distinctive: it must turn up nowhere else).
+const PAGE_PASSWORD: &str = "pw-page-58213";
+
+/// The demo Miniserver whose visualisation password is [`PAGE_PASSWORD`], and the server
+/// without a configured one: a person types it on the page.
+fn serve_unconfigured(lifetime_secs: u64) -> (Miniserver, Served) {
+    let ms = Miniserver::serve(
+        home_mcp::sim::Simulator::new(
+            home_mcp::sim::DEMO_STRUCTURE,
+            Some(home_mcp::sim::DEMO_VALUES),
+            home_mcp::sim::SimConfig {
+                visu_password: PAGE_PASSWORD.into(),
+                ..Default::default()
+            },
+        )
+        .expect("simulator"),
+    );
+    let keys =
+        serde_json::to_string(&[operator(PLAIN, false, false), key(ADMIN, Role::Admin)]).unwrap();
+    let served = Served::start(
+        &ms,
+        &format!(
+            "[server]\nconfirmation_lifetime_secs = {lifetime_secs}\n[auth]\nsecurity_level = \"staging\"\n"
+        ),
+        &[("HOME_KEY_BACKEND", "env"), ("HOME_API_KEYS", &keys)],
+    );
+    (ms, served)
+}
+
+/// A session of [`PLAIN`] declaring form and URL-mode elicitation.
+fn url_client(served: &Served) -> McpHttp {
+    McpHttp::connect_with(
+        served.addr,
+        Some(PLAIN),
+        "2025-11-25",
+        json!({"elicitation": {"form": {}, "url": {}}}),
+    )
+}
+
+/// What a person does on the page.
+#[derive(Clone, Copy, Debug)]
+enum OnPage<'a> {
+    Type(&'a str),
+    Decline,
+    /// Does not open it.
+    Nothing,
+}
+
+/// A tool call whose URL-mode question the client accepts (`open`) or declines, the person
+/// then acting on the page (`on_page`); every message the client saw is kept.
+struct PageCall {
+    answer: Value,
+    asked: Vec<Value>,
+    seen: Vec<String>,
+    /// The page's path and form token (when it was opened).
+    page: Option<(String, String)>,
+}
+
+impl PageCall {
+    fn envelope(&self) -> Value {
+        envelope_of(&self.answer)
+    }
+}
+
+fn path_of(url: &str, served: &Served) -> String {
+    let origin = format!("http://{}", served.addr);
+    url.strip_prefix(&origin)
+        .unwrap_or_else(|| panic!("{url} is not on {origin}"))
+        .to_string()
+}
+
+/// The form token in the page's HTML.
+fn token_in(html: &str) -> String {
+    let at = html.find("name=\"token\" value=\"").expect("a form token") + 20;
+    html[at..].split('"').next().unwrap().to_string()
+}
+
+fn post_form(served: &Served, path: &str, body: &str) -> crate::support::net::Reply {
+    request(
+        served.addr,
+        "POST",
+        path,
+        &["Content-Type: application/x-www-form-urlencoded"],
+        body,
+    )
+}
+
+fn page_call(
+    served: &Served,
+    c: &McpHttp,
+    id: u64,
+    tool: &str,
+    args: Value,
+    open: bool,
+    on_page: OnPage,
+) -> PageCall {
+    let mut s = open_call(c, id, tool, args);
+    assert_eq!(s.status, 200);
+    let (mut asked, mut seen, mut page) = (Vec::new(), Vec::new(), None);
+    let answer = loop {
+        let e = s
+            .next_data()
+            .unwrap_or_else(|| panic!("the stream ended without the answer to {id}"));
+        seen.push(e.data.clone().unwrap_or_default());
+        let v = e.json();
+        if v["method"] == "elicitation/create" {
+            asked.push(v.clone());
+            if !open {
+                answer_question(c, &v["id"], json!({"action": "decline"}));
+                continue;
+            }
+            answer_question(c, &v["id"], json!({"action": "accept"}));
+            let path = path_of(v["params"]["url"].as_str().unwrap(), served);
+            if matches!(on_page, OnPage::Nothing) {
+                continue;
+            }
+            let got = request(served.addr, "GET", &path, &[] as &[&str], "");
+            assert_eq!(got.status, 200, "{}", got.body);
+            let token = token_in(&got.body);
+            let body = match on_page {
+                OnPage::Type(pw) => format!("token={token}&password={pw}&answer=confirm"),
+                _ => format!("token={token}&password=&answer=decline"),
+            };
+            let r = post_form(served, &path, &body);
+            assert_eq!(r.status, 200, "{}", r.body);
+            page = Some((path, token));
+        } else if v["id"] == id && v.get("method").is_none() {
+            break v;
+        }
+    };
+    PageCall {
+        answer,
+        asked,
+        seen,
+        page,
+    }
+}
+
+#[test]
+fn the_visualisation_password_is_typed_on_the_page_never_through_the_model() {
+    let (ms, served) = serve_unconfigured(120);
+    let c = url_client(&served);
+    let r = page_call(
+        &served,
+        &c,
+        1,
+        "arm_alarm",
+        json!({"alarm": ALARM, "delayed": false}),
+        true,
+        OnPage::Type(PAGE_PASSWORD),
+    );
+    assert_ne!(r.answer["result"]["isError"], true, "{}", r.answer);
+    // One question, URL mode, naming the alarm, its room and the action; no form question.
+    assert_eq!(r.asked.len(), 1, "{:?}", r.asked);
+    let q = &r.asked[0]["params"];
+    assert_eq!(q["mode"], "url");
+    let eid = q["elicitationId"].as_str().unwrap();
+    assert!(
+        q["url"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/confirm/{eid}")),
+        "{q}"
+    );
+    assert!(
+        q["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Arm at once the alarm Alarmanlage (Zentral)"),
+        "{q}"
+    );
+    // The page's work is announced as complete.
+    let complete: Vec<Value> = r
+        .seen
+        .iter()
+        .map(|t| serde_json::from_str::<Value>(t).unwrap())
+        .filter(|v| v["method"] == "notifications/elicitation/complete")
+        .collect();
+    assert_eq!(complete.len(), 1, "{:?}", r.seen);
+    assert_eq!(complete[0]["params"]["elicitationId"], eid);
+    // The secured command reached the Miniserver with the right hash (the simulator checks
+    // it with its own implementation and arms only then).
+    let data = &r.envelope()["data"];
+    assert_eq!(data["confirmed_by"], "user (password page)", "{data}");
+    let lines = ms.commands_to(ALARM);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("/jdev/sps/ios/"), "{lines:?}");
+    assert_eq!(ms.sim.state(ALARM, "armed"), Some(1.0));
+
+    // One use: the page is gone.
+    let (path, token) = r.page.clone().unwrap();
+    let again = post_form(
+        &served,
+        &path,
+        &format!("token={token}&password={PAGE_PASSWORD}"),
+    );
+    assert_eq!(again.status, 404, "{}", again.body);
+    assert_eq!(
+        request(served.addr, "GET", &path, &[] as &[&str], "").status,
+        404
+    );
+
+    // The password is in no MCP message, no log line, no audit row.
+    for m in &r.seen {
+        assert!(!m.contains(PAGE_PASSWORD), "in an MCP message: {m}");
+    }
+    assert!(!r.answer.to_string().contains(PAGE_PASSWORD));
+    let rows = audit(&served, "arm_alarm");
+    assert_eq!(rows[0]["confirmed_by"], "user (password page)", "{rows:?}");
+    assert!(!Value::Array(rows).to_string().contains(PAGE_PASSWORD));
+    let log = served.log();
+    assert!(log.iter().any(|l| l.contains("password page")), "{log:?}");
+    for l in &log {
+        assert!(!l.contains(PAGE_PASSWORD), "in the log: {l}");
+    }
+}
+
+#[test]
+fn a_declined_or_unopened_page_or_one_the_client_refuses_sends_nothing() {
+    let (ms, served) = serve_unconfigured(2);
+    let c = url_client(&served);
+    let arm = json!({"alarm": ALARM, "delayed": false});
+    for (id, open, on_page, reason) in [
+        (1, false, OnPage::Nothing, "declined"),
+        (2, true, OnPage::Decline, "declined on the page"),
+        (3, true, OnPage::Nothing, "in time"),
+    ] {
+        let r = page_call(&served, &c, id, "arm_alarm", arm.clone(), open, on_page);
+        let data = &r.envelope()["data"];
+        assert_eq!(data["cancelled"], true, "{on_page:?}: {}", r.answer);
+        assert!(
+            data["confirmation"].as_str().unwrap().contains(reason),
+            "{data}"
+        );
+        assert!(ms.commands_to(ALARM).is_empty(), "{on_page:?}");
+        if let Some((path, token)) = r.page {
+            // Answered or expired: the page takes nothing more.
+            let late = post_form(
+                &served,
+                &path,
+                &format!("token={token}&password={PAGE_PASSWORD}"),
+            );
+            assert!(matches!(late.status, 404 | 410), "{}", late.body);
+        }
+    }
+    assert_eq!(ms.sim.state(ALARM, "armed"), Some(0.0));
+}
+
+#[test]
+fn the_page_takes_only_its_own_form_within_bounds() {
+    let (ms, served) = serve_unconfigured(120);
+    let c = url_client(&served);
+    let mut s = open_call(
+        &c,
+        1,
+        "arm_alarm",
+        json!({"alarm": ALARM, "delayed": false}),
+    );
+    let answer = read_answer(&mut s, 1, |q| {
+        answer_question(&c, &q["id"], json!({"action": "accept"}));
+        let path = path_of(q["params"]["url"].as_str().unwrap(), &served);
+        let got = request(served.addr, "GET", &path, &[] as &[&str], "");
+        // The admin page's security headers, and never cached.
+        assert_eq!(got.header("cache-control"), Some("no-store"));
+        assert_eq!(got.header("x-frame-options"), Some("DENY"));
+        // Same-origin, not no-referrer: browsers send `Origin: null` with the form otherwise.
+        assert_eq!(got.header("referrer-policy"), Some("same-origin"));
+        assert!(got
+            .header("content-security-policy")
+            .unwrap()
+            .contains("frame-ancestors 'none'"));
+        assert!(got
+            .body
+            .contains("Arm at once the alarm Alarmanlage (Zentral)"));
+        let token = token_in(&got.body);
+        // A forged token, no password, an oversized one, a foreign site, not a form, a
+        // guessed id: refused, and the page stays open.
+        let forged = post_form(
+            &served,
+            &path,
+            &format!("token=00{}&password=x", &token[2..]),
+        );
+        assert_eq!(forged.status, 403, "{}", forged.body);
+        let empty = post_form(&served, &path, &format!("token={token}&password="));
+        assert_eq!(empty.status, 400, "{}", empty.body);
+        let long = "x".repeat(300);
+        let too_long = post_form(&served, &path, &format!("token={token}&password={long}"));
+        assert_eq!(too_long.status, 400, "{}", too_long.body);
+        let huge = post_form(&served, &path, &"a".repeat(5000));
+        assert_eq!(huge.status, 413, "{}", huge.body);
+        let foreign = request(
+            served.addr,
+            "POST",
+            &path,
+            &[
+                "Content-Type: application/x-www-form-urlencoded",
+                "Origin: http://evil.example",
+            ],
+            &format!("token={token}&password=x"),
+        );
+        assert_eq!(foreign.status, 403, "{}", foreign.body);
+        let json_body = request(
+            served.addr,
+            "POST",
+            &path,
+            &["Content-Type: application/json"],
+            "{}",
+        );
+        assert_eq!(json_body.status, 400, "{}", json_body.body);
+        let guessed = request(
+            served.addr,
+            "GET",
+            "/confirm/0123456789abcdef0123456789abcdef",
+            &[] as &[&str],
+            "",
+        );
+        assert_eq!(guessed.status, 404);
+        let ok = post_form(
+            &served,
+            &path,
+            &format!("token={token}&password={PAGE_PASSWORD}"),
+        );
+        assert_eq!(ok.status, 200, "{}", ok.body);
+    });
+    assert_ne!(answer["result"]["isError"], true, "{answer}");
+    assert_eq!(ms.commands_to(ALARM).len(), 1);
+}
+
+#[test]
+fn wrong_passwords_on_the_page_are_refused_then_paused() {
+    let (ms, served) = serve_unconfigured(120);
+    let c = url_client(&served);
+    let arm = json!({"alarm": ALARM, "delayed": false});
+    for id in 1..=home_mcp::home::house::PIN_ATTEMPTS as u64 {
+        let r = page_call(
+            &served,
+            &c,
+            id,
+            "arm_alarm",
+            arm.clone(),
+            true,
+            OnPage::Type("0000"),
+        );
+        let e = &r.envelope()["error"];
+        assert_eq!(e["code"], "INVALID_PARAMETERS", "{}", r.answer);
+        assert!(e["message"].as_str().unwrap().contains("wrong"), "{e}");
+    }
+    // Now even the right password is not tried: nothing reaches the Miniserver.
+    let secured = || {
+        ms.sim
+            .requests()
+            .iter()
+            .filter(|l| l.contains("getvisusalt") || l.contains("/sps/ios/"))
+            .count()
+    };
+    let before = secured();
+    let r = page_call(
+        &served,
+        &c,
+        9,
+        "arm_alarm",
+        arm,
+        true,
+        OnPage::Type(PAGE_PASSWORD),
+    );
+    assert_eq!(
+        r.envelope()["error"]["code"],
+        "RATE_LIMIT_EXCEEDED",
+        "{}",
+        r.answer
+    );
+    assert_eq!(secured(), before, "nothing sent");
+    assert_eq!(ms.sim.state(ALARM, "armed"), Some(0.0));
+}
+
+#[test]
+fn a_client_without_url_mode_is_told_how_the_owner_configures_the_password() {
+    let (ms, served) = serve_unconfigured(120);
+    let c = client(&served, PLAIN, true);
+    let r = call(
+        &c,
+        1,
+        "disarm_alarm",
+        json!({"alarm": ALARM}),
+        Reply::Accept,
+    );
+    assert!(r.asked.is_empty(), "nobody is asked: {:?}", r.asked);
+    let e = &r.envelope()["error"];
+    assert_eq!(e["code"], "INVALID_PARAMETERS", "{}", r.answer);
+    let m = e["message"].as_str().unwrap();
+    assert!(
+        m.contains("HOME_VISU_PASS") && m.contains("visu_password"),
+        "{m}"
+    );
+    assert!(!m.contains("code") && !m.contains("confirm: true"), "{m}");
+    assert!(ms.commands_to(ALARM).is_empty());
+    // And the tools take no password argument.
+    let list = c.post(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let tools = crate::support::mcp::answer_of(&list, 2);
+    let tools = tools["result"]["tools"].as_array().unwrap().clone();
+    let secured: Vec<&Value> = tools
+        .iter()
+        .filter(|t| {
+            ["arm_alarm", "disarm_alarm", "acknowledge_alarm"]
+                .contains(&t["name"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(secured.len(), 3);
+    for t in tools {
+        let props = t["inputSchema"]["properties"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        for p in ["code", "pin", "password"] {
+            assert!(!props.contains_key(p), "{}: {p}", t["name"]);
+        }
+        let d = t["description"].as_str().unwrap_or_default();
+        assert!(
+            !d.contains("confirm: true") && !d.contains("password"),
+            "{d}"
+        );
+    }
 }

@@ -23,6 +23,7 @@ mod conformance;
 mod dashboard;
 mod demo;
 mod device_actions;
+mod docs;
 mod edge;
 mod edge_app;
 mod faults;

@@ -496,3 +496,54 @@ fn a_listen_stream_gets_list_changes_it_asked_for_and_a_graceful_end() {
         "{end}"
     );
 }
+
+#[test]
+fn stdio_asks_for_a_confirmation_with_an_input_required_result() {
+    const ALARM: &str = "1d5c3c5b-0225-5e8d-ffff504f94d0e5a1";
+    let ms = Miniserver::demo();
+    let data = crate::support::server::TempDir::new("stdio-mrtr");
+    let host = ms.api.addr.to_string();
+    let data_dir = data.0.display().to_string();
+    let mut stdio = McpStdio::spawn(
+        &[],
+        &[
+            ("HOME_HOST", host.as_str()),
+            ("HOME_USER", "demo"),
+            ("HOME_PASS", "demo"),
+            ("HOME_DATA_DIR", data_dir.as_str()),
+            ("HOME_VISU_PASS", home_mcp::sim::DEMO_VISU_PASSWORD),
+        ],
+    );
+    let mut params = with_modern_meta(json!({"name": "arm_alarm",
+        "arguments": {"alarm": ALARM, "delayed": false}}));
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
+    let asked = stdio.rpc("tools/call", params.clone());
+    let r = &asked["result"];
+    assert_eq!(r["resultType"], "input_required", "{asked}");
+    let q = &r["inputRequests"]["confirm"];
+    assert_eq!(q["method"], "elicitation/create", "{asked}");
+    assert!(
+        q["params"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("Alarmanlage")),
+        "{asked}"
+    );
+    assert!(
+        crate::support::wire::sent_commands(&ms.sim, ALARM).is_empty(),
+        "asking sends nothing"
+    );
+    params["requestState"] = r["requestState"].clone();
+    params["inputResponses"] =
+        json!({"confirm": {"action": "accept", "content": {"confirm": true}}});
+    let done = stdio.rpc("tools/call", params);
+    assert_eq!(done["result"]["resultType"], "complete", "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"]["data"]["confirmed_by"], "user (elicitation)",
+        "{done}"
+    );
+    assert_eq!(
+        crate::support::wire::sent_commands(&ms.sim, ALARM).len(),
+        1,
+        "armed once, after the answer"
+    );
+}

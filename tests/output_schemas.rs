@@ -80,13 +80,10 @@ fn calls() -> Vec<(&'static str, Value)> {
             json!({"scope": "system", "action": "up", "dry_run": true}),
         ),
         ("get_blinds_status", json!({})),
-        ("arm_alarm", json!({"confirm": true, "code": "1234"})),
+        ("arm_alarm", json!({"confirm": true})),
         ("get_security_status", json!({})),
-        (
-            "acknowledge_alarm",
-            json!({"confirm": true, "code": "1234"}),
-        ),
-        ("disarm_alarm", json!({"code": "1234"})),
+        ("acknowledge_alarm", json!({"confirm": true})),
+        ("disarm_alarm", json!({})),
         (
             "control_audio_zone",
             json!({"zone": "Küche", "action": "play"}),
@@ -135,7 +132,14 @@ fn results_match_the_declared_output_schemas() {
     assert!(validate(&envelope, &json!({"data": {}})).is_err());
     assert!(validate(&envelope, &json!({"data": {"total": 3}})).is_ok());
 
-    let (_app, tools) = demo();
+    // The secured alarms take the visualisation password configured on the server.
+    let config = home_mcp::config::Config {
+        visu_password: Some(home_mcp::home::Secret::new(
+            home_mcp::sim::DEMO_VISU_PASSWORD,
+        )),
+        ..support::test_config()
+    };
+    let (_app, tools) = support::demo_with(&config);
     let listed = tools.list_tools();
     let mut covered = BTreeSet::new();
     for (name, args) in calls() {

@@ -347,7 +347,7 @@ fn a_task_belongs_to_the_key_that_created_it() {
 }
 
 #[test]
-fn a_confirmation_becomes_an_input_request_and_a_listen_stream_follows_the_task() {
+fn a_confirmation_is_asked_before_the_task_and_a_listen_stream_follows_the_task() {
     let ms = Miniserver::demo();
     let served = Served::start(&ms, "", &[]);
     let blinds = jalousies();
@@ -355,47 +355,41 @@ fn a_confirmation_becomes_an_input_request_and_a_listen_stream_follows_the_task(
         .iter()
         .map(|u| ms.api.state(u, "targetPosition"))
         .collect();
-    // No `confirm`, a client that can ask its user: the task asks through inputRequests.
+    // No `confirm`, a client that can ask its user: the question comes back at once as a
+    // multi round-trip request (input_required), before any task exists.
     let mut params = with_tasks(with_modern_meta(json!({"name": "control_all_rolladen",
         "arguments": {"action": "down"}})));
     params["_meta"]["io.modelcontextprotocol/clientCapabilities"]["elicitation"] = json!({});
-    let created = rpc(&served, None, "tools/call", params);
-    let task = created["result"]["taskId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("a task: {created}"))
-        .to_string();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let asking = loop {
-        let r = rpc(
-            &served,
-            None,
-            "tasks/get",
-            with_tasks(with_modern_meta(json!({"taskId": task}))),
-        );
-        if r["result"]["status"] == "input_required" {
-            break r["result"].clone();
-        }
-        assert_eq!(r["result"]["status"], "working", "{r}");
-        assert!(Instant::now() < deadline, "never asked: {r}");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let requests = asking["inputRequests"].as_object().unwrap();
-    assert_eq!(requests.len(), 1, "{asking}");
+    let asked = rpc(&served, None, "tools/call", params.clone());
+    let asked = &asked["result"];
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    assert!(asked.get("taskId").is_none(), "{asked}");
+    let requests = asked["inputRequests"].as_object().unwrap();
+    assert_eq!(requests.len(), 1, "{asked}");
     let (key, request) = requests.iter().next().unwrap();
-    assert_eq!(request["method"], "elicitation/create", "{asking}");
+    assert_eq!(request["method"], "elicitation/create", "{asked}");
     assert!(
         request["params"]["message"]
             .as_str()
             .unwrap()
             .contains("blinds"),
-        "{asking}"
+        "{asked}"
     );
-    // Nothing moved while the task waits for the answer.
+    // Nothing moved while the question is open.
     for (uuid, was) in blinds.iter().zip(&before) {
         assert_eq!(ms.api.state(uuid, "targetPosition"), *was, "{uuid}");
     }
 
-    // A listen stream for the task (and for an id that is not the caller's).
+    // The user confirms: the retry becomes the task.
+    params["inputResponses"] = json!({key: {"action": "accept", "content": {"confirm": true}}});
+    params["requestState"] = asked["requestState"].clone();
+    let created = rpc(&served, None, "tools/call", params);
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    assert!(created["result"].get("requestState").is_none(), "{created}");
+    let task = created["result"]["taskId"].as_str().unwrap().to_string();
+
+    // A listen stream for the task (and for an id that is not the caller's): the task's
+    // state now, then each change, until it is completed.
     let params = with_tasks(with_modern_meta(json!({"notifications": {
         "taskIds": [task, "not-a-task-of-mine"]}})));
     let body = json!({"jsonrpc": "2.0", "id": 5, "method": "subscriptions/listen",
@@ -410,16 +404,6 @@ fn a_confirmation_becomes_an_input_request_and_a_listen_stream_follows_the_task(
         json!([task]),
         "only the caller's live task is followed: {ack}"
     );
-
-    // The user confirms: the blinds go down, the stream sees the task complete.
-    let update = rpc(
-        &served,
-        None,
-        "tasks/update",
-        with_tasks(with_modern_meta(json!({"taskId": task,
-            "inputResponses": {key: {"action": "accept", "content": {"confirm": true}}}}))),
-    );
-    assert_eq!(update["result"]["resultType"], "complete", "{update}");
     let note = recv_matching(&events, "notifications/tasks completed", |e| {
         e.data
             .as_deref()
@@ -430,78 +414,14 @@ fn a_confirmation_becomes_an_input_request_and_a_listen_stream_follows_the_task(
     assert_eq!(note["params"]["taskId"], task.as_str(), "{note}");
     assert_ne!(note["params"]["result"]["isError"], true, "{note}");
     assert_eq!(
+        note["params"]["result"]["structuredContent"]["data"]["confirmed_by"], "user (elicitation)",
+        "{note}"
+    );
+    assert_eq!(
         note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 5,
         "{note}"
     );
     for uuid in &blinds {
         assert_eq!(ms.api.state(uuid, "targetPosition"), 1.0, "{uuid}");
-    }
-}
-
-#[test]
-fn a_cancelled_task_sends_nothing_and_stays_cancelled() {
-    let ms = Miniserver::demo();
-    let served = Served::start(&ms, "", &[]);
-    let blinds = jalousies();
-    let before: Vec<f64> = blinds
-        .iter()
-        .map(|u| ms.api.state(u, "targetPosition"))
-        .collect();
-    let mut params = with_tasks(with_modern_meta(json!({"name": "control_rolladen_unified",
-        "arguments": {"scope": "all", "action": "down"}})));
-    params["_meta"]["io.modelcontextprotocol/clientCapabilities"]["elicitation"] = json!({});
-    let created = rpc(&served, None, "tools/call", params);
-    let task = created["result"]["taskId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("a task: {created}"))
-        .to_string();
-    let get = |served: &Served| {
-        rpc(
-            served,
-            None,
-            "tasks/get",
-            with_tasks(with_modern_meta(json!({"taskId": task}))),
-        )["result"]
-            .clone()
-    };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let asking = loop {
-        let t = get(&served);
-        if t["status"] == "input_required" {
-            break t;
-        }
-        assert_eq!(t["status"], "working", "{t}");
-        assert!(Instant::now() < deadline, "never asked: {t}");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let key = asking["inputRequests"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .next()
-        .unwrap()
-        .clone();
-    let ack = rpc(
-        &served,
-        None,
-        "tasks/cancel",
-        with_tasks(with_modern_meta(json!({"taskId": task}))),
-    );
-    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
-    let t = get(&served);
-    assert_eq!(t["status"], "cancelled", "{t}");
-    assert!(t.get("inputRequests").is_none(), "{t}");
-    // A late answer is acknowledged and ignored: the task stays cancelled, nothing moves.
-    let late = rpc(
-        &served,
-        None,
-        "tasks/update",
-        with_tasks(with_modern_meta(json!({"taskId": task,
-            "inputResponses": {key: {"action": "accept", "content": {"confirm": true}}}}))),
-    );
-    assert_eq!(late["result"]["resultType"], "complete", "{late}");
-    assert_eq!(get(&served)["status"], "cancelled");
-    for (uuid, was) in blinds.iter().zip(&before) {
-        assert_eq!(ms.api.state(uuid, "targetPosition"), *was, "{uuid}");
     }
 }

@@ -5,7 +5,7 @@
 //! no `type` lists, no schema that constrains nothing, no bare `true`/`false` in a schema
 //! position, no `$ref` outside the document) find nothing in any input or output schema.
 //!
-//! The README's figure comes from here:
+//! The figure in docs/tools.md comes from here:
 //! `cargo test --test integration tool_list:: -- --nocapture` prints the size.
 
 use crate::support;

@@ -210,6 +210,8 @@
     $("edit-expires").value = "";
     $("edit-ips").value = joined(k.ip_whitelist);
     $("edit-active").checked = !!k.active;
+    $("edit-model-confirms").checked = !!k.model_confirms;
+    $("edit-open-doors").checked = !!k.open_doors;
     $("edit").hidden = false;
     $("edit").scrollIntoView({ block: "nearest" });
   }
@@ -221,6 +223,8 @@
       name: $("edit-name").value.trim(),
       active: $("edit-active").checked,
       ip_whitelist: list($("edit-ips").value),
+      model_confirms: $("edit-model-confirms").checked,
+      open_doors: $("edit-open-doors").checked,
     };
     const days = $("edit-expires").value.trim();
     if (days) body.expires_days = Number(days);

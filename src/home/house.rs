@@ -273,9 +273,10 @@ impl fmt::Display for ControllerError {
             ControllerError::VisuPasswordMissing(name) => write!(
                 f,
                 "{name} is secured with the Loxone visualisation password, which this server does \
-                 not have: its owner configures it (visu_password in the [miniserver] section of \
-                 the config file, or the HOME_VISU_PASS environment variable); the password is \
-                 not for the chat"
+                 not have: its owner configures it on the server (visu_password in the \
+                 [miniserver] section of the config file, or the HOME_VISU_PASS environment \
+                 variable), or uses an MCP client that supports URL-mode elicitation, where the \
+                 user types it on this server's own page; the password is not for the chat"
             ),
             ControllerError::VisuPasswordWrong => f.write_str(
                 "the Miniserver refused the visualisation password (code 500): the code is wrong",

@@ -156,6 +156,7 @@ fn message_inner(
     }
     super::mcp::gate_batch(ctx, auth, "sse", &mut incoming);
     state.caller = auth.map(crate::auth::gate::Principal::caller);
+    state.origin = Some(super::origin_of(ctx, request));
     let slow = matches!(&incoming, Ok(Incoming::Single(Ok(Message::Request(r))))
         if matches!(r.method.as_str(), "tools/call" | "prompts/get" | "resources/read" | "completion/complete"));
     let peer = ctx.mcp.peer(Some(&id), outbox.clone());

@@ -461,6 +461,7 @@ fn post_inner(
         }
     };
     state.caller = auth.map(Principal::caller);
+    state.origin = Some(super::origin_of(ctx, request));
     let new_session = state.id.is_none();
     if sse_ok && state.version.is_some() && streams_answer(&incoming, &state) {
         if let Some(id) = state.id.clone() {
@@ -544,7 +545,16 @@ fn modern_post(
         Some(crate::mcp::jsonrpc::Params::Object(p)) => Some(p),
         _ => None,
     };
-    if let Some(why) = header_mismatch(request, r, params, declared) {
+    let mirrored = || {
+        let tool = params?.get("name")?.as_str()?;
+        let arguments = params?.get("arguments").and_then(|a| a.as_object());
+        modern::param_header_mismatch(ctx.mcp.param_headers(tool), arguments, |n| {
+            header(request, n)
+        })
+    };
+    let mismatch = header_mismatch(request, r, params, declared)
+        .or_else(|| (r.method == "tools/call").then(mirrored).flatten());
+    if let Some(why) = mismatch {
         return Ok(Answer::json_text(
             400,
             modern::header_mismatch(Some(r.id.clone()), why).to_json(),
@@ -561,6 +571,7 @@ fn modern_post(
     }
     let mut state = SessionState::new("http");
     state.caller = auth.map(Principal::caller);
+    state.origin = Some(super::origin_of(ctx, request));
     state.declared_version = declared.map(str::to_string);
     let sse_ok = accepts_sse(header(request, "Accept"));
     if r.method == "subscriptions/listen" {
@@ -694,7 +705,7 @@ fn listen_stream(
             let (tx, rx) = crossbeam_channel::bounded::<String>(LISTEN_QUEUE);
             let queue: Arc<dyn Outlet> =
                 Arc::new(move |m: &str| tx.try_send(m.to_string()).is_ok());
-            match ctx.mcp.open_listen_as(&r, queue, caller.as_ref()) {
+            match ctx.mcp.open_listen_as(&r, queue, "http", caller.as_ref()) {
                 Err(refusal) => {
                     out.send(&refusal.to_json());
                 }

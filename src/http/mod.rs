@@ -52,7 +52,9 @@
 //! [`HttpConfig::admin`]), the web dashboard `/dashboard/...` (page, `/dashboard/api/...`,
 //! `WS /dashboard/ws`; see [`crate::dashboard`]), the OAuth sign-in routes (metadata under
 //! `/.well-known/`, `/register`, `/authorize`, `/token`; see [`oauth`]; only with
-//! [`HttpConfig::oauth`], never gated), anything else 404
+//! [`HttpConfig::oauth`], never gated), the visualisation password pages `/confirm/{id}` (see
+//! [`confirm`]; only with [`HttpConfig::password_pages`]; no key: the unguessable id is the
+//! page's capability), anything else 404
 //! `{"error":{"code":"NOT_FOUND","message":…}}`. The Host header is checked on every route
 //! (see [`HttpConfig::allowed_hosts`]).
 //!
@@ -72,6 +74,7 @@
 
 pub mod admin;
 pub mod assets;
+pub mod confirm;
 mod dashboard;
 pub mod legacy;
 pub mod mcp;
@@ -179,6 +182,10 @@ pub struct HttpConfig {
     /// OAuth sign-in (the routes of [`oauth`], and `resource_metadata` in the 401 of the MCP
     /// routes); `None`: those paths 404 and the 401 says `Bearer` alone.
     pub oauth: Option<Arc<crate::auth::oauth::OAuth>>,
+    /// The visualisation password pages of URL-mode elicitations (`/confirm/{id}`, see
+    /// [`confirm`]); `None`: those paths 404 (and no client is sent to them: the tools of
+    /// another server keep their own store).
+    pub password_pages: Option<Arc<crate::tools::password::PasswordPages>>,
 }
 
 /// What `GET /metrics` needs besides the router's own state (sessions, streams).
@@ -216,6 +223,7 @@ impl Default for HttpConfig {
             admin: None,
             dashboard: None,
             oauth: None,
+            password_pages: None,
         }
     }
 }
@@ -1084,6 +1092,13 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request, out: Out<'_>) {
             p if rest::is_rest_path(p) => rest::handle(ctx, &mut request, p, auth).into(),
             p if dashboard::is_dashboard(p) => dashboard::handle(ctx, &request, p, &url, auth),
             p if oauth::is_oauth_path(p) => oauth::handle(ctx, &mut request, p).into(),
+            p if p.starts_with(crate::tools::password::PATH_PREFIX) => {
+                match &ctx.config.password_pages {
+                    Some(pages) => confirm::handle(pages, &mut request, p),
+                    None => rest_error(404, "NOT_FOUND", &format!("no route for {path}")),
+                }
+                .into()
+            }
             _ if page.is_some() => page
                 .map_or_else(
                     || rest_error(404, "NOT_FOUND", "no such file"),
@@ -1184,12 +1199,39 @@ fn metrics_route(ctx: &Ctx, method: &tiny_http::Method, auth: Option<&Principal>
 
 /// `path` for a log line: a key id in `/admin/api/keys/<id>` is masked.
 fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
+    if let Some(id) = path
+        .strip_prefix(crate::tools::password::PATH_PREFIX)
+        .filter(|id| id.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
+        return format!(
+            "{}{}****",
+            crate::tools::password::PATH_PREFIX,
+            id.get(..6).unwrap_or("")
+        )
+        .into();
+    }
     match path.strip_prefix("/admin/api/keys/") {
         Some(id) if !id.is_empty() => {
             let id = percent_encoding::percent_decode_str(id).decode_utf8_lossy();
             format!("/admin/api/keys/{}", crate::auth::mask(&id)).into()
         }
         _ => path.into(),
+    }
+}
+
+/// This server's address as the client of `request` reached it, for links to its own pages
+/// (the password page of a URL-mode elicitation): the configured OAuth issuer when there is
+/// one (the public address behind a TLS proxy), else `http://` + the `Host` header, else
+/// `http://` + the listening address.
+pub(crate) fn origin_of(ctx: &Ctx, request: &tiny_http::Request) -> String {
+    let host = header(request, "Host")
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(str::to_string)
+        .unwrap_or_else(|| ctx.config.listen.to_string());
+    match &ctx.config.oauth {
+        Some(o) => o.issuer(&host),
+        None => format!("http://{host}"),
     }
 }
 

@@ -371,6 +371,10 @@ pub struct Caller {
     pub key_name: String,
     /// The API key id, masked (`homekey_operator_2_a1b2****`); `None` without a key.
     pub key_id: Option<String>,
+    /// What tells this key from every other one without revealing it: 16 bytes of the
+    /// SHA-256 of the full key id, hex (a masked id or a name may be shared). What
+    /// confirmations and multi round-trip `requestState`s are bound to; `None` without a key.
+    pub principal: Option<String>,
     /// The client's address.
     pub ip: Option<std::net::IpAddr>,
     /// What the key may see and operate: its rooms and categories, and a device key's
@@ -403,6 +407,13 @@ pub struct RequestContext {
     pub log_level: Option<LogLevel>,
     /// Who sent the request (HTTP transports with a gate); `None` for stdio.
     pub caller: Option<Caller>,
+    /// A MCP 2026-07-28 `tools/call`, `prompts/get` or `resources/read`: the multi round-trip
+    /// round (answers of this retry, the verified state, and the way to ask for input);
+    /// `None` for every other request (see [`super::input`]).
+    pub input: Option<std::sync::Arc<super::input::Round>>,
+    /// This server's address as the client reached it (`http://host:port`, or the configured
+    /// public address), for links to its own pages (URL-mode elicitation); `None` for stdio.
+    pub origin: Option<String>,
 }
 
 impl RequestContext {
@@ -443,6 +454,17 @@ impl RequestContext {
     /// Whether the client declared the `elicitation` capability (and a peer exists).
     pub fn can_elicit(&self) -> bool {
         self.peer.is_some() && self.client_capabilities.get("elicitation").is_some()
+    }
+
+    /// Whether the client can open a URL for its user (it declared `elicitation.url`, MCP
+    /// 2025-11-25) and this server has an address to give (an HTTP request).
+    pub fn can_elicit_url(&self) -> bool {
+        self.can_elicit()
+            && self.origin.is_some()
+            && self
+                .client_capabilities
+                .pointer("/elicitation/url")
+                .is_some_and(Value::is_object)
     }
 
     /// Whether a tool's input validation failure (a value out of range, an unknown action, a

@@ -1,10 +1,12 @@
 //! The Model Context Protocol core, domain-free: JSON-RPC 2.0 framing ([`jsonrpc`]), sessions
-//! and version negotiation ([`session`]) and method dispatch ([`server`]). It calls a
+//! and version negotiation ([`session`]), method dispatch ([`server`]) and the 2026-07-28
+//! multi round-trip requests ([`input`]). It calls a
 //! [`Handler`] for tools (and later resources and prompts) and knows nothing of Loxone or of
 //! the transport: HTTP (`crate::http`) and stdio (`crate::stdio`) both feed raw frames to
 //! [`McpServer::handle`] and write back the [`Reply`].
 
 pub mod handler;
+pub mod input;
 pub mod jsonrpc;
 pub mod modern;
 pub mod peer;

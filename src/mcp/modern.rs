@@ -303,6 +303,63 @@ pub fn name_source(method: &str) -> Option<&'static str> {
     }
 }
 
+/// The tool parameters a client mirrors into HTTP headers (SEP-2243): each top-level property
+/// of `input_schema` annotated with `"x-mcp-header": "<Name>"`, as `(property, Name)`; its value
+/// travels in `Mcp-Param-<Name>` too.
+pub fn param_headers(input_schema: &Value) -> Vec<(String, String)> {
+    input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|props| {
+            props
+                .iter()
+                .filter_map(|(p, s)| {
+                    let name = s.get("x-mcp-header")?.as_str()?;
+                    Some((p.clone(), name.to_string()))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Why the `Mcp-Param-*` headers of a `tools/call` disagree with its `arguments`, if they do:
+/// for each `(property, Name)` of `params` ([`param_headers`]), a value in the body needs the
+/// header `Mcp-Param-<Name>` (`header` looks one up by name) with the same value (base64
+/// sentinel decoded; numbers and booleans as their JSON text), and a header needs the value.
+pub fn param_header_mismatch<'a>(
+    params: &[(String, String)],
+    arguments: Option<&Map<String, Value>>,
+    header: impl Fn(&str) -> Option<&'a str>,
+) -> Option<String> {
+    for (property, name) in params {
+        let body = match arguments.and_then(|a| a.get(property)) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(other) => Some(other.to_string()),
+        };
+        let field = format!("Mcp-Param-{name}");
+        match (header(&field).map(str::trim), body) {
+            (None, None) => {}
+            (None, Some(_)) => return Some(format!("the {field} header is required")),
+            (Some(_), None) => {
+                return Some(format!(
+                    "{field} header present but argument '{property}' is absent"
+                ))
+            }
+            (Some(raw), Some(body)) => match decode_header_value(raw) {
+                None => return Some(format!("{field} header value '{raw}' is not valid base64")),
+                Some(v) if v != body => {
+                    return Some(format!(
+                        "{field} header value '{v}' does not match body value '{body}'"
+                    ))
+                }
+                Some(_) => {}
+            },
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,6 +402,27 @@ mod tests {
             Some("Hello, 世界")
         );
         assert_eq!(decode_header_value("=?base64?***?="), None);
+    }
+
+    #[test]
+    fn mirrored_parameters_must_match_their_headers() {
+        let schema = json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"}, "q": {"type": "string"}}});
+        let p = param_headers(&schema);
+        assert_eq!(p, [("region".to_string(), "Region".to_string())]);
+        let args = params(json!({"region": "Hello", "q": "x"}));
+        let check = |h: Option<&'static str>| {
+            param_header_mismatch(&p, Some(&args), |n| (n == "Mcp-Param-Region").then_some(h?))
+        };
+        assert_eq!(check(Some("=?base64?SGVsbG8=?=")), None);
+        assert_eq!(check(Some("Hello")), None);
+        assert!(check(None).is_some(), "missing header");
+        assert!(check(Some("=?base64?SGVsbG8?=")).is_some(), "bad padding");
+        assert!(
+            check(Some("=?base64?SGVs!!!bG8=?=")).is_some(),
+            "bad characters"
+        );
+        assert!(check(Some("Bye")).is_some(), "other value");
     }
 
     #[test]

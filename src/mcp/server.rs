@@ -20,6 +20,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::handler::{CompletionRef, Handler, LogLevel, PeerHandle, RequestContext, RpcError};
+use super::input;
 use super::jsonrpc::{self, Incoming, Message, Outcome, Params, Request, Response};
 use super::modern;
 use super::peer::{Hub, Outlet, OutletPeer, Pending};
@@ -118,6 +119,11 @@ pub struct McpServer {
     tasks: Arc<TaskStore>,
     max_batch_items: usize,
     max_batch_answer_bytes: usize,
+    /// Seals the `requestState` of 2026-07-28 multi round-trip requests ([`input`]).
+    sealer: input::Sealer,
+    /// Per tool, its parameters mirrored into `Mcp-Param-*` headers (read once: the tool
+    /// catalogue does not change while the server runs).
+    param_headers: std::sync::OnceLock<std::collections::HashMap<String, Vec<(String, String)>>>,
 }
 
 impl McpServer {
@@ -140,6 +146,8 @@ impl McpServer {
             hub,
             max_batch_items: config.max_batch_items.max(1),
             max_batch_answer_bytes: config.max_batch_answer_bytes.max(1024),
+            sealer: input::Sealer::new(),
+            param_headers: std::sync::OnceLock::new(),
         }
     }
 
@@ -177,6 +185,22 @@ impl McpServer {
     /// with, one per request (see [`jsonrpc::request_ids`]).
     pub fn max_batch_items(&self) -> usize {
         self.max_batch_items
+    }
+
+    /// The parameters of `tool` a 2026-07-28 client mirrors into `Mcp-Param-*` headers
+    /// (see [`modern::param_headers`]); empty for most tools.
+    pub fn param_headers(&self, tool: &str) -> &[(String, String)] {
+        self.param_headers
+            .get_or_init(|| {
+                guarded(|| self.handler.list_tools())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|t| (t.name, modern::param_headers(&t.input_schema)))
+                    .filter(|(_, p)| !p.is_empty())
+                    .collect()
+            })
+            .get(tool)
+            .map_or(&[], Vec::as_slice)
     }
 
     /// Outlets of sessions for notifications not tied to a request.
@@ -268,16 +292,17 @@ impl McpServer {
         request: &Request,
         outlet: Arc<dyn Outlet>,
     ) -> Result<super::peer::Listening<'_>, Response> {
-        self.open_listen_as(request, outlet, None)
+        self.open_listen_as(request, outlet, "stdio", None)
     }
 
-    /// [`McpServer::open_listen`] for `caller`: `notifications.taskIds` (extension
-    /// `io.modelcontextprotocol/tasks`, which the request must declare, else -32021) keeps
-    /// the ids of live tasks `caller` created.
+    /// [`McpServer::open_listen`] for `caller` on `transport`: `notifications.taskIds`
+    /// (extension `io.modelcontextprotocol/tasks`, which the request must declare, else
+    /// -32021) keeps the ids of live tasks `caller` created.
     pub fn open_listen_as(
         &self,
         request: &Request,
         outlet: Arc<dyn Outlet>,
+        transport: &str,
         caller: Option<&super::Caller>,
     ) -> Result<super::peer::Listening<'_>, Response> {
         let id = request.id.clone();
@@ -338,7 +363,7 @@ impl McpServer {
                 ));
             };
             let ids = ids.iter().filter_map(Value::as_str).map(str::to_string);
-            filter.task_ids = self.tasks.owned(&tasks::owner_of(caller), ids);
+            filter.task_ids = self.tasks.owned(&tasks::owner_of(transport, caller), ids);
         }
         let mut agreed = Map::new();
         if wanted.get("taskIds").is_some() {
@@ -359,7 +384,20 @@ impl McpServer {
             json!({ "notifications": agreed }),
             &subscription,
         ));
-        Ok(self.hub.listen(outlet, subscription, filter))
+        let followed: Vec<String> = filter.task_ids.iter().cloned().collect();
+        let listening = self
+            .hub
+            .listen(outlet.clone(), subscription.clone(), filter);
+        // Each followed task's state as it is now: a task that ended before the stream
+        // opened is known to have ended (every later change follows as it happens).
+        for state in followed.iter().filter_map(|t| self.tasks.state_of(t)) {
+            outlet.send(&super::peer::tagged(
+                tasks::STATUS_NOTIFICATION,
+                state,
+                &subscription,
+            ));
+        }
+        Ok(listening)
     }
 
     /// The graceful end of the `subscriptions/listen` stream opened by `request` (the server
@@ -502,7 +540,7 @@ impl McpServer {
                         details: Some("initialize must not be part of a batch".into()),
                     })
                 } else {
-                    self.dispatch(state, request, peer)
+                    self.dispatch(state, request, peer, None)
                 };
                 count_request(transport, method, tool, outcome.is_ok(), started);
                 Some(match outcome {
@@ -625,11 +663,81 @@ impl McpServer {
                 details: Some("this transport offers no subscription streams".into()),
             })
         } else if tasks::is_task_method(&method) {
-            self.tasks
-                .handle(&method, params, &tasks::owner_of(state.caller.as_ref()))
+            self.tasks.handle(
+                &method,
+                params,
+                &tasks::owner_of(state.transport, state.caller.as_ref()),
+            )
         } else if support != TaskSupport::Forbidden && with_tasks {
-            self.start_task(state, params.cloned().unwrap_or_default(), meta)
+            // Input asked by a multi round-trip request before the task starts is answered
+            // here, as for any call; the task exists once the tool got past it.
+            let identity = input::caller_identity(state.transport, state.caller.as_ref());
+            let now = std::time::SystemTime::now();
+            let round = match input::begin(
+                &self.sealer,
+                &method,
+                params,
+                &identity,
+                &meta.client_capabilities,
+                now,
+            ) {
+                Ok(round) => round.map(Arc::new),
+                Err(e) => {
+                    count_request(state.transport, metric, tool, false, started);
+                    return Response::error(Some(id), e);
+                }
+            };
+            let spawned = self.start_task(
+                state,
+                params.cloned().unwrap_or_default(),
+                meta,
+                round.clone(),
+            );
+            match (spawned, &round) {
+                (Ok(tasks::Spawned::Asked(asked)), Some(round)) => {
+                    let answer = input::finish(
+                        &self.sealer,
+                        round,
+                        Some(&asked),
+                        &method,
+                        params,
+                        &identity,
+                        now,
+                    );
+                    count_request(state.transport, metric, tool, true, started);
+                    return match answer {
+                        Ok(Some(result)) => {
+                            let info = self.server_info_value();
+                            Response::result(id, modern::finish_result(result, &info, None))
+                        }
+                        Ok(None) => Response::error(Some(id), asked),
+                        Err(missing) => modern::missing_capabilities(Some(id), &missing),
+                    };
+                }
+                (Ok(tasks::Spawned::Asked(asked)), None) => Err(asked),
+                (Ok(tasks::Spawned::Task(created)), _) => Ok(created),
+                (Err(e), _) => Err(e),
+            }
         } else {
+            // Multi round-trip requests: the retry's answers and verified state for the
+            // handler, and its question turned into an `input_required` result ([`input`]).
+            let identity = input::caller_identity(state.transport, state.caller.as_ref());
+            let now = std::time::SystemTime::now();
+            let round = match input::begin(
+                &self.sealer,
+                &method,
+                params,
+                &identity,
+                &meta.client_capabilities,
+                now,
+            ) {
+                Ok(round) => round.map(Arc::new),
+                Err(e) => {
+                    count_request(state.transport, metric, tool, false, started);
+                    return Response::error(Some(id), e);
+                }
+            };
+            let params_copy = round.as_ref().and(params.cloned());
             let mut own = SessionState::new(state.transport);
             own.version = Some(ProtocolVersion::V2026_07_28);
             own.initialized = true;
@@ -645,25 +753,44 @@ impl McpServer {
             own.client_capabilities = caps;
             // A modern result gets members of its own (`resultType`, `_meta`): a tool answer
             // rendered as JSON text for the older eras is read back into a tree here.
-            self.dispatch(&mut own, request, peer)
-                .and_then(|outcome| match outcome {
-                    Outcome::Result(value) => Ok(value),
-                    Outcome::Json(raw) => serde_json::from_str(raw.get())
-                        .map_err(|e| RpcError::internal(format!("a tool answer: {e}"))),
-                    Outcome::Error(e) => Err(RpcError {
-                        code: e.code,
-                        message: e.message,
-                        details: Some(e.data.details),
-                    }),
-                })
+            let outcome = self.dispatch(&mut own, request, peer, round.clone());
+            if let Some(round) = &round {
+                match input::finish(
+                    &self.sealer,
+                    round,
+                    outcome.as_ref().err(),
+                    &method,
+                    params_copy.as_ref(),
+                    &identity,
+                    now,
+                ) {
+                    Ok(None) => {}
+                    Ok(Some(asked)) => {
+                        count_request(state.transport, metric, tool, true, started);
+                        let info = self.server_info_value();
+                        return Response::result(id, modern::finish_result(asked, &info, None));
+                    }
+                    Err(missing) => {
+                        count_request(state.transport, metric, tool, false, started);
+                        return modern::missing_capabilities(Some(id), &missing);
+                    }
+                }
+            }
+            outcome.and_then(|outcome| match outcome {
+                Outcome::Result(value) => Ok(value),
+                Outcome::Json(raw) => serde_json::from_str(raw.get())
+                    .map_err(|e| RpcError::internal(format!("a tool answer: {e}"))),
+                Outcome::Error(e) => Err(RpcError {
+                    code: e.code,
+                    message: e.message,
+                    details: Some(e.data.details),
+                }),
+            })
         };
         count_request(state.transport, metric, tool, outcome.is_ok(), started);
         match outcome {
             Ok(value) => {
-                let info = guarded(|| self.handler.server_info())
-                    .ok()
-                    .and_then(|i| serde_json::to_value(i).ok())
-                    .unwrap_or(Value::Null);
+                let info = self.server_info_value();
                 let hint = modern::cacheable(&method)
                     .then(|| guarded(|| self.handler.cache_hint(&method, uri.as_deref())).ok())
                     .flatten();
@@ -676,6 +803,14 @@ impl McpServer {
             }
             Err(error) => Response::error(Some(id), error),
         }
+    }
+
+    /// The handler's `serverInfo` as JSON (`null` if it fails).
+    fn server_info_value(&self) -> Value {
+        guarded(|| self.handler.server_info())
+            .ok()
+            .and_then(|i| serde_json::to_value(i).ok())
+            .unwrap_or(Value::Null)
     }
 
     /// `server/discover`: every version served, the capabilities (with the extensions of
@@ -694,14 +829,16 @@ impl McpServer {
 
     /// A 2026-07-28 `tools/call` run as a task (extension `io.modelcontextprotocol/tasks`):
     /// the name and arguments are checked now (-32602 at once), the tool runs on the task's
-    /// thread with the task's peer (progress as `statusMessage`, requests to the client as
-    /// `inputRequests`), and the answer is the `CreateTaskResult`.
+    /// thread with the request's multi round-trip `round` and the task's peer (progress as
+    /// `statusMessage`, requests to the client as `inputRequests`); see
+    /// [`TaskStore::spawn`] for when the answer is the task and when the tool's question.
     fn start_task(
         &self,
         state: &SessionState,
         params: Map<String, Value>,
         meta: modern::RequestMeta,
-    ) -> Result<Value, RpcError> {
+        round: Option<Arc<input::Round>>,
+    ) -> Result<tasks::Spawned, RpcError> {
         let progress_token = params
             .get("_meta")
             .and_then(|m| m.get("progressToken"))
@@ -710,8 +847,9 @@ impl McpServer {
         let handler = self.handler.clone();
         let transport = state.transport;
         let caller = state.caller.clone();
+        let origin = state.origin.clone();
         self.tasks
-            .spawn(&tasks::owner_of(caller.as_ref()), move |peer| {
+            .spawn(&tasks::owner_of(transport, caller.as_ref()), move |peer| {
                 let ctx = RequestContext {
                     session_id: None,
                     protocol_version: ProtocolVersion::V2026_07_28.as_str().to_string(),
@@ -722,6 +860,8 @@ impl McpServer {
                     client_capabilities: meta.client_capabilities,
                     log_level: None,
                     caller,
+                    input: round,
+                    origin,
                 };
                 let result = guarded(|| handler.call_tool_shared(&name, arguments, &ctx))??;
                 let json = result.json(true).map_err(|e| {
@@ -739,6 +879,7 @@ impl McpServer {
         state: &mut SessionState,
         request: Request,
         peer: &Option<PeerHandle>,
+        input: Option<Arc<input::Round>>,
     ) -> Result<Outcome, RpcError> {
         let method = request.method.as_str();
         match method {
@@ -791,6 +932,8 @@ impl McpServer {
             client_capabilities: state.client_capabilities.clone(),
             log_level: state.log_level,
             caller: state.caller.clone(),
+            input,
+            origin: state.origin.clone(),
         };
         if method == "tools/call" {
             return self.tools_call(version, params, &ctx);

@@ -114,6 +114,9 @@ pub struct SessionState {
     /// `MCP-Protocol-Version`), never stored: a modern or unknown one makes a request without
     /// a session modern (see [`super::modern`]).
     pub declared_version: Option<String>,
+    /// This server's address as the client reached it (set per request by HTTP transports,
+    /// never stored; see [`super::RequestContext::origin`]).
+    pub origin: Option<String>,
 }
 
 impl SessionState {
@@ -131,6 +134,7 @@ impl SessionState {
             caller: None,
             owner: None,
             declared_version: None,
+            origin: None,
         }
     }
 }
@@ -360,6 +364,7 @@ impl SessionStore {
             caller: None,
             owner: entry.owner.clone(),
             declared_version: None,
+            origin: None,
         })
     }
 

@@ -66,8 +66,11 @@ pub struct TaskLimits {
     pub max_running: usize,
     /// How long a task is kept from its creation (`ttlMs`; default 10 min).
     pub ttl: Duration,
-    /// The polling interval suggested to clients (`pollIntervalMs`; default 500 ms).
+    /// The polling interval suggested to clients (`pollIntervalMs`; default 1 s).
     pub poll_interval: Duration,
+    /// How long task creation waits for the tool to show whether it asks first (see
+    /// [`TaskStore::spawn`]; default 3 s).
+    pub first_step_wait: Duration,
 }
 
 impl Default for TaskLimits {
@@ -77,7 +80,8 @@ impl Default for TaskLimits {
             max_per_caller: 16,
             max_running: 8,
             ttl: Duration::from_secs(600),
-            poll_interval: Duration::from_millis(500),
+            poll_interval: Duration::from_secs(1),
+            first_step_wait: Duration::from_secs(3),
         }
     }
 }
@@ -113,16 +117,22 @@ pub fn missing_extension(id: Option<Id>, why: &str) -> Response {
     )
 }
 
-/// The owner a task is bound to: the caller's API key (masked id), else its address, else
-/// `local` (stdio, tests).
-pub fn owner_of(caller: Option<&Caller>) -> String {
-    match caller {
-        Some(Caller {
-            key_id: Some(k), ..
-        }) => format!("key:{k}"),
-        Some(Caller { ip: Some(ip), .. }) => format!("ip:{ip}"),
-        _ => "local".into(),
-    }
+/// The owner a task is bound to: the identity a multi round-trip `requestState` is bound to
+/// ([`super::input::caller_identity`]: the API key, else the transport and the client's
+/// address).
+pub fn owner_of(transport: &str, caller: Option<&Caller>) -> String {
+    super::input::caller_identity(transport, caller)
+}
+
+/// How a [`TaskStore::spawn`] ended for the request that asked for it.
+#[derive(Debug)]
+pub enum Spawned {
+    /// The task exists: its `CreateTaskResult`.
+    Task(Value),
+    /// Before doing anything else the tool asked for input by a multi round-trip request
+    /// ([`super::input::Round::ask`]): its marker error, to be answered `input_required`; no
+    /// task was kept.
+    Asked(RpcError),
 }
 
 #[derive(Debug, Clone)]
@@ -166,6 +176,8 @@ struct Entry {
     /// Answers delivered by `tasks/update`, until the waiting request takes them.
     answers: HashMap<String, Value>,
     next_key: u64,
+    /// Until the task is committed: where its first step is told (see [`TaskStore::spawn`]).
+    first: Option<crossbeam_channel::Sender<Option<RpcError>>>,
 }
 
 /// The tasks of one server (`Send + Sync`; shared as an `Arc` with the task threads).
@@ -321,13 +333,20 @@ impl TaskStore {
 
     /// Creates a task of `owner` and runs `job` on a thread of its own; the task ends with
     /// the job's outcome (a result: `completed`; a JSON-RPC error or a panic: `failed`).
-    /// Returns the `CreateTaskResult` (`resultType: "task"`) once `tasks/get` finds the task.
     /// `job` gets the task's [`PeerHandle`] (progress, input requests, cancellation).
+    ///
+    /// Multi round-trip requests are resolved before the task is answered (the extension's
+    /// SHOULD): the call waits until the job ends, reports progress or asks through the task,
+    /// or [`TaskLimits::first_step_wait`] passes. A job that ended with the marker error of
+    /// [`super::input::Round::ask`] by then is [`Spawned::Asked`] and its task forgotten;
+    /// otherwise the task is committed and [`Spawned::Task`] carries the `CreateTaskResult`
+    /// (`resultType: "task"`; `tasks/get` finds the task from then on). A later ask fails
+    /// the task.
     pub fn spawn(
         self: &Arc<Self>,
         owner: &str,
         job: impl FnOnce(PeerHandle) -> Result<Value, RpcError> + Send + 'static,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<Spawned, RpcError> {
         if self.running.fetch_add(1, Ordering::SeqCst) >= self.limits.max_running {
             self.running.fetch_sub(1, Ordering::SeqCst);
             return Err(RpcError {
@@ -346,7 +365,8 @@ impl TaskStore {
                 return Err(e);
             }
         };
-        let (created, announce) = {
+        let (first_tx, first_rx) = crossbeam_channel::bounded(1);
+        let announce = {
             let mut tasks = lock(&self.tasks);
             let announce = self.sweep(&mut tasks);
             if let Err(e) = self.make_room(&mut tasks, owner) {
@@ -367,11 +387,10 @@ impl TaskStore {
                 inputs: BTreeMap::new(),
                 answers: HashMap::new(),
                 next_key: 0,
+                first: Some(first_tx),
             };
-            let mut created = self.base(&id, &entry);
-            created["resultType"] = json!("task");
             tasks.insert(id.clone(), entry);
-            (created, announce)
+            announce
         };
         announce.into_iter().for_each(|s| self.announce(s));
         let peer = PeerHandle(Arc::new(TaskPeer {
@@ -400,7 +419,33 @@ impl TaskStore {
                     .with_details(format!("cannot start the task: {e}"))),
             );
         }
-        Ok(created)
+        let first = first_rx.recv_timeout(self.limits.first_step_wait);
+        let mut tasks = lock(&self.tasks);
+        let committed = tasks.get_mut(&id).and_then(|e| e.first.take()).is_some();
+        let first = match first {
+            Ok(step) => Some(step),
+            // A step told after the wait ended, before the lock: still in the channel.
+            Err(_) => first_rx.try_recv().ok(),
+        };
+        if let (false, Some(Some(asked))) = (committed, &first) {
+            return Ok(Spawned::Asked(asked.clone()));
+        }
+        match tasks.get(&id) {
+            Some(e) => {
+                let mut created = self.base(&id, e);
+                created["resultType"] = json!("task");
+                Ok(Spawned::Task(created))
+            }
+            None => Err(RpcError::internal("Internal error")
+                .with_details("the task ended before it could be answered")),
+        }
+    }
+
+    /// Commits task `id` (its first step is done, see [`TaskStore::spawn`]).
+    fn commit(tasks: &mut HashMap<String, Entry>, id: &str) {
+        if let Some(tx) = tasks.get_mut(id).and_then(|e| e.first.take()) {
+            let _ = tx.try_send(None);
+        }
     }
 
     /// Ends task `id` with `outcome`, unless it already ended (a cancelled task stays so).
@@ -408,10 +453,25 @@ impl TaskStore {
         let state = {
             let mut tasks = lock(&self.tasks);
             let Some(e) = tasks.get_mut(id) else { return };
+            if let Some(tx) = e.first.take() {
+                // Not committed yet: an ask ends here, the request answers input_required.
+                if let Err(err) = &outcome {
+                    if super::input::is_ask(err) {
+                        let _ = tx.try_send(Some(err.clone()));
+                        tasks.remove(id);
+                        return;
+                    }
+                }
+                let _ = tx.try_send(None);
+            }
             if e.status.terminal() {
                 return;
             }
             e.status = match outcome {
+                Err(err) if super::input::is_ask(&err) => Status::Failed(json!({
+                    "code": RpcError::INTERNAL_ERROR,
+                    "message": "the tool asked for input after its task had started",
+                })),
                 Ok(result) => Status::Completed(result),
                 Err(err) => {
                     e.message = Some(err.details.clone().unwrap_or_else(|| err.message.clone()));
@@ -507,6 +567,12 @@ impl TaskStore {
             .collect()
     }
 
+    /// The state of task `id` as `notifications/tasks` carries it, if it is kept.
+    pub fn state_of(&self, id: &str) -> Option<Value> {
+        let tasks = lock(&self.tasks);
+        tasks.get(id).map(|e| self.detailed(id, e))
+    }
+
     /// How many tasks are kept (for tests and metrics).
     pub fn len(&self) -> usize {
         lock(&self.tasks).len()
@@ -517,10 +583,11 @@ impl TaskStore {
         self.len() == 0
     }
 
-    /// Progress of task `id`: its `statusMessage`.
+    /// Progress of task `id`: its `statusMessage` (and the task is committed).
     fn set_message(&self, id: &str, message: String) {
         let state = {
             let mut tasks = lock(&self.tasks);
+            Self::commit(&mut tasks, id);
             let Some(e) = tasks.get_mut(id) else { return };
             if e.status.terminal() {
                 return;
@@ -545,6 +612,7 @@ impl TaskStore {
     ) -> Result<Value, RpcError> {
         let deadline = Instant::now() + timeout;
         let mut tasks = lock(&self.tasks);
+        Self::commit(&mut tasks, id);
         let key = {
             let Some(e) = tasks.get_mut(id) else {
                 return Err(RpcError::internal("the task is gone"));
@@ -654,7 +722,20 @@ mod tests {
     use super::*;
 
     fn store(limits: TaskLimits) -> Arc<TaskStore> {
-        Arc::new(TaskStore::new(limits, Arc::new(Hub::default())))
+        Arc::new(TaskStore::new(
+            TaskLimits {
+                first_step_wait: Duration::from_millis(1),
+                ..limits
+            },
+            Arc::new(Hub::default()),
+        ))
+    }
+
+    fn task(s: Result<Spawned, RpcError>) -> Value {
+        match s {
+            Ok(Spawned::Task(v)) => v,
+            other => panic!("not a task: {other:?}"),
+        }
     }
 
     fn params(v: Value) -> Map<String, Value> {
@@ -678,16 +759,14 @@ mod tests {
     #[test]
     fn lifecycle_owner_binding_and_input() {
         let s = store(TaskLimits::default());
-        let created = s
-            .spawn("key:a", |peer| {
-                let answer = peer.0.request(
-                    "elicitation/create",
-                    json!({"message": "ok?"}),
-                    Duration::from_secs(10),
-                )?;
-                Ok(json!({"content": [{"type": "text", "text": answer.to_string()}]}))
-            })
-            .unwrap();
+        let created = task(s.spawn("key:a", |peer| {
+            let answer = peer.0.request(
+                "elicitation/create",
+                json!({"message": "ok?"}),
+                Duration::from_secs(10),
+            )?;
+            Ok(json!({"content": [{"type": "text", "text": answer.to_string()}]}))
+        }));
         assert_eq!(created["resultType"], "task");
         let id = created["taskId"].as_str().unwrap().to_string();
         assert_eq!(id.len(), 32);
@@ -732,14 +811,12 @@ mod tests {
         });
         let gate = Arc::new(AtomicBool::new(false));
         let g = gate.clone();
-        let first = s
-            .spawn("a", move |peer| {
-                while !g.load(Ordering::SeqCst) && !peer.0.cancelled() {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                Ok(json!({}))
-            })
-            .unwrap();
+        let first = task(s.spawn("a", move |peer| {
+            while !g.load(Ordering::SeqCst) && !peer.0.cancelled() {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Ok(json!({}))
+        }));
         // The one task of `a` still runs: a second is refused, another caller's is not.
         assert_eq!(
             s.spawn("a", |_| Ok(json!({}))).unwrap_err().message,
@@ -774,15 +851,13 @@ mod tests {
     #[test]
     fn cancel_is_sticky_and_bad_params() {
         let s = store(TaskLimits::default());
-        let created = s
-            .spawn("a", |peer| {
-                let deadline = Instant::now() + Duration::from_secs(10);
-                while !peer.0.cancelled() && Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                Ok(json!({"content": []}))
-            })
-            .unwrap();
+        let created = task(s.spawn("a", |peer| {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !peer.0.cancelled() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Ok(json!({"content": []}))
+        }));
         let id = created["taskId"].as_str().unwrap();
         let cancel = params(json!({"taskId": id}));
         assert_eq!(

@@ -538,6 +538,8 @@ pub(crate) fn run_tool(ctx: &Ctx, name: &str, args: &Value) -> Result<Value, Rpc
             RpcError::internal(format!("the house could not be read: {e}")).with_details(e.code())
         }
         ToolError::Refused { code, message } => RpcError::internal(message).with_details(code),
+        // Resources run read-only tools, which never ask.
+        ToolError::InputRequired(e) => e,
     })
 }
 

@@ -968,6 +968,7 @@ fn clone_error(e: &ToolError) -> ToolError {
             code,
             message: message.clone(),
         },
+        ToolError::InputRequired(e) => ToolError::InputRequired(e.clone()),
     }
 }
 
@@ -981,6 +982,7 @@ pub fn error_record(e: &ToolError) -> Value {
         ToolError::Resolve(r) => ("INVALID_PARAMETERS", r.to_string()),
         ToolError::Controller(c) => (c.code(), c.to_string()),
         ToolError::Refused { code, message } => (*code, message.clone()),
+        e @ ToolError::InputRequired(_) => ("HUMAN_CONFIRMATION_REQUIRED", e.to_string()),
     };
     json!({"code": code, "message": message})
 }

@@ -3,9 +3,10 @@
 //! A command of a class that needs confirmation ([`Risk::needs_confirmation`]) is described by
 //! a [`Binding`] (the caller's key, the tool, the control(s), the command and its values). Before
 //! the user is asked, a [`Pending`] confirmation with a random id is filed for it; the answer
-//! redeems it, once, within [`LIFETIME`], and only for the very same binding. Today the
-//! elicitation answers within the same request; the multi round-trip answers of later protocol
-//! revisions (`input_required`) and the URL-mode page redeem the same store by id.
+//! redeems it, once, within [`LIFETIME`], and only for the very same binding. Up to protocol
+//! 2025-11-25 the elicitation answers within the same request; a 2026-07-28 client answers an
+//! `input_required` result, and its retry redeems the id named in the sealed `requestState`
+//! (`crate::mcp::input`); the URL-mode page can redeem the same store by id.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -24,6 +25,9 @@ pub const CAPACITY: usize = 256;
 pub enum ConfirmedBy {
     /// The user, answering a form elicitation.
     User,
+    /// The user, typing the visualisation password on this server's page (URL-mode
+    /// elicitation, [`super::password`]).
+    Page,
     /// The model's `confirm: true`, because the key's owner allows it for this class.
     Model,
     /// The user, confirming the enclosing workflow.
@@ -37,6 +41,7 @@ impl ConfirmedBy {
     pub fn as_str(self) -> &'static str {
         match self {
             ConfirmedBy::User => "user (elicitation)",
+            ConfirmedBy::Page => "user (password page)",
             ConfirmedBy::Model => "model (key allows)",
             ConfirmedBy::Workflow => "user (workflow)",
             ConfirmedBy::Owner => "owner (in process)",
@@ -156,7 +161,7 @@ impl Pending {
 }
 
 /// 128 random bits as hex.
-fn new_id() -> String {
+pub(crate) fn new_id() -> String {
     let mut b = [0u8; 16];
     if getrandom::fill(&mut b).is_err() {
         // Unpredictable enough as a fallback: the id is never the only check (the binding is).

@@ -25,6 +25,7 @@ mod climate;
 pub mod confirm;
 mod devices;
 mod lights;
+pub mod password;
 pub mod schema;
 pub mod scope;
 mod security;
@@ -41,6 +42,7 @@ use serde_json::{json, Map, Value};
 
 use crate::home::resolve::ResolveError;
 use crate::home::{Action, Control, ControllerError, House, Outcome, Secret};
+use crate::mcp::input::{ElicitAnswer, InputKind, InputRequest, InputRequired, Round};
 use crate::mcp::{
     CallToolResult, Completion, CompletionRef, Content, GetPromptResult, Handler, Implementation,
     LogLevel, PromptDescriptor, RequestContext, ResourceContents, ResourceDescriptor,
@@ -90,6 +92,8 @@ pub struct Caller {
     pub confirmed: Option<confirm::ConfirmedBy>,
     /// The pending confirmations of the server ([`confirm::Pending`]).
     pub pending: Arc<confirm::Pending>,
+    /// The server's open password pages ([`password::PasswordPages`]).
+    pub passwords: Arc<password::PasswordPages>,
 }
 
 /// The logger name of `notifications/message` sent for writes.
@@ -138,6 +142,7 @@ impl Caller {
             reports_progress: true,
             confirmed: None,
             pending: Arc::new(confirm::Pending::default()),
+            passwords: Arc::new(password::PasswordPages::default()),
         }
     }
 
@@ -154,6 +159,7 @@ impl Caller {
             reports_progress: false,
             confirmed,
             pending: self.pending.clone(),
+            passwords: self.passwords.clone(),
         }
     }
 
@@ -278,11 +284,12 @@ impl Caller {
         self.log(level, data);
     }
 
-    /// The key (masked id, else name) or session a confirmation is bound to.
+    /// The key ([`crate::mcp::Caller::principal`], else its name) or session a confirmation
+    /// is bound to.
     fn binding_key(&self) -> String {
         let r = self.request.as_ref();
         r.and_then(|r| r.caller.as_ref())
-            .map(|c| c.key_id.clone().unwrap_or_else(|| c.key_name.clone()))
+            .map(|c| c.principal.clone().unwrap_or_else(|| c.key_name.clone()))
             .or_else(|| r.and_then(|r| r.session_id.clone()))
             .unwrap_or_else(|| self.label.clone())
     }
@@ -327,6 +334,25 @@ impl Caller {
         if model_may && confirm == Some(true) {
             return Ok(Confirmation::Go(ConfirmedBy::Model));
         }
+        // MCP 2026-07-28: the question goes back as an `input_required` result and the
+        // answer comes with the retry (not inside a workflow run: a retry would run its earlier
+        // steps again).
+        if let Some(round) = r
+            .input
+            .as_deref()
+            .filter(|i| i.can_ask(InputKind::ElicitationForm))
+        {
+            if self.confirmed.is_some() {
+                return Err(ToolError::Refused {
+                    code: "HUMAN_CONFIRMATION_REQUIRED",
+                    message: format!(
+                        "nothing was sent: \"{}\" needs a person's answer of its own, which this protocol version cannot ask for in the middle of a workflow; do it on its own",
+                        ask.question
+                    ),
+                });
+            }
+            return self.confirm_by_round(round, ask);
+        }
         let peer = r.peer.as_ref().filter(|_| r.can_elicit());
         let Some(peer) = peer else {
             if model_may {
@@ -346,17 +372,7 @@ impl Caller {
                 ),
             });
         };
-        let binding = confirm::Binding {
-            key: self.binding_key(),
-            tool: ask.tool.to_string(),
-            controls: {
-                let mut c = ask.controls.clone();
-                c.sort_unstable();
-                c
-            },
-            command: ask.command.clone(),
-            risk: ask.risk,
-        };
+        let binding = self.binding(ask);
         let id = self
             .pending
             .file(binding.clone(), std::time::Instant::now())
@@ -366,18 +382,7 @@ impl Caller {
             })?;
         let params = json!({
             "message": ask.question,
-            "requestedSchema": {
-                "type": "object",
-                "properties": {
-                    "confirm": {
-                        "type": "boolean",
-                        "title": "Confirm",
-                        "description": ask.question,
-                        "default": false
-                    }
-                },
-                "required": ["confirm"]
-            }
+            "requestedSchema": confirmation_form(ask.question),
         });
         let answer = peer
             .0
@@ -412,6 +417,175 @@ impl Caller {
         self.pending.drop_id(&id);
         Ok(outcome)
     }
+
+    /// Where the visualisation password for a command to `c` comes from
+    /// ([`password::source`]): configured on the Pi, a page of this server, or nowhere.
+    pub fn password_source(&self, house: &House, c: &Control) -> password::Source {
+        password::source(
+            c.is_secured,
+            house.has_visu_password(),
+            self.request
+                .as_ref()
+                .is_some_and(RequestContext::can_elicit_url),
+        )
+    }
+
+    /// Asks the user for the visualisation password on this server's page: files a page for
+    /// the command `ask` describes ([`password::PasswordPages::url_request`]), sends the
+    /// URL-mode `elicitation/create` naming it, and waits (at most the page's lifetime) for
+    /// the password typed there; then `notifications/elicitation/complete`. The password
+    /// typed on the page is the person's confirmation ([`confirm::ConfirmedBy::Page`]).
+    /// `Ok(Err(reason))` when nobody gave it (declined, cancelled, expired): nothing is sent.
+    /// Errors: no URL-mode client ([`ToolError::Refused`] `HUMAN_CONFIRMATION_REQUIRED`),
+    /// too many pages open (`RATE_LIMIT_EXCEEDED`).
+    pub fn ask_password(&self, ask: &ToConfirm) -> Result<Result<Secret, String>, ToolError> {
+        let r = self.request.as_ref().filter(|r| r.can_elicit_url());
+        let (Some(r), Some(peer)) = (r, r.and_then(|r| r.peer.as_ref())) else {
+            return Err(ToolError::Refused {
+                code: "HUMAN_CONFIRMATION_REQUIRED",
+                message: "nothing was sent: the visualisation password is typed by a person on this server's page, and this MCP client cannot open it (it did not declare URL-mode elicitation)".into(),
+            });
+        };
+        let binding = self.binding(ask);
+        let origin = r.origin.as_deref().unwrap_or_default();
+        let request = self
+            .passwords
+            .url_request(
+                origin,
+                binding.clone(),
+                ask.question,
+                std::time::Instant::now(),
+            )
+            .map_err(|e| ToolError::Refused {
+                code: "RATE_LIMIT_EXCEEDED",
+                message: format!("nothing was sent: {e}"),
+            })?;
+        let id = request.elicitation_id.clone();
+        let message = format!(
+            "{} Open the page to enter the Loxone visualisation password.",
+            ask.question
+        );
+        let answer = peer.0.request(
+            "elicitation/create",
+            request.params(&message),
+            self.passwords.lifetime(),
+        );
+        let opened = match answer {
+            Ok(a) => match a["action"].as_str() {
+                Some("accept") => Ok(()),
+                Some("decline") => Err("the user declined".to_string()),
+                _ => Err("the user cancelled".to_string()),
+            },
+            Err(e) => {
+                log::warn!("elicitation for {}: {}", self.label, e.message);
+                Err(format!("the user's answer did not arrive ({})", e.message))
+            }
+        };
+        if let Err(reason) = opened {
+            self.passwords.drop_id(&id);
+            return Ok(Err(reason));
+        }
+        let outcome = self.passwords.wait(&id, &binding);
+        peer.0.notify(
+            "notifications/elicitation/complete",
+            json!({"elicitationId": id}),
+        );
+        Ok(outcome.map_err(|e| e.to_string()))
+    }
+
+    /// The [`confirm::Binding`] of the command `ask` describes, for this caller.
+    fn binding(&self, ask: &ToConfirm) -> confirm::Binding {
+        confirm::Binding {
+            key: self.binding_key(),
+            tool: ask.tool.to_string(),
+            controls: {
+                let mut c = ask.controls.clone();
+                c.sort_unstable();
+                c
+            },
+            command: ask.command.clone(),
+            risk: ask.risk,
+        }
+    }
+
+    /// [`Caller::confirm`] for a MCP 2026-07-28 client that declared elicitation: the first
+    /// call files a [`confirm::Pending`] confirmation and answers with the question as an
+    /// `input_required` result whose sealed `requestState` names it; the retry with the
+    /// user's answer redeems it (once, within its lifetime, for the same binding) and goes,
+    /// or is cancelled. A retry without an answer, or without the state (the MCP core has
+    /// already refused a tampered, expired or foreign one), is asked again.
+    fn confirm_by_round(&self, round: &Round, ask: &ToConfirm) -> Result<Confirmation, ToolError> {
+        use confirm::ConfirmedBy;
+        let now = std::time::Instant::now();
+        let binding = self.binding(ask);
+        let filed = round
+            .state()
+            .and_then(|s| s.get(STATE_CONFIRMATION))
+            .and_then(Value::as_str);
+        if let (Some(id), Some(answer)) = (filed, round.elicitation(CONFIRM_KEY)) {
+            let outcome = match answer {
+                ElicitAnswer::Accept(c) if c.get("confirm") == Some(&Value::Bool(true)) => {
+                    return Ok(match self.pending.redeem(id, &binding, now) {
+                        Ok(()) => Confirmation::Go(ConfirmedBy::User),
+                        Err(e) => Confirmation::Cancelled(e.to_string()),
+                    });
+                }
+                ElicitAnswer::Accept(_) => {
+                    Confirmation::Cancelled("the user did not confirm".into())
+                }
+                ElicitAnswer::Decline => Confirmation::Cancelled("the user declined".into()),
+                ElicitAnswer::Cancel => Confirmation::Cancelled("the user cancelled".into()),
+            };
+            self.pending.drop_id(id);
+            return Ok(outcome);
+        }
+        if let Some(id) = filed {
+            self.pending.drop_id(id);
+        }
+        let id = self
+            .pending
+            .file(binding, now)
+            .map_err(|e| ToolError::Refused {
+                code: "RATE_LIMIT_EXCEEDED",
+                message: format!("nothing was sent: {e}"),
+            })?;
+        Err(ToolError::InputRequired(
+            round.ask(
+                InputRequired::new()
+                    .ask(
+                        CONFIRM_KEY,
+                        InputRequest::Elicitation {
+                            message: ask.question.to_string(),
+                            requested_schema: confirmation_form(ask.question),
+                        },
+                    )
+                    .with_state(json!({ STATE_CONFIRMATION: id }))
+                    .with_lifetime(self.pending.lifetime()),
+            ),
+        ))
+    }
+}
+
+/// The key of the confirmation question in `inputRequests` / `inputResponses`.
+const CONFIRM_KEY: &str = "confirm";
+
+/// The member of the sealed `requestState` naming the pending confirmation.
+const STATE_CONFIRMATION: &str = "confirmation";
+
+/// The form of a confirmation question: one required boolean `confirm`, false by default.
+fn confirmation_form(question: &str) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "confirm": {
+                "type": "boolean",
+                "title": "Confirm",
+                "description": question,
+                "default": false
+            }
+        },
+        "required": ["confirm"]
+    })
 }
 
 /// Adds the confirmation outcome to `data`: `confirmed_by` (who confirmed: the audit log
@@ -551,6 +725,10 @@ pub enum ToolError {
     Controller(ControllerError),
     /// A deliberate refusal (safety rule); `code` per spec §7.1.
     Refused { code: &'static str, message: String },
+    /// The user must answer first (MCP 2026-07-28 multi round-trip request): the marker error
+    /// of [`crate::mcp::input::Round::ask`], returned as is so that the MCP core answers with
+    /// the `input_required` result. Nothing was sent.
+    InputRequired(RpcError),
 }
 
 impl fmt::Display for ToolError {
@@ -559,6 +737,7 @@ impl fmt::Display for ToolError {
             ToolError::InvalidParams(m) | ToolError::Refused { message: m, .. } => f.write_str(m),
             ToolError::Resolve(e) => write!(f, "{e}"),
             ToolError::Controller(e) => write!(f, "{e}"),
+            ToolError::InputRequired(_) => f.write_str("a person's answer is needed first"),
         }
     }
 }
@@ -658,6 +837,9 @@ pub struct HomeTools {
     writes: AtomicU64,
     /// The pending confirmations every call of this catalogue shares.
     pending: Arc<confirm::Pending>,
+    /// The password pages every call of this catalogue shares (served by the HTTP transport,
+    /// see [`HomeTools::password_pages`]).
+    passwords: Arc<password::PasswordPages>,
 }
 
 impl HomeTools {
@@ -677,6 +859,7 @@ impl HomeTools {
             resource_cache: Cache::new(Duration::ZERO, 1),
             writes: AtomicU64::new(0),
             pending: Arc::new(confirm::Pending::default()),
+            passwords: Arc::new(password::PasswordPages::default()),
         }
     }
 
@@ -684,7 +867,14 @@ impl HomeTools {
     /// [`confirm::LIFETIME`].
     pub fn with_confirmation_lifetime(mut self, lifetime: Duration) -> Self {
         self.pending = Arc::new(confirm::Pending::with_lifetime(lifetime));
+        self.passwords = Arc::new(password::PasswordPages::with_lifetime(lifetime));
         self
+    }
+
+    /// The password pages of this catalogue's calls, for the HTTP transport that serves them
+    /// (`/confirm/{id}`).
+    pub fn password_pages(&self) -> Arc<password::PasswordPages> {
+        self.passwords.clone()
     }
 
     /// Turns the response caches on (spec §8: read-only tools 30 s, resources 60 s by
@@ -847,6 +1037,8 @@ impl HomeTools {
                     Err(RpcError::invalid_params(message))
                 }
             }
+            // The user is asked (2026-07-28): the MCP core turns this into `input_required`.
+            Err(ToolError::InputRequired(ask)) => Err(ask),
             Err(e) => Ok(failure(e)),
         }
     }
@@ -858,6 +1050,7 @@ impl HomeTools {
         Caller {
             request: Some(ctx.clone()),
             pending: self.pending.clone(),
+            passwords: self.passwords.clone(),
             ..Caller::new(match &ctx.session_id {
                 Some(s) => format!("{}:{}", ctx.transport, &s[..s.len().min(8)]),
                 None => ctx.transport.to_string(),
@@ -1105,6 +1298,9 @@ pub(crate) fn failure(e: ToolError) -> CallToolResult {
         ToolError::Controller(e) => (e.code(), e.to_string(), controller_details(&e)),
         ToolError::Refused { code, message } => (code, message, json!({})),
         ToolError::InvalidParams(m) => ("INVALID_PARAMETERS", m, json!({})),
+        e @ ToolError::InputRequired(_) => {
+            ("HUMAN_CONFIRMATION_REQUIRED", e.to_string(), json!({}))
+        }
     };
     let envelope = json!({
         "status": "error",

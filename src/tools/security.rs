@@ -2,23 +2,27 @@
 //!
 //! Alarms are usually secured in Loxone (`isSecured`): their commands go as secured commands
 //! with the visualisation password (PIN), see [`House::act_secured`](crate::home::House). The
-//! PIN comes from the `code` argument or from the configuration (`visu_password`,
-//! `HOME_VISU_PASS`); it is never logged, echoed or put into an error message. A wrong PIN is
-//! an `INVALID_PARAMETERS` tool error ("the code is wrong"), a missing one an
-//! `INVALID_PARAMETERS` tool error saying how to configure it; after 3 wrong PINs in a row,
-//! secured commands pause for 60 s (`RATE_LIMIT_EXCEEDED`).
+//! PIN never passes through the model (no tool takes it as an argument): it comes from the
+//! configuration (`visu_password`, `HOME_VISU_PASS`), else a person types it on this server's
+//! page that a URL-mode elicitation opens ([`super::password`], [`Caller::password_source`]
+//! decides which); it is never logged, echoed or put into an error message. A wrong PIN is an
+//! `INVALID_PARAMETERS` tool error ("the code is wrong"), a missing one (no configuration, a
+//! client without URL-mode elicitation) an `INVALID_PARAMETERS` tool error saying how the
+//! owner configures it; after 3 wrong PINs in a row, secured commands pause for 60 s
+//! (`RATE_LIMIT_EXCEEDED`).
 
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::args;
+use super::password::Source;
 use super::view::{self, round1, ValueReader};
 use super::{
     confirm_schema, confirmation_data_schema, mark_unconfirmed, Caller, Confirmation, Ctx,
     Permission, ToConfirm, Tool, ToolError, READ_ONLY, SETTER,
 };
 use crate::home::resolve::{Candidate, ResolveError};
-use crate::home::{Action, Control, ControlKind, Home, Secret};
+use crate::home::{Action, Control, ControlKind, ControllerError, Home, Secret};
 use crate::mcp::ToolAnnotations;
 
 const DISARM: ToolAnnotations = ToolAnnotations {
@@ -30,15 +34,6 @@ const DISARM: ToolAnnotations = ToolAnnotations {
 
 fn alarm_schema() -> Value {
     json!({"type": "string", "description": "Default: the only or the central alarm"})
-}
-
-/// `code`: text or a number (its digits), as `anyOf` branches of one type each (portable to
-/// schema dialects whose `type` is a single name); [`take_code`] reads both.
-fn code_schema() -> Value {
-    json!({
-        "anyOf": [{"type": "string"}, {"type": "integer"}],
-        "description": "Visualisation password (else the configured one); never echoed"
-    })
 }
 
 fn result_schema() -> Value {
@@ -76,7 +71,6 @@ pub fn tools() -> Vec<Tool> {
                         "room": args::room_schema(),
                         "delayed": {"type": "boolean", "default": true},
                         "motion": {"type": "boolean", "default": true},
-                        "code": code_schema(),
                         "confirm": confirm_schema()
                     },
                     "additionalProperties": false
@@ -88,7 +82,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "disarm_alarm",
             title: "Disarm the alarm",
-            description: "Disarms the burglar alarm and ends a running alarm; a wrong code is refused; the user confirms first.",
+            description: "Disarms the burglar alarm and ends a running alarm; the user confirms first.",
             permission: Permission::Security,
             annotations: DISARM,
             input_schema: || {
@@ -97,7 +91,6 @@ pub fn tools() -> Vec<Tool> {
                     "properties": {
                         "alarm": alarm_schema(),
                         "room": args::room_schema(),
-                        "code": code_schema(),
                         "confirm": confirm_schema()
                     },
                     "additionalProperties": false
@@ -118,7 +111,6 @@ pub fn tools() -> Vec<Tool> {
                     "properties": {
                         "alarm": alarm_schema(),
                         "room": args::room_schema(),
-                        "code": code_schema(),
                         "confirm": confirm_schema()
                     },
                     "additionalProperties": false
@@ -151,23 +143,6 @@ pub fn tools() -> Vec<Tool> {
             run: get_security_status,
         },
     ]
-}
-
-/// Takes the optional `code` out of the arguments before they are parsed, so no parser error
-/// can ever quote it. A number is accepted as its digits.
-fn take_code(a: &Map<String, Value>) -> Result<(Map<String, Value>, Option<Secret>), ToolError> {
-    let mut rest = a.clone();
-    let code = match rest.remove("code") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if !s.is_empty() => Some(Secret::new(s)),
-        Some(Value::Number(n)) if n.is_u64() => Some(Secret::new(n.to_string())),
-        Some(_) => {
-            return Err(ToolError::InvalidParams(
-                "code must be the visualisation password as a non-empty text".into(),
-            ))
-        }
-    };
-    Ok((rest, code))
 }
 
 /// The alarm a call means: by name (filtered to `kinds`), else the only Alarm, else the only
@@ -259,8 +234,7 @@ struct ArmArgs {
 }
 
 fn arm_alarm(ctx: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
-    let (rest, code) = take_code(a)?;
-    let a: ArmArgs = args::parse(&rest)?;
+    let a: ArmArgs = args::parse(a)?;
     let home = ctx.home();
     let c = pick_alarm(&home, a.alarm.as_deref(), a.room.as_deref(), &BURGLAR)?;
     let delayed = a.delayed.unwrap_or(true);
@@ -283,7 +257,6 @@ fn arm_alarm(ctx: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value
         "arm_alarm",
         c,
         action,
-        code.as_ref(),
         caller,
         a.confirm,
         json!({"delayed": delayed, "motion": motion}),
@@ -307,8 +280,7 @@ struct DisarmArgs {
 }
 
 fn disarm_alarm(ctx: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
-    let (rest, code) = take_code(a)?;
-    let a: DisarmArgs = args::parse(&rest)?;
+    let a: DisarmArgs = args::parse(a)?;
     let home = ctx.home();
     let c = pick_alarm(&home, a.alarm.as_deref(), a.room.as_deref(), &BURGLAR)?;
     guarded(
@@ -316,7 +288,6 @@ fn disarm_alarm(ctx: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Va
         "disarm_alarm",
         c,
         Action::Disarm,
-        code.as_ref(),
         caller,
         a.confirm,
         json!({}),
@@ -332,7 +303,6 @@ fn guarded(
     tool: &str,
     c: &Control,
     action: Action,
-    code: Option<&Secret>,
     caller: &Caller,
     confirm: Option<bool>,
     extra: Value,
@@ -357,18 +327,32 @@ fn guarded(
             None => "",
         }
     );
-    let outcome = caller.confirm(
-        confirm,
-        &ToConfirm {
-            risk: ctx.risk(c).max(crate::home::Risk::Alarm),
-            tool,
-            controls: vec![c.uuid.clone()],
-            command: format!("{action:?}"),
-            question: &question,
+    let ask = ToConfirm {
+        risk: ctx.risk(c).max(crate::home::Risk::Alarm),
+        tool,
+        controls: vec![c.uuid.clone()],
+        command: format!("{action:?}"),
+        question: &question,
+    };
+    // Where the visualisation password comes from decides who confirms: a person typing it
+    // on the page has confirmed; otherwise the usual question (or nothing can be sent).
+    let (outcome, code) = match caller.password_source(ctx, c) {
+        Source::NotNeeded | Source::Configured => (caller.confirm(confirm, &ask)?, None),
+        Source::Unavailable => {
+            return Err(ToolError::Controller(ControllerError::VisuPasswordMissing(
+                c.name.clone(),
+            )))
+        }
+        Source::Page => match caller.ask_password(&ask)? {
+            Ok(pw) => (
+                Confirmation::Go(super::confirm::ConfirmedBy::Page),
+                Some(pw),
+            ),
+            Err(reason) => (Confirmation::Cancelled(reason), None),
         },
-    )?;
+    };
     if let Confirmation::Go(by) = outcome {
-        let mut out = send(ctx, c, action, code, caller, extra)?;
+        let mut out = send(ctx, c, action, code.as_ref(), caller, extra)?;
         out["confirmed_by"] = json!(by.as_str());
         return Ok(out);
     }
@@ -402,8 +386,7 @@ fn acknowledge_alarm(
     a: &Map<String, Value>,
     caller: &Caller,
 ) -> Result<Value, ToolError> {
-    let (rest, code) = take_code(a)?;
-    let a: TargetArgs = args::parse(&rest)?;
+    let a: TargetArgs = args::parse(a)?;
     let home = ctx.home();
     let kinds = [
         ControlKind::Alarm,
@@ -416,7 +399,6 @@ fn acknowledge_alarm(
         "acknowledge_alarm",
         c,
         Action::Acknowledge,
-        code.as_ref(),
         caller,
         a.confirm,
         json!({}),

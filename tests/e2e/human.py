@@ -1,12 +1,13 @@
 """Issue 20 through the official Python MCP SDK over stdio: a person, not the model, confirms
 the alarm and house-wide actions. Each scenario starts `home-mcp stdio --demo` afresh (the
 visualisation password configured through HOME_VISU_PASS, confirmations living 2 s) with an
-elicitation callback that accepts, declines, cancels or never answers, or with none (the
+elicitation callback that accepts, declines, cancels or answers "accept" only after the
+confirmation expired (late), or with none (the
 client then declares no elicitation). The house's state, read back through the tools, is the
 oracle: nothing is armed or switched unless a person accepted.
 
-usage: python human.py path/to/home-mcp   (a python with the `mcp` package, e.g. the venv
-tests/e2e/python-sdk.sh prepares). Prints "N passed, M failed"; exits 1 on a failure.
+usage: python human.py path/to/home-mcp   (a python with the `mcp` package, 2.x or 1.x, e.g.
+the venvs tests/e2e/python-sdk.sh prepares). Prints "N passed, M failed"; exits 1 on a failure.
 """
 
 import json
@@ -18,6 +19,7 @@ from contextlib import AsyncExitStack
 import anyio
 
 BIN = sys.argv[1]
+LIFETIME_SECS = 2  # how long a confirmation lives (and the server waits for an answer)
 failures = []
 passed = 0
 
@@ -38,14 +40,16 @@ def envelope(result):
 
 
 def callback(answer, asked):
-    """An elicitation callback answering `answer` (accept, decline, cancel, never)."""
+    """An elicitation callback answering `answer` (accept, decline, cancel, late: accept after
+    three confirmation lifetimes; mcp 1.x handles a server's requests one at a time in its
+    receive loop, so a callback that never returned would also hold back the tool's result)."""
     from mcp import types
 
     async def cb(_context, params):
         asked.append(params.message)
-        if answer == "never":
-            await anyio.sleep(3600)
-        if answer == "accept":
+        if answer == "late":
+            await anyio.sleep(3 * LIFETIME_SECS)
+        if answer in ("accept", "late"):
             return types.ElicitResult(action="accept", content={"confirm": True})
         return types.ElicitResult(action=answer)
 
@@ -53,18 +57,27 @@ def callback(answer, asked):
 
 
 async def session(answer, asked, st, config):
-    from mcp.client.client import Client
+    """A connected client: mcp 2.x `Client` (legacy era), else mcp 1.x `ClientSession`; both
+    declare elicitation only when given a callback."""
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     env = dict(os.environ, HOME_VISU_PASS="1234")
     params = StdioServerParameters(
         command=BIN, args=["stdio", "--demo", "--config", config], env=env
     )
-    kwargs = {"mode": "legacy"}
+    kwargs = {}
     if answer is not None:
         kwargs["elicitation_callback"] = callback(answer, asked)
-    c = await st.enter_async_context(Client(stdio_client(params), **kwargs))
-    return c
+    try:
+        from mcp.client.client import Client
+    except ImportError:
+        from mcp import ClientSession
+
+        r, w = await st.enter_async_context(stdio_client(params))
+        c = await st.enter_async_context(ClientSession(r, w, **kwargs))
+        await c.initialize()
+        return c
+    return await st.enter_async_context(Client(stdio_client(params), mode="legacy", **kwargs))
 
 
 async def armed(c):
@@ -80,7 +93,7 @@ async def lights_on(c):
 
 async def main():
     with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
-        f.write("[server]\nconfirmation_lifetime_secs = 2\n")
+        f.write(f"[server]\nconfirmation_lifetime_secs = {LIFETIME_SECS}\n")
         config = f.name
 
     # No elicitation capability: refused, even with confirm: true; nothing armed.
@@ -98,8 +111,8 @@ async def main():
         expect(envelope(r).get("error", {}).get("code") == "HUMAN_CONFIRMATION_REQUIRED",
                "no elicitation: control_all_lights refused")
 
-    # Declined, cancelled, never answered: nothing armed.
-    for answer in ["decline", "cancel", "never"]:
+    # Declined, cancelled, accepted too late: nothing armed.
+    for answer in ["decline", "cancel", "late"]:
         async with AsyncExitStack() as st:
             asked = []
             c = await session(answer, asked, st, config)

@@ -9,6 +9,11 @@
 #   e2e_tmp                 makes TMP (removed on exit) and PID (killed on exit when set)
 #   e2e_admin_key NAME      prints the id of a new admin key in $TMP/keys.toml
 #   e2e_free_port           prints a free loopback port
+#   e2e_demo_up PORT LOG    waits (bounded, 20 s) until a `serve --demo` started on PORT with
+#                           its stderr in LOG (and its pid in PID) answers /health, then prints
+#                           the base URL of its simulated Miniserver (the log's "demo: simulated
+#                           Miniserver at URL"); fails when that server has exited (e.g. PORT
+#                           was taken: another server's /health would answer)
 
 e2e_needs() {
   [[ -x "$BIN" ]] || { echo "binary $BIN not built (cargo build)"; exit 2; }
@@ -39,7 +44,8 @@ e2e_tmp() {
 }
 
 e2e_cleanup() {
-  [[ -n "$PID" ]] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
+  # The server's exit status after the kill is not a failure of the script.
+  if [[ -n "$PID" ]]; then kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null || true; fi
   rm -rf "$TMP"
 }
 
@@ -50,4 +56,17 @@ e2e_admin_key() {
 
 e2e_free_port() {
   node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+
+e2e_demo_up() {
+  local port=$1 log=$2 url=
+  for _ in $(seq 1 200); do
+    if [[ -n "${PID:-}" ]] && ! kill -0 "$PID" 2>/dev/null; then break; fi
+    url=$(grep -o 'demo: simulated Miniserver at http://[0-9.:]*' "$log" 2>/dev/null | awk '{print $NF}')
+    [[ -n $url ]] && curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && { echo "$url"; return 0; }
+    sleep 0.1
+  done
+  echo "serve --demo on port $port did not come up within 20 s (or exited); its log:" >&2
+  tail -n 20 "$log" >&2
+  return 1
 }

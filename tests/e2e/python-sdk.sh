@@ -1,13 +1,24 @@
 #!/usr/bin/env bash
-# End-to-end: the built binary, driven by the official Python MCP SDK
-# (../shared/tools/mcp-client-check.py), over stdio and over Streamable HTTP, against the
-# built-in simulated Miniserver (--demo). Also checks that a control_device call made through
-# the SDK changes the simulator's state as a following list_devices shows, runs a short
-# session (tests/e2e/session.py; E2E_TRANSCRIPT=FILE keeps its transcript) and the human
-# confirmation scenarios of issue 20 (tests/e2e/human.py).
+# End-to-end: the built binary, driven by the official Python MCP SDK, both majors: mcp 2.x
+# (MCP_CHECK_SDK, default mcp==2.3.0) and the newest 1.x (MCP_CHECK_SDK1, default mcp==1.30.0),
+# each in its own cached venv, against the built-in simulated Miniserver (--demo). With each:
+# ../shared/tools/mcp-client-check.py over stdio, Streamable HTTP and HTTP+SSE (legacy era;
+# 2.x also its mode='auto' connect), a short session (tests/e2e/session.py;
+# E2E_TRANSCRIPT=FILE keeps the 2.x transcript), the human confirmation scenarios of issue 20
+# (tests/e2e/human.py) and a resources/subscribe update after a wall button at the simulator,
+# over HTTP and stdio (tests/e2e/subscribe.py). Once: a control_device call changes the
+# simulator's state as a following list_devices shows; and mcp 2.x in its modern mode,
+# `Client(mode="2026-07-28")` over HTTP and stdio (tests/e2e/modern.py: lists, a tool call
+# read back at the simulator, subscriptions/listen receiving an update after a wall button, a
+# confirmation that is pending until input_required confirmations land). The 2.x client picks
+# the era by `mode`: "legacy" (initialize), "auto" (server/discover probe, initialize fallback)
+# or a pinned modern version such as "2026-07-28" (no initialize, `_meta` on every request).
+# Last, with 2.x: the visualisation password page of issue 20 in headless chromium
+# (tests/e2e/visu_page.py).
 #
 # usage: tests/e2e/python-sdk.sh [path/to/home-mcp]   (default: target/debug/home-mcp)
-# Needs python3 with venv; the SDK is installed on first run (PyPI). Prints "N passed, M failed".
+# MCP_CHECK_SDK1=none runs 2.x only (cross/smoke.sh does, to keep the qemu run in its budget).
+# Needs python3 with venv; the SDKs are installed on first run (PyPI). Prints "N passed, M failed".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN="${1:-target/debug/home-mcp}"
@@ -19,18 +30,28 @@ passed=0; failed=0
 ok()   { echo "ok   $*"; passed=$((passed+1)); }
 bad()  { echo "FAIL $*"; failed=$((failed+1)); }
 
+SDK2="${MCP_CHECK_SDK:-mcp==2.3.0}"
+SDK1="${MCP_CHECK_SDK1:-mcp==1.30.0}"
+SDKS=("$SDK2"); [[ $SDK1 != none ]] && SDKS+=("$SDK1")
+# sdk_py SPEC: the python of the venv mcp-client-check.py prepares for SPEC.
+sdk_py() {
+  echo "${MCP_TOOLS_CACHE:-${TMPDIR:-/tmp}/mcp-tools-cache}/py-$(printf '%s' "$1" | sha1sum | cut -c1-12)/bin/python"
+}
+
 run_check() { # name, args...
   local name=$1; shift
   local out
-  if out=$(python3 "$CHECK" "$@" 2>/dev/null); then
+  if out=$(timeout 300 python3 "$CHECK" "$@" 2>/dev/null); then
     ok "$name: $(echo "$out" | tail -n1)"
   else
     bad "$name"; echo "$out" | sed 's/^/    /'
   fi
 }
 
-# 1. stdio
-run_check "python-sdk stdio" --stdio -- "$BIN" stdio --demo
+# 1. stdio, with each SDK (the first run installs it)
+for sdk in "${SDKS[@]}"; do
+  run_check "python-sdk $sdk stdio" --sdk "$sdk" --stdio -- "$BIN" stdio --demo
+done
 
 # 2. Streamable HTTP on a free port
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
@@ -38,13 +59,13 @@ LOG=$(mktemp)
 "$BIN" serve --demo --listen "127.0.0.1:$PORT" 2>"$LOG" &
 PID=$!
 trap 'kill $PID 2>/dev/null || true; rm -f "$LOG"' EXIT
-for _ in $(seq 1 100); do
-  curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1 && break
-  sleep 0.1
-done
+source tests/e2e/lib.sh
+SIM=$(e2e_demo_up "$PORT" "$LOG")
 URL="http://127.0.0.1:$PORT/mcp"
-run_check "python-sdk http" --http "$URL"
-run_check "python-sdk sse (2024-11-05)" --sse "http://127.0.0.1:$PORT/sse"
+for sdk in "${SDKS[@]}"; do
+  run_check "python-sdk $sdk http" --sdk "$sdk" --http "$URL"
+  run_check "python-sdk $sdk sse (2024-11-05)" --sdk "$sdk" --sse "http://127.0.0.1:$PORT/sse"
+done
 
 # 3. A light really changes: control_device through the SDK, then list_devices shows it.
 run_check "python-sdk control_device on" --http "$URL" --no-auto --tool control_device \
@@ -73,23 +94,55 @@ assert light_on() is True
 PY
 then ok "control_device off/on seen in list_devices"; else bad "control_device off/on seen in list_devices"; fi
 
-# 4. A home owner's session through the SDK (summary, room action, dry run, secured disarm),
-# printed as a transcript. Runs in the SDK venv mcp-client-check.py prepared above.
-SDK_SPEC="${MCP_CHECK_SDK:-mcp==2.3.0}"
-SDK_PY="${MCP_TOOLS_CACHE:-${TMPDIR:-/tmp}/mcp-tools-cache}/py-$(printf '%s' "$SDK_SPEC" | sha1sum | cut -c1-12)/bin/python"
-if [[ -x "$SDK_PY" ]] && TRANSCRIPT=$("$SDK_PY" tests/e2e/session.py "$BIN" 2>/dev/null); then
-  ok "python-sdk session: $(echo "$TRANSCRIPT" | tail -n1)"
-else
-  bad "python-sdk session ($SDK_PY)"; echo "${TRANSCRIPT:-}" | sed 's/^/    /'
-fi
-[[ -n "${E2E_TRANSCRIPT:-}" ]] && echo "$TRANSCRIPT" > "$E2E_TRANSCRIPT"
+# 4. A home owner's session through each SDK (summary, room action, dry run, secured disarm),
+# printed as a transcript. Runs in the SDK venvs mcp-client-check.py prepared above.
+for sdk in "${SDKS[@]}"; do
+  SDK_PY=$(sdk_py "$sdk")
+  if [[ -x "$SDK_PY" ]] && TRANSCRIPT=$(timeout 300 "$SDK_PY" tests/e2e/session.py "$BIN" 2>/dev/null); then
+    ok "python-sdk $sdk session: $(echo "$TRANSCRIPT" | tail -n1)"
+  else
+    bad "python-sdk $sdk session ($SDK_PY)"; echo "${TRANSCRIPT:-}" | sed 's/^/    /'
+  fi
+  [[ -n "${E2E_TRANSCRIPT:-}" && $sdk == "$SDK2" ]] && echo "$TRANSCRIPT" > "$E2E_TRANSCRIPT"
 
-# 5. Issue 20: only a person's answer (the SDK's elicitation callback: accept, decline, cancel,
-# never; or no elicitation at all) lets the alarm and house-wide actions through.
-if [[ -x "$SDK_PY" ]] && HUMAN=$("$SDK_PY" tests/e2e/human.py "$BIN" 2>/dev/null); then
-  ok "python-sdk human confirmation: $(echo "$HUMAN" | tail -n1)"
+  # 5. Issue 20: only a person's answer (the SDK's elicitation callback: accept, decline,
+  # cancel, too late; or no elicitation at all) lets the alarm and house-wide actions through.
+  if [[ -x "$SDK_PY" ]] && HUMAN=$(timeout 300 "$SDK_PY" tests/e2e/human.py "$BIN" 2>/dev/null); then
+    ok "python-sdk $sdk human confirmation: $(echo "$HUMAN" | tail -n1)"
+  else
+    bad "python-sdk $sdk human confirmation ($SDK_PY)"; echo "${HUMAN:-}" | sed 's/^/    /'
+  fi
+
+  # 6. resources/subscribe over HTTP and stdio: an update after a wall button at the simulator.
+  if [[ -x "$SDK_PY" ]] && SUBS=$(timeout 300 "$SDK_PY" tests/e2e/subscribe.py "$BIN" "$URL" "$SIM" 2>/dev/null); then
+    ok "python-sdk $sdk subscription update: $(echo "$SUBS" | tail -n1)"
+  else
+    bad "python-sdk $sdk subscription update ($SDK_PY)"; echo "${SUBS:-}" | sed 's/^/    /'
+  fi
+done
+
+# 7. mcp 2.x in its modern mode: Client(mode="2026-07-28") over HTTP and stdio, a subscription
+# update after a wall button at the simulator; its confirmation checks print "pending" until
+# input_required confirmations land (E2E_MRTR=1 makes them count).
+SDK_PY=$(sdk_py "$SDK2")
+if [[ -x "$SDK_PY" ]] && MODERN=$(timeout 300 "$SDK_PY" tests/e2e/modern.py "$BIN" "$URL" "$SIM" 2>/dev/null); then
+  ok "python-sdk $SDK2 mode=2026-07-28: $(echo "$MODERN" | tail -n1)"
+  echo "$MODERN" | grep '^pending' | sed 's/^/    /' || true
 else
-  bad "python-sdk human confirmation ($SDK_PY)"; echo "${HUMAN:-}" | sed 's/^/    /'
+  bad "python-sdk $SDK2 mode=2026-07-28 ($SDK_PY)"; echo "${MODERN:-}" | sed 's/^/    /'
+fi
+
+# 8. Issue 20: the visualisation password typed in headless chromium on this server's page that
+# the SDK's URL-mode elicitation opens; never in an MCP message, log line or audit row. Needs
+# node with tests/e2e/browser's packages and chromium (as tests/e2e/browser.sh prepares them).
+if command -v node >/dev/null && [[ -d tests/e2e/browser/node_modules/playwright-core ]]; then
+  if [[ -x "$SDK_PY" ]] && VISU=$(timeout 300 "$SDK_PY" tests/e2e/visu_page.py "$BIN" 2>/dev/null); then
+    ok "python-sdk + chromium password page: $(echo "$VISU" | tail -n1)"
+  else
+    bad "python-sdk + chromium password page ($SDK_PY)"; echo "${VISU:-}" | sed 's/^/    /'
+  fi
+else
+  bad "python-sdk + chromium password page: run tests/e2e/browser.sh once (npm ci) first"
 fi
 
 echo "$passed passed, $failed failed"

@@ -26,6 +26,7 @@
 //! - [`fixture_app`]: the whole server on a simulator serving a real structure file.
 //! - [`sse`]: a server on the fake handler and an incremental SSE reader for the stream tests.
 //! - [`fake_mcp`]: the one fake MCP handler (and recording client peer) of transport tests.
+//! - [`demo`]: `serve --demo` as a child, what it prints (pages, admin key) read from stdout.
 //! - [`conn`]: a keep-alive HTTP/1.1 connection, several requests on one socket.
 //! - [`between`]: a drifting value shown by a tool, between the simulator's readings
 //!   before and after the call.
@@ -35,6 +36,7 @@
 pub mod app_server;
 pub mod between;
 pub mod conn;
+pub mod demo;
 pub mod drive;
 pub mod edge;
 pub mod fake_mcp;

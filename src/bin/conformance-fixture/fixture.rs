@@ -6,13 +6,16 @@
 //! same MCP core ([`home_mcp::mcp`]) and HTTP transport ([`home_mcp::http`]) as `home-mcp serve`, so a
 //! green suite run says the core and the transport follow the protocol. Tools that talk back
 //! to the client mid-call (logging, progress, sampling, elicitation) use
-//! [`RequestContext::peer`]; without a peer they answer with `isError: true` naming why.
+//! [`RequestContext::peer`]; without a peer they answer with `isError: true` naming why. The
+//! `test_input_required_result_*` tools and prompt (suite 0.2.x, MCP 2026-07-28) ask through
+//! multi round-trip requests ([`RequestContext::input`], `home_mcp::mcp::input`).
 
 use std::time::Duration;
 
 use base64::prelude::{Engine as _, BASE64_STANDARD};
 use serde_json::{json, Map, Value};
 
+use home_mcp::mcp::input::{ElicitAnswer, InputRequest, InputRequired, Round};
 use home_mcp::mcp::{
     CallToolResult, Completion, CompletionRef, Content, GetPromptResult, Handler, Implementation,
     LogLevel, PromptArgument, PromptDescriptor, PromptMessage, RequestContext, ResourceContents,
@@ -146,6 +149,55 @@ fn elicitation_answer(result: &Value) -> String {
         result.get("action").and_then(Value::as_str).unwrap_or("?"),
         result.get("content").cloned().unwrap_or(Value::Null)
     )
+}
+
+/// The multi round-trip round of a 2026-07-28 request; a tool error for older requests.
+fn round(ctx: &RequestContext) -> Result<&Round, RpcError> {
+    ctx.input.as_deref().ok_or_else(|| {
+        RpcError::invalid_params(
+            "this tool needs a MCP 2026-07-28 request (multi round-trip requests)",
+        )
+    })
+}
+
+/// A form elicitation with string-or-other `properties`, all of `required` required.
+fn elicit(message: &str, properties: Value, required: &[&str]) -> InputRequest {
+    InputRequest::Elicitation {
+        message: message.into(),
+        requested_schema: json!({"type": "object", "properties": properties, "required": required}),
+    }
+}
+
+fn ask_name(message: &str) -> InputRequest {
+    elicit(message, json!({"name": {"type": "string"}}), &["name"])
+}
+
+fn sampling(question: &str, max_tokens: u32) -> InputRequest {
+    InputRequest::Sampling(json!({
+        "messages": [{"role": "user", "content": {"type": "text", "text": question}}],
+        "maxTokens": max_tokens
+    }))
+}
+
+/// The text of a `CreateMessageResult` (`content.text`), or its JSON.
+fn sampled_text(r: &Value) -> String {
+    r.pointer("/content/text")
+        .and_then(Value::as_str)
+        .map_or_else(|| r.to_string(), str::to_string)
+}
+
+/// The URIs of a `ListRootsResult`, comma-separated.
+fn root_uris(r: &Value) -> String {
+    r.get("roots")
+        .and_then(Value::as_array)
+        .map(|roots| {
+            roots
+                .iter()
+                .filter_map(|x| x.get("uri").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default()
 }
 
 fn tools() -> Vec<FixtureTool> {
@@ -378,6 +430,7 @@ fn tools() -> Vec<FixtureTool> {
                     "type": "object",
                     "$defs": {
                         "address": {
+                            "$anchor": "addressDef",
                             "type": "object",
                             "properties": {
                                 "street": {"type": "string"},
@@ -387,8 +440,18 @@ fn tools() -> Vec<FixtureTool> {
                     },
                     "properties": {
                         "name": {"type": "string"},
-                        "address": {"$ref": "#/$defs/address"}
+                        "address": {"$ref": "#/$defs/address"},
+                        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                        "phone": {"type": "string"},
+                        "email": {"type": "string"}
                     },
+                    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+                    "if": {
+                        "properties": {"contactMethod": {"const": "phone"}},
+                        "required": ["contactMethod"]
+                    },
+                    "then": {"required": ["phone"]},
+                    "else": {"required": ["email"]},
                     "additionalProperties": false
                 })
             },
@@ -429,6 +492,7 @@ fn tools() -> Vec<FixtureTool> {
                     }
                 };
                 let label = args.get("label").and_then(Value::as_str).unwrap_or("compute");
+                ctx.progress(0.0, Some(seconds), Some(&format!("{label}: started")));
                 let deadline = std::time::Instant::now() + Duration::from_secs_f64(seconds);
                 while std::time::Instant::now() < deadline {
                     if ctx.is_cancelled() {
@@ -437,6 +501,24 @@ fn tools() -> Vec<FixtureTool> {
                     std::thread::sleep(STEP.min(deadline - std::time::Instant::now()));
                 }
                 ok(vec![text(format!("{label}: computed after {seconds} s"))])
+            },
+        },
+        FixtureTool {
+            name: "test_tool_with_task",
+            description: "Tasks extension with a multi round-trip request first (task only): asks the user's name, then greets in a task.",
+            input_schema: no_args,
+            run: |_, ctx| {
+                let round = round(ctx)?;
+                match round.elicitation("user_name") {
+                    Some(ElicitAnswer::Accept(c)) if c.get("name").is_some_and(Value::is_string) => {
+                        std::thread::sleep(STEP);
+                        ok(vec![text(format!("Hello, {}!", c["name"].as_str().unwrap_or("")))])
+                    }
+                    Some(ElicitAnswer::Decline | ElicitAnswer::Cancel) => {
+                        ok(vec![text("The user did not give a name.")])
+                    }
+                    _ => Err(round.ask(InputRequired::new().ask("user_name", ask_name("What is your name?")))),
+                }
             },
         },
         FixtureTool {
@@ -509,6 +591,198 @@ fn tools() -> Vec<FixtureTool> {
             },
         },
         FixtureTool {
+            name: "test_input_required_result_elicitation",
+            description: "Multi round-trip request (2026-07-28): asks the user's name by elicitation, then greets",
+            input_schema: no_args,
+            run: |_, ctx| {
+                let round = round(ctx)?;
+                match round.elicitation("user_name") {
+                    Some(ElicitAnswer::Accept(c)) if c.get("name").is_some_and(Value::is_string) => {
+                        ok(vec![text(format!("Hello, {}!", c["name"].as_str().unwrap_or("")))])
+                    }
+                    Some(ElicitAnswer::Decline | ElicitAnswer::Cancel) => {
+                        ok(vec![text("The user did not give a name.")])
+                    }
+                    _ => Err(round.ask(InputRequired::new().ask("user_name", ask_name("What is your name?")))),
+                }
+            },
+        },
+        FixtureTool {
+            name: "test_input_required_result_sampling",
+            description: "Multi round-trip request (2026-07-28): asks the client's model a question by sampling",
+            input_schema: no_args,
+            run: |_, ctx| {
+                let round = round(ctx)?;
+                match round.response("capital_question") {
+                    Some(r) => ok(vec![text(format!("LLM response: {}", sampled_text(r)))]),
+                    None => Err(round.ask(InputRequired::new().ask(
+                        "capital_question",
+                        sampling("What is the capital of France?", 100),
+                    ))),
+                }
+            },
+        },
+        FixtureTool {
+            name: "test_input_required_result_list_roots",
+            description: "Multi round-trip request (2026-07-28): asks the client for its roots",
+            input_schema: no_args,
+            run: |_, ctx| {
+                let round = round(ctx)?;
+                match round.response("client_roots") {
+                    Some(r) => ok(vec![text(format!("Client roots: {}", root_uris(r)))]),
+                    None => Err(round.ask(InputRequired::new().ask("client_roots", InputRequest::ListRoots))),
+                }
+            },
+        },
+        FixtureTool {
+            name: "test_input_required_result_request_state",
+            description: "Multi round-trip request (2026-07-28): asks for a confirmation with a requestState, and checks the state on the retry",
+            input_schema: no_args,
+            run: |_, ctx| {
+                let round = round(ctx)?;
+                let state_ok = round.state() == Some(&json!({"asked": "confirm"}));
+                match round.elicitation("confirm") {
+                    Some(ElicitAnswer::Accept(c)) if state_ok => ok(vec![text(format!(
+                        "state-ok: the requestState was verified; ok={}",
+                        c.get("ok").cloned().unwrap_or(Value::Null)
+                    ))]),
+                    _ => Err(round.ask(
+                        InputRequired::new()
+                            .ask("confirm", elicit("Please confirm", json!({"ok": {"type": "boolean"}}), &["ok"]))
+                            .with_state(json!({"asked": "confirm"})),
+                    )),
+                }
+            },
+        },
+        FixtureTool {
+            name: "test_input_required_result_multiple_inputs",
+            description: "Multi round-trip request (2026-07-28): asks by elicitation, sampling and roots/list at once",
+            input_schema: no_args,
+            run: |_, ctx| {
+                let round = round(ctx)?;
+                let wanted = [
+                    ("user_name", ask_name("What is your name?")),
+                    ("greeting", sampling("Generate a greeting", 50)),
+                    ("client_roots", InputRequest::ListRoots),
+                ];
+                let missing: Vec<(&str, InputRequest)> = wanted
+                    .into_iter()
+                    .filter(|(k, r)| round.response(k).is_none() && round.can_ask(r.kind()))
+                    .collect();
+                if missing.is_empty() {
+                    let name = match round.elicitation("user_name") {
+                        Some(ElicitAnswer::Accept(c)) => c.get("name").cloned().unwrap_or(Value::Null),
+                        _ => Value::Null,
+                    };
+                    return ok(vec![text(format!(
+                        "name={name}, greeting={}, roots={}",
+                        round.response("greeting").map(sampled_text).unwrap_or_default(),
+                        round.response("client_roots").map(root_uris).unwrap_or_default()
+                    ))]);
+                }
+                let mut ask = InputRequired::new().with_state(json!({"asked": "multiple"}));
+                for (k, r) in missing {
+                    ask = ask.ask(k, r);
+                }
+                Err(round.ask(ask))
+            },
+        },
+        FixtureTool {
+            name: "test_input_required_result_multi_round",
+            description: "Multi round-trip request (2026-07-28): asks twice (name, then colour), the requestState carrying the first answer",
+            input_schema: no_args,
+            run: |_, ctx| {
+                let round = round(ctx)?;
+                let accepted = |key: &str, field: &str| match round.elicitation(key) {
+                    Some(ElicitAnswer::Accept(c)) => c.get(field).and_then(Value::as_str).map(str::to_string),
+                    _ => None,
+                };
+                let step = round.state().and_then(|s| s.get("step")).and_then(Value::as_u64);
+                match (step, accepted("step1", "name"), accepted("step2", "color")) {
+                    (Some(2), _, Some(color)) => {
+                        let name = round.state().and_then(|s| s["name"].as_str()).unwrap_or("");
+                        ok(vec![text(format!("{name} likes {color}"))])
+                    }
+                    (Some(1), Some(name), _) | (Some(2), Some(name), None) => Err(round.ask(
+                        InputRequired::new()
+                            .ask(
+                                "step2",
+                                elicit(
+                                    "Step 2: What is your favorite color?",
+                                    json!({"color": {"type": "string"}}),
+                                    &["color"],
+                                ),
+                            )
+                            .with_state(json!({"step": 2, "name": name})),
+                    )),
+                    _ => Err(round.ask(
+                        InputRequired::new()
+                            .ask("step1", ask_name("Step 1: What is your name?"))
+                            .with_state(json!({"step": 1})),
+                    )),
+                }
+            },
+        },
+        FixtureTool {
+            name: "test_input_required_result_tampered_state",
+            description: "Multi round-trip request (2026-07-28): an integrity-protected requestState; a tampered one is refused with -32602",
+            input_schema: no_args,
+            run: |_, ctx| {
+                let round = round(ctx)?;
+                match (round.state(), round.elicitation("confirm")) {
+                    (Some(_), Some(ElicitAnswer::Accept(_))) => ok(vec![text("state-ok")]),
+                    _ => Err(round.ask(
+                        InputRequired::new()
+                            .ask("confirm", elicit("Please confirm", json!({"ok": {"type": "boolean"}}), &["ok"]))
+                            .with_state(json!({"asked": "tampered"})),
+                    )),
+                }
+            },
+        },
+        FixtureTool {
+            name: "test_input_required_result_capabilities",
+            description: "Multi round-trip request (2026-07-28): asks only for the inputs the client declared (elicitation, sampling, roots)",
+            input_schema: no_args,
+            run: |_, ctx| {
+                let round = round(ctx)?;
+                let candidates = [
+                    ("user_name", ask_name("What is your name?")),
+                    ("capital_question", sampling("What is the capital of France?", 100)),
+                    ("client_roots", InputRequest::ListRoots),
+                ];
+                let (answered, asked): (Vec<_>, Vec<_>) = candidates
+                    .into_iter()
+                    .filter(|(_, r)| round.can_ask(r.kind()))
+                    .partition(|(k, _)| round.response(k).is_some());
+                if asked.is_empty() && answered.is_empty() {
+                    return tool_error("the client declared none of elicitation, sampling and roots");
+                }
+                if asked.is_empty() {
+                    let keys: Vec<&str> = answered.iter().map(|(k, _)| *k).collect();
+                    return ok(vec![text(format!("answered: {}", keys.join(", ")))]);
+                }
+                let mut ask = InputRequired::new();
+                for (k, r) in asked {
+                    ask = ask.ask(k, r);
+                }
+                Err(round.ask(ask))
+            },
+        },
+        FixtureTool {
+            name: "test_custom_header",
+            description: "Echoes its region, which a 2026-07-28 client also sends as the Mcp-Param-Region header (x-mcp-header, SEP-2243)",
+            input_schema: || {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "region": {"type": "string", "x-mcp-header": "Region"}
+                    },
+                    "required": ["region"]
+                })
+            },
+            run: |args, _| ok(vec![text(format!("region: {}", string_arg(args, "region")?))]),
+        },
+        FixtureTool {
             name: "test_reconnection",
             description: "Meant to close the SSE stream mid-call and finish after the client resumes (SEP-1699); this transport answers after a short pause.",
             input_schema: no_args,
@@ -549,7 +823,7 @@ impl Handler for ConformanceFixture {
             "slow_compute" | "protocol_error_job" | "confirm_delete" | "multi_input" => {
                 TaskSupport::Optional
             }
-            "failing_job" => TaskSupport::Required,
+            "failing_job" | "test_tool_with_task" => TaskSupport::Required,
             _ => TaskSupport::Forbidden,
         }
     }
@@ -702,6 +976,11 @@ impl Handler for ConformanceFixture {
                 "A prompt that includes an image",
                 vec![],
             ),
+            p(
+                "test_input_required_result_prompt",
+                "Multi round-trip request (2026-07-28): asks the user for the context, then returns the prompt",
+                vec![],
+            ),
         ]
     }
 
@@ -709,7 +988,7 @@ impl Handler for ConformanceFixture {
         &self,
         name: &str,
         arguments: &Map<String, Value>,
-        _ctx: &RequestContext,
+        ctx: &RequestContext,
     ) -> Result<GetPromptResult, RpcError> {
         let user = |content| PromptMessage {
             role: "user",
@@ -739,6 +1018,29 @@ impl Handler for ConformanceFixture {
             }
             "test_prompt_with_image" => {
                 vec![user(image()), user(text("Please analyze the image above."))]
+            }
+            "test_input_required_result_prompt" => {
+                let round = round(ctx)?;
+                match round.elicitation("user_context") {
+                    Some(ElicitAnswer::Accept(c))
+                        if c.get("context").is_some_and(Value::is_string) =>
+                    {
+                        vec![user(text(format!(
+                            "Use this context: {}",
+                            c["context"].as_str().unwrap_or("")
+                        )))]
+                    }
+                    _ => {
+                        return Err(round.ask(InputRequired::new().ask(
+                            "user_context",
+                            elicit(
+                                "What context should the prompt use?",
+                                json!({"context": {"type": "string"}}),
+                                &["context"],
+                            ),
+                        )))
+                    }
+                }
             }
             _ => return Err(RpcError::invalid_params(format!("unknown prompt {name:?}"))),
         };
@@ -825,7 +1127,7 @@ mod tests {
     #[test]
     fn every_tool_and_prompt_has_a_description_and_an_object_schema() {
         let tools = ConformanceFixture.list_tools();
-        assert_eq!(tools.len(), 23);
+        assert_eq!(tools.len(), 33);
         for t in &tools {
             assert!(!t.description.is_empty(), "{}", t.name);
             assert_eq!(t.input_schema["type"], "object", "{}", t.name);

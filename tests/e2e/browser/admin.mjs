@@ -89,6 +89,39 @@ try {
     await screenshot(page, "admin-04-edited");
   });
 
+  await step("the two safety settings of a key (model confirms, open doors) are edited in the page", async () => {
+    const name = "e2e operator (edited)";
+    const fromApi = async () => {
+      const r = await fetch(BASE + "/admin/api/keys", { headers: { "X-API-Key": ADMIN_KEY } });
+      const body = await r.json();
+      return (body.keys || body).find((k) => k.name === name);
+    };
+    const before = await fromApi();
+    expect(before && before.model_confirms === false && before.open_doors === false,
+      "both off at first: " + JSON.stringify(before));
+    await rowNamed(name).locator("button[data-action=edit]").click();
+    await page.waitForSelector("#edit:visible");
+    expect(!(await page.isChecked("#edit-model-confirms")) && !(await page.isChecked("#edit-open-doors")),
+      "the boxes show the key's settings");
+    await page.check("#edit-model-confirms");
+    await page.check("#edit-open-doors");
+    await page.click("#edit-form button[type=submit]");
+    await page.waitForFunction(() => /may open gates/.test(document.getElementById("keys").textContent));
+    const text = await rowNamed(name).textContent();
+    expect(text.includes("model may confirm") && text.includes("may open gates"), "shown: " + text);
+    const on = await fromApi();
+    expect(on.model_confirms === true && on.open_doors === true, "saved: " + JSON.stringify(on));
+    await screenshot(page, "admin-04b-safety-settings");
+    await rowNamed(name).locator("button[data-action=edit]").click();
+    await page.waitForSelector("#edit:visible");
+    expect(await page.isChecked("#edit-model-confirms"), "model confirms shown checked");
+    await page.uncheck("#edit-model-confirms");
+    await page.click("#edit-form button[type=submit]");
+    await page.waitForFunction(() => !/model may confirm/.test(document.getElementById("keys").textContent));
+    const off = await fromApi();
+    expect(off.model_confirms === false && off.open_doors === true, "model confirms off again: " + JSON.stringify(off));
+  });
+
   await step("API errors show inline (device key without devices)", async () => {
     await page.selectOption("#new-role", "device");
     await page.waitForSelector("#new-devices:visible");

@@ -1,16 +1,35 @@
-// A new user's first minutes (issue 22), in a real chromium: `home-mcp serve --demo` exactly as
-// the README starts it (its own server, not browser.sh's staging one; HOME_LISTEN only picks a
-// free port, since other servers may hold 3001), then only what it prints: the dashboard URL
-// opens the demo house without asking for a key, and the admin page URL with the printed admin
-// key shows the key list, each within 5 s, with screenshots.
+// A new user's first minutes (issue 22), in a real chromium: the demo started exactly as the
+// README's set-up block says (the command is read from README.md, not copied here: `cargo run
+// --release -- ARGS` runs the built binary with ARGS; its own server, not browser.sh's staging
+// one; HOME_LISTEN only picks a free port, since other servers may hold 3001), then only what
+// it prints: the dashboard URL opens the demo house without asking for a key, and the admin
+// page URL with the printed admin key shows the key list, each within 5 s, with screenshots.
 //
 // Environment (set by browser.sh): HOME_MCP_BIN (the binary), CHROMIUM, E2E_SCREENSHOTS.
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { expect, finish, launch, screenshot, step } from "./lib.mjs";
 
 const BIN = process.env.HOME_MCP_BIN || "target/debug/home-mcp";
 const WITHIN = 5_000;
+
+/**
+ * The arguments the README's set-up block gives the binary for the demo: its first fenced block
+ * (```sh), the command with `--demo`, after `cargo run --release --` (tests/docs.rs reads it the
+ * same way and checks `cargo run` runs home-mcp). Throws when the README says something else.
+ */
+function readmeDemoArgs() {
+  const readme = readFileSync(new URL("../../../README.md", import.meta.url), "utf8");
+  const block = /^```(\S*)\n([\s\S]*?)^```$/m.exec(readme);
+  if (!block || block[1] !== "sh") throw new Error("the README does not start with a ```sh set-up block");
+  const commands = block[2].split("\n").map((l) => l.replace(/\s#.*$/, "").trim().split(/\s+/).filter(Boolean));
+  const demo = commands.find((w) => w.includes("--demo"));
+  if (!demo) throw new Error("no --demo command in the README's set-up block:\n" + block[2]);
+  const prefix = ["cargo", "run", "--release", "--"];
+  if (prefix.some((w, i) => demo[i] !== w)) throw new Error("the README's demo command is not `cargo run --release -- ...`: " + demo.join(" "));
+  return demo.slice(prefix.length);
+}
 
 /** A free loopback port. */
 function freePort() {
@@ -29,7 +48,9 @@ function freePort() {
 function startDemo(port) {
   const env = { ...process.env, HOME_LISTEN: "127.0.0.1:" + port };
   for (const k of ["SECURITY_LEVEL", "HOME_KEY_BACKEND", "HOME_API_KEYS", "HTTP_API_KEY"]) delete env[k];
-  const child = spawn(BIN, ["serve", "--demo"], { env, stdio: ["ignore", "pipe", "ignore"] });
+  const args = readmeDemoArgs();
+  console.log(`     the README's demo command: home-mcp ${args.join(" ")}`);
+  const child = spawn(BIN, args, { env, stdio: ["ignore", "pipe", "ignore"] });
   const printed = new Promise((resolve, reject) => {
     const found = {};
     const labels = { "MCP": "mcp", "dashboard": "dashboard", "admin page": "admin", "admin key": "key" };

@@ -1,0 +1,437 @@
+//! The visualisation password typed by a person on this server's own page, never through the
+//! model (issue 20).
+//!
+//! A secured Loxone control (`isSecured`) takes commands only with the visualisation password
+//! (`jdev/sps/ios/{hash}/...`). Where that password comes from is decided in one place
+//! ([`source`]): the owner's configuration on the Pi, else a page of this server that a
+//! URL-mode elicitation (MCP 2025-11-25 `elicitation/create` with `mode: "url"`) opens in the
+//! user's browser, else nowhere (a tool error saying how the owner configures it).
+//!
+//! A page is filed for one pending request ([`PasswordPages::url_request`], the one function
+//! that produces the URL-mode request: `elicitationId` and `url`; the 2026-07-28
+//! `inputRequests` path can hand out the same pair). Its id (128 random bits) is the path
+//! `/confirm/{id}`; the form carries a second random value, the form token, that the `POST`
+//! must echo (so a page of another site cannot post a password blindly). The page lives
+//! [`LIFETIME`] (like a confirmation), takes one answer (a password or "no"), and the request
+//! waiting for it ([`PasswordPages::wait`]) takes the password out of the store: it is held in
+//! memory only while the request waits, never logged, never in a result.
+
+use std::collections::HashMap;
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::confirm::{self, Binding, Refusal};
+use crate::home::Secret;
+
+/// How long a page can be answered (and the request waits for it).
+pub const LIFETIME: Duration = confirm::LIFETIME;
+
+/// Most pages open at once; a full store refuses new ones (nothing is sent).
+pub const CAPACITY: usize = 64;
+
+/// Longest password the page takes (bytes).
+pub const MAX_PASSWORD: usize = 256;
+
+/// The path of the pages: `/confirm/{id}`.
+pub const PATH_PREFIX: &str = "/confirm/";
+
+/// Where a secured control's visualisation password comes from: the one decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The control is not secured: a plain command, no password.
+    NotNeeded,
+    /// The owner configured it on the Pi (`[miniserver] visu_password`, `HOME_VISU_PASS`).
+    Configured,
+    /// A person types it on this server's page, opened by a URL-mode elicitation.
+    Page,
+    /// Neither: nothing can be sent (the error says how the owner configures it).
+    Unavailable,
+}
+
+/// Where the password for a command to a control that is `secured` comes from, given whether
+/// one is `configured` and whether the request's client can open a URL for its user
+/// (`url_mode`: it declared `elicitation.url` and the request came over HTTP, so this server
+/// has a page address to give).
+pub fn source(secured: bool, configured: bool, url_mode: bool) -> Source {
+    match (secured, configured, url_mode) {
+        (false, _, _) => Source::NotNeeded,
+        (true, true, _) => Source::Configured,
+        (true, false, true) => Source::Page,
+        (true, false, false) => Source::Unavailable,
+    }
+}
+
+/// A URL-mode elicitation request for one page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlRequest {
+    /// `elicitationId`: the page's id (also in the URL).
+    pub elicitation_id: String,
+    /// `url`: `{origin}/confirm/{id}`.
+    pub url: String,
+}
+
+impl UrlRequest {
+    /// The `elicitation/create` params (2025-11-25, `mode: "url"`): `message` says what the
+    /// page is for, in plain words.
+    pub fn params(&self, message: &str) -> Value {
+        json!({
+            "mode": "url",
+            "message": message,
+            "url": self.url,
+            "elicitationId": self.elicitation_id,
+        })
+    }
+}
+
+/// What a page shows (its `GET`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageView {
+    /// The question in plain words: the control, its room and the action.
+    pub question: String,
+    /// The form token the `POST` must carry.
+    pub token: String,
+}
+
+/// A person's answer on the page.
+#[derive(Debug)]
+pub enum Answer {
+    /// The password: send the command with it.
+    Password(Secret),
+    /// "Do not do it".
+    Decline,
+}
+
+/// Why a page could not be shown or answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageError {
+    /// No such page (never filed, answered already, or its request ended).
+    Unknown,
+    /// Older than its lifetime.
+    Expired,
+    /// The form token is not the page's.
+    BadToken,
+}
+
+impl std::fmt::Display for PageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PageError::Unknown => "this page is unknown or was already used",
+            PageError::Expired => "this page expired",
+            PageError::BadToken => "the form does not belong to this page; reload it",
+        })
+    }
+}
+
+/// How a wait for a page ended without a password.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoPassword {
+    /// The person said no on the page.
+    Declined,
+    /// Nobody answered within the lifetime.
+    Expired,
+    /// The page was filed for another binding (key, tool, control, command).
+    Mismatch,
+    /// No such page.
+    Unknown,
+}
+
+impl std::fmt::Display for NoPassword {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NoPassword::Declined => "the user declined on the page",
+            NoPassword::Expired => "nobody entered the password in time",
+            NoPassword::Mismatch => "the page was opened for another command",
+            NoPassword::Unknown => "the page is unknown or was already used",
+        })
+    }
+}
+
+#[derive(Debug)]
+enum State {
+    Open,
+    Answered(Answer),
+}
+
+#[derive(Debug)]
+struct Entry {
+    binding: Binding,
+    question: String,
+    token: String,
+    filed: Instant,
+    state: State,
+}
+
+/// The bounded store of open password pages.
+#[derive(Debug)]
+pub struct PasswordPages {
+    lifetime: Duration,
+    entries: Mutex<HashMap<String, Entry>>,
+    answered: Condvar,
+}
+
+impl Default for PasswordPages {
+    fn default() -> Self {
+        PasswordPages::with_lifetime(LIFETIME)
+    }
+}
+
+impl PasswordPages {
+    /// A store whose pages last `lifetime` (tests use a short one).
+    pub fn with_lifetime(lifetime: Duration) -> Self {
+        PasswordPages {
+            lifetime,
+            entries: Mutex::new(HashMap::new()),
+            answered: Condvar::new(),
+        }
+    }
+
+    /// How long a page lives.
+    pub fn lifetime(&self) -> Duration {
+        self.lifetime
+    }
+
+    /// Files a page for `binding` showing `question`, and returns the URL-mode request that
+    /// opens it: `elicitationId` and `{origin}/confirm/{id}` (`origin` is `scheme://host[:port]`
+    /// as the client reached this server). Expired pages go first; a store still full
+    /// refuses ([`Refusal::Full`]).
+    pub fn url_request(
+        &self,
+        origin: &str,
+        binding: Binding,
+        question: &str,
+        now: Instant,
+    ) -> Result<UrlRequest, Refusal> {
+        let mut e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let lifetime = self.lifetime;
+        e.retain(|_, p| now.saturating_duration_since(p.filed) < lifetime);
+        if e.len() >= CAPACITY {
+            return Err(Refusal::Full);
+        }
+        let id = confirm::new_id();
+        e.insert(
+            id.clone(),
+            Entry {
+                binding,
+                question: question.to_string(),
+                token: confirm::new_id(),
+                filed: now,
+                state: State::Open,
+            },
+        );
+        Ok(UrlRequest {
+            url: format!("{}{PATH_PREFIX}{id}", origin.trim_end_matches('/')),
+            elicitation_id: id,
+        })
+    }
+
+    /// What the open page `id` shows (its `GET`).
+    pub fn view(&self, id: &str, now: Instant) -> Result<PageView, PageError> {
+        let e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let p = e.get(id).ok_or(PageError::Unknown)?;
+        if now.saturating_duration_since(p.filed) >= self.lifetime {
+            return Err(PageError::Expired);
+        }
+        match p.state {
+            State::Open => Ok(PageView {
+                question: p.question.clone(),
+                token: p.token.clone(),
+            }),
+            State::Answered(_) => Err(PageError::Unknown),
+        }
+    }
+
+    /// Takes the person's answer for page `id` (its `POST`): once, within the lifetime, with
+    /// the page's form token. Wakes the waiting request.
+    pub fn answer(
+        &self,
+        id: &str,
+        token: &str,
+        answer: Answer,
+        now: Instant,
+    ) -> Result<(), PageError> {
+        let mut e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let p = e.get_mut(id).ok_or(PageError::Unknown)?;
+        if now.saturating_duration_since(p.filed) >= self.lifetime {
+            return Err(PageError::Expired);
+        }
+        if !matches!(p.state, State::Open) {
+            return Err(PageError::Unknown);
+        }
+        if !constant_time_eq(p.token.as_bytes(), token.as_bytes()) {
+            return Err(PageError::BadToken);
+        }
+        p.state = State::Answered(answer);
+        self.answered.notify_all();
+        Ok(())
+    }
+
+    /// Waits until page `id` is answered or its lifetime is over, and takes it out of the
+    /// store (whatever the outcome): the password, when the page was filed for `binding` and
+    /// the person gave one.
+    pub fn wait(&self, id: &str, binding: &Binding) -> Result<Secret, NoPassword> {
+        let mut e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            let Some(p) = e.get(id) else {
+                return Err(NoPassword::Unknown);
+            };
+            let age = p.filed.elapsed();
+            if matches!(p.state, State::Answered(_)) || age >= self.lifetime {
+                break;
+            }
+            let left = self.lifetime - age;
+            e = self
+                .answered
+                .wait_timeout(e, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        let p = e.remove(id).ok_or(NoPassword::Unknown)?;
+        if &p.binding != binding {
+            return Err(NoPassword::Mismatch);
+        }
+        match p.state {
+            State::Answered(Answer::Password(s)) => Ok(s),
+            State::Answered(Answer::Decline) => Err(NoPassword::Declined),
+            State::Open => Err(NoPassword::Expired),
+        }
+    }
+
+    /// Forgets page `id` (the user declined to open it, or the request ended).
+    pub fn drop_id(&self, id: &str) {
+        self.entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+    }
+
+    /// Pages open.
+    pub fn len(&self) -> usize {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Whether none is open.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Compares without an early exit on the first differing byte.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::home::Risk;
+
+    fn binding(command: &str) -> Binding {
+        Binding {
+            key: "k".into(),
+            tool: "disarm_alarm".into(),
+            controls: vec!["alarm".into()],
+            command: command.into(),
+            risk: Risk::Alarm,
+        }
+    }
+
+    #[test]
+    fn the_source_of_the_password() {
+        assert_eq!(source(false, false, false), Source::NotNeeded);
+        assert_eq!(source(true, true, true), Source::Configured);
+        assert_eq!(source(true, false, true), Source::Page);
+        assert_eq!(source(true, false, false), Source::Unavailable);
+    }
+
+    #[test]
+    fn one_answer_with_the_token_within_the_lifetime() {
+        let p = PasswordPages::with_lifetime(Duration::from_secs(120));
+        let t0 = Instant::now();
+        let r = p
+            .url_request("http://pi:8080/", binding("Disarm"), "Disarm?", t0)
+            .unwrap();
+        assert_eq!(
+            r.url,
+            format!("http://pi:8080/confirm/{}", r.elicitation_id)
+        );
+        assert_eq!(r.params("m")["mode"], "url");
+        let v = p.view(&r.elicitation_id, t0).unwrap();
+        assert_eq!(v.question, "Disarm?");
+        assert_eq!(
+            p.answer(&r.elicitation_id, "forged", Answer::Decline, t0)
+                .unwrap_err(),
+            PageError::BadToken
+        );
+        p.answer(
+            &r.elicitation_id,
+            &v.token,
+            Answer::Password(Secret::new("1234")),
+            t0,
+        )
+        .unwrap();
+        assert_eq!(
+            p.answer(&r.elicitation_id, &v.token, Answer::Decline, t0)
+                .unwrap_err(),
+            PageError::Unknown,
+            "one answer"
+        );
+        assert_eq!(
+            p.view(&r.elicitation_id, t0).unwrap_err(),
+            PageError::Unknown
+        );
+        assert_eq!(
+            p.wait(&r.elicitation_id, &binding("Disarm"))
+                .unwrap()
+                .expose(),
+            "1234"
+        );
+        assert!(p.is_empty(), "taken out");
+
+        let r = p
+            .url_request("http://pi", binding("Disarm"), "q", t0)
+            .unwrap();
+        let late = t0 + Duration::from_secs(120);
+        assert_eq!(
+            p.view(&r.elicitation_id, late).unwrap_err(),
+            PageError::Expired
+        );
+        let v = p.view(&r.elicitation_id, t0).unwrap();
+        assert_eq!(
+            p.answer(&r.elicitation_id, &v.token, Answer::Decline, late)
+                .unwrap_err(),
+            PageError::Expired
+        );
+        p.answer(&r.elicitation_id, &v.token, Answer::Decline, t0)
+            .unwrap();
+        assert_eq!(
+            p.wait(&r.elicitation_id, &binding("Arm")).unwrap_err(),
+            NoPassword::Mismatch
+        );
+    }
+
+    #[test]
+    fn an_unanswered_page_expires_and_the_store_is_bounded() {
+        let p = PasswordPages::with_lifetime(Duration::from_millis(50));
+        let t0 = Instant::now();
+        let r = p
+            .url_request("http://pi", binding("Disarm"), "q", t0)
+            .unwrap();
+        assert_eq!(
+            p.wait(&r.elicitation_id, &binding("Disarm")).unwrap_err(),
+            NoPassword::Expired
+        );
+        let p = PasswordPages::default();
+        for _ in 0..CAPACITY {
+            p.url_request("http://pi", binding("x"), "q", t0).unwrap();
+        }
+        assert_eq!(
+            p.url_request("http://pi", binding("x"), "q", t0),
+            Err(Refusal::Full)
+        );
+        assert!(p
+            .url_request("http://pi", binding("x"), "q", t0 + LIFETIME)
+            .is_ok());
+    }
+}
