@@ -421,13 +421,14 @@ impl TaskStore {
         }
         let first = first_rx.recv_timeout(self.limits.first_step_wait);
         let mut tasks = lock(&self.tasks);
-        let committed = tasks.get_mut(&id).and_then(|e| e.first.take()).is_some();
+        // Nobody told a step yet: the task is committed now, by the wait's end.
+        let committed_now = tasks.get_mut(&id).and_then(|e| e.first.take()).is_some();
         let first = match first {
             Ok(step) => Some(step),
             // A step told after the wait ended, before the lock: still in the channel.
             Err(_) => first_rx.try_recv().ok(),
         };
-        if let (false, Some(Some(asked))) = (committed, &first) {
+        if let (false, Some(Some(asked))) = (committed_now, &first) {
             return Ok(Spawned::Asked(asked.clone()));
         }
         match tasks.get(&id) {
@@ -800,6 +801,50 @@ mod tests {
             .as_str()
             .unwrap()
             .contains("accept"));
+    }
+
+    #[test]
+    fn a_question_before_the_first_step_is_no_task() {
+        let s = Arc::new(TaskStore::new(
+            TaskLimits {
+                first_step_wait: Duration::from_secs(10),
+                ..TaskLimits::default()
+            },
+            Arc::new(Hub::default()),
+        ));
+        let round = crate::mcp::input::begin(
+            &crate::mcp::input::Sealer::new(),
+            "tools/call",
+            None,
+            "key a",
+            &json!({"elicitation": {}}),
+            SystemTime::now(),
+        )
+        .unwrap()
+        .unwrap();
+        let marker = round.ask(crate::mcp::input::InputRequired::new());
+        assert!(crate::mcp::input::is_ask(&marker));
+        let m = marker.clone();
+        match s.spawn("a", move |_| Err(m)) {
+            Ok(Spawned::Asked(e)) => assert_eq!(e, marker),
+            other => panic!("not asked: {other:?}"),
+        }
+        assert!(s.is_empty(), "an asking call keeps no task");
+        // A step first (progress), then the question: the task exists and fails.
+        let m = marker.clone();
+        let created = task(s.spawn("a", move |peer| {
+            peer.0.notify(
+                "notifications/progress",
+                json!({"progress": 1, "message": "started"}),
+            );
+            Err(m)
+        }));
+        let id = created["taskId"].as_str().unwrap();
+        let t = wait_status(&s, id, "a", "failed");
+        assert!(t["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("after its task"));
     }
 
     #[test]
