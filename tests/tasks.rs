@@ -425,3 +425,79 @@ fn a_confirmation_is_asked_before_the_task_and_a_listen_stream_follows_the_task(
         assert_eq!(ms.api.state(uuid, "targetPosition"), 1.0, "{uuid}");
     }
 }
+
+#[test]
+fn cancelling_a_waiting_workflow_frees_its_task_slot_at_once() {
+    /// Küche / Deckenlicht (Switch) in the demo house.
+    const KITCHEN_LIGHT: &str = "1d5c3a92-0209-520e-ffff504f94d0e5a1";
+    let ms = Miniserver::demo();
+    let served = Served::start(&ms, "", &[]);
+    ms.api.command(KITCHEN_LIGHT, "off");
+    assert_eq!(ms.api.state(KITCHEN_LIGHT, "active"), 0.0);
+    // The kitchen light on, then off again after an hour.
+    let created = rpc(
+        &served,
+        None,
+        "tools/call",
+        with_modern_meta(json!({"name": "create_workflow", "arguments": {
+        "name": "Warten",
+        "steps": [
+            {"tool": "control_room_lights", "arguments": {"room": "Küche", "action": "on"}},
+            {"tool": "control_room_lights", "arguments": {"room": "Küche", "action": "off"},
+             "delay_seconds": 3600}
+        ]}})),
+    );
+    assert_ne!(created["result"]["isError"], true, "{created}");
+    let run = || {
+        rpc(
+            &served,
+            None,
+            "tools/call",
+            with_tasks(with_modern_meta(
+                json!({"name": "execute_workflow", "arguments": {"name": "Warten"}}),
+            )),
+        )
+    };
+    // Runs start until the server's limit of running tasks (8) refuses one.
+    let mut tasks = Vec::new();
+    let refusal = loop {
+        let r = run();
+        match r["result"]["taskId"].as_str() {
+            Some(t) => tasks.push(t.to_string()),
+            None => break r,
+        }
+        assert!(tasks.len() <= 8, "more than 8 tasks run at once");
+    };
+    assert_eq!(tasks.len(), 8, "{refusal}");
+    assert_eq!(refusal["error"]["message"], "Too many tasks", "{refusal}");
+    assert_eq!(
+        ms.api.state(KITCHEN_LIGHT, "active"),
+        1.0,
+        "the first steps ran"
+    );
+    for t in &tasks {
+        let p = with_tasks(with_modern_meta(json!({"taskId": t})));
+        let ack = rpc(&served, None, "tasks/cancel", p.clone());
+        assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+        let state = rpc(&served, None, "tasks/get", p);
+        assert_eq!(state["result"]["status"], "cancelled", "{state}");
+    }
+    // The waits end with the cancellation: a new run gets a slot again.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = run();
+        if let Some(t) = r["result"]["taskId"].as_str() {
+            let p = with_tasks(with_modern_meta(json!({"taskId": t})));
+            rpc(&served, None, "tasks/cancel", p);
+            break;
+        }
+        assert_eq!(r["error"]["message"], "Too many tasks", "{r}");
+        assert!(
+            Instant::now() < deadline,
+            "the cancelled runs still hold their slots: {r}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The off step of the cancelled runs never ran.
+    assert_eq!(ms.api.state(KITCHEN_LIGHT, "active"), 1.0);
+}
