@@ -207,10 +207,6 @@ fn the_readme_is_short_starts_with_the_set_up_and_links_every_docs_page() {
     }
 }
 
-/// Pages the README links that other branches add (issue 22: the lead merges them); a link to
-/// one of them may dangle until then. Empty this once they are merged.
-const PAGES_OF_OTHER_BRANCHES: &[&str] = &["docs/safety.md"];
-
 /// GitHub's anchor of a heading: lower case, punctuation but `-` and `_` dropped, spaces to `-`.
 fn slug(heading: &str) -> String {
     heading
@@ -267,13 +263,10 @@ fn every_link_between_the_pages_resolves_to_a_page_and_heading() {
                 }
                 parts.join("/")
             };
-            if !root().join(&target).exists() {
-                assert!(
-                    PAGES_OF_OTHER_BRANCHES.contains(&target.as_str()),
-                    "{page}: the link {link} names no file"
-                );
-                continue;
-            }
+            assert!(
+                root().join(&target).exists(),
+                "{page}: the link {link} names no file"
+            );
             if !anchor.is_empty() && target.ends_with(".md") {
                 assert!(
                     anchors(&target).iter().any(|a| a == anchor),

@@ -547,3 +547,38 @@ fn stdio_asks_for_a_confirmation_with_an_input_required_result() {
         "armed once, after the answer"
     );
 }
+
+/// A 2026-07-28 client is not offered the visualisation password page yet, even when it
+/// declares URL-mode elicitation (the page is opened by `elicitation/create` in the middle of
+/// a call, which this version has not): a secured alarm without a configured password is a
+/// tool error that says how the owner configures it and that the page needs 2025-11-25, and
+/// nothing reaches the simulator.
+#[test]
+fn a_modern_client_gets_no_password_page_and_nothing_is_sent() {
+    const ALARM: &str = "1d5c3c5b-0225-5e8d-ffff504f94d0e5a1";
+    let ms = Miniserver::demo();
+    let served = Served::start(&ms, "", &[]);
+    let c = McpModern::new(served.addr);
+    let mut params = with_modern_meta(json!({"name": "arm_alarm",
+        "arguments": {"alarm": ALARM, "delayed": false}}));
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"elicitation": {"form": {}, "url": {}}});
+    let r = c.raw(
+        &McpModern::headers("tools/call", &params),
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let answer = r.json();
+    let result = &answer["result"];
+    assert_eq!(result["resultType"], "complete", "{answer}");
+    assert_eq!(result["isError"], true, "{answer}");
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("HOME_VISU_PASS") && text.contains("2025-11-25"),
+        "{answer}"
+    );
+    assert!(
+        crate::support::wire::sent_commands(&ms.sim, ALARM).is_empty(),
+        "nothing sent to the alarm"
+    );
+}

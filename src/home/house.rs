@@ -275,8 +275,9 @@ impl fmt::Display for ControllerError {
                 "{name} is secured with the Loxone visualisation password, which this server does \
                  not have: its owner configures it on the server (visu_password in the \
                  [miniserver] section of the config file, or the HOME_VISU_PASS environment \
-                 variable), or uses an MCP client that supports URL-mode elicitation, where the \
-                 user types it on this server's own page; the password is not for the chat"
+                 variable), or uses an MCP client that opens this server's own page for the \
+                 user to type it (URL-mode elicitation over HTTP at MCP 2025-11-25; not offered \
+                 to 2026-07-28 clients yet); the password is not for the chat"
             ),
             ControllerError::VisuPasswordWrong => f.write_str(
                 "the Miniserver refused the visualisation password (code 500): the code is wrong",

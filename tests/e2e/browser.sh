@@ -7,7 +7,8 @@
 #
 # usage: tests/e2e/browser.sh [path/to/home-mcp] [test.mjs...]
 #   (default binary target/debug/home-mcp; default tests: every tests/e2e/browser/*.mjs but
-#   lib.mjs). Builds nothing. Screenshots go to target/e2e-screenshots/ (E2E_SCREENSHOTS).
+#   lib.mjs and visu-page.mjs, which tests/e2e/visu_page.py runs on a pending command's
+#   password page). Builds nothing. Screenshots go to target/e2e-screenshots/ (E2E_SCREENSHOTS).
 # Needs node + npm (playwright-core from the npm registry, installed by `npm ci` on first run
 # or when package-lock.json changes) and chromium (apt-get install chromium when missing; never
 # a browser download by playwright). CHROMIUM=/path overrides /usr/bin/chromium.
@@ -34,7 +35,7 @@ done
 export HOME_MCP_URL="http://127.0.0.1:$PORT" HOME_MCP_ADMIN_KEY="$ADMIN_KEY" HOME_MCP_BIN="$BIN"
 export E2E_SCREENSHOTS="${E2E_SCREENSHOTS:-$PWD/target/e2e-screenshots}"
 if [[ $# -eq 0 ]]; then
-  set -- $(cd "$DIR" && ls *.mjs | grep -v '^lib\.mjs$')
+  set -- $(cd "$DIR" && ls *.mjs | grep -v -e '^lib\.mjs$' -e '^visu-page\.mjs$')
 fi
 status=0
 for t in "$@"; do

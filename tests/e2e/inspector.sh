@@ -17,17 +17,18 @@
 # era over `subscriptions/listen`), and a tool call the server asks about returns
 # `elicitationPending`, answered with `elicitation/respond`. Both eras over HTTP are checked
 # with it: an update after a wall button at the simulator; arm_alarm armed at the simulator
-# only after the answer; a declined disarm_alarm sends nothing. The modern-era confirmation is
-# pending until the server asks 2026-07-28 clients through `input_required` (branch mrtr16):
-# printed as "pending", not counted; E2E_MRTR=1 counts it. Over stdio the TypeScript and
-# Python SDK scripts (tests/e2e/ts-sdk.sh, python-sdk.sh) cover both (the simulator of a stdio
-# child is named only on the child's stderr, which mcpdo's daemon keeps to itself).
+# only after the answer; a declined disarm_alarm sends nothing (in the modern era the server
+# asks through an `input_required` result, which mcpdo turns into the same `elicitationPending`).
+# The alarm tools take no password: the demo's is configured (HOME_VISU_PASS). Over stdio the
+# TypeScript and Python SDK scripts (tests/e2e/ts-sdk.sh, python-sdk.sh) cover both (the
+# simulator of a stdio child is named only on the child's stderr, which mcpdo's daemon keeps to
+# itself).
 #
 # usage: tests/e2e/inspector.sh [path/to/home-mcp]   (default: target/debug/home-mcp)
 # Needs npm (the Inspector is fetched by npx on first use, then cached by npm); uses Node 22
 # from the conformance cache (MCP_TOOLS_CACHE) when the system node is older. mcpdo's daemon
 # lives in a temporary directory (MCP_INSPECTOR_DAEMON_DIR) and is stopped on exit.
-# Prints "N passed, M failed[, K pending]"; exit 1 on any failure.
+# Prints "N passed, M failed"; exit 1 on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN="${1:-target/debug/home-mcp}"
@@ -39,7 +40,7 @@ fi
 INSPECTOR=(npx -y @modelcontextprotocol/inspector@2.12.0 --cli)
 MCPDO=(npx -y -p @modelcontextprotocol/inspector@2.12.0 mcpdo --format json)
 
-passed=0; failed=0; pending=0
+passed=0; failed=0
 OUT=$(mktemp); ERR=$(mktemp)
 LOG=$(mktemp)
 WORK=$(mktemp -d)
@@ -71,7 +72,7 @@ MODERN='"io.modelcontextprotocol/serverInfo" in r.get("_meta", {})'
 LEGACY='"io.modelcontextprotocol/serverInfo" not in r.get("_meta", {})'
 
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
-"$BIN" serve --demo --listen "127.0.0.1:$PORT" 2>"$LOG" >/dev/null &
+HOME_VISU_PASS=1234 "$BIN" serve --demo --listen "127.0.0.1:$PORT" 2>"$LOG" >/dev/null &
 PID=$!
 source tests/e2e/lib.sh
 SIM=$(e2e_demo_up "$PORT" "$LOG")
@@ -124,15 +125,9 @@ ALARM=$(control Alarmanlage Zentral)
 
 pass() { echo "ok   $1"; passed=$((passed+1)); }
 fail() { echo "FAIL $1"; failed=$((failed+1)); if [[ -n "${2:-}" ]]; then head -c 600 "$2" | sed 's/^/    /'; echo; fi; }
-# verdict KIND NAME GOOD [FILE]: a check (GOOD is 1 or 0); KIND modern-confirm is pending
-# (input_required confirmations, branch mrtr16) unless E2E_MRTR=1.
+# verdict NAME GOOD [FILE]: a check (GOOD is 1 or 0; FILE is shown on failure).
 verdict() {
-  local kind=$1 name=$2 good=$3 file=${4:-}
-  if [[ $kind == modern-confirm && ${E2E_MRTR:-} != 1 ]]; then
-    pending=$((pending+1))
-    echo "pending $name (2026-07-28 confirmation by input_required: branch mrtr16)$([[ $good == 1 ]] && echo ' -- passes now: set E2E_MRTR=1 and drop the switch')"
-    if [[ -n "$file" ]]; then echo "    seen: $(head -c 300 "$file" | tr -s ' \n' ' ')"; fi
-  elif [[ $good == 1 ]]; then pass "$name"; else fail "$name" "$file"; fi
+  if [[ $2 == 1 ]]; then pass "$1"; else fail "$1" "${3:-}"; fi
 }
 # pyjson FILE EXPR: prints 1 when the Python expression EXPR holds for the JSON in FILE (`r`).
 pyjson() {
@@ -156,10 +151,10 @@ wait_for() {
 # ---------------------------------------------------------------- one-shot CLI: cannot be asked
 for era in modern legacy; do
   timeout 180 "${INSPECTOR[@]}" "$URL" --protocol-era "$era" --method tools/call --tool-name arm_alarm \
-    --tool-args-json "{\"alarm\":\"$ALARM\",\"delayed\":false,\"code\":\"1234\"}" >"$OUT" 2>"$ERR" || true
+    --tool-args-json "{\"alarm\":\"$ALARM\",\"delayed\":false}" >"$OUT" 2>"$ERR" || true
   good=$(pyjson "$OUT" "'HUMAN_CONFIRMATION_REQUIRED' in r['content'][0]['text'] and r['isError'] is True")
   [[ $(sim_state "$ALARM" armed) == 0 ]] || good=0
-  verdict "$era" "inspector $era http tools/call arm_alarm: refused (no elicitation capability), nothing armed at the simulator" "$good" "$OUT"
+  verdict "inspector $era http tools/call arm_alarm: refused (no elicitation capability), nothing armed at the simulator" "$good" "$OUT"
 done
 
 # ---------------------------------------------------------------- mcpdo: subscription, confirmation
@@ -197,37 +192,36 @@ for era in modern legacy; do
   kill "$SUB" 2>/dev/null; wait "$SUB" 2>/dev/null || true; SUB=""
 
   # A confirmation: armed only after the answer; a declined disarm sends nothing.
-  kind=$era; [[ $era == modern ]] && kind=modern-confirm
   if [[ $(sim_state "$ALARM" armed) != 0 ]]; then fail "mcpdo $era http: the alarm starts disarmed"; continue; fi
-  timeout 120 "${MCPDO[@]}" "${C[@]}" tools/call arm_alarm "alarm:=\"$ALARM\"" delayed:=false 'code:="1234"' \
+  timeout 120 "${MCPDO[@]}" "${C[@]}" tools/call arm_alarm "alarm:=\"$ALARM\"" delayed:=false \
     >"$OUT" 2>"$ERR" || true
   asked=$(pyjson "$OUT" "r['elicitationPending']['message'].startswith('Arm at once the alarm Alarmanlage')")
-  verdict "$kind" "mcpdo $era http: arm_alarm asks the user (elicitationPending naming the alarm)" "$asked" "$OUT"
+  verdict "mcpdo $era http: arm_alarm asks the user (elicitationPending naming the alarm)" "$asked" "$OUT"
   [[ $asked == 1 && $(sim_state "$ALARM" armed) == 0 ]] && good=1 || good=0
-  verdict "$kind" "mcpdo $era http: nothing armed at the simulator while the question is open" "$good"
+  verdict "mcpdo $era http: nothing armed at the simulator while the question is open" "$good"
   [[ $asked == 1 ]] || continue
   timeout 120 "${MCPDO[@]}" "${C[@]}" elicitation/respond "$(pending_id "$OUT")" confirm:=true >"$OUT" 2>"$ERR" || true
   good=$(pyjson "$OUT" "json.loads(r['content'][0]['text'])['status'] == 'success'")
   [[ $(sim_state "$ALARM" armed) == 1 ]] || good=0
-  verdict "$kind" "mcpdo $era http: accepted, the simulator shows the alarm armed" "$good" "$OUT"
+  verdict "mcpdo $era http: accepted, the simulator shows the alarm armed" "$good" "$OUT"
 
-  timeout 120 "${MCPDO[@]}" "${C[@]}" tools/call disarm_alarm "alarm:=\"$ALARM\"" 'code:="1234"' >"$OUT" 2>"$ERR" || true
+  timeout 120 "${MCPDO[@]}" "${C[@]}" tools/call disarm_alarm "alarm:=\"$ALARM\"" >"$OUT" 2>"$ERR" || true
   id=$(pending_id "$OUT"); good=0
   if [[ -n "$id" ]]; then
     timeout 120 "${MCPDO[@]}" "${C[@]}" elicitation/respond "$id" --decline >"$OUT" 2>"$ERR" || true
     good=$(pyjson "$OUT" "json.loads(r['content'][0]['text'])['data']['cancelled'] is True")
   fi
   [[ $(sim_state "$ALARM" armed) == 1 ]] || good=0
-  verdict "$kind" "mcpdo $era http: a declined disarm_alarm sends nothing (still armed)" "$good" "$OUT"
+  verdict "mcpdo $era http: a declined disarm_alarm sends nothing (still armed)" "$good" "$OUT"
 
-  timeout 120 "${MCPDO[@]}" "${C[@]}" tools/call disarm_alarm "alarm:=\"$ALARM\"" 'code:="1234"' >"$OUT" 2>"$ERR" || true
+  timeout 120 "${MCPDO[@]}" "${C[@]}" tools/call disarm_alarm "alarm:=\"$ALARM\"" >"$OUT" 2>"$ERR" || true
   id=$(pending_id "$OUT")
   if [[ -n "$id" ]]; then
     timeout 120 "${MCPDO[@]}" "${C[@]}" elicitation/respond "$id" confirm:=true >"$OUT" 2>"$ERR" || true
   fi
   [[ $(sim_state "$ALARM" armed) == 0 ]] && good=1 || good=0
-  verdict "$kind" "mcpdo $era http: accepted disarm_alarm, the simulator shows it disarmed" "$good" "$OUT"
+  verdict "mcpdo $era http: accepted disarm_alarm, the simulator shows it disarmed" "$good" "$OUT"
 done
 
-echo "$passed passed, $failed failed$( ((pending)) && echo ", $pending pending")"
+echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

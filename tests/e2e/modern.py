@@ -5,16 +5,14 @@ request, no session) against home-mcp over Streamable HTTP (a running `serve --d
 and a resource read; a tool call whose effect is read at the simulator (its HTTP API, as the
 Loxone app would) and over MCP; `subscriptions/listen` on home://lighting receiving
 `notifications/resources/updated` after a wall button switches a light at the simulator; and
-a confirmation (arm_alarm, the elicitation callback accepting; disarm_alarm declined).
-
-The confirmation checks are PENDING: a 2026-07-28 client is asked through an `input_required`
-result (the SDK's driver calls the elicitation callback and retries) only once branch mrtr16
-lands; until then they run and print "pending" with what was seen, counted neither as passed
-nor failed. E2E_MRTR=1 makes them real checks (drop the switch once mrtr16 is merged).
+a confirmation (arm_alarm, the elicitation callback accepting; disarm_alarm declined, then
+accepted): a 2026-07-28 client is asked through an `input_required` result (the SDK's driver
+calls the elicitation callback and retries with the answer and the sealed `requestState`).
+The alarm tools take no password: the demo's configured visualisation password is used.
 
 usage: python modern.py BIN MCP_URL SIM_URL   (a python with mcp 2.x, e.g. the venv
 tests/e2e/python-sdk.sh prepares; SIM_URL: the simulator `serve --demo` names in its log).
-Prints "N passed, M failed[, K pending]"; exits 1 on a failure. Every wait is bounded.
+Prints "N passed, M failed"; exits 1 on a failure. Every wait is bounded.
 """
 
 import base64
@@ -32,23 +30,12 @@ BIN, URL, SIM = sys.argv[1:4]
 MODERN = "2026-07-28"
 LIGHTING = "home://lighting"
 WAIT = 20  # seconds, every wait for the server or the simulator
-MRTR = os.environ.get("E2E_MRTR") == "1"
-counts = {"passed": 0, "failed": 0, "pending": 0}
+counts = {"passed": 0, "failed": 0}
 
 
 def expect(cond, what, seen=""):
     counts["passed" if cond else "failed"] += 1
     print(f"{'ok  ' if cond else 'FAIL'} {what}" + ("" if cond or not seen else f"\n    seen: {seen}"))
-
-
-def expect_pending(cond, what, seen=""):
-    """A check waiting for mrtr16 (2026-07-28 confirmations by input_required)."""
-    if MRTR:
-        return expect(cond, what, seen)
-    counts["pending"] += 1
-    note = " -- passes now: set E2E_MRTR=1 and drop the switch" if cond else ""
-    print(f"pending {what} (2026-07-28 confirmation by input_required: branch mrtr16){note}"
-          + (f"\n    seen: {seen}" if seen else ""))
 
 
 def brief(v):
@@ -184,33 +171,33 @@ async def run(transport):
         expect(LIGHTING in seen, f"{name}: notifications/resources/updated {LIGHTING} after a wall button", brief(seen))
         expect(shown is (not want), f"{name}: read after the update matches the simulator", f"on={shown}")
 
-        # A confirmation (pending until the server asks 2026-07-28 clients by input_required).
+        # A confirmation: the server asks through an input_required result, the SDK retries.
         if sim_state(sim, alarm, "armed") != 0:
             expect(False, f"{name}: the alarm starts disarmed at the simulator")
             return
         with anyio.fail_after(WAIT):
-            r = await c.call_tool("arm_alarm", {"alarm": alarm, "delayed": False, "code": "1234"})
+            r = await c.call_tool("arm_alarm", {"alarm": alarm, "delayed": False})
         env = envelope(r)
         armed = sim_state(sim, alarm, "armed") == 1
-        expect_pending(len(ask["asked"]) == 1 and ask["asked"][0].startswith("Arm at once the alarm Alarmanlage"),
-                       f"{name}: arm_alarm asks the user once, naming the alarm",
-                       f"asked={brief(ask['asked'])} answer={brief(env)}")
-        expect_pending(ask["during"][:1] == [0.0], f"{name}: nothing armed at the simulator while the question is open",
-                       brief(ask["during"]))
-        expect_pending(armed and env.get("status") == "success", f"{name}: accepted, the simulator shows the alarm armed")
+        expect(len(ask["asked"]) == 1 and ask["asked"][0].startswith("Arm at once the alarm Alarmanlage"),
+               f"{name}: arm_alarm asks the user once, naming the alarm",
+               f"asked={brief(ask['asked'])} answer={brief(env)}")
+        expect(ask["during"][:1] == [0.0], f"{name}: nothing armed at the simulator while the question is open",
+               brief(ask["during"]))
+        expect(armed and env.get("status") == "success", f"{name}: accepted, the simulator shows the alarm armed")
         if not armed:
             return
         ask["answer"], ask["asked"] = "decline", []
         with anyio.fail_after(WAIT):
-            d = envelope(await c.call_tool("disarm_alarm", {"alarm": alarm, "code": "1234", "confirm": True}))
-        expect_pending(len(ask["asked"]) == 1 and (d.get("data") or {}).get("cancelled") is True
-                       and sim_state(sim, alarm, "armed") == 1,
-                       f"{name}: declined disarm_alarm sends nothing", brief(d))
+            d = envelope(await c.call_tool("disarm_alarm", {"alarm": alarm, "confirm": True}))
+        expect(len(ask["asked"]) == 1 and (d.get("data") or {}).get("cancelled") is True
+               and sim_state(sim, alarm, "armed") == 1,
+               f"{name}: declined disarm_alarm sends nothing", brief(d))
         ask["answer"] = "accept"
         with anyio.fail_after(WAIT):
-            a = envelope(await c.call_tool("disarm_alarm", {"alarm": alarm, "code": "1234"}))
-        expect_pending(sim_state(sim, alarm, "armed") == 0 and a.get("status") == "success",
-                       f"{name}: accepted disarm_alarm, the simulator shows it disarmed", brief(a))
+            a = envelope(await c.call_tool("disarm_alarm", {"alarm": alarm}))
+        expect(sim_state(sim, alarm, "armed") == 0 and a.get("status") == "success",
+               f"{name}: accepted disarm_alarm, the simulator shows it disarmed", brief(a))
 
 
 def _msg(e):
@@ -233,8 +220,7 @@ async def main():
             if isinstance(e, KeyboardInterrupt):
                 raise
             expect(False, f"python-sdk modern {transport}: ran to the end", f"{type(e).__name__}: {_msg(e)}")
-    p = counts["pending"]
-    print(f"\n{counts['passed']} passed, {counts['failed']} failed" + (f", {p} pending" if p else ""))
+    print(f"\n{counts['passed']} passed, {counts['failed']} failed")
     sys.exit(1 if counts["failed"] else 0)
 
 

@@ -10,7 +10,7 @@
 # simulator's state as a following list_devices shows; and mcp 2.x in its modern mode,
 # `Client(mode="2026-07-28")` over HTTP and stdio (tests/e2e/modern.py: lists, a tool call
 # read back at the simulator, subscriptions/listen receiving an update after a wall button, a
-# confirmation that is pending until input_required confirmations land). The 2.x client picks
+# confirmation asked through an input_required result). The 2.x client picks
 # the era by `mode`: "legacy" (initialize), "auto" (server/discover probe, initialize fallback)
 # or a pinned modern version such as "2026-07-28" (no initialize, `_meta` on every request).
 # Last, with 2.x: the visualisation password page of issue 20 in headless chromium
@@ -18,7 +18,9 @@
 #
 # usage: tests/e2e/python-sdk.sh [path/to/home-mcp]   (default: target/debug/home-mcp)
 # MCP_CHECK_SDK1=none runs 2.x only (cross/smoke.sh does, to keep the qemu run in its budget).
-# Needs python3 with venv; the SDKs are installed on first run (PyPI). Prints "N passed, M failed".
+# Needs python3 with venv; the SDKs are installed on first run (PyPI). The password page also
+# needs node and npm: chromium (apt) and tests/e2e/browser's playwright-core (npm ci) are
+# installed when missing, as tests/e2e/browser.sh does. Prints "N passed, M failed".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN="${1:-target/debug/home-mcp}"
@@ -56,7 +58,8 @@ done
 # 2. Streamable HTTP on a free port
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
 LOG=$(mktemp)
-"$BIN" serve --demo --listen "127.0.0.1:$PORT" 2>"$LOG" &
+# The demo's visualisation password is configured (the alarm tools take none), as on a Pi.
+HOME_VISU_PASS=1234 "$BIN" serve --demo --listen "127.0.0.1:$PORT" 2>"$LOG" &
 PID=$!
 trap 'kill $PID 2>/dev/null || true; rm -f "$LOG"' EXIT
 source tests/e2e/lib.sh
@@ -122,27 +125,29 @@ for sdk in "${SDKS[@]}"; do
 done
 
 # 7. mcp 2.x in its modern mode: Client(mode="2026-07-28") over HTTP and stdio, a subscription
-# update after a wall button at the simulator; its confirmation checks print "pending" until
-# input_required confirmations land (E2E_MRTR=1 makes them count).
+# update after a wall button at the simulator, and a confirmation asked through an
+# input_required result (the SDK calls the elicitation callback and retries).
 SDK_PY=$(sdk_py "$SDK2")
 if [[ -x "$SDK_PY" ]] && MODERN=$(timeout 300 "$SDK_PY" tests/e2e/modern.py "$BIN" "$URL" "$SIM" 2>/dev/null); then
   ok "python-sdk $SDK2 mode=2026-07-28: $(echo "$MODERN" | tail -n1)"
-  echo "$MODERN" | grep '^pending' | sed 's/^/    /' || true
 else
   bad "python-sdk $SDK2 mode=2026-07-28 ($SDK_PY)"; echo "${MODERN:-}" | sed 's/^/    /'
 fi
 
 # 8. Issue 20: the visualisation password typed in headless chromium on this server's page that
 # the SDK's URL-mode elicitation opens; never in an MCP message, log line or audit row. Needs
-# node with tests/e2e/browser's packages and chromium (as tests/e2e/browser.sh prepares them).
-if command -v node >/dev/null && [[ -d tests/e2e/browser/node_modules/playwright-core ]]; then
+# node with tests/e2e/browser's packages and chromium: prepared here as tests/e2e/browser.sh
+# does (lib.sh: chromium from apt when missing, npm ci only when the lock file changed).
+if command -v npm >/dev/null && ! { e2e_chromium && e2e_npm_ci tests/e2e/browser; }; then
+  bad "python-sdk + chromium password page: installing chromium or tests/e2e/browser's packages failed"
+elif command -v node >/dev/null && [[ -d tests/e2e/browser/node_modules/playwright-core ]]; then
   if [[ -x "$SDK_PY" ]] && VISU=$(timeout 300 "$SDK_PY" tests/e2e/visu_page.py "$BIN" 2>/dev/null); then
     ok "python-sdk + chromium password page: $(echo "$VISU" | tail -n1)"
   else
     bad "python-sdk + chromium password page ($SDK_PY)"; echo "${VISU:-}" | sed 's/^/    /'
   fi
 else
-  bad "python-sdk + chromium password page: run tests/e2e/browser.sh once (npm ci) first"
+  bad "python-sdk + chromium password page: needs node and npm (tests/e2e/browser's packages)"
 fi
 
 echo "$passed passed, $failed failed"

@@ -4,12 +4,12 @@
 # in the 2026-07-28 era (pinned) and the legacy era; `@modelcontextprotocol/sdk` 1.32.2, the newest
 # 1.x) against `home-mcp serve --demo` over Streamable HTTP and `home-mcp stdio --demo`: lists,
 # a prompt and a resource; a tool call read back at the simulator; a subscription update after a
-# wall button at the simulator; a confirmation accepted and declined (see ts-sdk/e2e.mjs; the
-# 2026-07-28 confirmation is pending until input_required confirmations land: E2E_MRTR=1).
+# wall button at the simulator; a confirmation accepted and declined (see ts-sdk/e2e.mjs; in the
+# 2026-07-28 era the server asks through an input_required result).
 #
 # usage: tests/e2e/ts-sdk.sh [path/to/home-mcp]   (default target/debug/home-mcp; builds nothing)
 # Needs node >= 20 and npm (`npm ci` on first run or when the lock file changes). Loopback only.
-# Prints "N passed, M failed[, K pending]"; exit 1 on any failure.
+# Prints "N passed, M failed"; exit 1 on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN="${1:-target/debug/home-mcp}"

@@ -14,15 +14,15 @@
 // only after the handler accepted (read at the simulator while the question is open), and a
 // declined `disarm_alarm` sends nothing.
 //
-// Modern-era confirmations are PENDING: the server asks 2026-07-28 clients through an
-// `input_required` result only once branch mrtr16 (multi round-trip confirmations) lands;
-// until then those checks run but count as "pending" (printed with what was seen), neither
-// passed nor failed. E2E_MRTR=1 makes them real checks (drop the switch once mrtr16 is merged).
+// In the modern era the server asks through an `input_required` result (multi round-trip
+// request): the client calls its elicitation handler and retries with the answer and the
+// sealed `requestState`. The alarm tools take no password: the demo's configured
+// visualisation password (HOME_VISU_PASS) is used.
 //
 // usage: node e2e.mjs --bin path/to/home-mcp --url http://127.0.0.1:PORT/mcp --sim http://127.0.0.1:SIMPORT
 // The simulator's base URL is printed by `serve --demo` ("demo: simulated Miniserver at URL");
 // for stdio it is read from the child's stderr the same way. Credentials: demo/demo.
-// Prints "N passed, M failed[, K pending]"; exit 1 on any failure. Every wait is bounded.
+// Prints "N passed, M failed"; exit 1 on any failure. Every wait is bounded.
 
 import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
@@ -41,14 +41,12 @@ if (!opt.bin || !opt.url || !opt.sim) {
   console.error('usage: node e2e.mjs --bin BIN --url MCP_URL --sim SIM_URL [--only SUBSTRING]');
   process.exit(2);
 }
-const MRTR = process.env.E2E_MRTR === '1';
 const MODERN = '2026-07-28';
 const WAIT_MS = 20_000; // every wait for the server or the simulator
 const LIGHTING = 'home://lighting';
 
 let passed = 0;
 let failed = 0;
-let pending = 0;
 function expect(cond, what, seen = '') {
   if (cond) {
     passed++;
@@ -57,12 +55,6 @@ function expect(cond, what, seen = '') {
     failed++;
     console.log(`FAIL ${what}${seen ? `\n    seen: ${seen}` : ''}`);
   }
-}
-// A check that waits for another branch: reported, never counted as passed or failed.
-function expectPending(cond, what, why, seen = '') {
-  if (MRTR) return expect(cond, what, seen);
-  pending++;
-  console.log(`pending ${what} (${why})${cond ? ' -- passes now: set E2E_MRTR=1 and drop the switch' : ''}${seen ? `\n    seen: ${seen}` : ''}`);
 }
 
 // ---------------------------------------------------------------- the simulator's HTTP API
@@ -264,7 +256,7 @@ async function runCase(kind, transport) {
     else await bounded(client.unsubscribeResource({ uri: LIGHTING }), 'resources/unsubscribe');
 
     // A confirmation: the user accepts arming, declines disarming.
-    await confirmation(name, era, client, sim, state.alarm, ask);
+    await confirmation(name, client, sim, state.alarm, ask);
   } catch (e) {
     expect(false, `${name}: ran to the end`, e.stack?.split('\n').slice(0, 3).join(' | '));
   } finally {
@@ -281,11 +273,8 @@ async function waitFor(cond, ms) {
   return cond();
 }
 
-async function confirmation(name, era, client, sim, alarm, ask) {
-  // Modern: the server must ask through input_required (mrtr16); legacy: elicitation/create.
-  const check = era === 'modern'
-    ? (cond, what, seen) => expectPending(cond, what, `2026-07-28 confirmation by input_required: branch mrtr16`, seen)
-    : expect;
+async function confirmation(name, client, sim, alarm, ask) {
+  // Modern era: the server asks through an input_required result; legacy: elicitation/create.
   const armed = async () => (await simState(sim, alarm, 'armed')) === 1;
   if (await armed()) {
     expect(false, `${name}: the alarm starts disarmed at the simulator`);
@@ -294,27 +283,27 @@ async function confirmation(name, era, client, sim, alarm, ask) {
   ask.answer = 'accept';
   ask.asked.length = 0;
   ask.during.length = 0;
-  const r = await bounded(client.callTool({ name: 'arm_alarm', arguments: { alarm: alarm, delayed: false, code: '1234' } }), 'tools/call arm_alarm');
+  const r = await bounded(client.callTool({ name: 'arm_alarm', arguments: { alarm: alarm, delayed: false } }), 'tools/call arm_alarm');
   const env = envelope(r);
   const nowArmed = await armed();
-  check(
+  expect(
     ask.asked.length === 1 && ask.asked[0].startsWith('Arm at once the alarm Alarmanlage'),
     `${name}: arm_alarm asks the user once, naming the alarm`,
     `asked=${brief(ask.asked)} answer=${brief(env)}`,
   );
-  check(ask.during[0] === 0, `${name}: nothing armed at the simulator while the question is open`, `armed during the question: ${brief(ask.during)}`);
-  check(nowArmed && env.status === 'success', `${name}: accepted, the simulator shows the alarm armed`, `armed=${nowArmed} ${brief(env)}`);
+  expect(ask.during[0] === 0, `${name}: nothing armed at the simulator while the question is open`, `armed during the question: ${brief(ask.during)}`);
+  expect(nowArmed && env.status === 'success', `${name}: accepted, the simulator shows the alarm armed`, `armed=${nowArmed} ${brief(env)}`);
   if (!nowArmed) return;
 
   ask.answer = 'decline';
   ask.asked.length = 0;
-  const d = envelope(await bounded(client.callTool({ name: 'disarm_alarm', arguments: { alarm, code: '1234', confirm: true } }), 'tools/call disarm_alarm'));
-  check(ask.asked.length === 1 && d.data?.cancelled === true && (await armed()), `${name}: declined disarm_alarm sends nothing (still armed)`, brief(d));
+  const d = envelope(await bounded(client.callTool({ name: 'disarm_alarm', arguments: { alarm, confirm: true } }), 'tools/call disarm_alarm'));
+  expect(ask.asked.length === 1 && d.data?.cancelled === true && (await armed()), `${name}: declined disarm_alarm sends nothing (still armed)`, brief(d));
 
   ask.answer = 'accept';
-  const a = envelope(await bounded(client.callTool({ name: 'disarm_alarm', arguments: { alarm, code: '1234' } }), 'tools/call disarm_alarm'));
+  const a = envelope(await bounded(client.callTool({ name: 'disarm_alarm', arguments: { alarm } }), 'tools/call disarm_alarm'));
   const still = await armed();
-  check(!still && a.status === 'success', `${name}: accepted disarm_alarm, the simulator shows it disarmed`, brief(a));
+  expect(!still && a.status === 'success', `${name}: accepted disarm_alarm, the simulator shows it disarmed`, brief(a));
 }
 
 // ---------------------------------------------------------------- the matrix
@@ -326,5 +315,5 @@ for (const [kind, transport] of cases) {
   if (opt.only && !`${kind} ${transport}`.includes(opt.only)) continue;
   await runCase(kind, transport);
 }
-console.log(`\n${passed} passed, ${failed} failed${pending ? `, ${pending} pending` : ''}`);
+console.log(`\n${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);
