@@ -510,9 +510,12 @@ fn run_permitted(house: &House, items: Vec<Item>, opts: RunOptions, caller: &Cal
             }
         };
         if status == "not_attempted" {
-            if let Some(e) = &report.out_of_reach {
-                rec["error"] = json!({"code": e.code(), "message": format!("not sent: {e}")});
-            }
+            rec["error"] = match &report.out_of_reach {
+                Some(e) => json!({"code": e.code(), "message": format!("not sent: {e}")}),
+                None => {
+                    json!({"code": "CANCELLED", "message": "not sent: the request was cancelled"})
+                }
+            };
         }
         if status == "planned" && opts.show_current {
             if let Some(c) = item.control {
@@ -547,7 +550,17 @@ fn run_permitted(house: &House, items: Vec<Item>, opts: RunOptions, caller: &Cal
                 actions,
             })
             .collect();
-        let confirmed = verify(house, &sub, &targets, house.verify_timeout());
+        // Waiting for the devices is progress too: a notification each time more of them are
+        // confirmed, counting on from the commands sent ("3 of 7 blinds confirmed").
+        let noun = noun_of(house, checks.iter().map(|(_, c, _, _)| *c));
+        let waited = targets.len();
+        let confirmed = verify_reporting(house, &sub, &targets, house.verify_timeout(), &mut |n| {
+            caller.progress(
+                total + n,
+                total + waited,
+                &format!("{n} of {waited} {noun} confirmed"),
+            )
+        });
         let home = house.home();
         let mut missing = Vec::new();
         for ((i, c, _, _), ok) in checks.iter().zip(&confirmed) {
@@ -557,7 +570,6 @@ fn run_permitted(house: &House, items: Vec<Item>, opts: RunOptions, caller: &Cal
             }
         }
         let n = confirmed.iter().filter(|v| **v).count();
-        let noun = noun_of(house, checks.iter().map(|(_, c, _, _)| *c));
         let mut line = format!("{n} of {} {noun} confirmed", confirmed.len());
         if !missing.is_empty() {
             line.push_str(&format!("; {} did not respond", missing.join(", ")));
@@ -763,6 +775,18 @@ pub fn verify(
     targets: &[Target],
     timeout: Duration,
 ) -> Vec<bool> {
+    verify_reporting(house, sub, targets, timeout, &mut |_| {})
+}
+
+/// [`verify`], calling `confirmed(n)` each time the number `n` of confirmed targets grows
+/// (not for those confirmed at once because they already were in the asked state).
+pub fn verify_reporting(
+    house: &House,
+    sub: &Subscription,
+    targets: &[Target],
+    timeout: Duration,
+    confirmed: &mut dyn FnMut(usize),
+) -> Vec<bool> {
     let deadline = Instant::now() + timeout;
     // A command that found its control in the asked state changes nothing, so no change will
     // come: it is confirmed at once (a light `on` that was on).
@@ -789,6 +813,14 @@ pub fn verify(
             }
         }
     };
+    let mut reported = done.iter().filter(|d| **d).count();
+    let mut tell = |done: &[bool]| {
+        let n = done.iter().filter(|d| **d).count();
+        if n > reported {
+            reported = n;
+            confirmed(n);
+        }
+    };
     loop {
         while let Some(e) = sub.try_recv() {
             on_event(e, &mut done);
@@ -808,6 +840,7 @@ pub fn verify(
                 }
             }
         }
+        tell(&done);
         if done.iter().all(|d| *d) {
             break;
         }
@@ -819,6 +852,7 @@ pub fn verify(
             on_event(e, &mut done);
         }
     }
+    tell(&done);
     done
 }
 
@@ -910,7 +944,7 @@ fn attempt(
     if opts.dry_run {
         return Ok("planned");
     }
-    if report.out_of_reach.is_some() {
+    if report.out_of_reach.is_some() || caller.cancelled() {
         return Ok("not_attempted");
     }
     for action in &item.actions {

@@ -163,6 +163,12 @@ impl Caller {
         }
     }
 
+    /// Whether the client cancelled the request (a task's `tasks/cancel`): batches send
+    /// nothing more and workflows start no further step.
+    pub fn cancelled(&self) -> bool {
+        self.request.as_ref().is_some_and(|r| r.is_cancelled())
+    }
+
     /// `notifications/progress` (when the request has a progress token): `done` of `total`.
     pub fn progress(&self, done: usize, total: usize, message: &str) {
         if let (true, Some(r)) = (self.reports_progress, &self.request) {
@@ -1217,6 +1223,18 @@ acknowledge_alarm; gates and doors are opened only for keys whose owner allows i
 get_climate_status, get_audio_status, get_security_status, get_sensors_status. Values the \
 Miniserver has not reported are null, never guessed.";
 
+/// Tools that may run as tasks (MCP extension `io.modelcontextprotocol/tasks`): the
+/// house-wide blind commands, which wait until the blinds report their new position (up to
+/// the house's verify timeout), and the workflow runs, whose steps take their own time.
+/// Their progress becomes the task's `statusMessage`; a confirmation they need becomes an
+/// input request of the task.
+pub const TASK_TOOLS: [&str; 4] = [
+    "control_all_rolladen",
+    "control_rolladen_unified",
+    "execute_workflow",
+    "execute_workflow_demo",
+];
+
 impl Handler for HomeTools {
     fn server_info(&self) -> Implementation {
         Implementation {
@@ -1247,6 +1265,16 @@ impl Handler for HomeTools {
                 ttl_ms: u64::try_from(self.resource_cache.ttl().as_millis()).unwrap_or(u64::MAX),
                 public: false,
             },
+        }
+    }
+
+    /// The long-running tools (they wait for blinds to move, or run a workflow's steps) run
+    /// as tasks for clients that declare the tasks extension ([`TASK_TOOLS`]).
+    fn task_support(&self, tool: &str) -> crate::mcp::TaskSupport {
+        if TASK_TOOLS.contains(&tool) {
+            crate::mcp::TaskSupport::Optional
+        } else {
+            crate::mcp::TaskSupport::Forbidden
         }
     }
 
