@@ -341,10 +341,16 @@ fn main() {
 
     // Rate limits and per-client caps raised: the bench measures serving, not 429s.
     let config = std::env::temp_dir().join(format!("home-mcp-bench-{}.toml", std::process::id()));
+    // `BENCH_WORKERS` sets `[server] workers` (default: the server's own default).
+    let workers = std::env::var("BENCH_WORKERS")
+        .map(|w| format!("workers = {w}\n"))
+        .unwrap_or_default();
     std::fs::write(
         &config,
-        "[server]\nmax_connections_per_client = 256\nmax_sessions_per_client = 256\n\
-         [auth.rate_limits]\nper_client = 100000000\n",
+        format!(
+            "[server]\n{workers}max_connections_per_client = 256\nmax_sessions_per_client = 256\n\
+             [auth.rate_limits]\nper_client = 100000000\n"
+        ),
     )
     .expect("write the bench config");
     let started = Instant::now();

@@ -1,4 +1,5 @@
-//! The HTTP server: a tiny_http listener with a fixed pool of worker threads, and the router.
+//! The HTTP server: a tiny_http listener whose connection threads route each request, at most
+//! [`HttpConfig::workers`] at once (worker slots), and the router.
 //!
 //! [`HttpServer::start`] binds the listening socket with socket2 before tiny_http takes it, so
 //! that options set there are inherited by every accepted connection (Linux):
@@ -97,6 +98,14 @@ use crate::mcp::jsonrpc::RequestIds;
 use crate::mcp::McpServer;
 use crate::metrics::{self, HttpTransport};
 
+/// Default number of worker slots (requests routed at once). Slots are not threads (each
+/// request is routed on its connection's thread), so their number bounds concurrent work
+/// (memory, calls to the Miniserver), not threads: 4, a Raspberry Pi 3 or 4's cores.
+/// Measured (`BENCH_WORKERS=2|4 cargo bench --bench serve`, 2 cores): with 16 connections 2
+/// slots reached 70-75 % of the bare tiny_http server's rate at 1.8x its CPU per request, 4
+/// slots 87-93 % at 1.4-1.5x (fewer threads sleeping for a slot).
+pub const DEFAULT_WORKERS: usize = 4;
+
 /// Requests waiting for a worker slot, per worker, before new ones get 503.
 pub const QUEUE_PER_WORKER: usize = 32;
 
@@ -132,7 +141,8 @@ pub type HealthFn = Arc<dyn Fn() -> Value + Send + Sync>;
 pub struct HttpConfig {
     /// Address to bind; port 0 picks a free port (see [`HttpServer::addr`]).
     pub listen: SocketAddr,
-    /// Request worker threads (default 2; at least 1).
+    /// Worker slots: requests routed at once (default [`DEFAULT_WORKERS`]; at least 1).
+    /// Each is routed on its connection's own thread; see the module docs.
     pub workers: usize,
     /// Largest accepted request body (default 1 MiB); larger gets 413.
     pub max_body_bytes: usize,
@@ -205,7 +215,7 @@ impl Default for HttpConfig {
     fn default() -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            workers: 2,
+            workers: DEFAULT_WORKERS,
             max_body_bytes: 1024 * 1024,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_client: DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
