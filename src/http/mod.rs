@@ -1229,6 +1229,23 @@ pub(crate) fn is_loopback_name(name: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// `s` as HTML text, also inside a quoted attribute (`&`, `<`, `>`, `"`, `'` escaped): the
+/// pages this server writes itself (the OAuth consent page, the password page).
+pub(crate) fn html_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
