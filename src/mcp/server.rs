@@ -645,6 +645,25 @@ impl McpServer {
         if !with_tasks && tasks::is_task_method(&method) {
             return tasks::missing_extension(Some(id), "the task methods belong to the extension");
         }
+        // Multi round-trip requests (`tools/call`, `prompts/get`, `resources/read`; `None` for
+        // every other method): the retry's answers and verified state for the handler, and its
+        // question turned into an `input_required` result ([`input`]).
+        let identity = input::caller_identity(state.transport, state.caller.as_ref());
+        let now = std::time::SystemTime::now();
+        let round = match input::begin(
+            &self.sealer,
+            &method,
+            params,
+            &identity,
+            &meta.client_capabilities,
+            now,
+        ) {
+            Ok(round) => round.map(Arc::new),
+            Err(e) => {
+                count_request(state.transport, metric, tool, false, started);
+                return Response::error(Some(id), e);
+            }
+        };
         let outcome = if modern::REMOVED_METHODS.contains(&method.as_str()) {
             Err(RpcError {
                 code: RpcError::METHOD_NOT_FOUND,
@@ -670,23 +689,7 @@ impl McpServer {
             )
         } else if support != TaskSupport::Forbidden && with_tasks {
             // Input asked by a multi round-trip request before the task starts is answered
-            // here, as for any call; the task exists once the tool got past it.
-            let identity = input::caller_identity(state.transport, state.caller.as_ref());
-            let now = std::time::SystemTime::now();
-            let round = match input::begin(
-                &self.sealer,
-                &method,
-                params,
-                &identity,
-                &meta.client_capabilities,
-                now,
-            ) {
-                Ok(round) => round.map(Arc::new),
-                Err(e) => {
-                    count_request(state.transport, metric, tool, false, started);
-                    return Response::error(Some(id), e);
-                }
-            };
+            // here, as for any call (`round` above); the task exists once the tool got past it.
             let spawned = self.start_task(
                 state,
                 params.cloned().unwrap_or_default(),
@@ -719,24 +722,6 @@ impl McpServer {
                 (Err(e), _) => Err(e),
             }
         } else {
-            // Multi round-trip requests: the retry's answers and verified state for the
-            // handler, and its question turned into an `input_required` result ([`input`]).
-            let identity = input::caller_identity(state.transport, state.caller.as_ref());
-            let now = std::time::SystemTime::now();
-            let round = match input::begin(
-                &self.sealer,
-                &method,
-                params,
-                &identity,
-                &meta.client_capabilities,
-                now,
-            ) {
-                Ok(round) => round.map(Arc::new),
-                Err(e) => {
-                    count_request(state.transport, metric, tool, false, started);
-                    return Response::error(Some(id), e);
-                }
-            };
             let params_copy = round.as_ref().and(params.cloned());
             let mut own = SessionState::new(state.transport);
             own.version = Some(ProtocolVersion::V2026_07_28);
