@@ -208,6 +208,36 @@ fn audit(served: &Served, operation: &str) -> Vec<Value> {
     v["entries"].as_array().unwrap().clone()
 }
 
+/// The non-null `confirmed_by` fields of audit `rows` (see [`audit`]), in order.
+fn confirmed_by(rows: &[Value]) -> Vec<&Value> {
+    rows.iter()
+        .map(|e| &e["confirmed_by"])
+        .filter(|c| !c.is_null())
+        .collect()
+}
+
+/// Whether any light-switching `off` command (`/jdev/sps/io/<uuid>/off`) reached the
+/// simulated Miniserver, read from its request log.
+fn lights_switched_off(ms: &Miniserver) -> bool {
+    ms.sim
+        .requests()
+        .iter()
+        .any(|l| l.contains("/jdev/sps/io/") && l.contains("/off"))
+}
+
+/// Asserts that `answer` is the JSON-RPC error -32602 whose `details` say the confirmation
+/// (or its `requestState`) expired.
+fn assert_expired(answer: &Value) {
+    let a = answer;
+    assert_eq!(a["error"]["code"], -32602, "{a}");
+    assert!(
+        a["error"]["data"]["details"]
+            .as_str()
+            .is_some_and(|d| d.contains("expired")),
+        "{a}"
+    );
+}
+
 fn open_gate() -> Value {
     json!({"device": GATE, "action": "on"})
 }
@@ -275,11 +305,7 @@ fn a_gate_opens_only_after_the_user_accepts() {
 
     // The audit log says who confirmed the opening, and nobody for the closing.
     let rows = audit(&served, "control_device");
-    let confirmed: Vec<&Value> = rows
-        .iter()
-        .map(|e| &e["confirmed_by"])
-        .filter(|c| !c.is_null())
-        .collect();
+    let confirmed = confirmed_by(&rows);
     assert_eq!(confirmed, [&json!("user (elicitation)")], "{rows:?}");
 }
 
@@ -334,12 +360,7 @@ fn a_client_that_cannot_ask_is_refused_and_nothing_is_sent() {
     }
     assert!(sent(&ms, GATE).is_empty());
     assert!(sent(&ms, ALARM).is_empty());
-    let lights_sent = ms
-        .sim
-        .requests()
-        .iter()
-        .any(|l| l.contains("/jdev/sps/io/") && l.contains("/off"));
-    assert!(!lights_sent, "no light was switched");
+    assert!(!lights_switched_off(&ms), "no light was switched");
 }
 
 #[test]
@@ -761,11 +782,7 @@ fn a_2026_client_opens_a_gate_only_after_an_input_required_answer() {
     let rows = audit(&served, "control_device");
     let outcomes: Vec<&str> = rows.iter().filter_map(|e| e["result"].as_str()).collect();
     assert!(outcomes.contains(&"INPUT_REQUIRED"), "{rows:?}");
-    let confirmed: Vec<&Value> = rows
-        .iter()
-        .map(|e| &e["confirmed_by"])
-        .filter(|c| !c.is_null())
-        .collect();
+    let confirmed = confirmed_by(&rows);
     assert_eq!(confirmed, [&json!("user (elicitation)")], "{rows:?}");
 }
 
@@ -862,12 +879,7 @@ fn a_2026_client_is_asked_for_the_alarm_and_house_wide_and_refused_without_elici
         Some((&state, responses(Reply::Decline))),
     );
     assert_eq!(envelope_of(&a)["data"]["cancelled"], true, "{a}");
-    let lights_sent = ms
-        .sim
-        .requests()
-        .iter()
-        .any(|l| l.contains("/jdev/sps/io/") && l.contains("/off"));
-    assert!(!lights_sent, "no light was switched");
+    assert!(!lights_switched_off(&ms), "no light was switched");
 }
 
 #[test]
@@ -896,13 +908,7 @@ fn a_2026_answer_after_the_confirmation_lifetime_sends_nothing() {
         args,
         Some((&state, responses(Reply::Accept))),
     );
-    assert_eq!(a["error"]["code"], -32602, "{a}");
-    assert!(
-        a["error"]["data"]["details"]
-            .as_str()
-            .is_some_and(|d| d.contains("expired")),
-        "{a}"
-    );
+    assert_expired(&a);
     assert!(sent(&ms, GATE).is_empty());
 }
 
@@ -1669,13 +1675,7 @@ fn a_2026_password_page_expires_and_a_late_retry_or_password_sends_nothing() {
         arm,
         Some((&page.state, page_response("accept"))),
     );
-    assert_eq!(a["error"]["code"], -32602, "{a}");
-    assert!(
-        a["error"]["data"]["details"]
-            .as_str()
-            .is_some_and(|d| d.contains("expired")),
-        "{a}"
-    );
+    assert_expired(&a);
     assert!(ms.commands_to(ALARM).is_empty(), "nothing sent");
     assert_eq!(ms.api.state(ALARM, "armed"), 0.0);
 }
