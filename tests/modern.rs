@@ -323,22 +323,32 @@ fn stdio_answers_the_discover_probe_and_serves_both_eras() {
     assert!(legacy["result"].get("resultType").is_none(), "{legacy}");
 }
 
+/// `home-mcp stdio` against the simulated Miniserver `ms` (user and password `demo`), with its
+/// data in a fresh directory named after `tag` plus the `extra` environment; the directory
+/// lives as long as the returned guard (bind it before the server so it outlives it).
+fn stdio_against(
+    ms: &Miniserver,
+    tag: &str,
+    extra: &[(&str, &str)],
+) -> (crate::support::server::TempDir, McpStdio) {
+    let data = crate::support::server::TempDir::new(tag);
+    let host = ms.api.addr.to_string();
+    let data_dir = data.0.display().to_string();
+    let mut env = vec![
+        ("HOME_HOST", host.as_str()),
+        ("HOME_USER", "demo"),
+        ("HOME_PASS", "demo"),
+        ("HOME_DATA_DIR", data_dir.as_str()),
+    ];
+    env.extend_from_slice(extra);
+    (data, McpStdio::spawn(&[], &env))
+}
+
 #[test]
 fn stdio_subscriptions_listen_receives_an_update_after_a_change_at_the_simulator() {
     let ms = Miniserver::demo();
     ms.api.command(KITCHEN_LIGHT, "off");
-    let data = crate::support::server::TempDir::new("stdio-listen");
-    let host = ms.api.addr.to_string();
-    let data_dir = data.0.display().to_string();
-    let mut stdio = McpStdio::spawn(
-        &[],
-        &[
-            ("HOME_HOST", host.as_str()),
-            ("HOME_USER", "demo"),
-            ("HOME_PASS", "demo"),
-            ("HOME_DATA_DIR", data_dir.as_str()),
-        ],
-    );
+    let (_data, mut stdio) = stdio_against(&ms, "stdio-listen", &[]);
     // Wait until the server answers before subscribing.
     let d = stdio.rpc("server/discover", with_modern_meta(json!({})));
     assert_eq!(d["result"]["resultType"], "complete", "{d}");
@@ -386,16 +396,7 @@ fn modern_stream_call(addr: std::net::SocketAddr, name: &str, meta_extra: Value)
         .collect();
     let mut s = sse::send(addr, "POST", "/mcp", &headers, body.to_string().as_bytes());
     assert_eq!(s.status, 200);
-    let mut seen = Vec::new();
-    while let Some(e) = s.next_data() {
-        let v = e.json();
-        let last = v.get("id").is_some();
-        seen.push(v);
-        if last {
-            break;
-        }
-    }
-    seen
+    s.messages_until_response()
 }
 
 #[test]
@@ -501,18 +502,10 @@ fn a_listen_stream_gets_list_changes_it_asked_for_and_a_graceful_end() {
 fn stdio_asks_for_a_confirmation_with_an_input_required_result() {
     const ALARM: &str = "1d5c3c5b-0225-5e8d-ffff504f94d0e5a1";
     let ms = Miniserver::demo();
-    let data = crate::support::server::TempDir::new("stdio-mrtr");
-    let host = ms.api.addr.to_string();
-    let data_dir = data.0.display().to_string();
-    let mut stdio = McpStdio::spawn(
-        &[],
-        &[
-            ("HOME_HOST", host.as_str()),
-            ("HOME_USER", "demo"),
-            ("HOME_PASS", "demo"),
-            ("HOME_DATA_DIR", data_dir.as_str()),
-            ("HOME_VISU_PASS", home_mcp::sim::DEMO_VISU_PASSWORD),
-        ],
+    let (_data, mut stdio) = stdio_against(
+        &ms,
+        "stdio-mrtr",
+        &[("HOME_VISU_PASS", home_mcp::sim::DEMO_VISU_PASSWORD)],
     );
     let mut params = with_modern_meta(json!({"name": "arm_alarm",
         "arguments": {"alarm": ALARM, "delayed": false}}));

@@ -81,16 +81,7 @@ fn stream_call(served: &Served, key: &str, name: &str, arguments: Value) -> Vec<
     let h: Vec<(&str, &str)> = h.iter().map(|h| h.split_once(": ").unwrap()).collect();
     let mut s = sse::send(served.addr, "POST", "/mcp", &h, body.to_string().as_bytes());
     assert_eq!(s.status, 200);
-    let mut seen = Vec::new();
-    while let Some(e) = s.next_data() {
-        let v = e.json();
-        let last = v.get("id").is_some();
-        seen.push(v);
-        if last {
-            break;
-        }
-    }
-    seen
+    s.messages_until_response()
 }
 
 /// The progress notifications of `seen`: all for the request's token, progress growing.
