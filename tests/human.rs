@@ -919,17 +919,7 @@ fn a_2026_workflow_is_confirmed_once_and_its_gate_step_is_not_opened_mid_run() {
         {"tool": "arm_alarm", "arguments": {"alarm": ALARM, "delayed": false}},
         {"tool": "control_device", "arguments": {"device": GATE, "action": "on"}}
     ]});
-    let created = modern_call(&served, DOORS, ELICIT(), "create_workflow", steps, None);
-    assert_ne!(created["result"]["isError"], true, "{created}");
-    let run = json!({"name": "Ankommen"});
-    let a = modern_call(
-        &served,
-        DOORS,
-        ELICIT(),
-        "execute_workflow",
-        run.clone(),
-        None,
-    );
+    let (run, a) = create_then_run_workflow(&served, DOORS, ELICIT(), steps);
     let state = a["result"]["requestState"].clone();
     let m = a["result"]["inputRequests"]["confirm"]["params"]["message"]
         .as_str()
@@ -957,6 +947,23 @@ fn a_2026_workflow_is_confirmed_once_and_its_gate_step_is_not_opened_mid_run() {
         "{data}"
     );
     assert!(sent(&ms, GATE).is_empty(), "{data}");
+}
+
+/// Creates the workflow `workflow` (`create_workflow`'s arguments: `name`, `steps`) as `key` with
+/// the client capabilities `caps`, asserting it was created, then calls `execute_workflow` on it
+/// once without an answer. The `execute_workflow` arguments (for the retry) and that first
+/// answer (the confirmation's `input_required` result).
+fn create_then_run_workflow(
+    served: &Served,
+    key: &str,
+    caps: Value,
+    workflow: Value,
+) -> (Value, Value) {
+    let run = json!({"name": workflow["name"]});
+    let created = modern_call(served, key, caps.clone(), "create_workflow", workflow, None);
+    assert_ne!(created["result"]["isError"], true, "{created}");
+    let first = modern_call(served, key, caps, "execute_workflow", run.clone(), None);
+    (run, first)
 }
 
 // --- The visualisation password on this server's page (URL-mode elicitation) ---
@@ -1686,17 +1693,7 @@ fn a_2026_workflow_step_that_needs_the_password_page_sends_nothing_mid_run() {
     let steps = json!({"name": "Gehen", "steps": [
         {"tool": "arm_alarm", "arguments": {"alarm": ALARM, "delayed": false}}
     ]});
-    let created = modern_call(&served, PLAIN, URL_CAPS(), "create_workflow", steps, None);
-    assert_ne!(created["result"]["isError"], true, "{created}");
-    let run = json!({"name": "Gehen"});
-    let a = modern_call(
-        &served,
-        PLAIN,
-        URL_CAPS(),
-        "execute_workflow",
-        run.clone(),
-        None,
-    );
+    let (run, a) = create_then_run_workflow(&served, PLAIN, URL_CAPS(), steps);
     let state = a["result"]["requestState"].clone();
     assert!(state.is_string(), "the run is confirmed first: {a}");
     let a = modern_call(

@@ -235,6 +235,18 @@ fn older_sessions_work_as_before_next_to_modern_requests() {
     assert_eq!(r["result"], json!({}), "{r}");
 }
 
+/// POSTs the 2026-07-28 request `method` with `params` as JSON-RPC `id` to `/mcp` with its
+/// headers ([`McpModern::headers`], accepting SSE); the answer, its head read and its body open.
+fn post_modern(addr: std::net::SocketAddr, id: Value, method: &str, params: &Value) -> sse::Http {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let headers = McpModern::headers(method, params);
+    let headers: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|h| h.split_once(": ").unwrap())
+        .collect();
+    sse::send(addr, "POST", "/mcp", &headers, body.to_string().as_bytes())
+}
+
 #[test]
 fn subscriptions_listen_receives_an_update_after_a_change_at_the_simulator() {
     let ms = Miniserver::demo();
@@ -245,15 +257,12 @@ fn subscriptions_listen_receives_an_update_after_a_change_at_the_simulator() {
         "resourcesListChanged": true,
         "toolsListChanged": true,
     }}));
-    let body = json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
-        "params": params})
-    .to_string();
-    let headers = McpModern::headers("subscriptions/listen", &params);
-    let headers: Vec<(&str, &str)> = headers
-        .iter()
-        .map(|h| h.split_once(": ").unwrap())
-        .collect();
-    let stream = sse::send(served.addr, "POST", "/mcp", &headers, body.as_bytes());
+    let stream = post_modern(
+        served.addr,
+        json!("listen-1"),
+        "subscriptions/listen",
+        &params,
+    );
     assert_eq!(stream.status, 200);
     let events = stream.events();
     let first = recv_matching(&events, "the acknowledgement", |e| e.data.is_some());
@@ -388,13 +397,7 @@ fn modern_stream_call(addr: std::net::SocketAddr, name: &str, meta_extra: Value)
     for (k, v) in meta_extra.as_object().unwrap() {
         params["_meta"][k] = v.clone();
     }
-    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params});
-    let headers = McpModern::headers("tools/call", &params);
-    let headers: Vec<(&str, &str)> = headers
-        .iter()
-        .map(|h| h.split_once(": ").unwrap())
-        .collect();
-    let mut s = sse::send(addr, "POST", "/mcp", &headers, body.to_string().as_bytes());
+    let mut s = post_modern(addr, json!(9), "tools/call", &params);
     assert_eq!(s.status, 200);
     s.messages_until_response()
 }
@@ -461,15 +464,7 @@ fn a_listen_stream_gets_list_changes_it_asked_for_and_a_graceful_end() {
     let server = sse::start();
     let addr = server.addr();
     let params = with_modern_meta(json!({"notifications": {"resourcesListChanged": true}}));
-    let body = json!({"jsonrpc": "2.0", "id": 5, "method": "subscriptions/listen",
-        "params": params})
-    .to_string();
-    let headers = McpModern::headers("subscriptions/listen", &params);
-    let headers: Vec<(&str, &str)> = headers
-        .iter()
-        .map(|h| h.split_once(": ").unwrap())
-        .collect();
-    let events = sse::send(addr, "POST", "/mcp", &headers, body.as_bytes()).events();
+    let events = post_modern(addr, json!(5), "subscriptions/listen", &params).events();
     let ack = recv_matching(&events, "the acknowledgement", |e| e.data.is_some()).json();
     assert_eq!(
         ack["method"], "notifications/subscriptions/acknowledged",
