@@ -27,22 +27,20 @@ import urllib.request
 
 import anyio
 
+from e2e_common import expect, failures, finish
+
 BIN = os.path.abspath(sys.argv[1])
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PASSWORD = "pw-e2e-visu-73519"
 ALARM = "1d5c3c5b-0225-5e8d-ffff504f94d0e5a1"
-failures = []
-passed = 0
 
 
-def expect(cond, what):
-    global passed
-    if cond:
-        passed += 1
-        print(f"ok   {what}")
-    else:
-        failures.append(what)
-        print(f"FAIL {what}")
+def answered(result, seen):
+    """A tool result's text and its JSON envelope ({} when the text is not JSON), after adding
+    the whole result to `seen` (every MCP message the client saw)."""
+    seen.append(result.model_dump_json())
+    text = result.content[0].text if result.content else ""
+    return text, (json.loads(text) if text.startswith("{") else {})
 
 
 def free_port():
@@ -127,9 +125,7 @@ async def main(tmp):
                     props = (t.input_schema if hasattr(t, "input_schema") else t.inputSchema).get("properties", {})
                     expect("code" not in props, f"{t.name} takes no password argument")
             result = await session.call_tool("arm_alarm", {"alarm": ALARM, "delayed": False})
-            seen.append(result.model_dump_json())
-            text = result.content[0].text if result.content else ""
-            env_ = json.loads(text) if text.startswith("{") else {}
+            text, env_ = answered(result, seen)
             expect(env_.get("status") == "success", f"arm_alarm succeeds: {text[:300]}")
             expect(env_.get("data", {}).get("confirmed_by") == "user (password page)",
                    "confirmed by the user on the page")
@@ -166,9 +162,7 @@ async def main(tmp):
         async with Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp"), mode="2026-07-28",
                           elicitation_callback=elicit_modern, message_handler=on_message) as session:
             result = await session.call_tool("disarm_alarm", {"alarm": ALARM})
-            seen.append(result.model_dump_json())
-            text = result.content[0].text if result.content else ""
-            env_ = json.loads(text) if text.startswith("{") else {}
+            text, env_ = answered(result, seen)
             expect(env_.get("status") == "success", f"2026-07-28: disarm_alarm succeeds: {text[:300]}")
             expect(env_.get("data", {}).get("confirmed_by") == "user (password page)",
                    "2026-07-28: confirmed by the user on the page")
@@ -201,5 +195,4 @@ async def main(tmp):
 
 with tempfile.TemporaryDirectory() as tmp:
     anyio.run(main, tmp)
-print(f"{passed} passed, {len(failures)} failed")
-sys.exit(1 if failures else 0)
+finish()
