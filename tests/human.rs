@@ -1316,13 +1316,7 @@ fn wrong_passwords_on_the_page_are_refused_then_paused() {
         assert!(e["message"].as_str().unwrap().contains("wrong"), "{e}");
     }
     // Now even the right password is not tried: nothing reaches the Miniserver.
-    let secured = || {
-        ms.sim
-            .requests()
-            .iter()
-            .filter(|l| l.contains("getvisusalt") || l.contains("/sps/ios/"))
-            .count()
-    };
+    let secured = || crate::support::wire::secured_requests(&ms.sim);
     let before = secured();
     let r = page_call(
         &served,

@@ -21,13 +21,7 @@ const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 fn jalousies() -> Vec<String> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo-house.json");
     let house: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let found: Vec<String> = house["controls"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .filter(|(_, c)| c["type"] == "Jalousie")
-        .map(|(uuid, _)| uuid.clone())
-        .collect();
+    let found = crate::support::house::uuids_of_type(&house, "Jalousie");
     assert_eq!(found.len(), 7, "the demo house has seven Jalousie blocks");
     found
 }
