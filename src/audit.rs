@@ -709,6 +709,9 @@ impl Handler for AuditedHandler {
     fn cache_hint(&self, method: &str, uri: Option<&str>) -> crate::mcp::modern::CacheHint {
         self.inner.cache_hint(method, uri)
     }
+    fn task_support(&self, tool: &str) -> crate::mcp::TaskSupport {
+        self.inner.task_support(tool)
+    }
     fn list_prompts(&self) -> Vec<PromptDescriptor> {
         self.inner.list_prompts()
     }

@@ -7,7 +7,7 @@
 //! ```toml
 //! [server]
 //! listen = "127.0.0.1:3001"    # address of the HTTP transport
-//! workers = 2                  # request worker threads
+//! workers = 4                  # requests routed at once (worker slots)
 //! max_body_bytes = 1048576     # largest accepted request body
 //! idle_timeout_secs = 30       # idle keep-alive connections are closed after this
 //! max_connections = 384        # open connections at most (2 descriptors each; keep well
@@ -173,7 +173,7 @@ pub enum LiveMode {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerConfig {
     pub listen: SocketAddr,
-    /// Request worker threads, 1-64.
+    /// Worker slots, 1-64: requests routed at once (see [`crate::http::DEFAULT_WORKERS`]).
     pub workers: usize,
     /// Largest request body in bytes.
     pub max_body_bytes: usize,
@@ -216,7 +216,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         Self {
             listen: DEFAULT_LISTEN.parse().expect("valid default address"),
-            workers: 2,
+            workers: crate::http::DEFAULT_WORKERS,
             max_body_bytes: 1024 * 1024,
             idle_timeout: Duration::from_secs(30),
             max_connections: crate::http::DEFAULT_MAX_CONNECTIONS,

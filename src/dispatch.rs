@@ -15,10 +15,10 @@ use crate::mcp::modern::CacheHint;
 use crate::mcp::{
     CallToolResult, Completion, CompletionRef, GetPromptResult, Handler, Implementation,
     PromptDescriptor, RequestContext, ResourceContents, ResourceDescriptor, ResourceTemplate,
-    RpcError, SharedResult, ToolDescriptor,
+    RpcError, SharedResult, TaskSupport, ToolDescriptor,
 };
 use crate::tools::cache::age_by;
-use crate::tools::HomeTools;
+use crate::tools::{HomeTools, TASK_TOOLS};
 use crate::{prompts, resources};
 
 const INSTRUCTIONS: &str = "home-mcp controls a Loxone smart home. Start with \
@@ -67,6 +67,16 @@ impl Handler for HomeTools {
                 ttl_ms: u64::try_from(self.resource_cache().ttl().as_millis()).unwrap_or(u64::MAX),
                 public: false,
             },
+        }
+    }
+
+    /// The long-running tools (they wait for blinds to move, or run a workflow's steps) run
+    /// as tasks for clients that declare the tasks extension ([`TASK_TOOLS`]).
+    fn task_support(&self, tool: &str) -> TaskSupport {
+        if TASK_TOOLS.contains(&tool) {
+            TaskSupport::Optional
+        } else {
+            TaskSupport::Forbidden
         }
     }
 

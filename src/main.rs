@@ -51,7 +51,7 @@ OPTIONS:
   --demo           use the built-in simulated Miniserver with the demo house
   --listen ADDR    address to listen on (default 127.0.0.1:3001)
   --config FILE    TOML config file (see README)
-  --workers N      request worker threads, 1-64 (default 2)
+  --workers N      requests routed at once (worker slots), 1-64 (default 4)
   --key-store PATH API key store (default <data_dir>/keys.toml; HOME_KEY_BACKEND); with
                    --demo, keys come from this store instead of an empty in-memory one
   -h, --help       this help

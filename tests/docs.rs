@@ -413,18 +413,21 @@ fn json_clients(b: &Block) -> Vec<ClientSnippet> {
             .map(|a| a.as_str().expect("a string argument").to_string())
             .collect()
     };
+    // A snippet's `env` or `headers`: an object of strings, as (name, value) pairs.
+    let pairs = |v: &Value| -> Vec<(String, String)> {
+        v.as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+            .collect()
+    };
     servers
         .values()
         .map(|s| {
             let (client, reach) = if let Some(command) = s["command"].as_str() {
                 let args = strings(&s["args"]);
                 if command == "home-mcp" || command.ends_with("/home-mcp") {
-                    let env = s["env"]
-                        .as_object()
-                        .into_iter()
-                        .flatten()
-                        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
-                        .collect();
+                    let env = pairs(&s["env"]);
                     ("stdio", Reach::Stdio { args, env })
                 } else if command == "npx" && args.first().map(String::as_str) == Some("mcp-remote")
                 {
@@ -460,12 +463,7 @@ fn json_clients(b: &Block) -> Vec<ClientSnippet> {
                 if let Some(t) = s.get("type") {
                     assert_eq!(t, "http", "{}: Streamable HTTP", b.at);
                 }
-                let headers = s["headers"]
-                    .as_object()
-                    .into_iter()
-                    .flatten()
-                    .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
-                    .collect();
+                let headers = pairs(&s["headers"]);
                 let client = if vscode { "vscode" } else { "cursor" };
                 (client, Reach::Http { url, headers })
             };

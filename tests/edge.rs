@@ -227,9 +227,9 @@ fn bodies_declared_too_large_are_refused_at_once_and_leave_nothing_behind() {
 #[test]
 fn slow_bodies_and_heads_cost_a_connection_not_a_worker_and_end_at_the_deadline() {
     let ms = Miniserver::demo();
-    let served = edge::start(&ms, "[server]\nrequest_deadline_secs = 3\n");
+    let served = edge::start(&ms, "[server]\nrequest_deadline_secs = 3\nworkers = 2\n");
     let mut client = edge::client(&served);
-    // Four slow bodies (twice the two workers), a byte every 200 ms of 5,000 declared, and two
+    // Four slow bodies (twice the two worker slots), a byte every 200 ms of 5,000 declared, and two
     // slow heads (a header line growing by a byte every 200 ms).
     let slow: Vec<_> = (0..6)
         .map(|n| {
@@ -488,8 +488,8 @@ fn a_health_check_pipelined_behind_a_slow_request_holds_only_its_own_connection(
 
 /// Two connections that pipeline requests and never read the answers (once their socket
 /// buffers are full, every write to them would block): they hold their own connections'
-/// threads, never a worker, and cannot fill the workers' queue (a connection has one request
-/// there at a time).
+/// threads, never a worker slot (a slot is given back before an answer is written), and
+/// cannot fill the slots' waiters (a connection's thread routes its requests one at a time).
 #[test]
 fn connections_that_pipeline_and_never_read_hold_only_themselves() {
     let ms = Miniserver::demo();

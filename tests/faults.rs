@@ -264,3 +264,112 @@ fn base64_of(s: &str) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(s)
 }
+
+/// One `POST /mcp` (`initialize`) on a connection of its own that waits at most 2 s for the
+/// answer: `Ok` with the 503 when refused at once, else what was seen.
+fn refused_at_once(addr: std::net::SocketAddr) -> Result<String, String> {
+    use std::io::{Read, Write};
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}"#;
+    let mut s = std::net::TcpStream::connect(addr).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(2)))
+        .map_err(|e| e.to_string())?;
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        addr.port(),
+        body.len()
+    );
+    s.write_all(head.as_bytes()).map_err(|e| e.to_string())?;
+    s.write_all(body.as_bytes()).map_err(|e| e.to_string())?;
+    let mut raw = Vec::new();
+    // A connection left waiting here stays a waiter at the server: that is what fills it.
+    let _ = s.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    if text.starts_with("HTTP/1.1 503") {
+        Ok(text)
+    } else {
+        Err(format!("not refused within 2 s: {text:?}"))
+    }
+}
+
+#[test]
+fn with_every_worker_on_a_hung_miniserver_the_excess_is_refused_at_once_and_health_answers() {
+    use home_mcp::http::QUEUE_PER_WORKER;
+    let sim = SimProcess::start(&demo_structure_path());
+    // One worker: one call holds it, QUEUE_PER_WORKER wait for it, the next is refused. The
+    // caps on one client's connections, sessions and rate are raised: all come from here.
+    let served = Served::start_on(
+        &sim.api,
+        "[server]\nworkers = 1\nmax_connections_per_client = 256\nmax_sessions_per_client = 256\n\
+         [miniserver]\nrequest_timeout_secs = 60\n[auth.rate_limits]\nper_client = 1000000\n",
+        &[],
+    );
+    served.wait_link("websocket");
+    let sessions: Vec<McpHttp> = (0..=QUEUE_PER_WORKER)
+        .map(|_| McpHttp::connect(served.addr, None))
+        .collect();
+    sim.signal("STOP");
+    let (tx, rx) = mpsc::channel();
+    for mut mcp in sessions {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            // A call that arrives after the probes below filled the waiters is refused (503):
+            // `McpHttp::call` panics on that, which is caught and sent as what it said.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                mcp.call(
+                    "control_device",
+                    json!({"device": KITCHEN_LIGHT, "action": "off"}),
+                )
+            }))
+            .map_err(|e| {
+                e.downcast_ref::<String>()
+                    .cloned()
+                    .unwrap_or_else(|| "a panic".into())
+            });
+            let _ = tx.send(r);
+        });
+    }
+    let refused = wait_until(
+        "a request refused with 503 while the worker and its waiters are full",
+        PATIENCE,
+        || refused_at_once(served.addr),
+    );
+    assert!(refused.contains("Retry-After: 1"), "{refused}");
+    assert!(refused.contains("SERVICE_UNAVAILABLE"), "{refused}");
+    // Health is answered on the connection's own thread, not in a worker slot.
+    let started = Instant::now();
+    let h = health(&served);
+    eprintln!(
+        "health with the worker and its waiters full: {:?}: {h}",
+        started.elapsed()
+    );
+    // While the Miniserver is stopped, the only calls that have come back are refusals.
+    let mut ended: Vec<_> = rx.try_iter().collect();
+    for r in &ended {
+        assert!(matches!(r, Err(e) if e.contains("503")), "{r:?}");
+    }
+    // Resumed, every call ends in its turn: sent (the first ones; then the light's outbound
+    // command limit refuses more of the same within its window), or refused while full.
+    sim.signal("CONT");
+    while ended.len() <= QUEUE_PER_WORKER {
+        let r = rx.recv_timeout(PATIENCE).unwrap_or_else(|_| {
+            panic!(
+                "{} of the calls did not end after the resume",
+                QUEUE_PER_WORKER + 1 - ended.len()
+            )
+        });
+        ended.push(r);
+    }
+    let mut sent = 0;
+    for r in ended {
+        match r {
+            Ok(r) if r["isError"] == false => sent += 1,
+            Ok(r) => assert_eq!(tool_error(&r)["code"], "RATE_LIMIT_EXCEEDED", "{r}"),
+            Err(e) => assert!(
+                e.contains("503") && e.contains("SERVICE_UNAVAILABLE"),
+                "{e}"
+            ),
+        }
+    }
+    assert!(sent > 0, "no call was served after the resume");
+    assert_eq!(sim.api.state(KITCHEN_LIGHT, "active"), 0.0);
+}

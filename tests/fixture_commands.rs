@@ -454,13 +454,7 @@ fn smoke_alarm_acknowledge() {
         // Every smoke alarm of the file starts in the main alarm, sounding (and, to see every
         // state reset, with a test alarm running).
         let doc = structure(name);
-        let smoke: Vec<String> = doc["controls"]
-            .as_object()
-            .unwrap()
-            .iter()
-            .filter(|(_, c)| c["type"] == "SmokeAlarm")
-            .map(|(uuid, _)| uuid.clone())
-            .collect();
+        let smoke = support::house::uuids_of_type(&doc, "SmokeAlarm");
         if smoke.is_empty() {
             continue;
         }

@@ -208,6 +208,36 @@ fn audit(served: &Served, operation: &str) -> Vec<Value> {
     v["entries"].as_array().unwrap().clone()
 }
 
+/// The non-null `confirmed_by` fields of audit `rows` (see [`audit`]), in order.
+fn confirmed_by(rows: &[Value]) -> Vec<&Value> {
+    rows.iter()
+        .map(|e| &e["confirmed_by"])
+        .filter(|c| !c.is_null())
+        .collect()
+}
+
+/// Whether any light-switching `off` command (`/jdev/sps/io/<uuid>/off`) reached the
+/// simulated Miniserver, read from its request log.
+fn lights_switched_off(ms: &Miniserver) -> bool {
+    ms.sim
+        .requests()
+        .iter()
+        .any(|l| l.contains("/jdev/sps/io/") && l.contains("/off"))
+}
+
+/// Asserts that `answer` is the JSON-RPC error -32602 whose `details` say the confirmation
+/// (or its `requestState`) expired.
+fn assert_expired(answer: &Value) {
+    let a = answer;
+    assert_eq!(a["error"]["code"], -32602, "{a}");
+    assert!(
+        a["error"]["data"]["details"]
+            .as_str()
+            .is_some_and(|d| d.contains("expired")),
+        "{a}"
+    );
+}
+
 fn open_gate() -> Value {
     json!({"device": GATE, "action": "on"})
 }
@@ -275,11 +305,7 @@ fn a_gate_opens_only_after_the_user_accepts() {
 
     // The audit log says who confirmed the opening, and nobody for the closing.
     let rows = audit(&served, "control_device");
-    let confirmed: Vec<&Value> = rows
-        .iter()
-        .map(|e| &e["confirmed_by"])
-        .filter(|c| !c.is_null())
-        .collect();
+    let confirmed = confirmed_by(&rows);
     assert_eq!(confirmed, [&json!("user (elicitation)")], "{rows:?}");
 }
 
@@ -334,12 +360,7 @@ fn a_client_that_cannot_ask_is_refused_and_nothing_is_sent() {
     }
     assert!(sent(&ms, GATE).is_empty());
     assert!(sent(&ms, ALARM).is_empty());
-    let lights_sent = ms
-        .sim
-        .requests()
-        .iter()
-        .any(|l| l.contains("/jdev/sps/io/") && l.contains("/off"));
-    assert!(!lights_sent, "no light was switched");
+    assert!(!lights_switched_off(&ms), "no light was switched");
 }
 
 #[test]
@@ -761,11 +782,7 @@ fn a_2026_client_opens_a_gate_only_after_an_input_required_answer() {
     let rows = audit(&served, "control_device");
     let outcomes: Vec<&str> = rows.iter().filter_map(|e| e["result"].as_str()).collect();
     assert!(outcomes.contains(&"INPUT_REQUIRED"), "{rows:?}");
-    let confirmed: Vec<&Value> = rows
-        .iter()
-        .map(|e| &e["confirmed_by"])
-        .filter(|c| !c.is_null())
-        .collect();
+    let confirmed = confirmed_by(&rows);
     assert_eq!(confirmed, [&json!("user (elicitation)")], "{rows:?}");
 }
 
@@ -862,12 +879,7 @@ fn a_2026_client_is_asked_for_the_alarm_and_house_wide_and_refused_without_elici
         Some((&state, responses(Reply::Decline))),
     );
     assert_eq!(envelope_of(&a)["data"]["cancelled"], true, "{a}");
-    let lights_sent = ms
-        .sim
-        .requests()
-        .iter()
-        .any(|l| l.contains("/jdev/sps/io/") && l.contains("/off"));
-    assert!(!lights_sent, "no light was switched");
+    assert!(!lights_switched_off(&ms), "no light was switched");
 }
 
 #[test]
@@ -896,13 +908,7 @@ fn a_2026_answer_after_the_confirmation_lifetime_sends_nothing() {
         args,
         Some((&state, responses(Reply::Accept))),
     );
-    assert_eq!(a["error"]["code"], -32602, "{a}");
-    assert!(
-        a["error"]["data"]["details"]
-            .as_str()
-            .is_some_and(|d| d.contains("expired")),
-        "{a}"
-    );
+    assert_expired(&a);
     assert!(sent(&ms, GATE).is_empty());
 }
 
@@ -913,17 +919,7 @@ fn a_2026_workflow_is_confirmed_once_and_its_gate_step_is_not_opened_mid_run() {
         {"tool": "arm_alarm", "arguments": {"alarm": ALARM, "delayed": false}},
         {"tool": "control_device", "arguments": {"device": GATE, "action": "on"}}
     ]});
-    let created = modern_call(&served, DOORS, ELICIT(), "create_workflow", steps, None);
-    assert_ne!(created["result"]["isError"], true, "{created}");
-    let run = json!({"name": "Ankommen"});
-    let a = modern_call(
-        &served,
-        DOORS,
-        ELICIT(),
-        "execute_workflow",
-        run.clone(),
-        None,
-    );
+    let (run, a) = create_then_run_workflow(&served, DOORS, ELICIT(), steps);
     let state = a["result"]["requestState"].clone();
     let m = a["result"]["inputRequests"]["confirm"]["params"]["message"]
         .as_str()
@@ -951,6 +947,23 @@ fn a_2026_workflow_is_confirmed_once_and_its_gate_step_is_not_opened_mid_run() {
         "{data}"
     );
     assert!(sent(&ms, GATE).is_empty(), "{data}");
+}
+
+/// Creates the workflow `workflow` (`create_workflow`'s arguments: `name`, `steps`) as `key` with
+/// the client capabilities `caps`, asserting it was created, then calls `execute_workflow` on it
+/// once without an answer. The `execute_workflow` arguments (for the retry) and that first
+/// answer (the confirmation's `input_required` result).
+fn create_then_run_workflow(
+    served: &Served,
+    key: &str,
+    caps: Value,
+    workflow: Value,
+) -> (Value, Value) {
+    let run = json!({"name": workflow["name"]});
+    let created = modern_call(served, key, caps.clone(), "create_workflow", workflow, None);
+    assert_ne!(created["result"]["isError"], true, "{created}");
+    let first = modern_call(served, key, caps, "execute_workflow", run.clone(), None);
+    (run, first)
 }
 
 // --- The visualisation password on this server's page (URL-mode elicitation) ---
@@ -1303,13 +1316,7 @@ fn wrong_passwords_on_the_page_are_refused_then_paused() {
         assert!(e["message"].as_str().unwrap().contains("wrong"), "{e}");
     }
     // Now even the right password is not tried: nothing reaches the Miniserver.
-    let secured = || {
-        ms.sim
-            .requests()
-            .iter()
-            .filter(|l| l.contains("getvisusalt") || l.contains("/sps/ios/"))
-            .count()
-    };
+    let secured = || crate::support::wire::secured_requests(&ms.sim);
     let before = secured();
     let r = page_call(
         &served,
@@ -1377,4 +1384,330 @@ fn a_client_without_url_mode_is_told_how_the_owner_configures_the_password() {
             "{d}"
         );
     }
+}
+
+// --- The password page for MCP 2026-07-28 clients (URL mode inside `inputRequests`) ---
+
+/// What a 2026-07-28 client declares: form and URL-mode elicitation.
+const URL_CAPS: fn() -> Value = || json!({"elicitation": {"form": {}, "url": {}}});
+
+/// The key of the page's request in `inputRequests` / `inputResponses`.
+const PAGE_KEY: &str = "visu_password_page";
+
+/// The page a 2026-07-28 answer offers.
+struct Offered {
+    state: Value,
+    url: String,
+    message: String,
+}
+
+/// Asserts that `answer` is an `input_required` result offering the password page (one
+/// URL-mode `elicitation/create` whose URL is this server's `/confirm/{elicitationId}`, no
+/// form question); what it offers.
+fn offered_page(answer: &Value, served: &Served) -> Offered {
+    let r = &answer["result"];
+    assert_eq!(r["resultType"], "input_required", "{answer}");
+    let requests = r["inputRequests"].as_object().expect("inputRequests");
+    assert_eq!(requests.len(), 1, "one question: {answer}");
+    let q = &requests[PAGE_KEY];
+    assert_eq!(q["method"], "elicitation/create", "{answer}");
+    let p = &q["params"];
+    assert_eq!(p["mode"], "url", "{answer}");
+    assert!(p.get("requestedSchema").is_none(), "no form: {answer}");
+    let url = p["url"].as_str().expect("a url").to_string();
+    let eid = p["elicitationId"].as_str().expect("an elicitationId");
+    assert_eq!(path_of(&url, served), format!("/confirm/{eid}"), "{answer}");
+    assert!(r["requestState"].is_string(), "{answer}");
+    Offered {
+        state: r["requestState"].clone(),
+        url,
+        message: p["message"].as_str().unwrap_or_default().to_string(),
+    }
+}
+
+/// The person on the page: opens it and sends `body` made from its form token.
+fn on_page(served: &Served, url: &str, body: impl Fn(&str) -> String) {
+    let path = path_of(url, served);
+    let got = request(served.addr, "GET", &path, &[] as &[&str], "");
+    assert_eq!(got.status, 200, "{}", got.body);
+    let r = post_form(served, &path, &body(&token_in(&got.body)));
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+/// The answers of a retry: the page's URL-mode request answered with `action`.
+fn page_response(action: &str) -> Value {
+    json!({ PAGE_KEY: {"action": action} })
+}
+
+#[test]
+fn a_2026_client_types_the_password_on_the_page_and_its_retry_arms_the_alarm() {
+    let (ms, served) = serve_unconfigured(120);
+    let arm = json!({"alarm": ALARM, "delayed": false});
+    let call = |retry: Option<(&Value, Value)>| {
+        modern_call(&served, PLAIN, URL_CAPS(), "arm_alarm", arm.clone(), retry)
+    };
+    let mut answers = Vec::new();
+
+    // The first call offers the page, naming the alarm, its room and the action; nothing sent.
+    let first = call(None);
+    let page = offered_page(&first, &served);
+    answers.push(first);
+    assert!(
+        page.message
+            .starts_with("Arm at once the alarm Alarmanlage (Zentral)"),
+        "{}",
+        page.message
+    );
+    assert!(ms.commands_to(ALARM).is_empty());
+
+    // The client retries at once (the user agreed to open the page but has not typed yet):
+    // the same page is offered again, nothing sent.
+    let early = call(Some((&page.state, page_response("accept"))));
+    let again = offered_page(&early, &served);
+    answers.push(early);
+    assert_eq!(again.url, page.url, "the same page");
+    assert!(again.message.contains("still waiting"), "{}", again.message);
+    assert!(ms.commands_to(ALARM).is_empty());
+    assert_eq!(ms.api.state(ALARM, "armed"), 0.0);
+
+    // The person types the password on the page; the retry sends the secured command.
+    on_page(&served, &page.url, |token| {
+        format!("token={token}&password={PAGE_PASSWORD}&answer=confirm")
+    });
+    let done = call(Some((&again.state, page_response("accept"))));
+    let result = &done["result"];
+    assert_eq!(result["resultType"], "complete", "{done}");
+    assert_ne!(result["isError"], true, "{done}");
+    let data = &result["structuredContent"]["data"];
+    assert_eq!(data["confirmed_by"], "user (password page)", "{done}");
+    answers.push(done.clone());
+    // The simulator checks the hash with its own implementation and arms only then.
+    let lines = ms.commands_to(ALARM);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("/jdev/sps/ios/"), "{lines:?}");
+    assert_eq!(ms.api.state(ALARM, "armed"), 1.0);
+
+    // One use: the same retry again sends nothing, and the page is gone.
+    let replay = call(Some((&again.state, page_response("accept"))));
+    let data = &replay["result"]["structuredContent"]["data"];
+    assert_eq!(data["cancelled"], true, "{replay}");
+    assert!(
+        data["confirmation"]
+            .as_str()
+            .is_some_and(|m| m.contains("unknown or was already used")),
+        "{replay}"
+    );
+    answers.push(replay);
+    assert_eq!(ms.commands_to(ALARM).len(), 1, "nothing more sent");
+    let path = path_of(&page.url, &served);
+    assert_eq!(
+        request(served.addr, "GET", &path, &[] as &[&str], "").status,
+        404
+    );
+
+    // The password is in no MCP message, no audit row, no log line.
+    for a in &answers {
+        assert!(
+            !a.to_string().contains(PAGE_PASSWORD),
+            "in an MCP message: {a}"
+        );
+    }
+    let rows = audit(&served, "arm_alarm");
+    assert!(
+        rows.iter()
+            .any(|r| r["confirmed_by"] == "user (password page)" && r["result"] == "ok"),
+        "{rows:?}"
+    );
+    assert!(!Value::Array(rows).to_string().contains(PAGE_PASSWORD));
+    for l in &served.log() {
+        assert!(!l.contains(PAGE_PASSWORD), "in the log: {l}");
+    }
+}
+
+#[test]
+fn a_2026_password_page_serves_only_its_own_request_and_a_no_sends_nothing() {
+    let (ms, served) = serve_unconfigured(120);
+    let arm = json!({"alarm": ALARM, "delayed": false});
+    let first = modern_call(&served, PLAIN, URL_CAPS(), "arm_alarm", arm.clone(), None);
+    let page = offered_page(&first, &served);
+    on_page(&served, &page.url, |token| {
+        format!("token={token}&password={PAGE_PASSWORD}&answer=confirm")
+    });
+    let accept = || page_response("accept");
+
+    // Another caller, another command (other arguments, another tool), a tampered state:
+    // refused before the tool runs, nothing sent.
+    let mut tampered = page.state.as_str().unwrap().to_string();
+    let last = tampered.pop().unwrap();
+    tampered.push(if last == 'A' { 'B' } else { 'A' });
+    let tampered = Value::String(tampered);
+    let attempts = [
+        (
+            ADMIN,
+            "arm_alarm",
+            arm.clone(),
+            &page.state,
+            "another caller",
+        ),
+        (
+            PLAIN,
+            "arm_alarm",
+            json!({"alarm": ALARM, "delayed": true}),
+            &page.state,
+            "another request",
+        ),
+        (
+            PLAIN,
+            "disarm_alarm",
+            json!({"alarm": ALARM}),
+            &page.state,
+            "another request",
+        ),
+        (PLAIN, "arm_alarm", arm.clone(), &tampered, "integrity"),
+    ];
+    for (key, tool, args, state, why) in attempts {
+        let a = modern_call(
+            &served,
+            key,
+            URL_CAPS(),
+            tool,
+            args,
+            Some((state, accept())),
+        );
+        assert_eq!(a["error"]["code"], -32602, "{why}: {a}");
+        assert!(
+            a["error"]["data"]["details"]
+                .as_str()
+                .is_some_and(|d| d.contains(why)),
+            "{why}: {a}"
+        );
+        assert!(!a.to_string().contains(PAGE_PASSWORD));
+    }
+    assert!(ms.commands_to(ALARM).is_empty(), "nothing sent");
+    assert_eq!(ms.api.state(ALARM, "armed"), 0.0);
+
+    // The client's "decline" or "cancel" withdraws the page: nothing sent, the page is gone.
+    for action in ["decline", "cancel"] {
+        let a = modern_call(&served, PLAIN, URL_CAPS(), "arm_alarm", arm.clone(), None);
+        let p = offered_page(&a, &served);
+        let a = modern_call(
+            &served,
+            PLAIN,
+            URL_CAPS(),
+            "arm_alarm",
+            arm.clone(),
+            Some((&p.state, page_response(action))),
+        );
+        let data = &a["result"]["structuredContent"]["data"];
+        assert_eq!(data["cancelled"], true, "{action}: {a}");
+        let path = path_of(&p.url, &served);
+        assert_eq!(
+            request(served.addr, "GET", &path, &[] as &[&str], "").status,
+            404,
+            "{action}"
+        );
+    }
+    // "Do not do it" on the page, then the client accepts: nothing sent.
+    let a = modern_call(&served, PLAIN, URL_CAPS(), "arm_alarm", arm.clone(), None);
+    let p = offered_page(&a, &served);
+    on_page(&served, &p.url, |token| {
+        format!("token={token}&password=&answer=decline")
+    });
+    let a = modern_call(
+        &served,
+        PLAIN,
+        URL_CAPS(),
+        "arm_alarm",
+        arm.clone(),
+        Some((&p.state, accept())),
+    );
+    let data = &a["result"]["structuredContent"]["data"];
+    assert_eq!(data["cancelled"], true, "{a}");
+    assert!(
+        data["confirmation"]
+            .as_str()
+            .is_some_and(|m| m.contains("declined on the page")),
+        "{a}"
+    );
+    assert!(ms.commands_to(ALARM).is_empty(), "nothing sent");
+
+    // The first page still belongs to its own request: that retry arms.
+    let a = modern_call(
+        &served,
+        PLAIN,
+        URL_CAPS(),
+        "arm_alarm",
+        arm,
+        Some((&page.state, accept())),
+    );
+    assert_eq!(
+        a["result"]["structuredContent"]["data"]["confirmed_by"], "user (password page)",
+        "{a}"
+    );
+    assert_eq!(ms.commands_to(ALARM).len(), 1);
+    assert_eq!(ms.api.state(ALARM, "armed"), 1.0);
+}
+
+#[test]
+fn a_2026_password_page_expires_and_a_late_retry_or_password_sends_nothing() {
+    let (ms, served) = serve_unconfigured(1);
+    let arm = json!({"alarm": ALARM, "delayed": false});
+    let a = modern_call(&served, PLAIN, URL_CAPS(), "arm_alarm", arm.clone(), None);
+    let page = offered_page(&a, &served);
+    let path = path_of(&page.url, &served);
+    let got = request(served.addr, "GET", &path, &[] as &[&str], "");
+    let token = token_in(&got.body);
+    // Past the lifetime (1 s) whatever the machine's load: the clock is the condition.
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(1100);
+    while std::time::Instant::now() < until {
+        std::thread::sleep(until - std::time::Instant::now());
+    }
+    let late = post_form(
+        &served,
+        &path,
+        &format!("token={token}&password={PAGE_PASSWORD}&answer=confirm"),
+    );
+    assert!(matches!(late.status, 404 | 410), "{}", late.body);
+    let a = modern_call(
+        &served,
+        PLAIN,
+        URL_CAPS(),
+        "arm_alarm",
+        arm,
+        Some((&page.state, page_response("accept"))),
+    );
+    assert_expired(&a);
+    assert!(ms.commands_to(ALARM).is_empty(), "nothing sent");
+    assert_eq!(ms.api.state(ALARM, "armed"), 0.0);
+}
+
+#[test]
+fn a_2026_workflow_step_that_needs_the_password_page_sends_nothing_mid_run() {
+    let (ms, served) = serve_unconfigured(120);
+    let steps = json!({"name": "Gehen", "steps": [
+        {"tool": "arm_alarm", "arguments": {"alarm": ALARM, "delayed": false}}
+    ]});
+    let (run, a) = create_then_run_workflow(&served, PLAIN, URL_CAPS(), steps);
+    let state = a["result"]["requestState"].clone();
+    assert!(state.is_string(), "the run is confirmed first: {a}");
+    let a = modern_call(
+        &served,
+        PLAIN,
+        URL_CAPS(),
+        "execute_workflow",
+        run,
+        Some((&state, responses(Reply::Accept))),
+    );
+    // A retry would run the earlier steps again: no page is offered mid-run, nothing sent.
+    assert_eq!(a["result"]["resultType"], "complete", "{a}");
+    let step = envelope_of(&a)["data"]["steps"][0].clone();
+    assert_ne!(step["status"], "success", "{a}");
+    let step = step.to_string();
+    assert!(
+        step.contains("HUMAN_CONFIRMATION_REQUIRED")
+            && step.contains("in the middle of a workflow"),
+        "{step}"
+    );
+    assert!(ms.commands_to(ALARM).is_empty(), "nothing sent");
+    assert_eq!(ms.api.state(ALARM, "armed"), 0.0);
 }

@@ -57,6 +57,7 @@ mod sse_legacy;
 mod streams;
 mod structure;
 mod summary;
+mod tasks;
 mod token;
 mod tool_arguments;
 mod tool_list;

@@ -235,6 +235,18 @@ fn older_sessions_work_as_before_next_to_modern_requests() {
     assert_eq!(r["result"], json!({}), "{r}");
 }
 
+/// POSTs the 2026-07-28 request `method` with `params` as JSON-RPC `id` to `/mcp` with its
+/// headers ([`McpModern::headers`], accepting SSE); the answer, its head read and its body open.
+fn post_modern(addr: std::net::SocketAddr, id: Value, method: &str, params: &Value) -> sse::Http {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let headers = McpModern::headers(method, params);
+    let headers: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|h| h.split_once(": ").unwrap())
+        .collect();
+    sse::send(addr, "POST", "/mcp", &headers, body.to_string().as_bytes())
+}
+
 #[test]
 fn subscriptions_listen_receives_an_update_after_a_change_at_the_simulator() {
     let ms = Miniserver::demo();
@@ -245,15 +257,12 @@ fn subscriptions_listen_receives_an_update_after_a_change_at_the_simulator() {
         "resourcesListChanged": true,
         "toolsListChanged": true,
     }}));
-    let body = json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
-        "params": params})
-    .to_string();
-    let headers = McpModern::headers("subscriptions/listen", &params);
-    let headers: Vec<(&str, &str)> = headers
-        .iter()
-        .map(|h| h.split_once(": ").unwrap())
-        .collect();
-    let stream = sse::send(served.addr, "POST", "/mcp", &headers, body.as_bytes());
+    let stream = post_modern(
+        served.addr,
+        json!("listen-1"),
+        "subscriptions/listen",
+        &params,
+    );
     assert_eq!(stream.status, 200);
     let events = stream.events();
     let first = recv_matching(&events, "the acknowledgement", |e| e.data.is_some());
@@ -323,22 +332,32 @@ fn stdio_answers_the_discover_probe_and_serves_both_eras() {
     assert!(legacy["result"].get("resultType").is_none(), "{legacy}");
 }
 
+/// `home-mcp stdio` against the simulated Miniserver `ms` (user and password `demo`), with its
+/// data in a fresh directory named after `tag` plus the `extra` environment; the directory
+/// lives as long as the returned guard (bind it before the server so it outlives it).
+fn stdio_against(
+    ms: &Miniserver,
+    tag: &str,
+    extra: &[(&str, &str)],
+) -> (crate::support::server::TempDir, McpStdio) {
+    let data = crate::support::server::TempDir::new(tag);
+    let host = ms.api.addr.to_string();
+    let data_dir = data.0.display().to_string();
+    let mut env = vec![
+        ("HOME_HOST", host.as_str()),
+        ("HOME_USER", "demo"),
+        ("HOME_PASS", "demo"),
+        ("HOME_DATA_DIR", data_dir.as_str()),
+    ];
+    env.extend_from_slice(extra);
+    (data, McpStdio::spawn(&[], &env))
+}
+
 #[test]
 fn stdio_subscriptions_listen_receives_an_update_after_a_change_at_the_simulator() {
     let ms = Miniserver::demo();
     ms.api.command(KITCHEN_LIGHT, "off");
-    let data = crate::support::server::TempDir::new("stdio-listen");
-    let host = ms.api.addr.to_string();
-    let data_dir = data.0.display().to_string();
-    let mut stdio = McpStdio::spawn(
-        &[],
-        &[
-            ("HOME_HOST", host.as_str()),
-            ("HOME_USER", "demo"),
-            ("HOME_PASS", "demo"),
-            ("HOME_DATA_DIR", data_dir.as_str()),
-        ],
-    );
+    let (_data, mut stdio) = stdio_against(&ms, "stdio-listen", &[]);
     // Wait until the server answers before subscribing.
     let d = stdio.rpc("server/discover", with_modern_meta(json!({})));
     assert_eq!(d["result"]["resultType"], "complete", "{d}");
@@ -378,24 +397,9 @@ fn modern_stream_call(addr: std::net::SocketAddr, name: &str, meta_extra: Value)
     for (k, v) in meta_extra.as_object().unwrap() {
         params["_meta"][k] = v.clone();
     }
-    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params});
-    let headers = McpModern::headers("tools/call", &params);
-    let headers: Vec<(&str, &str)> = headers
-        .iter()
-        .map(|h| h.split_once(": ").unwrap())
-        .collect();
-    let mut s = sse::send(addr, "POST", "/mcp", &headers, body.to_string().as_bytes());
+    let mut s = post_modern(addr, json!(9), "tools/call", &params);
     assert_eq!(s.status, 200);
-    let mut seen = Vec::new();
-    while let Some(e) = s.next_data() {
-        let v = e.json();
-        let last = v.get("id").is_some();
-        seen.push(v);
-        if last {
-            break;
-        }
-    }
-    seen
+    s.messages_until_response()
 }
 
 #[test]
@@ -460,15 +464,7 @@ fn a_listen_stream_gets_list_changes_it_asked_for_and_a_graceful_end() {
     let server = sse::start();
     let addr = server.addr();
     let params = with_modern_meta(json!({"notifications": {"resourcesListChanged": true}}));
-    let body = json!({"jsonrpc": "2.0", "id": 5, "method": "subscriptions/listen",
-        "params": params})
-    .to_string();
-    let headers = McpModern::headers("subscriptions/listen", &params);
-    let headers: Vec<(&str, &str)> = headers
-        .iter()
-        .map(|h| h.split_once(": ").unwrap())
-        .collect();
-    let events = sse::send(addr, "POST", "/mcp", &headers, body.as_bytes()).events();
+    let events = post_modern(addr, json!(5), "subscriptions/listen", &params).events();
     let ack = recv_matching(&events, "the acknowledgement", |e| e.data.is_some()).json();
     assert_eq!(
         ack["method"], "notifications/subscriptions/acknowledged",
@@ -501,18 +497,10 @@ fn a_listen_stream_gets_list_changes_it_asked_for_and_a_graceful_end() {
 fn stdio_asks_for_a_confirmation_with_an_input_required_result() {
     const ALARM: &str = "1d5c3c5b-0225-5e8d-ffff504f94d0e5a1";
     let ms = Miniserver::demo();
-    let data = crate::support::server::TempDir::new("stdio-mrtr");
-    let host = ms.api.addr.to_string();
-    let data_dir = data.0.display().to_string();
-    let mut stdio = McpStdio::spawn(
-        &[],
-        &[
-            ("HOME_HOST", host.as_str()),
-            ("HOME_USER", "demo"),
-            ("HOME_PASS", "demo"),
-            ("HOME_DATA_DIR", data_dir.as_str()),
-            ("HOME_VISU_PASS", home_mcp::sim::DEMO_VISU_PASSWORD),
-        ],
+    let (_data, mut stdio) = stdio_against(
+        &ms,
+        "stdio-mrtr",
+        &[("HOME_VISU_PASS", home_mcp::sim::DEMO_VISU_PASSWORD)],
     );
     let mut params = with_modern_meta(json!({"name": "arm_alarm",
         "arguments": {"alarm": ALARM, "delayed": false}}));
@@ -548,13 +536,13 @@ fn stdio_asks_for_a_confirmation_with_an_input_required_result() {
     );
 }
 
-/// A 2026-07-28 client is not offered the visualisation password page yet, even when it
-/// declares URL-mode elicitation (the page is opened by `elicitation/create` in the middle of
-/// a call, which this version has not): a secured alarm without a configured password is a
-/// tool error that says how the owner configures it and that the page needs 2025-11-25, and
-/// nothing reaches the simulator.
+/// A 2026-07-28 client that declares elicitation but not its URL mode cannot be offered the
+/// visualisation password page (the password must never go through a form): a secured alarm
+/// without a configured password is a tool error that says how the owner configures it, and
+/// nothing reaches the simulator. (With URL mode declared the page is offered:
+/// `human::a_2026_client_types_the_password_on_the_page_and_its_retry_arms_the_alarm`.)
 #[test]
-fn a_modern_client_gets_no_password_page_and_nothing_is_sent() {
+fn a_modern_client_without_url_mode_gets_no_password_page_and_nothing_is_sent() {
     const ALARM: &str = "1d5c3c5b-0225-5e8d-ffff504f94d0e5a1";
     let ms = Miniserver::demo();
     let served = Served::start(&ms, "", &[]);
@@ -562,7 +550,7 @@ fn a_modern_client_gets_no_password_page_and_nothing_is_sent() {
     let mut params = with_modern_meta(json!({"name": "arm_alarm",
         "arguments": {"alarm": ALARM, "delayed": false}}));
     params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
-        json!({"elicitation": {"form": {}, "url": {}}});
+        json!({"elicitation": {"form": {}}});
     let r = c.raw(
         &McpModern::headers("tools/call", &params),
         &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}),
@@ -574,11 +562,12 @@ fn a_modern_client_gets_no_password_page_and_nothing_is_sent() {
     assert_eq!(result["isError"], true, "{answer}");
     let text = result["content"][0]["text"].as_str().unwrap_or_default();
     assert!(
-        text.contains("HOME_VISU_PASS") && text.contains("2025-11-25"),
+        text.contains("HOME_VISU_PASS") && text.contains("URL-mode elicitation"),
         "{answer}"
     );
     assert!(
         crate::support::wire::sent_commands(&ms.sim, ALARM).is_empty(),
         "nothing sent to the alarm"
     );
+    assert_eq!(ms.api.state(ALARM, "armed"), 0.0, "not armed");
 }

@@ -655,13 +655,7 @@ fn repeated_wrong_pins_pause_secured_commands() {
         assert_eq!(e["code"], "INVALID_PARAMETERS");
     }
     // Now the PIN is not tried any more: nothing reaches the Miniserver.
-    let secured = || {
-        r.sim
-            .requests()
-            .iter()
-            .filter(|l| l.contains("getvisusalt") || l.contains("/sps/ios/"))
-            .count()
-    };
+    let secured = || crate::support::wire::secured_requests(&r.sim);
     let before = secured();
     let e = tool_error(
         &r.tools,

@@ -160,8 +160,8 @@ impl fmt::Display for ControllerError {
                  not have: its owner configures it on the server (visu_password in the \
                  [miniserver] section of the config file, or the HOME_VISU_PASS environment \
                  variable), or uses an MCP client that opens this server's own page for the \
-                 user to type it (URL-mode elicitation over HTTP at MCP 2025-11-25; not offered \
-                 to 2026-07-28 clients yet); the password is not for the chat"
+                 user to type it (URL-mode elicitation over HTTP); the password is not for the \
+                 chat"
             ),
             ControllerError::VisuPasswordWrong => f.write_str(
                 "the Miniserver refused the visualisation password (code 500): the code is wrong",

@@ -24,6 +24,7 @@
 //! `Origin: null` with the form's `POST` and the router's Origin check refuses it (found by
 //! the browser test, tests/e2e/visu_page.py). The password is never logged; the log says only that a page was answered.
 
+use super::html_escape;
 use std::time::Instant;
 
 use super::assets::{self, SECURITY_HEADERS};
@@ -158,29 +159,13 @@ fn html(status: u16, body: &str) -> Answer {
     }
 }
 
-/// `s` as HTML text (also inside a double-quoted attribute).
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 fn head(title: &str) -> String {
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{}</title><link rel=\"icon\" href=\"data:,\">\
          <link rel=\"stylesheet\" href=\"{}\"></head>",
-        escape(title),
+        html_escape(title),
         STYLE.path
     )
 }
@@ -203,8 +188,8 @@ fn form_page(id: &str, question: &str, token: &str) -> String {
          class=\"secondary\">Do not do it</button></div>\
          </form></main></body></html>\n",
         head("Loxone visualisation password"),
-        escape(question),
-        escape(token),
+        html_escape(question),
+        html_escape(token),
     )
 }
 
@@ -213,7 +198,7 @@ fn done_page(message: &str) -> String {
         "{}<body><main><h1>Loxone visualisation password</h1>\
          <p id=\"done\">{}</p></main></body></html>\n",
         head("Loxone visualisation password"),
-        escape(message)
+        html_escape(message)
     )
 }
 

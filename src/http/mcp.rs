@@ -584,7 +584,7 @@ fn modern_post(
         let Some(permit) = ctx.pool.acquire() else {
             return Ok(too_many_streams());
         };
-        return Err(listen_stream(ctx, r.clone(), permit));
+        return Err(listen_stream(ctx, r.clone(), permit, state.caller.clone()));
     }
     if sse_ok && modern_streams(r) {
         return Err(modern_stream(ctx, state, r.clone()));
@@ -692,7 +692,12 @@ const LISTEN_QUEUE: usize = 256;
 /// notifications the client opted into, with keep-alive comments when idle, until the client
 /// goes away or the server stops (then the graceful final response). Notifications reach the
 /// stream's thread through a bounded queue, so a slow reader never holds up the notifier.
-fn listen_stream(ctx: &Arc<Ctx>, r: jsonrpc::Request, permit: super::stream::Permit) -> Handled {
+fn listen_stream(
+    ctx: &Arc<Ctx>,
+    r: jsonrpc::Request,
+    permit: super::stream::Permit,
+    caller: Option<crate::mcp::Caller>,
+) -> Handled {
     let ctx = ctx.clone();
     Handled::Take(Box::new(move |request, headers| {
         run_detached("mcp-listen-stream", Some(permit), move || {
@@ -700,7 +705,7 @@ fn listen_stream(ctx: &Arc<Ctx>, r: jsonrpc::Request, permit: super::stream::Per
             let (tx, rx) = crossbeam_channel::bounded::<String>(LISTEN_QUEUE);
             let queue: Arc<dyn Outlet> =
                 Arc::new(move |m: &str| tx.try_send(m.to_string()).is_ok());
-            match ctx.mcp.open_listen(&r, queue) {
+            match ctx.mcp.open_listen_as(&r, queue, "http", caller.as_ref()) {
                 Err(refusal) => {
                     out.send(&refusal.to_json());
                 }

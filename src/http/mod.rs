@@ -1,4 +1,5 @@
-//! The HTTP server: a tiny_http listener with a fixed pool of worker threads, and the router.
+//! The HTTP server: a tiny_http listener whose connection threads route each request, at most
+//! [`HttpConfig::workers`] at once (worker slots), and the router.
 //!
 //! [`HttpServer::start`] binds the listening socket with socket2 before tiny_http takes it, so
 //! that options set there are inherited by every accepted connection (Linux):
@@ -20,24 +21,22 @@
 //! often than `idle_timeout`.
 //!
 //! Each connection's own thread offers every request it read to a hook
-//! ([`tiny_http::Inline`], see `on_connection`) instead of tiny_http's queue. `GET /health` is
-//! answered there, so health checks answer at once even while every worker waits on a hung
-//! Miniserver. Anything else goes to the workers over a bounded queue ([`QUEUE_PER_WORKER`]
-//! per worker; when it is full the request gets 503 with `Retry-After: 1` at once instead of
-//! waiting behind work it cannot overtake), once the connection's previous request is
-//! answered: a connection has one request in the workers' hands at a time, so a client
-//! pipelining requests cannot fill the queue. A worker writes an answer itself only when the
-//! client's socket can take all of it at once ([`tiny_http::Request::send_room`]); otherwise
-//! a thread of its own writes it (a stream slot, see [`stream`]), so a client that does not
-//! read never holds a worker. HTTP/1.1 answers a connection's requests in order: a `/health`
-//! pipelined behind a slow request waits for it, and holds nobody else. Each request is routed
-//! inside `catch_unwind`, and a panic answers 500 (tiny_http does that when the request is
-//! dropped) while the worker lives on. If tiny_http's accept thread dies anyway, a watch
-//! thread (on tiny_http's own queue) exits the process with status 70 so that systemd
-//! restarts it.
+//! ([`tiny_http::Inline`], see `on_connection`) instead of tiny_http's queue, and routes it
+//! there. `GET /health` is answered at once, so health checks answer even while every worker
+//! waits on a hung Miniserver. Anything else is routed once the thread holds one of the
+//! [`HttpConfig::workers`] worker slots (a slot, not a thread: see `Slots`); up to
+//! [`QUEUE_PER_WORKER`] per worker wait for one, beyond that a request gets 503 with
+//! `Retry-After: 1` at once instead of waiting behind work it cannot overtake. The slot is
+//! given back before the answer is written, by the connection's own thread: a client that
+//! does not read its answers blocks only its own connection's thread (until `idle_timeout`),
+//! never a worker slot. A connection's requests are routed one after the other by its thread,
+//! so a client pipelining requests waits for itself. Each request is routed inside
+//! `catch_unwind`, and a panic answers 500 (tiny_http does that when the request is dropped)
+//! while the thread lives on. If tiny_http's accept thread dies anyway, a watch thread (on
+//! tiny_http's own queue) exits the process with status 70 so that systemd restarts it.
 //!
 //! A long answer (a GET or legacy SSE stream, the SSE answer to a `tools/call`) is not written
-//! by the worker: the handler returns [`Handled::Take`], and the request moves to a dedicated
+//! in a worker slot: the handler returns [`Handled::Take`], and the request moves to a dedicated
 //! stream thread (see [`stream`]), at most [`HttpConfig::max_streams`] of them.
 //!
 //! Routes: `/mcp` (Streamable HTTP, see [`mcp`]), `GET /sse` and `POST /message` (legacy
@@ -85,7 +84,7 @@ pub mod stream;
 use std::io::Cursor;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -99,8 +98,19 @@ use crate::mcp::jsonrpc::RequestIds;
 use crate::mcp::McpServer;
 use crate::metrics::{self, HttpTransport};
 
-/// Requests queued for the workers, per worker, before new ones get 503.
+/// Default number of worker slots (requests routed at once). Slots are not threads (each
+/// request is routed on its connection's thread), so their number bounds concurrent work
+/// (memory, calls to the Miniserver), not threads: 4, a Raspberry Pi 3 or 4's cores.
+/// Measured (`BENCH_WORKERS=2|4 cargo bench --bench serve`, 2 cores): with 16 connections 2
+/// slots reached 70-75 % of the bare tiny_http server's rate at 1.8x its CPU per request, 4
+/// slots 87-93 % at 1.4-1.5x (fewer threads sleeping for a slot).
+pub const DEFAULT_WORKERS: usize = 4;
+
+/// Requests waiting for a worker slot, per worker, before new ones get 503.
 pub const QUEUE_PER_WORKER: usize = 32;
+
+/// How long [`HttpServer::join`] waits for the requests being routed at shutdown.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Default cap on open connections. Each takes two descriptors (tiny_http keeps a reading and
 /// a writing copy of the socket) and a thread: 384 take 768 of the unit's `LimitNOFILE=1024`,
@@ -131,7 +141,8 @@ pub type HealthFn = Arc<dyn Fn() -> Value + Send + Sync>;
 pub struct HttpConfig {
     /// Address to bind; port 0 picks a free port (see [`HttpServer::addr`]).
     pub listen: SocketAddr,
-    /// Request worker threads (default 2; at least 1).
+    /// Worker slots: requests routed at once (default [`DEFAULT_WORKERS`]; at least 1).
+    /// Each is routed on its connection's own thread; see the module docs.
     pub workers: usize,
     /// Largest accepted request body (default 1 MiB); larger gets 413.
     pub max_body_bytes: usize,
@@ -204,7 +215,7 @@ impl Default for HttpConfig {
     fn default() -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            workers: 2,
+            workers: DEFAULT_WORKERS,
             max_body_bytes: 1024 * 1024,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_client: DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
@@ -353,8 +364,8 @@ pub struct HttpServer {
     addr: SocketAddr,
     server: Arc<tiny_http::Server>,
     ctx: Arc<Ctx>,
-    /// The workers' queue (for [`Job::Stop`]) and their number.
-    queue: Arc<Jobs>,
+    /// The worker slots and their number.
+    slots: Arc<Slots>,
     workers: usize,
     shutting_down: Arc<AtomicBool>,
     stop_waker: Mutex<Option<Sender<()>>>,
@@ -386,12 +397,11 @@ impl HttpServer {
             accepting: AtomicBool::new(true),
         });
         let config = &ctx.config;
-        let queue = Arc::new(Jobs::new(workers * QUEUE_PER_WORKER));
-        let queued = queue.clone();
+        let slots = Arc::new(Slots::new(workers, workers * QUEUE_PER_WORKER));
         let inline = {
-            let (ctx, queue) = (ctx.clone(), queue.clone());
+            let (ctx, slots) = (ctx.clone(), slots.clone());
             tiny_http::Inline(Arc::new(move |request, _| {
-                on_connection(&ctx, &queue, request)
+                on_connection(&ctx, &slots, request)
             }))
         };
         let limits = tiny_http::Limits {
@@ -409,15 +419,7 @@ impl HttpServer {
             .map_err(|e| std::io::Error::other(format!("HTTP server setup failed: {e}")))?;
         let server = Arc::new(server);
         let shutting_down = Arc::new(AtomicBool::new(false));
-        let mut threads = Vec::with_capacity(workers + 2);
-        for n in 0..workers {
-            let (queued, ctx) = (queued.clone(), ctx.clone());
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("http-worker-{n}"))
-                    .spawn(move || worker(&queued, &ctx))?,
-            );
-        }
+        let mut threads = Vec::with_capacity(2);
         {
             let (server, ctx, down) = (server.clone(), ctx.clone(), shutting_down.clone());
             threads.push(
@@ -447,7 +449,7 @@ impl HttpServer {
             addr,
             server,
             ctx,
-            queue,
+            slots,
             workers,
             shutting_down,
             stop_waker: Mutex::new(Some(stop_tx)),
@@ -470,8 +472,10 @@ impl HttpServer {
         self.ctx.pool.active()
     }
 
-    /// Asks the workers to stop after the requests already queued; returns at once. Open
-    /// keep-alive connections close at their idle timeout.
+    /// Stops taking requests (a request read after this is answered by tiny_http's queue
+    /// with the watch thread, see `watch`); returns at once. Requests being routed finish
+    /// ([`HttpServer::join`] waits for them). Open keep-alive connections close at their idle
+    /// timeout.
     pub fn shutdown(&self) {
         if self.shutting_down.swap(true, Ordering::SeqCst) {
             return;
@@ -481,17 +485,20 @@ impl HttpServer {
         if let Ok(mut waker) = self.stop_waker.lock() {
             waker.take();
         }
-        // After what is queued: each worker ends at its `Stop`.
-        for _ in 0..self.workers {
-            self.queue.push(Job::Stop);
-        }
         self.server.unblock();
     }
 
-    /// Blocks until the server has shut down (see [`HttpServer::shutdown`]).
+    /// Blocks until the server has shut down (see [`HttpServer::shutdown`]): its threads
+    /// ended, and the requests being routed done (waited for at most [`DRAIN_TIMEOUT`]).
     pub fn join(self) {
         for t in self.threads {
             let _ = t.join();
+        }
+        let started = Instant::now();
+        while self.slots.free.load(Ordering::SeqCst) < self.workers
+            && started.elapsed() < DRAIN_TIMEOUT
+        {
+            std::thread::sleep(Duration::from_millis(10));
         }
         // The last `Arc<tiny_http::Server>` drops here, which stops its accept thread.
     }
@@ -556,196 +563,145 @@ fn busy(ctx: &Ctx, request: tiny_http::Request) {
     }
 }
 
-/// Work for the workers.
-enum Job {
-    /// Route the request; `Back` says its connection when the answer is written.
-    Serve(tiny_http::Request, Back),
-    /// End the worker ([`HttpServer::shutdown`]).
-    Stop,
+/// The workers: at most [`HttpConfig::workers`] requests are routed at once, each on its
+/// connection's own thread, which holds one of these slots while the request is routed and
+/// gives it back before its answer is written (so a client that does not read its answers
+/// blocks only its own connection's thread, never a slot). Up to [`QUEUE_PER_WORKER`] per
+/// slot may wait for one; beyond, a request gets 503 at once instead of waiting behind work it
+/// cannot overtake.
+///
+/// A slot rather than a thread of a pool: handing each request from the connection's thread
+/// to a worker thread and back cost two more context switches and a contended queue per
+/// request (`cargo bench --bench serve`: 1.4-2.2x the bare server's CPU per request, against
+/// 0.8-1.3x now).
+struct Slots {
+    /// Free slots; taken with a compare-and-swap, without the lock.
+    free: AtomicUsize,
+    /// Threads waiting for a slot (changed under `lock`).
+    waiting: AtomicUsize,
+    lock: Mutex<()>,
+    freed: std::sync::Condvar,
+    /// At most this many wait.
+    max_waiting: usize,
 }
 
-/// The workers' queue: bounded, under a mutex, so that an idle worker sleeps at once (a
-/// channel's receiver spins and yields first, which on two cores takes time from the
-/// connection threads).
-struct Jobs {
-    jobs: Mutex<std::collections::VecDeque<Job>>,
-    ready: std::sync::Condvar,
-    cap: usize,
-}
-
-impl Jobs {
-    fn new(cap: usize) -> Self {
+impl Slots {
+    fn new(slots: usize, max_waiting: usize) -> Self {
         Self {
-            jobs: Mutex::new(std::collections::VecDeque::with_capacity(cap)),
-            ready: std::sync::Condvar::new(),
-            cap,
+            free: AtomicUsize::new(slots),
+            waiting: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            freed: std::sync::Condvar::new(),
+            max_waiting,
         }
     }
 
-    /// Queues `job`, or gives it back when `cap` jobs wait.
-    #[allow(clippy::result_large_err)] // moved once per request, never stored
-    fn try_push(&self, job: Job) -> Result<(), Job> {
-        let mut jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
-        if jobs.len() >= self.cap {
-            return Err(job);
+    fn try_take(&self) -> bool {
+        self.free
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+    }
+
+    /// A slot, waiting for one if need be; `None` (at once) when `max_waiting` already wait.
+    ///
+    /// Not first come first served: a thread that finds a slot free takes it although others
+    /// wait. Handing each slot given back to the longest waiter instead (measured) added a
+    /// wake-up and a context switch to most requests under load (16 connections: 2.4 switches
+    /// and 2x the bare server's CPU per request, against 1.4 and 1.4x), for a p99 that was no
+    /// better at 16 connections.
+    fn take(self: &Arc<Self>) -> Option<Slot> {
+        if self.try_take() {
+            return Some(Slot(self.clone()));
         }
-        jobs.push_back(job);
-        self.ready.notify_one();
-        Ok(())
-    }
-
-    /// Queues `job` whatever waits (a `Stop`).
-    fn push(&self, job: Job) {
-        self.jobs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push_back(job);
-        self.ready.notify_one();
-    }
-
-    /// The next job; waits for one.
-    fn pop(&self) -> Job {
-        let mut jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if let Some(job) = jobs.pop_front() {
-                return job;
-            }
-            jobs = self.ready.wait(jobs).unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        if self.waiting.load(Ordering::SeqCst) >= self.max_waiting {
+            return None;
         }
+        // Counted before the last try: a slot given back after it sees this waiter.
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        while !self.try_take() {
+            guard = self.freed.wait(guard).unwrap_or_else(|e| e.into_inner());
+        }
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        Some(Slot(self.clone()))
     }
-}
 
-/// Tells a connection's thread when the answer to its request in the workers' hands is
-/// written (or the request was taken over by a stream, or its handler panicked): when dropped.
-struct Back(Mutex<Option<Arc<Handoff>>>);
-
-/// A request of a connection in the workers' hands: done once its answer is written.
-#[derive(Default)]
-struct Handoff {
-    done: Mutex<bool>,
-    written: std::sync::Condvar,
-}
-
-impl Handoff {
-    /// Waits until the answer is written.
-    fn wait(&self) {
-        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
-        while !*done {
-            done = self.written.wait(done).unwrap_or_else(|e| e.into_inner());
+    /// Gives a slot back; wakes a waiter if one waits (a wake-up is a system call).
+    fn give_back(&self) {
+        self.free.fetch_add(1, Ordering::SeqCst);
+        if self.waiting.load(Ordering::SeqCst) > 0 {
+            let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+            self.freed.notify_one();
         }
     }
 }
 
-impl Back {
-    fn new(handoff: Arc<Handoff>) -> Self {
-        Self(Mutex::new(Some(handoff)))
-    }
+/// A taken worker slot; given back when dropped.
+struct Slot(Arc<Slots>);
 
-    /// Moves the duty to tell (to the thread that writes the answer).
-    fn take(&self) -> Back {
-        Back(Mutex::new(
-            self.0.lock().unwrap_or_else(|e| e.into_inner()).take(),
-        ))
-    }
-}
-
-impl Drop for Back {
+impl Drop for Slot {
     fn drop(&mut self) {
-        let handoff = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(h) = handoff {
-            *h.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
-            h.written.notify_one();
-        }
+        self.0.give_back();
     }
 }
 
-/// Where a routed request's answer is written.
+/// Where a routed request's answer is written: always by the thread that routed it (the
+/// connection's own); a worker slot it holds is given back first.
 #[derive(Clone, Copy)]
 enum Out<'a> {
-    /// By the thread that routed it (a connection's thread: `/health`).
+    /// No slot (`/health`, a request tiny_http queued while shutting down).
     Here,
-    /// By a worker: at once when the client's socket can take the whole answer; else by a
-    /// thread of its own (a stream slot), so that a client that does not read never holds a
-    /// worker. `Back` is told once it is written.
-    Worker(&'a Back),
+    /// The slot, to give back before writing.
+    Slot(&'a std::cell::Cell<Option<Slot>>),
 }
 
-/// Writes `response` for `request` where `out` says.
+/// Writes `response` for `request`, after giving back the slot `out` holds.
 fn deliver(
-    ctx: &Arc<Ctx>,
     out: Out<'_>,
     request: tiny_http::Request,
     response: tiny_http::Response<Cursor<Vec<u8>>>,
 ) {
-    let write = |request: tiny_http::Request, response| {
-        if let Err(e) = request.respond(response) {
-            log::debug!("writing response failed: {e}");
-        }
-    };
-    let Out::Worker(back) = out else {
-        return write(request, response);
-    };
-    // Head and body: the body's length and room for the head.
-    let size = response.data_length().unwrap_or(0) + 1024;
-    if request.send_room(size) == Some(false) {
-        if let Some(permit) = ctx.pool.acquire() {
-            let back = back.take();
-            stream::run_detached("http-slow-answer", Some(permit), move || {
-                write(request, response);
-                drop(back);
-            });
-            return;
-        }
-        log::debug!("no stream slot for a slow client's answer; the worker writes it");
+    out.give_back();
+    if let Err(e) = request.respond(response) {
+        log::debug!("writing response failed: {e}");
     }
-    write(request, response);
 }
 
-/// Each request on its connection's own thread (tiny_http's [`tiny_http::Inline`] hook):
-/// `/health` is answered here; anything else is queued for the workers (503 at once when
-/// [`QUEUE_PER_WORKER`] per worker already wait), once the connection's previous request is
-/// answered: a connection has one request in the workers' hands at a time, so a client
-/// pipelining requests cannot fill the queue, and one that does not read its answers holds
-/// its own connection (and, while an answer waits for it, a stream slot), never a worker.
-/// `Some(request)` (the workers are gone: shutting down) hands it to tiny_http's queue.
+impl Out<'_> {
+    /// Gives back the worker slot, if any (before a write or a hand-over to a stream).
+    fn give_back(self) {
+        if let Out::Slot(slot) = self {
+            drop(slot.take());
+        }
+    }
+}
+
+/// Each request on its connection's own thread (tiny_http's [`tiny_http::Inline`] hook),
+/// routed here: `/health` at once; anything else once it has a worker slot ([`Slots`]; 503 at
+/// once when [`QUEUE_PER_WORKER`] per worker already wait). A connection's requests are
+/// routed one after the other by its own thread, so a client pipelining requests waits for
+/// itself, and one that does not read its answers blocks its own thread, never a slot.
+/// `Some(request)` (shutting down) hands it to tiny_http's queue.
 fn on_connection(
     ctx: &Arc<Ctx>,
-    queue: &Jobs,
+    slots: &Arc<Slots>,
     request: tiny_http::Request,
 ) -> Option<tiny_http::Request> {
-    thread_local! {
-        /// The previous request of the connection this thread serves.
-        static PREVIOUS: std::cell::RefCell<Option<Arc<Handoff>>> =
-            const { std::cell::RefCell::new(None) };
-    }
-    if let Some(previous) = PREVIOUS.with(|p| p.borrow_mut().take()) {
-        previous.wait();
-    }
     if is_health(&request) {
         routed(ctx, request, Out::Here);
         return None;
     }
-    let handoff = Arc::new(Handoff::default());
     if ctx.stopping.load(Ordering::SeqCst) {
         return Some(request);
     }
-    match queue.try_push(Job::Serve(request, Back::new(handoff.clone()))) {
-        Ok(()) => PREVIOUS.with(|p| *p.borrow_mut() = Some(handoff)),
-        Err(Job::Serve(request, _)) => busy(ctx, request),
-        Err(Job::Stop) => {}
+    match slots.take() {
+        Some(slot) => {
+            let slot = std::cell::Cell::new(Some(slot));
+            routed(ctx, request, Out::Slot(&slot));
+        }
+        None => busy(ctx, request),
     }
     None
-}
-
-/// Serves queued requests until its [`Job::Stop`] (the requests queued before
-/// [`HttpServer::shutdown`] are served first).
-fn worker(queued: &Jobs, ctx: &Arc<Ctx>) {
-    loop {
-        match queued.pop() {
-            Job::Serve(request, back) => routed(ctx, request, Out::Worker(&back)),
-            Job::Stop => return,
-        }
-    }
 }
 
 /// Waits on tiny_http's own queue, which gets only what [`on_connection`] gives back (while
@@ -1012,7 +968,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request, out: Out<'_>) {
             _ => rest_error(413, "PAYLOAD_TOO_LARGE", &details),
         };
         metrics::global().http_request(transport, 413, None);
-        deliver(ctx, out, request, answer.into_response());
+        deliver(out, request, answer.into_response());
         return;
     }
     let mut rate = None;
@@ -1044,7 +1000,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request, out: Out<'_>) {
                 let answer = with_request_ids(ctx, &mut request, &path, answer);
                 let status = answer.status;
                 metrics::global().http_request(transport, status, None);
-                deliver(ctx, out, request, answer.into_response());
+                deliver(out, request, answer.into_response());
                 log::debug!("{method} {} {status} (gate)", loggable_path(&path));
                 return;
             }
@@ -1113,6 +1069,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request, out: Out<'_>) {
         Handled::Take(job) => {
             metrics::global().http_request(transport, 200, Some(started.elapsed()));
             log::debug!("{method} {path} taken over by a stream");
+            out.give_back();
             job(
                 request,
                 rate.map(|r| r.headers().to_vec()).unwrap_or_default(),
@@ -1133,7 +1090,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request, out: Out<'_>) {
     // Counted before writing, so a client that reads the answer and then scrapes sees it.
     let elapsed = started.elapsed();
     metrics::global().http_request(transport, status, Some(elapsed));
-    deliver(ctx, out, request, answer.into_response());
+    deliver(out, request, answer.into_response());
     log::debug!(
         "{method} {} {status} {:.1} ms",
         loggable_path(&path),
@@ -1263,6 +1220,23 @@ pub(crate) fn is_loopback_name(name: &str) -> bool {
     name.parse::<Ipv4Addr>()
         .map(|ip| ip.is_loopback())
         .unwrap_or(false)
+}
+
+/// `s` as HTML text, also inside a quoted attribute (`&`, `<`, `>`, `"`, `'` escaped): the
+/// pages this server writes itself (the OAuth consent page, the password page).
+pub(crate) fn html_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -34,6 +34,7 @@
 //!
 //! [`HttpConfig::oauth`]: super::HttpConfig::oauth
 
+use super::html_escape;
 use std::io::Read;
 use std::time::Duration;
 
@@ -376,22 +377,6 @@ fn consent(ctx: &Ctx, oauth: &OAuth, request: &mut tiny_http::Request, issuer: &
     redirect(&with_query(&req.redirect_uri, &q))
 }
 
-/// HTML-escapes `s` for text and attribute values.
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// The origin (`scheme://authority`) of `uri`.
 fn origin_of(uri: &str) -> String {
     match uri.split_once("://") {
@@ -437,7 +422,7 @@ fn error_page(status: u16, e: &OAuthError) -> Answer {
          </head><body><main><h1>Sign-in refused</h1><p class=\"error\" id=\"error\">{}: {}</p>\
          </main></body></html>",
         e.code.as_str(),
-        escape(&e.description)
+        html_escape(&e.description)
     );
     page(status, html, None)
 }
@@ -448,7 +433,7 @@ fn consent_page(ctx: &Ctx, req: &AuthorizationRequest, status: u16, error: &str)
     let mut field = |name: &str, value: &str| {
         hidden.push_str(&format!(
             "<input type=\"hidden\" name=\"{name}\" value=\"{}\">\n",
-            escape(value)
+            html_escape(value)
         ));
     };
     field("response_type", "code");
@@ -476,9 +461,9 @@ fn consent_page(ctx: &Ctx, req: &AuthorizationRequest, status: u16, error: &str)
         None => (String::new(), String::new()),
     };
     let html = CONSENT
-        .replace("{{client_name}}", &escape(&req.client.name))
-        .replace("{{redirect_uri}}", &escape(&req.redirect_uri))
-        .replace("{{error}}", &escape(error))
+        .replace("{{client_name}}", &html_escape(&req.client.name))
+        .replace("{{redirect_uri}}", &html_escape(&req.redirect_uri))
+        .replace("{{error}}", &html_escape(error))
         .replace("{{hidden}}", &hidden)
         .replace("{{rooms}}", &rooms)
         .replace("{{categories}}", &categories);
@@ -491,7 +476,7 @@ fn checkboxes<'a>(name: &str, values: impl Iterator<Item = &'a str>) -> String {
         .filter(|v| seen.insert(*v))
         .enumerate()
         .map(|(i, v)| {
-            let v = escape(v);
+            let v = html_escape(v);
             format!(
                 "<label><input type=\"checkbox\" name=\"{name}\" id=\"{name}-{i}\" \
                  value=\"{v}\"> {v}</label>\n"
@@ -507,7 +492,7 @@ mod tests {
     #[test]
     fn escaping_and_origins() {
         assert_eq!(
-            escape("<a href=\"x\">&'"),
+            html_escape("<a href=\"x\">&'"),
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
         );
         assert_eq!(origin_of("http://127.0.0.1:5/cb?x"), "http://127.0.0.1:5");

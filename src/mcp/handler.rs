@@ -198,6 +198,11 @@ pub trait Peer: Send + Sync {
         params: Value,
         timeout: std::time::Duration,
     ) -> Result<Value, RpcError>;
+    /// Whether the client gave up on the request (a task's `tasks/cancel`): long work checks
+    /// it between steps and stops early. Default: never.
+    fn cancelled(&self) -> bool {
+        false
+    }
 }
 
 /// A shareable [`Peer`] (Debug-printable for logs).
@@ -318,6 +323,18 @@ impl SharedResult {
     }
 }
 
+/// Whether a tool may run as a task.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Always answered inline (the default).
+    #[default]
+    Forbidden,
+    /// A task for clients that declare the extension, inline for the others.
+    Optional,
+    /// Only as a task: clients without the extension get -32021.
+    Required,
+}
+
 /// Who may keep a result and for how long (`ttlMs`, `cacheScope`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CacheHint {
@@ -417,6 +434,11 @@ impl RequestContext {
         }
     }
 
+    /// Whether the client cancelled the request ([`Peer::cancelled`]; only tasks can be).
+    pub fn is_cancelled(&self) -> bool {
+        self.peer.as_ref().is_some_and(|p| p.0.cancelled())
+    }
+
     /// Whether the client declared the `elicitation` capability (and a peer exists).
     pub fn can_elicit(&self) -> bool {
         self.peer.is_some() && self.client_capabilities.get("elicitation").is_some()
@@ -502,6 +524,11 @@ pub trait Handler: Send + Sync {
     /// `MissingRequiredClientCapabilityError` (-32021) before the tool runs. Default: none.
     fn required_client_capabilities(&self, _tool: &str) -> Vec<&'static str> {
         Vec::new()
+    }
+    /// Whether `tool` may run as a task of the `io.modelcontextprotocol/tasks` extension
+    /// (see [`super::tasks`]). Default: never.
+    fn task_support(&self, _tool: &str) -> TaskSupport {
+        TaskSupport::Forbidden
     }
     /// The cache hints (`ttlMs`, `cacheScope`) of a 2026-07-28 result of `method`
     /// (`server/discover`, the lists, `resources/read` of `uri`). The default says: stale at

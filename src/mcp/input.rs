@@ -294,8 +294,8 @@ impl Binding {
         let mut request = Sha256::new();
         for part in [
             method.to_string(),
-            canonical(&target),
-            canonical(&arguments),
+            canonical_json(&target),
+            canonical_json(&arguments),
         ] {
             request.update((part.len() as u64).to_be_bytes());
             request.update(part.as_bytes());
@@ -307,8 +307,9 @@ impl Binding {
     }
 }
 
-/// JSON text with object keys sorted at every level (what [`Binding`] digests).
-fn canonical(v: &Value) -> String {
+/// JSON text with object keys sorted at every level, so that two values equal but for key
+/// order give the same text (what [`Binding`] digests; the tool answer cache's keys too).
+pub fn canonical_json(v: &Value) -> String {
     fn write(v: &Value, out: &mut String) {
         match v {
             Value::Object(m) => {

@@ -12,6 +12,7 @@ pub mod modern;
 pub mod peer;
 pub mod server;
 pub mod session;
+pub mod tasks;
 pub mod updates;
 
 pub use handler::{
@@ -23,3 +24,4 @@ pub use handler::{
 pub use peer::{Hub, Outlet, OutletPeer, Pending};
 pub use server::{McpConfig, McpServer, Reply};
 pub use session::{ProtocolVersion, SessionError, SessionLimits, SessionState, SessionStore};
+pub use tasks::{TaskLimits, TaskSupport};

@@ -276,11 +276,14 @@ pub fn decode_header_value(value: &str) -> Option<String> {
 }
 
 /// The body value `Mcp-Name` mirrors for `method`: `params.name` of `tools/call` and
-/// `prompts/get`, `params.uri` of `resources/read`; `None` for other methods.
+/// `prompts/get`, `params.uri` of `resources/read`, `params.taskId` of the task methods;
+/// `None` for other methods.
 pub fn name_source(method: &str) -> Option<&'static str> {
     match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
+        // Extension io.modelcontextprotocol/tasks: the task's id routes its requests.
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
         _ => None,
     }
 }

@@ -150,6 +150,8 @@ pub struct ListenFilter {
     pub resources_list_changed: bool,
     /// `notifications/resources/updated` for these URIs.
     pub resource_uris: BTreeSet<String>,
+    /// `notifications/tasks` for these task ids (extension `io.modelcontextprotocol/tasks`).
+    pub task_ids: BTreeSet<String>,
 }
 
 struct Listener {

@@ -25,6 +25,7 @@ use super::jsonrpc::{self, Incoming, Message, Outcome, Params, Request, Response
 use super::modern;
 use super::peer::{Hub, Outlet, OutletPeer, Pending};
 use super::session::{ProtocolVersion, SessionState, SessionStore};
+use super::tasks::{self, TaskStore, TaskSupport};
 
 /// Tunables of the MCP core.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +46,8 @@ pub struct McpConfig {
     /// answers reach it, the item that crossed it and every later request get -32600
     /// instead of their answer (later ones are not computed).
     pub max_batch_answer_bytes: usize,
+    /// Bounds of the tasks of the `io.modelcontextprotocol/tasks` extension.
+    pub tasks: super::tasks::TaskLimits,
 }
 
 /// Default [`McpConfig::max_batch_items`]: the batch tools cover bulk work, a client batches
@@ -65,6 +68,7 @@ impl Default for McpConfig {
             max_sessions_per_key: super::session::DEFAULT_SESSIONS_PER_KEY,
             max_batch_items: DEFAULT_MAX_BATCH_ITEMS,
             max_batch_answer_bytes: DEFAULT_MAX_BATCH_ANSWER_BYTES,
+            tasks: super::tasks::TaskLimits::default(),
         }
     }
 }
@@ -111,7 +115,8 @@ pub struct McpServer {
     sessions: SessionStore,
     page_size: usize,
     pending: Arc<Pending>,
-    hub: Hub,
+    hub: Arc<Hub>,
+    tasks: Arc<TaskStore>,
     max_batch_items: usize,
     max_batch_answer_bytes: usize,
     /// Seals the `requestState` of 2026-07-28 multi round-trip requests ([`input`]).
@@ -124,6 +129,7 @@ pub struct McpServer {
 impl McpServer {
     /// A server dispatching to `handler`.
     pub fn new(handler: Arc<dyn Handler>, config: McpConfig) -> Self {
+        let hub = Arc::new(Hub::default());
         Self {
             handler,
             sessions: SessionStore::with_limits(
@@ -136,7 +142,8 @@ impl McpServer {
             ),
             page_size: config.page_size.max(1),
             pending: Arc::new(Pending::default()),
-            hub: Hub::default(),
+            tasks: Arc::new(TaskStore::new(config.tasks.clone(), hub.clone())),
+            hub,
             max_batch_items: config.max_batch_items.max(1),
             max_batch_answer_bytes: config.max_batch_answer_bytes.max(1024),
             sealer: input::Sealer::new(),
@@ -199,6 +206,11 @@ impl McpServer {
     /// Outlets of sessions for notifications not tied to a request.
     pub fn hub(&self) -> &Hub {
         &self.hub
+    }
+
+    /// The tasks of the `io.modelcontextprotocol/tasks` extension.
+    pub fn tasks(&self) -> &TaskStore {
+        &self.tasks
     }
 
     /// Server-to-client requests waiting for an answer.
@@ -280,6 +292,19 @@ impl McpServer {
         request: &Request,
         outlet: Arc<dyn Outlet>,
     ) -> Result<super::peer::Listening<'_>, Response> {
+        self.open_listen_as(request, outlet, "stdio", None)
+    }
+
+    /// [`McpServer::open_listen`] for `caller` on `transport`: `notifications.taskIds`
+    /// (extension `io.modelcontextprotocol/tasks`, which the request must declare, else
+    /// -32021) keeps the ids of live tasks `caller` created.
+    pub fn open_listen_as(
+        &self,
+        request: &Request,
+        outlet: Arc<dyn Outlet>,
+        transport: &str,
+        caller: Option<&super::Caller>,
+    ) -> Result<super::peer::Listening<'_>, Response> {
         let id = request.id.clone();
         let params = match &request.params {
             Some(Params::Object(p)) => Some(p),
@@ -291,7 +316,8 @@ impl McpServer {
                 ))
             }
         };
-        modern::RequestMeta::parse(params).map_err(|e| e.into_response(Some(id.clone())))?;
+        let meta =
+            modern::RequestMeta::parse(params).map_err(|e| e.into_response(Some(id.clone())))?;
         let wanted = params
             .and_then(|p| p.get("notifications"))
             .cloned()
@@ -321,7 +347,28 @@ impl McpServer {
                 }
             }
         }
+        if let Some(ids) = wanted.get("taskIds") {
+            if !tasks::declared(&meta.client_capabilities) {
+                return Err(tasks::missing_extension(
+                    Some(id),
+                    "task status notifications belong to the tasks extension",
+                ));
+            }
+            let Some(ids) = ids.as_array() else {
+                return Err(Response::error(
+                    Some(id),
+                    RpcError::invalid_params(
+                        "Invalid params: `notifications.taskIds` must be an array of task ids",
+                    ),
+                ));
+            };
+            let ids = ids.iter().filter_map(Value::as_str).map(str::to_string);
+            filter.task_ids = self.tasks.owned(&tasks::owner_of(transport, caller), ids);
+        }
         let mut agreed = Map::new();
+        if wanted.get("taskIds").is_some() {
+            agreed.insert("taskIds".into(), json!(filter.task_ids));
+        }
         if filter.resources_list_changed {
             agreed.insert("resourcesListChanged".into(), Value::Bool(true));
         }
@@ -337,7 +384,20 @@ impl McpServer {
             json!({ "notifications": agreed }),
             &subscription,
         ));
-        Ok(self.hub.listen(outlet, subscription, filter))
+        let followed: Vec<String> = filter.task_ids.iter().cloned().collect();
+        let listening = self
+            .hub
+            .listen(outlet.clone(), subscription.clone(), filter);
+        // Each followed task's state as it is now: a task that ended before the stream
+        // opened is known to have ended (every later change follows as it happens).
+        for state in followed.iter().filter_map(|t| self.tasks.state_of(t)) {
+            outlet.send(&super::peer::tagged(
+                tasks::STATUS_NOTIFICATION,
+                state,
+                &subscription,
+            ));
+        }
+        Ok(listening)
     }
 
     /// The graceful end of the `subscriptions/listen` stream opened by `request` (the server
@@ -568,6 +628,42 @@ impl McpServer {
                 return modern::missing_capabilities(Some(id), &missing);
             }
         }
+        // Extension io.modelcontextprotocol/tasks: which calls become tasks.
+        let with_tasks = tasks::declared(&meta.client_capabilities);
+        let support = if method == "tools/call" {
+            let tool = params
+                .and_then(|p| p.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            guarded(|| self.handler.task_support(tool)).unwrap_or_default()
+        } else {
+            TaskSupport::Forbidden
+        };
+        if !with_tasks && support == TaskSupport::Required {
+            return tasks::missing_extension(Some(id), "this tool runs only as a task");
+        }
+        if !with_tasks && tasks::is_task_method(&method) {
+            return tasks::missing_extension(Some(id), "the task methods belong to the extension");
+        }
+        // Multi round-trip requests (`tools/call`, `prompts/get`, `resources/read`; `None` for
+        // every other method): the retry's answers and verified state for the handler, and its
+        // question turned into an `input_required` result ([`input`]).
+        let identity = input::caller_identity(state.transport, state.caller.as_ref());
+        let now = std::time::SystemTime::now();
+        let round = match input::begin(
+            &self.sealer,
+            &method,
+            params,
+            &identity,
+            &meta.client_capabilities,
+            now,
+        ) {
+            Ok(round) => round.map(Arc::new),
+            Err(e) => {
+                count_request(state.transport, metric, tool, false, started);
+                return Response::error(Some(id), e);
+            }
+        };
         let outcome = if modern::REMOVED_METHODS.contains(&method.as_str()) {
             Err(RpcError {
                 code: RpcError::METHOD_NOT_FOUND,
@@ -585,30 +681,54 @@ impl McpServer {
                 message: format!("Method not found: {method}"),
                 details: Some("this transport offers no subscription streams".into()),
             })
-        } else {
-            // Multi round-trip requests: the retry's answers and verified state for the
-            // handler, and its question turned into an `input_required` result ([`input`]).
-            let identity = input::caller_identity(state.transport, state.caller.as_ref());
-            let now = std::time::SystemTime::now();
-            let round = match input::begin(
-                &self.sealer,
+        } else if tasks::is_task_method(&method) {
+            self.tasks.handle(
                 &method,
                 params,
-                &identity,
-                &meta.client_capabilities,
-                now,
-            ) {
-                Ok(round) => round.map(Arc::new),
-                Err(e) => {
-                    count_request(state.transport, metric, tool, false, started);
-                    return Response::error(Some(id), e);
+                &tasks::owner_of(state.transport, state.caller.as_ref()),
+            )
+        } else if support != TaskSupport::Forbidden && with_tasks {
+            // Input asked by a multi round-trip request before the task starts is answered
+            // here, as for any call (`round` above); the task exists once the tool got past it.
+            let spawned = self.start_task(
+                state,
+                params.cloned().unwrap_or_default(),
+                meta,
+                round.clone(),
+            );
+            match (spawned, &round) {
+                (Ok(tasks::Spawned::Asked(asked)), Some(round)) => {
+                    let answer = input::finish(
+                        &self.sealer,
+                        round,
+                        Some(&asked),
+                        &method,
+                        params,
+                        &identity,
+                        now,
+                    );
+                    count_request(state.transport, metric, tool, true, started);
+                    return match answer {
+                        Ok(Some(result)) => {
+                            let info = self.server_info_value();
+                            Response::result(id, modern::finish_result(result, &info, None))
+                        }
+                        Ok(None) => Response::error(Some(id), asked),
+                        Err(missing) => modern::missing_capabilities(Some(id), &missing),
+                    };
                 }
-            };
+                (Ok(tasks::Spawned::Asked(asked)), None) => Err(asked),
+                (Ok(tasks::Spawned::Task(created)), _) => Ok(created),
+                (Err(e), _) => Err(e),
+            }
+        } else {
             let params_copy = round.as_ref().and(params.cloned());
             let mut own = SessionState::new(state.transport);
             own.version = Some(ProtocolVersion::V2026_07_28);
             own.initialized = true;
             own.caller = state.caller.clone();
+            // The address the client reached this server at (a password page's URL).
+            own.origin = state.origin.clone();
             own.log_level = meta.log_level;
             // Server-to-client requests do not exist in this era: the handler must not ask.
             let mut caps = meta.client_capabilities;
@@ -680,15 +800,63 @@ impl McpServer {
             .unwrap_or(Value::Null)
     }
 
-    /// `server/discover`: every version served, the capabilities, the instructions (the
-    /// server's identity is added to `_meta` with every modern result).
+    /// `server/discover`: every version served, the capabilities (with the extensions of
+    /// this era), the instructions (the server's identity is added to `_meta` with every
+    /// modern result).
     fn discover(&self) -> Result<Value, RpcError> {
         let instructions = guarded(|| self.handler.instructions())?;
+        let mut capabilities = capabilities();
+        capabilities["extensions"] = json!({ (tasks::EXTENSION): {} });
         Ok(json!({
             "supportedVersions": modern::supported_versions(),
-            "capabilities": capabilities(),
+            "capabilities": capabilities,
             "instructions": instructions,
         }))
+    }
+
+    /// A 2026-07-28 `tools/call` run as a task (extension `io.modelcontextprotocol/tasks`):
+    /// the name and arguments are checked now (-32602 at once), the tool runs on the task's
+    /// thread with the request's multi round-trip `round` and the task's peer (progress as
+    /// `statusMessage`, requests to the client as `inputRequests`); see
+    /// [`TaskStore::spawn`] for when the answer is the task and when the tool's question.
+    fn start_task(
+        &self,
+        state: &SessionState,
+        params: Map<String, Value>,
+        meta: modern::RequestMeta,
+        round: Option<Arc<input::Round>>,
+    ) -> Result<tasks::Spawned, RpcError> {
+        let progress_token = params
+            .get("_meta")
+            .and_then(|m| m.get("progressToken"))
+            .cloned();
+        let (name, arguments) = tool_call_params(params)?;
+        let handler = self.handler.clone();
+        let transport = state.transport;
+        let caller = state.caller.clone();
+        let origin = state.origin.clone();
+        self.tasks
+            .spawn(&tasks::owner_of(transport, caller.as_ref()), move |peer| {
+                let ctx = RequestContext {
+                    session_id: None,
+                    protocol_version: ProtocolVersion::V2026_07_28.as_str().to_string(),
+                    transport,
+                    peer: Some(peer),
+                    // Progress always reaches the task's statusMessage.
+                    progress_token: progress_token.or(Some(json!("task"))),
+                    client_capabilities: meta.client_capabilities,
+                    log_level: None,
+                    caller,
+                    input: round,
+                    origin,
+                };
+                let result = guarded(|| handler.call_tool_shared(&name, arguments, &ctx))??;
+                let json = result.json(true).map_err(|e| {
+                    RpcError::internal("Internal error")
+                        .with_details(format!("serialisation failed: {e}"))
+                })?;
+                Ok(json.to_value())
+            })
     }
 
     /// The outcome of one request: a [`Value`], or for `tools/call` the handler's answer as
@@ -966,31 +1134,10 @@ impl McpServer {
     fn tools_call(
         &self,
         version: ProtocolVersion,
-        mut params: Map<String, Value>,
+        params: Map<String, Value>,
         ctx: &RequestContext,
     ) -> Result<Outcome, RpcError> {
-        let name = match params.remove("name") {
-            Some(Value::String(name)) => name,
-            Some(_) => {
-                return Err(RpcError::invalid_params(
-                    "Invalid params: `name` must be a string",
-                ))
-            }
-            None => {
-                return Err(RpcError::invalid_params(
-                    "Invalid params: missing required parameter `name`",
-                ))
-            }
-        };
-        let arguments = match params.remove("arguments") {
-            None | Some(Value::Null) => Map::new(),
-            Some(Value::Object(args)) => args,
-            Some(_) => {
-                return Err(RpcError::invalid_params(
-                    "Invalid params: `arguments` must be an object",
-                ))
-            }
-        };
+        let (name, arguments) = tool_call_params(params)?;
         let result = guarded(|| self.handler.call_tool_shared(&name, arguments, ctx))??;
         // `structuredContent` from 2025-06-18 on; the text is rendered once per cached answer.
         let json = result.json(version >= ProtocolVersion::V2025_06_18);
@@ -998,6 +1145,36 @@ impl McpServer {
             RpcError::internal("Internal error").with_details(format!("serialisation failed: {e}"))
         })
     }
+}
+
+/// The `name` and `arguments` of `tools/call` params: -32602 when the name is missing or not
+/// a string, or the arguments not an object (absent or null: none).
+fn tool_call_params(
+    mut params: Map<String, Value>,
+) -> Result<(String, Map<String, Value>), RpcError> {
+    let name = match params.remove("name") {
+        Some(Value::String(name)) => name,
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "Invalid params: `name` must be a string",
+            ))
+        }
+        None => {
+            return Err(RpcError::invalid_params(
+                "Invalid params: missing required parameter `name`",
+            ))
+        }
+    };
+    let arguments = match params.remove("arguments") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(args)) => args,
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "Invalid params: `arguments` must be an object",
+            ))
+        }
+    };
+    Ok((name, arguments))
 }
 
 /// What the server offers, in every era (`initialize`, `server/discover`).

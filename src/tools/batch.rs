@@ -287,7 +287,7 @@ use super::{
 };
 use crate::home::resolve::{fold, ResolveError};
 
-pub use super::verify::{observable, verify, Target};
+use super::verify::{observable, verify_reporting, Target};
 use crate::home::{
     Action, Control, ControlKind, ControllerError, Family, Home, House, Risk, Value as HValue,
 };
@@ -509,9 +509,12 @@ fn run_permitted(house: &House, items: Vec<Item>, opts: RunOptions, caller: &Cal
             }
         };
         if status == "not_attempted" {
-            if let Some(e) = &report.out_of_reach {
-                rec["error"] = json!({"code": e.code(), "message": format!("not sent: {e}")});
-            }
+            rec["error"] = match &report.out_of_reach {
+                Some(e) => json!({"code": e.code(), "message": format!("not sent: {e}")}),
+                None => {
+                    json!({"code": "CANCELLED", "message": "not sent: the request was cancelled"})
+                }
+            };
         }
         if status == "planned" && opts.show_current {
             if let Some(c) = item.control {
@@ -546,7 +549,17 @@ fn run_permitted(house: &House, items: Vec<Item>, opts: RunOptions, caller: &Cal
                 actions,
             })
             .collect();
-        let confirmed = verify(house, &sub, &targets, house.verify_timeout());
+        // Waiting for the devices is progress too: a notification each time more of them are
+        // confirmed, counting on from the commands sent ("3 of 7 blinds confirmed").
+        let noun = noun_of(house, checks.iter().map(|(_, c, _, _)| *c));
+        let waited = targets.len();
+        let confirmed = verify_reporting(house, &sub, &targets, house.verify_timeout(), &mut |n| {
+            caller.progress(
+                total + n,
+                total + waited,
+                &format!("{n} of {waited} {noun} confirmed"),
+            )
+        });
         let home = house.home();
         let mut missing = Vec::new();
         for ((i, c, _, _), ok) in checks.iter().zip(&confirmed) {
@@ -556,7 +569,6 @@ fn run_permitted(house: &House, items: Vec<Item>, opts: RunOptions, caller: &Cal
             }
         }
         let n = confirmed.iter().filter(|v| **v).count();
-        let noun = noun_of(house, checks.iter().map(|(_, c, _, _)| *c));
         let mut line = format!("{n} of {} {noun} confirmed", confirmed.len());
         if !missing.is_empty() {
             line.push_str(&format!("; {} did not respond", missing.join(", ")));
@@ -776,7 +788,7 @@ fn attempt(
     if opts.dry_run {
         return Ok("planned");
     }
-    if report.out_of_reach.is_some() {
+    if report.out_of_reach.is_some() || caller.cancelled() {
         return Ok("not_attempted");
     }
     for action in &item.actions {

@@ -353,38 +353,10 @@ pub fn tool_key(name: &str, arguments: &serde_json::Map<String, Value>) -> Strin
     let mut key = String::with_capacity(64);
     key.push_str(name);
     key.push(' ');
-    write_canonical(&mut key, &Value::Object(arguments.clone()));
+    key.push_str(&crate::mcp::input::canonical_json(&Value::Object(
+        arguments.clone(),
+    )));
     key
-}
-
-fn write_canonical(out: &mut String, v: &Value) {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                write_canonical(out, &m[k]);
-            }
-            out.push('}');
-        }
-        Value::Array(a) => {
-            out.push('[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(out, x);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
 }
 
 #[cfg(test)]

@@ -141,6 +141,12 @@ impl Caller {
         }
     }
 
+    /// Whether the client cancelled the request (a task's `tasks/cancel`): batches send
+    /// nothing more and workflows start no further step.
+    pub fn cancelled(&self) -> bool {
+        self.request.as_ref().is_some_and(|r| r.is_cancelled())
+    }
+
     /// `notifications/progress` (when the request has a progress token): `done` of `total`.
     pub fn progress(&self, done: usize, total: usize, message: &str) {
         if let (true, Some(r)) = (self.reports_progress, &self.request) {
@@ -391,26 +397,50 @@ impl Caller {
     }
 
     /// Where the visualisation password for a command to `c` comes from
-    /// ([`password::source`]): configured on the Pi, a page of this server, or nowhere.
+    /// ([`password::source`]): configured on the Pi, a page of this server, or nowhere. The
+    /// page is offered to a MCP 2026-07-28 request (it carries a [`Round`]) by an
+    /// `input_required` result when the client declared URL-mode elicitation in `_meta` and
+    /// the request came over HTTP; to an older request by `elicitation/create` when the
+    /// session declared it ([`RequestContext::can_elicit_url`]).
     pub fn password_source(&self, house: &House, c: &Control) -> password::Source {
-        password::source(
-            c.is_secured,
-            house.has_visu_password(),
-            self.request
-                .as_ref()
-                .is_some_and(RequestContext::can_elicit_url),
-        )
+        use password::Opener;
+        let opener = self
+            .request
+            .as_ref()
+            .and_then(|r| match r.input.as_deref() {
+                Some(round) => (r.origin.is_some() && round.can_ask(InputKind::ElicitationUrl))
+                    .then_some(Opener::InputRequired),
+                None => r.can_elicit_url().then_some(Opener::Elicitation),
+            });
+        password::source(c.is_secured, house.has_visu_password(), opener)
     }
 
-    /// Asks the user for the visualisation password on this server's page: files a page for
-    /// the command `ask` describes ([`password::PasswordPages::url_request`]), sends the
-    /// URL-mode `elicitation/create` naming it, and waits (at most the page's lifetime) for
-    /// the password typed there; then `notifications/elicitation/complete`. The password
-    /// typed on the page is the person's confirmation ([`confirm::ConfirmedBy::Page`]).
-    /// `Ok(Err(reason))` when nobody gave it (declined, cancelled, expired): nothing is sent.
-    /// Errors: no URL-mode client ([`ToolError::Refused`] `HUMAN_CONFIRMATION_REQUIRED`),
-    /// too many pages open (`RATE_LIMIT_EXCEEDED`).
-    pub fn ask_password(&self, ask: &ToConfirm) -> Result<Result<Secret, String>, ToolError> {
+    /// Asks the user for the visualisation password on this server's page, offered as
+    /// `opener` says ([`Caller::password_source`]): the password typed on the page is the
+    /// person's confirmation ([`confirm::ConfirmedBy::Page`]). `Ok(Err(reason))` when nobody
+    /// gave it (declined, cancelled, expired, another command): nothing is sent. Errors: no
+    /// URL-mode client ([`ToolError::Refused`] `HUMAN_CONFIRMATION_REQUIRED`), too many pages
+    /// open (`RATE_LIMIT_EXCEEDED`), and for a 2026-07-28 request the question itself
+    /// ([`ToolError::InputRequired`], see [`Caller::ask_password_by_round`]).
+    pub fn ask_password(
+        &self,
+        ask: &ToConfirm,
+        opener: password::Opener,
+    ) -> Result<Result<Secret, String>, ToolError> {
+        match opener {
+            password::Opener::Elicitation => self.ask_password_by_elicitation(ask),
+            password::Opener::InputRequired => self.ask_password_by_round(ask),
+        }
+    }
+
+    /// The page for a MCP 2025-11-25 session: files a page for the command `ask` describes
+    /// ([`password::PasswordPages::url_request`]), sends the URL-mode `elicitation/create`
+    /// naming it, and waits (at most the page's lifetime) for the password typed there; then
+    /// `notifications/elicitation/complete`.
+    fn ask_password_by_elicitation(
+        &self,
+        ask: &ToConfirm,
+    ) -> Result<Result<Secret, String>, ToolError> {
         let r = self.request.as_ref().filter(|r| r.can_elicit_url());
         let (Some(r), Some(peer)) = (r, r.and_then(|r| r.peer.as_ref())) else {
             return Err(ToolError::Refused {
@@ -433,10 +463,7 @@ impl Caller {
                 message: format!("nothing was sent: {e}"),
             })?;
         let id = request.elicitation_id.clone();
-        let message = format!(
-            "{} Open the page to enter the Loxone visualisation password.",
-            ask.question
-        );
+        let message = page_message(ask.question);
         let answer = peer.0.request(
             "elicitation/create",
             request.params(&message),
@@ -463,6 +490,95 @@ impl Caller {
             json!({"elicitationId": id}),
         );
         Ok(outcome.map_err(|e| e.to_string()))
+    }
+
+    /// The page for a MCP 2026-07-28 request whose client declared URL-mode elicitation (the
+    /// spec's URL mode inside `inputRequests`):
+    ///
+    /// - first call: files a page for the command `ask` describes and answers `input_required`
+    ///   with the URL-mode request under [`PASSWORD_KEY`], the page's id sealed into
+    ///   `requestState` (bound by the MCP core to the caller, tool and arguments) for the
+    ///   page's lifetime;
+    /// - the retry with `accept` takes the password the page received
+    ///   ([`password::PasswordPages::take`]: once, within its lifetime, for the same key, tool,
+    ///   control and command); a page nobody has answered yet is offered again (another
+    ///   `input_required`, the spec's answer while the out-of-band interaction is not complete:
+    ///   the worker never waits for a person);
+    /// - `decline` or `cancel`: the page is withdrawn, nothing is sent;
+    /// - a retry without an answer: the old page is withdrawn and a new one offered.
+    ///
+    /// Not inside a workflow run (a retry would run its earlier steps again).
+    fn ask_password_by_round(&self, ask: &ToConfirm) -> Result<Result<Secret, String>, ToolError> {
+        let r = self.request.as_ref();
+        let (Some(round), Some(origin)) = (
+            r.and_then(|r| r.input.as_deref())
+                .filter(|i| i.can_ask(InputKind::ElicitationUrl)),
+            r.and_then(|r| r.origin.as_deref()),
+        ) else {
+            return Err(ToolError::Refused {
+                code: "HUMAN_CONFIRMATION_REQUIRED",
+                message: "nothing was sent: the visualisation password is typed by a person on this server's page, and this MCP client cannot open it (it did not declare URL-mode elicitation)".into(),
+            });
+        };
+        if self.confirmed.is_some() {
+            return Err(ToolError::Refused {
+                code: "HUMAN_CONFIRMATION_REQUIRED",
+                message: format!(
+                    "nothing was sent: \"{}\" needs the visualisation password typed on this server's page, which this protocol version cannot offer in the middle of a workflow; do it on its own",
+                    ask.question
+                ),
+            });
+        }
+        let now = std::time::Instant::now();
+        let binding = self.binding(ask);
+        let filed = round
+            .state()
+            .and_then(|s| s.get(STATE_PASSWORD_PAGE))
+            .and_then(Value::as_str);
+        if let (Some(id), Some(answer)) = (filed, round.elicitation(PASSWORD_KEY)) {
+            let reason = match answer {
+                ElicitAnswer::Accept(_) => match self.passwords.take(id, &binding, now) {
+                    Ok(password) => return Ok(Ok(password)),
+                    Err(password::NoPassword::Unanswered) => {
+                        match self.passwords.reopen(origin, id, &binding, now) {
+                            Some((page, left)) => {
+                                let message = format!(
+                                    "{} The page is still waiting for the Loxone visualisation password: enter it there, then continue.",
+                                    ask.question
+                                );
+                                return Err(page_round(round, &page, message, left));
+                            }
+                            // Answered (or expired) in between.
+                            None => match self.passwords.take(id, &binding, now) {
+                                Ok(password) => return Ok(Ok(password)),
+                                Err(e) => e.to_string(),
+                            },
+                        }
+                    }
+                    Err(e) => e.to_string(),
+                },
+                ElicitAnswer::Decline => "the user declined".into(),
+                ElicitAnswer::Cancel => "the user cancelled".into(),
+            };
+            self.passwords.drop_id(id);
+            return Ok(Err(reason));
+        }
+        if let Some(id) = filed {
+            self.passwords.drop_id(id);
+        }
+        let page = self
+            .passwords
+            .url_request(origin, binding, ask.question, now)
+            .map_err(|e| ToolError::Refused {
+                code: "RATE_LIMIT_EXCEEDED",
+                message: format!("nothing was sent: {e}"),
+            })?;
+        Err(page_round(
+            round,
+            &page,
+            page_message(ask.question),
+            self.passwords.lifetime(),
+        ))
     }
 
     /// The [`confirm::Binding`] of the command `ask` describes, for this caller.
@@ -536,6 +652,44 @@ impl Caller {
             ),
         ))
     }
+}
+
+/// The key of the password page's URL-mode request in `inputRequests` / `inputResponses`.
+const PASSWORD_KEY: &str = "visu_password_page";
+
+/// The member of the sealed `requestState` naming the password page (its id; the client may
+/// read it: the id alone opens the page, which it was given anyway).
+const STATE_PASSWORD_PAGE: &str = "password_page";
+
+/// The `input_required` answer offering `page` (URL mode, under [`PASSWORD_KEY`]) with its id
+/// sealed into `requestState` for `lifetime` (what the page has left).
+fn page_round(
+    round: &Round,
+    page: &password::UrlRequest,
+    message: String,
+    lifetime: Duration,
+) -> ToolError {
+    ToolError::InputRequired(
+        round.ask(
+            InputRequired::new()
+                .ask(
+                    PASSWORD_KEY,
+                    InputRequest::ElicitationUrl {
+                        message,
+                        url: page.url.clone(),
+                        elicitation_id: page.elicitation_id.clone(),
+                    },
+                )
+                .with_state(json!({ STATE_PASSWORD_PAGE: page.elicitation_id }))
+                .with_lifetime(lifetime),
+        ),
+    )
+}
+
+/// The message of the URL-mode request that opens a password page: the question, and what the
+/// page is for.
+fn page_message(question: &str) -> String {
+    format!("{question} Open the page to enter the Loxone visualisation password.")
 }
 
 /// The key of the confirmation question in `inputRequests` / `inputResponses`.
@@ -1031,6 +1185,18 @@ impl HomeTools {
         }
     }
 }
+
+/// Tools that may run as tasks (MCP extension `io.modelcontextprotocol/tasks`): the
+/// house-wide blind commands, which wait until the blinds report their new position (up to
+/// the house's verify timeout), and the workflow runs, whose steps take their own time.
+/// Their progress becomes the task's `statusMessage`; a confirmation they need becomes an
+/// input request of the task.
+pub const TASK_TOOLS: [&str; 4] = [
+    "control_all_rolladen",
+    "control_rolladen_unified",
+    "execute_workflow",
+    "execute_workflow_demo",
+];
 
 impl HomeTools {
     /// `tools/list`: every tool of the catalogue, its description ending in the permission

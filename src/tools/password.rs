@@ -4,17 +4,20 @@
 //! A secured Loxone control (`isSecured`) takes commands only with the visualisation password
 //! (`jdev/sps/ios/{hash}/...`). Where that password comes from is decided in one place
 //! ([`source`]): the owner's configuration on the Pi, else a page of this server that a
-//! URL-mode elicitation (MCP 2025-11-25 `elicitation/create` with `mode: "url"`) opens in the
-//! user's browser, else nowhere (a tool error saying how the owner configures it).
+//! URL-mode elicitation opens in the user's browser, else nowhere (a tool error saying how the
+//! owner configures it). The page is offered in one of two ways ([`Opener`]): MCP 2025-11-25
+//! `elicitation/create` with `mode: "url"` in the middle of the call, or for MCP 2026-07-28 an
+//! `input_required` result whose `inputRequests` holds the same URL-mode request.
 //!
 //! A page is filed for one pending request ([`PasswordPages::url_request`], the one function
-//! that produces the URL-mode request: `elicitationId` and `url`; the 2026-07-28
-//! `inputRequests` path can hand out the same pair). Its id (128 random bits) is the path
-//! `/confirm/{id}`; the form carries a second random value, the form token, that the `POST`
-//! must echo (so a page of another site cannot post a password blindly). The page lives
+//! that produces the URL-mode request: `elicitationId` and `url`). Its id (128 random bits) is
+//! the path `/confirm/{id}`; the form carries a second random value, the form token, that the
+//! `POST` must echo (so a page of another site cannot post a password blindly). The page lives
 //! [`LIFETIME`] (like a confirmation), takes one answer (a password or "no"), and the request
-//! waiting for it ([`PasswordPages::wait`]) takes the password out of the store: it is held in
-//! memory only while the request waits, never logged, never in a result.
+//! it was filed for takes the password out of the store: the 2025-11-25 call waiting for it
+//! ([`PasswordPages::wait`]), or the 2026-07-28 retry that names the page in its sealed
+//! `requestState` ([`PasswordPages::take`], which never waits). The password is held in memory
+//! only until then, never logged, never in a result.
 
 use std::collections::HashMap;
 use std::sync::{Condvar, Mutex};
@@ -44,22 +47,34 @@ pub enum Source {
     NotNeeded,
     /// The owner configured it on the Pi (`[miniserver] visu_password`, `HOME_VISU_PASS`).
     Configured,
-    /// A person types it on this server's page, opened by a URL-mode elicitation.
-    Page,
+    /// A person types it on this server's page, offered to the client as the [`Opener`] says.
+    Page(Opener),
     /// Neither: nothing can be sent (the error says how the owner configures it).
     Unavailable,
 }
 
+/// How the page is offered to the request's client (URL-mode elicitation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opener {
+    /// MCP 2025-11-25: `elicitation/create` with `mode: "url"` sent in the middle of the call,
+    /// which waits for the page ([`PasswordPages::wait`]).
+    Elicitation,
+    /// MCP 2026-07-28: an `input_required` result whose `inputRequests` holds the URL-mode
+    /// request, the page's id sealed into `requestState`; the client's retry takes the
+    /// password the page received ([`PasswordPages::take`]).
+    InputRequired,
+}
+
 /// Where the password for a command to a control that is `secured` comes from, given whether
-/// one is `configured` and whether the request's client can open a URL for its user
-/// (`url_mode`: it declared `elicitation.url` and the request came over HTTP, so this server
-/// has a page address to give).
-pub fn source(secured: bool, configured: bool, url_mode: bool) -> Source {
-    match (secured, configured, url_mode) {
+/// one is `configured` and how the request's client can open a URL for its user (`opener`:
+/// it declared `elicitation.url` and the request came over HTTP, so this server has a page
+/// address to give; `None`: it cannot).
+pub fn source(secured: bool, configured: bool, opener: Option<Opener>) -> Source {
+    match (secured, configured, opener) {
         (false, _, _) => Source::NotNeeded,
         (true, true, _) => Source::Configured,
-        (true, false, true) => Source::Page,
-        (true, false, false) => Source::Unavailable,
+        (true, false, Some(o)) => Source::Page(o),
+        (true, false, None) => Source::Unavailable,
     }
 }
 
@@ -73,6 +88,14 @@ pub struct UrlRequest {
 }
 
 impl UrlRequest {
+    /// The request that opens page `id` of this server at `origin` (`scheme://host[:port]`).
+    fn of(origin: &str, id: String) -> UrlRequest {
+        UrlRequest {
+            url: format!("{}{PATH_PREFIX}{id}", origin.trim_end_matches('/')),
+            elicitation_id: id,
+        }
+    }
+
     /// The `elicitation/create` params (2025-11-25, `mode: "url"`): `message` says what the
     /// page is for, in plain words.
     pub fn params(&self, message: &str) -> Value {
@@ -135,6 +158,9 @@ pub enum NoPassword {
     Mismatch,
     /// No such page.
     Unknown,
+    /// The page is open and nobody has answered it yet ([`PasswordPages::take`] only; the
+    /// page stays open).
+    Unanswered,
 }
 
 impl std::fmt::Display for NoPassword {
@@ -144,6 +170,7 @@ impl std::fmt::Display for NoPassword {
             NoPassword::Expired => "nobody entered the password in time",
             NoPassword::Mismatch => "the page was opened for another command",
             NoPassword::Unknown => "the page is unknown or was already used",
+            NoPassword::Unanswered => "nobody has entered the password on the page yet",
         })
     }
 }
@@ -220,10 +247,27 @@ impl PasswordPages {
                 state: State::Open,
             },
         );
-        Ok(UrlRequest {
-            url: format!("{}{PATH_PREFIX}{id}", origin.trim_end_matches('/')),
-            elicitation_id: id,
-        })
+        Ok(UrlRequest::of(origin, id))
+    }
+
+    /// The request that opens the still open page `id` again (a 2026-07-28 retry that came
+    /// before the person answered), and how long the page has left: `None` unless the page
+    /// is open, unanswered, within its lifetime and filed for `binding`.
+    pub fn reopen(
+        &self,
+        origin: &str,
+        id: &str,
+        binding: &Binding,
+        now: Instant,
+    ) -> Option<(UrlRequest, Duration)> {
+        let e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let p = e.get(id)?;
+        let left = self
+            .lifetime
+            .checked_sub(now.saturating_duration_since(p.filed))
+            .filter(|l| !l.is_zero())?;
+        (matches!(p.state, State::Open) && &p.binding == binding)
+            .then(|| (UrlRequest::of(origin, id.to_string()), left))
     }
 
     /// What the open page `id` shows (its `GET`).
@@ -298,6 +342,32 @@ impl PasswordPages {
         }
     }
 
+    /// Takes the password page `id` received, without waiting (the 2026-07-28 retry): when
+    /// the page was filed for `binding`, is within its lifetime and the person typed one.
+    /// The page leaves the store whatever the outcome, except while it is open and
+    /// unanswered for the same binding ([`NoPassword::Unanswered`]): then it stays open.
+    pub fn take(&self, id: &str, binding: &Binding, now: Instant) -> Result<Secret, NoPassword> {
+        let mut e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let p = e.get(id).ok_or(NoPassword::Unknown)?;
+        let expired = now.saturating_duration_since(p.filed) >= self.lifetime;
+        let mine = &p.binding == binding;
+        if mine && !expired && matches!(p.state, State::Open) {
+            return Err(NoPassword::Unanswered);
+        }
+        let p = e.remove(id).ok_or(NoPassword::Unknown)?;
+        if !mine {
+            return Err(NoPassword::Mismatch);
+        }
+        if expired {
+            return Err(NoPassword::Expired);
+        }
+        match p.state {
+            State::Answered(Answer::Password(s)) => Ok(s),
+            State::Answered(Answer::Decline) => Err(NoPassword::Declined),
+            State::Open => Err(NoPassword::Expired),
+        }
+    }
+
     /// Forgets page `id` (the user declined to open it, or the request ended).
     pub fn drop_id(&self, id: &str) {
         self.entries
@@ -339,10 +409,90 @@ mod tests {
 
     #[test]
     fn the_source_of_the_password() {
-        assert_eq!(source(false, false, false), Source::NotNeeded);
-        assert_eq!(source(true, true, true), Source::Configured);
-        assert_eq!(source(true, false, true), Source::Page);
-        assert_eq!(source(true, false, false), Source::Unavailable);
+        let round = Some(Opener::InputRequired);
+        assert_eq!(source(false, false, None), Source::NotNeeded);
+        assert_eq!(source(false, false, round), Source::NotNeeded);
+        assert_eq!(source(true, true, round), Source::Configured);
+        assert_eq!(
+            source(true, false, Some(Opener::Elicitation)),
+            Source::Page(Opener::Elicitation)
+        );
+        assert_eq!(
+            source(true, false, round),
+            Source::Page(Opener::InputRequired)
+        );
+        assert_eq!(source(true, false, None), Source::Unavailable);
+    }
+
+    #[test]
+    fn a_retry_takes_the_password_once_for_its_own_binding_without_waiting() {
+        let p = PasswordPages::with_lifetime(Duration::from_secs(120));
+        let t0 = Instant::now();
+        let file = || {
+            p.url_request("http://pi", binding("Disarm"), "q", t0)
+                .unwrap()
+                .elicitation_id
+        };
+        let answer = |id: &str, a: Answer| {
+            let token = p.view(id, t0).unwrap().token;
+            p.answer(id, &token, a, t0).unwrap();
+        };
+        // Not answered yet: the page stays open, and can be offered again.
+        let id = file();
+        assert_eq!(
+            p.take(&id, &binding("Disarm"), t0).unwrap_err(),
+            NoPassword::Unanswered
+        );
+        let later = t0 + Duration::from_secs(20);
+        let (again, left) = p
+            .reopen("http://pi/", &id, &binding("Disarm"), later)
+            .unwrap();
+        assert_eq!(again.url, format!("http://pi/confirm/{id}"));
+        assert_eq!(again.elicitation_id, id);
+        assert_eq!(left, Duration::from_secs(100), "what the page has left");
+        assert!(p.reopen("http://pi", &id, &binding("Arm"), t0).is_none());
+        answer(&id, Answer::Password(Secret::new("1234")));
+        assert!(p.reopen("http://pi", &id, &binding("Disarm"), t0).is_none());
+        assert_eq!(
+            p.take(&id, &binding("Disarm"), t0).unwrap().expose(),
+            "1234"
+        );
+        assert_eq!(
+            p.take(&id, &binding("Disarm"), t0).unwrap_err(),
+            NoPassword::Unknown,
+            "one use"
+        );
+        // Another command: nothing, and the page is gone.
+        let id = file();
+        answer(&id, Answer::Password(Secret::new("1234")));
+        assert_eq!(
+            p.take(&id, &binding("Arm"), t0).unwrap_err(),
+            NoPassword::Mismatch
+        );
+        assert!(p.is_empty());
+        // Declined; expired (answered or not).
+        let id = file();
+        answer(&id, Answer::Decline);
+        assert_eq!(
+            p.take(&id, &binding("Disarm"), t0).unwrap_err(),
+            NoPassword::Declined
+        );
+        let late = t0 + Duration::from_secs(120);
+        let id = file();
+        answer(&id, Answer::Password(Secret::new("1234")));
+        assert_eq!(
+            p.take(&id, &binding("Disarm"), late).unwrap_err(),
+            NoPassword::Expired
+        );
+        let id = file();
+        assert!(p
+            .reopen("http://pi", &id, &binding("Disarm"), late)
+            .is_none());
+        assert_eq!(
+            p.take(&id, &binding("Disarm"), late).unwrap_err(),
+            NoPassword::Expired
+        );
+        assert!(p.is_empty());
     }
 
     #[test]

@@ -343,7 +343,7 @@ fn guarded(
                 c.name.clone(),
             )))
         }
-        Source::Page => match caller.ask_password(&ask)? {
+        Source::Page(opener) => match caller.ask_password(&ask, opener)? {
             Ok(pw) => (
                 Confirmation::Go(super::confirm::ConfirmedBy::Page),
                 Some(pw),

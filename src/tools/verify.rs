@@ -1,7 +1,8 @@
 //! Whether a command took effect: after the batch runner ([`super::batch`]) or
 //! `control_device` sends commands, [`verify`] waits (bounded) for each control's value to show
-//! it, from the change bus or, unless the link is live, by re-reading; [`observable`] says
-//! which effects can be seen at all.
+//! it, from the change bus or, unless the link is live, by re-reading ([`verify_reporting`]
+//! also tells each confirmation as it comes); [`observable`] says which effects can be seen
+//! at all.
 
 use std::time::{Duration, Instant};
 
@@ -30,6 +31,18 @@ pub fn verify(
     targets: &[Target],
     timeout: Duration,
 ) -> Vec<bool> {
+    verify_reporting(house, sub, targets, timeout, &mut |_| {})
+}
+
+/// [`verify`], calling `confirmed(n)` each time the number `n` of confirmed targets grows
+/// (not for those confirmed at once because they already were in the asked state).
+pub fn verify_reporting(
+    house: &House,
+    sub: &Subscription,
+    targets: &[Target],
+    timeout: Duration,
+    confirmed: &mut dyn FnMut(usize),
+) -> Vec<bool> {
     let deadline = Instant::now() + timeout;
     // A command that found its control in the asked state changes nothing, so no change will
     // come: it is confirmed at once (a light `on` that was on).
@@ -56,6 +69,14 @@ pub fn verify(
             }
         }
     };
+    let mut reported = done.iter().filter(|d| **d).count();
+    let mut tell = |done: &[bool]| {
+        let n = done.iter().filter(|d| **d).count();
+        if n > reported {
+            reported = n;
+            confirmed(n);
+        }
+    };
     loop {
         while let Some(e) = sub.try_recv() {
             on_event(e, &mut done);
@@ -75,6 +96,7 @@ pub fn verify(
                 }
             }
         }
+        tell(&done);
         if done.iter().all(|d| *d) {
             break;
         }
@@ -86,6 +108,7 @@ pub fn verify(
             on_event(e, &mut done);
         }
     }
+    tell(&done);
     done
 }
 

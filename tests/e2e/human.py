@@ -18,20 +18,10 @@ from contextlib import AsyncExitStack
 
 import anyio
 
+from e2e_common import expect, finish
+
 BIN = sys.argv[1]
 LIFETIME_SECS = 2  # how long a confirmation lives (and the server waits for an answer)
-failures = []
-passed = 0
-
-
-def expect(cond, what):
-    global passed
-    if cond:
-        passed += 1
-        print(f"ok   {what}")
-    else:
-        failures.append(what)
-        print(f"FAIL {what}")
 
 
 def envelope(result):
@@ -146,8 +136,7 @@ async def main():
                "the garage gate is not opened without the owner's permission")
 
     os.unlink(config)
-    print(f"\n{passed} passed, {len(failures)} failed")
-    sys.exit(1 if failures else 0)
+    finish()
 
 
 anyio.run(main)

@@ -135,7 +135,8 @@ else
 fi
 
 # 8. Issue 20: the visualisation password typed in headless chromium on this server's page that
-# the SDK's URL-mode elicitation opens; never in an MCP message, log line or audit row. Needs
+# the SDK's URL-mode elicitation opens (legacy mode, then Client(mode="2026-07-28") through an
+# input_required result); never in an MCP message, log line or audit row. Needs
 # node with tests/e2e/browser's packages and chromium: prepared here as tests/e2e/browser.sh
 # does (lib.sh: chromium from apt when missing, npm ci only when the lock file changed).
 if command -v npm >/dev/null && ! { e2e_chromium && e2e_npm_ci tests/e2e/browser; }; then

@@ -11,33 +11,19 @@ e.g. the venvs tests/e2e/python-sdk.sh prepares; SIM_URL: the simulator `serve -
 in its log). Prints "N passed, M failed"; exits 1 on a failure. Every wait is bounded.
 """
 
-import base64
 import json
 import os
 import re
 import sys
 import tempfile
-import urllib.request
 from contextlib import AsyncExitStack
 
 import anyio
 
+from e2e_common import WAIT, expect, on_both_transports, sim_get
+
 BIN, URL, SIM = sys.argv[1:4]
 LIGHTING = "home://lighting"
-WAIT = 20  # seconds, every wait for the server or the simulator
-counts = {"passed": 0, "failed": 0}
-AUTH = "Basic " + base64.b64encode(b"demo:demo").decode()
-
-
-def expect(cond, what, seen=""):
-    counts["passed" if cond else "failed"] += 1
-    print(f"{'ok  ' if cond else 'FAIL'} {what}" + ("" if cond or not seen else f"\n    seen: {seen}"))
-
-
-def sim_get(base, path):
-    req = urllib.request.Request(base + path, headers={"Authorization": AUTH})
-    with urllib.request.urlopen(req, timeout=WAIT) as r:
-        return json.loads(r.read())
 
 
 def kitchen_light(base):
@@ -132,27 +118,4 @@ async def run(transport):
             await c.unsubscribe_resource(LIGHTING)
 
 
-async def main():
-    import warnings
-
-    warnings.filterwarnings("ignore", message=".*removed as of 2026-07-28.*")
-    for transport in ("http", "stdio"):
-        try:
-            with anyio.fail_after(6 * WAIT):
-                await run(transport)
-        except BaseException as e:  # noqa: BLE001 - report anything, incl. ExceptionGroup / timeouts
-            if isinstance(e, KeyboardInterrupt):
-                raise
-            expect(False, f"python-sdk legacy {transport}: ran to the end", _msg(e))
-    print(f"\n{counts['passed']} passed, {counts['failed']} failed")
-    sys.exit(1 if counts["failed"] else 0)
-
-
-def _msg(e):
-    subs = getattr(e, "exceptions", None)
-    if subs:
-        return "; ".join(_msg(x) for x in subs)
-    return f"{type(e).__name__}: {e}"
-
-
-anyio.run(main)
+anyio.run(on_both_transports, run, "python-sdk legacy", 6 * WAIT)

@@ -5,7 +5,10 @@ Streamable HTTP as the client, whose elicitation callback hands the URL of the U
 to headless chromium (tests/e2e/browser/visu-page.mjs types the password there). Asserted: the
 secured command reached the simulator with the right hash (the simulator arms only then; its
 state is read over its HTTP API), and the password is in no MCP message the client saw, no
-line of the server's log and no byte of the audit database.
+line of the server's log and no byte of the audit database. Then the same with the SDK in its
+MCP 2026-07-28 mode (`Client(mode="2026-07-28")`): the page comes as a URL-mode request inside
+an `input_required` result, chromium types the password before the callback accepts, and the
+SDK's retry disarms the alarm.
 
 usage: python visu_page.py path/to/home-mcp   (a python with the `mcp` package, e.g. the venv
 tests/e2e/python-sdk.sh prepares; node with tests/e2e/browser's packages, chromium). Prints
@@ -24,22 +27,20 @@ import urllib.request
 
 import anyio
 
+from e2e_common import expect, failures, finish
+
 BIN = os.path.abspath(sys.argv[1])
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PASSWORD = "pw-e2e-visu-73519"
 ALARM = "1d5c3c5b-0225-5e8d-ffff504f94d0e5a1"
-failures = []
-passed = 0
 
 
-def expect(cond, what):
-    global passed
-    if cond:
-        passed += 1
-        print(f"ok   {what}")
-    else:
-        failures.append(what)
-        print(f"FAIL {what}")
+def answered(result, seen):
+    """A tool result's text and its JSON envelope ({} when the text is not JSON), after adding
+    the whole result to `seen` (every MCP message the client saw)."""
+    seen.append(result.model_dump_json())
+    text = result.content[0].text if result.content else ""
+    return text, (json.loads(text) if text.startswith("{") else {})
 
 
 def free_port():
@@ -124,9 +125,7 @@ async def main(tmp):
                     props = (t.input_schema if hasattr(t, "input_schema") else t.inputSchema).get("properties", {})
                     expect("code" not in props, f"{t.name} takes no password argument")
             result = await session.call_tool("arm_alarm", {"alarm": ALARM, "delayed": False})
-            seen.append(result.model_dump_json())
-            text = result.content[0].text if result.content else ""
-            env_ = json.loads(text) if text.startswith("{") else {}
+            text, env_ = answered(result, seen)
             expect(env_.get("status") == "success", f"arm_alarm succeeds: {text[:300]}")
             expect(env_.get("data", {}).get("confirmed_by") == "user (password page)",
                    "confirmed by the user on the page")
@@ -141,6 +140,38 @@ async def main(tmp):
         expect(eid and any("notifications/elicitation/complete" in m and eid in m for m in seen),
                "the client was told the page's work is complete (notifications/elicitation/complete)")
         expect(seen and not any(PASSWORD in m for m in seen), f"the password is in no MCP message ({len(seen)} seen)")
+
+        # MCP 2026-07-28 (`Client(mode="2026-07-28")`, no session): the page comes as a URL-mode
+        # request inside an input_required result; the person types the password in chromium
+        # before the callback answers "accept", and the SDK's retry disarms the alarm.
+        modern_pages = []
+
+        async def elicit_modern(_context, params):
+            seen.append(params.model_dump_json())
+            if getattr(params, "mode", None) != "url":
+                return types.ElicitResult(action="decline")
+            b = subprocess.Popen(
+                ["node", os.path.join(ROOT, "tests/e2e/browser/visu-page.mjs"), params.url, PASSWORD,
+                 "Disarm the alarm Alarmanlage (Zentral)"],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            browsers.append(b)
+            out, _ = await anyio.to_thread.run_sync(lambda: b.communicate(timeout=120))
+            modern_pages.append((b.returncode, out))
+            return types.ElicitResult(action="accept")
+
+        async with Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp"), mode="2026-07-28",
+                          elicitation_callback=elicit_modern, message_handler=on_message) as session:
+            result = await session.call_tool("disarm_alarm", {"alarm": ALARM})
+            text, env_ = answered(result, seen)
+            expect(env_.get("status") == "success", f"2026-07-28: disarm_alarm succeeds: {text[:300]}")
+            expect(env_.get("data", {}).get("confirmed_by") == "user (password page)",
+                   "2026-07-28: confirmed by the user on the page")
+        expect(len(modern_pages) == 1, f"2026-07-28: one URL-mode input request ({len(modern_pages)})")
+        for code, out in modern_pages:
+            print("    " + out.strip().replace("\n", "\n    "))
+            expect(code == 0 and "page done: 2 passed" in out, "2026-07-28: chromium typed the password")
+        expect(sim_armed(sim_port) == 0.0, "2026-07-28: the simulator disarmed the alarm (right hash)")
+        expect(not any(PASSWORD in m for m in seen), f"the password is in no MCP message ({len(seen)} seen)")
     finally:
         for b in browsers:
             if b.poll() is None:
@@ -158,10 +189,10 @@ async def main(tmp):
     expect(audit, f"audit database written ({audit})")
     blob = b"".join(open(p, "rb").read() for p in audit)
     expect(b"arm_alarm" in blob and b"user (password page)" in blob, "the audit row names who confirmed")
+    expect(b"disarm_alarm" in blob, "the 2026-07-28 command has its audit row")
     expect(PASSWORD.encode() not in blob, "the password is in no audit row")
 
 
 with tempfile.TemporaryDirectory() as tmp:
     anyio.run(main, tmp)
-print(f"{passed} passed, {len(failures)} failed")
-sys.exit(1 if failures else 0)
+finish()

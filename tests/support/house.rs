@@ -178,3 +178,16 @@ pub fn uuid_named(app: &App, name: &str) -> String {
     assert_eq!(found.len(), 1, "controls named {name}: {}", found.len());
     found[0].uuid.clone()
 }
+
+/// The UUIDs of the controls of type `kind` (`"Jalousie"`, `"SmokeAlarm"`, ...) in the
+/// structure file `doc` (LoxAPP3.json: `controls` keyed by UUID), in the file's key order;
+/// their sub-controls are not included.
+pub fn uuids_of_type(doc: &Value, kind: &str) -> Vec<String> {
+    doc["controls"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, c)| c["type"] == kind)
+        .map(|(uuid, _)| uuid.clone())
+        .collect()
+}

@@ -290,6 +290,22 @@ impl Http {
         }
     }
 
+    /// The JSON messages of a request's SSE stream in order, up to and including the first that
+    /// carries an `id` (the JSON-RPC response, after any notifications of the request); fewer
+    /// when the stream ends first. Each wait is bounded as in [`Http::next_data`].
+    pub fn messages_until_response(&mut self) -> Vec<Value> {
+        let mut seen = Vec::new();
+        while let Some(e) = self.next_data() {
+            let v = e.json();
+            let last = v.get("id").is_some();
+            seen.push(v);
+            if last {
+                break;
+            }
+        }
+        seen
+    }
+
     /// The next event carrying data, skipping comments and `retry:` blocks; `None` at the end
     /// of the stream. Fails when only keep-alive comments come for [`PATIENCE`] (so a missing
     /// event fails the test instead of hanging it).

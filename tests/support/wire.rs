@@ -56,3 +56,13 @@ pub fn commands_since(sim: &Simulator, mark: usize) -> Vec<String> {
         })
         .collect()
 }
+
+/// How many secured exchanges `sim` received: request lines of the visualisation password's
+/// handshake (`jdev/sys/getvisusalt/{user}`) or of a secured command (`jdev/sps/ios/{hash}/...`).
+/// A count taken before and after an action shows whether anything tried the password.
+pub fn secured_requests(sim: &Simulator) -> usize {
+    sim.requests()
+        .iter()
+        .filter(|l| l.contains("getvisusalt") || l.contains("/sps/ios/"))
+        .count()
+}

@@ -61,8 +61,6 @@ pub struct ClientConnection {
     // sockets close.
     slot: Option<crate::limits::Slot>,
     limits: crate::limits::Limits,
-    // PATCH(limits): the socket's descriptor, given to each request (`Request::send_room`).
-    fd: Option<i32>,
     deadline: std::sync::Arc<crate::limits::Deadline>,
 
     // address of the client
@@ -109,7 +107,6 @@ impl ClientConnection {
         mut read_socket: RefinedTcpStream,
         slot: Option<crate::limits::Slot>,
         limits: crate::limits::Limits,
-        fd: Option<i32>,
     ) -> ClientConnection {
         let remote_addr = read_socket.peer_addr();
         let secure = read_socket.secure();
@@ -124,7 +121,6 @@ impl ClientConnection {
         ClientConnection {
             slot,
             limits,
-            fd,
             deadline,
             source,
             sink: SequentialWriterBuilder::new(BufWriter::with_capacity(1024, write_socket)),
@@ -422,9 +418,6 @@ impl ClientConnection {
                 }
             }
         })?;
-        let mut request = request;
-        request.set_socket_fd(self.fd);
-
         // return the request
         Ok(request)
     }

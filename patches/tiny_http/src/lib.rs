@@ -332,10 +332,6 @@ impl Server {
                         let slot = table.admit(peer.map(|a| a.ip()), sock.raw_fd());
                         #[cfg(not(unix))]
                         let slot = table.admit(peer.map(|a| a.ip()));
-                        #[cfg(unix)]
-                        let fd = Some(sock.raw_fd());
-                        #[cfg(not(unix))]
-                        let fd = None;
                         let Some(slot) = slot else {
                             use std::io::Write;
                             let mut sock = sock;
@@ -372,7 +368,6 @@ impl Server {
                             read_closable,
                             Some(slot),
                             limits.clone(),
-                            fd,
                         ))
                     }
                     Err(e) => Err(e),

@@ -74,8 +74,6 @@ pub struct Request {
 
     // If Some, a message must be sent after responding
     notify_when_responded: Option<Sender<()>>,
-    // PATCH(limits): the connection's socket, for `Request::send_room`.
-    socket_fd: Option<i32>,
 }
 
 struct NotifyOnDrop<R> {
@@ -273,53 +271,10 @@ where
         body_length: content_length,
         must_send_continue: expects_continue && !prebuffered,
         notify_when_responded: None,
-        socket_fd: None,
     })
 }
 
 impl Request {
-    /// PATCH(limits): sets the connection's socket (see [`Request::send_room`]).
-    pub(crate) fn set_socket_fd(&mut self, fd: Option<i32>) {
-        self.socket_fd = fd;
-    }
-
-    /// PATCH(limits): whether the connection's socket can take `bytes` more at once, so that
-    /// writing an answer of that size will not block on a client that does not read (Linux:
-    /// half the send buffer, as the kernel counts its own overhead in it, less what is still
-    /// queued). `None` when unknown (not Linux, or the socket is gone).
-    pub fn send_room(&self, bytes: usize) -> Option<bool> {
-        #[cfg(target_os = "linux")]
-        #[allow(unsafe_code)]
-        {
-            let fd = self.socket_fd?;
-            let mut queued: libc::c_int = 0;
-            let mut sndbuf: libc::c_int = 0;
-            let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-            // SAFETY: plain queries on a descriptor the connection keeps open while this
-            // request lives; the out-parameters are valid `c_int`s with their length.
-            let ok = unsafe {
-                libc::ioctl(fd, libc::TIOCOUTQ, &mut queued) == 0
-                    && libc::getsockopt(
-                        fd,
-                        libc::SOL_SOCKET,
-                        libc::SO_SNDBUF,
-                        &mut sndbuf as *mut libc::c_int as *mut libc::c_void,
-                        &mut len,
-                    ) == 0
-            };
-            if !ok {
-                return None;
-            }
-            let room = (sndbuf.max(0) as usize / 2).saturating_sub(queued.max(0) as usize);
-            Some(bytes < room)
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            let _ = bytes;
-            None
-        }
-    }
-
     /// Returns true if the request was made through HTTPS.
     #[inline]
     pub fn secure(&self) -> bool {

@@ -19,7 +19,7 @@ use home_mcp::mcp::input::{ElicitAnswer, InputRequest, InputRequired, Round};
 use home_mcp::mcp::{
     CallToolResult, Completion, CompletionRef, Content, GetPromptResult, Handler, Implementation,
     LogLevel, PromptArgument, PromptDescriptor, PromptMessage, RequestContext, ResourceContents,
-    ResourceDescriptor, ResourceTemplate, RpcError, ToolAnnotations, ToolDescriptor,
+    ResourceDescriptor, ResourceTemplate, RpcError, TaskSupport, ToolAnnotations, ToolDescriptor,
 };
 
 /// A 1x1 PNG (red pixel).
@@ -28,6 +28,9 @@ pub const PNG_BASE64: &str =
 
 /// How long a server-to-client request (sampling, elicitation) may wait for the client.
 const PEER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The longest `slow_compute` (seconds).
+const MAX_COMPUTE_SECONDS: f64 = 120.0;
 
 /// Pause between the log and progress notifications of the streaming tools.
 const STEP: Duration = Duration::from_millis(50);
@@ -460,6 +463,134 @@ fn tools() -> Vec<FixtureTool> {
             },
         },
         FixtureTool {
+            name: "greet",
+            description: "Tasks extension: answers at once with Hello, {name}! (never a task).",
+            input_schema: || {
+                json!({"type": "object",
+                    "properties": {"name": {"type": "string", "description": "Who to greet"}},
+                    "required": ["name"]})
+            },
+            run: |args, _| ok(vec![text(format!("Hello, {}!", string_arg(args, "name")?))]),
+        },
+        FixtureTool {
+            name: "slow_compute",
+            description: "Tasks extension: waits `seconds` (0 to 120), then answers; a task for clients that declare the extension, stopped early by tasks/cancel.",
+            input_schema: || {
+                json!({"type": "object",
+                    "properties": {
+                        "seconds": {"type": "number", "minimum": 0, "maximum": 120},
+                        "label": {"type": "string"}},
+                    "required": ["seconds"]})
+            },
+            run: |args, ctx| {
+                let seconds = match args.get("seconds").and_then(Value::as_f64) {
+                    Some(s) if (0.0..=MAX_COMPUTE_SECONDS).contains(&s) => s,
+                    _ => {
+                        return tool_error(format!(
+                            "seconds must be a number from 0 to {MAX_COMPUTE_SECONDS}"
+                        ))
+                    }
+                };
+                let label = args.get("label").and_then(Value::as_str).unwrap_or("compute");
+                ctx.progress(0.0, Some(seconds), Some(&format!("{label}: started")));
+                let deadline = std::time::Instant::now() + Duration::from_secs_f64(seconds);
+                while std::time::Instant::now() < deadline {
+                    if ctx.is_cancelled() {
+                        return tool_error(format!("{label}: cancelled"));
+                    }
+                    std::thread::sleep(STEP.min(deadline - std::time::Instant::now()));
+                }
+                ok(vec![text(format!("{label}: computed after {seconds} s"))])
+            },
+        },
+        FixtureTool {
+            name: "test_tool_with_task",
+            description: "Tasks extension with a multi round-trip request first (task only): asks the user's name, then greets in a task.",
+            input_schema: no_args,
+            run: |_, ctx| {
+                let round = round(ctx)?;
+                match round.elicitation("user_name") {
+                    Some(ElicitAnswer::Accept(c)) if c.get("name").is_some_and(Value::is_string) => {
+                        std::thread::sleep(STEP);
+                        ok(vec![text(format!("Hello, {}!", c["name"].as_str().unwrap_or("")))])
+                    }
+                    Some(ElicitAnswer::Decline | ElicitAnswer::Cancel) => {
+                        ok(vec![text("The user did not give a name.")])
+                    }
+                    _ => Err(round.ask(InputRequired::new().ask("user_name", ask_name("What is your name?")))),
+                }
+            },
+        },
+        FixtureTool {
+            name: "failing_job",
+            description: "Tasks extension (task only): fails with a tool execution error after about a second.",
+            input_schema: no_args,
+            run: |_, _| {
+                std::thread::sleep(Duration::from_secs(1));
+                tool_error("failing_job failed, as it always does")
+            },
+        },
+        FixtureTool {
+            name: "protocol_error_job",
+            description: "Tasks extension: fails with a JSON-RPC internal error (the task ends failed).",
+            input_schema: no_args,
+            run: |_, _| {
+                Err(RpcError::internal("Internal error")
+                    .with_details("protocol_error_job fails at the protocol level on purpose"))
+            },
+        },
+        FixtureTool {
+            name: "confirm_delete",
+            description: "Tasks extension: asks the user (as an input request of the task) to confirm deleting `filename`.",
+            input_schema: || {
+                json!({"type": "object",
+                    "properties": {"filename": {"type": "string"}},
+                    "required": ["filename"]})
+            },
+            run: |args, ctx| {
+                let filename = string_arg(args, "filename")?.to_string();
+                let params = json!({
+                    "mode": "form",
+                    "message": format!("Delete {filename}?"),
+                    "requestedSchema": {"type": "object",
+                        "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}
+                });
+                ask_client(ctx, "elicitation/create", params, elicitation_answer)
+            },
+        },
+        FixtureTool {
+            name: "multi_input",
+            description: "Tasks extension: asks the user two questions at once (two input requests of the task).",
+            input_schema: no_args,
+            run: |_, ctx| {
+                let Some(peer) = &ctx.peer else {
+                    return tool_error("this transport cannot ask the client");
+                };
+                let ask = |what: &str| {
+                    let params = json!({
+                        "mode": "form",
+                        "message": format!("Your {what}?"),
+                        "requestedSchema": {"type": "object",
+                            "properties": {"name": {"type": "string"}}, "required": ["name"]}
+                    });
+                    peer.0.request("elicitation/create", params, PEER_TIMEOUT)
+                };
+                let (first, second) = std::thread::scope(|s| {
+                    let a = s.spawn(|| ask("first name"));
+                    let b = s.spawn(|| ask("last name"));
+                    (a.join(), b.join())
+                });
+                match (first, second) {
+                    (Ok(Ok(a)), Ok(Ok(b))) => ok(vec![text(format!(
+                        "{} / {}",
+                        elicitation_answer(&a),
+                        elicitation_answer(&b)
+                    ))]),
+                    _ => tool_error("an answer is missing"),
+                }
+            },
+        },
+        FixtureTool {
             name: "test_input_required_result_elicitation",
             description: "Multi round-trip request (2026-07-28): asks the user's name by elicitation, then greets",
             input_schema: no_args,
@@ -684,6 +815,16 @@ impl Handler for ConformanceFixture {
         match tool {
             "test_missing_capability" => vec!["sampling"],
             _ => Vec::new(),
+        }
+    }
+
+    fn task_support(&self, tool: &str) -> TaskSupport {
+        match tool {
+            "slow_compute" | "protocol_error_job" | "confirm_delete" | "multi_input" => {
+                TaskSupport::Optional
+            }
+            "failing_job" | "test_tool_with_task" => TaskSupport::Required,
+            _ => TaskSupport::Forbidden,
         }
     }
 
@@ -986,7 +1127,7 @@ mod tests {
     #[test]
     fn every_tool_and_prompt_has_a_description_and_an_object_schema() {
         let tools = ConformanceFixture.list_tools();
-        assert_eq!(tools.len(), 26);
+        assert_eq!(tools.len(), 33);
         for t in &tools {
             assert!(!t.description.is_empty(), "{}", t.name);
             assert_eq!(t.input_schema["type"], "object", "{}", t.name);
