@@ -10,6 +10,7 @@
 use crate::support;
 use support::mcp::McpHttp;
 use support::server::{Miniserver, Served};
+use support::{wait_until, PATIENCE};
 
 use serde_json::{json, Value};
 
@@ -148,6 +149,19 @@ fn numbers_outside_the_controls_range_are_refused_with_nothing_on_the_wire() {
     // tables; until they are stored the server knows only the structure file's range.
     served.wait_states();
     let mut mcp = McpHttp::connect(served.addr, None);
+    // The initial tables come in more than one frame: wait until the live range is stored, as
+    // a dry run (nothing sent) of a value above the simulator's live max shows.
+    wait_until("the ValueSelector's live range", PATIENCE, || {
+        let (_, answer) = mcp.try_call(
+            "control_device",
+            json!({"device": BEWAESSERUNG, "action": "set", "number": 61, "dry_run": true}),
+        );
+        if answer["error"]["code"] == -32602 {
+            Ok(())
+        } else {
+            Err(answer)
+        }
+    });
     let before = ms.sim.request_count();
 
     let set =

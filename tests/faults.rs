@@ -227,7 +227,11 @@ fn after_a_restart_the_values_come_from_the_new_tables() {
         PATIENCE,
         || match listed_state(&mut mcp, KITCHEN_LIGHT) {
             s if s["on"] == false => Ok(()),
-            s => Err(s),
+            // With the server's last log lines: what its link did meanwhile.
+            s => Err((
+                s,
+                served.log().into_iter().rev().take(8).collect::<Vec<_>>(),
+            )),
         },
     );
     eprintln!(

@@ -318,8 +318,9 @@ impl House {
     /// Counts one command to `control` against the limits; the error says which limit refused.
     /// [`ControllerError::InvalidValue`] when a value of `action` does not fit `control`
     /// ([`super::bounds::check`], with the live values of the control's named states): checked
-    /// for every command before anything else, so a refused value costs no command budget.
-    fn check_values(&self, control: &Control, action: &Action) -> Result<(), ControllerError> {
+    /// for every command before anything else, so a refused value costs no command budget; a
+    /// dry run asks the same (it answers what would be sent, so it refuses what would be).
+    pub fn check_values(&self, control: &Control, action: &Action) -> Result<(), ControllerError> {
         let live = |state: &str| {
             let uuid = control.state(state)?;
             self.states.get(uuid)?.value.as_f64()

@@ -140,12 +140,20 @@ enum Ended {
 
 fn run(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiver<()>) {
     let mut backoff = Backoff::new(cfg.retry_base, cfg.retry_max);
+    // Once a session has run, this Miniserver has the WebSocket: a "not supported" answer
+    // later (a Miniserver restarting answers 404 or 400 before its WebSocket is up) is a
+    // failure to retry with the backoff, not a reason to wait [`UNSUPPORTED_RETRY`].
+    let mut connected_once = false;
     loop {
-        let ended = session(client, cfg, sink, stop);
+        let ended = match session(client, cfg, sink, stop) {
+            Ended::Unsupported(error) if connected_once => Ended::Failed(error),
+            ended => ended,
+        };
         let now = Instant::now();
         let (event, wait) = match ended {
             Ended::Stopped => return,
             Ended::Dropped(error) => {
+                connected_once = true;
                 backoff.succeeded();
                 let retry_in = backoff.failed(now);
                 (LinkEvent::Disconnected { error, retry_in }, retry_in)

@@ -617,6 +617,8 @@ fn control_device(
         "command": command,
     });
     if dry_run {
+        // Refused as the command itself would be: a dry run answers what would be sent.
+        house.check_values(p.control, &p.action)?;
         data["dry_run"] = json!(true);
         data["confirmation_required"] = json!(needs);
         return Ok(data);
