@@ -6,7 +6,7 @@
 //! read from the simulator's HTTP API; which blinds the house has, from the structure file
 //! the simulator serves (`assets/demo-house.json`).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -14,6 +14,7 @@ use crate::support::mcp::{with_modern_meta, McpModern};
 use crate::support::server::{Miniserver, Served};
 use crate::support::sse;
 use crate::support::wait::recv_matching;
+use crate::support::{wait_until, PATIENCE};
 
 const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
@@ -98,8 +99,7 @@ fn progress_of(seen: &[Value]) -> Vec<Value> {
 /// Polls `tasks/get` (as `key`) until the task is terminal; fails with the last state after
 /// `within`.
 fn until_terminal(served: &Served, key: Option<&str>, task: &str, within: Duration) -> Value {
-    let deadline = Instant::now() + within;
-    loop {
+    wait_until("the task ends", within, || {
         let r = rpc(
             served,
             key,
@@ -108,15 +108,14 @@ fn until_terminal(served: &Served, key: Option<&str>, task: &str, within: Durati
         );
         let status = r["result"]["status"].as_str().unwrap_or("").to_string();
         if matches!(status.as_str(), "completed" | "failed" | "cancelled") {
-            return r["result"].clone();
+            return Ok(r["result"].clone());
         }
         assert!(
             status == "working" || status == "input_required",
             "tasks/get: {r}"
         );
-        assert!(Instant::now() < deadline, "task never ended; last: {r}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        Err(r)
+    })
 }
 
 #[test]
@@ -468,21 +467,18 @@ fn cancelling_a_waiting_workflow_frees_its_task_slot_at_once() {
         assert_eq!(state["result"]["status"], "cancelled", "{state}");
     }
     // The waits end with the cancellation: a new run gets a slot again.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    let task = wait_until("a slot freed by the cancelled runs", PATIENCE, || {
         let r = run();
-        if let Some(t) = r["result"]["taskId"].as_str() {
-            let p = with_tasks(with_modern_meta(json!({"taskId": t})));
-            rpc(&served, None, "tasks/cancel", p);
-            break;
+        match r["result"]["taskId"].as_str() {
+            Some(t) => Ok(t.to_string()),
+            None => {
+                assert_eq!(r["error"]["message"], "Too many tasks", "{r}");
+                Err(r)
+            }
         }
-        assert_eq!(r["error"]["message"], "Too many tasks", "{r}");
-        assert!(
-            Instant::now() < deadline,
-            "the cancelled runs still hold their slots: {r}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    });
+    let p = with_tasks(with_modern_meta(json!({"taskId": task})));
+    rpc(&served, None, "tasks/cancel", p);
     // The off step of the cancelled runs never ran.
     assert_eq!(ms.api.state(KITCHEN_LIGHT, "active"), 1.0);
 }
