@@ -401,7 +401,7 @@ fn caller() -> home_mcp::tools::Caller {
 
 /// On the demo house over real HTTP (simulator, real client, values always re-read): an
 /// uncached read asks the Miniserver, a cached repeat asks it nothing and answers the same
-/// envelope, timestamp included. (What that saves in time is for `benches/`, not a test.)
+/// envelope, timestamp included. (What that saves in time is for `tests/bench/`, not a test.)
 #[test]
 fn cached_repeats_on_the_demo_house_do_not_reach_the_miniserver() {
     use home_mcp::config::{MiniserverConfig, Timeouts};

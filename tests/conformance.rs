@@ -1,43 +1,50 @@
-//! The conformance fixture binary over real loopback sockets: it starts, prints its URL and
-//! serves the fixture catalogue through the product's HTTP transport. (The official suite
+//! The conformance fixture (`tests/conformance-fixture`, a test-only package) over real
+//! loopback sockets: its catalogue served through the product's HTTP transport. (The official suite
 //! itself runs in `tests/conformance.sh`.)
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
 use crate::support::fake_mcp::RecordingPeer;
 use crate::support::net::request;
-use crate::support::process::Kill;
 
 /// The fixture's handler, compiled into this test as it is into its binary (never into the
 /// product library).
-#[path = "../src/bin/conformance-fixture/fixture.rs"]
+#[path = "conformance-fixture/src/fixture.rs"]
 mod fixture;
 
-/// Starts the fixture on a free port; returns it (killed on drop) and its address.
-fn start() -> (Kill, SocketAddr) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_conformance-fixture"))
-        .args(["--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("fixture starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line.trim().to_string();
-    let authority = url
-        .strip_prefix("http://")
-        .and_then(|r| r.strip_suffix("/mcp"))
-        .unwrap_or_else(|| panic!("unexpected first line {url:?}"));
-    let addr = authority
-        .parse()
-        .unwrap_or_else(|e| panic!("{authority}: {e}"));
-    (Kill(child), addr)
+/// Starts the fixture on a free port, served in process by the product's HTTP transport as
+/// its binary serves it (the binary's own argument handling is tested in its package); returns
+/// the server (shut down on drop) and its address.
+fn start() -> (Fixture, SocketAddr) {
+    use home_mcp::http::{HttpConfig, HttpServer};
+    use home_mcp::mcp::{McpConfig, McpServer};
+    use std::sync::Arc;
+    let mcp = Arc::new(McpServer::new(
+        Arc::new(fixture::ConformanceFixture),
+        McpConfig::default(),
+    ));
+    let config = HttpConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        ..HttpConfig::default()
+    };
+    let health = Arc::new(|| json!({"status": "ok", "fixture": "conformance"}));
+    let server = HttpServer::start(config, mcp, health).expect("fixture listens");
+    let addr = server.addr();
+    (Fixture(Some(server)), addr)
+}
+
+/// The in-process fixture server, shut down when dropped.
+struct Fixture(Option<home_mcp::http::HttpServer>);
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        if let Some(s) = self.0.take() {
+            s.shutdown();
+            s.join();
+        }
+    }
 }
 
 /// POSTs one JSON-RPC message to /mcp; returns (status, session id, body).
@@ -152,16 +159,6 @@ fn the_fixture_serves_appendix_a() {
         done["result"]["completion"]["values"],
         json!(["paris", "park", "party"])
     );
-}
-
-#[test]
-fn bad_arguments_are_usage_errors() {
-    let out = Command::new(env!("CARGO_BIN_EXE_conformance-fixture"))
-        .args(["--listen", "not-an-address"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--listen"));
 }
 
 /// The scenarios that need the transport's Peer, driven through the MCP core with a recording

@@ -52,7 +52,7 @@ fi
 CACHE="${MCP_TOOLS_CACHE:-${TMPDIR:-/tmp}/mcp-tools-cache}"
 
 if [[ "${1:-}" != "--no-build" ]]; then
-  cargo build --bin home-mcp --bin conformance-fixture
+  cargo build --bin home-mcp && cargo build -p conformance-fixture
 fi
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/home-mcp-conformance.XXXXXX")"

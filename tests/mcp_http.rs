@@ -698,7 +698,7 @@ fn a_short_idle_timeout_does_not_stop_the_acceptor() {
 /// Answers of a few KB on one keep-alive connection all arrive, complete. (This test used
 /// to time 50 of them: with Nagle and delayed ACK each would stall ~40 ms. Speed is not a
 /// verdict a busy machine can give: the `TCP_NODELAY` socket option itself is checked in the
-/// unit tests of `home_mcp::http`, and keep-alive request rates in `benches/serve.rs`.)
+/// unit tests of `home_mcp::http`, and keep-alive request rates in `tests/bench/serve.rs`.)
 #[test]
 fn keep_alive_answers_of_a_few_kb_do_not_stall() {
     let server = start(Opts {

@@ -6,7 +6,7 @@
 //! arguments always give the same text: rooms `10xxxxxx-…`, categories `30xxxxxx-…`, controls
 //! `20xxxxxx-0000-…` and their states `20xxxxxx-00ss-…` (`ss` the state's number). The file
 //! parses with `loxone::structure::parse_structure` and starts a [`super::Simulator`] (unit
-//! tests below); `benches/live.rs` uses it for the 1000-control house.
+//! tests below); `tests/bench/live.rs` uses it for the 1000-control house.
 
 use serde_json::{json, Map, Value};
 

@@ -22,29 +22,33 @@ usage: conformance-fixture [--listen ADDR] [--workers N]
   --listen ADDR   address to bind (default 127.0.0.1:0: a free port, printed on stdout)
   --workers N     HTTP worker threads (default 4)";
 
+/// The listen address and worker count from the command line (after `--help` was handled):
+/// `Err` with the message for anything else, an address that does not parse among them.
+fn parse(mut args: pico_args::Arguments) -> Result<(SocketAddr, usize), String> {
+    let listen: Option<String> = args
+        .opt_value_from_str("--listen")
+        .map_err(|e| e.to_string())?;
+    let workers: Option<usize> = args
+        .opt_value_from_str("--workers")
+        .map_err(|e| e.to_string())?;
+    let rest = args.finish();
+    if !rest.is_empty() {
+        return Err(format!("unexpected arguments: {rest:?}"));
+    }
+    let listen = listen.unwrap_or_else(|| "127.0.0.1:0".into());
+    let addr = listen
+        .parse()
+        .map_err(|_| format!("--listen: {listen:?} is not an address such as 127.0.0.1:8080"))?;
+    Ok((addr, workers.unwrap_or(4).max(1)))
+}
+
 fn main() -> ExitCode {
     let mut args = pico_args::Arguments::from_env();
     if args.contains(["-h", "--help"]) {
         println!("{HELP}");
         return ExitCode::SUCCESS;
     }
-    let parsed = (|| -> Result<(SocketAddr, usize), String> {
-        let listen: Option<String> = args
-            .opt_value_from_str("--listen")
-            .map_err(|e| e.to_string())?;
-        let workers: Option<usize> = args
-            .opt_value_from_str("--workers")
-            .map_err(|e| e.to_string())?;
-        let rest = args.finish();
-        if !rest.is_empty() {
-            return Err(format!("unexpected arguments: {rest:?}"));
-        }
-        let listen = listen.unwrap_or_else(|| "127.0.0.1:0".into());
-        let addr = listen.parse().map_err(|_| {
-            format!("--listen: {listen:?} is not an address such as 127.0.0.1:8080")
-        })?;
-        Ok((addr, workers.unwrap_or(4).max(1)))
-    })();
+    let parsed = parse(args);
     let (listen, workers) = match parsed {
         Ok(p) => p,
         Err(e) => {
@@ -92,4 +96,24 @@ fn main() -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+    use std::ffi::OsString;
+
+    fn args(a: &[&str]) -> pico_args::Arguments {
+        pico_args::Arguments::from_vec(a.iter().map(OsString::from).collect())
+    }
+
+    #[test]
+    fn bad_arguments_are_usage_errors() {
+        let e = parse(args(&["--listen", "not-an-address"])).unwrap_err();
+        assert!(e.contains("--listen"), "{e}");
+        assert!(parse(args(&["--what"])).unwrap_err().contains("unexpected"));
+        let (addr, workers) =
+            parse(args(&["--listen", "127.0.0.1:8090", "--workers", "0"])).unwrap();
+        assert_eq!((addr.port(), workers), (8090, 1));
+    }
 }
