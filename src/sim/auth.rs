@@ -30,7 +30,6 @@
 use std::fmt;
 use std::net::IpAddr;
 use std::sync::OnceLock;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use aes::Aes256;
 use base64::prelude::{Engine as _, BASE64_STANDARD};
@@ -44,12 +43,10 @@ use sha2::Digest;
 
 use super::http::{http_control, percent_decode};
 use super::{SimResponse, Simulator, VisuHash};
+use crate::home::time::loxone_now;
 
 /// The simulator's RSA key (PKCS#8 PEM). A test key, public in this repository: not a secret.
 pub const SIM_RSA_KEY_PEM: &str = include_str!("../../assets/sim-rsa-key.pem");
-
-/// Unix time of the Loxone epoch, 2009-01-01 00:00:00 UTC.
-const LOXONE_EPOCH: u64 = 1_230_768_000;
 
 /// Why a key exchange or an encrypted command was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -218,15 +215,6 @@ struct Issued {
     /// Seconds since 2009-01-01.
     valid_until: u64,
     rights: u32,
-}
-
-/// Seconds since the Loxone epoch (2009-01-01 UTC).
-fn loxone_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-        .saturating_sub(LOXONE_EPOCH)
 }
 
 fn random_hex(n: usize) -> String {
