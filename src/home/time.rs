@@ -154,7 +154,8 @@ impl HouseTime {
     /// The wall-clock time `local` on the house's clock as an instant. A time in the spring
     /// gap maps forward by the gap (the offset before it); a time in the repeated autumn hour
     /// maps to its first occurrence, or to its second when `after` is given and the first is
-    /// before it (a series read in order: each record passes the previous record's instant).
+    /// not after it (a series read in order: each record passes the previous record's
+    /// instant; an hourly series has 02:00 twice, the second right at the first's instant).
     pub fn from_local(&self, local: DateTime, after: Option<Timestamp>) -> Option<Timestamp> {
         let amb = self.tz.to_ambiguous_timestamp(local);
         match amb.offset() {
@@ -166,7 +167,7 @@ impl HouseTime {
             } => {
                 let first = before.to_timestamp(local).ok()?;
                 match after {
-                    Some(prev) if first < prev => later.to_timestamp(local).ok(),
+                    Some(prev) if first <= prev => later.to_timestamp(local).ok(),
                     _ => Some(first),
                 }
             }
@@ -189,6 +190,14 @@ impl HouseTime {
             .datetime()
             .duration_since(LOCAL_EPOCH)
             .as_secs()
+    }
+
+    /// A wall-clock text `YYYY-MM-DD HH:MM:SS` (the `T` of a Statistics V1 row, the structure
+    /// file's `lastModified`) as Miniserver-local seconds since 2009-01-01 00:00; no zone is
+    /// needed (wall clock to wall clock). `None` when it is not one.
+    pub fn local_secs_of_text(s: &str) -> Option<i64> {
+        let local = DateTime::strptime("%Y-%m-%d %H:%M:%S", s.trim()).ok()?;
+        Some(local.duration_since(LOCAL_EPOCH).as_secs())
     }
 
     /// A compact local time `YYYYMMDDHHMMSS` (intercom `lastBellEvents`) as an instant;
@@ -335,6 +344,25 @@ mod tests {
         assert_eq!(
             t.from_local_secs(twice, Some(ts("2026-10-25T00:45:00Z"))),
             Some(second)
+        );
+        // An hourly series: 02:00 CEST (00:00 UTC), then 02:00 again, which is CET.
+        let two = local("2026-10-25T02:00:00")
+            .duration_since(LOCAL_EPOCH)
+            .as_secs();
+        let first_two = t.from_local_secs(two, Some(ts("2026-10-24T23:00:00Z")));
+        assert_eq!(first_two, Some(ts("2026-10-25T00:00:00Z")));
+        assert_eq!(
+            t.from_local_secs(two, first_two),
+            Some(ts("2026-10-25T01:00:00Z"))
+        );
+        assert_eq!(
+            HouseTime::local_secs_of_text("2026-10-25 02:00:00"),
+            Some(two)
+        );
+        assert_eq!(HouseTime::local_secs_of_text("2026-10-25T02:00"), None);
+        assert_eq!(
+            HouseTime::local_secs_of_text("2009-01-01 00:00:00"),
+            Some(0)
         );
         // After an earlier record the first occurrence stays.
         assert_eq!(
