@@ -80,8 +80,13 @@
 //! retention_days = 90          # older entries are deleted at start and daily (1-36500)
 //! [dashboard]                  # the web dashboard at /dashboard/ (see crate::dashboard)
 //! history_days = 7             # state changes and sensor values kept this long (1-365), in
-//!                              # <data_dir>/history.db (in memory for --demo)
+//!                              # <data_dir>/history.db (in memory for --demo); the history
+//!                              # tools read it for devices without Miniserver statistics
 //! history_flush_secs = 30      # queued history rows are committed this often (1-3600)
+//! history_states = "primary"   # what is recorded: "primary" (each device's primary value
+//!                              # and every value of sensors, meters, alarms) or "all"
+//! history_devices = []         # only these devices (names or UUIDs); empty: every device
+//! history_skip = []            # never these devices
 //! max_ws_clients = 32          # live WebSocket clients at once (1-1024); more get 503
 //! [oauth]                      # OAuth 2.1 sign-in for MCP clients (see crate::auth::oauth)
 //! enabled = true               # /authorize, /token, /register and the metadata documents
@@ -366,12 +371,16 @@ struct FileAudit {
     retention_days: Option<u32>,
 }
 
-/// `[dashboard]`: `history_days`, `history_flush_secs`, `max_ws_clients`.
+/// `[dashboard]`: `history_days`, `history_flush_secs`, `history_states`,
+/// `history_devices`, `history_skip`, `max_ws_clients`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileDashboard {
     history_days: Option<u32>,
     history_flush_secs: Option<u64>,
+    history_states: Option<String>,
+    history_devices: Option<Vec<String>>,
+    history_skip: Option<Vec<String>>,
     max_ws_clients: Option<usize>,
 }
 
@@ -806,6 +815,34 @@ impl Config {
                 ));
             }
             cfg.dashboard.history.flush_every = Duration::from_secs(n);
+        }
+        if let Some(states) = &d.history_states {
+            cfg.dashboard.history.states = crate::dashboard::history::RecordStates::parse(states)
+                .ok_or_else(|| {
+                invalid("dashboard.history_states", "must be \"primary\" or \"all\"")
+            })?;
+        }
+        for (name, list, slot) in [
+            (
+                "dashboard.history_devices",
+                &d.history_devices,
+                &mut cfg.dashboard.history.devices,
+            ),
+            (
+                "dashboard.history_skip",
+                &d.history_skip,
+                &mut cfg.dashboard.history.skip,
+            ),
+        ] {
+            if let Some(list) = list {
+                if list.len() > 1000 || list.iter().any(|n| n.trim().is_empty() || n.len() > 200) {
+                    return Err(invalid(
+                        name,
+                        "must be at most 1000 device names or UUIDs of 1-200 characters",
+                    ));
+                }
+                *slot = list.clone();
+            }
         }
         if let Some(n) = d.max_ws_clients {
             if !(1..=1024).contains(&n) {
@@ -1324,6 +1361,27 @@ mod tests {
         .unwrap();
         assert_eq!(cfg.dashboard.history.days, 30);
         assert_eq!(cfg.dashboard.history.flush_every, Duration::from_secs(5));
+        assert_eq!(
+            cfg.dashboard.history.states,
+            crate::dashboard::history::RecordStates::Primary
+        );
+        let recorded = parse(
+            "[dashboard]\nhistory_states = \"all\"\nhistory_devices = [\"Stromzähler\"]\nhistory_skip = [\"Partymodus\"]\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            recorded.dashboard.history.states,
+            crate::dashboard::history::RecordStates::All
+        );
+        assert_eq!(
+            recorded.dashboard.history.devices,
+            vec!["Stromzähler".to_string()]
+        );
+        assert_eq!(
+            recorded.dashboard.history.skip,
+            vec!["Partymodus".to_string()]
+        );
         assert_eq!(cfg.dashboard.ws.max_clients, 4);
         for (text, setting) in [
             ("[dashboard]\nhistory_days = 0\n", "dashboard.history_days"),
@@ -1338,6 +1396,14 @@ mod tests {
             (
                 "[dashboard]\nmax_ws_clients = 0\n",
                 "dashboard.max_ws_clients",
+            ),
+            (
+                "[dashboard]\nhistory_states = \"some\"\n",
+                "dashboard.history_states",
+            ),
+            (
+                "[dashboard]\nhistory_skip = [\"\"]\n",
+                "dashboard.history_skip",
             ),
         ] {
             let e = parse(text, &[]).unwrap_err();

@@ -30,6 +30,7 @@ mod faults;
 mod fixture_commands;
 mod harness;
 mod health_access;
+mod history;
 mod human;
 mod keys;
 mod lights;

@@ -64,11 +64,24 @@ impl Dashboard {
         ws: WsConfig,
     ) -> std::io::Result<Arc<Dashboard>> {
         let history = Arc::new(history);
+        let recorder = history.spawn_recorder(house.clone())?;
+        let dash = Self::over(house, history, ws)?;
+        dash.threads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(recorder);
+        Ok(dash)
+    }
+
+    /// Starts the WebSocket fan-out over `house`'s change bus and shows `history`, whose
+    /// recorder runs elsewhere (the app's, which the history tools read too).
+    pub fn over(
+        house: Arc<House>,
+        history: Arc<History>,
+        ws: WsConfig,
+    ) -> std::io::Result<Arc<Dashboard>> {
         let hub = Hub::new(ws);
-        let threads = vec![
-            history.spawn_recorder(house.clone())?,
-            hub.spawn_fanout(house.clone())?,
-        ];
+        let threads = vec![hub.spawn_fanout(house.clone())?];
         Ok(Arc::new(Dashboard {
             house,
             history,

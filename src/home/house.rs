@@ -20,6 +20,7 @@ use super::state::{Source, StateStore, StateValue, Value};
 use crate::ratelimit::RateLimiter;
 
 pub use super::action::{Action, OverrideTimer, RoomMode};
+use super::statistic::{GroupSince, Records, V2Request};
 use super::time::HouseTime;
 
 /// Default of `[server] verify_timeout_ms`: how long control tools wait for a command's effect.
@@ -241,6 +242,42 @@ pub trait Controller: Send + Sync {
     }
 }
 
+/// The seam to the Miniserver's statistics (implemented by the Loxone adapter). Every call
+/// is bounded in time and bytes by the implementation; an empty answer is `Ok` with no
+/// records, a Miniserver that cannot be asked is an error.
+pub trait Statistics: Send + Sync {
+    /// `jdev/sps/getStatisticInfo/{uuid}`: the V2 groups with data.
+    fn v2_info(&self, control: &Control) -> Result<Vec<GroupSince>, ControllerError>;
+    /// `dev/sps/getStatistic/...`: the records of one data point (width 1, times Unix UTC).
+    fn v2_data(&self, control: &Control, request: &V2Request) -> Result<Records, ControllerError>;
+    /// One month of the V1 recording (every output, in the order of `statistic.outputs`;
+    /// times are Miniserver-local seconds since 2009-01-01). No file for that month is `Ok`
+    /// with no records.
+    fn v1_month(&self, control: &Control, year: i32, month: u8)
+        -> Result<Records, ControllerError>;
+}
+
+/// The seam to the server's own record of state changes (implemented by the SQLite store of
+/// `record`).
+pub trait Record: Send + Sync {
+    /// The numeric values of `control`'s `state` (`value` for its primary value) recorded in
+    /// `[from_ms, to_ms)` (Unix milliseconds), oldest first, at most `limit` (then a problem
+    /// says so), and the last value before `from_ms` if any (a switch's state when the range
+    /// begins). Width 1, times in Unix milliseconds.
+    fn series(
+        &self,
+        control: &str,
+        state: &str,
+        from_ms: i64,
+        to_ms: i64,
+        limit: usize,
+    ) -> Result<(Option<(i64, f64)>, Records), String>;
+    /// The first time anything of `control` was recorded (Unix milliseconds), if ever.
+    fn first_recorded(&self, control: &str) -> Result<Option<i64>, String>;
+    /// How many days rows are kept.
+    fn retention_days(&self) -> u32;
+}
+
 /// What a command did: the control, the value the controller reported, when.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
@@ -277,6 +314,10 @@ pub struct House {
     rejected_structure: Mutex<Option<RejectedStructure>>,
     /// The house's clock (`[home] time_zone`).
     time: HouseTime,
+    /// The Miniserver's statistics ([`House::with_statistics`]); `None`: not asked.
+    statistics: Option<Arc<dyn Statistics>>,
+    /// The server's own record of state changes ([`House::with_record`]); `None`: none kept.
+    record: Option<Arc<dyn Record>>,
 }
 
 /// A structure file the Miniserver offered on reload that could not be read at all (the
@@ -309,7 +350,31 @@ impl House {
             commanded: Mutex::new(std::collections::HashMap::new()),
             rejected_structure: Mutex::new(None),
             time: HouseTime::system(),
+            statistics: None,
+            record: None,
         }
+    }
+
+    /// Asks `statistics` for the Miniserver's recordings (`home::history`).
+    pub fn with_statistics(mut self, statistics: Arc<dyn Statistics>) -> Self {
+        self.statistics = Some(statistics);
+        self
+    }
+
+    /// Reads the server's own record of state changes through `record` (`home::history`).
+    pub fn with_record(mut self, record: Arc<dyn Record>) -> Self {
+        self.record = Some(record);
+        self
+    }
+
+    /// The Miniserver's statistics, if they are asked.
+    pub fn statistics(&self) -> Option<&Arc<dyn Statistics>> {
+        self.statistics.as_ref()
+    }
+
+    /// The server's own record of state changes, if one is kept.
+    pub fn local_record(&self) -> Option<&Arc<dyn Record>> {
+        self.record.as_ref()
     }
 
     /// The house's time zone (default: the system's, [`HouseTime::system`]).

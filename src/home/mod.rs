@@ -5,6 +5,7 @@
 pub mod action;
 pub mod bounds;
 pub mod bus;
+pub mod history;
 pub mod house;
 pub mod link;
 pub mod model;
@@ -15,6 +16,7 @@ pub mod resolve;
 pub mod risk;
 pub mod scope;
 pub mod state;
+pub mod statistic;
 pub mod time;
 
 pub use action::{Action, OverrideTimer, RoomMode};

@@ -33,6 +33,11 @@ pub const AUTH_RETRY_AFTER: Duration = Duration::from_secs(30);
 /// Largest answer accepted (structure files are 20-200 KB, at most a few MB).
 const MAX_ANSWER_BYTES: u64 = 16 * 1024 * 1024;
 
+/// Largest data answer read ([`Client::get_data`]: statistics; a month of one-minute V1
+/// records of seven outputs is about 2.6 MB of XML); the rest is left out and the answer says
+/// so.
+pub const MAX_DATA_BYTES: u64 = 8 * 1024 * 1024;
+
 /// Characters escaped in one path segment of a command (`hsv(20,100,50)` stays readable,
 /// spaces, `/`, `?`, `#`, `%`, `+` (a space to some servers) and non-ASCII are escaped).
 const SEGMENT: &AsciiSet = &CONTROLS
@@ -228,6 +233,23 @@ impl Client {
         self.command(target, &[])
     }
 
+    /// GETs `path` (authenticated) and reads its `LL` answer, checked as every command's.
+    pub(crate) fn get_ll_at(&self, path: &str) -> Result<LlAnswer, LoxoneError> {
+        self.get_ll(path, true)
+    }
+
+    /// GETs `path` (authenticated) for a data answer (statistics): the body, at most
+    /// [`MAX_DATA_BYTES`], and whether it was longer; an error status is an error as for
+    /// every request.
+    pub(crate) fn get_data(&self, path: &str) -> Result<(Vec<u8>, bool), LoxoneError> {
+        let limit = MAX_DATA_BYTES;
+        let (status, mut body) = self.get_limited(path, true, limit + 1)?;
+        check_status(status, &body, &redact(path))?;
+        let truncated = body.len() as u64 > limit;
+        body.truncate(limit as usize);
+        Ok((body, truncated))
+    }
+
     fn get_ll(&self, path: &str, auth: bool) -> Result<LlAnswer, LoxoneError> {
         let (status, body) = self.get(path, auth)?;
         let shown = redact(path);
@@ -362,6 +384,16 @@ impl Client {
     /// GETs `path` (relative to the base URL); returns status and body. Refuses to send while
     /// a lock-out or credential back-off is in force.
     fn get(&self, path: &str, auth: bool) -> Result<(u16, Vec<u8>), LoxoneError> {
+        self.get_limited(path, auth, MAX_ANSWER_BYTES)
+    }
+
+    /// [`Client::get`] reading at most `limit` bytes of the body.
+    fn get_limited(
+        &self,
+        path: &str,
+        auth: bool,
+        limit: u64,
+    ) -> Result<(u16, Vec<u8>), LoxoneError> {
         if auth {
             self.check_blocked()?;
         }
@@ -395,7 +427,7 @@ impl Client {
         let mut body = Vec::new();
         resp.body_mut()
             .as_reader()
-            .take(MAX_ANSWER_BYTES)
+            .take(limit)
             .read_to_end(&mut body)
             .map_err(|e| LoxoneError::Connection(format!("reading the answer: {e}")))?;
         log::debug!("GET /{} -> {status} ({} bytes)", redact(path), body.len());

@@ -14,6 +14,7 @@ pub mod feed;
 pub mod live;
 pub mod poll;
 pub mod secured;
+pub mod stats;
 pub mod structure;
 pub mod token;
 pub mod ws;

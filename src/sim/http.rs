@@ -38,7 +38,7 @@ struct Login {
 }
 
 /// What the auth gate decided.
-enum Gate {
+pub(crate) enum Gate {
     Pass,
     Deny(SimResponse),
 }
@@ -94,6 +94,11 @@ impl Simulator {
             js(value),
             self.code_key()
         )
+    }
+
+    /// The `LL` envelope text with `value` and `code`.
+    pub(crate) fn ll(&self, control: &str, value: &str, code: u16) -> String {
+        self.envelope(control, value, code, "")
     }
 
     pub(crate) fn ok(&self, control: &str, value: &str) -> SimResponse {
@@ -218,7 +223,12 @@ impl Simulator {
     /// token hashes from one IP, that IP gets 403 with `<remaining>` seconds for `lockout`, even
     /// with the right credentials. A request with neither gets 401 but does not count as a
     /// failed login (*inferred*: it is not a login attempt). A success resets the count.
-    fn authenticate(&self, authorization: Option<&str>, query: &str, peer: IpAddr) -> Gate {
+    pub(crate) fn authenticate(
+        &self,
+        authorization: Option<&str>,
+        query: &str,
+        peer: IpAddr,
+    ) -> Gate {
         if let Some(resp) = self.blocked(peer) {
             return Gate::Deny(resp);
         }

@@ -39,6 +39,7 @@ mod controls;
 mod house;
 mod http;
 mod server;
+mod stats;
 pub mod synth;
 mod ws;
 
@@ -52,6 +53,7 @@ use serde_json::Value;
 pub use auth::{sim_rsa, SimCryptoError, SimRsa, SimSessionKey, SIM_RSA_KEY_PEM};
 pub use http::FIRMWARE_VERSION;
 pub use server::SimServer;
+pub use stats::{Calendar as StatsCalendar, StatsFault};
 pub use ws::{Decrypted, WsAuth, WsAuthOutcome, WsAuthSession, MAX_SESSIONS};
 
 use house::{House, Val};
@@ -126,6 +128,9 @@ pub struct SimConfig {
     /// user without enough rights: the structure file is served and `enablebinstatusupdate`
     /// answers 200, but no event table is ever pushed over the WebSocket.
     pub state_updates: bool,
+    /// The Miniserver's time zone (IANA name or POSIX TZ rule; default `Europe/Berlin`, where
+    /// the demo house stands): the local time of its statistics (`stats.rs`).
+    pub time_zone: String,
 }
 
 impl Default for SimConfig {
@@ -145,6 +150,7 @@ impl Default for SimConfig {
             token_lifetime: Duration::from_secs(3600),
             temp_drift_per_minute: 0.5,
             state_updates: true,
+            time_zone: "Europe/Berlin".into(),
         }
     }
 }
@@ -231,6 +237,8 @@ pub struct Simulator {
     /// How many requests came in all, and the last [`REQUEST_LOG_LEN`] request lines, oldest
     /// first ([`Simulator::requests`]).
     requests: Mutex<(usize, std::collections::VecDeque<String>)>,
+    /// The recorded history of the controls with statistics (`stats.rs`).
+    stats: stats::Stats,
 }
 
 /// How many request lines [`Simulator::requests`] keeps (older ones are dropped).
@@ -262,6 +270,15 @@ impl Simulator {
             .map_err(|e| SimError::Values(e.to_string()))?;
         let mut house = House::new(&doc, values.as_ref())?;
         house.start_drift(config.temp_drift_per_minute, std::time::Instant::now());
+        let now = jiff::Timestamp::now().as_second();
+        let stats = stats::Stats::new(&doc, stats::zone(&config.time_zone), now);
+        // A meter's live readings are where its history ends.
+        for ctl in house.ctls.iter_mut() {
+            let names: Vec<String> = ctl.state_uuids.iter().map(|(n, _)| n.clone()).collect();
+            for (name, v) in stats.meter_states(&ctl.uuid, &names, now) {
+                ctl.set(&name, v);
+            }
+        }
         let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
         let ms_info = doc.get("msInfo");
         let serial = serial_of(&text(ms_info.and_then(|m| m.get("serialNr"))))?;
@@ -284,6 +301,7 @@ impl Simulator {
             ws: ws::Hub::default(),
             delay_nanos: std::sync::atomic::AtomicU64::new(0),
             requests: Mutex::new((0, std::collections::VecDeque::new())),
+            stats,
         })
     }
 

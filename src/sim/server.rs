@@ -107,10 +107,14 @@ fn worker(server: &Server, sim: &Arc<Simulator>, stop: &AtomicBool, port: u16) {
             .map(SocketAddr::ip)
             .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
         let method = request.method().as_str().to_string();
-        let resp = sim.handle(&method, request.url(), auth.as_deref(), peer);
+        let resp = sim.handle_bytes(&method, request.url(), auth.as_deref(), peer, false);
         debug!("sim: {method} {} -> {}", request.url(), resp.status);
-        let mut response = Response::from_string(resp.body).with_status_code(resp.status);
-        let content_type = format!("{}; charset=utf-8", resp.content_type);
+        let mut response = Response::from_data(resp.body).with_status_code(resp.status);
+        let content_type = if resp.binary {
+            resp.content_type.to_string()
+        } else {
+            format!("{}; charset=utf-8", resp.content_type)
+        };
         if let Ok(h) = Header::from_bytes("Content-Type", content_type) {
             response = response.with_header(h);
         }

@@ -628,6 +628,31 @@ impl<'a> Session<'a> {
         let cfg = self.sim.config();
         let basic = base64::engine::general_purpose::STANDARD
             .encode(format!("{}:{}", cfg.user, cfg.password));
+        if super::stats::is_stats_path(cmd.split('?').next().unwrap_or("")) {
+            // Statistics (stats.rs): data as a binary file, errors as LL text.
+            let answer = self.sim.handle_bytes(
+                "GET",
+                &format!("/{cmd}"),
+                Some(&format!("Basic {basic}")),
+                self.peer,
+                true,
+            );
+            if answer.status == 200 && answer.binary {
+                self.header(Header::new(
+                    Identifier::BinaryFile,
+                    answer.body.len() as u32,
+                ))?;
+                return self.send(Message::binary(answer.body));
+            }
+            if answer.status == 200 {
+                let text = String::from_utf8_lossy(&answer.body).into_owned();
+                return match with_control(&text, &reply.control) {
+                    Some(text) => self.reply_text(reply, Identifier::Text, text),
+                    None => self.reply_text(reply, Identifier::BinaryFile, text),
+                };
+            }
+            return self.answer(reply, cmd, answer.status, &Value::String(String::new()));
+        }
         let resp = self.sim.handle(
             "GET",
             &format!("/{cmd}"),

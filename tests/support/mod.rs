@@ -52,6 +52,7 @@ pub mod oauth;
 pub mod process;
 pub mod server;
 pub mod sse;
+pub mod stats;
 /// An HTTPS listener for `home-mcp check`'s certificate test (rustls comes with the `tls`
 /// feature only).
 #[cfg(feature = "tls")]

@@ -1,0 +1,694 @@
+//! The house over time (issue 29): `House::history`, the one query behind `get_history`,
+//! `get_energy`, `home://history/...` and the dashboard's charts, judged against the
+//! simulator's own series read over its HTTP API (`support::stats`), never against the
+//! product's reading of them. The simulator's history (sim/stats.rs) holds a daylight-saving
+//! change each way, a month without data and a counter reset; these tests find them in the
+//! simulator's answers themselves.
+
+use std::sync::Arc;
+
+use jiff::{SignedDuration, Timestamp};
+
+use home_mcp::app::App;
+use home_mcp::config::{Config, MiniserverConfig};
+use home_mcp::home::history::{Agg, Query, Resolution, Series, Source};
+use home_mcp::home::time::Unit;
+use home_mcp::sim::{SimConfig, SimServer, Simulator, DEMO_PASSWORD, DEMO_USER};
+
+use crate::support::drive::MiniserverApi;
+use crate::support::server::TempDir;
+use crate::support::stats::*;
+use crate::support::{demo, demo_polling, test_config};
+
+fn ts(unix: i64) -> Timestamp {
+    Timestamp::from_second(unix).unwrap()
+}
+
+fn ask(app: &App, control: &str, state: &str, from: i64, to: i64, r: Resolution) -> Series {
+    app.house
+        .history(&Query {
+            control: control.into(),
+            state: Some(state.into()),
+            from: ts(from),
+            to: ts(to),
+            resolution: Some(r),
+            max_points: Some(2000),
+        })
+        .unwrap_or_else(|e| panic!("history of {control}.{state}: {e}"))
+}
+
+/// The amounts of a counter answer by bucket start.
+fn amounts(s: &Series) -> Vec<(i64, f64)> {
+    s.points
+        .iter()
+        .map(|p| match p.agg {
+            Agg::Counter { sum } => (p.start.as_second(), sum),
+            other => panic!("not a counter point: {other:?}"),
+        })
+        .collect()
+}
+
+/// Today's local midnight in the simulator's zone.
+fn today() -> i64 {
+    let tz = berlin();
+    midnight(&tz, date_of(&tz, Timestamp::now().as_second()))
+}
+
+/// Checks a counter's daily answer against the simulator's readings: every local day with a
+/// reading ending in it has exactly the amount counted from the readings (a reading below the
+/// one before is a reset), every other day has no point and lies in a span without data.
+fn check_daily(s: &Series, readings: &[(i64, f64)], from: i64, to: i64) -> (usize, usize) {
+    let tz = berlin();
+    let got = amounts(s);
+    let mut with_data = 0;
+    let mut without = 0;
+    for (b0, b1) in days(&tz, from, to) {
+        let answer = got.iter().find(|(t, _)| *t == b0).map(|x| x.1);
+        match counted(readings, b0, b1) {
+            Some(expected) => {
+                with_data += 1;
+                let a = answer.unwrap_or_else(|| panic!("no amount for the day of {b0}"));
+                assert!(
+                    (a - expected).abs() < 1e-6,
+                    "day of {b0} ({} h): answered {a}, the simulator's readings give {expected}",
+                    (b1 - b0) / 3600
+                );
+            }
+            None => {
+                without += 1;
+                assert!(answer.is_none(), "an amount for a day without data: {b0}");
+                assert!(
+                    s.no_data
+                        .iter()
+                        .any(|(a, b)| a.as_second() <= b0 && b.as_second() >= b1),
+                    "the day of {b0} has no data and is not named in no_data: {:?}",
+                    s.no_data
+                );
+            }
+        }
+    }
+    (with_data, without)
+}
+
+#[test]
+fn a_year_of_daily_energy_matches_the_meters_own_readings() {
+    let (app, _tools) = demo();
+    let api = MiniserverApi::of(&app);
+    let tz = berlin();
+    let to = today();
+    let from = midnight(&tz, date_of(&tz, to - 365 * 86_400));
+    let s = ask(
+        &app,
+        GRID_METER,
+        "total",
+        from,
+        to,
+        Resolution::Every(Unit::Day),
+    );
+    assert_eq!(s.source, Source::StatisticsV2, "{:?}", s.source_detail);
+    assert_eq!(s.step, 1);
+    assert_eq!(s.unit.as_deref(), Some("kWh"));
+    let readings = v2_raw(&api, GRID_METER, 2, "total", from - 7200, to);
+    // The year holds both clock changes, the month without data and the reset.
+    let lengths: Vec<i64> = days(&tz, from, to).iter().map(|(a, b)| b - a).collect();
+    assert!(lengths.contains(&(23 * 3600)) && lengths.contains(&(25 * 3600)));
+    let drops = readings.windows(2).filter(|w| w[1].1 < w[0].1).count();
+    assert_eq!(drops, 1, "one counter reset in the simulator's year");
+    let (with_data, without) = check_daily(&s, &readings, from, to);
+    assert!(with_data > 300, "{with_data} days with data");
+    assert!(
+        (28..=31).contains(&without),
+        "one month without data: {without} days"
+    );
+    assert!(
+        s.left_out.iter().any(|n| n.contains("reset")),
+        "the reset is named: {:?}",
+        s.left_out
+    );
+    let total: f64 = amounts(&s).iter().map(|x| x.1).sum();
+    assert!((s.summary.total.unwrap() - total).abs() < 1e-6);
+}
+
+#[test]
+fn a_month_of_hourly_temperature_matches_the_recorded_values() {
+    let (app, _tools) = demo();
+    let api = MiniserverApi::of(&app);
+    let now = Timestamp::now().as_second();
+    let to = now - now.rem_euclid(3600);
+    let from = to - 30 * 86_400;
+    let s = ask(
+        &app,
+        LIVING_TEMPERATURE,
+        "value",
+        from,
+        to,
+        Resolution::Every(Unit::Hour),
+    );
+    assert_eq!(s.source, Source::StatisticsV2);
+    assert_eq!(s.unit.as_deref(), Some("°C"));
+    assert_eq!(s.points.len(), 30 * 24, "one point an hour");
+    let readings = v2_raw(&api, LIVING_TEMPERATURE, 1, "value", from, to - 1);
+    for p in &s.points {
+        let b0 = p.start.as_second();
+        let (min, mean, max) = level(&readings, b0, b0 + 3600).expect("readings every hour");
+        let Agg::Level {
+            min: a,
+            mean: m,
+            max: b,
+            count,
+        } = p.agg
+        else {
+            panic!("a level point: {p:?}")
+        };
+        assert_eq!(count, 4, "four records an hour");
+        assert_eq!((a, b), (min, max), "hour of {b0}");
+        assert!((m - mean).abs() < 1e-9, "hour of {b0}: mean {m} vs {mean}");
+    }
+    let all_min = readings.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
+    assert_eq!(s.summary.min, Some(all_min));
+}
+
+#[test]
+fn a_week_of_on_time_of_a_light_matches_its_switching() {
+    let (app, _tools) = demo();
+    let api = MiniserverApi::of(&app);
+    let tz = berlin();
+    let to = today();
+    let from = midnight(&tz, date_of(&tz, to - 7 * 86_400 + 3600));
+    let s = ask(
+        &app,
+        KITCHEN_LIGHT,
+        "active",
+        from,
+        to,
+        Resolution::Every(Unit::Day),
+    );
+    assert_eq!(s.source, Source::StatisticsV2);
+    assert_eq!(s.points.len(), 7);
+    let changes = v2_raw(&api, KITCHEN_LIGHT, 1, "active", from - 7 * 86_400, to);
+    let mut total = 0.0;
+    for p in &s.points {
+        let (b0, b1) = (p.start.as_second(), p.end.as_second());
+        let Agg::Switch {
+            on_secs,
+            changes: n,
+        } = p.agg
+        else {
+            panic!("a switch point: {p:?}")
+        };
+        let expected = on_seconds(&changes, b0, b1);
+        assert!(
+            (on_secs - expected).abs() < 1e-6,
+            "day of {b0}: {on_secs} vs {expected}"
+        );
+        let went_on = changes
+            .windows(2)
+            .filter(|w| w[1].0 >= b0 && w[1].0 < b1 && w[0].1 == 0.0 && w[1].1 != 0.0)
+            .count();
+        assert_eq!(n, went_on, "day of {b0}");
+        total += expected;
+    }
+    assert!(
+        total > 7.0 * 3600.0,
+        "the light is on some hours a day: {total}"
+    );
+    assert!((s.summary.on_secs.unwrap() - total).abs() < 1e-6);
+}
+
+#[test]
+fn the_front_door_was_open_last_night_as_its_v1_recording_says() {
+    let (app, _tools) = demo();
+    let api = MiniserverApi::of(&app);
+    let tz = berlin();
+    // Yesterday 18:00 to today 08:00, local time.
+    let evening = today() - 6 * 3600;
+    let morning = today() + 8 * 3600;
+    let s = ask(
+        &app,
+        FRONT_DOOR,
+        "active",
+        evening,
+        morning,
+        Resolution::Every(Unit::Hour),
+    );
+    assert_eq!(s.source, Source::StatisticsV1);
+    let mut changes = Vec::new();
+    for day in [
+        date_of(&tz, evening - 7 * 86_400),
+        date_of(&tz, evening),
+        date_of(&tz, morning),
+    ] {
+        let rows = v1_month(
+            &api,
+            FRONT_DOOR,
+            &format!("{:04}{:02}", day.year(), day.month()),
+        )
+        .expect("the door's month file");
+        for r in v1_instants(&tz, &rows, 0) {
+            if !changes.contains(&r) {
+                changes.push(r);
+            }
+        }
+    }
+    changes.sort_by_key(|x| x.0);
+    let expected = on_seconds(&changes, evening, morning.min(Timestamp::now().as_second()));
+    assert!(
+        (s.summary.on_secs.unwrap() - expected).abs() < 1e-6,
+        "{:?} vs {expected}",
+        s.summary
+    );
+    assert!(
+        expected > 0.0,
+        "the door opened in the evening or the morning"
+    );
+}
+
+#[test]
+fn the_daylight_saving_days_have_23_and_25_hours() {
+    let (app, _tools) = demo();
+    let api = MiniserverApi::of(&app);
+    let tz = berlin();
+    let to = today();
+    let from = midnight(&tz, date_of(&tz, to - 360 * 86_400));
+    let all = days(&tz, from, to);
+    for hours in [23, 25] {
+        let &(b0, b1) = all
+            .iter()
+            .find(|(a, b)| b - a == hours * 3600)
+            .expect("a clock change in the last year");
+        // V2: the grid meter, hourly and daily.
+        let s = ask(
+            &app,
+            GRID_METER,
+            "total",
+            b0,
+            b1,
+            Resolution::Every(Unit::Hour),
+        );
+        assert_eq!(s.points.len() as i64, hours, "{hours}-hour day of {b0}");
+        let readings = v2_raw(&api, GRID_METER, 2, "total", b0 - 7200, b1);
+        for p in &s.points {
+            let t = p.start.as_second();
+            let Agg::Counter { sum } = p.agg else {
+                panic!()
+            };
+            assert!((sum - counted(&readings, t, t + 3600).unwrap()).abs() < 1e-6);
+        }
+        let d = ask(
+            &app,
+            GRID_METER,
+            "total",
+            b0,
+            b1,
+            Resolution::Every(Unit::Day),
+        );
+        assert_eq!(d.points.len(), 1);
+        let Agg::Counter { sum } = d.points[0].agg else {
+            panic!()
+        };
+        assert!((sum - counted(&readings, b0, b1).unwrap()).abs() < 1e-6);
+        // V1 (wall-clock times): the wallbox, hourly. The repeated autumn hour is two hours.
+        let w = ask(
+            &app,
+            WALLBOX,
+            "total",
+            b0,
+            b1,
+            Resolution::Every(Unit::Hour),
+        );
+        assert_eq!(w.source, Source::StatisticsV1);
+        assert_eq!(
+            w.points.len() as i64,
+            hours,
+            "V1 {hours}-hour day: {:?}",
+            w.left_out
+        );
+        let month = date_of(&tz, b0);
+        let rows = v1_month(
+            &api,
+            WALLBOX,
+            &format!("{:04}{:02}", month.year(), month.month()),
+        )
+        .expect("a V1 file for the month of the clock change");
+        let readings = v1_instants(&tz, &rows, 0);
+        for p in &w.points {
+            let t = p.start.as_second();
+            let Agg::Counter { sum } = p.agg else {
+                panic!()
+            };
+            let expected = counted(&readings, t, t + 3600).unwrap();
+            assert!(
+                (sum - expected).abs() < 1e-6,
+                "hour of {t}: {sum} vs {expected}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_month_without_data_is_named_not_zero() {
+    let (app, _tools) = demo();
+    let api = MiniserverApi::of(&app);
+    let tz = berlin();
+    let gap = app_calendar(&app).gap;
+    let from = gap.0 - 10 * 86_400;
+    let to = gap.1 + 10 * 86_400;
+    // V2 counter, V2 level and V1 level all say the month has no data.
+    let s = ask(
+        &app,
+        GRID_METER,
+        "total",
+        from,
+        to,
+        Resolution::Every(Unit::Day),
+    );
+    let readings = v2_raw(&api, GRID_METER, 2, "total", from - 7200, to);
+    let (_, without) = check_daily(&s, &readings, from, to);
+    assert!(without >= 28, "{without}");
+    for (uuid, state) in [(LIVING_TEMPERATURE, "value"), (CELLAR_TEMPERATURE, "value")] {
+        let s = ask(&app, uuid, state, from, to, Resolution::Every(Unit::Day));
+        assert!(
+            s.points
+                .iter()
+                .all(|p| p.start.as_second() < gap.0 || p.start.as_second() >= gap.1),
+            "{uuid}: no point inside the month without data"
+        );
+        assert!(
+            s.no_data
+                .iter()
+                .any(|(a, b)| a.as_second() <= gap.0 && b.as_second() >= gap.1),
+            "{uuid} ({:?}): the month is named: {:?}",
+            s.source,
+            s.no_data
+        );
+    }
+    let month = date_of(&tz, gap.0);
+    assert!(
+        v1_month(
+            &api,
+            CELLAR_TEMPERATURE,
+            &format!("{:04}{:02}", month.year(), month.month())
+        )
+        .is_none(),
+        "the simulator serves no V1 file for the month"
+    );
+}
+
+/// The demo app's simulated calendar (gap, reset), as the simulator tells tests.
+fn app_calendar(app: &App) -> home_mcp::sim::StatsCalendar {
+    crate::support::sim(app).stats_calendar()
+}
+
+#[test]
+fn a_counter_reset_counts_from_zero() {
+    let (app, _tools) = demo();
+    let api = MiniserverApi::of(&app);
+    let reset = app_calendar(&app).reset;
+    let tz = berlin();
+    let day = midnight(&tz, date_of(&tz, reset));
+    let next = midnight(&tz, date_of(&tz, day + 30 * 3600));
+    let readings = v2_raw(&api, GRID_METER, 2, "total", day - 7200, next);
+    let drop = readings
+        .windows(2)
+        .find(|w| w[1].1 < w[0].1)
+        .expect("the simulator's counter falls on the reset day");
+    assert!(drop[1].0 >= day && drop[1].0 < next);
+    let s = ask(
+        &app,
+        GRID_METER,
+        "total",
+        day,
+        next,
+        Resolution::Every(Unit::Day),
+    );
+    let Agg::Counter { sum } = s.points[0].agg else {
+        panic!()
+    };
+    let expected = counted(&readings, day, next).unwrap();
+    assert!((sum - expected).abs() < 1e-6, "{sum} vs {expected}");
+    assert!(
+        sum > 0.0 && sum < 100.0,
+        "a day's use, not a counter's fall: {sum}"
+    );
+    // Raw readings of the same day: the reset is counted once.
+    let raw = ask(&app, GRID_METER, "total", day, next, Resolution::Raw);
+    assert_eq!(raw.summary.resets, 1);
+    assert!((raw.summary.total.unwrap() - expected).abs() < 1e-6);
+}
+
+/// A house whose structure file is the demo's changed by `edit`, served by a simulator, with
+/// the whole server (`App`, live link per `config`) on it; the data directory is `dir`.
+fn house_with(
+    edit: impl Fn(&mut serde_json::Value),
+    mut config: Config,
+    dir: &TempDir,
+) -> (App, SimServer, Arc<Simulator>) {
+    let mut doc: serde_json::Value = serde_json::from_str(home_mcp::sim::DEMO_STRUCTURE).unwrap();
+    edit(&mut doc);
+    let sim = Arc::new(
+        Simulator::new(
+            &doc.to_string(),
+            Some(home_mcp::sim::DEMO_VALUES),
+            SimConfig::default(),
+        )
+        .unwrap(),
+    );
+    let server = SimServer::start(sim.clone(), "127.0.0.1:0").unwrap();
+    config.miniserver = Some(MiniserverConfig {
+        base_url: server.base_url(),
+        user: DEMO_USER.into(),
+        password: DEMO_PASSWORD.into(),
+    });
+    config.server.data_dir = dir.0.clone();
+    config.time_zone = home_mcp::home::HouseTime::named("Europe/Berlin").unwrap();
+    let app = App::start(&config, false).expect("the server starts");
+    (app, server, sim)
+}
+
+/// V2 groups as V1 `statistic` (a Meter's outputs `total`, `actual`), the house of a
+/// Miniserver before firmware 13.1.
+fn v1_only(doc: &mut serde_json::Value) {
+    for c in doc["controls"].as_object_mut().unwrap().values_mut() {
+        let Some(v2) = c.as_object_mut().unwrap().remove("statisticV2") else {
+            continue;
+        };
+        let mut outputs: Vec<String> = v2["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|g| g["dataPoints"].as_array().unwrap().clone())
+            .map(|p| p["output"].as_str().unwrap().to_string())
+            .collect();
+        if c["type"] == "Meter" {
+            outputs = vec!["total".into(), "actual".into()];
+        }
+        let digital = outputs == ["active"];
+        c["statistic"] = serde_json::json!({
+            "frequency": if digital { 1 } else { 12 },
+            "outputs": outputs.iter().enumerate().map(|(i, o)| serde_json::json!({
+                "id": i, "name": o, "visuType": if digital { 1 } else { 0 }
+            })).collect::<Vec<_>>(),
+        });
+    }
+}
+
+#[test]
+fn a_v1_only_house_answers_from_its_month_files() {
+    let dir = TempDir::new("history-v1");
+    for live in [
+        home_mcp::config::LiveMode::WebSocket,
+        home_mcp::config::LiveMode::Polling,
+    ] {
+        let mut config = test_config();
+        config.miniserver_live = live;
+        let (app, server, _sim) = house_with(v1_only, config, &dir);
+        let api = MiniserverApi::demo(server.addr());
+        let tz = berlin();
+        let to = today();
+        let from = midnight(&tz, date_of(&tz, to - 40 * 86_400));
+        let s = ask(
+            &app,
+            GRID_METER,
+            "total",
+            from,
+            to,
+            Resolution::Every(Unit::Day),
+        );
+        assert_eq!(s.source, Source::StatisticsV1, "{live:?}: {:?}", s.left_out);
+        let mut readings = Vec::new();
+        let mut d = date_of(&tz, from - 86_400).first_of_month();
+        while midnight(&tz, d) < to {
+            if let Some(rows) = v1_month(
+                &api,
+                GRID_METER,
+                &format!("{:04}{:02}", d.year(), d.month()),
+            ) {
+                readings.extend(v1_instants(&tz, &rows, 0));
+            }
+            d = d.last_of_month().tomorrow().unwrap();
+        }
+        let (with_data, _) = check_daily(&s, &readings, from, to);
+        assert!(with_data >= 39, "{live:?}: {with_data}");
+        let t = ask(
+            &app,
+            KITCHEN_LIGHT,
+            "active",
+            from,
+            to,
+            Resolution::Every(Unit::Day),
+        );
+        assert_eq!(t.source, Source::StatisticsV1);
+        assert!(t.summary.on_secs.unwrap() > 0.0);
+        drop(app);
+    }
+}
+
+#[test]
+fn a_v2_only_house_reads_v2_and_its_own_record_for_the_rest() {
+    let dir = TempDir::new("history-v2");
+    let strip_v1 = |doc: &mut serde_json::Value| {
+        for c in doc["controls"].as_object_mut().unwrap().values_mut() {
+            c.as_object_mut().unwrap().remove("statistic");
+        }
+    };
+    let (app, _server, _sim) = house_with(strip_v1, test_config(), &dir);
+    let to = Timestamp::now().as_second();
+    let s = ask(
+        &app,
+        GRID_METER,
+        "total",
+        to - 2 * 86_400,
+        to,
+        Resolution::Every(Unit::Hour),
+    );
+    assert_eq!(s.source, Source::StatisticsV2);
+    // The wallbox had only V1: now the server's own record answers, once it has something.
+    let e = app.house.history(&Query {
+        control: WALLBOX.into(),
+        state: Some("actual".into()),
+        from: ts(to - 86_400),
+        to: ts(to),
+        resolution: None,
+        max_points: None,
+    });
+    match e {
+        Ok(s) => assert_eq!(s.source, Source::LocalRecord),
+        Err(e) => assert!(e.to_string().contains("has recorded nothing"), "{e}"),
+    }
+}
+
+#[test]
+fn bad_questions_get_clear_errors() {
+    let (app, _tools) = demo();
+    let now = Timestamp::now().as_second();
+    let q = |control: &str, state: Option<&str>, from: i64, to: i64, r: Option<Resolution>| {
+        app.house
+            .history(&Query {
+                control: control.into(),
+                state: state.map(str::to_string),
+                from: ts(from),
+                to: ts(to),
+                resolution: r,
+                max_points: None,
+            })
+            .unwrap_err()
+    };
+    let e = q("nope", None, now - 3600, now, None);
+    assert_eq!(e.code(), "DEVICE_NOT_FOUND");
+    let e = q(GRID_METER, Some("colour"), now - 3600, now, None);
+    assert!(e.to_string().contains("totalNeg"), "{e}");
+    let e = q(GRID_METER, None, now + 3600, now + 7200, None);
+    assert!(e.to_string().contains("future"), "{e}");
+    let e = q(GRID_METER, None, now - 60, now - 3600, None);
+    assert!(e.to_string().contains("before"), "{e}");
+    let e = q(
+        GRID_METER,
+        None,
+        now - 90 * 86_400,
+        now,
+        Some(Resolution::Raw),
+    );
+    assert!(e.to_string().contains("31 days"), "{e}");
+    // The garage light: no statistics, nothing recorded yet.
+    let e = q(GARAGE_LIGHT, None, now - 3600, now, None);
+    assert!(e.to_string().contains("has recorded nothing"), "{e}");
+    assert_eq!(e.code(), "INVALID_PARAMETERS");
+}
+
+#[test]
+fn answers_are_bounded_and_say_how_to_get_the_rest() {
+    let (app, _tools) = demo();
+    let now = Timestamp::now().as_second();
+    let to = now - now.rem_euclid(3600);
+    let from = to - 30 * 86_400;
+    let full = ask(
+        &app,
+        LIVING_TEMPERATURE,
+        "value",
+        from,
+        to,
+        Resolution::Every(Unit::Hour),
+    );
+    let s = app
+        .house
+        .history(&Query {
+            control: LIVING_TEMPERATURE.into(),
+            state: None,
+            from: ts(from),
+            to: ts(to),
+            resolution: Some(Resolution::Every(Unit::Hour)),
+            max_points: None,
+        })
+        .unwrap();
+    assert_eq!(s.step, 4, "720 hours in at most 200 points");
+    assert_eq!(s.points.len(), 180);
+    let next = s.next.expect("a next hint");
+    assert_eq!(next.from, ts(from));
+    assert_eq!(next.to, ts(from) + SignedDuration::from_hours(200));
+    // The merged points keep the aggregates: min of mins, max of maxes.
+    for (i, p) in s.points.iter().enumerate() {
+        let part = &full.points[i * 4..(i + 1) * 4];
+        let (
+            Agg::Level {
+                min, max, count, ..
+            },
+            mins,
+        ) = (p.agg, part)
+        else {
+            panic!()
+        };
+        let m = mins
+            .iter()
+            .map(|x| match x.agg {
+                Agg::Level { min, .. } => min,
+                _ => panic!(),
+            })
+            .fold(f64::INFINITY, f64::min);
+        assert_eq!(min, m);
+        assert!(max >= min);
+        assert_eq!(count, 16);
+    }
+    assert_eq!(
+        s.summary.min, full.summary.min,
+        "the summary covers the whole range"
+    );
+    // Raw values are cut with a next hint that continues after the last one.
+    let raw = app
+        .house
+        .history(&Query {
+            control: LIVING_TEMPERATURE.into(),
+            state: None,
+            from: ts(to - 2 * 86_400),
+            to: ts(to),
+            resolution: Some(Resolution::Raw),
+            max_points: Some(100),
+        })
+        .unwrap();
+    assert_eq!(raw.points.len(), 100);
+    let next = raw.next.unwrap();
+    assert_eq!(
+        next.from,
+        raw.points[99].start + SignedDuration::from_mins(15)
+    );
+    let _ = demo_polling;
+}
