@@ -29,7 +29,6 @@
 
 use std::fmt;
 use std::sync::OnceLock;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use aes::Aes256;
 use base64::prelude::{Engine as _, BASE64_STANDARD};
@@ -44,12 +43,10 @@ use sha2::Digest;
 use super::answer::{Answer, Call, Ll, Transport};
 use super::http::percent_decode;
 use super::{Simulator, VisuHash};
+use crate::home::time::loxone_now;
 
 /// The simulator's RSA key (PKCS#8 PEM). A test key, public in this repository: not a secret.
 pub const SIM_RSA_KEY_PEM: &str = include_str!("../../assets/sim-rsa-key.pem");
-
-/// Unix time of the Loxone epoch, 2009-01-01 00:00:00 UTC.
-const LOXONE_EPOCH: u64 = 1_230_768_000;
 
 /// Why a key exchange or an encrypted command was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -291,15 +288,6 @@ struct Issued {
     /// Seconds since 2009-01-01.
     valid_until: u64,
     rights: u32,
-}
-
-/// Seconds since the Loxone epoch (2009-01-01 UTC).
-fn loxone_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-        .saturating_sub(LOXONE_EPOCH)
 }
 
 fn random_hex(n: usize) -> String {
@@ -589,7 +577,7 @@ pub(crate) fn get_token(sim: &Simulator, call: &mut Call<'_>) -> Answer {
             Transport::Http => unauthorized(call),
             Transport::Ws => Answer::Ll(Ll::token(
                 401,
-                serde_json::json!({"lastEdit": "2009-01-01 01:00:00", "unix": LOXONE_EPOCH}),
+                serde_json::json!({"lastEdit": "2009-01-01 01:00:00", "unix": crate::home::time::LOXONE_EPOCH_UNIX}),
             )),
         };
     }
