@@ -44,13 +44,14 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::net::IpAddr;
 use std::sync::Mutex;
 
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
 use jiff::Timestamp;
 use serde_json::Value;
+
+use super::answer::{Answer, Call, Ll};
 
 /// The seed of every simulated series.
 pub const SEED: u64 = 0x5EED_2026_1127;
@@ -1141,171 +1142,123 @@ impl Stats {
     }
 }
 
-/// An answer of the statistics routes: HTTP status, content type and body bytes; over the
-/// WebSocket `binary` answers go out as a binary file (header id 1), the others as text.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct StatsAnswer {
-    pub status: u16,
-    pub content_type: &'static str,
-    pub body: Vec<u8>,
-    pub binary: bool,
+/// The uuidAction of the `{control}` a row matched.
+fn target_uuid(sim: &super::Simulator, call: &Call<'_>) -> Option<String> {
+    let idx = call.target?;
+    let house = sim.house.lock().unwrap_or_else(|e| e.into_inner());
+    house.ctls.get(idx).map(|c| c.uuid.clone())
 }
 
-impl StatsAnswer {
-    fn text(status: u16, content_type: &'static str, body: String) -> Self {
-        StatsAnswer {
-            status,
-            content_type,
-            body: body.into_bytes(),
-            binary: false,
+fn now_secs() -> i64 {
+    jiff::Timestamp::now().as_second()
+}
+
+/// A data answer as the fault switch has it: an `LL` error code instead, an empty body, or
+/// the last 5 bytes cut off.
+fn faulted(sim: &super::Simulator, mut body: Vec<u8>, content_type: &'static str) -> Answer {
+    match sim.stats.fault() {
+        Some(StatsFault::Error(code)) => return Answer::Ll(Ll::coded(code, "")),
+        Some(StatsFault::Empty) => body.clear(),
+        Some(StatsFault::Truncated) => body.truncate(body.len().saturating_sub(5)),
+        None => {}
+    }
+    Answer::Data(content_type, body)
+}
+
+/// The same for a text file.
+fn faulted_text(sim: &super::Simulator, text: String) -> Answer {
+    match sim.stats.fault() {
+        Some(StatsFault::Error(code)) => Answer::Ll(Ll::coded(code, "")),
+        Some(StatsFault::Empty) => Answer::Text(XML, String::new()),
+        Some(StatsFault::Truncated) => {
+            let mut t = text;
+            let cut = t.len().saturating_sub(5);
+            while !t.is_char_boundary(cut) {
+                t.pop();
+            }
+            t.truncate(cut.min(t.len()));
+            Answer::Text(XML, t)
         }
+        None => Answer::Text(XML, text),
     }
 }
 
-/// Whether `path` (without query, leading `/` allowed) is one of the statistics routes.
-pub(crate) fn is_stats_path(path: &str) -> bool {
-    let lower = path.trim_start_matches('/').to_ascii_lowercase();
-    lower == "stats"
-        || lower.starts_with("stats/")
-        || lower.starts_with("binstatisticdata/")
-        || lower.starts_with("jdev/sps/getstatistic")
-        || lower.starts_with("dev/sps/getstatistic")
+const XML: &str = "text/xml";
+const OCTETS: &str = "application/octet-stream";
+
+/// `sps/getStatisticInfo/{control}`: the V2 groups with data and since when, as JSON text in
+/// `value` (statistics.md A2 saw both text and an array; the text is the harder case).
+pub(crate) fn info(sim: &super::Simulator, call: &mut Call<'_>) -> Answer {
+    let Some(uuid) = target_uuid(sim, call) else {
+        return Answer::Error(404, "Not Found");
+    };
+    Answer::Ll(Ll::ok(sim.stats.info(&uuid).unwrap_or_else(|| "[]".into())))
+}
+
+/// `sps/getStatistic/{control}/{mode}/{from}/{until}/{unit}/{group}[/{output}]`: records of
+/// a u32 Unix second and one f64 per output, an empty body for none; 404 for an unknown group
+/// or output, 400 for a malformed request (*inferred*: the documents do not say).
+pub(crate) fn data(sim: &super::Simulator, call: &mut Call<'_>) -> Answer {
+    let Some(uuid) = target_uuid(sim, call) else {
+        return Answer::Error(404, "Not Found");
+    };
+    let mut segs = vec![uuid];
+    segs.extend(call.rest.iter().cloned());
+    match sim.stats.v2_body(&segs, now_secs()) {
+        Ok(body) => faulted(sim, body, OCTETS),
+        Err(404) => Answer::Error(404, "Not Found"),
+        Err(_) => Answer::Error(400, "Bad Request"),
+    }
+}
+
+/// `stats`: the index page, a link per month file.
+pub(crate) fn index(sim: &super::Simulator, _call: &mut Call<'_>) -> Answer {
+    Answer::Text("text/html", sim.stats.index(now_secs()))
+}
+
+/// `stats/{uuid}.{YYYYMM}.xml` (V1) or `stats/{uuid}_{group}.{YYYYMM}.xml` (a V2 group): the
+/// month's file, 404 when there is none.
+pub(crate) fn file(sim: &super::Simulator, call: &mut Call<'_>) -> Answer {
+    let name = &call.args[0];
+    let parsed = name.strip_suffix(".xml").and_then(|f| f.rsplit_once('.'));
+    let Some((stem, month)) = parsed else {
+        return Answer::Error(404, "Not Found");
+    };
+    let (uuid, group) = match stem.rsplit_once('_') {
+        Some((u, g)) => match g.parse::<i64>() {
+            Ok(g) => (u, Some(g)),
+            Err(_) => (stem, None),
+        },
+        None => (stem, None),
+    };
+    match sim.stats.v1_xml(uuid, group, month, now_secs()) {
+        Some(xml) => faulted_text(sim, xml),
+        None => Answer::Error(404, "Not Found"),
+    }
+}
+
+/// `stats/statisticdata.xml/{uuid}/{YYYYMM|YYYYMMDD}`: the V1 file of a month or one day of
+/// it, 404 when there is none.
+pub(crate) fn statisticdata(sim: &super::Simulator, call: &mut Call<'_>) -> Answer {
+    match sim
+        .stats
+        .v1_xml(&call.args[0], None, &call.args[1], now_secs())
+    {
+        Some(xml) => faulted_text(sim, xml),
+        None => Answer::Error(404, "Not Found"),
+    }
+}
+
+/// `binstatisticdata/{uuid}/{YYYYMM|YYYYMMDD}` (WebSocket only): the V1 records as u32
+/// Miniserver-local seconds since 2009 and one f64 per output; 404 when there are none.
+pub(crate) fn binstat(sim: &super::Simulator, call: &mut Call<'_>) -> Answer {
+    match sim.stats.binstat(&call.args[0], &call.args[1], now_secs()) {
+        Some(body) => faulted(sim, body, OCTETS),
+        None => Answer::Error(404, "Not Found"),
+    }
 }
 
 impl super::Simulator {
-    /// [`Simulator::handle`](super::Simulator::handle) for answers that may be bytes: the
-    /// statistics routes (`stats.rs`) behind the same login gate, every other request as
-    /// `handle` answers it. `over_ws`: the request came over the WebSocket.
-    pub(crate) fn handle_bytes(
-        &self,
-        method: &str,
-        url: &str,
-        authorization: Option<&str>,
-        peer: IpAddr,
-        over_ws: bool,
-    ) -> StatsAnswer {
-        let path = url.split(['?', '#']).next().unwrap_or("");
-        if is_stats_path(path) && method.eq_ignore_ascii_case("GET") {
-            self.record_request(method, url);
-            let query = url
-                .split_once('?')
-                .map_or("", |(_, q)| q.split('#').next().unwrap_or(""));
-            let gate = match self.blocked(peer) {
-                Some(resp) => super::http::Gate::Deny(resp),
-                None => self.authenticate(authorization, query, peer),
-            };
-            if let super::http::Gate::Deny(resp) = gate {
-                return StatsAnswer {
-                    status: resp.status,
-                    content_type: resp.content_type,
-                    body: resp.body.into_bytes(),
-                    binary: false,
-                };
-            }
-            let raw: Option<Vec<String>> = path
-                .split('/')
-                .filter(|s| !s.is_empty())
-                .map(super::http::percent_decode)
-                .collect();
-            if let Some(answer) = raw.and_then(|raw| self.stats_route(&raw, over_ws)) {
-                return answer;
-            }
-        }
-        let resp = self.handle(method, url, authorization, peer);
-        StatsAnswer {
-            status: resp.status,
-            content_type: resp.content_type,
-            body: resp.body.into_bytes(),
-            binary: false,
-        }
-    }
-
-    /// The statistics routes (see the module docs) for an authenticated request: `raw` are
-    /// the path's segments, percent-decoded; `over_ws` whether it came over the WebSocket
-    /// (`binstatisticdata` is served there only). `None` for another path.
-    pub(crate) fn stats_route(&self, raw: &[String], over_ws: bool) -> Option<StatsAnswer> {
-        let now = jiff::Timestamp::now().as_second();
-        let stats = &self.stats;
-        let lower: Vec<String> = raw.iter().map(|s| s.to_ascii_lowercase()).collect();
-        let lower: Vec<&str> = lower.iter().map(String::as_str).collect();
-        let control =
-            super::http::http_control(&raw.iter().map(String::as_str).collect::<Vec<_>>());
-        let not_found = || {
-            let page = super::http::html_error(404, "Not Found");
-            StatsAnswer::text(404, "text/html", page.body)
-        };
-        let fault = stats.fault();
-        let data = |answer: Option<Vec<u8>>, content_type: &'static str, binary: bool| {
-            let Some(mut body) = answer else {
-                return not_found();
-            };
-            match fault {
-                Some(StatsFault::Error(code)) => {
-                    return StatsAnswer::text(200, "application/json", self.ll(&control, "", code))
-                }
-                Some(StatsFault::Empty) => body.clear(),
-                Some(StatsFault::Truncated) => body.truncate(body.len().saturating_sub(5)),
-                None => {}
-            }
-            StatsAnswer {
-                status: 200,
-                content_type,
-                body,
-                binary,
-            }
-        };
-        Some(match lower.as_slice() {
-            ["jdev" | "dev", "sps", "getstatisticinfo", _] => match stats.info(&raw[3]) {
-                Some(v) => StatsAnswer::text(200, "application/json", self.ll(&control, &v, 200)),
-                None => StatsAnswer::text(200, "application/json", self.ll(&control, "", 404)),
-            },
-            ["jdev" | "dev", "sps", "getstatistic", ..] => match stats.v2_body(&raw[3..], now) {
-                Ok(body) => data(Some(body), "application/octet-stream", true),
-                Err(404) => not_found(),
-                Err(code) => {
-                    let page = super::http::html_error(code, "Bad Request");
-                    StatsAnswer::text(code, "text/html", page.body)
-                }
-            },
-            ["stats"] => StatsAnswer::text(200, "text/html", stats.index(now)),
-            ["stats", "statisticdata.xml", _, _] => data(
-                stats
-                    .v1_xml(&raw[2], None, &raw[3], now)
-                    .map(String::into_bytes),
-                "text/xml",
-                false,
-            ),
-            ["stats", file] => {
-                // `{uuid}.{YYYYMM}.xml` or `{uuid}_{group}.{YYYYMM}.xml`.
-                let parsed = file.strip_suffix(".xml").and_then(|f| f.rsplit_once('.'));
-                let Some((name, month)) = parsed else {
-                    return Some(not_found());
-                };
-                let (uuid, group) = match name.rsplit_once('_') {
-                    Some((u, g)) => match g.parse::<i64>() {
-                        Ok(g) => (u, Some(g)),
-                        Err(_) => (name, None),
-                    },
-                    None => (name, None),
-                };
-                data(
-                    stats
-                        .v1_xml(uuid, group, month, now)
-                        .map(String::into_bytes),
-                    "text/xml",
-                    false,
-                )
-            }
-            ["binstatisticdata", _, _] if over_ws => data(
-                stats.binstat(&raw[1], &raw[2], now),
-                "application/octet-stream",
-                true,
-            ),
-            ["binstatisticdata", ..] => not_found(),
-            _ => return None,
-        })
-    }
-
     /// Sets or clears the fault of the statistics answers ([`StatsFault`]).
     pub fn set_stats_fault(&self, fault: Option<StatsFault>) {
         self.stats.set_fault(fault);
@@ -1326,8 +1279,7 @@ impl super::Simulator {
         from: i64,
         until: i64,
     ) -> Option<Vec<(i64, f64)>> {
-        let now = jiff::Timestamp::now().as_second();
-        self.stats.v2_series(uuid, output, from, until, now)
+        self.stats.v2_series(uuid, output, from, until, now_secs())
     }
 }
 
