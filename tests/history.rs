@@ -692,3 +692,113 @@ fn answers_are_bounded_and_say_how_to_get_the_rest() {
     );
     let _ = demo_polling;
 }
+
+/// The first day of the month `back` months before the one containing `t`, as a local
+/// midnight.
+fn month_start(t: i64, back: i32) -> i64 {
+    let tz = berlin();
+    let d = date_of(&tz, t).first_of_month();
+    let total = i32::from(d.year()) * 12 + i32::from(d.month()) - 1 - back;
+    let first = jiff::civil::Date::new(
+        total.div_euclid(12) as i16,
+        (total.rem_euclid(12) + 1) as i8,
+        1,
+    )
+    .unwrap();
+    midnight(&tz, first)
+}
+
+#[test]
+fn two_months_of_energy_compare_as_the_meters_counted() {
+    use home_mcp::home::energy::{compare, EnergyQuery, Role};
+    let (app, _tools) = demo();
+    let api = MiniserverApi::of(&app);
+    let now = Timestamp::now().as_second();
+    // Last month and the one before (neither is the month without data, four months back).
+    let (a0, a1) = (month_start(now, 2), month_start(now, 1));
+    let (b0, b1) = (month_start(now, 1), month_start(now, 0));
+    let energy = |from: i64, to: i64| {
+        app.house
+            .energy(&EnergyQuery {
+                from: ts(from),
+                to: ts(to),
+                breakdown: None,
+                meter: None,
+            })
+            .unwrap()
+    };
+    let (ea, eb) = (energy(a0, a1), energy(b0, b1));
+    let role = |uuid: &str| ea.meters.iter().find(|m| m.uuid == uuid).unwrap().role;
+    assert_eq!(role(GRID_METER), Role::Grid);
+    assert_eq!(role(PV_METER), Role::Production);
+    assert_eq!(role(WALLBOX), Role::Consumer);
+    for (e, from, to) in [(&ea, a0, a1), (&eb, b0, b1)] {
+        let read = |uuid: &str, group: i64, output: &str| {
+            counted(
+                &v2_raw(&api, uuid, group, output, from - 7200, to),
+                from,
+                to,
+            )
+            .unwrap()
+        };
+        let import = read(GRID_METER, 2, "total");
+        let export = read(GRID_METER, 2, "totalNeg");
+        let production = read(PV_METER, 2, "total");
+        let f = e.figures;
+        assert!(
+            (f.import.unwrap() - import).abs() < 1e-6,
+            "{f:?} vs {import}"
+        );
+        assert!((f.export.unwrap() - export).abs() < 1e-6);
+        assert!((f.production.unwrap() - production).abs() < 1e-6);
+        let consumption = import - export + production;
+        assert!((f.consumption.unwrap() - consumption).abs() < 1e-6);
+        assert!(consumption > 0.0 && production > 0.0);
+    }
+    let diff = compare(&ea.figures, &eb.figures);
+    let d = diff["consumption"]["kwh"].as_f64().unwrap();
+    let expected = eb.figures.consumption.unwrap() - ea.figures.consumption.unwrap();
+    assert!((d - expected).abs() < 0.001, "{diff}");
+    let percent = diff["consumption"]["percent"].as_f64().unwrap();
+    assert!((percent - expected / ea.figures.consumption.unwrap() * 100.0).abs() < 0.051);
+}
+
+#[test]
+fn this_month_comes_from_the_miniservers_own_totals() {
+    use home_mcp::home::energy::EnergyQuery;
+    let (app, _tools) = demo();
+    let api = MiniserverApi::of(&app);
+    // The live link has brought the meter's period totals.
+    for state in ["totalMonth", "totalNegMonth"] {
+        let uuid = crate::support::live::state_uuid(&app, GRID_METER, state);
+        crate::support::wait_until(state, crate::support::PATIENCE, || {
+            app.house.states().get(&uuid).map(|_| ()).ok_or("not yet")
+        });
+    }
+    let now = Timestamp::now();
+    let time = app.house.time();
+    let month = time.start_of(Unit::Month, now);
+    let e = app
+        .house
+        .energy(&EnergyQuery {
+            from: month,
+            to: now,
+            breakdown: None,
+            meter: None,
+        })
+        .unwrap();
+    let states = api.states(GRID_METER);
+    let num = |n: &str| {
+        let v = &states[n];
+        v.as_f64()
+            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+            .unwrap()
+    };
+    let grid = e.meters.iter().find(|m| m.uuid == GRID_METER).unwrap();
+    assert_eq!(grid.source, "miniserver_totals");
+    assert!((grid.total.unwrap() - num("totalMonth")).abs() < 1e-6);
+    assert!((grid.total_neg.unwrap() - num("totalNegMonth")).abs() < 1e-6);
+    // The wallbox has no period totals: its month comes from its V1 statistics.
+    let wallbox = e.meters.iter().find(|m| m.uuid == WALLBOX).unwrap();
+    assert_eq!(wallbox.source, "statistics_v1");
+}

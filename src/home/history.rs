@@ -107,6 +107,49 @@ pub fn max_days(r: Resolution) -> i64 {
     }
 }
 
+/// The range of a question in words: `period` ([`HouseTime::parse_period`]: `yesterday`,
+/// `last month`, `-24h`, `2026-10`, `FROM/TO`), or `from` and `to`
+/// ([`HouseTime::parse_instant`]; `to` defaults to now, `from` to 24 hours before `to`). Both
+/// a period and `from`/`to` is an error.
+pub fn range_of(
+    time: &HouseTime,
+    period: Option<&str>,
+    from: Option<&str>,
+    to: Option<&str>,
+    now: Timestamp,
+) -> Result<(Timestamp, Timestamp), HistoryError> {
+    let words = |e: super::time::TimeWordError| HistoryError::Words(e.to_string());
+    if let Some(p) = period.filter(|p| !p.trim().is_empty()) {
+        if from.is_some() || to.is_some() {
+            return Err(HistoryError::Words(
+                "give either period or from/to, not both".into(),
+            ));
+        }
+        return time.parse_period(p, now).map_err(words);
+    }
+    let to = match to {
+        Some(t) => time.parse_instant(t, now).map_err(words)?,
+        None => now,
+    };
+    let from = match from {
+        Some(f) => time.parse_instant(f, now).map_err(words)?,
+        None => to.checked_sub(SignedDuration::from_hours(24)).unwrap_or(to),
+    };
+    Ok((from, to))
+}
+
+/// A resolution in words ([`Resolution::NAMES`]; `auto` or nothing: [`Resolution::auto`]).
+pub fn resolution_of(word: Option<&str>) -> Result<Option<Resolution>, HistoryError> {
+    match word.map(str::trim) {
+        None | Some("") | Some("auto") => Ok(None),
+        Some(w) => Resolution::parse(w).map(Some).ok_or_else(|| {
+            HistoryError::Words(format!(
+                "resolution {w:?} is not one of raw, hour, day, week, month, year, auto"
+            ))
+        }),
+    }
+}
+
 /// What a state measures, which decides what a point is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Measure {
@@ -186,6 +229,9 @@ pub enum HistoryError {
     },
     /// No source could be read (the last source's error). `CONNECTION_ERROR` etc.
     Unavailable(ControllerError),
+    /// A time, period or resolution in words that is not understood (what is, in words).
+    /// `INVALID_PARAMETERS`.
+    Words(String),
 }
 
 impl HistoryError {
@@ -232,6 +278,7 @@ impl fmt::Display for HistoryError {
                  month, year)"
             ),
             HistoryError::Unavailable(e) => write!(f, "the history could not be read: {e}"),
+            HistoryError::Words(m) => f.write_str(m),
         }
     }
 }

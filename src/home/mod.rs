@@ -5,6 +5,7 @@
 pub mod action;
 pub mod bounds;
 pub mod bus;
+pub mod energy;
 pub mod history;
 pub mod house;
 pub mod link;

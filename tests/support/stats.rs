@@ -13,6 +13,8 @@ use super::drive::MiniserverApi;
 /// The demo house's grid meter (Stromzähler, bidirectional, Statistics V2 groups 1 `actual`
 /// and 2 `total`/`totalNeg`).
 pub const GRID_METER: &str = "1d5c3c2e-0222-5d52-ffff504f94d0e5a1";
+/// The demo's PV meter (V2 groups 1 `actual`, 2 `total`).
+pub const PV_METER: &str = "1d5c3c32-0223-5d6e-ffff504f94d0e5a1";
 /// The demo's wallbox meter (Statistics V1 only: `total`, `actual`).
 pub const WALLBOX: &str = "1d5c3bfc-021f-5bf4-ffff504f94d0e5a1";
 /// Living-room temperature (InfoOnlyAnalog, V2 every 15 minutes).
