@@ -802,3 +802,70 @@ fn this_month_comes_from_the_miniservers_own_totals() {
     let wallbox = e.meters.iter().find(|m| m.uuid == WALLBOX).unwrap();
     assert_eq!(wallbox.source, "statistics_v1");
 }
+
+/// `GET /dashboard/api/{path}` of a served server (development level on loopback: no key).
+fn dashboard_api(served: &crate::support::server::Served, path: &str) -> serde_json::Value {
+    let r = crate::support::net::request(
+        served.addr,
+        "GET",
+        &format!("/dashboard/api/{path}"),
+        &[] as &[&str],
+        "",
+    );
+    assert_eq!(r.status, 200, "{path}: {}", r.body);
+    r.json()
+}
+
+#[test]
+fn the_local_record_survives_a_restart_of_the_server() {
+    use crate::support::server::{Miniserver, Served};
+    use crate::support::wait_until;
+    let ms = Miniserver::demo();
+    let config = "[home]\ntime_zone = \"Europe/Berlin\"\n[dashboard]\nhistory_flush_secs = 1\n";
+    let served = Served::start(&ms, config, &[]);
+    served.wait_states();
+    // The garage light has no statistics: switched as a wall button would, three times on,
+    // each change seen by the server before the next.
+    let path = format!("series?device={GARAGE_LIGHT}&period=-1h&resolution=raw");
+    let recorded = |value: f64, n: usize| {
+        wait_until(
+            "the change in the local record",
+            crate::support::PATIENCE,
+            || {
+                let s = dashboard_api(&served, &path);
+                let points = s["points"].as_array().cloned().unwrap_or_default();
+                let last = points.last().and_then(|p| p[1].as_f64());
+                if points.len() >= n && last == Some(value) && s["source"] == "local_record" {
+                    Ok(s)
+                } else {
+                    Err(s)
+                }
+            },
+        )
+    };
+    let mut n = 1;
+    let mut before = serde_json::Value::Null;
+    for _ in 0..3 {
+        ms.api.command(GARAGE_LIGHT, "on");
+        n += 1;
+        recorded(1.0, n);
+        ms.api.command(GARAGE_LIGHT, "off");
+        n += 1;
+        before = recorded(0.0, n);
+    }
+    let went_on = before["summary"]["went_on"].as_u64().unwrap();
+    assert!(went_on >= 3, "{before}");
+    let served = served.restart();
+    let after = dashboard_api(&served, &path);
+    assert_eq!(after["source"], "local_record");
+    let points = |s: &serde_json::Value| s["points"].as_array().unwrap().clone();
+    let (old, new) = (points(&before), points(&after));
+    // The restarted server adds the light's value as it finds it; what was recorded before
+    // comes first, unchanged.
+    assert!(new.len() >= old.len(), "{after}");
+    assert_eq!(
+        new[..old.len()],
+        old[..],
+        "every recorded change is still there: {after}"
+    );
+}
