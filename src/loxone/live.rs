@@ -63,6 +63,11 @@ pub struct LinkConfig {
     /// First retry delay and the cap of the backoff.
     pub retry_base: Duration,
     pub retry_max: Duration,
+    /// Cap of the backoff while the Miniserver's address refuses connections (it is
+    /// restarting: saving a program in Loxone Config restarts it). A refused TCP connect costs
+    /// the Miniserver nothing and logs nobody in, so it is asked often: the link is back within
+    /// about this long of the Miniserver listening again.
+    pub retry_refused: Duration,
     /// Assumed length of a lock-out announced by close code 4003 or a 403 to the WebSocket
     /// login (neither carries a time).
     pub lockout: Duration,
@@ -79,6 +84,7 @@ impl Default for LinkConfig {
             // A resumed Miniserver is found again within this (issue 13: back within 10 s);
             // lock-outs and bad credentials wait by their own rules, not by this cap.
             retry_max: Duration::from_secs(6),
+            retry_refused: Duration::from_secs(2),
             lockout: Duration::from_secs(60),
         }
     }
@@ -138,6 +144,9 @@ enum Ended {
     /// It worked for a while, then ended (the backoff starts over).
     Dropped(String),
     Failed(String),
+    /// Nothing listens at the Miniserver's address (connection refused): retried within
+    /// [`LinkConfig::retry_refused`].
+    Refused(String),
     /// No attempt before the duration has passed: a lock-out, or the back-off after a refused
     /// password.
     Held(String, Duration),
@@ -166,6 +175,10 @@ fn run(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiver<(
             }
             Ended::Failed(error) => {
                 let retry_in = backoff.failed(now);
+                (LinkEvent::Disconnected { error, retry_in }, retry_in)
+            }
+            Ended::Refused(error) => {
+                let retry_in = backoff.failed(now).min(cfg.retry_refused);
                 (LinkEvent::Disconnected { error, retry_in }, retry_in)
             }
             Ended::Held(error, remaining) => {
@@ -244,10 +257,6 @@ fn session(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiv
     if let Some(e) = client.blocked() {
         return classify(client, cfg.lockout, e);
     }
-    let pk = match client.public_key() {
-        Ok(pk) => pk,
-        Err(e) => return classify(client, cfg.lockout, e),
-    };
     let mut reader = match Reader::connect(&url, cfg.poll) {
         Ok(r) => r,
         Err(WsError::Refused(403)) => {
@@ -259,7 +268,14 @@ fn session(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiv
         Err(WsError::Refused(code)) if code == 404 || code == 400 => {
             return Ended::Unsupported(format!("no WebSocket endpoint (HTTP {code})"))
         }
+        Err(WsError::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            return Ended::Refused(e.to_string())
+        }
         Err(e) => return Ended::Failed(e.to_string()),
+    };
+    let pk = match client.public_key() {
+        Ok(pk) => pk,
+        Err(e) => return classify(client, cfg.lockout, e),
     };
     // One login at a time with the HTTP client's, and none during its lock-out or back-off.
     let gate = match client.login_gate() {
