@@ -390,7 +390,7 @@ fn a_password_changed_with_the_restart_is_tried_once_then_backs_off() {
         assert_eq!(c.login(), Err(LoxoneError::Unauthorized));
     }
     let log = settled_log(&sim);
-    assert_eq!(count(&log, "getjwt with a wrong hash"), 1, "{log:#?}");
+    assert_eq!(count(&log, "with a wrong hash"), 1, "{log:#?}");
     // The stale token, the wrong password, the marker.
     assert_eq!(count(&log, "failed login"), 3, "{log:#?}");
     assert_eq!(count(&log, "blocked for"), 0, "{log:#?}");
