@@ -423,6 +423,34 @@ control_kinds! {
     TextInput => "TextInput", ByCategory;
 }
 
+impl ControlKind {
+    /// Whether the type takes a brightness (percent 0-100) for `on`, `dim` and `bright`:
+    /// Dimmer, EIBDimmer, LightControllerV2 (its master brightness) and ColorPickerV2; a
+    /// switch only goes on or off. Tools that dim or report `dimmable` ask this.
+    pub fn is_dimmable(&self) -> bool {
+        matches!(
+            self,
+            ControlKind::Dimmer
+                | ControlKind::EibDimmer
+                | ControlKind::LightControllerV2
+                | ControlKind::ColorPickerV2
+        )
+    }
+
+    /// Whether the type is a central block (CentralLightController, CentralJalousie,
+    /// CentralAudioZone, CentralAlarm): it commands the blocks it groups and reports nothing
+    /// of its own, so room- and category-wide operations address the blocks, not it.
+    pub fn is_central(&self) -> bool {
+        matches!(
+            self,
+            ControlKind::CentralLightController
+                | ControlKind::CentralJalousie
+                | ControlKind::CentralAudioZone
+                | ControlKind::CentralAlarm
+        )
+    }
+}
+
 impl fmt::Display for ControlKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
