@@ -347,6 +347,14 @@ fn a_light_mood_by_its_name() {
     );
     assert_eq!(commands_since(&ms.sim, mark), Vec::<String>::new());
 
+    // A name is bounded (the schema's maxLength 100).
+    let r = mcp.rpc(
+        "tools/call",
+        json!({"name": "control_device",
+            "arguments": {"device": light, "action": "mood", "mood": "x".repeat(101)}}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+
     // In a batch too; a name and an id at once is refused.
     let mark = ms.sim.request_count();
     let off = mood_id(&ms, &light, "Aus");

@@ -42,8 +42,6 @@
 
 use std::fmt;
 
-use serde::Deserialize;
-
 use super::house::House;
 use super::model::{Category, Control, ControlKind, Family, Home};
 use super::names::{fold, slug};
@@ -83,39 +81,14 @@ impl Word<'_> {
     }
 }
 
-/// A word that names nothing in the house, or several of the owner's categories. Its text
-/// names the words that do (families, categories, types present).
+/// A word that names nothing in the house, or several of the owner's categories; the text
+/// names the words that do (families, categories, the control types present).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownWord {
-    /// The word as given.
-    pub word: String,
-    /// Categories the word names when it names several (by name; use a UUID); else empty.
-    pub ambiguous: Vec<String>,
-    /// The owner's category names, in structure-file order.
-    pub categories: Vec<String>,
-    /// The control types present, sorted.
-    pub types: Vec<String>,
-}
+pub struct UnknownWord(pub String);
 
 impl fmt::Display for UnknownWord {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if !self.ambiguous.is_empty() {
-            return write!(
-                f,
-                "{:?} names several Loxone categories ({}); use a category's UUID",
-                self.word,
-                self.ambiguous.join(", ")
-            );
-        }
-        write!(
-            f,
-            "{:?} is no category; use a family ({}), a Loxone category ({}) or a control type \
-             of this house ({})",
-            self.word,
-            Family::ALL.map(|f| f.as_str()).join(", "),
-            self.categories.join(", "),
-            self.types.join(", ")
-        )
+        f.write_str(&self.0)
     }
 }
 
@@ -149,27 +122,25 @@ impl Home {
             [c] => return Ok(Word::Category(c)),
             [] => {}
             several => {
-                return Err(UnknownWord {
-                    word: word.to_string(),
-                    ambiguous: several.iter().map(|c| c.uuid.clone()).collect(),
-                    categories: Vec::new(),
-                    types: Vec::new(),
-                })
+                let uuids: Vec<&str> = several.iter().map(|c| c.uuid.as_str()).collect();
+                return Err(UnknownWord(format!(
+                    "{word:?} names several Loxone categories ({}); use a category's UUID",
+                    uuids.join(", ")
+                )));
             }
         }
-        if let Some(k) = self.types_present().into_iter().find(|k| fold(k) == folded) {
+        let types = self.types_present();
+        if let Some(k) = types.iter().find(|k| fold(k) == folded) {
             return Ok(Word::Type(ControlKind::from_type(k)));
         }
-        Err(UnknownWord {
-            word: word.to_string(),
-            ambiguous: Vec::new(),
-            categories: self.categories.iter().map(|c| c.name.clone()).collect(),
-            types: self
-                .types_present()
-                .into_iter()
-                .map(str::to_string)
-                .collect(),
-        })
+        let categories: Vec<&str> = self.categories.iter().map(|c| c.name.as_str()).collect();
+        Err(UnknownWord(format!(
+            "{word:?} is no category; use a family ({}), a Loxone category ({}) or a control \
+             type of this house ({})",
+            Family::ALL.map(|f| f.as_str()).join(", "),
+            categories.join(", "),
+            types.join(", ")
+        )))
     }
 
     /// The Loxone types of the house's top-level controls, sorted, each once.
@@ -206,30 +177,19 @@ pub struct Mood {
 /// The moods of a `moodList` text (`[{"name": "Fernsehen", "id": 2, ...}]`), in list order;
 /// entries without a numeric id are skipped, a text that is no such list gives none.
 pub fn moods(mood_list: &str) -> Vec<Mood> {
-    #[derive(Deserialize)]
-    struct Entry {
-        id: Option<serde_json::Value>,
-        #[serde(default)]
-        name: Option<String>,
-        #[serde(default, rename = "shortName")]
-        short_name: Option<String>,
-    }
-    serde_json::from_str::<Vec<Entry>>(mood_list)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|e| {
-            let id = match e.id? {
-                serde_json::Value::Number(n) => u32::try_from(n.as_u64()?).ok()?,
-                serde_json::Value::String(s) => s.trim().parse().ok()?,
-                _ => return None,
-            };
-            Some(Mood {
-                id,
-                name: e.name.unwrap_or_default(),
-                short_name: e.short_name.unwrap_or_default(),
-            })
+    let list: Vec<serde_json::Value> = serde_json::from_str(mood_list).unwrap_or_default();
+    let moods = list.iter().filter_map(|m| {
+        let id = m["id"]
+            .as_u64()
+            .or_else(|| m["id"].as_str()?.trim().parse().ok())?;
+        let text = |k: &str| m[k].as_str().unwrap_or_default().to_string();
+        Some(Mood {
+            id: u32::try_from(id).ok()?,
+            name: text("name"),
+            short_name: text("shortName"),
         })
-        .collect()
+    });
+    moods.collect()
 }
 
 /// A mood word that names no mood of the light, or a light whose moods are not known.
@@ -364,11 +324,9 @@ mod tests {
             home.word("lightcontrollerv2"),
             Ok(Word::Type(ControlKind::LightControllerV2))
         );
-        let e = home.word("Doppelt").unwrap_err();
-        assert_eq!(e.ambiguous, ["c-4", "c-5"]);
-        let e = home.word("Dimmer").unwrap_err();
-        assert!(e.ambiguous.is_empty());
-        let text = e.to_string();
+        let e = home.word("Doppelt").unwrap_err().to_string();
+        assert!(e.contains("several") && e.contains("c-4, c-5"), "{e}");
+        let text = home.word("Dimmer").unwrap_err().to_string();
         assert!(
             text.contains("Gäste WC") && text.contains("LightControllerV2"),
             "{text}"
