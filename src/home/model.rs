@@ -278,10 +278,11 @@ impl Family {
         }
     }
 
-    /// Parses a family name; accepts the lowercase names and a few common synonyms
-    /// (`lights`, `light`, `shading`, `rolladen`, `jalousie`, `heating`, `alarm`, `sensor`).
+    /// Parses a family word, [`fold`]ed as every name (case and accents ignored): the
+    /// lowercase names and a few common synonyms (`lights`, `light`, `shading`, `rolladen`,
+    /// `jalousie`, `heating`, `alarm`, `sensor`). The first step of [`Home::word`].
     pub fn parse(s: &str) -> Option<Family> {
-        let s = s.trim().to_ascii_lowercase();
+        let s = fold(s);
         Some(match s.as_str() {
             "lighting" | "lights" | "light" => Family::Lighting,
             "blinds" | "blind" | "shading" | "rolladen" | "jalousie" | "shutters" => Family::Blinds,
