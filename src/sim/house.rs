@@ -439,7 +439,7 @@ fn default_value(kind: &Kind, state: &str) -> Val {
     match (kind, state) {
         (Kind::LightControllerV2, "activeMoods") => Val::Text("[778]".into()),
         (Kind::LightControllerV2, "moodList") => {
-            Val::Text(r#"[{"name":"Aus","id":778,"static":true,"used":0,"t":0}]"#.into())
+            Val::Text(r#"[{"name":"Viel Licht","shortName":"Hell","id":777,"static":true,"used":0,"t":0},{"name":"Aus","shortName":"Aus","id":778,"static":true,"used":0,"t":0}]"#.into())
         }
         (Kind::LightControllerV2, "activeMoodsNum") => Val::Num(778.0),
         (Kind::Dimmer, "max") => Val::Num(100.0),
