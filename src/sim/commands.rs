@@ -446,6 +446,39 @@ impl Simulator {
     }
 }
 
+/// One row of the command table as tests and docs see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandInfo {
+    /// The path after `jdev/`/`dev/`, or the whole path when [`CommandInfo::prefixed`] is
+    /// false; `{name}`, `{control}` and `{rest...}` mark arguments (see `commands.rs`).
+    pub pattern: &'static str,
+    /// Served as `jdev/{pattern}` (JSON) and `dev/{pattern}` (XML); otherwise as written.
+    pub prefixed: bool,
+    /// Only on the WebSocket (HTTP answers 400).
+    pub websocket_only: bool,
+    /// Needs a logged-in user (HTTP Basic auth or a token; an authenticated socket).
+    pub needs_login: bool,
+    /// Only through `enc`/`fenc` (plain: 400).
+    pub encrypted_only: bool,
+    /// The section of loxone-protocol.md that describes it.
+    pub source: &'static str,
+}
+
+/// Every command the simulator serves, in the order the router tries them.
+pub fn command_table() -> Vec<CommandInfo> {
+    COMMANDS
+        .iter()
+        .map(|c| CommandInfo {
+            pattern: c.pattern,
+            prefixed: c.flavours == Flavours::Both,
+            websocket_only: c.over == Over::Ws,
+            needs_login: c.gate == Gate::User,
+            encrypted_only: c.gate == Gate::Encrypted,
+            source: c.source,
+        })
+        .collect()
+}
+
 /// The table as the Markdown `docs/development.md` shows: command, flavours, transports,
 /// login, source.
 pub fn markdown_table() -> String {

@@ -53,7 +53,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub use auth::{sim_rsa, SimCryptoError, SimRsa, SimSessionKey, SIM_RSA_KEY_PEM};
-pub use commands::markdown_table as command_table_markdown;
+pub use commands::{command_table, markdown_table as command_table_markdown, CommandInfo};
 pub use http::FIRMWARE_VERSION;
 pub use server::SimServer;
 pub use ws::MAX_SESSIONS;
