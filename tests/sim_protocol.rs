@@ -1253,3 +1253,28 @@ fn every_answer_comes_in_one_segment_from_a_nodelay_socket() {
         );
     }
 }
+
+/// `docs/development.md` shows the command table as the code has it
+/// (`home_mcp::sim::command_table_markdown`); `UPDATE_DOCS=1` rewrites the doc's copy.
+#[test]
+fn the_development_doc_shows_the_command_table() {
+    const START: &str = "<!-- sim-commands:start -->\n";
+    const END: &str = "<!-- sim-commands:end -->";
+    let path = format!("{}/docs/development.md", env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let a = doc.find(START).expect("start marker") + START.len();
+    let b = doc.find(END).expect("end marker");
+    let table = home_mcp::sim::command_table_markdown();
+    assert_eq!(table.lines().count(), command_table().len() + 2);
+    if doc[a..b] != table {
+        if std::env::var_os("UPDATE_DOCS").is_some() {
+            std::fs::write(&path, format!("{}{table}{}", &doc[..a], &doc[b..])).unwrap();
+        } else {
+            panic!(
+                "docs/development.md's command table differs from src/sim/commands.rs; run \
+                 UPDATE_DOCS=1 cargo test --test integration sim_protocol::the_development_doc \
+                 or paste:\n{table}"
+            );
+        }
+    }
+}
