@@ -831,10 +831,17 @@ fn send(s: &mut Setup, http: &mut Http, ws: &mut Ws, case: Case, ex: &Example) -
             }
             if over_ws {
                 let b64 = ws_key.seal(p, &inner);
+                // An enc answer echoes the encrypted command, a fenc answer (encrypted as a
+                // whole) the command itself.
+                let echo = if word == "enc" {
+                    format!("{prefix}/sys/{word}/{b64}")
+                } else {
+                    plain.clone()
+                };
                 (
                     format!("{prefix}/sys/{word}/{}", uri(&b64)),
                     Some(ws_key.clone()),
-                    format!("{prefix}/sys/{word}/{b64}"),
+                    echo,
                 )
             } else {
                 let key = s.fresh_key();

@@ -339,12 +339,15 @@ impl Simulator {
             // An encrypted command inside an encrypted command: not decrypted twice.
             reply.answer = Answer::Error(400, "Bad Request");
         }
-        reply.fenc = fenc;
-        if transport == Transport::Ws {
-            // Over the WebSocket the answer echoes the encrypted command as received, its
-            // cipher no longer URI-encoded (PyLoxone decrypts the echo to match its command).
+        if transport == Transport::Ws && fenc.is_none() {
+            // Over the WebSocket an `enc` answer, in the clear, echoes the encrypted command as
+            // received, its cipher no longer URI-encoded (PyLoxone decrypts the echo to match
+            // its command). A `fenc` answer is encrypted as a whole and echoes the command
+            // itself (loxws matches `getkey2`, `getjwt`, `enablebinstatusupdate` in the
+            // decrypted answer's control) (*inferred* from the two clients).
             reply.control = first.control;
         }
+        reply.fenc = fenc;
         reply
     }
 
