@@ -1,28 +1,35 @@
 //! The simulator's token authentication and command encryption (loxone-protocol.md §3.2-3.4),
 //! written apart from `crate::loxone` so the client is checked against an independent reading.
 //!
-//! Endpoints (all answered before the Basic-auth gate, each checks its own secret):
+//! Handlers (rows of `commands.rs`; none needs a login, each checks its own secret):
 //!
-//! - `jdev/sys/getPublicKey`: the simulator's RSA key in the Miniserver's one-line
-//!   `-----BEGIN CERTIFICATE-----{base64 SPKI}-----END CERTIFICATE-----` form. The private key is
-//!   `assets/sim-rsa-key.pem`, a **test key that is public and not a secret**.
-//! - `jdev/sys/enc/{cipher}?sk={rsa}` and `fenc`: RSA-decrypts `sk` to `"{keyHex}:{ivHex}"`,
-//!   AES-256-CBC-decrypts the cipher to `salt/{salt}/{cmd}` (or `nextSalt/{old}/{new}/{cmd}`) and
-//!   answers `cmd`; `fenc` answers with base64 of the AES-encrypted JSON (*inferred*: HTML error
-//!   pages stay plain). Anything that does not decrypt gets 401 (§3.4), not counted as a failed
-//!   login.
-//! - `jdev/sys/getkey2/{user}`: a fresh one-time key and salt, `hashAlg` from
+//! - `sys/getPublicKey` (and `sys/getcertificate`): the simulator's RSA key in the
+//!   Miniserver's one-line `-----BEGIN CERTIFICATE-----{base64 SPKI}-----END CERTIFICATE-----`
+//!   form. The private key is `assets/sim-rsa-key.pem`, a **test key that is public and not a
+//!   secret**.
+//! - `sys/keyexchange/{rsa}` (WebSocket): the session key, RSA-decrypted to
+//!   `"{keyHex}:{ivHex}"` (32-byte AES-256 keys as documented; 16 and 24 bytes accepted too).
+//! - `sys/enc/{cipher}` and `fenc` (`?sk={rsa}` over HTTP, the session key over the
+//!   WebSocket): the cipher is URI-decoded when it is encoded, base64-decoded leniently,
+//!   AES-CBC-decrypted without padding and stripped of PKCS#7 bytes and everything from the
+//!   first NUL (zero padding, a NUL terminator); `salt/{salt}/` or `nextSalt/{old}/{new}/`
+//!   goes, the router runs the command; `fenc` encrypts the answer (HTML error pages stay
+//!   plain, *inferred*). Anything that does not decrypt gets 401 at once (§3.4), not counted as
+//!   a failed login.
+//! - `sys/getkey2/{user}`: a fresh one-time key and salt, `hashAlg` from
 //!   [`SimConfig::user_hash`](super::SimConfig::user_hash).
-//! - `jdev/sys/getjwt/{hash}/{user}/{permission}/{clientUuid}/{info}`: only through `enc`/`fenc`
-//!   (plain: 400). A wrong hash is 401 and counts toward the lock-out; a right one issues a token
-//!   valid for [`SimConfig::token_lifetime`](super::SimConfig::token_lifetime).
-//! - `jdev/sys/getkey`: the key for token hashes (hex of hex text, stable for the simulator).
-//! - `jdev/sys/refreshjwt|checktoken|killtoken/{tokenHash}/{user}`: plain or encrypted.
+//! - `sys/getjwt/{hash}/{user}/{permission}/{clientUuid}/{info}`: only through `enc`/`fenc`
+//!   (plain: 400, §3.3); the legacy `sys/gettoken/...` also plain (since 11.2 "not mandatory
+//!   anymore to use encryption"). A wrong hash is 401 and counts toward the lock-out; a right
+//!   one issues a token valid for [`SimConfig::token_lifetime`](super::SimConfig::token_lifetime).
+//! - `sys/getkey`: the key for token hashes (hex of hex text, stable for the simulator).
+//! - `sys/refreshjwt|refreshtoken|checktoken|killtoken/{tokenHash}/{user}`: plain or encrypted.
+//! - `authwithtoken/{tokenHash}/{user}` (WebSocket): authenticates the session.
 //! - `?autht={tokenHash}&user={user}` on any other request instead of Basic auth.
 //!
 //! A token hash is accepted as HMAC-SHA1 or HMAC-SHA256 of the token with the `getkey` key, or as
 //! the plain token (allowed since 11.2). With `token_auth = false` ("old firmware")
-//! `getPublicKey`, `enc`/`fenc` and `getjwt` answer 404.
+//! `getPublicKey`, `enc`/`fenc`, `getjwt` and `gettoken` answer 404.
 //!
 //! [`SimRsa::recover_session_key`] and [`SimSessionKey::decrypt_command`] carry no transport, so a
 //! WebSocket endpoint reuses them for `jdev/sys/keyexchange/{...}` and `jdev/sys/enc/{...}`.
