@@ -41,6 +41,18 @@ const LOCAL: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 /// How long an undecryptable command may go unanswered (issue 32).
 const ERROR_ANSWER: Duration = Duration::from_secs(1);
 
+/// The demo house's `lastModified` (parsed once).
+fn last_modified() -> String {
+    static IT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    IT.get_or_init(|| {
+        serde_json::from_str::<Value>(DEMO_STRUCTURE).unwrap()["lastModified"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    })
+    .clone()
+}
+
 fn capture(name: &str) -> Value {
     let path = format!(
         "{}/tests/fixtures/captures/{name}",
@@ -50,7 +62,8 @@ fn capture(name: &str) -> Value {
 }
 
 fn answers_capture(id: &str) -> Value {
-    capture("answers.json")["entries"]
+    static ANSWERS: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    ANSWERS.get_or_init(|| capture("answers.json"))["entries"]
         .as_array()
         .unwrap()
         .iter()
@@ -247,16 +260,24 @@ struct Setup {
     sim: Arc<Simulator>,
     server: SimServer,
     next_key: u8,
+    /// The key of HTTP `enc`/`fenc` requests and its URI-encoded RSA form (`?sk=`): one RSA
+    /// encryption for all of them, as a client may keep its key.
+    http_key: Key,
+    http_sk: String,
 }
 
 impl Setup {
     fn new() -> Setup {
         let sim = Arc::new(Simulator::demo());
         let server = SimServer::start(sim.clone(), "127.0.0.1:0").unwrap();
+        let http_key = Key::new(99);
+        let http_sk = uri(&http_key.rsa());
         Setup {
             sim,
             server,
             next_key: 100,
+            http_key,
+            http_sk,
         }
     }
 
@@ -318,10 +339,6 @@ fn keys(list: &[&str]) -> Value_ {
 /// The example for a row of the table, prepared afresh (tokens and one-time keys are used up).
 /// `wrapped` says whether it will travel inside `enc`/`fenc`.
 fn example(row: &CommandInfo, s: &mut Setup, wrapped: bool) -> Example {
-    let last_modified = serde_json::from_str::<Value>(DEMO_STRUCTURE).unwrap()["lastModified"]
-        .as_str()
-        .unwrap()
-        .to_string();
     match row.pattern {
         "cfg/api" => Example::ok(
             "cfg/api",
@@ -337,7 +354,7 @@ fn example(row: &CommandInfo, s: &mut Setup, wrapped: bool) -> Example {
             expect: Expect::File,
             rekey: None,
         },
-        "sps/LoxAPPversion3" => Example::ok("sps/LoxAPPversion3", Value_::Eq(last_modified)),
+        "sps/LoxAPPversion3" => Example::ok("sps/LoxAPPversion3", Value_::Eq(last_modified())),
         "sps/io/{control}" => Example::ok(format!("sps/io/{SWITCH}"), Value_::OneOf(&["0", "1"])),
         "sps/io/{control}/state" => {
             Example::ok(format!("sps/io/{SWITCH}/state"), Value_::OneOf(&["0", "1"]))
@@ -844,10 +861,10 @@ fn send(s: &mut Setup, http: &mut Http, ws: &mut Ws, case: Case, ex: &Example) -
                     echo,
                 )
             } else {
-                let key = s.fresh_key();
+                let key = s.http_key.clone();
                 let b64 = key.seal(p, &inner);
                 (
-                    format!("{prefix}/sys/{word}/{}?sk={}", uri(&b64), uri(&key.rsa())),
+                    format!("{prefix}/sys/{word}/{}?sk={}", uri(&b64), s.http_sk),
                     Some(key),
                     format!("dev/{}", ex.cmd),
                 )

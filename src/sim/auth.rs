@@ -491,6 +491,27 @@ pub(crate) fn keyexchange(sim: &Simulator, call: &mut Call<'_>) -> Answer {
     }
 }
 
+/// The session key of an HTTP `?sk=`: RSA-decrypted, or taken from the last few decrypted
+/// (RSA is the costly step, and a client may send the same `sk` with every request; the same
+/// `sk` always gives the same key, so remembering changes no answer).
+fn http_session_key(sk: &str) -> Result<SimSessionKey, SimCryptoError> {
+    use std::sync::Mutex;
+    const KEEP: usize = 8;
+    static RECENT: Mutex<Vec<(String, SimSessionKey)>> = Mutex::new(Vec::new());
+    let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, key)) = recent.iter().find(|(s, _)| s == sk) {
+        return Ok(key.clone());
+    }
+    let key = sim_rsa()
+        .ok_or(SimCryptoError::Rsa)
+        .and_then(|k| k.recover_session_key(sk))?;
+    if recent.len() >= KEEP {
+        recent.remove(0);
+    }
+    recent.push((sk.to_string(), key.clone()));
+    Ok(key)
+}
+
 /// `sys/enc/{cipher}` and `sys/fenc/{cipher}` (§3.4): over HTTP the session key comes in
 /// `?sk=` (RSA), over the WebSocket from `keyexchange`. The cipher may arrive URI-encoded or
 /// not (then its `/` split it into several segments). Anything that does not decrypt is 401
@@ -513,9 +534,7 @@ pub(crate) fn enc(sim: &Simulator, call: &mut Call<'_>) -> Answer {
                 .find_map(|p| p.strip_prefix("sk="))
                 .unwrap_or("")
                 .to_string();
-            sim_rsa()
-                .ok_or(SimCryptoError::Rsa)
-                .and_then(|k| k.recover_session_key(&sk))
+            http_session_key(&sk)
         }
         Transport::Ws => {
             // Echo the encrypted command as received, cipher URI-decoded (see `run`).
