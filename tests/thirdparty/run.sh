@@ -4,8 +4,10 @@
 # fenc, authwithtoken), node-lox-ws-api (npm; legacy gettoken with SHA1 hashes, everything in
 # enc with a NUL and PKCS#7 padding, the structure file over the socket; against a second
 # simulator started with --hash-alg sha1), loxwebsocket (PyPI, adapted from PyLoxone; Basic
-# auth over HTTP, enc with the echo decrypted) and loxws (PyPI; an AES-128 session key, fenc
-# with nextSalt). Each logs in, reads the structure file, receives the initial tables, reads a
+# auth over HTTP, enc with the echo decrypted), loxws (PyPI; an AES-128 session key, fenc
+# with nextSalt) and pyloxone-api (PyPI; Basic auth over HTTP, enc with a NUL and PKCS#7,
+# getkey + authwithtoken with its saved token; in a venv of its own, see
+# requirements-pyloxone.txt). Each logs in, reads the structure file, receives the initial tables, reads a
 # Switch of the demo house through the dev/ (XML) flavour and switches it on, off and on,
 # checking the answers and the change events (tests/thirdparty/*_check.{js,py}).
 #
@@ -47,6 +49,14 @@ if ! installed venv "$DIR/requirements.txt"; then
   "$WORK/venv/bin/pip" install --quiet --disable-pip-version-check -r "$DIR/requirements.txt"
   stamp venv "$DIR/requirements.txt"
 fi
+if ! installed venv-pyloxone "$DIR/requirements-pyloxone.txt"; then
+  echo "thirdparty: pip install --no-deps (pyloxone-api; see requirements-pyloxone.txt)"
+  rm -rf "$WORK/venv-pyloxone"
+  python3 -m venv "$WORK/venv-pyloxone"
+  "$WORK/venv-pyloxone/bin/pip" install --quiet --disable-pip-version-check --no-deps \
+    -r "$DIR/requirements-pyloxone.txt"
+  stamp venv-pyloxone "$DIR/requirements-pyloxone.txt"
+fi
 
 LOG=$(mktemp)
 LOG1=$(mktemp)
@@ -85,6 +95,7 @@ version() { # the pinned version of a package in a pin file
   case $1 in
     lxcommunicator | node-lox-ws-api) sed -n "s/.*\"$1\": \"\(.*\)\".*/\1/p" "$DIR/node/package.json" ;;
     loxwebsocket | loxws) sed -n "s/^$1==//p" "$DIR/requirements.txt" ;;
+    pyloxone-api) sed -n "s/^$1==//p" "$DIR/requirements-pyloxone.txt" ;;
   esac
 }
 
@@ -110,6 +121,7 @@ NODE_PATH="$PWD/$WORK/node/node_modules" run lxcommunicator "$PORT" node "$DIR/l
 NODE_PATH="$PWD/$WORK/node/node_modules" run node-lox-ws-api "$PORT_SHA1" node "$DIR/nodeloxwsapi_check.js"
 run loxwebsocket "$PORT" "$WORK/venv/bin/python" "$DIR/loxwebsocket_check.py"
 run loxws "$PORT" "$WORK/venv/bin/python" "$DIR/loxws_check.py"
+run pyloxone-api "$PORT" "$WORK/venv-pyloxone/bin/python" "$DIR/pyloxone_check.py"
 
 if [[ $status -ne 0 ]]; then
   echo "-- simulator log (last 30 lines)"
@@ -119,9 +131,10 @@ if [[ $status -ne 0 ]]; then
 fi
 echo "== thirdparty verdicts"
 passed=0
-for name in lxcommunicator node-lox-ws-api loxwebsocket loxws; do
+LIBRARIES=(lxcommunicator node-lox-ws-api loxwebsocket loxws pyloxone-api)
+for name in "${LIBRARIES[@]}"; do
   printf '%-16s %-8s %s\n' "$name" "$(version "$name")" "${VERDICT[$name]}"
   [[ ${VERDICT[$name]} == PASS* ]] && passed=$((passed + 1))
 done
-echo "thirdparty: $passed passed, $((4 - passed)) failed"
+echo "thirdparty: $passed passed, $((${#LIBRARIES[@]} - passed)) failed"
 exit $status
