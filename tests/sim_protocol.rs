@@ -240,6 +240,8 @@ enum Expect {
 struct Example {
     /// The command after the flavour prefix (or the whole bare command).
     cmd: String,
+    /// What an HTTP answer echoes, when not `dev/{cmd}`.
+    http_echo: Option<String>,
     expect: Expect,
     /// A `keyexchange` gives the socket this key from now on.
     rekey: Option<Key>,
@@ -249,6 +251,7 @@ impl Example {
     fn ok(cmd: impl Into<String>, v: Value_) -> Example {
         Example {
             cmd: cmd.into(),
+            http_echo: None,
             expect: Expect::Ok(v),
             rekey: None,
         }
@@ -353,16 +356,21 @@ fn example(row: &CommandInfo, s: &mut Setup, wrapped: bool) -> Example {
             cmd: "data/LoxAPP3.json".into(),
             expect: Expect::File,
             rekey: None,
+            http_echo: None,
         },
         "sps/LoxAPPversion3" => Example::ok("sps/LoxAPPversion3", Value_::Eq(last_modified())),
         "sps/io/{control}" => Example::ok(format!("sps/io/{SWITCH}"), Value_::OneOf(&["0", "1"])),
-        "sps/io/{control}/state" => {
-            Example::ok(format!("sps/io/{SWITCH}/state"), Value_::OneOf(&["0", "1"]))
-        }
-        "sps/io/{control}/astate" => Example::ok(
-            format!("sps/io/{SWITCH}/astate"),
-            Value_::OneOf(&["0", "1"]),
-        ),
+        // The KB: `dev/sps/io/LivingroomLight/state` answers control="dev/sps/io/LivingroomLight".
+        "sps/io/{control}/state" | "sps/io/{control}/astate" => Example {
+            http_echo: Some(format!("dev/sps/io/{SWITCH}")),
+            ..Example::ok(
+                format!(
+                    "sps/io/{SWITCH}/{}",
+                    row.pattern.rsplit('/').next().unwrap()
+                ),
+                Value_::OneOf(&["0", "1"]),
+            )
+        },
         "sps/io/{control}/all" => Example::ok(format!("sps/io/{SWITCH}/all"), Value_::Outputs),
         "sps/io/{control}/{command...}" => {
             Example::ok(format!("sps/io/{SWITCH}/on"), Value_::Eq("1".into()))
@@ -408,15 +416,17 @@ fn example(row: &CommandInfo, s: &mut Setup, wrapped: bool) -> Example {
             Example {
                 cmd: format!("sys/keyexchange/{}", key.rsa()),
                 expect: Expect::Ok(Value_::Any),
+                http_echo: None,
                 rekey: Some(key),
             }
         }
         // The plain form of enc/fenc is the wrapper itself (see `send`); wrapped once more it
         // is refused.
         "sys/enc/{cipher...}" | "sys/fenc/{cipher...}" => Example {
-            cmd: format!("sps/io/{SWITCH}/state"),
+            cmd: format!("sps/io/{SWITCH}"),
             expect: Expect::Ok(Value_::OneOf(&["0", "1"])),
             rekey: None,
+            http_echo: None,
         },
         "sys/getjwt/{hash}/{user}/{permission}/{client-uuid}/{info}" => {
             let cmd = format!(
@@ -430,6 +440,7 @@ fn example(row: &CommandInfo, s: &mut Setup, wrapped: bool) -> Example {
                 Example {
                     cmd,
                     expect: Expect::Code(400),
+                    http_echo: None,
                     rekey: None,
                 }
             }
@@ -475,6 +486,7 @@ fn example(row: &CommandInfo, s: &mut Setup, wrapped: bool) -> Example {
             cmd: "keepalive".into(),
             expect: Expect::Keepalive,
             rekey: None,
+            http_echo: None,
         },
         "sps/state" => Example::ok("sps/state", Value_::Eq("5".into())),
         "sys/cpu" => Example::ok("sys/cpu", Value_::Contains(&["%"])),
@@ -866,7 +878,7 @@ fn send(s: &mut Setup, http: &mut Http, ws: &mut Ws, case: Case, ex: &Example) -
                 (
                     format!("{prefix}/sys/{word}/{}?sk={}", uri(&b64), s.http_sk),
                     Some(key),
-                    format!("dev/{}", ex.cmd),
+                    ex.http_echo.clone().unwrap_or(format!("dev/{}", ex.cmd)),
                 )
             }
         }
@@ -915,7 +927,7 @@ fn send(s: &mut Setup, http: &mut Http, ws: &mut Ws, case: Case, ex: &Example) -
     let echo = if matches!(wrap, Wrap::Plain) {
         match flavour {
             Flavour::Bare => plain.clone(),
-            _ => format!("dev/{}", ex.cmd),
+            _ => ex.http_echo.clone().unwrap_or(format!("dev/{}", ex.cmd)),
         }
     } else {
         echo

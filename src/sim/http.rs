@@ -296,9 +296,21 @@ fn decoded_control(call: &Call<'_>) -> String {
 }
 
 /// `sps/io/{control}`, `/state`, `/astate` (§2.5): the block's primary value (the simulator's
-/// outputs all follow the block, so `astate` never answers `?`).
+/// outputs all follow the block, so `astate` never answers `?`). Over HTTP the echoed control
+/// leaves out `/state` and `/astate`, as in the Loxone KB's examples.
 pub(crate) fn io_read(sim: &Simulator, call: &mut Call<'_>) -> Answer {
     call.control = decoded_control(call);
+    if call.transport == Transport::Http {
+        // The KB's examples: `dev/sps/io/LivingroomLight/state` (and `/astate`) answer
+        // `control="dev/sps/io/LivingroomLight"`.
+        for word in ["/state", "/astate"] {
+            let n = call.control.len();
+            if n > word.len() && call.control[n - word.len()..].eq_ignore_ascii_case(word) {
+                call.control.truncate(n - word.len());
+                break;
+            }
+        }
+    }
     let idx = call.target.unwrap_or(usize::MAX);
     sim.io_core(idx, &[], false, &call.control)
 }
