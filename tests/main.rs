@@ -53,6 +53,7 @@ mod resources;
 mod rest;
 mod security;
 mod sim;
+mod sim_protocol;
 mod sse_legacy;
 mod streams;
 mod structure;
