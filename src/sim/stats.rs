@@ -1153,6 +1153,12 @@ fn now_secs() -> i64 {
     jiff::Timestamp::now().as_second()
 }
 
+/// Statistics files and data cannot come through `jdev/sys/enc|fenc` (statistics.md A1:
+/// "Gen1 command encryption cannot carry statistic files"): such a request gets 400.
+fn refused_encrypted(call: &Call<'_>) -> Option<Answer> {
+    call.encrypted.then_some(Answer::Error(400, "Bad Request"))
+}
+
 /// A data answer as the fault switch has it: an `LL` error code instead, an empty body, or
 /// the last 5 bytes cut off.
 fn faulted(sim: &super::Simulator, mut body: Vec<u8>, content_type: &'static str) -> Answer {
@@ -1199,6 +1205,9 @@ pub(crate) fn info(sim: &super::Simulator, call: &mut Call<'_>) -> Answer {
 /// a u32 Unix second and one f64 per output, an empty body for none; 404 for an unknown group
 /// or output, 400 for a malformed request (*inferred*: the documents do not say).
 pub(crate) fn data(sim: &super::Simulator, call: &mut Call<'_>) -> Answer {
+    if let Some(refused) = refused_encrypted(call) {
+        return refused;
+    }
     let Some(uuid) = target_uuid(sim, call) else {
         return Answer::Error(404, "Not Found");
     };
@@ -1212,13 +1221,19 @@ pub(crate) fn data(sim: &super::Simulator, call: &mut Call<'_>) -> Answer {
 }
 
 /// `stats`: the index page, a link per month file.
-pub(crate) fn index(sim: &super::Simulator, _call: &mut Call<'_>) -> Answer {
+pub(crate) fn index(sim: &super::Simulator, call: &mut Call<'_>) -> Answer {
+    if let Some(refused) = refused_encrypted(call) {
+        return refused;
+    }
     Answer::Text("text/html", sim.stats.index(now_secs()))
 }
 
 /// `stats/{uuid}.{YYYYMM}.xml` (V1) or `stats/{uuid}_{group}.{YYYYMM}.xml` (a V2 group): the
 /// month's file, 404 when there is none.
 pub(crate) fn file(sim: &super::Simulator, call: &mut Call<'_>) -> Answer {
+    if let Some(refused) = refused_encrypted(call) {
+        return refused;
+    }
     let name = &call.args[0];
     let parsed = name.strip_suffix(".xml").and_then(|f| f.rsplit_once('.'));
     let Some((stem, month)) = parsed else {
@@ -1240,6 +1255,9 @@ pub(crate) fn file(sim: &super::Simulator, call: &mut Call<'_>) -> Answer {
 /// `stats/statisticdata.xml/{uuid}/{YYYYMM|YYYYMMDD}`: the V1 file of a month or one day of
 /// it, 404 when there is none.
 pub(crate) fn statisticdata(sim: &super::Simulator, call: &mut Call<'_>) -> Answer {
+    if let Some(refused) = refused_encrypted(call) {
+        return refused;
+    }
     match sim
         .stats
         .v1_xml(&call.args[0], None, &call.args[1], now_secs())
@@ -1252,6 +1270,9 @@ pub(crate) fn statisticdata(sim: &super::Simulator, call: &mut Call<'_>) -> Answ
 /// `binstatisticdata/{uuid}/{YYYYMM|YYYYMMDD}` (WebSocket only): the V1 records as u32
 /// Miniserver-local seconds since 2009 and one f64 per output; 404 when there are none.
 pub(crate) fn binstat(sim: &super::Simulator, call: &mut Call<'_>) -> Answer {
+    if let Some(refused) = refused_encrypted(call) {
+        return refused;
+    }
     match sim.stats.binstat(&call.args[0], &call.args[1], now_secs()) {
         Some(body) => faulted(sim, body, OCTETS),
         None => Answer::Error(404, "Not Found"),
