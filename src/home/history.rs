@@ -25,7 +25,8 @@
 //! recomputed from its raw records); a *switch* (on/off, open/closed, present) the seconds it
 //! was on and how often it went on. Buckets are whole units of the house's calendar (a local
 //! day has 23 or 25 hours on the days the clock changes), the first one the unit that contains
-//! `from`, the last one ending at `to` or now.
+//! `from` (for weeks: from the day that contains it to the next Monday), the last one ending at
+//! `to` or now.
 //!
 //! **Bounds**: a range is refused when it reaches into the future, when `from` is not before
 //! `to`, or when it is longer than its resolution allows ([`max_days`]); an answer holds at
@@ -556,8 +557,10 @@ impl House {
                 max_days: max_days(resolution),
             });
         }
+        // Whole calendar units; weeks are made of whole days, the first from the asked day.
         let from = match resolution {
             Resolution::Raw => q.from,
+            Resolution::Every(Unit::Week) => time.start_of(Unit::Day, q.from),
             Resolution::Every(u) => time.start_of(u, q.from),
         };
         let plan = Plan {
@@ -728,17 +731,6 @@ impl House {
                 group.points[position].output,
                 v2_unit(unit).as_str()
             );
-            // The readings at the ends, for the summary.
-            let look = interval.unwrap_or(3600) * 2;
-            let edges = stats.v2_data(
-                p.control,
-                &request(V2Mode::Raw, V2Unit::All, secs(p.from) - look, secs(p.from)),
-            );
-            if let Ok(e) = edges {
-                if let Some(i) = e.times.len().checked_sub(1) {
-                    s.before = Some((at(e.times[i]), e.row(i)[0]));
-                }
-            }
             return Ok(s);
         }
         let look = match (p.measure, interval) {
@@ -1322,8 +1314,11 @@ fn summarize(sum: &mut Summary, points: &[Point], measure: Measure, s: &Samples)
         }
         Measure::Counter => {
             sum.total = Some(total);
-            sum.first_reading = s.before.map(|x| x.1).or(s.within.first().map(|x| x.1));
-            sum.last_reading = s.within.last().map(|x| x.1);
+            // The readings when the records themselves were read (not the Miniserver's sums).
+            if !s.within.is_empty() {
+                sum.first_reading = s.before.map(|x| x.1).or(s.within.first().map(|x| x.1));
+                sum.last_reading = s.within.last().map(|x| x.1);
+            }
         }
         Measure::Switch if covered > 0.0 => {
             sum.on_secs = Some(on);
