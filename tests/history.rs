@@ -539,6 +539,14 @@ fn a_v1_only_house_answers_from_its_month_files() {
         );
         assert_eq!(t.source, Source::StatisticsV1);
         assert!(t.summary.on_secs.unwrap() > 0.0);
+        // Over the live WebSocket the binary months were asked, else the XML files.
+        let asked = _sim.requests();
+        let binary = asked.iter().any(|r| r.contains("binstatisticdata/"));
+        let xml = asked.iter().any(|r| r.contains("stats/statisticdata.xml/"));
+        match live {
+            home_mcp::config::LiveMode::WebSocket => assert!(binary, "{asked:?}"),
+            _ => assert!(xml && !binary, "{asked:?}"),
+        }
         drop(app);
     }
 }
@@ -868,4 +876,126 @@ fn the_local_record_survives_a_restart_of_the_server() {
         old[..],
         "every recorded change is still there: {after}"
     );
+}
+
+#[test]
+fn a_miniserver_that_answers_badly_gives_an_error_or_a_partial_answer_never_a_wrong_sum() {
+    use home_mcp::sim::StatsFault;
+    let (app, _tools) = demo();
+    let sim = crate::support::sim(&app);
+    let tz = berlin();
+    let to = today();
+    let from = midnight(&tz, date_of(&tz, to - 3 * 86_400));
+    let good = ask(
+        &app,
+        GRID_METER,
+        "total",
+        from,
+        to,
+        Resolution::Every(Unit::Day),
+    );
+    assert!(!good.partial && good.points.len() == 3);
+    // An error answer instead of data: the grid meter has no other source yet.
+    sim.set_stats_fault(Some(StatsFault::Error(500)));
+    let e = app
+        .house
+        .history(&Query {
+            control: GRID_METER.into(),
+            state: Some("total".into()),
+            from: ts(from),
+            to: ts(to),
+            resolution: Some(Resolution::Every(Unit::Day)),
+            max_points: None,
+        })
+        .unwrap_err();
+    assert!(e.to_string().contains("500"), "{e}");
+    assert_eq!(e.code(), "CONNECTION_ERROR");
+    // An empty body: no data, said so, not zero.
+    sim.set_stats_fault(Some(StatsFault::Empty));
+    let empty = ask(
+        &app,
+        GRID_METER,
+        "total",
+        from,
+        to,
+        Resolution::Every(Unit::Day),
+    );
+    assert!(empty.points.is_empty());
+    assert!(
+        !empty.no_data.is_empty(),
+        "the days are named as without data"
+    );
+    // A record cut short: the whole records are kept and the answer says it is partial.
+    sim.set_stats_fault(Some(StatsFault::Truncated));
+    let cut = ask(
+        &app,
+        LIVING_TEMPERATURE,
+        "value",
+        from,
+        to,
+        Resolution::Every(Unit::Day),
+    );
+    assert!(cut.partial, "{:?}", cut.left_out);
+    assert!(
+        cut.left_out.iter().any(|n| n.contains("cut short")),
+        "{:?}",
+        cut.left_out
+    );
+    let cut_days = ask(
+        &app,
+        GRID_METER,
+        "total",
+        from,
+        to,
+        Resolution::Every(Unit::Day),
+    );
+    assert!(cut_days.partial);
+    assert!(
+        cut_days.points.len() < good.points.len(),
+        "the cut record is left out"
+    );
+    for (p, q) in cut_days.points.iter().zip(&good.points) {
+        assert_eq!(p, q, "the whole records are the same amounts");
+    }
+    // V1 files cut short: XML that breaks off keeps the rows before.
+    let v1 = ask(
+        &app,
+        CELLAR_TEMPERATURE,
+        "value",
+        from,
+        to,
+        Resolution::Every(Unit::Day),
+    );
+    assert!(v1.partial, "{:?}", v1.left_out);
+    sim.set_stats_fault(None);
+}
+
+#[test]
+fn an_energy_flow_monitor_decides_what_a_meter_is() {
+    use home_mcp::home::energy::{role_of, Role};
+    let mut doc: serde_json::Value = serde_json::from_str(home_mcp::sim::DEMO_STRUCTURE).unwrap();
+    // A monitor names the wallbox the house's battery and the PV meter a load.
+    doc["controls"]["1d5c3d99-0230-6d99-ffff504f94d0e5a1"] = serde_json::json!({
+        "name": "Energiefluss", "type": "EnergyFlowMonitor",
+        "uuidAction": "1d5c3d99-0230-6d99-ffff504f94d0e5a1",
+        "room": "1d5c3a0e-0200-4e72-ffff504f94d0e5a1",
+        "details": {"nodes": [
+            {"uuid": "n1", "nodeType": "Grid", "ctrlUuid": GRID_METER},
+            {"uuid": "n2", "nodeType": "Storage", "ctrlUuid": WALLBOX},
+            {"uuid": "n3", "nodeType": "Load", "ctrlUuid": PV_METER}
+        ]},
+        "states": {"Ppwr": "1d5c3d9a-0230-6d9a-ffffa3c7e19b52d4"}
+    });
+    let home = home_mcp::loxone::structure::parse_structure(&doc.to_string()).unwrap();
+    let role = |uuid: &str| role_of(&home, home.control(uuid).unwrap());
+    assert_eq!(role(GRID_METER), Role::Grid);
+    assert_eq!(role(WALLBOX), Role::Storage);
+    assert_eq!(role(PV_METER), Role::Consumer);
+    // Without the monitor: the meter's type, then its name.
+    let plain =
+        home_mcp::loxone::structure::parse_structure(home_mcp::sim::DEMO_STRUCTURE).unwrap();
+    let role = |uuid: &str| role_of(&plain, plain.control(uuid).unwrap());
+    assert_eq!(role(GRID_METER), Role::Grid);
+    assert_eq!(role(PV_METER), Role::Production);
+    assert_eq!(role(WALLBOX), Role::Consumer);
 }

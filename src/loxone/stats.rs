@@ -221,21 +221,52 @@ pub fn parse_v1_xml(text: &str, outputs: usize, truncated: bool) -> Records {
     out
 }
 
-/// An answer that should be data but is an `LL` JSON envelope (an error code), as an error.
-/// Only a body that parses as a whole as such an envelope counts: binary records may begin
-/// with the byte `{` too.
-fn ll_instead_of_data(body: &[u8], what: &str) -> Option<LoxoneError> {
-    if !body.starts_with(b"{") {
+/// The `Code` of an XML `LL` answer (`<?xml ...?>\n<LL control="..." value="..." Code="500"/>`,
+/// the `dev/` flavour, loxone-protocol.md §2.1), if `body` is one.
+fn xml_ll_code(body: &[u8]) -> Option<u16> {
+    use quick_xml::events::Event;
+    if !body.starts_with(b"<?xml") && !body.starts_with(b"<LL ") {
         return None;
     }
-    let ll = parse_ll(body).ok()?;
-    Some(match ll.code {
+    let text = std::str::from_utf8(body).ok()?;
+    let mut reader = quick_xml::Reader::from_str(text);
+    loop {
+        match reader.read_event().ok()? {
+            // The first element decides: a month file begins with `Statistics`.
+            Event::Empty(e) | Event::Start(e) if e.name().as_ref() != "LL" => return None,
+            Event::Empty(e) | Event::Start(e) => {
+                return e.attributes().flatten().find_map(|a| {
+                    let key = a.key.as_ref();
+                    (key == "Code" || key == "code")
+                        .then(|| a.normalized_value(quick_xml::XmlVersion::Implicit1_0).ok())
+                        .flatten()
+                        .and_then(|v| v.trim().parse().ok())
+                });
+            }
+            Event::Eof => return None,
+            _ => {}
+        }
+    }
+}
+
+/// An answer that should be data but is an `LL` envelope (JSON, or XML for `dev/` commands):
+/// `Some(Ok(()))` for code 200 (an answer without data: no records), `Some(Err)` for an error
+/// code; `None` for data. Only a body that reads as a whole as such an envelope counts: binary
+/// records may begin with the byte `{` or `<` too.
+fn ll_instead_of_data(body: &[u8], what: &str) -> Option<Result<(), LoxoneError>> {
+    let code = match xml_ll_code(body) {
+        Some(code) => code,
+        None if body.starts_with(b"{") => parse_ll(body).ok()?.code,
+        None => return None,
+    };
+    Some(Err(match code {
+        200 => return Some(Ok(())),
         404 => LoxoneError::NotFound(what.to_string()),
         code => LoxoneError::Status {
             code,
             message: format!("{what}: the Miniserver answered with an error instead of data"),
         },
-    })
+    }))
 }
 
 impl Client {
@@ -259,10 +290,11 @@ impl Client {
             segment(&r.output)?
         );
         let (body, truncated) = self.get_data(&path)?;
-        if let Some(e) = ll_instead_of_data(&body, &path) {
-            return Err(e);
+        match ll_instead_of_data(&body, &path) {
+            Some(Err(e)) => Err(e),
+            Some(Ok(())) => Ok(Records::empty(1)),
+            None => Ok(parse_v2(&body, r.group_size.max(1), 0, truncated)),
         }
-        Ok(parse_v2(&body, r.group_size.max(1), 0, truncated))
     }
 
     /// The V1 month file `stats/statisticdata.xml/{uuid}/{YYYYMM}`; HTTP 404 (no recording
@@ -280,11 +312,12 @@ impl Client {
         );
         match self.get_data(&path) {
             Ok((body, truncated)) => {
-                if let Some(e) = ll_instead_of_data(&body, &path) {
-                    return match e {
-                        LoxoneError::NotFound(_) => Ok(Records::empty(outputs.max(1))),
-                        e => Err(e),
-                    };
+                match ll_instead_of_data(&body, &path) {
+                    Some(Ok(())) | Some(Err(LoxoneError::NotFound(_))) => {
+                        return Ok(Records::empty(outputs.max(1)))
+                    }
+                    Some(Err(e)) => return Err(e),
+                    None => {}
                 }
                 Ok(parse_v1_xml(
                     &String::from_utf8_lossy(&body),
@@ -504,8 +537,20 @@ mod tests {
         let body = br#"{"LL": { "control": "dev/sps/getStatistic/x", "value": "", "Code": "500"}}"#;
         assert!(matches!(
             ll_instead_of_data(body, "x"),
-            Some(LoxoneError::Status { code: 500, .. })
+            Some(Err(LoxoneError::Status { code: 500, .. }))
         ));
+        // The dev/ flavour answers XML.
+        let xml = b"<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<LL control=\"dev/sps/getStatistic/x\" value=\"\" Code=\"500\"/>";
+        assert!(matches!(
+            ll_instead_of_data(xml, "x"),
+            Some(Err(LoxoneError::Status { code: 500, .. }))
+        ));
+        let ok = b"<?xml version=\"1.0\"?>\n<LL control=\"x\" value=\"\" Code=\"200\"/>";
+        assert!(matches!(ll_instead_of_data(ok, "x"), Some(Ok(()))));
+        let file = b"<?xml version=\"1.0\"?>\n<Statistics NumOutputs=\"1\"><S T=\"x\" V=\"1\"/></Statistics>";
+        assert!(ll_instead_of_data(file, "x").is_none());
         assert!(ll_instead_of_data(&rec(1, &[1.0]), "x").is_none());
+        // A record whose time begins with `{` is data.
+        assert!(ll_instead_of_data(&rec(0x7B, &[1.0]), "x").is_none());
     }
 }
