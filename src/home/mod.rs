@@ -26,7 +26,7 @@ pub use model::{
     Category, CategoryKind, Control, ControlKind, Family, Home, MsInfo, Room, StateRef,
     StructureProblem, StructureWarning, TypeFamily,
 };
-pub use permission::{Permission, PermissionFn};
+pub use permission::{Permission, ToolFacts};
 pub use primary::Primary;
 pub use risk::{Risk, RiskRules};
 pub use scope::{Access, Denied, Scope};

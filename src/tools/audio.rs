@@ -14,24 +14,15 @@ use serde_json::{json, Map, Value};
 
 use super::args;
 use super::view;
-use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY};
+use super::{Caller, Ctx, Permission, Reach, Tool, ToolError};
 use crate::home::resolve::ResolveError;
-use crate::home::{Action, Control, ControlKind, ControllerError, Home, House};
+use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, House};
 use crate::loxone::commands::command_for;
-use crate::mcp::ToolAnnotations;
 
 /// Volume step in percent points when the zone's `volumeStep` is not known live (the value
 /// Loxone zones commonly have; only used to size volume_up/volume_down on v1 zones and to count
 /// presses on V2 zones).
 pub const DEFAULT_VOLUME_STEP: f64 = 3.0;
-
-/// Next, previous and volume steps change something each time they are sent.
-const STEPPING: ToolAnnotations = ToolAnnotations {
-    read_only_hint: false,
-    destructive_hint: false,
-    idempotent_hint: false,
-    open_world_hint: false,
-};
 
 const ACTIONS: [&str; 9] = [
     "play",
@@ -47,13 +38,11 @@ const ACTIONS: [&str; 9] = [
 
 pub fn tools() -> Vec<Tool> {
     vec![
-        Tool {
-            name: "control_audio_zone",
-            title: "Control audio zone",
-            description: "Controls audio zones: play, pause, stop (pauses), next, previous, on (play), off (v1 powers off, V2 pauses), volume_up, volume_down (one step).",
-            permission: Permission::Control,
-            annotations: STEPPING,
-            input_schema: || {
+        Tool::new(
+            "control_audio_zone",
+            "Control audio zone",
+            "Controls audio zones: play, pause, stop (pauses), next, previous, on (play), off (v1 powers off, V2 pauses), volume_up, volume_down (one step).",
+            || {
                 args::closed(
                     json!({
                         "zone": {"type": "string", "description": "A zone, a central audio block or a room"},
@@ -63,16 +52,18 @@ pub fn tools() -> Vec<Tool> {
                     &["zone", "action"],
                 )
             },
-            data_schema: || results_schema(),
-            run: control_audio_zone,
-        },
-        Tool {
-            name: "set_audio_volume",
-            title: "Set audio volume",
-            description: "Sets audio zones' volume: volume (0-100 %) or step (percent points, negative = quieter; V2 zones step by presses).",
-            permission: Permission::Control,
-            annotations: STEPPING,
-            input_schema: || {
+            control_audio_zone,
+        )
+        .permission(Permission::Control)
+        .reach(Reach::Controls { room: "room" })
+        .per_control()
+        .repeats()
+        .data(results_schema),
+        Tool::new(
+            "set_audio_volume",
+            "Set audio volume",
+            "Sets audio zones' volume: volume (0-100 %) or step (percent points, negative = quieter; V2 zones step by presses).",
+            || {
                 args::closed(
                     json!({
                         "zone": {"type": "string", "description": "As in control_audio_zone"},
@@ -83,19 +74,23 @@ pub fn tools() -> Vec<Tool> {
                     &["zone"],
                 )
             },
-            data_schema: || results_schema(),
-            run: set_audio_volume,
-        },
-        Tool {
-            name: "get_audio_status",
-            title: "Audio status",
-            description: "Lists audio zones with room, play_state, power, volume % and title/artist/station (v1); null: unknown.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: args::room_limit_schema,
-            data_schema: || args::listing_schema("zones", args::item_schema(&["name", "play_state", "volume"]), &["playing"]),
-            run: get_audio_status,
-        },
+            set_audio_volume,
+        )
+        .permission(Permission::Control)
+        .reach(Reach::Controls { room: "room" })
+        .per_control()
+        .repeats()
+        .data(results_schema),
+        Tool::new(
+            "get_audio_status",
+            "Audio status",
+            "Lists audio zones with room, play_state, power, volume % and title/artist/station (v1); null: unknown.",
+            args::room_limit_schema,
+            get_audio_status,
+        )
+        .reach(Reach::Room { room: "room", family: Family::Audio })
+        .per_control()
+        .data(|| args::listing_schema("zones", args::item_schema(&["name", "play_state", "volume"]), &["playing"])),
     ]
 }
 

@@ -39,13 +39,11 @@ pub const MAX_OPERATIONS: usize = 50;
 
 pub fn tools() -> Vec<Tool> {
     vec![
-        Tool {
-            name: "control_multiple_devices",
-            title: "Control several devices",
-            description: "Runs 1-50 control_device operations in order; a failure does not stop the others, each is reported (ok, error, not_attempted) with its commands. Over 10 need confirmation (see confirm).",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
+        Tool::new(
+            "control_multiple_devices",
+            "Control several devices",
+            "Runs 1-50 control_device operations in order; a failure does not stop the others, each is reported (ok, error, not_attempted) with its commands. Over 10 need confirmation (see confirm).",
+            || {
                 json!({
                     "type": "object",
                     "properties": {
@@ -62,16 +60,17 @@ pub fn tools() -> Vec<Tool> {
                     "additionalProperties": false
                 })
             },
-            data_schema: confirmable_result_schema,
-            run: control_multiple_devices,
-        },
-        Tool {
-            name: "control_room_devices",
-            title: "Control a room's devices by type",
-            description: "Applies one control_device action (and value) to a room's devices of the kinds in device_type(s): families (lighting, blinds, climate, audio, access, energy, other) or Loxone types (Switch, Jalousie). Skips central blocks; refuses alarms and secured controls. Over 10 devices need confirmation (see confirm).",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
+            control_multiple_devices,
+        )
+        .permission(Permission::Control)
+        .reach(Reach::Controls { room: "room" })
+        .per_control()
+        .data(confirmable_result_schema),
+        Tool::new(
+            "control_room_devices",
+            "Control a room's devices by type",
+            "Applies one control_device action (and value) to a room's devices of the kinds in device_type(s): families (lighting, blinds, climate, audio, access, energy, other) or Loxone types (Switch, Jalousie). Skips central blocks; refuses alarms and secured controls. Over 10 devices need confirmation (see confirm).",
+            || {
                 let mut action = operation_schema()["properties"]["action"].clone();
                 if action.is_null() {
                     action = json!({"type": "string"});
@@ -91,9 +90,12 @@ pub fn tools() -> Vec<Tool> {
                     "additionalProperties": false
                 })
             },
-            data_schema: confirmable_result_schema,
-            run: control_room_devices,
-        },
+            control_room_devices,
+        )
+        .permission(Permission::Control)
+        .reach(Reach::RoomKinds { room: "room" })
+        .per_control()
+        .data(confirmable_result_schema),
     ]
 }
 
@@ -283,7 +285,7 @@ use super::devices::plan_device;
 use super::{args, view};
 use super::{
     confirm_schema, confirmation_data_schema, mark_unconfirmed, Caller, Confirmation, Ctx,
-    Permission, ToConfirm, Tool, ToolError, SETTER,
+    Permission, Reach, ToConfirm, Tool, ToolError,
 };
 use crate::home::resolve::{fold, ResolveError};
 

@@ -13,28 +13,26 @@ use serde_json::{json, Map, Value};
 use super::args::{self, in_range};
 use super::batch::{self, Item, Members, RunOptions, Scope};
 use super::view;
-use super::{confirm_schema, Caller, Ctx, Permission, Tool, ToolError, READ_ONLY, SETTER};
+use super::{confirm_schema, Caller, Ctx, Permission, Reach, Tool, ToolError};
 use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, House};
 
 pub fn tools() -> Vec<Tool> {
     vec![
-        Tool {
-            name: "discover_rolladen_capabilities",
-            title: "Discover blinds",
-            description: "Lists blinds and central blind blocks with room, position (% closed, 0 = open), style, slats, automatic shading, supported actions.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: args::room_limit_schema,
-            data_schema: || args::listing_schema("blinds", args::item_schema(&["name", "position", "actions"]), &[]),
-            run: discover,
-        },
-        Tool {
-            name: "control_room_rolladen",
-            title: "Blinds of a room",
-            description: "Moves every blind of a room: up (open), down (closed), stop, shade, position (position: % closed, 0 = fully open).",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
+        Tool::new(
+            "discover_rolladen_capabilities",
+            "Discover blinds",
+            "Lists blinds and central blind blocks with room, position (% closed, 0 = open), style, slats, automatic shading, supported actions.",
+            args::room_limit_schema,
+            discover,
+        )
+        .reach(Reach::Room { room: "room", family: Family::Blinds })
+        .per_control()
+        .data(|| args::listing_schema("blinds", args::item_schema(&["name", "position", "actions"]), &[])),
+        Tool::new(
+            "control_room_rolladen",
+            "Blinds of a room",
+            "Moves every blind of a room: up (open), down (closed), stop, shade, position (position: % closed, 0 = fully open).",
+            || {
                 args::closed(
                     json!({
                         "room": args::room_schema(),
@@ -45,16 +43,17 @@ pub fn tools() -> Vec<Tool> {
                     &["room", "action"],
                 )
             },
-            data_schema: batch::result_schema,
-            run: control_room,
-        },
-        Tool {
-            name: "control_all_rolladen",
-            title: "All blinds",
-            description: "Moves every blind of the house, one by one: up, down, stop, shade, position (position: % closed, 0 = fully open). Needs confirmation (see confirm).",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
+            control_room,
+        )
+        .permission(Permission::Control)
+        .reach(Reach::Room { room: "room", family: Family::Blinds })
+        .per_control()
+        .data(batch::result_schema),
+        Tool::new(
+            "control_all_rolladen",
+            "All blinds",
+            "Moves every blind of the house, one by one: up, down, stop, shade, position (position: % closed, 0 = fully open). Needs confirmation (see confirm).",
+            || {
                 args::closed(
                     json!({
                         "action": {"type": "string", "enum": ROOM_ACTIONS},
@@ -65,16 +64,18 @@ pub fn tools() -> Vec<Tool> {
                     &["action"],
                 )
             },
-            data_schema: batch::confirmable_result_schema,
-            run: control_all,
-        },
-        Tool {
-            name: "control_rolladen_unified",
-            title: "Blinds (unified)",
-            description: "Blinds by scope: device (target: names or UUIDs, central blocks too), room (target), category (target: Loxone category or blinds), system (whole house; needs confirmation, see confirm). action: up (open), down (closed), stop, shade, position (value: % closed, 0 = fully open), slats (value: angle %).",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
+            control_all,
+        )
+        .permission(Permission::Control)
+        .reach(Reach::House(Family::Blinds))
+        .per_control()
+        .task()
+        .data(batch::confirmable_result_schema),
+        Tool::new(
+            "control_rolladen_unified",
+            "Blinds (unified)",
+            "Blinds by scope: device (target: names or UUIDs, central blocks too), room (target), category (target: Loxone category or blinds), system (whole house; needs confirmation, see confirm). action: up (open), down (closed), stop, shade, position (value: % closed, 0 = fully open), slats (value: angle %).",
+            || {
                 args::closed(
                     json!({
                         "scope": batch::scope_schema(),
@@ -87,16 +88,18 @@ pub fn tools() -> Vec<Tool> {
                     &["scope", "action"],
                 )
             },
-            data_schema: batch::confirmable_result_schema,
-            run: control_unified,
-        },
-        Tool {
-            name: "get_blinds_status",
-            title: "Blinds status",
-            description: "Lists blinds with room, position (% closed, 0 = open; null: unknown), state, style, automatic shading; not_open counts those not fully open.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: || {
+            control_unified,
+        )
+        .permission(Permission::Control)
+        .reach(Reach::Unified(Family::Blinds))
+        .per_control()
+        .task()
+        .data(batch::confirmable_result_schema),
+        Tool::new(
+            "get_blinds_status",
+            "Blinds status",
+            "Lists blinds with room, position (% closed, 0 = open; null: unknown), state, style, automatic shading; not_open counts those not fully open.",
+            || {
                 args::closed(
                     json!({
                         "room": args::room_schema(),
@@ -107,15 +110,17 @@ pub fn tools() -> Vec<Tool> {
                     &[],
                 )
             },
-            data_schema: || args::listing_schema("blinds", json!({
+            get_blinds_status,
+        )
+        .reach(Reach::Room { room: "room", family: Family::Blinds })
+        .per_control()
+        .data(|| args::listing_schema("blinds", json!({
                         "type": "object",
                         "properties": {
                             "state": {"enum": ["open", "closed", "partly_closed", null]}
                         },
                         "required": ["name", "position", "state"]
-                    }), &["not_open"]),
-            run: get_blinds_status,
-        },
+                    }), &["not_open"])),
     ]
 }
 

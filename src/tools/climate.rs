@@ -20,10 +20,10 @@ use serde_json::{json, Map, Value};
 use super::args::{self, in_range};
 use super::batch::{self, Item, RunOptions};
 use super::view;
-use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY, SETTER};
+use super::{Caller, Ctx, Permission, Reach, Tool, ToolError};
 use crate::home::resolve::ResolveError;
 use crate::home::{
-    Action, Control, ControlKind, ControllerError, Home, House, OverrideTimer, RoomMode,
+    Action, Control, ControlKind, ControllerError, Family, Home, House, OverrideTimer, RoomMode,
 };
 use crate::loxone::commands::{command_for, room_mode_name};
 
@@ -33,23 +33,21 @@ pub use crate::home::bounds::{MAX_TEMPERATURE, MIN_TEMPERATURE};
 
 pub fn tools() -> Vec<Tool> {
     vec![
-        Tool {
-            name: "get_temperature_sensors",
-            title: "Temperature sensors",
-            description: "Lists temperatures (°C) of sensors and room controllers.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: args::room_limit_schema,
-            data_schema: || args::listing_schema("sensors", args::item_schema(&["name", "temperature"]), &[]),
-            run: get_temperature_sensors,
-        },
-        Tool {
-            name: "set_room_temperature",
-            title: "Set room temperature",
-            description: "Sets a room's comfort temperature, 5-35 °C, on each of its room controllers.",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
+        Tool::new(
+            "get_temperature_sensors",
+            "Temperature sensors",
+            "Lists temperatures (°C) of sensors and room controllers.",
+            args::room_limit_schema,
+            get_temperature_sensors,
+        )
+        .reach(Reach::Room { room: "room", family: Family::Climate })
+        .per_control()
+        .data(|| args::listing_schema("sensors", args::item_schema(&["name", "temperature"]), &[])),
+        Tool::new(
+            "set_room_temperature",
+            "Set room temperature",
+            "Sets a room's comfort temperature, 5-35 °C, on each of its room controllers.",
+            || {
                 args::closed(
                     json!({
                         "room": args::room_schema(),
@@ -59,16 +57,17 @@ pub fn tools() -> Vec<Tool> {
                     &["room", "temperature"],
                 )
             },
-            data_schema: batch::result_schema,
-            run: set_room_temperature,
-        },
-        Tool {
-            name: "set_room_mode",
-            title: "Set room climate mode",
-            description: "Sets a room's climate mode: auto (schedule; ends an override), heating, cooling, comfort, eco (that temperature now), off (frost/heat protection). duration_minutes limits comfort, eco, off (default: V2 until auto, V1 240). A Climate Controller in the room is set for the whole house.",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
+            set_room_temperature,
+        )
+        .permission(Permission::Control)
+        .reach(Reach::Room { room: "room", family: Family::Climate })
+        .per_control()
+        .data(batch::result_schema),
+        Tool::new(
+            "set_room_mode",
+            "Set room climate mode",
+            "Sets a room's climate mode: auto (schedule; ends an override), heating, cooling, comfort, eco (that temperature now), off (frost/heat protection). duration_minutes limits comfort, eco, off (default: V2 until auto, V1 240). A Climate Controller in the room is set for the whole house.",
+            || {
                 args::closed(
                     json!({
                         "room": args::room_schema(),
@@ -79,16 +78,17 @@ pub fn tools() -> Vec<Tool> {
                     &["room", "mode"],
                 )
             },
-            data_schema: mode_result_schema,
-            run: set_room_mode,
-        },
-        Tool {
-            name: "get_zone_temperature",
-            title: "Zone temperature",
-            description: "Reads a climate zone (room or room controller): actual and target °C, mode, open window per controller; null: not reported yet.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: || {
+            set_room_mode,
+        )
+        .permission(Permission::Control)
+        .reach(Reach::Room { room: "room", family: Family::Climate })
+        .per_control()
+        .data(mode_result_schema),
+        Tool::new(
+            "get_zone_temperature",
+            "Zone temperature",
+            "Reads a climate zone (room or room controller): actual and target °C, mode, open window per controller; null: not reported yet.",
+            || {
                 args::closed(
                     json!({
                         "zone_id": {"type": "string", "description": "Room name/UUID or room controller name/UUID"}
@@ -96,7 +96,11 @@ pub fn tools() -> Vec<Tool> {
                     &["zone_id"],
                 )
             },
-            data_schema: || {
+            get_zone_temperature,
+        )
+        .reach(Reach::Resolved { arg: "zone_id", resolve: zone_reach })
+        .per_control()
+        .data(|| {
                 json!({
                     "type": "object",
                     "properties": {
@@ -104,17 +108,17 @@ pub fn tools() -> Vec<Tool> {
                     },
                     "required": ["zone_id", "room", "temperature", "target", "unit", "controllers"]
                 })
-            },
-            run: get_zone_temperature,
-        },
-        Tool {
-            name: "get_climate_status",
-            title: "Climate status",
-            description: "Each room controller's actual and target °C, mode, override, open window, and the Climate Controller (current_mode, info_text); null: not reported yet.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: args::room_limit_schema,
-            data_schema: || {
+            }),
+        Tool::new(
+            "get_climate_status",
+            "Climate status",
+            "Each room controller's actual and target °C, mode, override, open window, and the Climate Controller (current_mode, info_text); null: not reported yet.",
+            args::room_limit_schema,
+            get_climate_status,
+        )
+        .reach(Reach::Room { room: "room", family: Family::Climate })
+        .per_control()
+        .data(|| {
                 json!({
                     "type": "object",
                     "properties": {
@@ -127,9 +131,7 @@ pub fn tools() -> Vec<Tool> {
                     },
                     "required": ["zones", "climate_controllers", "total"]
                 })
-            },
-            run: get_climate_status,
-        },
+            }),
     ]
 }
 
@@ -499,7 +501,7 @@ struct ZoneArgs {
 
 /// The room controllers `query` names: a room's (by UUID or name), else one controller by UUID
 /// or (room-qualified) name. An unknown name is the room resolver's error (room suggestions).
-pub(super) fn zone_controllers<'h>(
+fn zone_controllers<'h>(
     home: &'h Home,
     query: &str,
 ) -> Result<(Option<String>, Vec<&'h Control>), ToolError> {
@@ -522,6 +524,14 @@ pub(super) fn zone_controllers<'h>(
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// The controllers `get_zone_temperature` reads for `query` ([`zone_controllers`]): what the
+/// tool reaches, for the scope check of its declaration.
+fn zone_reach<'h>(home: &'h Home, query: &str) -> Result<Vec<&'h Control>, String> {
+    zone_controllers(home, query)
+        .map(|(_, controllers)| controllers)
+        .map_err(|e| e.to_string())
 }
 
 fn get_zone_temperature(

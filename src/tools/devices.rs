@@ -8,22 +8,19 @@ use serde_json::{json, Map, Value};
 use super::args::{self, in_range};
 use super::view;
 use super::{
-    confirm_schema, confirmation_data_schema, mark_unconfirmed, Caller, Ctx, Permission, ToConfirm,
-    Tool, ToolError, READ_ONLY,
+    confirm_schema, confirmation_data_schema, mark_unconfirmed, Caller, Ctx, Permission, Reach,
+    ToConfirm, Tool, ToolError,
 };
 use crate::home::resolve::fold;
 use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, Primary, Risk};
-use crate::mcp::ToolAnnotations;
 
 pub fn tools() -> Vec<Tool> {
     vec![
-        Tool {
-            name: "list_rooms",
-            title: "List rooms",
-            description: "Lists the rooms with their number of devices per category.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: || {
+        Tool::new(
+            "list_rooms",
+            "List rooms",
+            "Lists the rooms with their number of devices per category.",
+            || {
                 args::closed(
                     json!({
                         "name": {"type": "string", "description": "Part of the room name"},
@@ -32,16 +29,15 @@ pub fn tools() -> Vec<Tool> {
                     &[],
                 )
             },
-            data_schema: || args::listing_schema("rooms", args::item_schema(&["name", "devices_by_category"]), &[]),
-            run: list_rooms,
-        },
-        Tool {
-            name: "list_devices",
-            title: "List devices",
-            description: "Lists devices with room, category and state (on, level %, blinds % closed with 0 = open, °C).",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: || {
+            list_rooms,
+        )
+        .reach(Reach::Filtered)
+        .data(|| args::listing_schema("rooms", args::item_schema(&["name", "devices_by_category"]), &[])),
+        Tool::new(
+            "list_devices",
+            "List devices",
+            "Lists devices with room, category and state (on, level %, blinds % closed with 0 = open, °C).",
+            || {
                 args::closed(
                     json!({
                         "room": args::room_schema(),
@@ -53,21 +49,16 @@ pub fn tools() -> Vec<Tool> {
                     &[],
                 )
             },
-            data_schema: || args::listing_schema("devices", args::item_schema(&["uuid", "name", "category"]), &[]),
-            run: list_devices,
-        },
-        Tool {
-            name: "control_device",
-            title: "Control a device",
-            description: "Controls one device (name or UUID; room for equal names). action: on, off, dim/bright (value %, default 30/100), up/down/stop (blinds; value = % closed, 0 = open), shade, slats (value %), pulse, mood (scene), color (hue, saturation, value), white (kelvin, value), set/select (number; select 0 = all off), text, play/pause/next/previous; German words too. Refuses alarms and secured controls (arm_alarm, disarm_alarm); opens gates and doors only for keys whose owner allows it, after the user confirms. dry_run: what would be sent.",
-            permission: Permission::Control,
-            annotations: ToolAnnotations {
-                read_only_hint: false,
-                destructive_hint: false,
-                idempotent_hint: true,
-                open_world_hint: false,
-            },
-            input_schema: || {
+            list_devices,
+        )
+        .reach(Reach::Listing)
+        .per_control()
+        .data(|| args::listing_schema("devices", args::item_schema(&["uuid", "name", "category"]), &[])),
+        Tool::new(
+            "control_device",
+            "Control a device",
+            "Controls one device (name or UUID; room for equal names). action: on, off, dim/bright (value %, default 30/100), up/down/stop (blinds; value = % closed, 0 = open), shade, slats (value %), pulse, mood (scene), color (hue, saturation, value), white (kelvin, value), set/select (number; select 0 = all off), text, play/pause/next/previous; German words too. Refuses alarms and secured controls (arm_alarm, disarm_alarm); opens gates and doors only for keys whose owner allows it, after the user confirms. dry_run: what would be sent.",
+            || {
                 let mut props = device_command_schema();
                 props.insert("device".into(), json!({"type": "string", "description": "Name, \"Name Room\" or UUID"}));
                 props.insert("room".into(), json!({"type": "string"}));
@@ -80,25 +71,28 @@ pub fn tools() -> Vec<Tool> {
                     "additionalProperties": false
                 })
             },
-            data_schema: || {
-                let mut s = json!({
-                    "type": "object",
-                    "properties": {
-                        "device": {"type": "object"},
-                        "action": {"type": "string"},
-                        "dry_run": {"type": "boolean"}
-                    },
-                    "required": ["device", "action"]
-                });
-                if let (Some(p), Value::Object(extra)) =
-                    (s["properties"].as_object_mut(), confirmation_data_schema())
-                {
-                    p.extend(extra);
-                }
-                s
-            },
-            run: control_device,
-        },
+            control_device,
+        )
+        .permission(Permission::Control)
+        .reach(Reach::Controls { room: "room" })
+        .per_control()
+        .data(|| {
+            let mut s = json!({
+                "type": "object",
+                "properties": {
+                    "device": {"type": "object"},
+                    "action": {"type": "string"},
+                    "dry_run": {"type": "boolean"}
+                },
+                "required": ["device", "action"]
+            });
+            if let (Some(p), Value::Object(extra)) =
+                (s["properties"].as_object_mut(), confirmation_data_schema())
+            {
+                p.extend(extra);
+            }
+            s
+        }),
     ]
 }
 

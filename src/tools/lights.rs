@@ -21,7 +21,7 @@ use serde_json::{json, Map, Value};
 use super::args::{self, in_range};
 use super::batch::{self, Item, Members, RunOptions, Scope};
 use super::view;
-use super::{confirm_schema, Caller, Ctx, Permission, Tool, ToolError, READ_ONLY, SETTER};
+use super::{confirm_schema, Caller, Ctx, Permission, Reach, Tool, ToolError};
 
 use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, House};
 
@@ -31,13 +31,11 @@ const BRIGHT_DEFAULT: f64 = 100.0;
 
 pub fn tools() -> Vec<Tool> {
     vec![
-        Tool {
-            name: "control_room_lights",
-            title: "Switch a room's lights",
-            description: "Switches every light of a room on or off; brightness (0-100 %) with on sets dimmable lights to it.",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
+        Tool::new(
+            "control_room_lights",
+            "Switch a room's lights",
+            "Switches every light of a room on or off; brightness (0-100 %) with on sets dimmable lights to it.",
+            || {
                 args::closed(
                     json!({
                         "room": args::room_schema(),
@@ -48,16 +46,17 @@ pub fn tools() -> Vec<Tool> {
                     &["room", "action"],
                 )
             },
-            data_schema: batch::result_schema,
-            run: control_room_lights,
-        },
-        Tool {
-            name: "control_all_lights",
-            title: "Switch all lights of the house",
-            description: "Switches every light of the house on or off, one by one; preview with dry_run. Needs confirmation (see confirm).",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
+            control_room_lights,
+        )
+        .permission(Permission::Control)
+        .reach(Reach::Room { room: "room", family: Family::Lighting })
+        .per_control()
+        .data(batch::result_schema),
+        Tool::new(
+            "control_all_lights",
+            "Switch all lights of the house",
+            "Switches every light of the house on or off, one by one; preview with dry_run. Needs confirmation (see confirm).",
+            || {
                 args::closed(
                     json!({
                         "action": {"type": "string", "enum": ["on", "off"]},
@@ -67,16 +66,17 @@ pub fn tools() -> Vec<Tool> {
                     &["action"],
                 )
             },
-            data_schema: batch::confirmable_result_schema,
-            run: control_all_lights,
-        },
-        Tool {
-            name: "control_lights_unified",
-            title: "Control lights",
-            description: "Lights by scope: device (target: names or UUIDs; room for equal names), room (target or room), category (target: Loxone category or lighting), system (whole house; needs confirmation, see confirm). action: on, off, dim (value or 30), bright (value or 100), brightness (value). value: 0-100 %.",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
+            control_all_lights,
+        )
+        .permission(Permission::Control)
+        .reach(Reach::House(Family::Lighting))
+        .per_control()
+        .data(batch::confirmable_result_schema),
+        Tool::new(
+            "control_lights_unified",
+            "Control lights",
+            "Lights by scope: device (target: names or UUIDs; room for equal names), room (target or room), category (target: Loxone category or lighting), system (whole house; needs confirmation, see confirm). action: on, off, dim (value or 30), bright (value or 100), brightness (value). value: 0-100 %.",
+            || {
                 args::closed(
                     json!({
                         "scope": batch::scope_schema(),
@@ -90,16 +90,17 @@ pub fn tools() -> Vec<Tool> {
                     &["scope", "action"],
                 )
             },
-            data_schema: batch::confirmable_result_schema,
-            run: control_lights_unified,
-        },
-        Tool {
-            name: "room_all_on",
-            title: "All lights of a room on",
-            description: "Switches on every light of a room (LightControllerV2: bright mood; LightController: scene 9; dimmers: last level).",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
+            control_lights_unified,
+        )
+        .permission(Permission::Control)
+        .reach(Reach::Unified(Family::Lighting))
+        .per_control()
+        .data(batch::confirmable_result_schema),
+        Tool::new(
+            "room_all_on",
+            "All lights of a room on",
+            "Switches on every light of a room (LightControllerV2: bright mood; LightController: scene 9; dimmers: last level).",
+            || {
                 args::closed(
                     json!({
                         "room_id": args::room_schema(),
@@ -108,16 +109,17 @@ pub fn tools() -> Vec<Tool> {
                     &["room_id"],
                 )
             },
-            data_schema: batch::result_schema,
-            run: room_all_on,
-        },
-        Tool {
-            name: "set_dimmer",
-            title: "Set a dimmer",
-            description: "Sets one dimmable light to level 0-100 % (0 = off); room picks among equal names.",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
+            room_all_on,
+        )
+        .permission(Permission::Control)
+        .reach(Reach::Room { room: "room_id", family: Family::Lighting })
+        .per_control()
+        .data(batch::result_schema),
+        Tool::new(
+            "set_dimmer",
+            "Set a dimmer",
+            "Sets one dimmable light to level 0-100 % (0 = off); room picks among equal names.",
+            || {
                 args::closed(
                     json!({
                         "device_id": {"type": "string", "description": "Light name or UUID"},
@@ -127,16 +129,17 @@ pub fn tools() -> Vec<Tool> {
                     &["device_id", "level"],
                 )
             },
-            data_schema: batch::result_schema,
-            run: set_dimmer,
-        },
-        Tool {
-            name: "get_lights_status",
-            title: "Lights status",
-            description: "Lists lights with room, type, on (null: unknown), level % (dimmers), scene or mood_id (778 = off); on counts those on.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: || {
+            set_dimmer,
+        )
+        .permission(Permission::Control)
+        .reach(Reach::Controls { room: "room" })
+        .per_control()
+        .data(batch::result_schema),
+        Tool::new(
+            "get_lights_status",
+            "Lights status",
+            "Lists lights with room, type, on (null: unknown), level % (dimmers), scene or mood_id (778 = off); on counts those on.",
+            || {
                 args::closed(
                     json!({
                         "room": args::room_schema(),
@@ -148,9 +151,11 @@ pub fn tools() -> Vec<Tool> {
                     &[],
                 )
             },
-            data_schema: || args::listing_schema("lights", args::item_schema(&["name", "on"]), &["on"]),
-            run: get_lights_status,
-        },
+            get_lights_status,
+        )
+        .reach(Reach::Room { room: "room", family: Family::Lighting })
+        .per_control()
+        .data(|| args::listing_schema("lights", args::item_schema(&["name", "on"]), &["on"])),
     ]
 }
 

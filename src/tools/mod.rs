@@ -38,18 +38,20 @@ mod workflows;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
+use crate::audit::{target_of, AuditLog, Entry};
 use crate::home::resolve::ResolveError;
-use crate::home::{Action, ControllerError, House};
+use crate::home::{Action, ControllerError, House, ToolFacts};
 use crate::mcp::{
     CallToolResult, Content, RequestContext, ResourceContents, RpcError, SharedResult,
     ToolAnnotations, ToolDescriptor,
 };
 use crate::workflow::WorkflowStore;
 use cache::{Cache, CacheConfig, DEFAULT_CAPACITY};
+pub use scope::Reach;
 
 pub use crate::home::Permission;
 pub use caller::{Caller, Confirmation, ToConfirm, LOGGER};
@@ -123,6 +125,9 @@ pub(crate) fn action_label(a: &Action) -> String {
 /// A tool's handler: arguments in, `data` of the envelope out.
 pub type Run = fn(&Ctx, &Map<String, Value>, &Caller) -> Result<Value, ToolError>;
 
+/// What raises the permission a call needs above its tool's own ([`Tool::raises`]).
+pub type Raises = fn(&WorkflowStore, &Map<String, Value>) -> Permission;
+
 /// What a tool handler works with: the house (also reachable through `Deref`, so
 /// `ctx.home()` works) and the catalogue itself (for tools that run other tools, such as
 /// workflows), and the workflow store.
@@ -139,14 +144,54 @@ impl std::ops::Deref for Ctx<'_> {
     }
 }
 
-/// One tool, declared once.
+/// What a device key (an API key limited to the controls of its allow-list) may do with a
+/// tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceKeys {
+    /// Call it: it lists or operates controls one by one, each checked against the key
+    /// ([`Caller::permits`]).
+    PerControl,
+    /// Not call it: it shows more than the key's controls (rooms, summaries, workflows naming
+    /// other devices).
+    ShowsMore,
+    /// Not call it: it changes the shared workflows, which other keys run.
+    ChangesWorkflows,
+}
+
+/// One tool, declared once, next to its handler: everything `tools/list`, the auth gate, the
+/// audit log, tasks and workflows know of it is read from here. Built with [`Tool::new`] and
+/// the setters below; what is not set is the safe default (permission `read`, reaching
+/// nothing a scoped key may use, refused to device keys, answered inline, idempotent).
 pub struct Tool {
     pub name: &'static str,
     pub title: &'static str,
     /// What it does, with units and ranges.
     pub description: &'static str,
+    /// What a caller needs; whether the call writes follows from it
+    /// ([`Permission::writes`]): writes are audited and drop the caches, and only reads are
+    /// `readOnlyHint`.
     pub permission: Permission,
-    pub annotations: ToolAnnotations,
+    /// For a tool that runs others (`execute_workflow`): the highest permission among the
+    /// steps of the stored workflow the arguments name (the auth gate asks for it too).
+    pub raises: Option<Raises>,
+    /// What a call reaches, for keys limited to rooms or categories and for workflows
+    /// (house-wide steps are confirmed first).
+    pub reach: Reach,
+    /// What a device key may do with it.
+    pub device_keys: DeviceKeys,
+    /// Whether it may run as a task (MCP extension `io.modelcontextprotocol/tasks`): the
+    /// house-wide blind commands, which wait until the blinds report their new position (up
+    /// to the house's verify timeout), and the workflow runs, whose steps take their own time.
+    /// Their progress becomes the task's `statusMessage`; a confirmation they need becomes an
+    /// input request of the task.
+    pub task: bool,
+    /// A workflow tool: never a step of a workflow (no recursion).
+    pub workflow: bool,
+    /// `destructiveHint`: it may undo or remove something (disarming, deleting a workflow).
+    pub destructive: bool,
+    /// `idempotentHint`: calling it twice does what calling it once does (not so for steps of
+    /// a volume, next track, or creating and running workflows).
+    pub idempotent: bool,
     /// JSON Schema of the arguments.
     pub input_schema: fn() -> Value,
     /// JSON Schema of the envelope's `data`.
@@ -155,6 +200,106 @@ pub struct Tool {
 }
 
 impl Tool {
+    /// A tool with the safe defaults (see [`Tool`]), its arguments described by
+    /// `input_schema`, run by `run`.
+    pub fn new(
+        name: &'static str,
+        title: &'static str,
+        description: &'static str,
+        input_schema: fn() -> Value,
+        run: Run,
+    ) -> Tool {
+        Tool {
+            name,
+            title,
+            description,
+            permission: Permission::Read,
+            raises: None,
+            reach: Reach::Refused,
+            device_keys: DeviceKeys::ShowsMore,
+            task: false,
+            workflow: false,
+            destructive: false,
+            idempotent: true,
+            input_schema,
+            data_schema: || json!({"type": "object"}),
+            run,
+        }
+    }
+
+    /// The permission a call needs (default `read`).
+    pub fn permission(mut self, permission: Permission) -> Tool {
+        self.permission = permission;
+        self
+    }
+
+    /// What a call reaches (default [`Reach::Refused`]).
+    pub fn reach(mut self, reach: Reach) -> Tool {
+        self.reach = reach;
+        self
+    }
+
+    /// A device key may call it: it lists or operates controls one by one.
+    pub fn per_control(mut self) -> Tool {
+        self.device_keys = DeviceKeys::PerControl;
+        self
+    }
+
+    /// A workflow tool: never a step of a workflow; with `changes`, it changes the shared
+    /// workflows (refused to device keys, [`DeviceKeys::ChangesWorkflows`]).
+    pub fn workflow(mut self, changes: bool) -> Tool {
+        self.workflow = true;
+        if changes {
+            self.device_keys = DeviceKeys::ChangesWorkflows;
+        }
+        self
+    }
+
+    /// The call needs the highest of its own permission and what `raises` finds for its
+    /// arguments ([`Tool::raises`]).
+    pub fn raised_by(
+        mut self,
+        raises: fn(&WorkflowStore, &Map<String, Value>) -> Permission,
+    ) -> Tool {
+        self.raises = Some(raises);
+        self
+    }
+
+    /// It may run as a task.
+    pub fn task(mut self) -> Tool {
+        self.task = true;
+        self
+    }
+
+    /// `destructiveHint`.
+    pub fn destructive(mut self) -> Tool {
+        self.destructive = true;
+        self
+    }
+
+    /// Not `idempotentHint`.
+    pub fn repeats(mut self) -> Tool {
+        self.idempotent = false;
+        self
+    }
+
+    /// The JSON Schema of its `data`.
+    pub fn data(mut self, schema: fn() -> Value) -> Tool {
+        self.data_schema = schema;
+        self
+    }
+
+    /// The annotations `tools/list` shows, from the declaration: `readOnlyHint` exactly when
+    /// the permission does not write.
+    pub fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations {
+            read_only_hint: !self.permission.writes(),
+            destructive_hint: self.destructive,
+            idempotent_hint: self.idempotent,
+            open_world_hint: false,
+        }
+    }
+
     /// Runs the tool: `arguments` are checked against its own `inputSchema` first
     /// ([`Tool::check_arguments`]), so the schema `tools/list` shows and the checks cannot
     /// drift apart, then the handler runs. Every way a tool is run goes through here: MCP and
@@ -176,6 +321,39 @@ impl Tool {
     pub fn check_arguments(&self, arguments: &Map<String, Value>) -> Result<(), ToolError> {
         schema::validate(&(self.input_schema)(), &Value::Object(arguments.clone()))
             .map_err(|e| ToolError::InvalidParams(e.to_string()))
+    }
+
+    /// [`ToolError::Refused`] (`INSUFFICIENT_PERMISSIONS`) when `caller` is a device key and
+    /// the declaration refuses device keys ([`DeviceKeys`]); checked for direct calls and
+    /// workflow steps alike. `catalogue` names the reads a device key may use instead.
+    pub(crate) fn refuses_device_key(
+        &self,
+        catalogue: &[Tool],
+        caller: &Caller,
+    ) -> Option<ToolError> {
+        if !caller.limited_to_devices() {
+            return None;
+        }
+        let message = match self.device_keys {
+            DeviceKeys::PerControl => return None,
+            DeviceKeys::ChangesWorkflows => {
+                format!("{}: device keys cannot change workflows", self.name)
+            }
+            DeviceKeys::ShowsMore => format!(
+                "{} shows more than this device key's controls; device keys read theirs with {}",
+                self.name,
+                catalogue
+                    .iter()
+                    .filter(|t| !t.permission.writes() && t.device_keys == DeviceKeys::PerControl)
+                    .map(|t| t.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        Some(ToolError::Refused {
+            code: "INSUFFICIENT_PERMISSIONS",
+            message,
+        })
     }
 }
 
@@ -208,6 +386,21 @@ impl fmt::Display for ToolError {
     }
 }
 
+impl ToolError {
+    /// The spec §7.1 error code (`INVALID_PARAMETERS`, `DEVICE_NOT_FOUND`, the controller's,
+    /// a refusal's own, ...).
+    pub fn code(&self) -> &'static str {
+        match self {
+            ToolError::InvalidParams(_) => "INVALID_PARAMETERS",
+            ToolError::Resolve(ResolveError::NotFound { .. }) => "DEVICE_NOT_FOUND",
+            ToolError::Resolve(_) => "INVALID_PARAMETERS",
+            ToolError::Controller(e) => e.code(),
+            ToolError::Refused { code, .. } => code,
+            ToolError::InputRequired(_) => "HUMAN_CONFIRMATION_REQUIRED",
+        }
+    }
+}
+
 impl From<ResolveError> for ToolError {
     fn from(e: ResolveError) -> Self {
         ToolError::Resolve(e)
@@ -219,20 +412,6 @@ impl From<ControllerError> for ToolError {
         ToolError::Controller(e)
     }
 }
-
-pub(crate) const READ_ONLY: ToolAnnotations = ToolAnnotations {
-    read_only_hint: true,
-    destructive_hint: false,
-    idempotent_hint: true,
-    open_world_hint: false,
-};
-
-pub(crate) const SETTER: ToolAnnotations = ToolAnnotations {
-    read_only_hint: false,
-    destructive_hint: false,
-    idempotent_hint: true,
-    open_world_hint: false,
-};
 
 /// Every tool of the catalogue, in display order.
 pub fn catalogue() -> Vec<Tool> {
@@ -246,47 +425,6 @@ pub fn catalogue() -> Vec<Tool> {
     tools.extend(batch::tools());
     tools.extend(summary::tools());
     tools
-}
-
-/// The read-only tools a device key may call: each lists only the controls the key may touch
-/// ([`Caller::permits`]). The other reads describe rooms or the whole house (summaries,
-/// workflows naming other devices) and are refused to device keys.
-pub const DEVICE_KEY_READS: [&str; 10] = [
-    "list_devices",
-    "get_lights_status",
-    "get_blinds_status",
-    "discover_rolladen_capabilities",
-    "get_climate_status",
-    "get_temperature_sensors",
-    "get_zone_temperature",
-    "get_audio_status",
-    "get_security_status",
-    "get_sensors_status",
-];
-
-/// `Some(INSUFFICIENT_PERMISSIONS)` when `caller` is a device key and `tool` is a read that
-/// is not in [`DEVICE_KEY_READS`], or changes the shared workflows (`create_workflow`,
-/// `delete_workflow`: what other keys run); checked for direct calls and for workflow steps
-/// alike. Every other tool is limited per control ([`Caller::permits`]).
-pub(crate) fn refused_to_device_key(tool: &Tool, caller: &Caller) -> Option<ToolError> {
-    if !caller.limited_to_devices() {
-        return None;
-    }
-    let message = if ["create_workflow", "delete_workflow"].contains(&tool.name) {
-        format!("{}: device keys cannot change workflows", tool.name)
-    } else if tool.annotations.read_only_hint && !DEVICE_KEY_READS.contains(&tool.name) {
-        format!(
-            "{} shows more than this device key's controls; device keys read theirs with {}",
-            tool.name,
-            DEVICE_KEY_READS.join(", ")
-        )
-    } else {
-        return None;
-    };
-    Some(ToolError::Refused {
-        code: "INSUFFICIENT_PERMISSIONS",
-        message,
-    })
 }
 
 /// The catalogue bound to a house, with the response caches. It is the MCP handler of the
@@ -307,6 +445,8 @@ pub struct HomeTools {
     /// The password pages every call of this catalogue shares (served by the HTTP transport,
     /// see [`HomeTools::password_pages`]).
     passwords: Arc<password::PasswordPages>,
+    /// Where every call of a tool that writes is recorded ([`HomeTools::with_audit`]).
+    audit: Option<Arc<AuditLog>>,
 }
 
 impl HomeTools {
@@ -327,7 +467,17 @@ impl HomeTools {
             writes: AtomicU64::new(0),
             pending: Arc::new(confirm::Pending::default()),
             passwords: Arc::new(password::PasswordPages::default()),
+            audit: None,
         }
+    }
+
+    /// Records every MCP call of a tool that writes ([`Permission::writes`]) in `log`: who
+    /// (the request's caller and transport), what (the tool and [`target_of`] its
+    /// arguments), the outcome (`ok` or the error code of the typed result, never read back
+    /// from the rendered answer), the latency and who confirmed it.
+    pub fn with_audit(mut self, log: Arc<AuditLog>) -> Self {
+        self.audit = Some(log);
+        self
     }
 
     /// Confirmations live (and the user's answer is awaited) `lifetime` instead of
@@ -354,31 +504,18 @@ impl HomeTools {
         self
     }
 
-    /// The permission a call needs: the tool's own, and for `execute_workflow` also the
-    /// highest permission among the workflow's steps (for the auth gate). `None` for an
-    /// unknown tool.
+    /// The permission a call needs: the tool's own, raised for `execute_workflow` to the
+    /// highest among the workflow's steps ([`Tool::raises`]); `None` for an unknown tool.
     pub fn required_permission(
         &self,
         name: &str,
         arguments: &Map<String, Value>,
     ) -> Option<Permission> {
         let tool = self.tool(name)?;
-        Some(tool.permission.max(workflows::permission_of_call(
-            &self.workflows,
-            name,
-            arguments,
-        )))
-    }
-
-    /// Whether a call by a key limited to `scope` stays inside it, as far as the arguments
-    /// tell ([`scope::check`]); every command is checked again when it is sent.
-    pub fn check_scope(
-        &self,
-        name: &str,
-        arguments: &Map<String, Value>,
-        scope: &crate::home::Scope,
-    ) -> Result<(), String> {
-        scope::check(&self.house.home(), name, arguments, scope)
+        Some(match tool.raises {
+            Some(raises) => tool.permission.max(raises(&self.workflows, arguments)),
+            None => tool.permission,
+        })
     }
 
     /// The tool named `name`.
@@ -417,16 +554,16 @@ impl HomeTools {
             RpcError::invalid_params(format!("unknown tool {name:?}"))
                 .with_details("call tools/list for the available tools")
         })?;
-        if let Some(refusal) = refused_to_device_key(tool, caller) {
-            return Ok(SharedResult::new(failure(refusal)));
-        }
-        if !tool.annotations.read_only_hint {
-            let result = self.run(tool, arguments, caller);
+        if tool.permission.writes() {
+            let result = self.call_writing(tool, arguments, caller);
             // Whatever it did, nobody may read an answer from before it.
             self.writes.fetch_add(1, Ordering::SeqCst);
             self.tool_cache.clear();
             self.resource_cache.clear();
             return result.map(SharedResult::new);
+        }
+        if let Some(refusal) = tool.refuses_device_key(&self.tools, caller) {
+            return Ok(SharedResult::new(failure(refusal)));
         }
         if caller.access().is_some_and(|a| a.is_limited()) {
             // The answer may be filtered to this key's rooms, categories or controls (list_rooms,
@@ -479,35 +616,108 @@ impl HomeTools {
         arguments: Map<String, Value>,
         caller: &Caller,
     ) -> Result<CallToolResult, RpcError> {
-        let ctx = Ctx {
-            house: &self.house,
-            catalogue: &self.tools,
-            workflows: &self.workflows,
+        let result = match tool.refuses_device_key(&self.tools, caller) {
+            Some(refusal) => Err(refusal),
+            None => tool.invoke(&self.ctx(), &arguments, caller),
         };
-        match tool.invoke(&ctx, &arguments, caller) {
-            Ok(data) => Ok(success(data)),
-            // Arguments outside the schema, or a value outside the control's range found when
-            // the command was about to be sent: -32602 (spec §7.2), or a tool execution error
-            // the model can read for clients at 2025-11-25 and later.
-            Err(
-                ToolError::InvalidParams(m)
-                | ToolError::Controller(ControllerError::InvalidValue(m)),
-            ) => {
-                let message = format!("{}: {m}", tool.name);
-                if caller
-                    .request
-                    .as_ref()
-                    .is_some_and(RequestContext::argument_errors_as_tool_results)
-                {
-                    Ok(failure(ToolError::InvalidParams(message)))
-                } else {
-                    Err(RpcError::invalid_params(message))
-                }
+        render(tool, caller, result)
+    }
+
+    /// [`HomeTools::run`] for a tool that writes, recorded in the audit log
+    /// ([`HomeTools::with_audit`]) with its typed outcome.
+    fn call_writing(
+        &self,
+        tool: &Tool,
+        arguments: Map<String, Value>,
+        caller: &Caller,
+    ) -> Result<CallToolResult, RpcError> {
+        let (Some(log), Some(request)) = (&self.audit, &caller.request) else {
+            return self.run(tool, arguments, caller);
+        };
+        let started = Instant::now();
+        let target = target_of(&arguments);
+        let result = match tool.refuses_device_key(&self.tools, caller) {
+            Some(refusal) => Err(refusal),
+            None => tool.invoke(&self.ctx(), &arguments, caller),
+        };
+        let (outcome, confirmed_by) = match &result {
+            Ok(data) => (
+                "ok",
+                data.get("confirmed_by")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            ),
+            // A 2026-07-28 client is asked first (multi round-trip request): nothing was sent.
+            Err(ToolError::InputRequired(_)) => ("INPUT_REQUIRED", None),
+            Err(e) => (e.code(), None),
+        };
+        log.record(
+            Entry::new(
+                request.caller.as_ref(),
+                request.transport,
+                tool.name,
+                &target,
+                outcome,
+                started.elapsed(),
+            )
+            .confirmed_by(confirmed_by),
+        );
+        render(tool, caller, result)
+    }
+}
+
+/// The answer to a call of `tool` that came to `result`: the envelope, or for arguments
+/// outside the schema (or a value outside the control's range found when the command was about
+/// to be sent) JSON-RPC -32602 (spec §7.2), or a tool execution error the model can read for
+/// clients at 2025-11-25 and later; a question to the user (2026-07-28) goes to the MCP core,
+/// which turns it into `input_required`.
+fn render(
+    tool: &Tool,
+    caller: &Caller,
+    result: Result<Value, ToolError>,
+) -> Result<CallToolResult, RpcError> {
+    match result {
+        Ok(data) => Ok(success(data)),
+        Err(
+            ToolError::InvalidParams(m) | ToolError::Controller(ControllerError::InvalidValue(m)),
+        ) => {
+            let message = format!("{}: {m}", tool.name);
+            if caller
+                .request
+                .as_ref()
+                .is_some_and(RequestContext::argument_errors_as_tool_results)
+            {
+                Ok(failure(ToolError::InvalidParams(message)))
+            } else {
+                Err(RpcError::invalid_params(message))
             }
-            // The user is asked (2026-07-28): the MCP core turns this into `input_required`.
-            Err(ToolError::InputRequired(ask)) => Err(ask),
-            Err(e) => Ok(failure(e)),
         }
+        Err(ToolError::InputRequired(ask)) => Err(ask),
+        Err(e) => Ok(failure(e)),
+    }
+}
+
+impl ToolFacts for HomeTools {
+    fn required_permission(
+        &self,
+        name: &str,
+        arguments: &Map<String, Value>,
+    ) -> Option<Permission> {
+        HomeTools::required_permission(self, name, arguments)
+    }
+
+    /// What the tool declares it reaches ([`Reach::check`]); an unknown tool is refused.
+    fn check_scope(
+        &self,
+        name: &str,
+        arguments: &Map<String, Value>,
+        scope: &crate::home::Scope,
+    ) -> Result<(), String> {
+        self.tool(name).map_or(Reach::Refused, |t| t.reach).check(
+            &self.house.home(),
+            arguments,
+            scope,
+        )
     }
 }
 
@@ -526,18 +736,6 @@ impl HomeTools {
     }
 }
 
-/// Tools that may run as tasks (MCP extension `io.modelcontextprotocol/tasks`): the
-/// house-wide blind commands, which wait until the blinds report their new position (up to
-/// the house's verify timeout), and the workflow runs, whose steps take their own time.
-/// Their progress becomes the task's `statusMessage`; a confirmation they need becomes an
-/// input request of the task.
-pub const TASK_TOOLS: [&str; 4] = [
-    "control_all_rolladen",
-    "control_rolladen_unified",
-    "execute_workflow",
-    "execute_workflow_demo",
-];
-
 impl HomeTools {
     /// `tools/list`: every tool of the catalogue, its description ending in the permission
     /// it needs, its output schema the envelope around its `data` schema.
@@ -550,7 +748,7 @@ impl HomeTools {
                 description: format!("{} (permission: {})", t.description, t.permission.as_str()),
                 input_schema: (t.input_schema)(),
                 output_schema: Some(envelope_schema((t.data_schema)())),
-                annotations: t.annotations,
+                annotations: t.annotations(),
             })
             .collect()
     }
@@ -627,12 +825,17 @@ pub(crate) fn failure(e: ToolError) -> CallToolResult {
             ),
             json!({"query": query, "reason": "ambiguous", "candidates": candidates}),
         ),
-        ToolError::Controller(e) => (e.code(), e.to_string(), controller_details(&e)),
-        ToolError::Refused { code, message } => (code, message, json!({})),
-        ToolError::InvalidParams(m) => ("INVALID_PARAMETERS", m, json!({})),
-        e @ ToolError::InputRequired(_) => {
-            ("HUMAN_CONFIRMATION_REQUIRED", e.to_string(), json!({}))
+        e @ ToolError::Controller(ControllerError::LockedOut { .. }) => {
+            let ToolError::Controller(ControllerError::LockedOut { remaining_secs }) = e else {
+                unreachable!()
+            };
+            (
+                e.code(),
+                e.to_string(),
+                json!({"retry_after_secs": remaining_secs}),
+            )
         }
+        e => (e.code(), e.to_string(), json!({})),
     };
     let envelope = json!({
         "status": "error",
@@ -645,14 +848,5 @@ pub(crate) fn failure(e: ToolError) -> CallToolResult {
         }],
         structured_content: None,
         is_error: true,
-    }
-}
-
-fn controller_details(e: &ControllerError) -> Value {
-    match e {
-        ControllerError::LockedOut { remaining_secs } => {
-            json!({"retry_after_secs": remaining_secs})
-        }
-        _ => json!({}),
     }
 }

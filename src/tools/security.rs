@@ -19,18 +19,10 @@ use super::password::Source;
 use super::view::{self, round1, ValueReader};
 use super::{
     confirm_schema, confirmation_data_schema, mark_unconfirmed, Caller, Confirmation, Ctx,
-    Permission, ToConfirm, Tool, ToolError, READ_ONLY, SETTER,
+    Permission, Reach, ToConfirm, Tool, ToolError,
 };
 use crate::home::resolve::{Candidate, ResolveError};
-use crate::home::{Action, Control, ControlKind, ControllerError, Home, Secret};
-use crate::mcp::ToolAnnotations;
-
-const DISARM: ToolAnnotations = ToolAnnotations {
-    read_only_hint: false,
-    destructive_hint: true,
-    idempotent_hint: true,
-    open_world_hint: false,
-};
+use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, Secret};
 
 fn alarm_schema() -> Value {
     json!({"type": "string", "description": "Default: the only or the central alarm"})
@@ -57,13 +49,11 @@ fn result_schema() -> Value {
 
 pub fn tools() -> Vec<Tool> {
     vec![
-        Tool {
-            name: "arm_alarm",
-            title: "Arm the alarm",
-            description: "Arms the burglar alarm: delayed (default true) after its exit delay, false at once; motion false = shell protection only (single alarms); the user confirms first.",
-            permission: Permission::Security,
-            annotations: SETTER,
-            input_schema: || {
+        Tool::new(
+            "arm_alarm",
+            "Arm the alarm",
+            "Arms the burglar alarm: delayed (default true) after its exit delay, false at once; motion false = shell protection only (single alarms); the user confirms first.",
+            || {
                 json!({
                     "type": "object",
                     "properties": {
@@ -76,16 +66,17 @@ pub fn tools() -> Vec<Tool> {
                     "additionalProperties": false
                 })
             },
-            data_schema: result_schema,
-            run: arm_alarm,
-        },
-        Tool {
-            name: "disarm_alarm",
-            title: "Disarm the alarm",
-            description: "Disarms the burglar alarm and ends a running alarm; the user confirms first.",
-            permission: Permission::Security,
-            annotations: DISARM,
-            input_schema: || {
+            arm_alarm,
+        )
+        .permission(Permission::Security)
+        .reach(Reach::Controls { room: "room" })
+        .per_control()
+        .data(result_schema),
+        Tool::new(
+            "disarm_alarm",
+            "Disarm the alarm",
+            "Disarms the burglar alarm and ends a running alarm; the user confirms first.",
+            || {
                 json!({
                     "type": "object",
                     "properties": {
@@ -96,16 +87,18 @@ pub fn tools() -> Vec<Tool> {
                     "additionalProperties": false
                 })
             },
-            data_schema: result_schema,
-            run: disarm_alarm,
-        },
-        Tool {
-            name: "acknowledge_alarm",
-            title: "Acknowledge an alarm",
-            description: "Acknowledges a triggered burglar or smoke alarm (silencing it) without disarming; the user confirms first.",
-            permission: Permission::Security,
-            annotations: SETTER,
-            input_schema: || {
+            disarm_alarm,
+        )
+        .permission(Permission::Security)
+        .reach(Reach::Controls { room: "room" })
+        .per_control()
+        .destructive()
+        .data(result_schema),
+        Tool::new(
+            "acknowledge_alarm",
+            "Acknowledge an alarm",
+            "Acknowledges a triggered burglar or smoke alarm (silencing it) without disarming; the user confirms first.",
+            || {
                 json!({
                     "type": "object",
                     "properties": {
@@ -116,17 +109,22 @@ pub fn tools() -> Vec<Tool> {
                     "additionalProperties": false
                 })
             },
-            data_schema: result_schema,
-            run: acknowledge_alarm,
-        },
-        Tool {
-            name: "get_security_status",
-            title: "Security status",
-            description: "Burglar alarms (armed, arming, level 0-6, exit delay s), smoke alarms (level 0 none, 1 pre-alarm, 2 alarm), gates and doors (open_percent, 0 = closed), access controls; null: unknown. limit is per list.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: args::room_limit_schema,
-            data_schema: || {
+            acknowledge_alarm,
+        )
+        .permission(Permission::Security)
+        .reach(Reach::Controls { room: "room" })
+        .per_control()
+        .data(result_schema),
+        Tool::new(
+            "get_security_status",
+            "Security status",
+            "Burglar alarms (armed, arming, level 0-6, exit delay s), smoke alarms (level 0 none, 1 pre-alarm, 2 alarm), gates and doors (open_percent, 0 = closed), access controls; null: unknown. limit is per list.",
+            args::room_limit_schema,
+            get_security_status,
+        )
+        .reach(Reach::Room { room: "room", family: Family::Security })
+        .per_control()
+        .data(|| {
                 let entry = json!({"type": "array"});
                 json!({
                     "type": "object",
@@ -139,9 +137,7 @@ pub fn tools() -> Vec<Tool> {
                     },
                     "required": ["alarms", "smoke_alarms", "access", "visu_password_configured", "truncated"]
                 })
-            },
-            run: get_security_status,
-        },
+            }),
     ]
 }
 

@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 
 use super::args;
 use super::view::{self, ValueReader};
-use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY};
+use super::{Caller, Ctx, Reach, Tool, ToolError};
 use crate::home::resolve::fold;
 use crate::home::{Control, ControlKind, Family, Home, House, Value as Reading};
 
@@ -28,13 +28,11 @@ const SENSOR_TYPES: [&str; 7] = [
 
 pub fn tools() -> Vec<Tool> {
     vec![
-        Tool {
-            name: "get_home_summary",
-            title: "Home summary",
-            description: "What is going on, to read first: lights on, blinds not open, open windows and doors, °C and target per room, audio playing, presence, alarms (armed), alerts (smoke, water). room narrows all but the alarms.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: || {
+        Tool::new(
+            "get_home_summary",
+            "Home summary",
+            "What is going on, to read first: lights on, blinds not open, open windows and doors, °C and target per room, audio playing, presence, alarms (armed), alerts (smoke, water). room narrows all but the alarms.",
+            || {
                 args::closed(
                     json!({
                         "room": args::room_schema()
@@ -42,7 +40,10 @@ pub fn tools() -> Vec<Tool> {
                     &[],
                 )
             },
-            data_schema: || {
+            get_home_summary,
+        )
+        .reach(Reach::AllFamilies { room: "room" })
+        .data(|| {
                 let list = json!({"type": "array"});
                 json!({
                     "type": "object",
@@ -58,16 +59,12 @@ pub fn tools() -> Vec<Tool> {
                     },
                     "required": ["room", "lights_on", "blinds_not_open", "openings", "climate", "audio_playing", "presence", "alarm", "alerts"]
                 })
-            },
-            run: get_home_summary,
-        },
-        Tool {
-            name: "get_sensors_status",
-            title: "Sensors status",
-            description: "Sensors and readings: temperature °C, humidity %, motion, door_window (open true/false, or number open), brightness lx, meter kW, other; null: unreadable.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: || {
+            }),
+        Tool::new(
+            "get_sensors_status",
+            "Sensors status",
+            "Sensors and readings: temperature °C, humidity %, motion, door_window (open true/false, or number open), brightness lx, meter kW, other; null: unreadable.",
+            || {
                 args::closed(
                     json!({
                         "room": args::room_schema(),
@@ -78,13 +75,15 @@ pub fn tools() -> Vec<Tool> {
                     &[],
                 )
             },
-            data_schema: || args::listing_schema("sensors", json!({
+            get_sensors_status,
+        )
+        .reach(Reach::Room { room: "room", family: Family::Sensors })
+        .per_control()
+        .data(|| args::listing_schema("sensors", json!({
                         "type": "object",
                         "properties": {"sensor_type": {"enum": SENSOR_TYPES}},
                         "required": ["name", "value", "unit"]
-                    }), &[]),
-            run: get_sensors_status,
-        },
+                    }), &[])),
     ]
 }
 

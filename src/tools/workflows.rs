@@ -23,47 +23,29 @@ use serde_json::{json, Map, Value};
 
 use super::args;
 use super::schema;
-use super::{failure, Caller, Ctx, Permission, Tool, ToolError, READ_ONLY};
+use super::{failure, Caller, Ctx, Permission, Tool, ToolError};
 use crate::home::Family;
-use crate::mcp::{Content, ToolAnnotations};
+use crate::mcp::Content;
 use crate::workflow::{self, NewWorkflow, Step, StoreError, Workflow, WorkflowKey, WorkflowStore};
-
-/// The workflow tools themselves: never allowed as a step.
-const WORKFLOW_TOOLS: [&str; 6] = [
-    "create_workflow",
-    "list_workflows",
-    "get_workflow",
-    "execute_workflow",
-    "delete_workflow",
-    "execute_workflow_demo",
-];
-
-const WRITER: ToolAnnotations = ToolAnnotations {
-    read_only_hint: false,
-    destructive_hint: false,
-    idempotent_hint: false,
-    open_world_hint: false,
-};
 
 pub fn tools() -> Vec<Tool> {
     vec![
-        Tool {
-            name: "create_workflow",
-            title: "Create a workflow",
-            description: "Stores a named workflow of 1-50 tool calls, checked now (tools and arguments). Steps with the same parallel_group run together; delays total at most 3600 s. Returns its id and the permission executing it needs.",
-            permission: Permission::Control,
-            annotations: WRITER,
-            input_schema: create_schema,
-            data_schema: workflow_schema,
-            run: create_workflow,
-        },
-        Tool {
-            name: "list_workflows",
-            title: "List workflows",
-            description: "Lists stored workflows with their steps, tools and the permission executing them needs.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: || {
+        Tool::new(
+            "create_workflow",
+            "Create a workflow",
+            "Stores a named workflow of 1-50 tool calls, checked now (tools and arguments). Steps with the same parallel_group run together; delays total at most 3600 s. Returns its id and the permission executing it needs.",
+            create_schema,
+            create_workflow,
+        )
+        .permission(Permission::Control)
+        .repeats()
+        .workflow(true)
+        .data(workflow_schema),
+        Tool::new(
+            "list_workflows",
+            "List workflows",
+            "Lists stored workflows with their steps, tools and the permission executing them needs.",
+            || {
                 json!({
                     "type": "object",
                     "properties": {
@@ -73,7 +55,10 @@ pub fn tools() -> Vec<Tool> {
                     "additionalProperties": false
                 })
             },
-            data_schema: || {
+            list_workflows,
+        )
+        .workflow(false)
+        .data(|| {
                 json!({
                     "type": "object",
                     "properties": {
@@ -85,62 +70,53 @@ pub fn tools() -> Vec<Tool> {
                     },
                     "required": ["workflows", "total"]
                 })
-            },
-            run: list_workflows,
-        },
-        Tool {
-            name: "get_workflow",
-            title: "Show a workflow",
-            description: "Shows one stored workflow (name or id) with its steps and the stages they run in.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: || key_schema(json!({})),
-            data_schema: workflow_schema,
-            run: get_workflow,
-        },
-        Tool {
-            name: "execute_workflow",
-            title: "Execute a workflow",
-            description: "Runs a stored workflow (name or id) stage by stage; reports each step (success, error, skipped, planned). stop_on_error stops after a failure; dry_run sends nothing. Needs the workflow's permission; security or house-wide steps need confirmation (see confirm).",
-            permission: Permission::Control,
-            annotations: ToolAnnotations {
-                read_only_hint: false,
-                destructive_hint: true,
-                idempotent_hint: false,
-                open_world_hint: false,
-            },
-            input_schema: || {
+            }),
+        Tool::new(
+            "get_workflow",
+            "Show a workflow",
+            "Shows one stored workflow (name or id) with its steps and the stages they run in.",
+            || key_schema(json!({})),
+            get_workflow,
+        )
+        .workflow(false)
+        .data(workflow_schema),
+        Tool::new(
+            "execute_workflow",
+            "Execute a workflow",
+            "Runs a stored workflow (name or id) stage by stage; reports each step (success, error, skipped, planned). stop_on_error stops after a failure; dry_run sends nothing. Needs the workflow's permission; security or house-wide steps need confirmation (see confirm).",
+            || {
                 key_schema(json!({
                     "dry_run": args::dry_run_schema(),
                     "stop_on_error": {"type": "boolean", "default": false},
                     "confirm": super::confirm_schema()
                 }))
             },
-            data_schema: run_schema,
-            run: execute_workflow,
-        },
-        Tool {
-            name: "delete_workflow",
-            title: "Delete a workflow",
-            description: "Deletes a stored workflow (name or id); returns it.",
-            permission: Permission::Control,
-            annotations: ToolAnnotations {
-                read_only_hint: false,
-                destructive_hint: true,
-                idempotent_hint: true,
-                open_world_hint: false,
-            },
-            input_schema: || key_schema(json!({})),
-            data_schema: workflow_schema,
-            run: delete_workflow,
-        },
-        Tool {
-            name: "execute_workflow_demo",
-            title: "Run the demonstration workflow",
-            description: "Runs a built-in demo: lists rooms, switches one room's lights on and off again, reads temperatures, lists blinds, audio and alarms. Switches real lights unless dry_run.",
-            permission: Permission::Control,
-            annotations: WRITER,
-            input_schema: || {
+            execute_workflow,
+        )
+        .permission(Permission::Control)
+        .per_control()
+        .destructive()
+        .repeats()
+        .task()
+        .workflow(false)
+        .raised_by(steps_permission)
+        .data(run_schema),
+        Tool::new(
+            "delete_workflow",
+            "Delete a workflow",
+            "Deletes a stored workflow (name or id); returns it.",
+            || key_schema(json!({})),
+            delete_workflow,
+        )
+        .permission(Permission::Control)
+        .destructive()
+        .workflow(true)
+        .data(workflow_schema),
+        Tool::new(
+            "execute_workflow_demo",
+            "Run the demonstration workflow",
+            "Runs a built-in demo: lists rooms, switches one room's lights on and off again, reads temperatures, lists blinds, audio and alarms. Switches real lights unless dry_run.",
+            || {
                 json!({
                     "type": "object",
                     "properties": {
@@ -149,9 +125,14 @@ pub fn tools() -> Vec<Tool> {
                     "additionalProperties": false
                 })
             },
-            data_schema: run_schema,
-            run: execute_workflow_demo,
-        },
+            execute_workflow_demo,
+        )
+        .permission(Permission::Control)
+        .per_control()
+        .repeats()
+        .task()
+        .workflow(false)
+        .data(run_schema),
     ]
 }
 
@@ -229,29 +210,10 @@ fn run_schema() -> Value {
     s
 }
 
-/// Parses a stored permission name.
-fn parse_permission(s: &str) -> Option<Permission> {
-    [
-        Permission::Read,
-        Permission::Control,
-        Permission::Security,
-        Permission::Admin,
-    ]
-    .into_iter()
-    .find(|p| p.as_str() == s)
-}
-
-/// The extra permission a call needs beyond its tool's own: for `execute_workflow`, the
-/// workflow's recorded permission (`Read` when the workflow does not exist or the arguments
-/// are bad: the call then fails anyway).
-pub(super) fn permission_of_call(
-    store: &WorkflowStore,
-    tool: &str,
-    arguments: &Map<String, Value>,
-) -> Permission {
-    if tool != "execute_workflow" {
-        return Permission::Read;
-    }
+/// The permission `execute_workflow` needs beyond its own: the workflow's recorded permission
+/// (`Read` when the workflow does not exist or the arguments are bad: the call then fails
+/// anyway).
+fn steps_permission(store: &WorkflowStore, arguments: &Map<String, Value>) -> Permission {
     let key = match (arguments.get("name"), arguments.get("id")) {
         (Some(Value::String(n)), None) => WorkflowKey::Name(n.clone()),
         (None, Some(id)) => match id.as_i64() {
@@ -262,7 +224,7 @@ pub(super) fn permission_of_call(
     };
     match store.get(&key) {
         // An unreadable permission asks for the most.
-        Ok(Some(w)) => parse_permission(&w.permission).unwrap_or(Permission::Admin),
+        Ok(Some(w)) => Permission::parse(&w.permission).unwrap_or(Permission::Admin),
         _ => Permission::Read,
     }
 }
@@ -323,12 +285,6 @@ fn create_workflow(ctx: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Valu
 /// The step's tool, if the step may call it with these arguments; otherwise the reason,
 /// starting with the field (`tool: ...`, `arguments.action: ...`).
 fn check_step<'a>(catalogue: &'a [Tool], step: &Step) -> Result<&'a Tool, String> {
-    if WORKFLOW_TOOLS.contains(&step.tool.as_str()) {
-        return Err(format!(
-            "tool: {:?} is a workflow tool; a workflow cannot run workflow tools",
-            step.tool
-        ));
-    }
     let tool = catalogue
         .iter()
         .find(|t| t.name == step.tool)
@@ -338,6 +294,12 @@ fn check_step<'a>(catalogue: &'a [Tool], step: &Step) -> Result<&'a Tool, String
                 step.tool
             )
         })?;
+    if tool.workflow {
+        return Err(format!(
+            "tool: {:?} is a workflow tool; a workflow cannot run workflow tools",
+            step.tool
+        ));
+    }
     schema::validate_at(
         &(tool.input_schema)(),
         &Value::Object(step.arguments.clone()),
@@ -569,24 +531,10 @@ fn execute_workflow(
 /// (`control_all_lights`, `control_all_rolladen`, a unified tool with scope `system`); `None`
 /// when it needs no confirmation.
 fn confirm_question(ctx: &Ctx, w: &Workflow) -> Option<(crate::home::Risk, String)> {
-    let security = |s: &Step| {
-        ctx.catalogue
-            .iter()
-            .find(|t| t.name == s.tool)
-            .is_some_and(|t| t.permission >= Permission::Security)
-    };
-    let house_wide = |s: &Step| match s.tool.as_str() {
-        "control_all_lights" | "control_all_rolladen" => true,
-        "control_lights_unified" | "control_rolladen_unified" => s
-            .arguments
-            .get("scope")
-            .and_then(Value::as_str)
-            .is_some_and(|v| {
-                super::batch::Scope::parse(v).is_ok_and(|s| s == super::batch::Scope::System)
-            }),
-        _ => false,
-    };
-    let recorded = parse_permission(&w.permission).unwrap_or(Permission::Admin);
+    let tool = |s: &Step| ctx.catalogue.iter().find(|t| t.name == s.tool);
+    let security = |s: &Step| tool(s).is_some_and(|t| t.permission >= Permission::Security);
+    let house_wide = |s: &Step| tool(s).is_some_and(|t| t.reach.house_wide(&s.arguments));
+    let recorded = Permission::parse(&w.permission).unwrap_or(Permission::Admin);
     let flagged: Vec<String> = w
         .steps
         .iter()
@@ -776,7 +724,7 @@ fn run_step(ctx: &Ctx, i: usize, p: &Planned, caller: &Caller, dry_run: bool) ->
             )
         }
     };
-    if let Some(refusal) = super::refused_to_device_key(tool, caller) {
+    if let Some(refusal) = tool.refuses_device_key(ctx.catalogue, caller) {
         let error = json!({"error": error_object(refusal)});
         return record(i, p, "error", error, Duration::ZERO);
     }
@@ -787,7 +735,7 @@ fn run_step(ctx: &Ctx, i: usize, p: &Planned, caller: &Caller, dry_run: bool) ->
             .is_some();
         if has_dry_run {
             arguments.insert("dry_run".into(), Value::Bool(true));
-        } else if !tool.annotations.read_only_hint {
+        } else if tool.permission.writes() {
             return record(
                 i,
                 p,
