@@ -244,7 +244,7 @@ impl AuditLog {
             path: path.display().to_string(),
             message,
         };
-        create_private(path).map_err(|e| open_err(e.to_string()))?;
+        crate::files::create_private(path).map_err(|e| open_err(e.to_string()))?;
         let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
         let _ = conn.pragma_update(None, "journal_mode", "WAL");
         Self::start(conn, retention_days).map_err(|e| open_err(e.to_string()))
@@ -516,22 +516,6 @@ fn insert_batch(conn: &mut Connection, batch: &[Entry]) -> Result<(), AuditError
     tx.commit().map_err(sql)
 }
 
-/// Creates `path` empty with mode 0600 unless it exists.
-fn create_private(path: &Path) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    match options.open(path) {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
 /// Arguments whose string values name what a call acts on. Only these are recorded: secrets
 /// (`code`, `pin`, `password`, ...) can never reach the log.
 pub const TARGET_FIELDS: [&str; 9] = [
@@ -692,6 +676,16 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// Records an entry of 2026-01-01 (key `old`) and one of 2026-03-01 (key `new`).
+    fn old_and_new(log: &AuditLog) {
+        for (time, key) in [
+            ("2026-01-01T00:00:00.000Z", "old"),
+            ("2026-03-01T00:00:00.000Z", "new"),
+        ] {
+            log.record(entry(time, key, "control_device", "ok"));
+        }
+    }
+
     #[test]
     fn drop_commits_the_queue_and_retention_prunes() {
         let dir = std::env::temp_dir().join(format!("audit-test-{}", std::process::id()));
@@ -700,18 +694,7 @@ mod tests {
         let _ = std::fs::remove_file(&path);
         {
             let log = AuditLog::open(&path, 30).unwrap();
-            log.record(entry(
-                "2026-01-01T00:00:00.000Z",
-                "old",
-                "control_device",
-                "ok",
-            ));
-            log.record(entry(
-                "2026-03-01T00:00:00.000Z",
-                "new",
-                "control_device",
-                "ok",
-            ));
+            old_and_new(&log);
             // dropped here without a flush: the writer commits on the way out
         }
         #[cfg(unix)]
@@ -722,18 +705,7 @@ mod tests {
         }
         let log = AuditLog::open(&path, 30).unwrap();
         assert_eq!(log.count().unwrap(), 0, "both older than 30 days at start");
-        log.record(entry(
-            "2026-01-01T00:00:00.000Z",
-            "old",
-            "control_device",
-            "ok",
-        ));
-        log.record(entry(
-            "2026-03-01T00:00:00.000Z",
-            "new",
-            "control_device",
-            "ok",
-        ));
+        old_and_new(&log);
         log.flush();
         let now = humantime::parse_rfc3339("2026-03-15T00:00:00Z").unwrap();
         assert_eq!(log.prune(now).unwrap(), 1);

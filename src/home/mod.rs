@@ -19,7 +19,7 @@ pub mod state;
 pub use action::{Action, OverrideTimer, RoomMode, LOXONE_EPOCH_UNIX};
 pub use bus::{Bus, Change, Event, Subscription};
 pub use house::{
-    CommandLimits, Controller, ControllerError, House, Outcome, RejectedStructure, Secret,
+    Command, CommandLimits, Controller, ControllerError, House, Outcome, RejectedStructure, Secret,
 };
 pub use link::{LinkMode, LinkSnapshot, LinkStatus};
 pub use model::{

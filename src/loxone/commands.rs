@@ -346,7 +346,7 @@ fn action_name(action: &Action) -> String {
 }
 
 /// The word for a room mode, as the `set_room_mode` tool takes it.
-pub fn room_mode_name(m: &crate::home::RoomMode) -> &'static str {
+fn room_mode_name(m: &crate::home::RoomMode) -> &'static str {
     use crate::home::RoomMode as M;
     match m {
         M::Auto => "auto",

@@ -2,7 +2,7 @@
 //! ([`super::commands`]), answers become values, and [`LoxoneError`] is mapped once to the
 //! controller-independent [`ControllerError`].
 
-use crate::home::{Action, Control, Controller, ControllerError, Secret, Value};
+use crate::home::{Action, Command, Control, Controller, ControllerError, Secret, Value};
 
 use super::client::{parse_number_prefix, Client, LlAnswer, LoxoneError};
 use super::commands::command_for;
@@ -54,7 +54,22 @@ fn answer_value(a: &LlAnswer) -> Option<Value> {
     })
 }
 
+/// The command the Loxone adapter sends for `action` on `control` ([`command_for`]), as the
+/// house shows it ([`Controller::command`]). A controller of tests that wraps or stands in
+/// for the client words its commands the same way with this.
+pub fn command(control: &Control, action: &Action) -> Result<Command, ControllerError> {
+    let cmd = command_for(control, action).map_err(ControllerError::Unsupported)?;
+    Ok(Command {
+        command: cmd.command(),
+        target: cmd.target,
+    })
+}
+
 impl Controller for Client {
+    fn command(&self, control: &Control, action: &Action) -> Result<Command, ControllerError> {
+        command(control, action)
+    }
+
     fn act(&self, control: &Control, action: &Action) -> Result<Option<Value>, ControllerError> {
         let cmd = command_for(control, action).map_err(ControllerError::Unsupported)?;
         let answer = self.command(&cmd.target, &cmd.segments)?;

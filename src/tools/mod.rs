@@ -50,6 +50,7 @@ use crate::mcp::{
     ToolAnnotations, ToolDescriptor,
 };
 use crate::workflow::WorkflowStore;
+use args::Args;
 use cache::{Cache, CacheConfig, DEFAULT_CAPACITY};
 pub use scope::Reach;
 
@@ -79,20 +80,24 @@ pub(crate) fn mark_unconfirmed(data: &mut Value, question: &str, outcome: &Confi
     }
 }
 
-/// JSON Schema of the `confirm` argument: what happens without it (the tools' descriptions say
-/// what needs confirmation).
-pub(crate) fn confirm_schema() -> Value {
-    json!({"type": "boolean", "description": "Counts only where the key's owner allows it; else the user is asked"})
+/// The `data` schema of a confirmable tool: `data` with the properties of the confirmation's
+/// outcome ([`mark_unconfirmed`]; `confirmation` carries the question and what to do next).
+pub(crate) fn with_confirmation(mut data: Value) -> Value {
+    if let Some(p) = data["properties"].as_object_mut() {
+        p.insert("confirmation_required".into(), json!({"type": "boolean"}));
+        p.insert("cancelled".into(), json!({"type": "boolean"}));
+        p.insert("confirmed_by".into(), json!({"type": "string"}));
+    }
+    data
 }
 
-/// The schema properties a confirmable tool adds to its `data` (`confirmation` carries the
-/// question and what to do next).
-pub(crate) fn confirmation_data_schema() -> Value {
-    json!({
-        "confirmation_required": {"type": "boolean"},
-        "cancelled": {"type": "boolean"},
-        "confirmed_by": {"type": "string"}
-    })
+/// The schema of a list of records whose `status` is one of `words` (batch results, workflow
+/// steps).
+pub(crate) fn statuses(words: &[&str]) -> Value {
+    json!({"type": "array", "items": {
+        "type": "object",
+        "properties": {"status": {"enum": words}}
+    }})
 }
 
 /// A short name of an action for progress and log messages ("off", "50 %", "disarm").
@@ -122,8 +127,10 @@ pub(crate) fn action_label(a: &Action) -> String {
     }
 }
 
-/// A tool's handler: arguments in, `data` of the envelope out.
-pub type Run = fn(&Ctx, &Map<String, Value>, &Caller) -> Result<Value, ToolError>;
+/// A tool's handler as the catalogue runs it: the arguments (checked against its schema) in,
+/// `data` of the envelope out; made by [`Tool::new`] from the typed handler.
+type Run =
+    Box<dyn Fn(&Ctx, &Map<String, Value>, &Caller) -> Result<Value, ToolError> + Send + Sync>;
 
 /// What raises the permission a call needs above its tool's own ([`Tool::raises`]).
 pub type Raises = fn(&WorkflowStore, &Map<String, Value>) -> Permission;
@@ -192,22 +199,28 @@ pub struct Tool {
     /// `idempotentHint`: calling it twice does what calling it once does (not so for steps of
     /// a volume, next track, or creating and running workflows).
     pub idempotent: bool,
-    /// JSON Schema of the arguments.
-    pub input_schema: fn() -> Value,
+    /// JSON Schema of the arguments, generated from the handler's argument type ([`Args`]).
+    pub input_schema: Value,
     /// JSON Schema of the envelope's `data`.
     pub data_schema: fn() -> Value,
-    pub run: Run,
+    /// The parser of its argument type, without running it ([`Tool::parse`]).
+    take: fn(&Map<String, Value>) -> Result<(), ToolError>,
+    run: Run,
+}
+
+/// [`Args::take`] of `A`, the value dropped: whether arguments parse.
+fn takes<A: Args>(arguments: &Map<String, Value>) -> Result<(), ToolError> {
+    A::take(arguments).map(drop)
 }
 
 impl Tool {
-    /// A tool with the safe defaults (see [`Tool`]), its arguments described by
-    /// `input_schema`, run by `run`.
-    pub fn new(
+    /// A tool with the safe defaults (see [`Tool`]), run by `run`: its argument type `A`
+    /// gives the input schema and the parser ([`Args`]), so the two cannot disagree.
+    pub fn new<A: Args + 'static>(
         name: &'static str,
         title: &'static str,
         description: &'static str,
-        input_schema: fn() -> Value,
-        run: Run,
+        run: fn(&Ctx, A, &Caller) -> Result<Value, ToolError>,
     ) -> Tool {
         Tool {
             name,
@@ -221,9 +234,10 @@ impl Tool {
             workflow: false,
             destructive: false,
             idempotent: true,
-            input_schema,
+            input_schema: A::schema(),
             data_schema: || json!({"type": "object"}),
-            run,
+            take: takes::<A>,
+            run: Box::new(move |ctx, arguments, caller| run(ctx, A::take(arguments)?, caller)),
         }
     }
 
@@ -237,6 +251,20 @@ impl Tool {
     pub fn reach(mut self, reach: Reach) -> Tool {
         self.reach = reach;
         self
+    }
+
+    /// It operates controls, reaching `reach`: permission `control`, and a device key may call
+    /// it (each control is checked when its command is sent).
+    pub fn operates(self, reach: Reach) -> Tool {
+        self.permission(Permission::Control)
+            .reach(reach)
+            .per_control()
+    }
+
+    /// It reads controls, reaching `reach`: a device key may call it (it lists only the key's
+    /// controls).
+    pub fn lists(self, reach: Reach) -> Tool {
+        self.reach(reach).per_control()
     }
 
     /// A device key may call it: it lists or operates controls one by one.
@@ -301,9 +329,10 @@ impl Tool {
     }
 
     /// Runs the tool: `arguments` are checked against its own `inputSchema` first
-    /// ([`Tool::check_arguments`]), so the schema `tools/list` shows and the checks cannot
-    /// drift apart, then the handler runs. Every way a tool is run goes through here: MCP and
-    /// REST calls ([`HomeTools::call`]), workflow steps, resources.
+    /// ([`Tool::check_arguments`], for messages naming the field), then parsed into its
+    /// argument type (generated from the same fields) and handed to its handler. Every way a
+    /// tool is run goes through here: MCP and REST calls ([`HomeTools::call`]), workflow steps,
+    /// resources.
     pub fn invoke(
         &self,
         ctx: &Ctx,
@@ -314,12 +343,23 @@ impl Tool {
         (self.run)(ctx, arguments, caller)
     }
 
+    /// `Ok` when `arguments` would reach the handler: they fit the schema (as
+    /// [`Tool::check_arguments`]; messages name the field under `at`, e.g. `arguments.level`)
+    /// and parse into the argument type. Nothing runs (a workflow's steps are checked so when
+    /// it is created).
+    pub fn parse(&self, arguments: &Map<String, Value>, at: &str) -> Result<(), ToolError> {
+        schema::validate_at(&self.input_schema, &Value::Object(arguments.clone()), at)
+            .map_err(|e| ToolError::InvalidParams(e.message))?;
+        (self.take)(arguments)
+    }
+
     /// `Ok` when `arguments` fit the tool's `inputSchema` (types, enums, ranges, required and
     /// unknown fields; see [`schema`]); else [`ToolError::InvalidParams`] naming the field
-    /// and what it allows (`number: must be of type number (got string "NaN")`,
-    /// `value: must be at most 100 (got 150)`, `colour: unknown field; expected one of ...`).
+    /// and what it allows (`number must be of type number (got string)`,
+    /// `value must be between 0 and 100 (got 150)`,
+    /// ``unknown field `colour`, expected one of ...``).
     pub fn check_arguments(&self, arguments: &Map<String, Value>) -> Result<(), ToolError> {
-        schema::validate(&(self.input_schema)(), &Value::Object(arguments.clone()))
+        schema::validate(&self.input_schema, &Value::Object(arguments.clone()))
             .map_err(|e| ToolError::InvalidParams(e.to_string()))
     }
 
@@ -746,7 +786,7 @@ impl HomeTools {
                 name: t.name.into(),
                 title: Some(t.title.into()),
                 description: format!("{} (permission: {})", t.description, t.permission.as_str()),
-                input_schema: (t.input_schema)(),
+                input_schema: t.input_schema.clone(),
                 output_schema: Some(envelope_schema((t.data_schema)())),
                 annotations: t.annotations(),
             })
@@ -848,5 +888,194 @@ pub(crate) fn failure(e: ToolError) -> CallToolResult {
         }],
         structured_content: None,
         is_error: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value schema `s` admits: an enum's first word, the minimum, `minLength` characters,
+    /// `minItems` samples, an object of its required fields, the first branch of an `anyOf`.
+    fn sample(s: &Value) -> Value {
+        if let Some(first) = s["enum"].as_array().and_then(|e| e.first()) {
+            return first.clone();
+        }
+        if let Some(first) = s["anyOf"].as_array().and_then(|b| b.first()) {
+            return sample(first);
+        }
+        match s["type"].as_str().unwrap_or("object") {
+            "integer" | "number" => s.get("minimum").cloned().unwrap_or(json!(1)),
+            "boolean" => json!(true),
+            "string" => json!("x".repeat(s["minLength"].as_u64().unwrap_or(1) as usize)),
+            "array" => Value::Array(
+                (0..s["minItems"].as_u64().unwrap_or(1))
+                    .map(|_| sample(&s["items"]))
+                    .collect(),
+            ),
+            _ => Value::Object(
+                s["required"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(|r| (r.to_string(), sample(&s["properties"][r])))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The boundary values of property schema `p`, each with whether the schema admits it:
+    /// both ends of a range and just outside them, a fraction for an integer, every word of an
+    /// enum and one that is none, both ends of a length or a number of items and just
+    /// outside, each branch of an `anyOf`, and a value of a wrong type.
+    fn boundaries(p: &Value) -> Vec<(Value, bool)> {
+        let mut cases = Vec::new();
+        if let Some(branches) = p["anyOf"].as_array() {
+            cases.extend(branches.iter().flat_map(boundaries));
+            cases.push((json!(7), false));
+            return cases;
+        }
+        let ty = p["type"].as_str().unwrap_or("object");
+        if let Some(words) = p["enum"].as_array() {
+            cases.extend(words.iter().map(|w| (w.clone(), true)));
+            cases.push((json!("surely-no-such-word"), false));
+        }
+        let min = p["minimum"].as_f64();
+        let max = p["maximum"].as_f64();
+        match ty {
+            "integer" | "number" => {
+                for (end, outside) in [(min, -1.0), (max, 1.0)] {
+                    if let Some(end) = end {
+                        cases.push((json!(end), true));
+                        cases.push((json!(end + outside), false));
+                    }
+                }
+                if min.is_none() && max.is_none() {
+                    cases.push((json!(0), true));
+                }
+                if ty == "integer" {
+                    let whole = min.or(max).unwrap_or(0.0);
+                    cases.push((json!(whole + 0.5), false));
+                    // JSON Schema's integer admits 2.0 as well as 2.
+                    cases.push((Value::from(whole), true));
+                }
+                cases.push((json!("12"), false));
+            }
+            "string" => {
+                if p.get("enum").is_none() {
+                    let lo = p["minLength"].as_u64().unwrap_or(0) as usize;
+                    cases.push((json!("x".repeat(lo.max(1))), true));
+                    if lo > 0 {
+                        cases.push((json!("x".repeat(lo - 1)), false));
+                    }
+                    if let Some(hi) = p["maxLength"].as_u64() {
+                        cases.push((json!("ü".repeat(hi as usize)), true));
+                        cases.push((json!("ü".repeat(hi as usize + 1)), false));
+                    }
+                }
+                cases.push((json!(12), false));
+            }
+            "boolean" => {
+                cases.push((json!(true), true));
+                cases.push((json!(false), true));
+                cases.push((json!("true"), false));
+            }
+            "array" => {
+                let item = sample(&p["items"]);
+                let lo = p["minItems"].as_u64().unwrap_or(0) as usize;
+                cases.push((Value::Array(vec![item.clone(); lo.max(1)]), true));
+                if lo > 0 {
+                    cases.push((Value::Array(vec![item.clone(); lo - 1]), false));
+                }
+                if let Some(hi) = p["maxItems"].as_u64() {
+                    cases.push((Value::Array(vec![item.clone(); hi as usize]), true));
+                    cases.push((Value::Array(vec![item; hi as usize + 1]), false));
+                }
+                cases.push((json!({"not": "a list"}), false));
+            }
+            _ => {
+                cases.push((sample(p), true));
+                cases.push((json!([1]), false));
+            }
+        }
+        cases
+    }
+
+    /// Feeds `tool` `arguments`: `admit` says whether its schema admits them; the parser must
+    /// agree, and a refusal must name `field`.
+    fn feed(tool: &Tool, arguments: &Map<String, Value>, field: &str, admit: bool) {
+        let r = tool.parse(arguments, "");
+        match (admit, r) {
+            (true, Ok(())) => {}
+            (false, Err(ToolError::InvalidParams(m))) => {
+                assert!(
+                    m.contains(field),
+                    "{}: {m:?} does not name {field}",
+                    tool.name
+                )
+            }
+            (admit, r) => panic!(
+                "{}: {} with {arguments:?}: the schema {} it, the parser said {r:?}",
+                tool.name,
+                field,
+                if admit { "admits" } else { "refuses" }
+            ),
+        }
+    }
+
+    /// Every tool's generated schema and its parser agree at the schema's boundaries: what the
+    /// schema admits parses, what it refuses is refused naming the field (issue 27).
+    #[test]
+    fn schemas_and_parsers_agree_at_every_boundary() {
+        let mut fed = 0;
+        for tool in catalogue() {
+            let schema = &tool.input_schema;
+            let Value::Object(base) = sample(schema) else {
+                panic!("{}: the arguments are an object", tool.name)
+            };
+            feed(&tool, &base, "", true);
+            let mut unknown = base.clone();
+            unknown.insert("surely_unknown_field".into(), json!(1));
+            feed(&tool, &unknown, "surely_unknown_field", false);
+            let required: Vec<&str> = schema["required"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            for r in &required {
+                let mut missing = base.clone();
+                missing.remove(*r);
+                feed(&tool, &missing, r, false);
+            }
+            let properties = schema["properties"].as_object().expect("properties");
+            for (key, p) in properties {
+                for (v, admit) in boundaries(p) {
+                    let mut args = base.clone();
+                    args.insert(key.clone(), v);
+                    feed(&tool, &args, key, admit);
+                    fed += 1;
+                }
+                // The fields of the objects of a list (operations, steps), in its first entry.
+                let Some(item_props) = p["items"]["properties"].as_object() else {
+                    continue;
+                };
+                for (inner, q) in item_props {
+                    for (v, admit) in boundaries(q) {
+                        let mut item = sample(&p["items"]);
+                        item[inner] = v;
+                        let mut args = base.clone();
+                        let mut list = sample(p);
+                        list[0] = item;
+                        args.insert(key.clone(), list);
+                        feed(&tool, &args, &format!("{key}[0].{inner}"), admit);
+                        fed += 1;
+                    }
+                }
+            }
+        }
+        println!("{fed} boundary cases over the catalogue");
+        assert!(fed > 500, "the walk fed the tools: {fed}");
     }
 }

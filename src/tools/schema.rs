@@ -548,7 +548,7 @@ mod tests {
         const ANNOTATIONS: &[&str] = &["description", "default", "title", "examples"];
         let mut found = Vec::new();
         for tool in super::super::catalogue() {
-            keywords(&(tool.input_schema)(), tool.name, &mut found);
+            keywords(&tool.input_schema, tool.name, &mut found);
         }
         assert!(
             found.len() > 100,
@@ -566,8 +566,8 @@ mod tests {
     fn every_catalogue_schema_accepts_its_required_fields_only_with_values() {
         // A tool without arguments takes `{}`; unknown fields are rejected everywhere.
         for tool in super::super::catalogue() {
-            let schema = (tool.input_schema)();
-            let e = validate(&schema, &json!({"surely_unknown_field": 1}));
+            let schema = &tool.input_schema;
+            let e = validate(schema, &json!({"surely_unknown_field": 1}));
             assert!(e.is_err(), "{} accepts unknown fields", tool.name);
         }
     }

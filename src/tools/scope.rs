@@ -194,7 +194,7 @@ impl Reach {
             Reach::Unified(_) => args
                 .get("scope")
                 .and_then(Value::as_str)
-                .and_then(|v| super::batch::Scope::parse(v).ok())
+                .and_then(super::batch::Scope::from_word)
                 .is_some_and(|s| s == super::batch::Scope::System),
             _ => false,
         }
