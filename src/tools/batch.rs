@@ -45,7 +45,7 @@ use super::{
     Tool, ToolError,
 };
 use crate::home::bounds::PERCENT;
-use crate::home::resolve::{fold, ResolveError};
+use crate::home::resolve::fold;
 use crate::home::{
     Action, Control, ControlKind, ControllerError, Family, Home, House, Risk, Value as HValue,
 };
@@ -681,7 +681,7 @@ fn attempt(
     caller: &Caller,
 ) -> Result<&'static str, ToolError> {
     if let Some(e) = &item.refused {
-        return Err(clone_error(e));
+        return Err(e.clone());
     }
     let Some(c) = item.control else {
         return Err(ToolError::InvalidParams("nothing to control".into()));
@@ -718,33 +718,9 @@ fn attempt(
     Ok("ok")
 }
 
-/// A copy of a planned refusal (each item's error is reported once, so a cheap copy suffices).
-fn clone_error(e: &ToolError) -> ToolError {
-    match e {
-        ToolError::InvalidParams(m) => ToolError::InvalidParams(m.clone()),
-        ToolError::Resolve(r) => ToolError::Resolve(r.clone()),
-        ToolError::Controller(c) => ToolError::Controller(c.clone()),
-        ToolError::Refused { code, message } => ToolError::Refused {
-            code,
-            message: message.clone(),
-        },
-        ToolError::InputRequired(e) => ToolError::InputRequired(e.clone()),
-    }
-}
-
 /// `{"code", "message"}` of an item's error, codes per spec §7.1.
 pub fn error_record(e: &ToolError) -> Value {
-    let (code, message) = match e {
-        ToolError::InvalidParams(m) => ("INVALID_PARAMETERS", m.clone()),
-        ToolError::Resolve(r @ ResolveError::NotFound { .. }) => {
-            ("DEVICE_NOT_FOUND", r.to_string())
-        }
-        ToolError::Resolve(r) => ("INVALID_PARAMETERS", r.to_string()),
-        ToolError::Controller(c) => (c.code(), c.to_string()),
-        ToolError::Refused { code, message } => (*code, message.clone()),
-        e @ ToolError::InputRequired(_) => ("HUMAN_CONFIRMATION_REQUIRED", e.to_string()),
-    };
-    json!({"code": code, "message": message})
+    json!({"code": e.code(), "message": e.to_string()})
 }
 
 /// The `data` schema shared by every batch tool: per item (`device`, `status`, the Loxone

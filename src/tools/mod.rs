@@ -398,7 +398,7 @@ impl Tool {
 }
 
 /// Why a tool call failed.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum ToolError {
     /// Arguments that do not fit the schema: JSON-RPC -32602 with this message, or a tool
     /// execution error for clients at 2025-11-25 and later (see [`HomeTools::call`]).
@@ -595,15 +595,12 @@ impl HomeTools {
                 .with_details("call tools/list for the available tools")
         })?;
         if tool.permission.writes() {
-            let result = self.call_writing(tool, arguments, caller);
+            let result = self.run(tool, arguments, caller);
             // Whatever it did, nobody may read an answer from before it.
             self.writes.fetch_add(1, Ordering::SeqCst);
             self.tool_cache.clear();
             self.resource_cache.clear();
             return result.map(SharedResult::new);
-        }
-        if let Some(refusal) = tool.refuses_device_key(&self.tools, caller) {
-            return Ok(SharedResult::new(failure(refusal)));
         }
         if caller.access().is_some_and(|a| a.is_limited()) {
             // The answer may be filtered to this key's rooms, categories or controls (list_rooms,
@@ -650,58 +647,40 @@ impl HomeTools {
         self.house.generation() + self.writes.load(Ordering::SeqCst)
     }
 
+    /// Runs `tool` for `caller` (a device key refused where the declaration says so) and
+    /// renders the answer; a call of a tool that writes is recorded in the audit log
+    /// ([`HomeTools::with_audit`]) with its typed outcome.
     fn run(
         &self,
         tool: &Tool,
         arguments: Map<String, Value>,
         caller: &Caller,
     ) -> Result<CallToolResult, RpcError> {
-        let result = match tool.refuses_device_key(&self.tools, caller) {
-            Some(refusal) => Err(refusal),
-            None => tool.invoke(&self.ctx(), &arguments, caller),
-        };
-        render(tool, caller, result)
-    }
-
-    /// [`HomeTools::run`] for a tool that writes, recorded in the audit log
-    /// ([`HomeTools::with_audit`]) with its typed outcome.
-    fn call_writing(
-        &self,
-        tool: &Tool,
-        arguments: Map<String, Value>,
-        caller: &Caller,
-    ) -> Result<CallToolResult, RpcError> {
-        let (Some(log), Some(request)) = (&self.audit, &caller.request) else {
-            return self.run(tool, arguments, caller);
-        };
         let started = Instant::now();
-        let target = target_of(&arguments);
         let result = match tool.refuses_device_key(&self.tools, caller) {
             Some(refusal) => Err(refusal),
             None => tool.invoke(&self.ctx(), &arguments, caller),
         };
-        let (outcome, confirmed_by) = match &result {
-            Ok(data) => (
-                "ok",
-                data.get("confirmed_by")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
-            ),
-            // A 2026-07-28 client is asked first (multi round-trip request): nothing was sent.
-            Err(ToolError::InputRequired(_)) => ("INPUT_REQUIRED", None),
-            Err(e) => (e.code(), None),
-        };
-        log.record(
-            Entry::new(
+        if let (true, Some(log), Some(request)) =
+            (tool.permission.writes(), &self.audit, &caller.request)
+        {
+            let (outcome, confirmed_by) = match &result {
+                Ok(data) => ("ok", data.get("confirmed_by").and_then(Value::as_str)),
+                // A 2026-07-28 client is asked first (multi round-trip request): nothing was
+                // sent.
+                Err(ToolError::InputRequired(_)) => ("INPUT_REQUIRED", None),
+                Err(e) => (e.code(), None),
+            };
+            let entry = Entry::new(
                 request.caller.as_ref(),
                 request.transport,
                 tool.name,
-                &target,
+                &target_of(&arguments),
                 outcome,
                 started.elapsed(),
-            )
-            .confirmed_by(confirmed_by),
-        );
+            );
+            log.record(entry.confirmed_by(confirmed_by.map(str::to_string)));
+        }
         render(tool, caller, result)
     }
 }
@@ -834,52 +813,12 @@ fn success(data: Value) -> CallToolResult {
     }
 }
 
+/// The failed answer: the envelope `{"status": "error", "error": {code, message, details},
+/// "timestamp"}` with `isError`.
 pub(crate) fn failure(e: ToolError) -> CallToolResult {
-    let (code, message, details) = match e {
-        ToolError::Resolve(ResolveError::NotFound { query, suggestions }) => (
-            "DEVICE_NOT_FOUND",
-            if suggestions.is_empty() {
-                format!("nothing is named {query:?}")
-            } else {
-                format!(
-                    "nothing is named {query:?}; did you mean {}?",
-                    suggestions
-                        .iter()
-                        .map(view::candidate_label)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            },
-            json!({"query": query, "suggestions": suggestions}),
-        ),
-        ToolError::Resolve(ResolveError::Ambiguous { query, candidates }) => (
-            "INVALID_PARAMETERS",
-            format!(
-                "{query:?} matches {} things: {}; name the room or use the UUID",
-                candidates.len(),
-                candidates
-                    .iter()
-                    .map(view::candidate_label)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            json!({"query": query, "reason": "ambiguous", "candidates": candidates}),
-        ),
-        e @ ToolError::Controller(ControllerError::LockedOut { .. }) => {
-            let ToolError::Controller(ControllerError::LockedOut { remaining_secs }) = e else {
-                unreachable!()
-            };
-            (
-                e.code(),
-                e.to_string(),
-                json!({"retry_after_secs": remaining_secs}),
-            )
-        }
-        e => (e.code(), e.to_string(), json!({})),
-    };
     let envelope = json!({
         "status": "error",
-        "error": {"code": code, "message": message, "details": details},
+        "error": error_object(e),
         "timestamp": crate::time::now_iso8601(),
     });
     CallToolResult {
@@ -889,6 +828,45 @@ pub(crate) fn failure(e: ToolError) -> CallToolResult {
         structured_content: None,
         is_error: true,
     }
+}
+
+/// The spec's error object (§7.1) of `e`: `{code, message, details}`, the details naming what
+/// a client can act on (the names that came close, the candidates, when to retry). What a
+/// failed call answers, and what a workflow reports for a failed step.
+pub(crate) fn error_object(e: ToolError) -> Value {
+    let code = e.code();
+    let names = |list: &[crate::home::resolve::Candidate]| {
+        list.iter()
+            .map(view::candidate_label)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (message, details) = match e {
+        ToolError::Resolve(ResolveError::NotFound { query, suggestions }) => (
+            if suggestions.is_empty() {
+                format!("nothing is named {query:?}")
+            } else {
+                format!(
+                    "nothing is named {query:?}; did you mean {}?",
+                    names(&suggestions)
+                )
+            },
+            json!({"query": query, "suggestions": suggestions}),
+        ),
+        ToolError::Resolve(ResolveError::Ambiguous { query, candidates }) => (
+            format!(
+                "{query:?} matches {} things: {}; name the room or use the UUID",
+                candidates.len(),
+                names(&candidates)
+            ),
+            json!({"query": query, "reason": "ambiguous", "candidates": candidates}),
+        ),
+        ToolError::Controller(c @ ControllerError::LockedOut { remaining_secs }) => {
+            (c.to_string(), json!({"retry_after_secs": remaining_secs}))
+        }
+        e => (e.to_string(), json!({})),
+    };
+    json!({"code": code, "message": message, "details": details})
 }
 
 #[cfg(test)]

@@ -21,10 +21,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use super::args::{self, tool_args, Confirm, DryRun, Limit};
-use super::{failure, Caller, Ctx, Permission, Tool, ToolError};
+use super::{error_object, Caller, Ctx, Permission, Tool, ToolError};
 use crate::home::bounds::Range;
 use crate::home::Family;
-use crate::mcp::Content;
 use crate::workflow::{self, NewWorkflow, Step, StoreError, Workflow, WorkflowKey, WorkflowStore};
 
 pub fn tools() -> Vec<Tool> {
@@ -697,21 +696,6 @@ fn run_step(ctx: &Ctx, i: usize, p: &Planned, caller: &Caller, dry_run: bool) ->
         Ok(data) => record(i, p, "success", json!({"data": data}), took),
         Err(e) => record(i, p, "error", json!({"error": error_object(e)}), took),
     }
-}
-
-/// The `{code, message, details}` a failed tool call reports, exactly as a direct call would.
-fn error_object(e: ToolError) -> Value {
-    let r = failure(e);
-    let text = match r.content.first() {
-        Some(Content::Text { text }) => text.as_str(),
-        _ => "{}",
-    };
-    serde_json::from_str::<Value>(text)
-        .ok()
-        .and_then(|mut v| v.get_mut("error").map(Value::take))
-        .unwrap_or_else(
-            || json!({"code": "INTERNAL_ERROR", "message": "unreadable error", "details": {}}),
-        )
 }
 
 fn execute_workflow_demo(ctx: &Ctx, a: DemoArgs, caller: &Caller) -> Result<Value, ToolError> {
