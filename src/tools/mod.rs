@@ -1,6 +1,11 @@
-//! The tool catalogue: every tool is declared once ([`Tool`]: name, description, input and
-//! output schema, annotations, permission, handler) and `tools/list` is generated from that
-//! registry. One file per family; each knows only the [`House`], never HTTP or JSON-RPC.
+//! The tool catalogue: every tool is declared once, next to its handler ([`Tool`]: name,
+//! title, description, the argument type its input schema and parser are generated from
+//! ([`args`]), output schema, permission, what it reaches ([`Reach`]), what a device key may do
+//! with it, whether it runs as a task, its hints). `tools/list`, the auth gate and the audit
+//! log (through [`crate::home::ToolFacts`], which [`HomeTools`] implements), tasks and workflows
+//! read these facts from the declaration, nowhere else. One file per family; each knows only
+//! the [`House`], never HTTP, JSON-RPC or the Loxone adapter: a tool plans
+//! [`Action`](crate::home::Action)s and the house words and sends them.
 //!
 //! Results follow the spec's envelope (§2): the text content is the JSON
 //! `{"status": "success", "data": ..., "timestamp": "<ISO 8601 UTC>"}` and `structuredContent`
