@@ -46,7 +46,7 @@ impl Controller for Counting {
         c: &home_mcp::home::Control,
         a: &home_mcp::home::Action,
     ) -> Result<home_mcp::home::Command, home_mcp::home::ControllerError> {
-        home_mcp::loxone::controller::command(c, a)
+        home_mcp::loxone::commands::house_command(c, a)
     }
     fn act(&self, control: &Control, action: &Action) -> Result<Option<Value>, ControllerError> {
         let v = match action {

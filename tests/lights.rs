@@ -637,7 +637,7 @@ impl Controller for Flaky {
         c: &home_mcp::home::Control,
         a: &home_mcp::home::Action,
     ) -> Result<home_mcp::home::Command, home_mcp::home::ControllerError> {
-        home_mcp::loxone::controller::command(c, a)
+        home_mcp::loxone::commands::house_command(c, a)
     }
     fn act(
         &self,
@@ -825,7 +825,7 @@ impl Controller for GoesDown {
         c: &home_mcp::home::Control,
         a: &home_mcp::home::Action,
     ) -> Result<home_mcp::home::Command, home_mcp::home::ControllerError> {
-        home_mcp::loxone::controller::command(c, a)
+        home_mcp::loxone::commands::house_command(c, a)
     }
     fn act(
         &self,

@@ -359,7 +359,7 @@ impl Controller for Deaf {
         c: &home_mcp::home::Control,
         a: &home_mcp::home::Action,
     ) -> Result<home_mcp::home::Command, home_mcp::home::ControllerError> {
-        home_mcp::loxone::controller::command(c, a)
+        home_mcp::loxone::commands::house_command(c, a)
     }
     fn act(&self, c: &Control, a: &Action) -> Result<Option<Value>, ControllerError> {
         if self.ignore.lock().unwrap().as_deref() == Some(c.uuid.as_str()) {

@@ -309,7 +309,7 @@ impl Controller for Rendezvous {
         c: &home_mcp::home::Control,
         a: &home_mcp::home::Action,
     ) -> Result<home_mcp::home::Command, home_mcp::home::ControllerError> {
-        home_mcp::loxone::controller::command(c, a)
+        home_mcp::loxone::commands::house_command(c, a)
     }
     fn act(&self, control: &Control, action: &Action) -> Result<Option<Reading>, ControllerError> {
         let mut seen = self.seen.lock().unwrap();
@@ -408,7 +408,7 @@ impl Controller for Timed {
         c: &home_mcp::home::Control,
         a: &home_mcp::home::Action,
     ) -> Result<home_mcp::home::Command, home_mcp::home::ControllerError> {
-        home_mcp::loxone::controller::command(c, a)
+        home_mcp::loxone::commands::house_command(c, a)
     }
     fn act(&self, control: &Control, action: &Action) -> Result<Option<Reading>, ControllerError> {
         self.log

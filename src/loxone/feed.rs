@@ -143,7 +143,7 @@ mod tests {
             c: &Control,
             a: &Action,
         ) -> Result<crate::home::Command, ControllerError> {
-            crate::loxone::controller::command(c, a)
+            crate::loxone::commands::house_command(c, a)
         }
         fn act(&self, _: &Control, _: &Action) -> Result<Option<Value>, ControllerError> {
             Err(ControllerError::Connection("no HTTP in this test".into()))

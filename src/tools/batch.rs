@@ -36,8 +36,9 @@
 
 use serde_json::{json, Value};
 
-use super::args::{self, tool_args, words, Brief, Confirm, DryRun, Names};
+use super::args;
 use super::devices::{plan, plan_device, ControlDevice, Values, Verb};
+use super::schema::{tool_args, words, Brief, Confirm, DryRun, Names};
 use super::verify::{observable, verify_reporting, Target};
 use super::view;
 use super::{

@@ -9,8 +9,9 @@
 
 use serde_json::{json, Value};
 
-use super::args::{self, tool_args, words, Confirm, DryRun, Limit, Names, RoomListing};
+use super::args;
 use super::batch::{self, Item, Members, RunOptions, Scope};
+use super::schema::{tool_args, words, Confirm, DryRun, Limit, Names, RoomListing};
 use super::view;
 use super::{Caller, Ctx, Reach, Tool, ToolError};
 use crate::home::bounds::PERCENT;

@@ -16,8 +16,9 @@
 
 use serde_json::{json, Value};
 
-use super::args::{self, tool_args, words, DryRun, RoomListing};
+use super::args;
 use super::batch::{self, Item, RunOptions};
+use super::schema::{tool_args, words, DryRun, RoomListing};
 use super::view;
 use super::{Caller, Ctx, Reach, Tool, ToolError};
 use crate::home::bounds::{OVERRIDE_MINUTES, TEMPERATURE};

@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::args::{self, tool_args, words, Confirm, DryRun, Limit};
+use super::args;
+use super::schema::{tool_args, words, Confirm, DryRun, Limit};
 use super::view;
 use super::{mark_unconfirmed, with_confirmation, Caller, Ctx, Reach, ToConfirm, Tool, ToolError};
 use crate::home::bounds::{Range, HUE, KELVIN, MOOD, PERCENT, RADIO_OUTPUT, TEXT_MAX_CHARS};

@@ -1,6 +1,6 @@
 //! The tool catalogue: every tool is declared once, next to its handler ([`Tool`]: name,
 //! title, description, the argument type its input schema and parser are generated from
-//! ([`args`]), output schema, permission, what it reaches ([`Reach`]), what a device key may do
+//! ([`schema`]), output schema, permission, what it reaches ([`Reach`]), what a device key may do
 //! with it, whether it runs as a task, its hints). `tools/list`, the auth gate and the audit
 //! log (through [`crate::home::ToolFacts`], which [`HomeTools`] implements), tasks and workflows
 //! read these facts from the declaration, nowhere else. One file per family; each knows only
@@ -55,8 +55,8 @@ use crate::mcp::{
     ToolAnnotations, ToolDescriptor,
 };
 use crate::workflow::WorkflowStore;
-use args::Args;
 use cache::{Cache, CacheConfig, DEFAULT_CAPACITY};
+use schema::Args;
 pub use scope::Reach;
 
 pub use crate::home::Permission;

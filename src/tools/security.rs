@@ -13,8 +13,9 @@
 
 use serde_json::{json, Value};
 
-use super::args::{self, tool_args, Confirm, RoomListing};
+use super::args;
 use super::password::Source;
+use super::schema::{tool_args, Confirm, RoomListing};
 use super::view::{self, round1, ValueReader};
 use super::{
     mark_unconfirmed, with_confirmation, Caller, Confirmation, Ctx, Permission, Reach, ToConfirm,

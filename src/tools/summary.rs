@@ -8,7 +8,8 @@
 
 use serde_json::{json, Value};
 
-use super::args::{self, tool_args, words, Limit};
+use super::args;
+use super::schema::{tool_args, words, Limit};
 use super::view::{self, ValueReader};
 use super::{Caller, Ctx, Reach, Tool, ToolError};
 use crate::home::resolve::fold;

@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
-use super::args::{self, tool_args, Confirm, DryRun, Limit};
+use super::args;
+use super::schema::{tool_args, Confirm, DryRun, Limit};
 use super::{error_object, Caller, Ctx, Permission, Tool, ToolError};
 use crate::home::bounds::Range;
 use crate::home::Family;
