@@ -290,10 +290,7 @@ impl Tool {
 
     /// The call needs the highest of its own permission and what `raises` finds for its
     /// arguments ([`Tool::raises`]).
-    pub fn raised_by(
-        mut self,
-        raises: fn(&WorkflowStore, &Map<String, Value>) -> Permission,
-    ) -> Tool {
+    pub fn raised_by(mut self, raises: Raises) -> Tool {
         self.raises = Some(raises);
         self
     }
