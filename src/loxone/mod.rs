@@ -8,7 +8,6 @@ pub mod backoff;
 pub mod client;
 pub mod commands;
 pub mod config;
-pub mod controller;
 pub mod crypto;
 pub mod feed;
 pub mod live;
