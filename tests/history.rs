@@ -617,8 +617,8 @@ fn bad_questions_get_clear_errors() {
         Some(Resolution::Raw),
     );
     assert!(e.to_string().contains("31 days"), "{e}");
-    // The garage light: no statistics, nothing recorded yet.
-    let e = q(GARAGE_LIGHT, None, now - 3600, now, None);
+    // The garage light's lock: no statistics, and the record keeps only primary values.
+    let e = q(GARAGE_LIGHT, Some("jLocked"), now - 3600, now, None);
     assert!(e.to_string().contains("has recorded nothing"), "{e}");
     assert_eq!(e.code(), "INVALID_PARAMETERS");
 }
@@ -998,4 +998,169 @@ fn an_energy_flow_monitor_decides_what_a_meter_is() {
     assert_eq!(role(GRID_METER), Role::Grid);
     assert_eq!(role(PV_METER), Role::Production);
     assert_eq!(role(WALLBOX), Role::Consumer);
+}
+
+#[test]
+fn get_history_answers_the_one_query_with_clear_errors() {
+    use crate::support::{ok, tool_error};
+    let (app, tools) = demo();
+    let tz = berlin();
+    let to = today();
+    let from = midnight(&tz, date_of(&tz, to - 7 * 86_400));
+    let iso = |t: i64| app.house.time().format(ts(t));
+    let data = ok(
+        &tools,
+        "get_history",
+        serde_json::json!({"device": "Stromzähler", "state": "total", "from": iso(from), "to": iso(to), "resolution": "day"}),
+    );
+    let direct = ask(
+        &app,
+        GRID_METER,
+        "total",
+        from,
+        to,
+        Resolution::Every(Unit::Day),
+    );
+    assert_eq!(
+        data,
+        direct.to_json(app.house.time()),
+        "the tool answers the house's query"
+    );
+    assert_eq!(data["source"], "statistics_v2");
+    assert_eq!(data["unit"], "kWh");
+    assert_eq!(data["points"].as_array().unwrap().len(), 7);
+    // Words: a period, the room, the default state and resolution.
+    let light = ok(
+        &tools,
+        "get_history",
+        serde_json::json!({"device": "Deckenlicht", "room": "Küche", "period": "yesterday"}),
+    );
+    assert_eq!(light["measure"], "switch");
+    assert_eq!(light["resolution"], "hour");
+    assert_eq!(light["points"].as_array().unwrap().len(), 24);
+    for (args, code, words) in [
+        (
+            serde_json::json!({"device": "Kühlschrank im Mond"}),
+            "DEVICE_NOT_FOUND",
+            "Kühlschrank",
+        ),
+        (
+            serde_json::json!({"device": "Deckenlicht"}),
+            "INVALID_PARAMETERS",
+            "Küche",
+        ),
+        (
+            serde_json::json!({"device": "Stromzähler", "from": "2099-01-01", "to": "2099-02-01"}),
+            "INVALID_PARAMETERS",
+            "future",
+        ),
+        (
+            serde_json::json!({"device": "Stromzähler", "from": "-1h", "to": "-2h"}),
+            "INVALID_PARAMETERS",
+            "before",
+        ),
+        (
+            serde_json::json!({"device": "Stromzähler", "period": "last 3 months", "resolution": "raw"}),
+            "INVALID_PARAMETERS",
+            "31 days",
+        ),
+        (
+            serde_json::json!({"device": "Stromzähler", "period": "someday"}),
+            "INVALID_PARAMETERS",
+            "last month",
+        ),
+        (
+            serde_json::json!({"device": "Stromzähler", "state": "colour"}),
+            "INVALID_PARAMETERS",
+            "totalNeg",
+        ),
+        (
+            serde_json::json!({"device": "Garagenlicht", "state": "jLocked"}),
+            "INVALID_PARAMETERS",
+            "recorded nothing",
+        ),
+        (
+            serde_json::json!({"device": "Stromzähler", "period": "today", "from": "-1h"}),
+            "INVALID_PARAMETERS",
+            "not both",
+        ),
+    ] {
+        let e = tool_error(&tools, "get_history", args.clone());
+        assert_eq!(e["code"], code, "{args}: {e}");
+        assert!(
+            e["message"].as_str().unwrap().contains(words),
+            "{args}: {e}"
+        );
+    }
+    let e = crate::support::invalid_params(
+        &tools,
+        "get_history",
+        serde_json::json!({"device": "Stromzähler", "max_points": 5000}),
+    );
+    assert!(e.contains("max_points"), "{e}");
+}
+
+#[test]
+fn get_energy_compares_periods_and_the_resources_read_the_same() {
+    use crate::support::ok;
+    use home_mcp::mcp::{Handler, RequestContext};
+    let (app, tools) = demo();
+    let data = ok(
+        &tools,
+        "get_energy",
+        serde_json::json!({"period": "last month", "compare_with": "this month", "breakdown": "day"}),
+    );
+    let f = &data["figures"];
+    let c = &data["compare"]["figures"];
+    let d = data["compare"]["difference"]["consumption"]["kwh"]
+        .as_f64()
+        .unwrap();
+    let expected = f["consumption"].as_f64().unwrap() - c["consumption"].as_f64().unwrap();
+    assert!((d - expected).abs() < 0.002, "{data}");
+    assert!(data["breakdown"]["rows"].as_array().unwrap().len() >= 28);
+    assert_eq!(data["breakdown"]["columns"][0], "start");
+    // The resource template answers as the tool; home://energy has today and this month.
+    let read = |uri: &str| {
+        let c = tools
+            .read_resource(uri, &RequestContext::default())
+            .unwrap_or_else(|e| panic!("{uri}: {e:?}"));
+        serde_json::from_str::<serde_json::Value>(c[0].text.as_deref().unwrap()).unwrap()
+    };
+    let r = read(&format!(
+        "home://history/{KITCHEN_LIGHT}?period=last%207%20days&resolution=day"
+    ));
+    let t = ok(
+        &tools,
+        "get_history",
+        serde_json::json!({"device": KITCHEN_LIGHT, "period": "last 7 days", "resolution": "day"}),
+    );
+    assert_eq!(r["points"], t["points"]);
+    let by_name = read("home://history/Stromz%C3%A4hler?state=total&period=yesterday");
+    assert_eq!(by_name["device"]["uuid"], GRID_METER);
+    let energy = read("home://energy");
+    assert!(energy["devices"].as_array().is_some_and(|d| !d.is_empty()));
+    assert!(energy["today"]["figures"]["import"].is_number(), "{energy}");
+    assert!(
+        energy["this_month"]["figures"]["consumption"].is_number(),
+        "{energy}"
+    );
+    let _ = app;
+    // Bad queries are the resource errors of the others.
+    for (uri, code) in [
+        (format!("home://history/{GRID_METER}?colour=red"), -32602),
+        ("home://history/Kühlschrank%20im%20Mond".to_string(), -32002),
+        (
+            format!("home://history/{GRID_METER}?period=someday"),
+            -32602,
+        ),
+    ] {
+        let e = tools
+            .read_resource(&uri, &RequestContext::default())
+            .unwrap_err();
+        assert_eq!(e.code, code, "{uri}: {e:?}");
+    }
+    let t = home_mcp::resources::templates();
+    assert!(t
+        .iter()
+        .any(|t| t.uri_template.starts_with("home://history/{device}{?")));
 }

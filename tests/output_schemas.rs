@@ -120,6 +120,18 @@ fn calls() -> Vec<(&'static str, Value)> {
         ("get_home_summary", json!({})),
         ("get_home_summary", json!({"room": "Küche"})),
         ("get_sensors_status", json!({"type": "temperature"})),
+        (
+            "get_history",
+            json!({"device": "Stromzähler", "state": "total", "period": "last 7 days", "resolution": "day"}),
+        ),
+        (
+            "get_history",
+            json!({"device": "Raumtemperatur Wohnzimmer"}),
+        ),
+        (
+            "get_energy",
+            json!({"period": "last month", "compare_with": "this month", "breakdown": "week"}),
+        ),
     ]
 }
 

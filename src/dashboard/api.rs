@@ -203,7 +203,7 @@ pub fn charts(dash: &Dashboard) -> ApiAnswer {
     let mut out: Vec<(u8, Json)> = Vec::new();
     for c in &home.controls {
         let recorded = record
-            .and_then(|r| r.first_recorded(&c.uuid).ok().flatten())
+            .and_then(|r| r.first_recorded(&c.uuid, None).ok().flatten())
             .is_some();
         if c.statistic.is_empty() && !recorded {
             continue;

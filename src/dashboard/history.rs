@@ -777,17 +777,17 @@ impl Record for History {
         Ok((before, out))
     }
 
-    fn first_recorded(&self, control: &str) -> Result<Option<i64>, String> {
+    fn first_recorded(&self, control: &str, state: Option<&str>) -> Result<Option<i64>, String> {
         let committed: Option<i64> = lock(&self.conn)
             .query_row(
-                "SELECT MIN(at_ms) FROM history WHERE uuid = ?1",
-                [control],
+                "SELECT MIN(at_ms) FROM history WHERE uuid = ?1 AND (?2 IS NULL OR state = ?2)",
+                params![control, state],
                 |r| r.get(0),
             )
             .map_err(|e| e.to_string())?;
         let queued = lock(&self.pending)
             .iter()
-            .filter(|r| r.uuid == control)
+            .filter(|r| r.uuid == control && state.is_none_or(|s| r.state == s))
             .map(|r| r.at_ms)
             .min();
         Ok(match (committed, queued) {

@@ -48,8 +48,8 @@ use super::time::{HouseTime, Unit};
 
 /// Points an answer holds unless asked for more.
 pub const DEFAULT_POINTS: usize = 200;
-/// Points an answer holds at most.
-pub const MAX_POINTS: usize = 2000;
+/// Points an answer holds at most (the range table's [`super::bounds::POINTS`]).
+pub const MAX_POINTS: usize = super::bounds::POINTS.max as usize;
 /// Values read from one source at most (about a year of one-minute records); more are left
 /// out and the answer says so.
 pub const MAX_SAMPLES: usize = 600_000;
@@ -609,7 +609,10 @@ impl House {
             }
         }
         if let Some(record) = self.local_record() {
-            let first = record.first_recorded(&c.uuid).ok().flatten();
+            let first = recorded_names(p)
+                .iter()
+                .filter_map(|n| record.first_recorded(&c.uuid, Some(n)).ok().flatten())
+                .min();
             if first.is_some() {
                 match read_local(record.as_ref(), p) {
                     Ok(s) => {
@@ -901,13 +904,20 @@ fn push_v1(
     }
 }
 
+/// The names the local record keeps the state under: its own, and `value` for a primary
+/// state (a polled primary value is kept so).
+fn recorded_names(p: &Plan) -> Vec<String> {
+    let mut names = vec![p.state.clone()];
+    if p.state != "value" && Primary::of(p.control).is_state(&p.state) {
+        names.push("value".into());
+    }
+    names
+}
+
 /// The local record of the state (and of `value`, under which a polled primary value is kept).
 fn read_local(record: &dyn super::house::Record, p: &Plan) -> Result<Samples, String> {
     let c = p.control;
-    let mut names = vec![p.state.clone()];
-    if p.state != "value" && Primary::of(c).is_state(&p.state) {
-        names.push("value".into());
-    }
+    let names = recorded_names(p);
     let look = match p.measure {
         Measure::Switch => 7 * 86_400_000,
         _ => 86_400_000,
@@ -956,7 +966,11 @@ fn read_local(record: &dyn super::house::Record, p: &Plan) -> Result<Samples, St
         }
     }
     s.before = before.map(|(t, v)| (ms(t), v));
-    if let Ok(Some(first)) = record.first_recorded(&c.uuid) {
+    let first = names
+        .iter()
+        .filter_map(|n| record.first_recorded(&c.uuid, Some(n)).ok().flatten())
+        .min();
+    if let Some(first) = first {
         if first > from_ms {
             s.no_data.push((p.from, ms(first).min(p.to)));
         }

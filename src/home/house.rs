@@ -292,8 +292,9 @@ pub trait Record: Send + Sync {
         to_ms: i64,
         limit: usize,
     ) -> Result<(Option<(i64, f64)>, Records), String>;
-    /// The first time anything of `control` was recorded (Unix milliseconds), if ever.
-    fn first_recorded(&self, control: &str) -> Result<Option<i64>, String>;
+    /// The first time `control`'s `state` (any state with `None`) was recorded (Unix
+    /// milliseconds), if ever.
+    fn first_recorded(&self, control: &str, state: Option<&str>) -> Result<Option<i64>, String>;
     /// How many days rows are kept.
     fn retention_days(&self) -> u32;
 }

@@ -30,6 +30,7 @@ pub mod caller;
 mod climate;
 pub mod confirm;
 mod devices;
+mod history;
 mod lights;
 pub mod password;
 pub mod schema;
@@ -466,6 +467,7 @@ pub fn catalogue() -> Vec<Tool> {
     tools.extend(workflows::tools());
     tools.extend(batch::tools());
     tools.extend(summary::tools());
+    tools.extend(history::tools());
     tools
 }
 
