@@ -166,6 +166,26 @@ fn a_month_of_hourly_temperature_matches_the_recorded_values() {
     }
     let all_min = readings.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
     assert_eq!(s.summary.min, Some(all_min));
+    // Asked from "now" (nanoseconds and all), the hours are the same hours.
+    let from_now = app
+        .house
+        .history(&Query {
+            control: LIVING_TEMPERATURE.into(),
+            state: None,
+            from: Timestamp::now() - SignedDuration::from_hours(24 * 30),
+            to: ts(to),
+            resolution: Some(Resolution::Every(Unit::Hour)),
+            max_points: Some(2000),
+        })
+        .unwrap();
+    for p in &from_now.points {
+        let b0 = p.start.as_second();
+        let (min, _, max) = level(&readings, b0, b0 + 3600).expect("readings every hour");
+        let Agg::Level { min: a, max: b, .. } = p.agg else {
+            panic!()
+        };
+        assert_eq!((a, b), (min, max), "hour of {b0}");
+    }
 }
 
 #[test]

@@ -262,9 +262,10 @@ impl HouseTime {
     pub fn start_of(&self, unit: Unit, t: Timestamp) -> Timestamp {
         match unit {
             Unit::Hour => {
-                let local = t.as_second() + i64::from(self.tz.to_offset(t).seconds());
-                t.checked_sub(SignedDuration::from_secs(local.rem_euclid(3600)))
-                    .unwrap_or(t)
+                // Whole seconds: `now` carries nanoseconds, an hour begins at :00:00.000.
+                let secs = t.as_second();
+                let local = secs + i64::from(self.tz.to_offset(t).seconds());
+                Timestamp::from_second(secs - local.rem_euclid(3600)).unwrap_or(t)
             }
             Unit::Day => self.start_of_day(t),
             Unit::Week => self.start_of_week(t),
@@ -723,6 +724,11 @@ mod tests {
         assert_eq!(
             t.start_of(Unit::Hour, ts("2026-10-25T01:30:00Z")),
             ts("2026-10-25T01:00:00Z")
+        );
+        assert_eq!(
+            t.start_of(Unit::Hour, ts("2026-10-25T01:30:00.123456789Z")),
+            ts("2026-10-25T01:00:00Z"),
+            "the start of an hour has no fraction of a second"
         );
         assert_eq!(
             t.next_start(Unit::Hour, ts("2026-10-25T01:30:00Z")),

@@ -5,7 +5,8 @@
 # ../shared/tools/mcp-client-check.py over stdio, Streamable HTTP and HTTP+SSE (legacy era;
 # 2.x also its mode='auto' connect), a short session (tests/e2e/session.py;
 # E2E_TRANSCRIPT=FILE keeps the 2.x transcript), the human confirmation scenarios of issue 20
-# (tests/e2e/human.py) and a resources/subscribe update after a wall button at the simulator,
+# (tests/e2e/human.py), history and energy judged against the simulator's own series
+# (tests/e2e/history.py) and a resources/subscribe update after a wall button at the simulator,
 # over HTTP and stdio (tests/e2e/subscribe.py). Once: a control_device call changes the
 # simulator's state as a following list_devices shows; and mcp 2.x in its modern mode,
 # `Client(mode="2026-07-28")` over HTTP and stdio (tests/e2e/modern.py: lists, a tool call
@@ -114,6 +115,14 @@ for sdk in "${SDKS[@]}"; do
     ok "python-sdk $sdk human confirmation: $(echo "$HUMAN" | tail -n1)"
   else
     bad "python-sdk $sdk human confirmation ($SDK_PY)"; echo "${HUMAN:-}" | sed 's/^/    /'
+  fi
+
+  # 6a. Issue 29: history, statistics and energy over HTTP and stdio, judged against the
+  # simulator's own series read over its HTTP API.
+  if [[ -x "$SDK_PY" ]] && HIST=$(timeout 600 "$SDK_PY" tests/e2e/history.py "$BIN" "$URL" "$SIM" 2>/dev/null); then
+    ok "python-sdk $sdk history and energy: $(echo "$HIST" | tail -n1)"
+  else
+    bad "python-sdk $sdk history and energy ($SDK_PY)"; echo "${HIST:-}" | sed 's/^/    /'
   fi
 
   # 6. resources/subscribe over HTTP and stdio: an update after a wall button at the simulator.
