@@ -1130,6 +1130,12 @@ fn every_tool() -> Vec<(&'static str, Needs, Value)> {
         ("get_audio_status", Read, json!({})),
         ("get_sensors_status", Read, json!({"room": "Flur"})),
         ("get_home_summary", Read, json!({})),
+        (
+            "get_history",
+            Read,
+            json!({"device": "Stromzähler", "state": "total", "period": "yesterday"}),
+        ),
+        ("get_energy", Read, json!({"period": "today"})),
         ("list_workflows", Read, json!({})),
         ("get_workflow", Read, json!({ "name": WORKFLOW })),
         (

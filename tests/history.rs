@@ -460,19 +460,28 @@ fn a_counter_reset_counts_from_zero() {
 /// the whole server (`App`, live link per `config`) on it; the data directory is `dir`.
 fn house_with(
     edit: impl Fn(&mut serde_json::Value),
-    mut config: Config,
+    config: Config,
     dir: &TempDir,
 ) -> (App, SimServer, Arc<Simulator>) {
     let mut doc: serde_json::Value = serde_json::from_str(home_mcp::sim::DEMO_STRUCTURE).unwrap();
     edit(&mut doc);
-    let sim = Arc::new(
-        Simulator::new(
-            &doc.to_string(),
-            Some(home_mcp::sim::DEMO_VALUES),
-            SimConfig::default(),
-        )
-        .unwrap(),
-    );
+    house_of(
+        &doc.to_string(),
+        Some(home_mcp::sim::DEMO_VALUES),
+        config,
+        dir,
+    )
+}
+
+/// The whole server on a simulator serving the structure file `text` (its clock the
+/// simulator's, Europe/Berlin); the data directory is `dir`.
+fn house_of(
+    text: &str,
+    values: Option<&str>,
+    mut config: Config,
+    dir: &TempDir,
+) -> (App, SimServer, Arc<Simulator>) {
+    let sim = Arc::new(Simulator::new(text, values, SimConfig::default()).unwrap());
     let server = SimServer::start(sim.clone(), "127.0.0.1:0").unwrap();
     config.miniserver = Some(MiniserverConfig {
         base_url: server.base_url(),
@@ -860,7 +869,18 @@ fn the_local_record_survives_a_restart_of_the_server() {
             "the change in the local record",
             crate::support::PATIENCE,
             || {
-                let s = dashboard_api(&served, &path);
+                // Before the first value is recorded the light has no history yet (400).
+                let r = crate::support::net::request(
+                    served.addr,
+                    "GET",
+                    &format!("/dashboard/api/{path}"),
+                    &[] as &[&str],
+                    "",
+                );
+                if r.status != 200 {
+                    return Err(serde_json::json!({"status": r.status, "body": r.body}));
+                }
+                let s = r.json();
                 let points = s["points"].as_array().cloned().unwrap_or_default();
                 let last = points.last().and_then(|p| p[1].as_f64());
                 if points.len() >= n && last == Some(value) && s["source"] == "local_record" {
@@ -1183,4 +1203,75 @@ fn get_energy_compares_periods_and_the_resources_read_the_same() {
     assert!(t
         .iter()
         .any(|t| t.uri_template.starts_with("home://history/{device}{?")));
+}
+
+#[test]
+fn the_one_real_structure_file_with_statistics_answers_from_them() {
+    // Of the real structure files in tests/fixtures, only the Kotlin sample app declares
+    // statistics: its InfoOnlyDigital "HDO" (the low-tariff signal) records every change in
+    // V1, shown as digital. None declares statisticV2.
+    let text = crate::support::fixture_text("Smarteon-loxone-client-kotlin-sample-app.json");
+    let home = home_mcp::loxone::structure::parse_structure(&text).unwrap();
+    let mut with: Vec<&home_mcp::home::Control> = home
+        .controls
+        .iter()
+        .filter(|c| !c.statistic.is_empty())
+        .collect();
+    assert_eq!(with.len(), 1);
+    let hdo = with.pop().unwrap();
+    assert_eq!(hdo.name, "HDO");
+    let v1 = hdo.statistic.v1.as_ref().unwrap();
+    assert_eq!(
+        (v1.frequency, v1.outputs.len(), v1.outputs[0].visu_type),
+        (1, 1, 1)
+    );
+    assert!(hdo.statistic.v2.is_empty());
+    for file in crate::support::fixture_app::FIXTURES {
+        let other =
+            home_mcp::loxone::structure::parse_structure(&crate::support::fixture_text(file))
+                .unwrap();
+        let n = other
+            .controls
+            .iter()
+            .filter(|c| !c.statistic.is_empty())
+            .count();
+        assert_eq!(
+            n,
+            usize::from(file.starts_with("Smarteon-loxone-client-kotlin")),
+            "{file}"
+        );
+    }
+    // Served by the simulator, the server reads it from the V1 month files.
+    let dir = TempDir::new("history-kotlin");
+    let (app, server, _sim) = house_of(&text, None, test_config(), &dir);
+    let api = MiniserverApi::demo(server.addr());
+    let tz = berlin();
+    let to = today();
+    let from = midnight(&tz, date_of(&tz, to - 3 * 86_400));
+    let s = ask(
+        &app,
+        &hdo.uuid,
+        "active",
+        from,
+        to,
+        Resolution::Every(Unit::Day),
+    );
+    assert_eq!(s.source, Source::StatisticsV1, "{:?}", s.left_out);
+    let mut changes = Vec::new();
+    let mut d = date_of(&tz, from - 8 * 86_400).first_of_month();
+    while midnight(&tz, d) < to {
+        let yyyymm = format!("{:04}{:02}", d.year(), d.month());
+        if let Some(rows) = v1_month(&api, &hdo.uuid, &yyyymm) {
+            changes.extend(v1_instants(&tz, &rows, 0));
+        }
+        d = d.last_of_month().tomorrow().unwrap();
+    }
+    for p in &s.points {
+        let Agg::Switch { on_secs, .. } = p.agg else {
+            panic!()
+        };
+        let expected = on_seconds(&changes, p.start.as_second(), p.end.as_second());
+        assert!((on_secs - expected).abs() < 1e-6, "{p:?} vs {expected}");
+    }
+    assert_eq!(s.points.len(), 3);
 }
