@@ -238,10 +238,7 @@ impl App {
             let env = |k: &str| std::env::var(k).ok();
             let backend = crate::auth::store::Backend::from_env(&env)
                 .map_err(|e| StartError::Keys(crate::auth::store::StoreError::Io(e)))?;
-            let path = config
-                .key_store
-                .clone()
-                .unwrap_or_else(|| backend.default_path(&config.server.data_dir));
+            let path = config.key_store_path(backend);
             crate::auth::store::open_store(backend, &path, &env).map_err(StartError::Keys)?
         };
         let gate = Arc::new(

@@ -98,6 +98,12 @@ use crate::mcp::jsonrpc::RequestIds;
 use crate::mcp::McpServer;
 use crate::metrics::{self, HttpTransport};
 
+/// Default listen address, as in the interface spec: loopback, port 3001. Every default of
+/// the HTTP server is written here once ([`HttpConfig::default`]); the configuration's
+/// `[server]` section starts from them.
+pub const DEFAULT_LISTEN: SocketAddr =
+    SocketAddr::V4(std::net::SocketAddrV4::new(Ipv4Addr::LOCALHOST, 3001));
+
 /// Default number of worker slots (requests routed at once). Slots are not threads (each
 /// request is routed on its connection's thread), so their number bounds concurrent work
 /// (memory, calls to the Miniserver), not threads: 4, a Raspberry Pi 3 or 4's cores.
@@ -214,7 +220,7 @@ pub struct MetricsContext {
 impl Default for HttpConfig {
     fn default() -> Self {
         Self {
-            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            listen: DEFAULT_LISTEN,
             workers: DEFAULT_WORKERS,
             max_body_bytes: 1024 * 1024,
             max_connections: DEFAULT_MAX_CONNECTIONS,
