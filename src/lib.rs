@@ -4,7 +4,7 @@
 //! stays in its layer, on a circle, and on a module the list does not place):
 //! 1. base utilities that know no feature: [`time`], [`logging`], [`memory`], [`ratelimit`],
 //!    [`metrics`] (the registry; the wiring names the tools), [`systemd`], [`upgraded`];
-//! 2. the home model, controller-independent: [`home`];
+//! 2. the home model, controller-independent: [`home`]; the spec's error object: [`error`];
 //! 3. the Loxone adapter and the MCP protocol core: [`loxone`], [`mcp`];
 //! 4. the Miniserver simulator, the audit log and the workflow store: [`sim`], [`audit`],
 //!    [`workflow`];
@@ -30,6 +30,7 @@ pub mod check;
 pub mod config;
 pub mod dashboard;
 pub mod dispatch;
+pub mod error;
 pub mod home;
 pub mod http;
 pub mod logging;

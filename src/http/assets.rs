@@ -17,7 +17,7 @@
 //! | `GET`/`HEAD` | 200 (or 304) |
 //! | other methods | 405 `METHOD_NOT_ALLOWED` + `Allow: GET, HEAD` |
 
-use super::{rest_error, Answer};
+use super::Answer;
 
 /// One embedded file.
 #[derive(Debug, Clone, Copy)]
@@ -100,7 +100,7 @@ pub(crate) fn serve(
             a = a.with_header("ETag", tag);
             a.with_header("Cache-Control", "no-cache")
         }
-        _ => rest_error(405, "METHOD_NOT_ALLOWED", "use GET").with_header("Allow", "GET, HEAD"),
+        _ => super::method_not_allowed("GET, HEAD"),
     };
     SECURITY_HEADERS
         .iter()

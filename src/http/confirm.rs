@@ -61,8 +61,7 @@ pub(crate) fn handle(
                 Err(e) => page_error(e),
             },
             tiny_http::Method::Post => post(pages, request, id),
-            _ => rest_error(405, "METHOD_NOT_ALLOWED", "use GET or POST")
-                .with_header("Allow", "GET, POST"),
+            _ => super::method_not_allowed("GET, POST"),
         }
     };
     SECURITY_HEADERS
@@ -87,18 +86,16 @@ fn post(pages: &PasswordPages, request: &mut tiny_http::Request, id: &str) -> An
             "send the page's form (application/x-www-form-urlencoded)",
         );
     }
-    let body = match super::mcp::read_body(request, MAX_FORM_BYTES) {
-        Ok(b) => b,
-        Err(_) => {
+    let text = match super::body::text(request, MAX_FORM_BYTES) {
+        Ok(text) => text,
+        Err(super::body::BodyError::TooLarge { .. }) => {
             return rest_error(
                 413,
                 "PAYLOAD_TOO_LARGE",
                 &format!("the form exceeds {MAX_FORM_BYTES} bytes"),
             )
         }
-    };
-    let Ok(text) = String::from_utf8(body) else {
-        return rest_error(400, "INVALID_REQUEST", "the form is not UTF-8");
+        Err(e) => return rest_error(400, "INVALID_REQUEST", &e.to_string()),
     };
     let Ok(params) = crate::auth::oauth::Params::parse(&text) else {
         return rest_error(400, "INVALID_REQUEST", "the form cannot be read");

@@ -20,11 +20,6 @@ use super::{Answer, Ctx, Handled};
 use crate::mcp::jsonrpc::{self, Incoming, Message};
 use crate::mcp::Outlet;
 
-fn method_not_allowed(allow: &'static str) -> Answer {
-    super::rest_error(405, "METHOD_NOT_ALLOWED", &format!("use {allow}"))
-        .with_header("Allow", allow)
-}
-
 /// `GET /sse`.
 pub(crate) fn open(
     ctx: &Arc<Ctx>,
@@ -32,7 +27,7 @@ pub(crate) fn open(
     auth: Option<&crate::auth::gate::Principal>,
 ) -> Handled {
     if request.method() != &tiny_http::Method::Get {
-        return method_not_allowed("GET").into();
+        return super::method_not_allowed("GET").into();
     }
     let Some(permit) = ctx.pool.acquire() else {
         return too_many_streams().into();
@@ -108,7 +103,7 @@ pub(crate) fn message(
     auth: Option<&crate::auth::gate::Principal>,
 ) -> Answer {
     if request.method() != &tiny_http::Method::Post {
-        return method_not_allowed("POST");
+        return super::method_not_allowed("POST");
     }
     let body = match read_body(request, ctx.config.max_body_bytes) {
         Ok(b) => b,

@@ -55,8 +55,6 @@
 //!    session's GET stream. Requests answered in JSON get the session's GET stream as their
 //!    peer.
 
-use std::io::Read;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -353,10 +351,13 @@ pub(crate) fn echo_ids(ctx: &Ctx, answer: Answer, body: &[u8]) -> Answer {
     let (Some(serde_json::Value::Null), Some(error)) = (sent.get("id"), sent.get("error")) else {
         return answer;
     };
+    let Ok(error) = serde_json::from_value::<jsonrpc::ErrorObject>(error.clone()) else {
+        return answer;
+    };
     match jsonrpc::request_ids(body, ctx.mcp.max_batch_items()) {
         RequestIds::Unknown => answer,
         ids => Answer {
-            body: jsonrpc::error_for(&ids, error).into_bytes(),
+            body: jsonrpc::error_for(&ids, &error).into_bytes(),
             ..answer
         },
     }
@@ -959,25 +960,13 @@ pub(crate) fn too_large(limit: usize) -> Answer {
     )
 }
 
-/// Reads the body, holding at most `limit + 1` bytes.
+/// The body of a POST to an MCP route ([`super::body::read`]): 413 beyond `limit`, 400 when
+/// it cannot be read, as JSON-RPC errors.
 pub(crate) fn read_body(request: &mut tiny_http::Request, limit: usize) -> Result<Vec<u8>, Answer> {
-    let too_large = || too_large(limit);
-    if request.body_length().is_some_and(|n| n > limit) {
-        return Err(too_large());
-    }
-    let mut body = Vec::with_capacity(request.body_length().unwrap_or(0).min(limit));
-    match request
-        .as_reader()
-        .take(limit as u64 + 1)
-        .read_to_end(&mut body)
-    {
-        Ok(_) if body.len() > limit => Err(too_large()),
-        Ok(_) => Ok(body),
-        Err(e) => {
-            log::debug!("reading request body failed: {e}");
-            Err(bad_request(format!("could not read the request body: {e}")))
-        }
-    }
+    super::body::read(request, limit).map_err(|e| match e {
+        super::body::BodyError::TooLarge { limit } => too_large(limit),
+        e => bad_request(e.to_string()),
+    })
 }
 
 /// Picks the answer format from `Accept` (first listed wins; parameters and q-values ignored).

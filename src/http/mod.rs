@@ -53,8 +53,9 @@
 //! `/.well-known/`, `/register`, `/authorize`, `/token`; see [`oauth`]; only with
 //! [`HttpConfig::oauth`], never gated), the visualisation password pages `/confirm/{id}` (see
 //! [`confirm`]; only with [`HttpConfig::password_pages`]; no key: the unguessable id is the
-//! page's capability), anything else 404
-//! `{"error":{"code":"NOT_FOUND","message":…}}`. The Host header is checked on every route
+//! page's capability), anything else 404 with the spec's error object (§7.1,
+//! [`crate::error::ApiError`]: `{"error":{"code":"NOT_FOUND","message":…,"details":{}}}`).
+//! Every body is read by one reader, `body`. The Host header is checked on every route
 //! (see [`HttpConfig::allowed_hosts`]).
 //!
 //! Every request is counted in [`crate::metrics`] (route family, outcome, latency).
@@ -73,6 +74,7 @@
 
 pub mod admin;
 pub mod assets;
+mod body;
 pub mod confirm;
 mod dashboard;
 pub mod legacy;
@@ -94,6 +96,7 @@ use serde_json::{json, Value};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::auth::gate::{Action, Credentials, Denial, DenyCode, Gate, Principal};
+use crate::error::ApiError;
 use crate::mcp::jsonrpc::RequestIds;
 use crate::mcp::McpServer;
 use crate::metrics::{self, HttpTransport};
@@ -749,6 +752,11 @@ impl Answer {
         Self::json_text(status, value.to_string())
     }
 
+    /// The spec's error object (§7.1) as the body, with `status`.
+    pub(crate) fn error(status: u16, error: &ApiError) -> Self {
+        Self::json(status, &error.body())
+    }
+
     pub(crate) fn json_text(status: u16, body: String) -> Self {
         Self {
             status,
@@ -805,7 +813,7 @@ pub(crate) fn deny(d: &Denial, rpc: bool, ids: &RequestIds) -> Answer {
     let mut answer = if rpc {
         Answer::json_text(d.code.status(), d.rpc_body(ids))
     } else {
-        Answer::json(d.code.status(), &d.rest_body())
+        Answer::error(d.code.status(), &d.api_error())
     };
     for (name, value) in d.headers() {
         answer = answer.with_header(name, value);
@@ -948,12 +956,42 @@ fn health_body(ctx: &Ctx, details: bool) -> Value {
     }
 }
 
-/// The REST-style error body of spec §7.1 (without `details`).
+/// The spec's error object (§7.1) with `status` and empty `details`.
 pub(crate) fn rest_error(status: u16, code: &str, message: &str) -> Answer {
-    Answer::json(
-        status,
-        &json!({ "error": { "code": code, "message": message } }),
-    )
+    Answer::error(status, &ApiError::new(code, message))
+}
+
+/// The spec's error object (§7.1) with `status` and `details` (an object).
+pub(crate) fn api_error(
+    status: u16,
+    code: &str,
+    message: impl Into<String>,
+    details: Value,
+) -> Answer {
+    Answer::error(status, &ApiError::new(code, message).with_details(details))
+}
+
+/// 405 `METHOD_NOT_ALLOWED` (§7.1) naming the methods `allow`ed, also in `Allow`.
+pub(crate) fn method_not_allowed(allow: &'static str) -> Answer {
+    rest_error(405, "METHOD_NOT_ALLOWED", &format!("use {allow}")).with_header("Allow", allow)
+}
+
+/// 400 `INVALID_PARAMETERS` (§7.1).
+pub(crate) fn invalid(message: impl Into<String>) -> Answer {
+    Answer::error(400, &ApiError::new("INVALID_PARAMETERS", message))
+}
+
+/// A JSON body of a route that answers with the spec's error object (REST, admin): 413
+/// `PAYLOAD_TOO_LARGE` (`details.limit`) beyond `max_body_bytes`, 400 `INVALID_PARAMETERS`
+/// when it cannot be read or is not JSON.
+pub(crate) fn json_body(ctx: &Ctx, request: &mut tiny_http::Request) -> Result<Value, Answer> {
+    body::json(request, ctx.config.max_body_bytes).map_err(|e| match e {
+        body::BodyError::TooLarge { limit } => Answer::error(
+            413,
+            &ApiError::new("PAYLOAD_TOO_LARGE", e.to_string()).with("limit", limit),
+        ),
+        e => Answer::error(400, &ApiError::new("INVALID_PARAMETERS", e.to_string())),
+    })
 }
 
 pub(crate) use crate::upgraded::header;
@@ -1039,9 +1077,7 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request, out: Out<'_>) {
                         Err(answer) => answer.into(),
                     }
                 }
-                _ => rest_error(405, "METHOD_NOT_ALLOWED", "use GET")
-                    .with_header("Allow", "GET")
-                    .into(),
+                _ => method_not_allowed("GET").into(),
             },
             "/metrics" if ctx.config.metrics.is_some() => metrics_route(ctx, &method, auth).into(),
             p if rest::is_rest_path(p) => rest::handle(ctx, &mut request, p, auth).into(),
@@ -1134,7 +1170,7 @@ fn metrics_gated(ctx: &Ctx, path: &str) -> bool {
 /// `"metrics"`) unless public. 405 on other methods.
 fn metrics_route(ctx: &Ctx, method: &tiny_http::Method, auth: Option<&Principal>) -> Answer {
     if !matches!(method, tiny_http::Method::Get | tiny_http::Method::Head) {
-        return rest_error(405, "METHOD_NOT_ALLOWED", "use GET").with_header("Allow", "GET");
+        return method_not_allowed("GET");
     }
     if let Err(d) = ctx.authorize(auth, &Action::Method("metrics")) {
         return deny(&d, false, &RequestIds::Unknown);

@@ -35,7 +35,6 @@
 //! [`HttpConfig::oauth`]: super::HttpConfig::oauth
 
 use super::html_escape;
-use std::io::Read;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -124,8 +123,8 @@ pub(crate) fn handle(ctx: &Ctx, request: &mut tiny_http::Request, path: &str) ->
             (ASM, Get | Head) => metadata(&oauth.server_metadata(&issuer)),
             ("/register", Post) => register(&oauth, request),
             ("/token", Post) => token(&oauth, request, &issuer),
-            ("/register" | "/token", _) => not_allowed("POST, OPTIONS"),
-            _ => not_allowed("GET, HEAD, OPTIONS"),
+            ("/register" | "/token", _) => super::method_not_allowed("POST, OPTIONS"),
+            _ => super::method_not_allowed("GET, HEAD, OPTIONS"),
         };
         return answer.with_header("Access-Control-Allow-Origin", "*");
     }
@@ -135,13 +134,8 @@ pub(crate) fn handle(ctx: &Ctx, request: &mut tiny_http::Request, path: &str) ->
             authorize_page(ctx, &oauth, query, &issuer)
         }
         ("/authorize", Post) => consent(ctx, &oauth, request, &issuer),
-        _ => not_allowed("GET, POST"),
+        _ => super::method_not_allowed("GET, POST"),
     }
-}
-
-fn not_allowed(allow: &'static str) -> Answer {
-    super::rest_error(405, "METHOD_NOT_ALLOWED", &format!("use {allow}"))
-        .with_header("Allow", allow)
 }
 
 fn metadata(v: &Value) -> Answer {
@@ -155,24 +149,10 @@ fn oauth_error(e: &OAuthError) -> Answer {
         .with_header("Pragma", "no-cache")
 }
 
-/// The body as text, at most [`MAX_FORM_BYTES`].
+/// The body as text ([`super::body::text`]), at most [`MAX_FORM_BYTES`].
 fn read_text(request: &mut tiny_http::Request) -> Result<String, OAuthError> {
-    let mut body = Vec::new();
-    request
-        .as_reader()
-        .take(MAX_FORM_BYTES as u64 + 1)
-        .read_to_end(&mut body)
-        .map_err(|e| {
-            OAuthError::new(ErrorCode::InvalidRequest, format!("reading the body: {e}"))
-        })?;
-    if body.len() > MAX_FORM_BYTES {
-        return Err(OAuthError::new(
-            ErrorCode::InvalidRequest,
-            format!("the body is longer than {MAX_FORM_BYTES} bytes"),
-        ));
-    }
-    String::from_utf8(body)
-        .map_err(|_| OAuthError::new(ErrorCode::InvalidRequest, "the body is not UTF-8"))
+    super::body::text(request, MAX_FORM_BYTES)
+        .map_err(|e| OAuthError::new(ErrorCode::InvalidRequest, e.to_string()))
 }
 
 fn register(oauth: &OAuth, request: &mut tiny_http::Request) -> Answer {

@@ -634,11 +634,9 @@ pub(crate) fn failure(e: ToolError) -> CallToolResult {
             ("HUMAN_CONFIRMATION_REQUIRED", e.to_string(), json!({}))
         }
     };
-    let envelope = json!({
-        "status": "error",
-        "error": {"code": code, "message": message, "details": details},
-        "timestamp": crate::time::now_iso8601(),
-    });
+    let envelope = crate::error::ApiError::new(code, message)
+        .with_details(details)
+        .envelope();
     CallToolResult {
         content: vec![Content::Text {
             text: envelope.to_string(),
