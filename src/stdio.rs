@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use crate::auth::gate::Denial;
 use crate::mcp::jsonrpc::{self, Incoming, Message, RequestIds, Response};
-use crate::mcp::{McpServer, Outlet, SessionState};
+use crate::mcp::{Era, McpServer, Outlet, SessionState};
 
 /// The stdio session's key in the server's hub.
 pub const HUB_KEY: &str = "stdio";
@@ -162,7 +162,17 @@ fn read_loop<'scope, 'env, R: BufRead>(
             Ok(Incoming::Single(Ok(Message::Request(r)))) if r.method == "subscriptions/listen" => {
                 // MCP 2026-07-28: the subscription's notifications share stdout, tagged with
                 // its id; it lasts until cancelled or the end of input.
-                match mcp.open_listen(r, outlet.clone()) {
+                // (`subscriptions/listen` is always stateless: `era` reads its `_meta`.)
+                let opened = mcp.era(&state, r).and_then(|era| match era {
+                    Era::Stateless(meta) => {
+                        mcp.open_listen(r, &meta, outlet.clone(), "stdio", None)
+                    }
+                    Era::Session => Err(Response::invalid_request(
+                        Some(r.id.clone()),
+                        "subscriptions/listen is a 2026-07-28 request",
+                    )),
+                });
+                match opened {
                     Ok(listening) => {
                         listens.insert(subscription_key(&r.id), listening);
                     }

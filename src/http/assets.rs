@@ -90,12 +90,7 @@ pub(crate) fn serve(
             let mut a = if fresh {
                 Answer::empty(304)
             } else {
-                Answer {
-                    status: 200,
-                    content_type: Some(asset.content_type),
-                    headers: Vec::new(),
-                    body: asset.body.as_bytes().to_vec(),
-                }
+                Answer::with_body(200, asset.content_type, asset.body.as_bytes().to_vec())
             };
             a = a.with_header("ETag", tag);
             a.with_header("Cache-Control", "no-cache")

@@ -148,12 +148,7 @@ fn page_error(e: PageError) -> Answer {
 }
 
 fn html(status: u16, body: &str) -> Answer {
-    Answer {
-        status,
-        content_type: Some("text/html; charset=utf-8"),
-        headers: Vec::new(),
-        body: body.as_bytes().to_vec(),
-    }
+    Answer::with_body(status, "text/html; charset=utf-8", body.as_bytes().to_vec())
 }
 
 fn head(title: &str) -> String {

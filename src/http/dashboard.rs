@@ -123,12 +123,11 @@ pub(crate) fn handle(
         return secure(rest_error(404, "NOT_FOUND", "no route for /dashboard/api")).into();
     }
     match asset(path.trim_start_matches("/dashboard/")) {
-        Some((content_type, body)) => secure(Answer {
-            status: 200,
-            content_type: Some(content_type),
-            headers: Vec::new(),
-            body: body.as_bytes().to_vec(),
-        })
+        Some((content_type, body)) => secure(Answer::with_body(
+            200,
+            content_type,
+            body.as_bytes().to_vec(),
+        ))
         .into(),
         None => secure(rest_error(
             404,

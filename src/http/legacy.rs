@@ -142,14 +142,13 @@ fn message_inner(
     }
     if let Ok(Incoming::Batch(items)) = &incoming {
         if let Some(refusal) = ctx.mcp.batch_refusal(state.version, items.len()) {
-            return Answer::json_text(400, refusal.to_json());
+            return super::mcp::refused(400, refusal);
         }
     }
     // A refusal is answered on this POST (401/403/429), not on the stream.
-    if let Some(denied) = super::mcp::denied(ctx, auth, "sse", &incoming) {
-        return denied;
+    if let Err(refused) = super::mcp::authorize(ctx, auth, "sse", &mut incoming) {
+        return refused;
     }
-    super::mcp::gate_batch(ctx, auth, "sse", &mut incoming);
     state.caller = auth.map(crate::auth::gate::Principal::caller);
     state.origin = Some(super::origin_of(ctx, request));
     let slow = matches!(&incoming, Ok(Incoming::Single(Ok(Message::Request(r))))
@@ -172,12 +171,7 @@ fn message_inner(
     } else {
         run();
     }
-    Answer {
-        status: 202,
-        content_type: Some("text/plain"),
-        headers: Vec::new(),
-        body: b"Accepted".to_vec(),
-    }
+    Answer::with_body(202, "text/plain", b"Accepted".to_vec())
 }
 
 #[cfg(test)]

@@ -97,7 +97,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::auth::gate::{Action, Credentials, Denial, DenyCode, Gate, Principal};
 use crate::error::ApiError;
-use crate::mcp::jsonrpc::RequestIds;
+use crate::mcp::jsonrpc::{self, ErrorObject, RequestIds};
 use crate::mcp::McpServer;
 use crate::metrics::{self, HttpTransport};
 
@@ -290,7 +290,7 @@ impl Ctx {
     }
 
     /// Counts one more request of `principal` against its rate limits (each further request
-    /// of a JSON-RPC batch, see [`mcp::gate_batch`]); `Ok` without a gate.
+    /// of a JSON-RPC batch, see [`mcp::authorize`]); `Ok` without a gate.
     pub(crate) fn charge(&self, principal: &Principal) -> Result<(), Denial> {
         match &self.config.gate {
             Some(gate) => gate.charge(principal).map(|_| ()),
@@ -745,9 +745,23 @@ pub(crate) struct Answer {
     pub(crate) content_type: Option<&'static str>,
     pub(crate) headers: Vec<(&'static str, String)>,
     pub(crate) body: Vec<u8>,
+    /// A JSON-RPC error refusing a message before its requests were read (the body says
+    /// `id: null`): [`Answer::addressed`] gives it their ids.
+    pub(crate) refusal: Option<Box<ErrorObject>>,
 }
 
 impl Answer {
+    /// `body` of type `content_type` with `status`.
+    pub(crate) fn with_body(status: u16, content_type: &'static str, body: Vec<u8>) -> Self {
+        Self {
+            status,
+            content_type: Some(content_type),
+            headers: Vec::new(),
+            body,
+            refusal: None,
+        }
+    }
+
     pub(crate) fn json(status: u16, value: &Value) -> Self {
         Self::json_text(status, value.to_string())
     }
@@ -758,21 +772,32 @@ impl Answer {
     }
 
     pub(crate) fn json_text(status: u16, body: String) -> Self {
-        Self {
-            status,
-            content_type: Some("application/json"),
-            headers: Vec::new(),
-            body: body.into_bytes(),
-        }
+        Self::with_body(status, "application/json", body.into_bytes())
     }
 
     pub(crate) fn empty(status: u16) -> Self {
         Self {
-            status,
             content_type: None,
-            headers: Vec::new(),
-            body: Vec::new(),
+            ..Self::with_body(status, "", Vec::new())
         }
+    }
+
+    /// A JSON-RPC refusal (`id: null`) with `status`, to be [`Answer::addressed`] to the
+    /// requests it refuses once they are known.
+    pub(crate) fn refusal(status: u16, error: ErrorObject) -> Self {
+        let mut answer = Self::json_text(status, jsonrpc::error_for(&RequestIds::Unknown, &error));
+        answer.refusal = Some(Box::new(error));
+        answer
+    }
+
+    /// A refusal ([`Answer::refusal`]) answered to the requests `ids` (one error each, with its
+    /// id); any other answer, or unknown ids, as it is.
+    pub(crate) fn addressed(mut self, ids: &RequestIds) -> Self {
+        if let (Some(error), false) = (&self.refusal, *ids == RequestIds::Unknown) {
+            self.body = jsonrpc::error_for(ids, error).into_bytes();
+            self.refusal = None;
+        }
+        self
     }
 
     pub(crate) fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
@@ -807,11 +832,12 @@ fn add_header<R: std::io::Read>(response: &mut tiny_http::Response<R>, name: &st
     }
 }
 
-/// A gate refusal: a JSON-RPC error for the requests `ids` on MCP routes (`rpc`), else the
-/// §7.1 object; status and headers from the [`Denial`].
+/// A gate refusal: a JSON-RPC error for the requests `ids` on MCP routes (`rpc`; with
+/// unknown ids, a refusal [`Answer::addressed`] later), else the §7.1 object; status and
+/// headers from the [`Denial`].
 pub(crate) fn deny(d: &Denial, rpc: bool, ids: &RequestIds) -> Answer {
     let mut answer = if rpc {
-        Answer::json_text(d.code.status(), d.rpc_body(ids))
+        Answer::refusal(d.code.status(), d.rpc_error()).addressed(ids)
     } else {
         Answer::error(d.code.status(), &d.api_error())
     };
@@ -1152,10 +1178,13 @@ fn with_request_ids(
     path: &str,
     answer: Answer,
 ) -> Answer {
-    if request.method() != &tiny_http::Method::Post || !matches!(path, "/mcp" | "/message") {
+    if answer.refusal.is_none()
+        || request.method() != &tiny_http::Method::Post
+        || !matches!(path, "/mcp" | "/message")
+    {
         return answer;
     }
-    match mcp::read_body(request, ctx.config.max_body_bytes) {
+    match body::read(request, ctx.config.max_body_bytes) {
         Ok(body) => mcp::echo_ids(ctx, answer, &body),
         Err(_) => answer,
     }
@@ -1181,12 +1210,11 @@ fn metrics_route(ctx: &Ctx, method: &tiny_http::Method, auth: Option<&Principal>
         sessions: Some(ctx.mcp.sessions().len()),
         streams: Some(ctx.pool.active()),
     };
-    Answer {
-        status: 200,
-        content_type: Some(metrics::CONTENT_TYPE),
-        headers: Vec::new(),
-        body: metrics::global().render(&scrape).into_bytes(),
-    }
+    Answer::with_body(
+        200,
+        metrics::CONTENT_TYPE,
+        metrics::global().render(&scrape).into_bytes(),
+    )
 }
 
 /// `path` for a log line: a key id in `/admin/api/keys/<id>` is masked.

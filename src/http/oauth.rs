@@ -376,23 +376,18 @@ fn page(status: u16, html: String, redirect_uri: Option<&str>) -> Answer {
         Some(u) => format!("'self' {}", origin_of(u)),
         None => "'self'".into(),
     };
-    Answer {
-        status,
-        content_type: Some("text/html; charset=utf-8"),
-        headers: Vec::new(),
-        body: html.into_bytes(),
-    }
-    .with_header(
-        "Content-Security-Policy",
-        format!(
-            "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; \
+    Answer::with_body(status, "text/html; charset=utf-8", html.into_bytes())
+        .with_header(
+            "Content-Security-Policy",
+            format!(
+                "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; \
              form-action {form_action}; frame-ancestors 'none'"
-        ),
-    )
-    .with_header("X-Frame-Options", "DENY")
-    .with_header("X-Content-Type-Options", "nosniff")
-    .with_header("Referrer-Policy", "same-origin")
-    .with_header("Cache-Control", "no-store")
+            ),
+        )
+        .with_header("X-Frame-Options", "DENY")
+        .with_header("X-Content-Type-Options", "nosniff")
+        .with_header("Referrer-Policy", "same-origin")
+        .with_header("Cache-Control", "no-store")
 }
 
 fn error_page(status: u16, e: &OAuthError) -> Answer {

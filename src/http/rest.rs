@@ -8,7 +8,7 @@
 //! | `POST /api/devices/control` | body `{"device", "action", "value"?, ...}`: `control_device` with that body |
 //! | `POST /api/devices/{device}/on` (`/off`) | `control_device` with `device` (percent-decoded) and the action |
 //!
-//! Every call goes through the MCP core ([`McpServer::handle`](crate::mcp::McpServer::handle))
+//! Every call goes through the MCP core ([`McpServer::serve`](crate::mcp::McpServer::serve))
 //! as a `tools/call` of a one-off session at protocol 2025-06-18 on transport `rest`, so
 //! validation, the envelope and panic isolation are the same as over MCP. Answers:
 //! * success: **200** with the tool's envelope (`structuredContent`, or the JSON text content;
@@ -32,8 +32,8 @@ use serde_json::{json, Map, Value};
 
 use super::{api_error, invalid, Answer, Ctx};
 use crate::auth::gate::{Action, Principal};
-use crate::mcp::jsonrpc::{ErrorObject, Outcome};
-use crate::mcp::{ProtocolVersion, Reply, RpcError, SessionState};
+use crate::mcp::jsonrpc::{ErrorObject, Id, Outcome, Params, Request};
+use crate::mcp::{Era, ProtocolVersion, RpcError, SessionState};
 
 /// One REST route, resolved from method and path.
 #[derive(Debug, Clone, PartialEq)]
@@ -247,28 +247,26 @@ fn query_arguments(url: &str) -> Map<String, Value> {
 fn rpc(
     ctx: &Ctx,
     method: &str,
-    params: Value,
+    params: Map<String, Value>,
     principal: Option<&Principal>,
 ) -> Result<Value, ErrorObject> {
     let mut state = SessionState::new("rest");
     state.caller = principal.map(Principal::caller);
     state.version = Some(ProtocolVersion::V2025_06_18);
     state.initialized = true;
-    let frame = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    match ctx.mcp.handle(&mut state, frame.to_string().as_bytes()) {
-        Reply::Single(response) => match response.outcome {
-            Outcome::Result(v) => Ok(v),
-            Outcome::Json(raw) => Ok(raw.to_value()),
-            Outcome::Error(e) => Err(e),
-        },
-        other => Err(ErrorObject {
-            code: RpcError::INTERNAL_ERROR,
-            message: "Internal error".into(),
-            data: crate::mcp::jsonrpc::ErrorData {
-                details: format!("unexpected reply from the core: {other:?}"),
-                extra: Default::default(),
-            },
-        }),
+    let request = Request {
+        id: Id::from(1u64),
+        method: method.to_string(),
+        params: Some(Params::Object(params)),
+    };
+    match ctx
+        .mcp
+        .serve(&mut state, request, Era::Session, &None)
+        .outcome
+    {
+        Outcome::Result(v) => Ok(v),
+        Outcome::Json(raw) => Ok(raw.to_value()),
+        Outcome::Error(e) => Err(e),
     }
 }
 
@@ -286,10 +284,10 @@ fn list_tools(ctx: &Ctx) -> Answer {
     let mut cursor: Option<Value> = None;
     // Bounded: a core that keeps returning cursors cannot loop us forever.
     for _ in 0..1000 {
-        let params = match &cursor {
-            Some(c) => json!({"cursor": c}),
-            None => json!({}),
-        };
+        let mut params = Map::new();
+        if let Some(c) = &cursor {
+            params.insert("cursor".into(), c.clone());
+        }
         let mut page = match rpc(ctx, "tools/list", params, None) {
             Ok(p) => p,
             Err(e) => return rpc_failure(e),
@@ -330,12 +328,10 @@ fn call_tool(
     arguments: Map<String, Value>,
     principal: Option<&Principal>,
 ) -> Answer {
-    let result = match rpc(
-        ctx,
-        "tools/call",
-        json!({"name": tool, "arguments": arguments}),
-        principal,
-    ) {
+    let mut params = Map::new();
+    params.insert("name".into(), tool.into());
+    params.insert("arguments".into(), Value::Object(arguments));
+    let result = match rpc(ctx, "tools/call", params, principal) {
         Ok(r) => r,
         Err(e) => return rpc_failure(e),
     };

@@ -3,7 +3,7 @@
 //! multi round-trip requests ([`input`]). It calls a
 //! [`Handler`] for tools (and later resources and prompts) and knows nothing of Loxone or of
 //! the transport: HTTP (`crate::http`) and stdio (`crate::stdio`) both feed raw frames to
-//! [`McpServer::handle`] and write back the [`Reply`].
+//! [`McpServer::handle_with_peer`] and write back the [`Reply`].
 
 pub mod handler;
 pub mod input;
@@ -22,6 +22,6 @@ pub use handler::{
     ToolAnnotations, ToolDescriptor,
 };
 pub use peer::{Hub, Outlet, OutletPeer, Pending};
-pub use server::{McpConfig, McpServer, Reply};
+pub use server::{Era, McpConfig, McpServer, Reply};
 pub use session::{ProtocolVersion, SessionError, SessionLimits, SessionState, SessionStore};
 pub use tasks::{TaskLimits, TaskSupport};
