@@ -141,9 +141,6 @@ pub struct App {
     /// The audit log (`[audit]`): `<data_dir>/audit.db`, in memory for `--demo`; `None` when
     /// disabled. Every state-changing tool call through [`App::mcp`] is recorded in it.
     pub audit: Option<Arc<AuditLog>>,
-    /// The password pages of the tools' calls (`/confirm/{id}`, served by the HTTP transport;
-    /// see [`crate::tools::password`]).
-    pub password_pages: Arc<crate::tools::password::PasswordPages>,
 }
 
 impl App {
@@ -225,10 +222,8 @@ impl App {
         crate::metrics::global().know_tools(crate::tools::catalogue().iter().map(|t| t.name));
         let tools = Arc::new(
             HomeTools::with_store(house.clone(), workflows.clone())
-                .with_caches(config.server.caches)
-                .with_confirmation_lifetime(config.server.confirmation_lifetime),
+                .with_caches(config.server.caches),
         );
-        let password_pages = tools.password_pages();
         // The demo serves loopback without keys (development level) and writes nothing to
         // disk, unless `--demo --key-store PATH` names a store (browser tests, trying the admin
         // page with real keys); a real start reads the key store the `keys` command writes.
@@ -286,7 +281,6 @@ impl App {
             simulator,
             gate,
             audit,
-            password_pages,
         })
     }
 

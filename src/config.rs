@@ -193,8 +193,9 @@ pub struct ServerConfig {
     /// SSE streams served at once on their own threads (`max_streams`, 1-1024, default 32).
     pub max_streams: usize,
     /// The MCP core's bounds (`max_batch_items`, `max_batch_answer_bytes`, `max_sessions`,
-    /// `max_sessions_per_client`, `max_sessions_per_key`; see
-    /// [`crate::mcp::McpConfig`]).
+    /// `max_sessions_per_client`, `max_sessions_per_key`, and `confirmation_lifetime_secs`:
+    /// how long a user's confirmation of an alarm, access or house-wide command is awaited
+    /// and valid, default 120 s, 1-600; see [`crate::mcp::McpConfig`]).
     pub mcp: crate::mcp::McpConfig,
     /// Keep-alive comment interval on idle SSE streams (`keep_alive_secs`, default 15 s).
     pub keep_alive: Duration,
@@ -204,10 +205,6 @@ pub struct ServerConfig {
     /// How long control tools wait for a command's effect (`verify_timeout_ms`, default
     /// 1500 ms; zero: no verification).
     pub verify_timeout: Duration,
-    /// How long a confirmation of an alarm, access or house-wide command lives, and so how
-    /// long the server waits for the user's answer (`confirmation_lifetime_secs`, default
-    /// 120 s, 1-600).
-    pub confirmation_lifetime: Duration,
     /// TTLs of the response caches (`tool_cache_secs`, default 30 s; `resource_cache_secs`,
     /// default 60 s; zero: off).
     pub caches: CacheConfig,
@@ -235,7 +232,6 @@ impl Default for ServerConfig {
             keep_alive: http.keep_alive,
             data_dir: PathBuf::from(DEFAULT_DATA_DIR),
             verify_timeout: crate::home::house::DEFAULT_VERIFY_TIMEOUT,
-            confirmation_lifetime: crate::tools::confirm::LIFETIME,
             caches: CacheConfig::default(),
         }
     }
@@ -690,7 +686,7 @@ impl Config {
                     "must be between 1 and 600 seconds",
                 ));
             }
-            cfg.server.confirmation_lifetime = Duration::from_secs(s);
+            cfg.server.mcp.confirmation_lifetime = Duration::from_secs(s);
         }
         if let Some(s) = file.server.tool_cache_secs {
             cfg.server.caches.tool_ttl = cache_ttl(s, "server.tool_cache_secs")?;

@@ -274,7 +274,6 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         ))),
         dashboard: Some(dashboard.clone()),
         oauth,
-        password_pages: Some(app.password_pages.clone()),
         ..config.server.http()
     };
     if config.metrics_public && !config.server.listen.ip().is_loopback() {

@@ -30,7 +30,7 @@ use std::time::Instant;
 use super::assets::{self, SECURITY_HEADERS};
 use super::{header, rest_error, Answer};
 use crate::home::Secret;
-use crate::tools::password::{self, PageError, PasswordPages, MAX_PASSWORD, PATH_PREFIX};
+use crate::mcp::password::{self, PageError, PasswordPages, MAX_PASSWORD, PATH_PREFIX};
 
 /// Largest form body taken (bytes).
 pub const MAX_FORM_BYTES: usize = 4096;

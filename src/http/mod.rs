@@ -52,8 +52,9 @@
 //! `WS /dashboard/ws`; see [`crate::dashboard`]), the OAuth sign-in routes (metadata under
 //! `/.well-known/`, `/register`, `/authorize`, `/token`; see [`oauth`]; only with
 //! [`HttpConfig::oauth`], never gated), the visualisation password pages `/confirm/{id}` (see
-//! [`confirm`]; only with [`HttpConfig::password_pages`]; no key: the unguessable id is the
-//! page's capability), anything else 404 with the spec's error object (§7.1,
+//! [`confirm`]: the pages of the MCP server's confirmations,
+//! [`McpServer::password_pages`](crate::mcp::McpServer::password_pages); no key: the
+//! unguessable id is the page's capability), anything else 404 with the spec's error object (§7.1,
 //! [`crate::error::ApiError`]: `{"error":{"code":"NOT_FOUND","message":…,"details":{}}}`).
 //! Every body is read by one reader, `body`. The Host header is checked on every route
 //! (see [`HttpConfig::allowed_hosts`]).
@@ -202,10 +203,6 @@ pub struct HttpConfig {
     /// OAuth sign-in (the routes of [`oauth`], and `resource_metadata` in the 401 of the MCP
     /// routes); `None`: those paths 404 and the 401 says `Bearer` alone.
     pub oauth: Option<Arc<crate::auth::oauth::OAuth>>,
-    /// The visualisation password pages of URL-mode elicitations (`/confirm/{id}`, see
-    /// [`confirm`]); `None`: those paths 404 (and no client is sent to them: the tools of
-    /// another server keep their own store).
-    pub password_pages: Option<Arc<crate::tools::password::PasswordPages>>,
 }
 
 /// What `GET /metrics` needs besides the router's own state (sessions, streams).
@@ -243,7 +240,6 @@ impl Default for HttpConfig {
             admin: None,
             dashboard: None,
             oauth: None,
-            password_pages: None,
         }
     }
 }
@@ -1109,12 +1105,8 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request, out: Out<'_>) {
             p if rest::is_rest_path(p) => rest::handle(ctx, &mut request, p, auth).into(),
             p if dashboard::is_dashboard(p) => dashboard::handle(ctx, &request, p, &url, auth),
             p if oauth::is_oauth_path(p) => oauth::handle(ctx, &mut request, p).into(),
-            p if p.starts_with(crate::tools::password::PATH_PREFIX) => {
-                match &ctx.config.password_pages {
-                    Some(pages) => confirm::handle(pages, &mut request, p),
-                    None => rest_error(404, "NOT_FOUND", &format!("no route for {path}")),
-                }
-                .into()
+            p if p.starts_with(crate::mcp::password::PATH_PREFIX) => {
+                confirm::handle(ctx.mcp.password_pages(), &mut request, p).into()
             }
             _ if page.is_some() => page
                 .map_or_else(
@@ -1220,12 +1212,12 @@ fn metrics_route(ctx: &Ctx, method: &tiny_http::Method, auth: Option<&Principal>
 /// `path` for a log line: a key id in `/admin/api/keys/<id>` is masked.
 fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
     if let Some(id) = path
-        .strip_prefix(crate::tools::password::PATH_PREFIX)
+        .strip_prefix(crate::mcp::password::PATH_PREFIX)
         .filter(|id| id.bytes().all(|b| b.is_ascii_hexdigit()))
     {
         return format!(
             "{}{}****",
-            crate::tools::password::PATH_PREFIX,
+            crate::mcp::password::PATH_PREFIX,
             id.get(..6).unwrap_or("")
         )
         .into();

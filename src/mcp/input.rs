@@ -26,7 +26,7 @@
 //! presented by another caller or on another request is refused with -32602 before the handler
 //! runs. Sealed, not encrypted: the client can read the state, so it never holds a secret. It
 //! does not make a state single-use: a handler for which an answer must count once keeps that
-//! server-side (the home server's pending confirmations, `crate::tools::confirm`).
+//! server-side (the pending confirmations of [`super::confirm`]).
 //!
 //! `inputResponses` are client input like the arguments: at most [`MAX_INPUT_RESPONSES`]
 //! entries, each a JSON object (else -32602); keys the handler did not ask for are ignored.

@@ -33,6 +33,7 @@ use super::input;
 use super::jsonrpc::{self, Incoming, Message, Outcome, Params, Request, Response};
 use super::modern;
 use super::peer::{Hub, Outlet, OutletPeer, Pending};
+use super::person::Confirmations;
 use super::session::{ProtocolVersion, SessionState, SessionStore};
 use super::tasks::{self, TaskStore, TaskSupport};
 
@@ -57,6 +58,9 @@ pub struct McpConfig {
     pub max_batch_answer_bytes: usize,
     /// Bounds of the tasks of the `io.modelcontextprotocol/tasks` extension.
     pub tasks: super::tasks::TaskLimits,
+    /// How long a person's confirmation (and a password page) is awaited and valid (default
+    /// [`super::confirm::LIFETIME`]).
+    pub confirmation_lifetime: Duration,
 }
 
 /// Default [`McpConfig::max_batch_items`]: the batch tools cover bulk work, a client batches
@@ -78,6 +82,7 @@ impl Default for McpConfig {
             max_batch_items: DEFAULT_MAX_BATCH_ITEMS,
             max_batch_answer_bytes: DEFAULT_MAX_BATCH_ANSWER_BYTES,
             tasks: super::tasks::TaskLimits::default(),
+            confirmation_lifetime: super::confirm::LIFETIME,
         }
     }
 }
@@ -142,6 +147,8 @@ pub struct McpServer {
     max_batch_answer_bytes: usize,
     /// Seals the `requestState` of 2026-07-28 multi round-trip requests ([`input`]).
     sealer: input::Sealer,
+    /// The pending confirmations and password pages of every request ([`super::person`]).
+    confirmations: Arc<Confirmations>,
     /// Per tool, its parameters mirrored into `Mcp-Param-*` headers (read once: the tool
     /// catalogue does not change while the server runs).
     param_headers: std::sync::OnceLock<std::collections::HashMap<String, Vec<(String, String)>>>,
@@ -168,6 +175,7 @@ impl McpServer {
             max_batch_items: config.max_batch_items.max(1),
             max_batch_answer_bytes: config.max_batch_answer_bytes.max(1024),
             sealer: input::Sealer::new(),
+            confirmations: Arc::new(Confirmations::new(config.confirmation_lifetime)),
             param_headers: std::sync::OnceLock::new(),
         }
     }
@@ -222,6 +230,12 @@ impl McpServer {
             })
             .get(tool)
             .map_or(&[], Vec::as_slice)
+    }
+
+    /// The password pages of the requests' confirmations, for the transport that serves them
+    /// (`/confirm/{id}`, see [`super::password`]).
+    pub fn password_pages(&self) -> &Arc<super::password::PasswordPages> {
+        self.confirmations.pages()
     }
 
     /// Outlets of sessions for notifications not tied to a request.
@@ -827,6 +841,7 @@ impl McpServer {
             .cloned();
         let (name, arguments) = tool_call_params(params)?;
         let handler = self.handler.clone();
+        let confirmations = self.confirmations.clone();
         let transport = state.transport;
         let caller = state.caller.clone();
         let origin = state.origin.clone();
@@ -844,7 +859,9 @@ impl McpServer {
                     caller,
                     input: round,
                     origin,
+                    person: None,
                 };
+                let ctx = ctx.with_person(&confirmations);
                 let result = guarded(|| handler.call_tool_shared(&name, arguments, &ctx))??;
                 let json = result.json(true).map_err(|e| {
                     RpcError::internal("Internal error")
@@ -916,8 +933,10 @@ impl McpServer {
             caller: state.caller.clone(),
             input,
             origin: state.origin.clone(),
+            person: None,
         };
         if method == "tools/call" {
+            let ctx = ctx.with_person(&self.confirmations);
             return self.tools_call(version, params, &ctx);
         }
         let value = match method {

@@ -23,10 +23,8 @@ mod blinds;
 pub mod cache;
 pub mod caller;
 mod climate;
-pub mod confirm;
 mod devices;
 mod lights;
-pub mod password;
 pub mod schema;
 pub mod scope;
 mod security;
@@ -52,6 +50,8 @@ use crate::workflow::WorkflowStore;
 use cache::{Cache, CacheConfig, DEFAULT_CAPACITY};
 
 pub use crate::home::Permission;
+/// Who confirmed, and where the visualisation password comes from: the MCP layer's stores.
+pub use crate::mcp::{confirm, password};
 pub use caller::{Caller, Confirmation, ToConfirm, LOGGER};
 
 /// Adds the confirmation outcome to `data`: `confirmed_by` (who confirmed: the audit log
@@ -302,11 +302,6 @@ pub struct HomeTools {
     /// Calls of tools that act, finished: with the house's generation, what cache entries are
     /// checked against (workflow changes do not touch the house).
     writes: AtomicU64,
-    /// The pending confirmations every call of this catalogue shares.
-    pending: Arc<confirm::Pending>,
-    /// The password pages every call of this catalogue shares (served by the HTTP transport,
-    /// see [`HomeTools::password_pages`]).
-    passwords: Arc<password::PasswordPages>,
 }
 
 impl HomeTools {
@@ -325,23 +320,7 @@ impl HomeTools {
             tool_cache: Cache::new(Duration::ZERO, 1),
             resource_cache: Cache::new(Duration::ZERO, 1),
             writes: AtomicU64::new(0),
-            pending: Arc::new(confirm::Pending::default()),
-            passwords: Arc::new(password::PasswordPages::default()),
         }
-    }
-
-    /// Confirmations live (and the user's answer is awaited) `lifetime` instead of
-    /// [`confirm::LIFETIME`].
-    pub fn with_confirmation_lifetime(mut self, lifetime: Duration) -> Self {
-        self.pending = Arc::new(confirm::Pending::with_lifetime(lifetime));
-        self.passwords = Arc::new(password::PasswordPages::with_lifetime(lifetime));
-        self
-    }
-
-    /// The password pages of this catalogue's calls, for the HTTP transport that serves them
-    /// (`/confirm/{id}`).
-    pub fn password_pages(&self) -> Arc<password::PasswordPages> {
-        self.passwords.clone()
     }
 
     /// Turns the response caches on (spec §8: read-only tools 30 s, resources 60 s by
@@ -516,8 +495,6 @@ impl HomeTools {
     pub fn caller_of(&self, ctx: &RequestContext) -> Caller {
         Caller {
             request: Some(ctx.clone()),
-            pending: self.pending.clone(),
-            passwords: self.passwords.clone(),
             ..Caller::new(match &ctx.session_id {
                 Some(s) => format!("{}:{}", ctx.transport, &s[..s.len().min(8)]),
                 None => ctx.transport.to_string(),
