@@ -32,14 +32,11 @@ impl ApiError {
         }
     }
 
-    /// With `details`: an object's members; any other value is kept under `value`.
+    /// With `details`: an object's members (any other value is kept under `value`).
     pub fn with_details(mut self, details: Value) -> Self {
         match details {
             Value::Object(m) => self.details = m,
-            Value::Null => self.details.clear(),
-            other => {
-                self.details.insert("value".into(), other);
-            }
+            other => self.details = Map::from_iter([("value".to_string(), other)]),
         }
         self
     }

@@ -28,6 +28,8 @@ pub(crate) enum BodyError {
     NotText,
     /// Not JSON (a JSON body), with serde's reason.
     NotJson(String),
+    /// JSON that nests too deep or holds too many values ([`crate::json::REQUEST`]).
+    TooComplex(crate::json::Exceeded),
 }
 
 impl std::fmt::Display for BodyError {
@@ -39,6 +41,7 @@ impl std::fmt::Display for BodyError {
             BodyError::Unreadable(e) => write!(f, "could not read the request body: {e}"),
             BodyError::NotText => f.write_str("the body is not UTF-8"),
             BodyError::NotJson(e) => write!(f, "the body is not valid JSON: {e}"),
+            BodyError::TooComplex(e) => write!(f, "{e}"),
         }
     }
 }
@@ -68,8 +71,10 @@ pub(crate) fn text(request: &mut tiny_http::Request, limit: usize) -> Result<Str
     String::from_utf8(read(request, limit)?).map_err(|_| BodyError::NotText)
 }
 
-/// The body as one JSON value, at most `limit` bytes.
+/// The body as one JSON value, at most `limit` bytes and within [`crate::json::REQUEST`]
+/// (checked before it is parsed).
 pub(crate) fn json(request: &mut tiny_http::Request, limit: usize) -> Result<Value, BodyError> {
     let body = read(request, limit)?;
+    crate::json::check(&body, crate::json::REQUEST).map_err(BodyError::TooComplex)?;
     serde_json::from_slice(&body).map_err(|e| BodyError::NotJson(e.to_string()))
 }

@@ -1004,15 +1004,19 @@ pub(crate) fn invalid(message: impl Into<String>) -> Answer {
 }
 
 /// A JSON body of a route that answers with the spec's error object (REST, admin): 413
-/// `PAYLOAD_TOO_LARGE` (`details.limit`) beyond `max_body_bytes`, 400 `INVALID_PARAMETERS`
-/// when it cannot be read or is not JSON.
+/// `PAYLOAD_TOO_LARGE` (`details.limit`) beyond `max_body_bytes` or with more values than
+/// [`crate::json::REQUEST`] allows, 400 `INVALID_PARAMETERS` when it cannot be read, is not
+/// JSON or nests too deep.
 pub(crate) fn json_body(ctx: &Ctx, request: &mut tiny_http::Request) -> Result<Value, Answer> {
-    body::json(request, ctx.config.max_body_bytes).map_err(|e| match e {
-        body::BodyError::TooLarge { limit } => Answer::error(
-            413,
-            &ApiError::new("PAYLOAD_TOO_LARGE", e.to_string()).with("limit", limit),
-        ),
-        e => Answer::error(400, &ApiError::new("INVALID_PARAMETERS", e.to_string())),
+    use crate::json::Exceeded;
+    body::json(request, ctx.config.max_body_bytes).map_err(|e| {
+        let limit = match e {
+            body::BodyError::TooLarge { limit } => limit,
+            body::BodyError::TooComplex(Exceeded::Values(limit)) => limit,
+            e => return Answer::error(400, &ApiError::new("INVALID_PARAMETERS", e.to_string())),
+        };
+        let error = ApiError::new("PAYLOAD_TOO_LARGE", e.to_string()).with("limit", limit);
+        Answer::error(413, &error)
     })
 }
 

@@ -156,15 +156,14 @@ fn read_text(request: &mut tiny_http::Request) -> Result<String, OAuthError> {
 }
 
 fn register(oauth: &OAuth, request: &mut tiny_http::Request) -> Answer {
-    let result = read_text(request).and_then(|text| {
-        let v: Value = serde_json::from_str(&text).map_err(|e| {
-            OAuthError::new(
-                ErrorCode::InvalidClientMetadata,
-                format!("the body is not JSON: {e}"),
-            )
-        })?;
-        oauth.register(&v)
-    });
+    let result = match super::body::json(request, MAX_FORM_BYTES) {
+        Ok(v) => oauth.register(&v),
+        Err(e @ super::body::BodyError::NotJson(_)) => Err(OAuthError::new(
+            ErrorCode::InvalidClientMetadata,
+            e.to_string(),
+        )),
+        Err(e) => Err(OAuthError::new(ErrorCode::InvalidRequest, e.to_string())),
+    };
     match result {
         Ok(body) => Answer::json(201, &body).with_header("Cache-Control", "no-store"),
         Err(e) => oauth_error(&e),

@@ -353,11 +353,15 @@ impl Response {
 
 /// Parses one transport frame.
 ///
-/// Errors: bytes that are not JSON give `Err` with a -32700 response (`id: null`). An empty
-/// array is `Single(Err(-32600))`. Anything else that is not a valid message is classified as
+/// Errors: a frame that nests deeper or holds more values than [`crate::json::REQUEST`]
+/// allows gives `Err` with a -32600 response (`id: null`) before anything is parsed; bytes
+/// that are not JSON give `Err` with a -32700 response (`id: null`). An empty array is
+/// `Single(Err(-32600))`. Anything else that is not a valid message is classified as
 /// `Err(-32600)` inside the returned [`Incoming`]. Each message's `id` is kept as the text
 /// sent (see [`Id`]); its other members are parsed as usual.
 pub fn parse(raw: &[u8]) -> Result<Incoming, Response> {
+    crate::json::check(raw, crate::json::REQUEST)
+        .map_err(|e| Response::invalid_request(None, format!("{e}: send less at a time")))?;
     let frame: Frame<RawMessage> = serde_json::from_slice(raw)
         .map_err(|e| Response::parse_error(format!("invalid JSON: {e}")))?;
     Ok(match frame {
@@ -803,6 +807,26 @@ mod tests {
         ] {
             assert_eq!(ids(raw), RequestIds::Unknown, "{raw}");
         }
+    }
+
+    #[test]
+    fn frames_beyond_the_bounds_are_refused_before_parsing() {
+        let deep = format!("{}1{}", "[".repeat(33), "]".repeat(33));
+        let e = parse(deep.as_bytes()).unwrap_err();
+        assert_eq!((e.error_code(), e.id.clone()), (Some(-32600), None));
+        let wide = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"a":[{}0]}}}}"#,
+            "0,".repeat(20_000)
+        );
+        let e = parse(wide.as_bytes()).unwrap_err();
+        assert!(
+            e.to_json().contains("more than 16384 values"),
+            "{}",
+            e.to_json()
+        );
+        assert!(
+            parse(br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":[[[1]]]}}"#).is_ok()
+        );
     }
 
     #[test]

@@ -5,9 +5,8 @@
 //! [`ToConfirm`] (the plan in plain words and what it is bound to) and get a yes, a no with
 //! its reason, or why nobody was asked ([`Unasked`]).
 //!
-//! [`McpPerson`], the person of one MCP request ([`RequestContext::person`], put there by
-//! [`RequestContext::with_person`]), asks in the way
-//! the request's protocol era and client allow:
+//! [`McpPerson`], the person of one MCP request ([`RequestContext::with_person`]), asks in
+//! the way the request's protocol era and client allow:
 //! - a 2026-07-28 request whose client declared form elicitation in `_meta`: an
 //!   `input_required` result with the question and a pending confirmation sealed into
 //!   `requestState` ([`super::input`]); the retry with the answer redeems it;
@@ -261,7 +260,7 @@ impl McpPerson {
                     _ => Answer::No("the user cancelled".into()),
                 }
             }
-            Err(e) => self.no_answer(&e),
+            Err(e) => Answer::No(self.no_answer(&e)),
         };
         pending.drop_id(&id);
         Ok(answer)
@@ -296,7 +295,7 @@ impl McpPerson {
                 Some("decline") => Err("the user declined".to_string()),
                 _ => Err("the user cancelled".to_string()),
             },
-            Err(e) => Err(self.no_answer(&e).reason()),
+            Err(e) => Err(self.no_answer(&e)),
         };
         if let Err(reason) = opened {
             pages.drop_id(&id);
@@ -388,19 +387,11 @@ impl McpPerson {
         ))
     }
 
-    /// The user's answer did not arrive (`e`: the client's error or the timeout).
-    fn no_answer(&self, e: &RpcError) -> Answer {
+    /// Why nothing is done when the user's answer did not arrive (`e`: the client's error or
+    /// the timeout).
+    fn no_answer(&self, e: &RpcError) -> String {
         log::warn!("elicitation for {}: {}", self.label, e.message);
-        Answer::No(format!("the user's answer did not arrive ({})", e.message))
-    }
-}
-
-impl Answer {
-    fn reason(self) -> String {
-        match self {
-            Answer::Yes => String::new(),
-            Answer::No(reason) => reason,
-        }
+        format!("the user's answer did not arrive ({})", e.message)
     }
 }
 
