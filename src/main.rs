@@ -538,7 +538,7 @@ fn stdio(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         "MCP over stdio ({}); end of input stops the server",
         key.as_ref().map_or("trusted".to_string(), |k| format!(
             "as key {:?}",
-            k.caller.key_name
+            k.principal.caller().key_name
         ))
     );
     let stdin = std::io::stdin();
@@ -573,15 +573,9 @@ fn stdio_key(
     let principal = gate
         .authenticate(&creds)
         .map_err(|d| format!("{} ({})", d.message, d.key_id.unwrap_or_default()))?;
-    let gate = gate.clone();
     Ok(home_mcp::stdio::StdioKey {
-        caller: principal.caller(),
-        // Each request sees the key as the store has it now: revoking, deleting or
-        // narrowing it applies at once, as over HTTP.
-        check: Box::new(move |r| {
-            let now = gate.revalidate(&principal)?;
-            gate.authorize_request(&now, r)
-        }),
+        gate: gate.clone(),
+        principal,
     })
 }
 

@@ -1042,22 +1042,20 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request, out: Out<'_>) {
         return;
     }
     let mut rate = None;
-    let origin_refused = header(&request, "Origin")
-        .filter(|o| {
-            path != "/health"
-                && !oauth::open_to_browsers(ctx, &path)
-                && !mcp::origin_allowed(ctx, o, header(&request, "Host"))
-        })
-        .map(|o| format!("Origin {o} is not allowed"));
-    let handled: Handled = if !host_allowed(ctx, header(&request, "Host")) {
-        let answer = match path.as_str() {
-            "/mcp" | "/sse" | "/message" => mcp::forbidden("Host header not allowed"),
-            _ => rest_error(403, "FORBIDDEN", "Host header not allowed"),
-        };
-        with_request_ids(ctx, &mut request, &path, answer).into()
-    } else if let Some(refused) = origin_refused {
-        // Every route (the MCP and REST routes check it again): a browser page of another
-        // site gets nothing from this server, whatever key it holds.
+    // The Host, then (on every route; the MCP and REST routes check it again) the Origin:
+    // a browser page of another site gets nothing from this server, whatever key it holds.
+    let forbidden = if !host_allowed(ctx, header(&request, "Host")) {
+        Some("Host header not allowed".to_string())
+    } else {
+        header(&request, "Origin")
+            .filter(|o| {
+                path != "/health"
+                    && !oauth::open_to_browsers(ctx, &path)
+                    && !mcp::origin_allowed(ctx, o, header(&request, "Host"))
+            })
+            .map(|o| format!("Origin {o} is not allowed"))
+    };
+    let handled: Handled = if let Some(refused) = forbidden {
         let answer = match path.as_str() {
             "/mcp" | "/sse" | "/message" => mcp::forbidden(&refused),
             _ => rest_error(403, "FORBIDDEN", &refused),

@@ -227,6 +227,25 @@ pub enum ElicitAnswer {
     Cancel,
 }
 
+impl ElicitAnswer {
+    /// A client's result of `elicitation/create`; `None` when its `action` is not one of
+    /// accept, decline, cancel.
+    pub fn of(result: &Value) -> Option<ElicitAnswer> {
+        match result.get("action").and_then(Value::as_str)? {
+            "accept" => Some(ElicitAnswer::Accept(
+                result
+                    .get("content")
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default(),
+            )),
+            "decline" => Some(ElicitAnswer::Decline),
+            "cancel" => Some(ElicitAnswer::Cancel),
+            _ => None,
+        }
+    }
+}
+
 /// One modern request of [`METHODS`] as its handler sees it: what the client may be asked,
 /// the answers of this retry, the verified state of the previous round, and the handler's
 /// question once it asks.
@@ -250,21 +269,9 @@ impl Round {
         self.responses.get(key)
     }
 
-    /// The answer for `key` read as an elicitation result; `None` when absent or when its
-    /// `action` is not one of accept, decline, cancel.
+    /// The answer for `key` read as an elicitation result ([`ElicitAnswer::of`]).
     pub fn elicitation(&self, key: &str) -> Option<ElicitAnswer> {
-        let r = self.responses.get(key)?;
-        match r.get("action").and_then(Value::as_str)? {
-            "accept" => Some(ElicitAnswer::Accept(
-                r.get("content")
-                    .and_then(Value::as_object)
-                    .cloned()
-                    .unwrap_or_default(),
-            )),
-            "decline" => Some(ElicitAnswer::Decline),
-            "cancel" => Some(ElicitAnswer::Cancel),
-            _ => None,
-        }
+        ElicitAnswer::of(self.responses.get(key)?)
     }
 
     /// The state the handler sealed in the previous round, verified: `None` on a first call

@@ -185,27 +185,18 @@ impl McpPerson {
     /// again.
     fn yes_by_round(&self, round: &Round, plan: &ToConfirm<'_>) -> Result<Answer, Unasked> {
         let pending = &self.stores.pending;
-        let now = Instant::now();
         let binding = self.binding(plan);
         let filed = round
             .state()
             .and_then(|s| s.get(STATE_CONFIRMATION))
             .and_then(Value::as_str);
         if let (Some(id), Some(answer)) = (filed, round.elicitation(CONFIRM_KEY)) {
-            let yes = matches!(&answer, ElicitAnswer::Accept(c) if c.get("confirm") == Some(&Value::Bool(true)));
-            if yes {
-                return Ok(match pending.redeem(id, &binding, now) {
-                    Ok(()) => Answer::Yes,
-                    Err(e) => Answer::No(e.to_string()),
-                });
-            }
-            pending.drop_id(id);
-            return Ok(Answer::No(refusal_of(&answer)));
+            return Ok(self.redeemed(id, &binding, &answer));
         }
         if let Some(id) = filed {
             pending.drop_id(id);
         }
-        let id = pending.file(binding, now).map_err(full)?;
+        let id = pending.file(binding, Instant::now()).map_err(full)?;
         Err(Unasked::Retry(
             round.ask(
                 InputRequired::new()
@@ -238,32 +229,37 @@ impl McpPerson {
             "message": plan.question,
             "requestedSchema": confirmation_form(plan.question),
         });
-        let answer = peer
+        match peer
             .0
-            .request("elicitation/create", params, pending.lifetime());
-        let answer = match answer {
-            Ok(answer) => {
-                let action = answer["action"].as_str().unwrap_or("cancel");
-                let yes = answer
-                    .pointer("/content/confirm")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
-                match (action, yes) {
-                    ("accept", true) => {
-                        return Ok(match pending.redeem(&id, &binding, Instant::now()) {
-                            Ok(()) => Answer::Yes,
-                            Err(e) => Answer::No(e.to_string()),
-                        })
-                    }
-                    ("accept", false) => Answer::No("the user did not confirm".into()),
-                    ("decline", _) => Answer::No("the user declined".into()),
-                    _ => Answer::No("the user cancelled".into()),
+            .request("elicitation/create", params, pending.lifetime())
+        {
+            Ok(result) => {
+                let answer = ElicitAnswer::of(&result).unwrap_or(ElicitAnswer::Cancel);
+                Ok(self.redeemed(&id, &binding, &answer))
+            }
+            Err(e) => {
+                pending.drop_id(&id);
+                Ok(Answer::No(self.no_answer(&e)))
+            }
+        }
+    }
+
+    /// The person's `answer` to the confirmation `id` filed for `binding`: a yes redeems it
+    /// (once, within its lifetime, for the same binding), anything else withdraws it.
+    fn redeemed(&self, id: &str, binding: &Binding, answer: &ElicitAnswer) -> Answer {
+        let pending = &self.stores.pending;
+        match answer {
+            ElicitAnswer::Accept(c) if c.get("confirm") == Some(&Value::Bool(true)) => {
+                match pending.redeem(id, binding, Instant::now()) {
+                    Ok(()) => Answer::Yes,
+                    Err(e) => Answer::No(e.to_string()),
                 }
             }
-            Err(e) => Answer::No(self.no_answer(&e)),
-        };
-        pending.drop_id(&id);
-        Ok(answer)
+            other => {
+                pending.drop_id(id);
+                Answer::No(refusal_of(other))
+            }
+        }
     }
 
     /// The page for a MCP 2025-11-25 session: files a page for `plan`
@@ -289,12 +285,9 @@ impl McpPerson {
             request.params(&message),
             pages.lifetime(),
         );
-        let opened = match answer {
-            Ok(a) => match a["action"].as_str() {
-                Some("accept") => Ok(()),
-                Some("decline") => Err("the user declined".to_string()),
-                _ => Err("the user cancelled".to_string()),
-            },
+        let opened = match answer.map(|a| ElicitAnswer::of(&a)) {
+            Ok(Some(ElicitAnswer::Accept(_))) => Ok(()),
+            Ok(other) => Err(refusal_of(&other.unwrap_or(ElicitAnswer::Cancel))),
             Err(e) => Err(self.no_answer(&e)),
         };
         if let Err(reason) = opened {

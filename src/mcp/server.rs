@@ -338,15 +338,16 @@ impl McpServer {
             Some(Params::Object(p)) => Some(p),
             _ => None,
         };
+        let invalid = |what: &str| {
+            let e = RpcError::invalid_params(format!("Invalid params: `notifications{what}"));
+            Response::error(Some(request.id.clone()), e)
+        };
         let wanted = params
             .and_then(|p| p.get("notifications"))
             .cloned()
             .unwrap_or(Value::Null);
         if !(wanted.is_object() || wanted.is_null()) {
-            return Err(Response::error(
-                Some(id),
-                RpcError::invalid_params("Invalid params: `notifications` must be an object"),
-            ));
+            return Err(invalid("` must be an object"));
         }
         let mut filter = super::peer::ListenFilter {
             resources_list_changed: wanted.get("resourcesListChanged") == Some(&Value::Bool(true)),
@@ -354,12 +355,7 @@ impl McpServer {
         };
         if let Some(uris) = wanted.get("resourceSubscriptions") {
             let Some(uris) = uris.as_array() else {
-                return Err(Response::error(
-                    Some(id),
-                    RpcError::invalid_params(
-                        "Invalid params: `notifications.resourceSubscriptions` must be an array of URIs",
-                    ),
-                ));
+                return Err(invalid(".resourceSubscriptions` must be an array of URIs"));
             };
             for uri in uris.iter().filter_map(Value::as_str) {
                 if guarded(|| self.handler.check_subscribable(uri)).is_ok_and(|r| r.is_ok()) {
@@ -375,12 +371,7 @@ impl McpServer {
                 ));
             }
             let Some(ids) = ids.as_array() else {
-                return Err(Response::error(
-                    Some(id),
-                    RpcError::invalid_params(
-                        "Invalid params: `notifications.taskIds` must be an array of task ids",
-                    ),
-                ));
+                return Err(invalid(".taskIds` must be an array of task ids"));
             };
             let ids = ids.iter().filter_map(Value::as_str).map(str::to_string);
             filter.task_ids = self.tasks.owned(&tasks::owner_of(transport, caller), ids);
