@@ -916,6 +916,20 @@ fn the_local_record_survives_a_restart_of_the_server() {
         old[..],
         "every recorded change is still there: {after}"
     );
+    // An assistant asking over MCP gets the same record.
+    let mut mcp = crate::support::mcp::McpHttp::connect(served.addr, None);
+    let tool = mcp.ok(
+        "get_history",
+        serde_json::json!({"device": GARAGE_LIGHT, "period": "-1h", "resolution": "raw"}),
+    );
+    assert_eq!(tool["source"], "local_record", "{tool}");
+    let told = points(&tool);
+    assert!(told.len() >= old.len(), "{tool}");
+    assert_eq!(
+        told[..old.len()],
+        old[..],
+        "get_history after the restart: {tool}"
+    );
 }
 
 #[test]
@@ -1274,4 +1288,369 @@ fn the_one_real_structure_file_with_statistics_answers_from_them() {
         assert!((on_secs - expected).abs() < 1e-6, "{p:?} vs {expected}");
     }
     assert_eq!(s.points.len(), 3);
+}
+
+/// An MCP session as an assistant's client holds it: Streamable HTTP or stdio.
+trait Session {
+    /// A request and its JSON-RPC answer.
+    fn rpc(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value;
+}
+
+impl Session for crate::support::mcp::McpHttp {
+    fn rpc(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        crate::support::mcp::McpHttp::rpc(self, method, params)
+    }
+}
+
+impl Session for crate::support::mcp::McpStdio {
+    fn rpc(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        crate::support::mcp::McpStdio::rpc(self, method, params)
+    }
+}
+
+/// `tools/call` of `tool` over `c`: the tool's `data`, or its error object (`Err`).
+fn call_over(
+    c: &mut dyn Session,
+    tool: &str,
+    args: serde_json::Value,
+) -> Result<serde_json::Value, serde_json::Value> {
+    let v = c.rpc(
+        "tools/call",
+        serde_json::json!({"name": tool, "arguments": args}),
+    );
+    let r = &v["result"];
+    assert!(r.is_object(), "{tool}: {v}");
+    if r["isError"] == true {
+        // A failure's envelope is the text content (no structuredContent: it would not
+        // match the tool's output schema).
+        let text = r["content"][0]["text"].as_str().unwrap_or_default();
+        let s: serde_json::Value = serde_json::from_str(text)
+            .unwrap_or_else(|e| panic!("{tool}: the error is not JSON ({e}): {v}"));
+        assert_eq!(s["status"], "error", "{tool}: {v}");
+        Err(s["error"].clone())
+    } else {
+        let s = &r["structuredContent"];
+        assert_eq!(s["status"], "success", "{tool}: {v}");
+        Ok(s["data"].clone())
+    }
+}
+
+/// A time of an answer (ISO 8601 with the house's offset) as Unix seconds.
+fn unix(v: &serde_json::Value) -> i64 {
+    v.as_str()
+        .and_then(|s| s.parse::<Timestamp>().ok())
+        .unwrap_or_else(|| panic!("not an ISO 8601 time: {v}"))
+        .as_second()
+}
+
+/// A number of an answer's row.
+fn num(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// The answers are rounded to 3 decimals (docs/tools.md).
+const ROUNDED: f64 = 0.0005 + 1e-9;
+
+/// What the "Done when" asks, over one MCP session `c` of a server on the simulator
+/// behind `api`, judged against the simulator's own series: a year of daily energy of the grid
+/// meter (its month without data and its counter reset), a month of hourly temperature, a week
+/// of on-time of the kitchen light, the 23- and 25-hour days, two months of energy compared,
+/// the resource template read as the tool answers, and the errors as tool errors.
+fn judge_over_mcp(c: &mut dyn Session, api: &MiniserverApi, how: &str) {
+    let tz = berlin();
+    let iso = |t: i64| ts(t).to_string();
+    let history = |c: &mut dyn Session, args: serde_json::Value| {
+        call_over(c, "get_history", args.clone())
+            .unwrap_or_else(|e| panic!("{how}: get_history {args}: {e}"))
+    };
+    // A year of daily energy.
+    let to = today();
+    let from = midnight(&tz, date_of(&tz, to - 365 * 86_400));
+    let year = history(
+        c,
+        serde_json::json!({"device": GRID_METER, "state": "total", "from": iso(from),
+            "to": iso(to), "resolution": "day", "max_points": 400}),
+    );
+    assert_eq!(year["source"], "statistics_v2", "{how}");
+    assert_eq!(year["unit"], "kWh", "{how}");
+    assert_eq!(year["time_zone"], "Europe/Berlin", "{how}");
+    let readings = v2_raw(api, GRID_METER, 2, "total", from - 7200, to);
+    assert_eq!(
+        readings.windows(2).filter(|w| w[1].1 < w[0].1).count(),
+        1,
+        "one counter reset in the simulator's year"
+    );
+    let points = year["points"].as_array().unwrap();
+    let no_data: Vec<(i64, i64)> = year["no_data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (unix(&g["from"]), unix(&g["to"])))
+        .collect();
+    let (mut with_data, mut without, mut total) = (0, 0, 0.0);
+    for (b0, b1) in days(&tz, from, to) {
+        let answer = points
+            .iter()
+            .find(|p| unix(&p[0]) == b0)
+            .map(|p| num(&p[1]));
+        match counted(&readings, b0, b1) {
+            Some(expected) => {
+                with_data += 1;
+                total += expected;
+                let a = answer.unwrap_or_else(|| panic!("{how}: no amount for the day of {b0}"));
+                assert!(
+                    (a - expected).abs() < ROUNDED,
+                    "{how}: day of {b0} ({} h): {a} vs the simulator's {expected}",
+                    (b1 - b0) / 3600
+                );
+            }
+            None => {
+                without += 1;
+                assert!(answer.is_none(), "{how}: an amount for the day of {b0}");
+                assert!(
+                    no_data.iter().any(|(a, b)| *a <= b0 && *b >= b1),
+                    "{how}: the day of {b0} is not named in no_data: {no_data:?}"
+                );
+            }
+        }
+    }
+    assert!(with_data > 300, "{how}: {with_data} days with data");
+    assert!(
+        (28..=31).contains(&without),
+        "{how}: {without} days without"
+    );
+    assert!(
+        (num(&year["summary"]["total"]) - total).abs() < 0.01,
+        "{how}: {} vs {total}",
+        year["summary"]
+    );
+    assert!(
+        year["left_out"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().is_some_and(|n| n.contains("reset"))),
+        "{how}: the reset is named: {}",
+        year["left_out"]
+    );
+
+    // A month of hourly temperature.
+    let now = Timestamp::now().as_second();
+    let hour_to = now - now.rem_euclid(3600);
+    let hour_from = hour_to - 30 * 86_400;
+    let month = history(
+        c,
+        serde_json::json!({"device": LIVING_TEMPERATURE, "from": iso(hour_from),
+            "to": iso(hour_to), "resolution": "hour", "max_points": 800}),
+    );
+    assert_eq!(month["unit"], "°C", "{how}");
+    assert_eq!(
+        month["columns"],
+        serde_json::json!(["start", "min", "mean", "max", "count"])
+    );
+    let rows = month["points"].as_array().unwrap();
+    assert_eq!(rows.len(), 30 * 24, "{how}: one point an hour");
+    let readings = v2_raw(api, LIVING_TEMPERATURE, 1, "value", hour_from, hour_to - 1);
+    for p in rows {
+        let b0 = unix(&p[0]);
+        let (min, mean, max) = level(&readings, b0, b0 + 3600).expect("readings every hour");
+        for (got, want) in [(&p[1], min), (&p[2], mean), (&p[3], max)] {
+            assert!(
+                (num(got) - want).abs() < ROUNDED,
+                "{how}: hour of {b0}: {p} vs {want}"
+            );
+        }
+        assert_eq!(p[4], 4, "{how}: four records an hour");
+    }
+
+    // A week of on-time of a light.
+    let week_from = midnight(&tz, date_of(&tz, to - 7 * 86_400 + 3600));
+    let week = history(
+        c,
+        serde_json::json!({"device": KITCHEN_LIGHT, "state": "active", "from": iso(week_from),
+            "to": iso(to), "resolution": "day"}),
+    );
+    assert_eq!(week["measure"], "switch", "{how}");
+    let rows = week["points"].as_array().unwrap();
+    assert_eq!(rows.len(), 7, "{how}");
+    let changes = v2_raw(api, KITCHEN_LIGHT, 1, "active", week_from - 7 * 86_400, to);
+    for p in rows {
+        let b0 = unix(&p[0]);
+        let b1 = midnight(&tz, date_of(&tz, b0 + 30 * 3600));
+        let expected = on_seconds(&changes, b0, b1);
+        assert!(
+            (num(&p[1]) - expected).abs() <= 0.5,
+            "{how}: day of {b0}: {p} vs {expected} s"
+        );
+        let went_on = changes
+            .windows(2)
+            .filter(|w| w[1].0 >= b0 && w[1].0 < b1 && w[0].1 == 0.0 && w[1].1 != 0.0)
+            .count();
+        assert_eq!(p[2], went_on, "{how}: day of {b0}");
+    }
+
+    // The daylight-saving days: 23 and 25 hours, each the meter's count.
+    let all = days(&tz, midnight(&tz, date_of(&tz, to - 360 * 86_400)), to);
+    for hours in [23, 25] {
+        let &(b0, b1) = all
+            .iter()
+            .find(|(a, b)| b - a == hours * 3600)
+            .expect("a clock change in the last year");
+        let day = history(
+            c,
+            serde_json::json!({"device": GRID_METER, "state": "total", "from": iso(b0),
+                "to": iso(b1), "resolution": "hour"}),
+        );
+        let rows = day["points"].as_array().unwrap();
+        assert_eq!(rows.len() as i64, hours, "{how}: the {hours}-hour day");
+        let readings = v2_raw(api, GRID_METER, 2, "total", b0 - 7200, b1);
+        for p in rows {
+            let t = unix(&p[0]);
+            let expected = counted(&readings, t, t + 3600).unwrap();
+            assert!(
+                (num(&p[1]) - expected).abs() < ROUNDED,
+                "{how}: {p} vs {expected}"
+            );
+        }
+    }
+
+    // Two months of energy compared: last month against the one before.
+    let now = Timestamp::now().as_second();
+    let (a0, a1) = (month_start(now, 2), month_start(now, 1));
+    let (b0, b1) = (month_start(now, 1), month_start(now, 0));
+    let name = |t: i64| {
+        let d = date_of(&tz, t);
+        format!("{:04}-{:02}", d.year(), d.month())
+    };
+    let energy = call_over(
+        c,
+        "get_energy",
+        serde_json::json!({"period": name(b0), "compare_with": name(a0)}),
+    )
+    .unwrap_or_else(|e| panic!("{how}: get_energy: {e}"));
+    assert_eq!(unix(&energy["from"]), b0, "{how}: {energy}");
+    assert_eq!(unix(&energy["compare"]["from"]), a0, "{how}");
+    let mut consumption = Vec::new();
+    for (figures, from, to) in [
+        (&energy["figures"], b0, b1),
+        (&energy["compare"]["figures"], a0, a1),
+    ] {
+        let read = |uuid: &str, output: &str| {
+            counted(&v2_raw(api, uuid, 2, output, from - 7200, to), from, to).unwrap()
+        };
+        let (import, export, production) = (
+            read(GRID_METER, "total"),
+            read(GRID_METER, "totalNeg"),
+            read(PV_METER, "total"),
+        );
+        for (name, want) in [
+            ("import", import),
+            ("export", export),
+            ("production", production),
+            ("consumption", import - export + production),
+        ] {
+            assert!(
+                (num(&figures[name]) - want).abs() < 2.0 * ROUNDED,
+                "{how}: {name} of {from}: {figures} vs {want}"
+            );
+        }
+        consumption.push(import - export + production);
+    }
+    let difference = num(&energy["compare"]["difference"]["consumption"]["kwh"]);
+    assert!(
+        (difference - (consumption[0] - consumption[1])).abs() < 0.002,
+        "{how}: {}",
+        energy["compare"]["difference"]
+    );
+
+    // The resource template answers as the tool.
+    let uri = format!(
+        "home://history/{KITCHEN_LIGHT}?state=active&from={}&to={}&resolution=day",
+        iso(week_from),
+        iso(to)
+    );
+    let read = c.rpc("resources/read", serde_json::json!({"uri": uri}));
+    let text = read["result"]["contents"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{how}: {uri}: {read}"));
+    let resource: serde_json::Value = serde_json::from_str(text).unwrap();
+    assert_eq!(resource["points"], week["points"], "{how}: {uri}");
+
+    // Bad questions are tool errors the assistant can read.
+    for (args, code, words) in [
+        (
+            serde_json::json!({"device": "Kühlschrank im Mond"}),
+            "DEVICE_NOT_FOUND",
+            "Kühlschrank",
+        ),
+        (
+            serde_json::json!({"device": GRID_METER, "from": "2099-01-01", "to": "2099-02-01"}),
+            "INVALID_PARAMETERS",
+            "future",
+        ),
+        (
+            serde_json::json!({"device": GRID_METER, "from": "-1h", "to": "-2h"}),
+            "INVALID_PARAMETERS",
+            "before",
+        ),
+        (
+            serde_json::json!({"device": GRID_METER, "period": "last 3 months", "resolution": "raw"}),
+            "INVALID_PARAMETERS",
+            "31 days",
+        ),
+    ] {
+        let e = call_over(c, "get_history", args.clone()).expect_err("a tool error");
+        assert_eq!(e["code"], code, "{how}: {args}: {e}");
+        assert!(
+            e["message"].as_str().is_some_and(|m| m.contains(words)),
+            "{how}: {args}: {e}"
+        );
+    }
+}
+
+#[test]
+fn over_mcp_http_and_stdio_the_answers_are_the_simulators_series() {
+    use crate::support::mcp::{McpHttp, McpStdio};
+    use crate::support::server::{Miniserver, Served};
+    let ms = Miniserver::demo();
+    let zone = "[home]\ntime_zone = \"Europe/Berlin\"\n";
+    let served = Served::start(&ms, zone, &[]);
+    served.wait_states();
+    let mut http = McpHttp::connect(served.addr, None);
+    judge_over_mcp(&mut http, &ms.api, "HTTP");
+    drop(served);
+
+    // `home-mcp stdio` on the same simulated Miniserver, as Claude Desktop starts it.
+    let dir = TempDir::new("history-stdio");
+    let config = dir.join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\ndata_dir = {:?}\n{zone}",
+            dir.0.display().to_string()
+        ),
+    )
+    .unwrap();
+    let host = ms.api.addr.to_string();
+    let mut stdio = McpStdio::start(
+        &["--config", config.to_str().unwrap()],
+        &[
+            ("HOME_HOST", &host),
+            ("HOME_USER", &ms.api.user),
+            ("HOME_PASS", &ms.api.password),
+        ],
+    );
+    // The structure file is loaded before the first answer; the statistics are asked then.
+    crate::support::wait_until(
+        "stdio answers get_history",
+        crate::support::PATIENCE,
+        || {
+            call_over(
+                &mut stdio,
+                "get_history",
+                serde_json::json!({"device": GRID_METER, "period": "yesterday"}),
+            )
+        },
+    );
+    judge_over_mcp(&mut stdio, &ms.api, "stdio");
 }

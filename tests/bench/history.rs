@@ -3,9 +3,9 @@
 //!
 //! The real binary, `home-mcp serve --demo` (the demo house on its built-in simulated
 //! Miniserver, whose statistics hold 13 months), in its own process. It asks, `BENCH_CALLS`
-//! times (default 100) each, over the dashboard's API (`/dashboard/api/series`, the same
-//! query as the `get_history` tool) and over MCP (`tools/call get_history`, when the server
-//! has the tool):
+//! times (default 100) each, over MCP (`tools/call get_history` on one Streamable HTTP
+//! session, JSON answers, the tool-answer cache off so that every call is computed) and over
+//! the dashboard's API (`/dashboard/api/series`, the same query):
 //! 1. a year of daily energy of the grid meter (Statistics V2 `diff` per day, one request to
 //!    the Miniserver);
 //! 2. a month of hourly temperature of the living room (V2 raw records, 2,880 of them,
@@ -46,6 +46,18 @@ fn request(
     headers: &[String],
     body: &str,
 ) -> (u16, String) {
+    let (status, _, body) = request_full(conn, method, path, headers, body);
+    (status, body)
+}
+
+/// [`request`] with the `Mcp-Session-Id` the answer carries, if any.
+fn request_full(
+    conn: &mut (BufReader<TcpStream>, TcpStream),
+    method: &str,
+    path: &str,
+    headers: &[String],
+    body: &str,
+) -> (u16, Option<String>, String) {
     let mut req = format!(
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n",
         body.len()
@@ -65,6 +77,7 @@ fn request(
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
     let mut len = 0usize;
+    let mut session = None;
     loop {
         line.clear();
         conn.0.read_line(&mut line).unwrap();
@@ -76,11 +89,14 @@ fn request(
             if k.eq_ignore_ascii_case("content-length") {
                 len = v.trim().parse().unwrap();
             }
+            if k.eq_ignore_ascii_case("mcp-session-id") {
+                session = Some(v.trim().to_string());
+            }
         }
     }
     let mut buf = vec![0; len];
     conn.0.read_exact(&mut buf).unwrap();
-    (status, String::from_utf8_lossy(&buf).into_owned())
+    (status, session, String::from_utf8_lossy(&buf).into_owned())
 }
 
 fn connect(addr: SocketAddr) -> (BufReader<TcpStream>, TcpStream) {
@@ -117,9 +133,14 @@ fn main() {
     let tmp = std::env::temp_dir().join(format!("home-mcp-bench-history-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
     let log_path = tmp.join("server.log");
-    // The per-client rate limit (100 a minute) is not what is measured here.
+    // The per-client rate limit (100 a minute) is not what is measured here, nor the cache
+    // of read-only tool answers (30 s): every get_history call asks the Miniserver.
     let config = tmp.join("config.toml");
-    std::fs::write(&config, "[auth.rate_limits]\nper_client = 1000000\n").unwrap();
+    std::fs::write(
+        &config,
+        "[server]\ntool_cache_secs = 0\n[auth.rate_limits]\nper_client = 1000000\n",
+    )
+    .unwrap();
     let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let server = Proc(
         Command::new(&bin)
@@ -171,7 +192,51 @@ fn main() {
     };
     let year_points = ask(&year_path);
     let month_points = ask(&month_path);
+
+    // MCP: one session, get_history as an assistant asks it.
+    let mut mcp = connect(addr);
+    let json_headers = vec![
+        "Content-Type: application/json".to_string(),
+        "Accept: application/json, text/event-stream".to_string(),
+    ];
+    let (status, session, body) = request_full(
+        &mut mcp,
+        "POST",
+        "/mcp",
+        &json_headers,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#,
+    );
+    assert_eq!(status, 200, "initialize: {body}");
+    let mut headers = json_headers.clone();
+    headers.push(format!("Mcp-Session-Id: {}", session.expect("a session")));
+    headers.push("MCP-Protocol-Version: 2025-06-18".into());
+    let (status, _) = request(
+        &mut mcp,
+        "POST",
+        "/mcp",
+        &headers,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert!(status == 202 || status == 200, "initialized: {status}");
+    let mut call = |args: &str| {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"get_history","arguments":{args}}}}}"#
+        );
+        let (status, answer) = request(&mut mcp, "POST", "/mcp", &headers, &body);
+        assert_eq!(status, 200, "{answer}");
+        assert!(answer.contains("\"isError\":false"), "{answer}");
+    };
+    let year_args = format!(
+        r#"{{"device":"{GRID_METER}","state":"total","period":"last 365 days","resolution":"day","max_points":400}}"#
+    );
+    let month_args = format!(
+        r#"{{"device":"{LIVING_TEMPERATURE}","period":"last 30 days","resolution":"hour","max_points":800}}"#
+    );
+    call(&year_args);
+    call(&month_args);
     let after_first = rss_kib(pid);
+    let mcp_year = timed(calls, || call(&year_args));
+    let mcp_month = timed(calls, || call(&month_args));
     let year = timed(calls, || {
         ask(&year_path);
     });
@@ -206,7 +271,21 @@ fn main() {
     drop(server);
     let _ = std::fs::remove_dir_all(&tmp);
 
-    println!("history answers, {calls} calls each (serve --demo, /dashboard/api/series = get_history's query)");
+    println!("history answers, {calls} calls each (serve --demo)");
+    println!("  MCP tools/call get_history (one Streamable HTTP session):");
+    println!(
+        "  a year of daily energy: p50 {:.2} ms, max {:.2} ms (ratio to the simulator's diff answer {:.1})",
+        pct(&mcp_year, 0.5),
+        pct(&mcp_year, 1.0),
+        pct(&mcp_year, 0.5) / pct(&sim_year, 0.5)
+    );
+    println!(
+        "  a month of hourly temperature: p50 {:.2} ms, max {:.2} ms (ratio to the simulator's raw answer {:.1})",
+        pct(&mcp_month, 0.5),
+        pct(&mcp_month, 1.0),
+        pct(&mcp_month, 0.5) / pct(&sim_month, 0.5)
+    );
+    println!("  /dashboard/api/series (the same query):");
     println!(
         "  a year of daily energy ({year_points} points): p50 {:.2} ms, max {:.2} ms; the simulator's diff answer p50 {:.2} ms (ratio {:.1})",
         pct(&year, 0.5),
@@ -225,7 +304,7 @@ fn main() {
         "  RSS: idle {:.1} MiB, after the first of each {:.1} MiB, after {} more {:.1} MiB (growth after the first: {:+.1} MiB)",
         idle as f64 / 1024.0,
         after_first as f64 / 1024.0,
-        2 * calls,
+        4 * calls,
         after_all as f64 / 1024.0,
         (after_all as f64 - after_first as f64) / 1024.0
     );
