@@ -224,6 +224,144 @@ fn bodies_declared_too_large_are_refused_at_once_and_leave_nothing_behind() {
     answered(&served, &mut client, "after 500 refused 900 GB requests");
 }
 
+/// A request head and `body` (`Content-Length`, or chunked in 64 KiB chunks) for `POST /mcp`
+/// with the key (so that a chunked body is read: without a key the gate answers first).
+fn post_mcp(body_len: usize, chunked: bool) -> Vec<u8> {
+    let framing = if chunked {
+        "Transfer-Encoding: chunked".to_string()
+    } else {
+        format!("Content-Length: {body_len}")
+    };
+    let mut out = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\nX-API-Key: {}\r\n{framing}\r\n\r\n",
+        edge::KEY
+    )
+    .into_bytes();
+    let mut left = body_len;
+    while left > 0 {
+        let n = left.min(64 * 1024);
+        if chunked {
+            out.extend_from_slice(format!("{n:x}\r\n").as_bytes());
+        }
+        out.extend(std::iter::repeat_n(b' ', n));
+        if chunked {
+            out.extend_from_slice(b"\r\n");
+        }
+        left -= n;
+    }
+    if chunked {
+        out.extend_from_slice(b"0\r\n\r\n");
+    }
+    out
+}
+
+/// Issue 28: a client that sends its whole request before it reads (Python's `http.client`,
+/// most HTTP libraries) reads the 413 of a body over the limit (1 MiB), not a broken pipe: the
+/// server reads and drops the rest of such a body, up to 8 MiB beyond the limit. A declared
+/// body within that keeps the connection (the next request on it is answered); a chunked body
+/// over the limit ends it in stages: the 413 says `Connection: close`, then the end of the
+/// stream, while the server still reads what the client sends. Before, bodies more than 1 MiB
+/// over the limit and chunked ones were answered and the connection closed unread: the client,
+/// still writing, got a broken pipe (or the reset dropped the answer).
+#[test]
+fn clients_that_send_a_body_over_the_limit_before_reading_get_the_413() {
+    let ms = Miniserver::demo();
+    // A generous deadline: these verdicts are about bytes, not how fast a busy machine moves them.
+    let served = edge::start(&ms, "[server]\nrequest_deadline_secs = 60\n");
+    let mut client = edge::client(&served);
+    const MIB: usize = 1024 * 1024;
+    for (what, len, chunked) in [
+        ("3 MiB declared", 3 * MIB, false),
+        ("9 MiB declared (8 MiB over the limit)", 9 * MIB, false),
+        ("3 MiB chunked", 3 * MIB, true),
+    ] {
+        let mut s = connect_from(2, served.addr).expect("connect");
+        let mut request = post_mcp(len, chunked);
+        // A keep-alive check behind it, sent before anything is read too.
+        request.extend_from_slice(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+        let written = s.write_all(&request);
+        assert!(
+            written.is_ok(),
+            "{what}: writing the whole request: {written:?}"
+        );
+        let mut raw = Vec::new();
+        let (status, head) = read_answer_head(&mut s, &mut raw);
+        assert_eq!(status, 413, "{what}: {head}");
+        if chunked {
+            assert!(head.contains("connection: close"), "{what}: {head}");
+            // The end of the stream after the answer: no reset, nothing more.
+            let mut rest = Vec::new();
+            let end = s.read_to_end(&mut rest);
+            assert!(
+                end.is_ok() && rest.is_empty() && raw.is_empty(),
+                "{what}: after the 413: {end:?}, {} bytes",
+                rest.len() + raw.len()
+            );
+        } else {
+            assert!(!head.contains("connection: close"), "{what}: {head}");
+            assert_eq!(
+                read_answer(&mut s, &mut raw),
+                200,
+                "{what}: /health after it"
+            );
+        }
+        println!("{what}, sent before reading: 413 ({head:?})");
+    }
+    answered(&served, &mut client, "after bodies over the limit");
+
+    // The bound: a client that goes on sending (900 GB declared, or chunks without end) and
+    // never reads is cut off once the server has dropped 8 MiB more: its writes fail (the
+    // server closed), long before it has sent 64 MiB.
+    for (what, chunked) in [("900 GB declared", false), ("endless chunks", true)] {
+        let mut s = connect_from(3, served.addr).expect("connect");
+        let head = if chunked {
+            post_mcp(0, true)
+        } else {
+            let mut h = post_mcp(0, false);
+            let at = h
+                .windows(17)
+                .position(|w| w == b"Content-Length: 0")
+                .unwrap();
+            h.splice(at..at + 17, b"Content-Length: 900000000000".iter().copied());
+            h
+        };
+        // Without the final "0\r\n\r\n" of the empty chunked body: chunks follow.
+        let head = &head[..head.len() - if chunked { 5 } else { 0 }];
+        s.write_all(head).unwrap();
+        let mut piece = format!("{:x}\r\n", 64 * 1024).into_bytes();
+        piece.extend(std::iter::repeat_n(b' ', 64 * 1024));
+        piece.extend_from_slice(b"\r\n");
+        let mut sent = 0usize;
+        let ended = loop {
+            let chunk = if chunked {
+                &piece[..]
+            } else {
+                &piece[8..8 + 64 * 1024]
+            };
+            match s.write_all(chunk) {
+                Ok(()) => sent += chunk.len(),
+                Err(e) => break Some(e),
+            }
+            if sent >= 64 * MIB {
+                break None;
+            }
+        };
+        println!(
+            "{what}: the server ended it after {} KiB sent: {ended:?}",
+            sent / 1024
+        );
+        let ended = ended.unwrap_or_else(|| panic!("{what}: 64 MiB taken"));
+        assert!(
+            matches!(
+                ended.kind(),
+                ErrorKind::BrokenPipe | ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
+            ),
+            "{what}: closed by the server, not a write timeout: {ended:?}"
+        );
+    }
+    answered(&served, &mut client, "after bodies without end");
+}
+
 #[test]
 fn slow_bodies_and_heads_cost_a_connection_not_a_worker_and_end_at_the_deadline() {
     let ms = Miniserver::demo();
@@ -399,6 +537,11 @@ fn chunked_bodies_are_bounded_in_size_time_and_framing() {
 /// Reads one HTTP answer (head and `Content-Length` body) from `s`, after what `raw` already
 /// holds of it; returns its status and leaves in `raw` what came after it (the next answer).
 fn read_answer(s: &mut TcpStream, raw: &mut Vec<u8>) -> u16 {
+    read_answer_head(s, raw).0
+}
+
+/// [`read_answer`], with the answer's head (lower case).
+fn read_answer_head(s: &mut TcpStream, raw: &mut Vec<u8>) -> (u16, String) {
     let mut buf = [0u8; 4096];
     loop {
         if let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -410,11 +553,12 @@ fn read_answer(s: &mut TcpStream, raw: &mut Vec<u8>) -> u16 {
                 .unwrap_or(0);
             if raw.len() >= end + 4 + len {
                 raw.drain(..end + 4 + len);
-                return head
+                let status = head
                     .strip_prefix("http/1.1 ")
                     .and_then(|t| t.get(..3))
                     .and_then(|c| c.parse().ok())
                     .unwrap_or(0);
+                return (status, head);
             }
         }
         match s.read(&mut buf) {

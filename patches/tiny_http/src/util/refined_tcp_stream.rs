@@ -145,6 +145,11 @@ impl RefinedTcpStream {
     pub(crate) fn peer_addr(&mut self) -> IoResult<Option<SocketAddr>> {
         self.stream.peer_addr()
     }
+
+    /// PATCH(limits): sends the end of the stream (FIN) now, for a lingering close.
+    pub(crate) fn shutdown_write(&mut self) {
+        self.stream.shutdown(Shutdown::Write).ok();
+    }
 }
 
 impl Drop for RefinedTcpStream {
