@@ -111,6 +111,61 @@ fn an_idle_connection_flood_beyond_the_cap_does_not_stop_the_server() {
     answered(&served, &mut client, "after the flood");
 }
 
+/// A server at its descriptor limit drops what it cannot take and lives on. Every connection
+/// costs two descriptors (tiny_http duplicates the socket); when `accept` took the last one,
+/// the duplicate's failure panicked tiny_http's accept thread and the server exited (seen
+/// under load: evicted connections whose threads had not yet closed them held descriptors,
+/// and the next client's connect was refused). Now that connection is dropped as an accept
+/// error (logged, a pause) and accepting goes on once descriptors are free. Run at four limits
+/// in a row, so that some leave a single descriptor free at some point (before the fix the
+/// server died in about half of such runs).
+#[test]
+fn a_server_out_of_descriptors_drops_connections_and_lives() {
+    let ms = Miniserver::demo();
+    for nofile in [100u32, 101, 102, 103] {
+        let served = crate::support::server::Served::start_limited(&ms, nofile);
+        let (fds0, _) = fds_and_threads(served.pid());
+        // More connections than descriptors are left, two for each.
+        let conns: Vec<TcpStream> = (0..nofile)
+            .map(|n| connect_from(2 + (n % 8) as u8, served.addr).expect("connect"))
+            .collect();
+        let at_limit = wait_until("the server at its descriptor limit", PATIENCE, || {
+            let status = std::fs::read_to_string(format!("/proc/{}/status", served.pid()));
+            if status.is_ok_and(|s| s.lines().any(|l| l.starts_with("State:\tZ"))) {
+                panic!(
+                    "nofile {nofile}: the server exited; its last lines: {:?}",
+                    served.log().iter().rev().take(5).collect::<Vec<_>>()
+                );
+            }
+            let (fds, _) = fds_and_threads(served.pid());
+            if fds + 1 >= nofile as usize {
+                Ok(fds)
+            } else {
+                Err(fds)
+            }
+        });
+        drop(conns);
+        let health = wait_until("/health after the connections closed", PATIENCE, || {
+            match crate::support::net::try_request::<&str>(served.addr, "GET", "/health", &[], "") {
+                Ok(r) if r.status == 200 || r.status == 503 => Ok(r.status),
+                other => Err(format!(
+                    "{other:?}; last log lines: {:?}",
+                    served.log().iter().rev().take(5).collect::<Vec<_>>()
+                )),
+            }
+        });
+        let dropped = served
+            .log()
+            .iter()
+            .filter(|l| l.contains("Too many open files"))
+            .count();
+        println!(
+            "nofile {nofile}: {fds0} descriptors idle, {at_limit} at the limit; /health {health} \
+             after; {dropped} accept errors logged"
+        );
+    }
+}
+
 #[test]
 fn one_client_cannot_take_more_than_its_share_of_connections() {
     let ms = Miniserver::demo();
@@ -637,15 +692,27 @@ fn a_health_check_pipelined_behind_a_slow_request_holds_only_its_own_connection(
 #[test]
 fn connections_that_pipeline_and_never_read_hold_only_themselves() {
     let ms = Miniserver::demo();
-    let served = edge::start(&ms, "");
+    // The attacker holds a key of its own, with a budget its 4,000 requests cannot use up (the
+    // attack is on threads and slots, not on the rate limit): the legitimate client's budget
+    // is its own whatever number of the attacker's requests the server got to (with one key
+    // for both, the client's list_rooms met 429 once the server had answered 500 of them).
+    const ATTACKER: &str = "homekey_operator_8_00000000000000000000000000000008";
+    let served = edge::start_with_keys(
+        &ms,
+        "[auth.rate_limits]\noperator = 1000000\n",
+        &[crate::support::gate::key(
+            ATTACKER,
+            home_mcp::auth::Role::Operator,
+        )],
+    );
     let mut client = edge::client(&served);
-    let attacker = edge::client(&served);
+    let attacker = crate::support::mcp::McpHttp::connect(served.addr, Some(ATTACKER));
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params":
         {"name": "list_rooms", "arguments": {}}})
     .to_string();
     let one = format!(
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\nX-API-Key: {}\r\nMcp-Session-Id: {}\r\nContent-Length: {}\r\n\r\n{call}",
-        edge::KEY,
+        ATTACKER,
         attacker.session.as_deref().unwrap_or(""),
         call.len()
     );
