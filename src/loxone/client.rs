@@ -228,8 +228,25 @@ impl Client {
         self.command(target, &[])
     }
 
+    /// Like [`Client::command`], for an answer of at most `max_bytes` (a larger one is
+    /// [`LoxoneError::BadAnswer`], read no further): for answers whose size a stranger's
+    /// Miniserver decides, such as the Message Center's entry list.
+    pub fn command_bounded(
+        &self,
+        target: &str,
+        segments: &[String],
+        max_bytes: u64,
+    ) -> Result<LlAnswer, LoxoneError> {
+        let path = command_path("jdev/sps/io", target, segments)?;
+        self.get_ll_limited(&path, true, max_bytes)
+    }
+
     fn get_ll(&self, path: &str, auth: bool) -> Result<LlAnswer, LoxoneError> {
-        let (status, body) = self.get(path, auth)?;
+        self.get_ll_limited(path, auth, MAX_ANSWER_BYTES)
+    }
+
+    fn get_ll_limited(&self, path: &str, auth: bool, limit: u64) -> Result<LlAnswer, LoxoneError> {
+        let (status, body) = self.get_limited(path, auth, limit)?;
         let shown = redact(path);
         check_status(status, &body, &shown)?;
         let ll = parse_ll(&body)?;
@@ -362,6 +379,17 @@ impl Client {
     /// GETs `path` (relative to the base URL); returns status and body. Refuses to send while
     /// a lock-out or credential back-off is in force.
     fn get(&self, path: &str, auth: bool) -> Result<(u16, Vec<u8>), LoxoneError> {
+        self.get_limited(path, auth, MAX_ANSWER_BYTES)
+    }
+
+    /// [`Client::get`] for a body of at most `limit` bytes: a larger one is
+    /// [`LoxoneError::BadAnswer`] (at most `limit + 1` bytes are read).
+    fn get_limited(
+        &self,
+        path: &str,
+        auth: bool,
+        limit: u64,
+    ) -> Result<(u16, Vec<u8>), LoxoneError> {
         if auth {
             self.check_blocked()?;
         }
@@ -395,9 +423,15 @@ impl Client {
         let mut body = Vec::new();
         resp.body_mut()
             .as_reader()
-            .take(MAX_ANSWER_BYTES)
+            .take(limit.saturating_add(1))
             .read_to_end(&mut body)
             .map_err(|e| LoxoneError::Connection(format!("reading the answer: {e}")))?;
+        if body.len() as u64 > limit {
+            return Err(LoxoneError::BadAnswer(format!(
+                "the answer to /{} is larger than {limit} bytes",
+                redact(path)
+            )));
+        }
         log::debug!("GET /{} -> {status} ({} bytes)", redact(path), body.len());
         if auth {
             self.note_auth_result(status, &body);

@@ -2,7 +2,9 @@
 //! ([`super::commands`]), answers become values, and [`LoxoneError`] is mapped once to the
 //! controller-independent [`ControllerError`].
 
-use crate::home::{Action, Control, Controller, ControllerError, Secret, Value};
+use crate::home::{
+    Action, Alert, AlertOp, Control, Controller, ControllerError, MessageCenter, Secret, Value,
+};
 
 use super::client::{parse_number_prefix, Client, LlAnswer, LoxoneError};
 use super::commands::command_for;
@@ -78,6 +80,19 @@ impl Controller for Client {
             code: 0,
             message: format!("no value in the answer for {}", control.uuid),
         })
+    }
+
+    fn alerts(&self, mc: &MessageCenter) -> Result<Vec<Alert>, ControllerError> {
+        self.message_center_entries(mc)
+    }
+
+    fn alert_op(
+        &self,
+        mc: &MessageCenter,
+        entry: &str,
+        op: AlertOp,
+    ) -> Result<(), ControllerError> {
+        self.message_center_op(mc, entry, op)
     }
 }
 

@@ -175,6 +175,7 @@ impl Simulator {
                 self.ok("dev/sps/LoxAPPversion3", &self.structure_version())
             }
             (["jdev", "sps", "io"], n) if n > 3 => self.io(&raw[3..], false),
+            (["sim", "drive", _], n) if n > 2 => self.drive(&raw[2..], query),
             (["jdev", "sys", "getvisusalt"], 4) => self.visu_salt(&raw),
             (["jdev", "sps", "ios"], n) if n > 4 => {
                 if self.visu_hash_matches(raw[3]) {
@@ -380,6 +381,9 @@ impl Simulator {
             let control = format!("dev/sps/io/{}", raw.join("/"));
             return self.error(&control, 400, "Bad Request");
         };
+        if let Some(resp) = self.message_center_io(&seg) {
+            return resp;
+        }
         let control = format!("dev/sps/io/{}", seg.join("/"));
         let now = Instant::now();
         let mut house = self.house.lock().unwrap_or_else(|e| e.into_inner());

@@ -22,7 +22,10 @@
 //!   `keepalive`, the initial value and text tables after `enablebinstatusupdate` and change
 //!   events after every command and while blinds travel, with fault switches for tests
 //!   (see `ws.rs`; WebSocket authentication goes through the [`WsAuth`] seam);
-//! - the fault switch "answer slowly" ([`Simulator::set_delay`]) for HTTP and WebSocket.
+//! - the fault switch "answer slowly" ([`Simulator::set_delay`]) for HTTP and WebSocket;
+//! - the Message Center (`getEntries`, `readEntry`, `action`) and pushed notifications, with a
+//!   test drive under `/sim/drive/` that raises and clears entries, pushes notifications and
+//!   sets states as the Miniserver's own logic would (see `message_center.rs`).
 //!
 //! Layout: [`house`] holds the controls and their states, [`controls`] the per-type
 //! behaviour, `http` the routing, auth and answer shapes, and [`server`] the tiny_http
@@ -38,6 +41,7 @@ mod auth;
 mod controls;
 mod house;
 mod http;
+mod message_center;
 mod server;
 pub mod synth;
 mod ws;
@@ -231,6 +235,8 @@ pub struct Simulator {
     /// How many requests came in all, and the last [`REQUEST_LOG_LEN`] request lines, oldest
     /// first ([`Simulator::requests`]).
     requests: Mutex<(usize, std::collections::VecDeque<String>)>,
+    /// The Message Center and the notifications (`message_center.rs`).
+    message_center: Mutex<message_center::MessageCenter>,
 }
 
 /// How many request lines [`Simulator::requests`] keeps (older ones are dropped).
@@ -284,6 +290,7 @@ impl Simulator {
             ws: ws::Hub::default(),
             delay_nanos: std::sync::atomic::AtomicU64::new(0),
             requests: Mutex::new((0, std::collections::VecDeque::new())),
+            message_center: Mutex::new(message_center::MessageCenter::new(&doc)),
         })
     }
 

@@ -653,6 +653,8 @@ fn controller_details(e: &ControllerError) -> Value {
         ControllerError::LockedOut { remaining_secs } => {
             json!({"retry_after_secs": remaining_secs})
         }
+        // Who stopped it, since when, and who can lift it where.
+        ControllerError::Stopped(status) => status.to_json(),
         _ => json!({}),
     }
 }
