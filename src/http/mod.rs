@@ -1136,6 +1136,7 @@ fn metrics_route(ctx: &Ctx, method: &tiny_http::Method, auth: Option<&Principal>
     let link = ctx.config.metrics.as_ref().and_then(|m| m.link.as_ref());
     let scrape = metrics::Scrape {
         link: link.map(|l| l.snapshot().metrics()),
+        house: None,
         sessions: Some(ctx.mcp.sessions().len()),
         streams: Some(ctx.pool.active()),
     };
