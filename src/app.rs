@@ -228,6 +228,7 @@ impl App {
             )
             .with_visu_password(config.visu_password.clone())
             .with_risk_rules(config.risk.clone())
+            .with_time_zone(config.time_zone.clone())
             .with_verify_timeout(config.server.verify_timeout)
             .with_command_limits(config.command_limits)
             .with_stop(config.stop_switch.clone(), admin_stops(config, demo)),

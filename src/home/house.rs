@@ -22,7 +22,8 @@ use super::state::{Source, StateStore, StateValue, Value};
 use super::stop::{AdminStops, StopGuard, StopStatus, SwitchSource};
 use crate::ratelimit::RateLimiter;
 
-pub use super::action::{Action, OverrideTimer, RoomMode, LOXONE_EPOCH_UNIX};
+pub use super::action::{Action, OverrideTimer, RoomMode};
+use super::time::HouseTime;
 
 /// Default of `[server] verify_timeout_ms`: how long control tools wait for a command's effect.
 pub const DEFAULT_VERIFY_TIMEOUT: Duration = Duration::from_millis(1500);
@@ -354,6 +355,8 @@ pub struct House {
     alerts: Alerts,
     /// The stop switch and the admin stop ([`super::stop`]).
     stop: StopGuard,
+    /// The house's clock (`[home] time_zone`).
+    time: HouseTime,
 }
 
 /// A structure file the Miniserver offered on reload that could not be read at all (the
@@ -387,7 +390,20 @@ impl House {
             rejected_structure: Mutex::new(None),
             alerts: Alerts::default(),
             stop: StopGuard::default(),
+            time: HouseTime::system(),
         }
+    }
+
+    /// The house's time zone (default: the system's, [`HouseTime::system`]).
+    pub fn with_time_zone(mut self, time: HouseTime) -> Self {
+        self.time = time;
+        self
+    }
+
+    /// The house's clock: local days, Miniserver-local seconds, ISO 8601 with the local
+    /// offset ([`super::time`]).
+    pub fn time(&self) -> &HouseTime {
+        &self.time
     }
 
     /// Limits the commands sent to the Miniserver (see [`CommandLimits`]); a house without

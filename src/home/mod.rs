@@ -18,8 +18,9 @@ pub mod risk;
 pub mod scope;
 pub mod state;
 pub mod stop;
+pub mod time;
 
-pub use action::{Action, OverrideTimer, RoomMode, LOXONE_EPOCH_UNIX};
+pub use action::{Action, OverrideTimer, RoomMode};
 pub use alerts::{
     Alert, AlertAction, AlertEvent, AlertOp, AlertsSnapshot, Notification, NotificationLevel,
     Severity,
@@ -39,3 +40,4 @@ pub use risk::{Risk, RiskRules};
 pub use scope::{Access, Denied, Scope};
 pub use state::{Source, StateStore, StateValue, Value};
 pub use stop::{AdminStop, AdminStops, StopStatus, SwitchReading};
+pub use time::{HouseTime, LOXONE_EPOCH_UNIX};

@@ -34,9 +34,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use log::info;
 use serde_json::{json, Value};
 
+use super::answer::{Answer, Call, Ll};
 use super::house::Val;
 use super::http::percent_decode;
-use super::{SimResponse, Simulator};
+use super::Simulator;
 
 /// The confirm action of an entry.
 const CONFIRM: u64 = 1005;
@@ -238,166 +239,176 @@ impl Simulator {
         }
         out
     }
+}
 
-    /// `jdev/sps/io/{mc}/...` when `seg[0]` is the Message Center's UUID; `None` otherwise
-    /// (the request is for a control).
-    pub(crate) fn message_center_io(&self, seg: &[String]) -> Option<SimResponse> {
-        let mut mc = self
-            .message_center
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let uuid = mc.uuid.clone()?;
-        if !seg.first()?.eq_ignore_ascii_case(&uuid) {
-            return None;
-        }
-        let control = format!("dev/sps/io/{}", seg.join("/"));
-        let words: Vec<&str> = seg[1..].iter().map(String::as_str).collect();
-        let now = unix_now();
-        Some(match words.as_slice() {
-            [w, _] if w.eq_ignore_ascii_case("getEntries") => self.ok(&control, &mc.entries_text()),
-            [w, id] if w.eq_ignore_ascii_case("readEntry") => match mc.find(id) {
-                Some(e) => {
-                    e["readAt"] = json!(now);
-                    mc.bump();
-                    info!("sim: Message Center entry {id} read");
-                    self.ok(&control, "1")
-                }
-                None => self.error(&control, 404, "Not Found"),
-            },
-            [w, id, action] if w.eq_ignore_ascii_case("action") => {
-                let action: Option<u64> = action.parse().ok();
-                match mc.find(id) {
-                    None => self.error(&control, 404, "Not Found"),
-                    Some(e) => {
-                        let offered = e["actions"].as_array().is_some_and(|list| {
-                            list.iter().any(|a| a["actionId"].as_u64() == action)
-                        });
-                        if !offered {
-                            self.error(&control, 400, "Bad Request")
-                        } else {
-                            if action == Some(CONFIRM) {
-                                e["confirmedAt"] = json!(now);
-                                e["isHistoric"] = json!(true);
-                                e["setHistoricAt"] = json!(now);
-                            }
-                            mc.bump();
-                            info!("sim: Message Center entry {id}: action {action:?}");
-                            self.ok(&control, "1")
-                        }
-                    }
-                }
-            }
-            _ => self.error(&control, 404, "Not Found"),
-        })
-    }
+/// The Message Center `call.args[0]` names (case-insensitive), locked; `None` (answer 404)
+/// when it names another or the structure file has none.
+fn named<'a>(
+    sim: &'a Simulator,
+    call: &Call<'_>,
+) -> Option<std::sync::MutexGuard<'a, MessageCenter>> {
+    let mc = sim.message_center.lock().unwrap_or_else(|e| e.into_inner());
+    let uuid = mc.uuid.as_deref()?;
+    call.args.first()?.eq_ignore_ascii_case(uuid).then_some(mc)
+}
 
-    /// `/sim/drive/...` (see the module docs); `raw` are the segments after `drive`.
-    pub(crate) fn drive(&self, raw: &[&str], query: &str) -> SimResponse {
-        let Some(seg) = raw
-            .iter()
-            .map(|s| percent_decode(s))
-            .collect::<Option<Vec<String>>>()
-        else {
-            return self.error("sim/drive", 400, "Bad Request");
-        };
-        let control = format!("sim/drive/{}", seg.join("/"));
-        let words: Vec<&str> = seg.iter().map(String::as_str).collect();
-        let resp = match words.as_slice() {
-            ["messagecenter", "raise"] => {
-                let mut mc = self
-                    .message_center
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner());
-                if mc.uuid.is_none() {
-                    return self.error(&control, 404, "Not Found");
-                }
-                let severity: u64 = query_value(query, "severity")
-                    .and_then(|s| s.parse().ok())
-                    .unwrap_or(2)
-                    .clamp(1, 4);
-                let room = query_value(query, "room").and_then(|r| mc.room(&r));
-                let confirm = query_value(query, "confirm").as_deref() != Some("0");
-                let now = unix_now();
-                let id = mc.add(json!({
-                    "eventId": 1121, "severity": severity,
-                    "title": query_value(query, "title").unwrap_or_else(|| "Gerät offline".into()),
-                    "affectedName": query_value(query, "affected"), "roomUuid": room,
-                    "isHistoric": false, "setHistoricAt": null, "confirmedAt": null,
-                    "timestamps": [now], "readAt": null,
-                    "actions": if confirm {
-                        json!([{"actionId": CONFIRM, "title": "OK", "isSecured": false}])
-                    } else {
-                        json!([])
-                    },
-                    "desc": query_value(query, "desc").unwrap_or_default(),
-                }));
-                info!("sim: Message Center entry {id} raised");
-                self.ok(&control, &id)
-            }
-            ["messagecenter", "clear", id] => {
-                let mut mc = self
-                    .message_center
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner());
-                let now = unix_now();
-                match mc.find(id) {
-                    Some(e) => {
-                        e["isHistoric"] = json!(true);
-                        e["setHistoricAt"] = json!(now);
-                        mc.bump();
-                        info!("sim: Message Center entry {id} cleared");
-                        self.ok(&control, id)
-                    }
-                    None => self.error(&control, 404, "Not Found"),
-                }
-            }
-            ["notify"] => {
-                let mut mc = self
-                    .message_center
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner());
-                mc.next += 1;
-                let uid = format!("sim-notification-{}", mc.next);
-                let lvl: u64 = query_value(query, "lvl")
-                    .and_then(|s| s.parse().ok())
-                    .unwrap_or(1);
-                let mut data = json!({"lvl": lvl});
-                if let Some(u) = query_value(query, "uuid") {
-                    data["uuid"] = json!(u);
-                }
-                mc.notification = json!({
-                    "uid": uid, "ts": unix_now(), "type": 10,
-                    "title": query_value(query, "title").unwrap_or_default(),
-                    "message": query_value(query, "message").unwrap_or_default(),
-                    "data": data,
-                })
-                .to_string();
-                info!("sim: notification {uid}");
-                self.ok(&control, &uid)
-            }
-            ["state", target, state, value] => {
-                let mut house = self.house.lock().unwrap_or_else(|e| e.into_inner());
-                let Some(idx) = house.find(target) else {
-                    return self.error(&control, 404, "Not Found");
-                };
-                let c = &mut house.ctls[idx];
-                if !c.states.contains_key(*state) {
-                    return self.error(&control, 404, "Not Found");
-                }
-                match value.parse::<f64>() {
-                    Ok(n) if n.is_finite() => c.set(state, n),
-                    _ => c.set_text(state, *value),
-                }
-                info!("sim: {} {state} set to {value} (drive)", c.name);
-                self.ok(&control, value)
-            }
-            _ => self.error(&control, 404, "Not Found"),
-        };
-        if resp.status == 200 {
-            self.ws.notify();
-        }
-        resp
+/// `sps/io/{mc}/getEntries/{n}`: the entry list as a JSON string.
+pub(crate) fn get_entries(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    match named(sim, call) {
+        Some(mc) => Answer::Ll(Ll::ok(mc.entries_text())),
+        None => Answer::Error(404, "Not Found"),
     }
+}
+
+/// `sps/io/{mc}/readEntry/{entry}`: sets `readAt`; 404 for an unknown entry.
+pub(crate) fn read_entry(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    let Some(mut mc) = named(sim, call) else {
+        return Answer::Error(404, "Not Found");
+    };
+    let id = call.args.get(1).cloned().unwrap_or_default();
+    let now = unix_now();
+    let Some(e) = mc.find(&id) else {
+        return Answer::Error(404, "Not Found");
+    };
+    e["readAt"] = json!(now);
+    mc.bump();
+    drop(mc);
+    info!("sim: Message Center entry {id} read");
+    sim.ws.notify();
+    Answer::Ll(Ll::ok("1"))
+}
+
+/// `sps/io/{mc}/action/{entry}/{actionId}`: an action the entry offers (1005 confirms it and
+/// makes it historic); 404 for an unknown entry, 400 for an action it does not offer.
+pub(crate) fn entry_action(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    let Some(mut mc) = named(sim, call) else {
+        return Answer::Error(404, "Not Found");
+    };
+    let id = call.args.get(1).cloned().unwrap_or_default();
+    let action: Option<u64> = call.args.get(2).and_then(|a| a.parse().ok());
+    let now = unix_now();
+    let Some(e) = mc.find(&id) else {
+        return Answer::Error(404, "Not Found");
+    };
+    let offered = e["actions"]
+        .as_array()
+        .is_some_and(|list| list.iter().any(|a| a["actionId"].as_u64() == action));
+    if !offered {
+        return Answer::Error(400, "Bad Request");
+    }
+    if action == Some(CONFIRM) {
+        e["confirmedAt"] = json!(now);
+        e["isHistoric"] = json!(true);
+        e["setHistoricAt"] = json!(now);
+    }
+    mc.bump();
+    drop(mc);
+    info!("sim: Message Center entry {id}: action {action:?}");
+    sim.ws.notify();
+    Answer::Ll(Ll::ok("1"))
+}
+
+/// Test drive `sim/drive/messagecenter/raise?title=..&severity=1-4&room=..&affected=..&
+/// confirm=0|1&desc=..`: a new active entry; its id.
+pub(crate) fn drive_raise(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    let query = call.query.clone();
+    let mut mc = sim.message_center.lock().unwrap_or_else(|e| e.into_inner());
+    if mc.uuid.is_none() {
+        return Answer::Error(404, "Not Found");
+    }
+    let severity: u64 = query_value(&query, "severity")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2)
+        .clamp(1, 4);
+    let room = query_value(&query, "room").and_then(|r| mc.room(&r));
+    let confirm = query_value(&query, "confirm").as_deref() != Some("0");
+    let now = unix_now();
+    let id = mc.add(json!({
+        "eventId": 1121, "severity": severity,
+        "title": query_value(&query, "title").unwrap_or_else(|| "Gerät offline".into()),
+        "affectedName": query_value(&query, "affected"), "roomUuid": room,
+        "isHistoric": false, "setHistoricAt": null, "confirmedAt": null,
+        "timestamps": [now], "readAt": null,
+        "actions": if confirm {
+            json!([{"actionId": CONFIRM, "title": "OK", "isSecured": false}])
+        } else {
+            json!([])
+        },
+        "desc": query_value(&query, "desc").unwrap_or_default(),
+    }));
+    drop(mc);
+    info!("sim: Message Center entry {id} raised");
+    sim.ws.notify();
+    Answer::Ll(Ll::ok(id))
+}
+
+/// Test drive `sim/drive/messagecenter/clear/{entry}`: the entry turns historic (its cause
+/// is gone).
+pub(crate) fn drive_clear(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    let id = call.args.first().cloned().unwrap_or_default();
+    let mut mc = sim.message_center.lock().unwrap_or_else(|e| e.into_inner());
+    let now = unix_now();
+    let Some(e) = mc.find(&id) else {
+        return Answer::Error(404, "Not Found");
+    };
+    e["isHistoric"] = json!(true);
+    e["setHistoricAt"] = json!(now);
+    mc.bump();
+    drop(mc);
+    info!("sim: Message Center entry {id} cleared");
+    sim.ws.notify();
+    Answer::Ll(Ll::ok(id))
+}
+
+/// Test drive `sim/drive/notify?title=..&message=..&lvl=1-3&uuid=..`: a notification pushed
+/// as the text of `globalStates.notifications`; its uid.
+pub(crate) fn drive_notify(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    let query = call.query.clone();
+    let mut mc = sim.message_center.lock().unwrap_or_else(|e| e.into_inner());
+    mc.next += 1;
+    let uid = format!("sim-notification-{}", mc.next);
+    let lvl: u64 = query_value(&query, "lvl")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let mut data = json!({"lvl": lvl});
+    if let Some(u) = query_value(&query, "uuid") {
+        data["uuid"] = json!(u);
+    }
+    mc.notification = json!({
+        "uid": uid, "ts": unix_now(), "type": 10,
+        "title": query_value(&query, "title").unwrap_or_default(),
+        "message": query_value(&query, "message").unwrap_or_default(),
+        "data": data,
+    })
+    .to_string();
+    drop(mc);
+    info!("sim: notification {uid}");
+    sim.ws.notify();
+    Answer::Ll(Ll::ok(uid))
+}
+
+/// Test drive `sim/drive/state/{control}/{state}/{value}`: sets a state of a control as the
+/// Miniserver's own logic would (a Virtual Status fed by a wall button, a sensor); a number,
+/// else a text. 404 for a state the control does not have.
+pub(crate) fn drive_state(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    let (Some(idx), [state, value]) = (call.target, call.args.as_slice()) else {
+        return Answer::Error(404, "Not Found");
+    };
+    let mut house = sim.house.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(c) = house.ctls.get_mut(idx) else {
+        return Answer::Error(404, "Not Found");
+    };
+    if !c.states.contains_key(state.as_str()) {
+        return Answer::Error(404, "Not Found");
+    }
+    match value.parse::<f64>() {
+        Ok(n) if n.is_finite() => c.set(state, n),
+        _ => c.set_text(state, value.chars().take(MAX_TEXT).collect::<String>()),
+    }
+    info!("sim: {} {state} set to {value} (drive)", c.name);
+    drop(house);
+    sim.ws.notify();
+    Answer::Ll(Ll::ok(value.clone()))
 }
 
 #[cfg(test)]

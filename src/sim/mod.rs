@@ -37,13 +37,16 @@
 //! ([`DEMO_USER`], [`DEMO_PASSWORD`]) and its visualisation password is `1234`
 //! ([`DEMO_VISU_PASSWORD`]).
 
+mod answer;
 mod auth;
+mod commands;
 mod controls;
 mod house;
 mod http;
 mod message_center;
 mod server;
 pub mod synth;
+mod system;
 mod ws;
 
 use std::fmt;
@@ -54,9 +57,10 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub use auth::{sim_rsa, SimCryptoError, SimRsa, SimSessionKey, SIM_RSA_KEY_PEM};
+pub use commands::markdown_table as command_table_markdown;
 pub use http::FIRMWARE_VERSION;
 pub use server::SimServer;
-pub use ws::{Decrypted, WsAuth, WsAuthOutcome, WsAuthSession, MAX_SESSIONS};
+pub use ws::MAX_SESSIONS;
 
 use house::{House, Val};
 
@@ -414,7 +418,7 @@ impl Simulator {
     /// Pure request handler, testable without sockets: `method` (`GET`), `url` (path and
     /// optional query, e.g. `/jdev/sps/io/Deckenlicht/on`), the raw `Authorization` header
     /// and the client's IP (for the lock-out). Never panics. A successful `sps/io` or
-    /// `sps/ios` request wakes the WebSocket sessions so they send the resulting changes.
+    /// `sps/ios` command wakes the WebSocket sessions so they send the resulting changes.
     pub fn handle(
         &self,
         method: &str,
@@ -422,11 +426,18 @@ impl Simulator {
         authorization: Option<&str>,
         peer: IpAddr,
     ) -> SimResponse {
-        let resp = self.route(method, url, authorization, peer);
-        if resp.status == 200 && url.contains("/sps/io") {
-            self.ws.notify();
+        if !method.eq_ignore_ascii_case("GET") && !method.eq_ignore_ascii_case("HEAD") {
+            self.record_request(method, url);
+            return answer::html_error(405, "Method Not Allowed");
         }
-        resp
+        let reply = self.run(answer::Request {
+            url,
+            transport: answer::Transport::Http,
+            peer,
+            authorization,
+            login: None,
+        });
+        self.render_http(&reply)
     }
 
     /// Current numeric value of a control's state, e.g. `state(uuid, "position")` (Jalousie
