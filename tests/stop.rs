@@ -282,3 +282,88 @@ fn the_admin_stop_holds_across_a_restart_until_lifted() {
     app.shutdown();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_admin_api_stops_and_lifts_for_admins_only_and_audits_it() {
+    use home_mcp::auth::gate::SecurityLevel;
+    use home_mcp::auth::{ApiKey, Role};
+    use home_mcp::http::HttpConfig;
+
+    use crate::support::app_server::{admin_context, gate, send_json, AppServer};
+    use crate::support::gate::key;
+    use crate::support::mcp::McpHttp;
+
+    const ADMIN: &str = "homekey_admin_1_00112233445566778899aabbccddeeff";
+    const OPERATOR: &str = "homekey_operator_2_00112233445566778899aabbccddeeff";
+    let keys = vec![
+        ApiKey {
+            name: "owner".into(),
+            ..key(ADMIN, Role::Admin)
+        },
+        key(OPERATOR, Role::Operator),
+    ];
+    let f = AppServer::start(|app| {
+        let gate = gate(app, SecurityLevel::Staging, keys, &[]);
+        HttpConfig {
+            gate: Some(gate.clone()),
+            audit: app.audit.clone(),
+            admin: Some(admin_context(app, &gate)),
+            ..HttpConfig::default()
+        }
+    });
+    let a = f.addr();
+    let post = |k: &str, body: &str| {
+        let r = send_json(a, "POST", "/admin/api/stop", Some(k), body);
+        (
+            r.status,
+            serde_json::from_str::<serde_json::Value>(&r.body).unwrap_or_default(),
+        )
+    };
+    // Not an admin: refused; a bad body: 400.
+    assert_eq!(post(OPERATOR, r#"{"stopped": true}"#).0, 403);
+    assert_eq!(post(ADMIN, r#"{"stop": true}"#).0, 400);
+    assert_eq!(post(ADMIN, r#"{"stopped": "yes"}"#).0, 400);
+    assert!(!f.app.house.stop_status().stopped);
+
+    let (s, body) = post(ADMIN, r#"{"stopped": true}"#);
+    assert_eq!(s, 200, "{body}");
+    assert_eq!(body["stop"]["stopped"], true);
+    assert_eq!(body["stop"]["admin"]["by"], "owner");
+    assert_eq!(body["stop"]["stopped_by"], json!(["admin"]));
+    let r = send_json(a, "GET", "/admin/status", Some(ADMIN), "");
+    let status: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(status["stop"]["stopped"], true, "{status}");
+
+    // An operator's command over MCP is refused; nothing reaches the house.
+    let mark = sim(&f.app).request_count();
+    let mut mcp = McpHttp::connect(a, Some(OPERATOR));
+    let result = mcp.call(
+        "control_device",
+        json!({"device": "Deckenlicht", "room": "Küche", "action": "on"}),
+    );
+    assert_eq!(result["isError"], true, "{result}");
+    let envelope: serde_json::Value =
+        serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(envelope["error"]["code"], "ASSISTANT_STOPPED", "{envelope}");
+    assert!(commands_since(sim(&f.app), mark).is_empty());
+    // Reads answer.
+    mcp.ok("list_devices", json!({"room": "Küche"}));
+
+    let (s, body) = post(ADMIN, r#"{"stopped": false}"#);
+    assert_eq!(s, 200, "{body}");
+    assert_eq!(body["stop"]["stopped"], false);
+    mcp.ok(
+        "control_device",
+        json!({"device": "Deckenlicht", "room": "Küche", "action": "on"}),
+    );
+    let audit = f.app.audit.as_ref().unwrap();
+    audit.flush();
+    let ops: Vec<String> = audit
+        .query(&home_mcp::audit::Query::default())
+        .unwrap()
+        .into_iter()
+        .map(|e| format!("{} {} {}", e.operation, e.key_name, e.result))
+        .collect();
+    assert!(ops.iter().any(|o| o == "stop.set owner ok"), "{ops:?}");
+    assert!(ops.iter().any(|o| o == "stop.lift owner ok"), "{ops:?}");
+}

@@ -78,9 +78,11 @@ fn integer(obj: &serde_json::Map<String, Json>, key: &str) -> Option<i64> {
     }
 }
 
-/// A time given in Unix seconds (a number or numeric text); values that are plainly
-/// milliseconds (beyond the year 5000 in seconds) are read as such; 0, negatives and
-/// non-numbers are no time.
+/// A Message Center time: Unix seconds (a number or numeric text; the clients of research
+/// intercom-alerts §2 read them so). Defensive where real firmware may differ: a value before
+/// the Loxone epoch read as Unix seconds (no Miniserver entry is that old) is taken as Loxone
+/// seconds ([`crate::home::time::from_loxone_secs`]), and one beyond the year 5000 as Unix
+/// milliseconds. 0, negatives and non-numbers are no time.
 fn unix_time(v: Option<&Json>) -> Option<SystemTime> {
     let n = match v? {
         Json::Number(n) => n.as_f64()?,
@@ -92,6 +94,9 @@ fn unix_time(v: Option<&Json>) -> Option<SystemTime> {
     }
     let since_epoch = if n > 1e11 {
         Duration::from_millis(n.min(1e15) as u64)
+    } else if n < crate::home::time::LOXONE_EPOCH_UNIX as f64 {
+        let t = crate::home::time::from_loxone_secs(n as i64)?;
+        return SystemTime::try_from(t).ok();
     } else {
         Duration::from_secs_f64(n)
     };
@@ -464,6 +469,7 @@ mod tests {
             {"entryUuid": "../../x", "title": "path"},
             {"entryUuid": "ok", "title": "t".repeat(10_000), "severity": "4",
              "timestamps": ["1764226800", -5, "x", 1764226800123u64], "actions": [{"actionId": -1}, {"actionId": "1005"}],
+             "readAt": 533458800,
              "isHistoric": 1}
         ]});
         let list = parse_entries(&odd).unwrap();
@@ -478,6 +484,7 @@ mod tests {
             Some(t + Duration::from_millis(123)),
             "milliseconds read as such"
         );
+        assert_eq!(list[0].read_at, Some(t), "Loxone seconds read as such");
     }
 
     #[test]
