@@ -225,6 +225,12 @@ pub(crate) const COMMANDS: &[Command] = &[
     )
     .bare(),
     Command::new(
+        "sim/drive/requests/{mark}",
+        "test drive (the request log)",
+        super::message_center::drive_requests,
+    )
+    .bare(),
+    Command::new(
         "sim/drive/state/{control}/{state}/{value}",
         "test drive (a Virtual Status or sensor set by the Miniserver's logic)",
         super::message_center::drive_state,

@@ -27,7 +27,11 @@
 //! - `GET /sim/drive/notify?title=..&message=..&lvl=1-3&uuid=..`: a notification (`value`:
 //!   its `uid`);
 //! - `GET /sim/drive/state/{control}/{state}/{value}`: sets a state as the Miniserver's own
-//!   logic would (a Virtual Status fed by a wall button, a sensor); `value` a number or text.
+//!   logic would (a Virtual Status fed by a wall button, a sensor); `value` a number or text;
+//! - `GET /sim/drive/requests/{mark}`: what this Miniserver received after the first `mark`
+//!   requests, as [`Simulator::requests_since`] gives it (`value`: a JSON text `{"count",
+//!   "lines"}`; `count` is the next mark), so a test in another process can tell that nothing
+//!   was sent.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -411,6 +415,18 @@ pub(crate) fn drive_state(sim: &Simulator, call: &mut Call<'_>) -> Answer {
     Answer::Ll(Ll::ok(value.clone()))
 }
 
+/// Test drive `sim/drive/requests/{mark}`: the request lines received after the first `mark`
+/// (at most `REQUEST_LOG_LEN` kept) and the count to use as the next mark. The drive request
+/// itself is among them (the last line).
+pub(crate) fn drive_requests(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    let Some(mark) = call.args.first().and_then(|m| m.parse::<usize>().ok()) else {
+        return Answer::Error(400, "Bad Request");
+    };
+    let lines = sim.requests_since(mark);
+    let text = json!({"count": sim.request_count(), "lines": lines}).to_string();
+    Answer::Ll(Ll::ok(text))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -515,7 +531,21 @@ mod tests {
             (Some(10), Some(2))
         );
         assert_eq!(n["message"], "Briefkasten offen");
+        let mark = sim.request_count();
         get(&sim, "/sim/drive/state/KI-Assistent/active/0");
+        let log = get(&sim, &format!("/sim/drive/requests/{mark}"));
+        let log: Value = serde_json::from_str(log["value"].as_str().unwrap()).unwrap();
+        let lines: Vec<&str> = log["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(
+            lines[0].ends_with("/sim/drive/state/KI-Assistent/active/0"),
+            "{lines:?}"
+        );
+        assert_eq!(log["count"].as_u64(), Some(mark as u64 + 2));
         assert_eq!(sim.state("KI-Assistent", "active"), Some(0.0));
         let peer = IpAddr::V4(Ipv4Addr::LOCALHOST);
         assert_eq!(
