@@ -81,7 +81,7 @@ pub fn status(dash: &Dashboard) -> Json {
         "version": env!("CARGO_PKG_VERSION"),
         "uptime_secs": dash.started.elapsed().as_secs(),
         "link": dash.house.link().snapshot().to_json(),
-        "stop": dash.house.stop_status().to_json(),
+        "stop": dash.house.stop_shown().to_json(),
         "miniserver": {
             "name": home.ms_info.ms_name,
             "serial": home.ms_info.serial_nr,

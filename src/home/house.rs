@@ -19,7 +19,7 @@ use super::model::{Control, Home, MessageCenter};
 use super::primary::Primary;
 use super::risk::{Risk, RiskRules};
 use super::state::{Source, StateStore, StateValue, Value};
-use super::stop::{AdminStops, StopGuard, StopStatus, SwitchSource};
+use super::stop::{AdminStops, Look, StopGuard, StopStatus, SwitchSource};
 use crate::ratelimit::RateLimiter;
 
 pub use super::action::{Action, OverrideTimer, RoomMode};
@@ -725,11 +725,19 @@ impl House {
         matches!(self.stop_switch(), Some(Ok(u)) if u == control.uuid)
     }
 
-    /// Whether the house is stopped, why and since when ([`super::stop`]): the stop switch
-    /// read through [`House::value`] (a pushed value of this session, a recent poll, else one
-    /// HTTP read; unknown while the link is down) and the admin page's stop.
+    /// Whether the house is stopped, why and since when ([`super::stop`]), as a command is
+    /// decided: the stop switch read through [`House::value`] (a pushed value of this session,
+    /// a recent poll, else one HTTP read; unknown while the link is down) and the admin page's
+    /// stop. [`House::act`] asks it before every command.
     pub fn stop_status(&self) -> StopStatus {
-        self.stop.status(self)
+        self.stop.status(self, Look::Decide)
+    }
+
+    /// [`House::stop_status`] for showing it (`/health`, the dashboard, the admin page,
+    /// `/metrics`): never asks the Miniserver (a switch value not heard yet shows as unknown)
+    /// and changes nothing.
+    pub fn stop_shown(&self) -> StopStatus {
+        self.stop.status(self, Look::Show)
     }
 
     /// The Message Center's entries and the notifications as last read ([`Alerts`]).
@@ -761,6 +769,26 @@ impl House {
                 self.alerts.failed(&e.to_string());
                 Err(e)
             }
+        }
+    }
+
+    /// What `/metrics` shows of the house: active Message Center entries per severity (none
+    /// listed when the structure file has no Message Center) and whether commands are stopped
+    /// ([`House::stop_shown`]: no Miniserver round trip).
+    pub fn metrics(&self) -> crate::metrics::HouseScrape {
+        let active_alerts = if self.home().message_center.is_some() {
+            self.alerts
+                .snapshot()
+                .active_counts()
+                .iter()
+                .map(|(s, n)| (s.as_str(), *n))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        crate::metrics::HouseScrape {
+            active_alerts,
+            stopped: self.stop_shown().stopped,
         }
     }
 
@@ -996,6 +1024,10 @@ impl SwitchSource for House {
 
     fn switch_value(&self, control: &Control) -> Result<StateValue, String> {
         self.value(control).map_err(|e| e.to_string())
+    }
+
+    fn switch_known(&self, control: &Control) -> Option<StateValue> {
+        self.known_value(control)
     }
 }
 

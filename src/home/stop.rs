@@ -439,8 +439,22 @@ pub trait SwitchSource {
     fn model(&self) -> Arc<Home>;
     /// The link to the Miniserver now.
     fn link_now(&self) -> LinkSnapshot;
-    /// The control's primary value (the house's `value`), or why it cannot be had.
+    /// The control's primary value (the house's `value`, which may ask the Miniserver), or
+    /// why it cannot be had.
     fn switch_value(&self, control: &Control) -> Result<StateValue, String>;
+    /// The control's primary value as last heard, without asking anyone (`None`: not yet).
+    fn switch_known(&self, control: &Control) -> Option<StateValue>;
+}
+
+/// How a status is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Look {
+    /// To decide a command: the switch's value is read if need be, and a change of its
+    /// reading is remembered (with since when).
+    Decide,
+    /// To show it (`/health`, the dashboard, the admin page, `/metrics`): nothing is asked of
+    /// the Miniserver, nothing is remembered; a value not heard yet shows as unknown.
+    Show,
 }
 
 impl StopGuard {
@@ -476,7 +490,7 @@ impl StopGuard {
     /// Whether the house is stopped, why and since when (see the module docs), reading the
     /// switch through `house`; while the link is down its value is unknown whatever was last
     /// heard.
-    pub(super) fn status(&self, house: &dyn SwitchSource) -> StopStatus {
+    pub(super) fn status(&self, house: &dyn SwitchSource, look: Look) -> StopStatus {
         let switch = self.switch.as_ref().map(|configured| {
             let home = house.model();
             let resolved = self
@@ -485,7 +499,7 @@ impl StopGuard {
             let (uuid, name, room, reading, fact) = match resolved {
                 Ok(uuid) => match home.control(&uuid) {
                     Some(c) => {
-                        let (reading, fact) = switch_reading(house, c);
+                        let (reading, fact) = switch_reading(house, c, look);
                         let room = super::scope::room_of(&home, c)
                             .and_then(|r| home.room(r))
                             .map(|r| r.name.clone());
@@ -510,6 +524,7 @@ impl StopGuard {
             let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
             let since = match &*seen {
                 Some((kind, since)) if *kind == reading.as_str() => *since,
+                _ if look == Look::Show => fact.unwrap_or_else(SystemTime::now),
                 _ => {
                     let since = fact.unwrap_or_else(SystemTime::now);
                     if seen.is_some() || reading != SwitchReading::On {
@@ -559,7 +574,11 @@ impl StopGuard {
 }
 
 /// The stop switch's reading and, when known, the time of the fact behind it.
-fn switch_reading(house: &dyn SwitchSource, c: &Control) -> (SwitchReading, Option<SystemTime>) {
+fn switch_reading(
+    house: &dyn SwitchSource,
+    c: &Control,
+    look: Look,
+) -> (SwitchReading, Option<SystemTime>) {
     let link = house.link_now();
     if link.mode == LinkMode::Disconnected {
         return (
@@ -567,9 +586,17 @@ fn switch_reading(house: &dyn SwitchSource, c: &Control) -> (SwitchReading, Opti
             Some(link.since),
         );
     }
-    match house.switch_value(c) {
+    let value = match look {
+        Look::Decide => house
+            .switch_value(c)
+            .map_err(|e| format!("cannot read it: {e}")),
+        Look::Show => house
+            .switch_known(c)
+            .ok_or_else(|| "not received yet".to_string()),
+    };
+    match value {
         Ok(v) => (SwitchReading::of(&v.value), Some(v.updated)),
-        Err(e) => (SwitchReading::Unknown(format!("cannot read it: {e}")), None),
+        Err(e) => (SwitchReading::Unknown(e), None),
     }
 }
 

@@ -175,7 +175,7 @@ pub(crate) fn handle(
             _ => method_not_allowed("GET"),
         },
         "/admin/api/stop" => match method {
-            Get => Answer::json(200, &json!({"stop": admin.house.stop_status().to_json()})),
+            Get => Answer::json(200, &json!({"stop": admin.house.stop_shown().to_json()})),
             Post => match read_json(ctx, request) {
                 Ok(body) => set_stop(&admin, principal, body),
                 Err(a) => a,
@@ -587,7 +587,7 @@ fn set_stop(admin: &AdminContext, principal: Option<&Principal>, body: Value) ->
     match result {
         Ok(()) => {
             record(admin, principal, op, "admin stop", "ok", started);
-            Answer::json(200, &json!({"stop": admin.house.stop_status().to_json()}))
+            Answer::json(200, &json!({"stop": admin.house.stop_shown().to_json()}))
         }
         Err(e) => {
             let a = error(500, "INTERNAL_ERROR", e.to_string(), json!({}));
@@ -653,7 +653,7 @@ fn status(ctx: &Ctx, admin: &AdminContext) -> Answer {
             "security_level": format!("{:?}", admin.gate.level()).to_lowercase(),
             "keys_required": admin.gate.required(),
             "services": {"loxone": loxone},
-            "stop": admin.house.stop_status().to_json(),
+            "stop": admin.house.stop_shown().to_json(),
             "structure": {
                 "last_modified": home.last_modified,
                 "serial": home.ms_info.serial_nr,
