@@ -67,8 +67,15 @@ pub const NOTIFIER_QUEUE: usize = 1024;
 /// At most one `notifications/resources/updated` per URI per this interval.
 pub const UPDATE_INTERVAL: Duration = Duration::from_millis(250);
 
-/// Starts the thread that turns the house's change bus into resource notifications; it ends
-/// when `stop` is set.
+/// The resources an alert event changes (the Message Center's entries and the summary that
+/// shows the active ones first).
+pub const ALERT_URIS: [&str; 2] = ["home://alerts", "home://summary"];
+
+/// The `logger` of the log messages about the house's alerts and notifications.
+pub const ALERT_LOGGER: &str = "home.alerts";
+
+/// Starts the thread that turns the house's change bus into resource notifications (and log
+/// messages about the Miniserver's alerts); it ends when `stop` is set.
 pub fn start_resource_notifier(
     house: Arc<House>,
     mcp: Arc<McpServer>,
@@ -111,7 +118,24 @@ pub fn start_resource_notifier(
         match sub.recv_timeout(wait) {
             Some(Event::Change(c)) => Next::Update(Update::Uris(affected(house.home(), &c))),
             Some(Event::StructureChanged { .. }) => Next::Update(Update::ListChanged),
-            Some(Event::Alert(_)) => Next::Idle,
+            // A Message Center entry came, went or changed, or the Miniserver pushed a
+            // notification: the alert resources change, and clients that declared logging
+            // hear of it at a level matching its severity.
+            Some(Event::Alert(a)) => {
+                let home = house.home();
+                let level = crate::mcp::LogLevel::parse(a.log_level())
+                    .unwrap_or(crate::mcp::LogLevel::Info);
+                let mut data = a.to_json(&home);
+                data["message"] = a.describe(&home).into();
+                Next::Updates(vec![
+                    Update::Uris(ALERT_URIS.iter().map(|u| u.to_string()).collect()),
+                    Update::Log {
+                        level,
+                        logger: ALERT_LOGGER.into(),
+                        data,
+                    },
+                ])
+            }
             None => Next::Idle,
         }
     })?;

@@ -277,3 +277,57 @@ fn entry_lists_that_are_not_json_or_too_large_are_errors() {
         server.join().unwrap();
     }
 }
+
+#[test]
+fn clients_that_declared_logging_hear_of_alerts_at_a_matching_level() {
+    use crate::support::mcp::McpStdio;
+    use crate::support::server::Miniserver;
+
+    let ms = Miniserver::demo();
+    let host = format!("http://{}", ms.api.addr);
+    let mut c = McpStdio::start(
+        &[],
+        &[
+            ("HOME_HOST", host.as_str()),
+            ("HOME_USER", "demo"),
+            ("HOME_PASS", "demo"),
+        ],
+    );
+    let set = c.rpc("logging/setLevel", json!({"level": "warning"}));
+    assert!(set.get("result").is_some(), "{set}");
+    // An info entry first, then a critical one: the first log message about an alert must be
+    // the critical one (messages keep the order of events; info is below "warning").
+    let info = ms
+        .api
+        .drive("messagecenter/raise?title=Nur%20Info&severity=1");
+    let critical = ms
+        .api
+        .drive("messagecenter/raise?title=Extension%20offline&severity=4");
+    let m = c.next_matching("a log message about an alert", |v| {
+        v["method"] == "notifications/message" && v["params"]["logger"] == "home.alerts"
+    });
+    let p = &m["params"];
+    assert_eq!(
+        p["data"]["alert"]["id"],
+        critical.as_str(),
+        "not the info one ({info}): {m}"
+    );
+    assert_eq!(p["level"], "critical", "{m}");
+    assert_eq!(p["data"]["event"], "alert_raised");
+    assert!(
+        p["data"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Extension offline"),
+        "{m}"
+    );
+    // A pushed notification of level 2 (error) is told at "error".
+    let uid = ms
+        .api
+        .drive("notify?title=Wasser&message=Keller%20nass&lvl=2");
+    let m = c.next_matching("a log message about the notification", |v| {
+        v["method"] == "notifications/message"
+            && v["params"]["data"]["notification"]["uid"] == uid.as_str()
+    });
+    assert_eq!(m["params"]["level"], "error", "{m}");
+}
