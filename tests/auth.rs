@@ -1353,7 +1353,7 @@ fn http_role_by_endpoint() {
             app.audit.clone(),
         ))),
         metrics: Some(Arc::new(MetricsContext {
-            link: Some(app.house.link().clone()),
+            house: Some(app.house.clone()),
             public: false,
         })),
         dashboard: Some(dashboard.clone()),

@@ -367,3 +367,38 @@ fn the_admin_api_stops_and_lifts_for_admins_only_and_audits_it() {
     assert!(ops.iter().any(|o| o == "stop.set owner ok"), "{ops:?}");
     assert!(ops.iter().any(|o| o == "stop.lift owner ok"), "{ops:?}");
 }
+
+#[test]
+fn health_details_show_the_stop_and_since_when() {
+    use crate::support::server::{Miniserver, Served};
+    use crate::support::wait::{wait_until, PATIENCE};
+
+    let ms = Miniserver::demo();
+    let served = Served::start(&ms, "[safety]\nstop_switch = \"KI-Assistent\"\n", &[]);
+    let stop = || -> Result<serde_json::Value, String> {
+        let r = served.health()?;
+        let v: serde_json::Value = serde_json::from_str(&r.body).map_err(|e| e.to_string())?;
+        Ok(v["stop"].clone())
+    };
+    let running = wait_until("the switch read on in /health", PATIENCE, || match stop() {
+        Ok(s) if s["stop_switch"]["state"] == "on" => Ok(s),
+        other => Err(format!("{other:?}")),
+    });
+    assert_eq!(running["stopped"], false, "{running}");
+    assert_eq!(running["stop_switch"]["name"], "KI-Assistent");
+    ms.api.drive(&format!("state/{SWITCH}/active/0"));
+    let stopped = wait_until("/health shows the stop", PATIENCE, || match stop() {
+        Ok(s) if s["stopped"] == true => Ok(s),
+        other => Err(format!("{other:?}")),
+    });
+    assert_eq!(stopped["stopped_by"], json!(["stop_switch"]), "{stopped}");
+    assert_eq!(stopped["stop_switch"]["state"], "off");
+    assert!(
+        stopped["since"].as_str().is_some_and(|t| t.ends_with('Z')),
+        "{stopped}"
+    );
+    assert!(
+        stopped["lift"].as_str().unwrap().contains("Loxone app"),
+        "{stopped}"
+    );
+}
