@@ -96,8 +96,8 @@
 //!                              # /etc/localtime), else UTC. Local days, statistics and
 //!                              # bell times are read in it
 //!
-//! [risk]                       # controls added to a risk class (name, UUID or category,
-//!                              # see crate::home::risk); a human answers before they act
+//! [risk]                       # controls added to a risk class (name, UUID, family, category
+//!                              # or type, see crate::home::risk); a human answers before they act
 //! access = ["Garage"]
 //! alarm = []
 //! house_wide = ["Heizstrahler"]
@@ -348,7 +348,7 @@ struct FileHome {
     time_zone: Option<String>,
 }
 
-/// `[risk]`: controls the owner adds to a risk class (name, UUID or category name).
+/// `[risk]`: controls the owner adds to a risk class (name, UUID, or a family, Loxone category or control type).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileRisk {

@@ -302,8 +302,8 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         let link = house.link().snapshot();
         // ok: live over the WebSocket; degraded: polling (no named states), disconnected, or
         // commands refused before they are sent (a lock-out, wrong credentials).
-        let blocked = client.blocked();
-        let (status, reason) = match (&blocked, link.mode) {
+        let blocked = client.blocked_for();
+        let (status, reason) = match (blocked.as_ref().map(|(e, _)| e), link.mode) {
             (Some(e), _) => ("degraded", Some(e.to_string())),
             (None, LinkMode::WebSocket) => ("ok", None),
             (None, LinkMode::Polling) => (
@@ -314,11 +314,14 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
                 ("degraded", Some("Miniserver unreachable".to_string()))
             }
         };
-        let blocked = blocked.map(|e| match e {
+        let blocked = blocked.map(|(e, left)| match e {
             LoxoneError::LockedOut { remaining_secs } => serde_json::json!({
                 "reason": "locked_out", "remaining_secs": remaining_secs,
             }),
-            other => serde_json::json!({"reason": "credentials", "message": other.to_string()}),
+            other => serde_json::json!({
+                "reason": "credentials", "message": other.to_string(),
+                "remaining_secs": left.as_secs_f64().ceil() as u64,
+            }),
         });
         serde_json::json!({
             "status": status,

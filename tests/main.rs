@@ -64,5 +64,6 @@ mod token;
 mod tool_arguments;
 mod tool_list;
 mod tools;
+mod words;
 mod workflows;
 mod ws;

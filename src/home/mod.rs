@@ -19,6 +19,7 @@ pub mod scope;
 pub mod state;
 pub mod stop;
 pub mod time;
+pub mod words;
 
 pub use action::{Action, OverrideTimer, RoomMode};
 pub use alerts::{
@@ -41,3 +42,4 @@ pub use scope::{Access, Denied, Scope};
 pub use state::{Source, StateStore, StateValue, Value};
 pub use stop::{AdminStop, AdminStops, StopStatus, SwitchReading};
 pub use time::{HouseTime, LOXONE_EPOCH_UNIX};
+pub use words::{UnknownWord, Word};

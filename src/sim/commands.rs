@@ -445,6 +445,14 @@ impl Simulator {
         };
         let Some((command, caps)) = found else {
             debug!("sim: unknown command {path}");
+            // A Miniserver asks who is calling before it looks the command up: a stranger
+            // gets 401 for any path it does not serve openly, never a 404 that tells it what
+            // exists.
+            if transport == Transport::Http {
+                if let Err(page) = self.authenticate(authorization, query, peer) {
+                    return reply(Answer::Page(page), control);
+                }
+            }
             return reply(Answer::Error(404, "Not Found"), control);
         };
         if command.over == Over::Ws && transport == Transport::Http {
