@@ -500,9 +500,7 @@ impl StopGuard {
                 Ok(uuid) => match home.control(&uuid) {
                     Some(c) => {
                         let (reading, fact) = switch_reading(house, c, look);
-                        let room = super::scope::room_of(&home, c)
-                            .and_then(|r| home.room(r))
-                            .map(|r| r.name.clone());
+                        let room = home.room_name(c).map(str::to_string);
                         (Some(uuid), Some(c.name.clone()), room, reading, fact)
                     }
                     None => (
