@@ -55,7 +55,7 @@ pub const FIXED: &[(&str, &str, &str)] = &[
     ("home://summary", "Home summary", "What is on, open, playing, armed: lights on, blinds not open, open windows, temperature against target per room, audio, presence, alarms, alerts (get_home_summary)."),
     ("home://rooms", "Rooms", "All rooms with their number of devices per family (list_rooms)."),
     ("home://devices/all", "All devices", "Every device with type, family, Loxone category, room and current state (list_devices, at most 500)."),
-    ("home://system/status", "System status", "Miniserver identity, structure file version, link status to the Miniserver, counts of rooms, categories, devices and known values."),
+    ("home://system/status", "System status", "Miniserver identity, structure file version, link status to the Miniserver, whether commands are stopped (and since when), counts of rooms, categories, devices and known values."),
     ("home://system/capabilities", "System capabilities", "Device families and control types present, secured controls, the tool, resource and prompt catalogue sizes and the features of this server."),
     ("home://system/categories", "Categories", "Device families and the user's Loxone categories with their number of devices and resource URIs."),
     ("home://sensors", "All sensors", "Every sensor with its reading: temperature, humidity, motion, door/window, brightness, meters, other (get_sensors_status)."),
