@@ -90,6 +90,8 @@ OPTIONS:
                            file is served, the WebSocket pushes no events
   --max-failed-logins N    wrong logins from one address before it is locked out (default 5)
   --visu-password V        visualisation password of the secured controls (default 1234)
+  --hash-alg ALG           hashAlg getkey2 announces for the user password: sha256
+                           (default, firmware 10.3+) or sha1 (older firmware)
   -h, --help        this help
   -V, --version     print the version";
 
@@ -609,6 +611,13 @@ fn sim(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     let password = opt_string(&mut args, "--password")?;
     let visu_password = opt_string(&mut args, "--visu-password")?;
     let no_state_updates = args.contains("--no-state-updates");
+    let hash_alg = opt_string(&mut args, "--hash-alg")?
+        .map(|a| match a.to_ascii_lowercase().as_str() {
+            "sha1" => Ok(home_mcp::sim::VisuHash::Sha1),
+            "sha256" => Ok(home_mcp::sim::VisuHash::Sha256),
+            _ => Err(Usage(format!("--hash-alg: {a:?} is not sha1 or sha256"))),
+        })
+        .transpose()?;
     let max_failed_logins = opt_string(&mut args, "--max-failed-logins")?
         .map(|n| {
             n.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| {
@@ -640,6 +649,9 @@ fn sim(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         config.visu_password = v;
     }
     config.state_updates = !no_state_updates;
+    if let Some(alg) = hash_alg {
+        config.user_hash = alg;
+    }
     if let Some(n) = max_failed_logins {
         config.max_failed_logins = n;
     }

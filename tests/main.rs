@@ -54,6 +54,7 @@ mod resources;
 mod rest;
 mod security;
 mod sim;
+mod sim_protocol;
 mod sse_legacy;
 mod stop;
 mod streams;
