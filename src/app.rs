@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::audit::{AuditLog, AuditedHandler};
-use crate::auth::gate::{Gate, PermissionFn};
+use crate::audit::AuditLog;
+use crate::auth::gate::Gate;
 use crate::auth::store::MemoryStore;
 use crate::config::LiveMode;
 use crate::config::{Config, ConfigError, MiniserverConfig};
@@ -271,12 +271,6 @@ impl App {
         });
         // The metrics registry knows no feature: the wiring names the tools of its label.
         crate::metrics::global().know_tools(crate::tools::catalogue().iter().map(|t| t.name));
-        let tools = Arc::new(
-            HomeTools::with_store(house.clone(), workflows.clone())
-                .with_caches(config.server.caches)
-                .with_confirmation_lifetime(config.server.confirmation_lifetime),
-        );
-        let password_pages = tools.password_pages();
         // The demo serves loopback without keys (development level) and writes nothing to
         // disk, unless `--demo --key-store PATH` names a store (browser tests, trying the admin
         // page with real keys); a real start reads the key store the `keys` command writes.
@@ -292,15 +286,6 @@ impl App {
                 .unwrap_or_else(|| backend.default_path(&config.server.data_dir));
             crate::auth::store::open_store(backend, &path, &env).map_err(StartError::Keys)?
         };
-        let gate = Arc::new(
-            Gate::new(
-                keys,
-                config.auth.clone(),
-                config.server.listen.ip(),
-                permission_of(tools.clone()),
-            )
-            .with_scope_check(scope_check(tools.clone())),
-        );
         let audit = if !config.audit.enabled {
             None
         } else if demo {
@@ -312,14 +297,22 @@ impl App {
             log::info!("audit log {}", path.display());
             Some(log)
         };
-        let handler: Arc<dyn crate::mcp::Handler> = match &audit {
-            Some(log) => Arc::new(AuditedHandler::new(
-                tools.clone(),
-                log.clone(),
-                permission_of(tools.clone()),
-            )),
-            None => tools,
-        };
+        let mut tools = HomeTools::with_store(house.clone(), workflows.clone())
+            .with_caches(config.server.caches)
+            .with_confirmation_lifetime(config.server.confirmation_lifetime);
+        if let Some(log) = &audit {
+            tools = tools.with_audit(log.clone());
+        }
+        let tools = Arc::new(tools);
+        let password_pages = tools.password_pages();
+        // The gate reads what each tool declares (permission, reach) from the catalogue.
+        let gate = Arc::new(Gate::new(
+            keys,
+            config.auth.clone(),
+            config.server.listen.ip(),
+            tools.clone(),
+        ));
+        let handler: Arc<dyn crate::mcp::Handler> = tools;
         let mcp = Arc::new(McpServer::new(handler, config.server.mcp.clone()));
         let notifier_stop = Arc::new(AtomicBool::new(false));
         start_resource_notifier(house.clone(), mcp.clone(), notifier_stop.clone())
@@ -488,16 +481,6 @@ fn admin_stops(config: &Config, demo: bool) -> crate::home::AdminStops {
         (None, true) => return crate::home::AdminStops::in_memory(),
     };
     crate::home::AdminStops::open(&dir.join(STOP_FILE))
-}
-
-/// The gate's check of calls by keys limited to rooms or categories ([`HomeTools::check_scope`]).
-pub fn scope_check(tools: Arc<HomeTools>) -> crate::auth::gate::ScopeFn {
-    Arc::new(move |name, arguments, scope| tools.check_scope(name, arguments, scope))
-}
-
-/// The gate's view of the tool registry: the permission a call needs.
-pub fn permission_of(tools: Arc<HomeTools>) -> PermissionFn {
-    Arc::new(move |name, arguments| tools.required_permission(name, arguments))
 }
 
 /// Opens `<data_dir>/workflows.db`, creating the directory (mode 0700 on Unix) if needed.

@@ -1,8 +1,9 @@
 //! The audit log (issue 6): who changed what in the house, and who changed the keys.
 //!
-//! One row per state-changing tool call (the tool needs `control` or more, see
-//! `HomeTools::required_permission`) on every transport, per call refused for lack of
-//! permission, and per key operation (admin API or CLI). A row ([`Entry`]):
+//! One row per state-changing tool call (the tool needs `control` or more,
+//! [`crate::home::Permission::writes`]; recorded by the tool catalogue, `tools::HomeTools`, with
+//! the call's typed outcome) on every transport, per call refused for lack of permission (by
+//! the HTTP layer), and per key operation (admin API or CLI). A row ([`Entry`]):
 //!
 //! | field | example | notes |
 //! |---|---|---|
@@ -41,13 +42,8 @@ use rusqlite::{params, Connection};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::home::{Permission, PermissionFn};
 use crate::logging::mask_key_id as mask;
-use crate::mcp::{
-    CallToolResult, Caller, Completion, CompletionRef, GetPromptResult, Handler, Implementation,
-    PromptDescriptor, RequestContext, ResourceContents, ResourceDescriptor, ResourceTemplate,
-    RpcError, SharedResult, ToolDescriptor,
-};
+use crate::mcp::Caller;
 
 /// Entries queued for the writer before new ones are dropped.
 pub const QUEUE_CAPACITY: usize = 1024;
@@ -248,7 +244,7 @@ impl AuditLog {
             path: path.display().to_string(),
             message,
         };
-        create_private(path).map_err(|e| open_err(e.to_string()))?;
+        crate::files::create_private(path).map_err(|e| open_err(e.to_string()))?;
         let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
         let _ = conn.pragma_update(None, "journal_mode", "WAL");
         Self::start(conn, retention_days).map_err(|e| open_err(e.to_string()))
@@ -520,22 +516,6 @@ fn insert_batch(conn: &mut Connection, batch: &[Entry]) -> Result<(), AuditError
     tx.commit().map_err(sql)
 }
 
-/// Creates `path` empty with mode 0600 unless it exists.
-fn create_private(path: &Path) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    match options.open(path) {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
 /// Arguments whose string values name what a call acts on. Only these are recorded: secrets
 /// (`code`, `pin`, `password`, ...) can never reach the log.
 pub const TARGET_FIELDS: [&str; 9] = [
@@ -571,167 +551,6 @@ pub fn target_of(arguments: &Map<String, Value>) -> String {
         t = t.chars().take(199).collect::<String>() + "…";
     }
     t
-}
-
-/// The error code of a failed tool result: `error.code` of the structured (or text JSON)
-/// envelope, else `ERROR`.
-pub fn error_code(result: &CallToolResult) -> String {
-    let from = |v: &Value| {
-        v.get("error")
-            .and_then(|e| e.get("code"))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    if let Some(code) = result.structured_content.as_ref().and_then(from) {
-        return code;
-    }
-    for c in &result.content {
-        if let crate::mcp::Content::Text { text } = c {
-            if let Some(code) = serde_json::from_str::<Value>(text)
-                .ok()
-                .as_ref()
-                .and_then(from)
-            {
-                return code;
-            }
-        }
-    }
-    "ERROR".into()
-}
-
-/// Who confirmed the command of a tool result (`data.confirmed_by` of its envelope, see
-/// `tools::mark_unconfirmed`), if anybody had to.
-pub fn confirmed_by_of(result: &CallToolResult) -> Option<String> {
-    result
-        .structured_content
-        .as_ref()
-        .and_then(|v| v.pointer("/data/confirmed_by"))
-        .and_then(Value::as_str)
-        .map(str::to_string)
-}
-
-/// Whether a call with this permission changes state (and is audited).
-pub fn state_changing(permission: Option<Permission>) -> bool {
-    permission.is_some_and(|p| p >= Permission::Control)
-}
-
-/// Wraps the tool registry: every state-changing `tools/call` is recorded with the caller of
-/// its [`RequestContext`], its outcome and latency. Everything else is passed through.
-pub struct AuditedHandler {
-    inner: Arc<dyn Handler>,
-    log: Arc<AuditLog>,
-    permission_of: PermissionFn,
-}
-
-impl AuditedHandler {
-    /// `permission_of` is the gate's view of the registry (`app::permission_of`).
-    pub fn new(inner: Arc<dyn Handler>, log: Arc<AuditLog>, permission_of: PermissionFn) -> Self {
-        Self {
-            inner,
-            log,
-            permission_of,
-        }
-    }
-}
-
-impl Handler for AuditedHandler {
-    fn server_info(&self) -> Implementation {
-        self.inner.server_info()
-    }
-    fn instructions(&self) -> String {
-        self.inner.instructions()
-    }
-    fn list_tools(&self) -> Vec<ToolDescriptor> {
-        self.inner.list_tools()
-    }
-    fn call_tool(
-        &self,
-        name: &str,
-        arguments: Map<String, Value>,
-        ctx: &RequestContext,
-    ) -> Result<CallToolResult, RpcError> {
-        if !state_changing((self.permission_of)(name, &arguments)) {
-            return self.inner.call_tool(name, arguments, ctx);
-        }
-        let target = target_of(&arguments);
-        let started = Instant::now();
-        let result = self.inner.call_tool(name, arguments, ctx);
-        let outcome = match &result {
-            Ok(r) if !r.is_error => "ok".to_string(),
-            Ok(r) => error_code(r),
-            Err(e) if e.code == RpcError::INVALID_PARAMS => "INVALID_PARAMETERS".into(),
-            // A 2026-07-28 client is asked first (multi round-trip request): nothing was sent.
-            Err(e) if crate::mcp::input::is_ask(e) => "INPUT_REQUIRED".into(),
-            Err(_) => "INTERNAL_ERROR".into(),
-        };
-        let confirmed_by = result.as_ref().ok().and_then(confirmed_by_of);
-        self.log.record(
-            Entry::new(
-                ctx.caller.as_ref(),
-                ctx.transport,
-                name,
-                &target,
-                &outcome,
-                started.elapsed(),
-            )
-            .confirmed_by(confirmed_by),
-        );
-        result
-    }
-    fn call_tool_shared(
-        &self,
-        name: &str,
-        arguments: Map<String, Value>,
-        ctx: &RequestContext,
-    ) -> Result<SharedResult, RpcError> {
-        // Reads are not audited: the inner handler's shared (cached) answer as is.
-        if !state_changing((self.permission_of)(name, &arguments)) {
-            return self.inner.call_tool_shared(name, arguments, ctx);
-        }
-        self.call_tool(name, arguments, ctx).map(SharedResult::new)
-    }
-    fn list_resources(&self) -> Vec<ResourceDescriptor> {
-        self.inner.list_resources()
-    }
-    fn list_resource_templates(&self) -> Vec<ResourceTemplate> {
-        self.inner.list_resource_templates()
-    }
-    fn read_resource(
-        &self,
-        uri: &str,
-        ctx: &RequestContext,
-    ) -> Result<Vec<ResourceContents>, RpcError> {
-        self.inner.read_resource(uri, ctx)
-    }
-    fn check_subscribable(&self, uri: &str) -> Result<(), RpcError> {
-        self.inner.check_subscribable(uri)
-    }
-    fn cache_hint(&self, method: &str, uri: Option<&str>) -> crate::mcp::modern::CacheHint {
-        self.inner.cache_hint(method, uri)
-    }
-    fn task_support(&self, tool: &str) -> crate::mcp::TaskSupport {
-        self.inner.task_support(tool)
-    }
-    fn list_prompts(&self) -> Vec<PromptDescriptor> {
-        self.inner.list_prompts()
-    }
-    fn get_prompt(
-        &self,
-        name: &str,
-        arguments: &Map<String, Value>,
-        ctx: &RequestContext,
-    ) -> Result<GetPromptResult, RpcError> {
-        self.inner.get_prompt(name, arguments, ctx)
-    }
-    fn complete(
-        &self,
-        reference: &CompletionRef,
-        argument: &str,
-        value: &str,
-        context: &Map<String, Value>,
-    ) -> Result<Completion, RpcError> {
-        self.inner.complete(reference, argument, value, context)
-    }
 }
 
 #[cfg(test)]
@@ -857,6 +676,16 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// Records an entry of 2026-01-01 (key `old`) and one of 2026-03-01 (key `new`).
+    fn old_and_new(log: &AuditLog) {
+        for (time, key) in [
+            ("2026-01-01T00:00:00.000Z", "old"),
+            ("2026-03-01T00:00:00.000Z", "new"),
+        ] {
+            log.record(entry(time, key, "control_device", "ok"));
+        }
+    }
+
     #[test]
     fn drop_commits_the_queue_and_retention_prunes() {
         let dir = std::env::temp_dir().join(format!("audit-test-{}", std::process::id()));
@@ -865,18 +694,7 @@ mod tests {
         let _ = std::fs::remove_file(&path);
         {
             let log = AuditLog::open(&path, 30).unwrap();
-            log.record(entry(
-                "2026-01-01T00:00:00.000Z",
-                "old",
-                "control_device",
-                "ok",
-            ));
-            log.record(entry(
-                "2026-03-01T00:00:00.000Z",
-                "new",
-                "control_device",
-                "ok",
-            ));
+            old_and_new(&log);
             // dropped here without a flush: the writer commits on the way out
         }
         #[cfg(unix)]
@@ -887,18 +705,7 @@ mod tests {
         }
         let log = AuditLog::open(&path, 30).unwrap();
         assert_eq!(log.count().unwrap(), 0, "both older than 30 days at start");
-        log.record(entry(
-            "2026-01-01T00:00:00.000Z",
-            "old",
-            "control_device",
-            "ok",
-        ));
-        log.record(entry(
-            "2026-03-01T00:00:00.000Z",
-            "new",
-            "control_device",
-            "ok",
-        ));
+        old_and_new(&log);
         log.flush();
         let now = humantime::parse_rfc3339("2026-03-15T00:00:00Z").unwrap();
         assert_eq!(log.prune(now).unwrap(), 1);

@@ -18,7 +18,7 @@ use crate::mcp::{
     RpcError, SharedResult, TaskSupport, ToolDescriptor,
 };
 use crate::tools::cache::age_by;
-use crate::tools::{HomeTools, TASK_TOOLS};
+use crate::tools::HomeTools;
 use crate::{prompts, resources};
 
 const INSTRUCTIONS: &str = "home-mcp controls a Loxone smart home. Start with \
@@ -71,9 +71,10 @@ impl Handler for HomeTools {
     }
 
     /// The long-running tools (they wait for blinds to move, or run a workflow's steps) run
-    /// as tasks for clients that declare the tasks extension ([`TASK_TOOLS`]).
+    /// as tasks for clients that declare the tasks extension, as each tool declares
+    /// ([`crate::tools::Tool::task`]).
     fn task_support(&self, tool: &str) -> TaskSupport {
-        if TASK_TOOLS.contains(&tool) {
+        if self.tool(tool).is_some_and(|t| t.task) {
             TaskSupport::Optional
         } else {
             TaskSupport::Forbidden

@@ -3,7 +3,8 @@
 //! (`tests/module_cycles.py --check` reads this list; CI fails on an import that climbs or
 //! stays in its layer, on a circle, and on a module the list does not place):
 //! 1. base utilities that know no feature: [`time`], [`logging`], [`memory`], [`ratelimit`],
-//!    [`metrics`] (the registry; the wiring names the tools), [`systemd`], [`upgraded`];
+//!    [`metrics`] (the registry; the wiring names the tools), [`systemd`], [`upgraded`],
+//!    [`files`];
 //! 2. the home model, controller-independent: [`home`];
 //! 3. the Loxone adapter and the MCP protocol core: [`loxone`], [`mcp`];
 //! 4. the Miniserver simulator, the audit log and the workflow store: [`sim`], [`audit`],
@@ -30,6 +31,7 @@ pub mod check;
 pub mod config;
 pub mod dashboard;
 pub mod dispatch;
+pub mod files;
 pub mod home;
 pub mod http;
 pub mod logging;

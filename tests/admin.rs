@@ -558,13 +558,8 @@ fn the_pin_never_reaches_audit_db_on_disk() {
     let path = dir.join("audit.db");
     let log = home_mcp::audit::AuditLog::open(&path, 90).unwrap();
     let app = demo_app();
-    let tools = Arc::new(home_mcp::tools::HomeTools::new(app.house.clone()));
-    let handler = home_mcp::audit::AuditedHandler::new(
-        tools.clone(),
-        log.clone(),
-        home_mcp::app::permission_of(tools),
-    );
-    let server = home_mcp::mcp::McpServer::new(Arc::new(handler), Default::default());
+    let tools = home_mcp::tools::HomeTools::new(app.house.clone()).with_audit(log.clone());
+    let server = home_mcp::mcp::McpServer::new(Arc::new(tools), Default::default());
     let input = concat!(
         r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
         "\n",

@@ -338,3 +338,138 @@ fn clients_that_declared_logging_hear_of_alerts_at_a_matching_level() {
     });
     assert_eq!(m["params"]["level"], "error", "{m}");
 }
+
+#[test]
+fn list_alerts_and_confirm_alert_answer_as_the_simulator_lists() {
+    use crate::support::house::{ok, tool_error};
+    let (app, tools) = demo();
+    let ms = MiniserverApi::of(&app);
+    let listed = ms.message_center_entries(MC);
+    let seeded = listed
+        .iter()
+        .find(|e| e["isHistoric"] == false)
+        .unwrap()
+        .clone();
+    let id = seeded["entryUuid"].as_str().unwrap();
+    let data = ok(&tools, "list_alerts", json!({}));
+    assert_eq!(data["available"], true);
+    let first = &data["active"][0];
+    assert_eq!(first["id"], id, "{data}");
+    assert_eq!(first["title"], seeded["title"]);
+    assert_eq!(first["severity"], "warning");
+    assert_eq!(first["room"], "Flur", "the room by name");
+    assert_eq!(first["can_confirm"], true);
+    assert_eq!(data["counts"]["warning"], 1);
+    assert!(data.get("historic").is_none(), "only on request");
+    let with_past = ok(&tools, "list_alerts", json!({"historic": true}));
+    let past = with_past["historic"].as_array().unwrap();
+    assert_eq!(
+        past.len(),
+        listed.iter().filter(|e| e["isHistoric"] == true).count()
+    );
+    // The resource is the tool's answer.
+    let r = home_mcp::mcp::Handler::read_resource(
+        &tools,
+        "home://alerts",
+        &home_mcp::mcp::RequestContext::default(),
+    )
+    .unwrap();
+    let res: serde_json::Value = serde_json::from_str(r[0].text.as_deref().unwrap()).unwrap();
+    assert_eq!(res["active"][0]["id"], id);
+
+    // Unknown ids and confirming what cannot be confirmed are refused, naming why.
+    let e = tool_error(&tools, "confirm_alert", json!({"alert": "nope"}));
+    assert_eq!(e["code"], "INVALID_PARAMETERS", "{e}");
+    let hist = past[0]["id"].as_str().unwrap();
+    let e = tool_error(&tools, "confirm_alert", json!({"alert": hist}));
+    assert_eq!(e["code"], "INVALID_PARAMETERS", "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("does not offer"),
+        "{e}"
+    );
+
+    // Read, then confirmed: the simulator says so, and the entry leaves the active list.
+    let read = ok(
+        &tools,
+        "confirm_alert",
+        json!({"alert": id, "action": "read"}),
+    );
+    assert_eq!(read["action"], "read");
+    assert!(ms.message_center_entry(MC, id)["readAt"].is_number());
+    let done = ok(&tools, "confirm_alert", json!({"alert": id}));
+    assert_eq!(done["alert"]["confirmed"], true, "{done}");
+    let at_sim = ms.message_center_entry(MC, id);
+    assert!(at_sim["confirmedAt"].is_number() && at_sim["isHistoric"] == true);
+    let after = ok(&tools, "list_alerts", json!({}));
+    assert!(
+        after["active"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["id"] != id),
+        "{after}"
+    );
+}
+
+#[test]
+fn the_summary_shows_the_houses_alerts_first() {
+    use crate::support::house::ok;
+    let (app, tools) = demo();
+    let ms = MiniserverApi::of(&app);
+    wait_until("the seeded entry in the house", PATIENCE, || {
+        (!app.house.alerts().entries.is_empty())
+            .then_some(())
+            .ok_or("not yet")
+    });
+    let id = ms.drive("messagecenter/raise?title=Extension%20offline&severity=4&room=Keller");
+    wait_until("the raised entry in the house", PATIENCE, || {
+        app.house.alerts().get(&id).cloned().ok_or("not yet")
+    });
+    let summary = ok(&tools, "get_home_summary", json!({}));
+    let alerts: Vec<&str> = summary["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    assert!(
+        alerts[0].starts_with("critical: Extension offline (Keller)"),
+        "most severe first: {alerts:?}"
+    );
+    assert!(alerts[1].starts_with("warning: "), "{alerts:?}");
+    // A room summary shows that room's entries.
+    let keller = ok(&tools, "get_home_summary", json!({"room": "Keller"}));
+    let text = keller["alerts"].to_string();
+    assert!(
+        text.contains("Extension offline") && !text.contains("warning: "),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_subscriber_of_home_alerts_hears_of_a_raised_entry() {
+    use crate::support::mcp::McpStdio;
+    use crate::support::server::Miniserver;
+
+    let ms = Miniserver::demo();
+    let host = format!("http://{}", ms.api.addr);
+    let mut c = McpStdio::start(
+        &[],
+        &[
+            ("HOME_HOST", host.as_str()),
+            ("HOME_USER", "demo"),
+            ("HOME_PASS", "demo"),
+        ],
+    );
+    let sub = c.rpc("resources/subscribe", json!({"uri": "home://alerts"}));
+    assert!(sub.get("result").is_some(), "{sub}");
+    let id = ms
+        .api
+        .drive("messagecenter/raise?title=Kein%20Internet&severity=2");
+    c.next_matching("notifications/resources/updated home://alerts", |v| {
+        v["method"] == "notifications/resources/updated" && v["params"]["uri"] == "home://alerts"
+    });
+    let read = c.rpc("resources/read", json!({"uri": "home://alerts"}));
+    let text = read["result"]["contents"][0]["text"].as_str().unwrap();
+    assert!(text.contains(&id), "{text}");
+}

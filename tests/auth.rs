@@ -7,13 +7,14 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use home_mcp::app::{permission_of, App};
+use home_mcp::app::App;
 use home_mcp::auth::gate::{
-    Action, Credentials, DenyCode, Gate, GateConfig, PermissionFn, RateLimits, SecurityLevel,
+    Action, Credentials, DenyCode, Gate, GateConfig, RateLimits, SecurityLevel,
 };
 use home_mcp::auth::store::{KeyStore, MemoryStore};
 use home_mcp::auth::{ApiKey, Role};
 use home_mcp::config::Config;
+use home_mcp::home::ToolFacts;
 use home_mcp::http::{HttpConfig, HttpServer};
 use home_mcp::tools::HomeTools;
 use home_mcp::workflow::WorkflowStore;
@@ -45,9 +46,9 @@ fn keys() -> Vec<ApiKey> {
     ]
 }
 
-/// The permission resolver of the real tool registry, over one demo house for the process.
-fn perms() -> PermissionFn {
-    static PERMS: OnceLock<PermissionFn> = OnceLock::new();
+/// The real tool catalogue (what each tool declares), over one demo house for the process.
+fn perms() -> Arc<dyn ToolFacts> {
+    static PERMS: OnceLock<Arc<dyn ToolFacts>> = OnceLock::new();
     PERMS
         .get_or_init(|| {
             let app: &'static App = Box::leak(Box::new(
@@ -55,7 +56,7 @@ fn perms() -> PermissionFn {
             ));
             let tools =
                 HomeTools::with_store(app.house.clone(), Arc::new(WorkflowStore::in_memory()));
-            permission_of(Arc::new(tools))
+            Arc::new(tools) as Arc<dyn ToolFacts>
         })
         .clone()
 }
@@ -892,9 +893,8 @@ fn scoped_gate(app: &App) -> Gate {
             ..GateConfig::default()
         },
         loopback(),
-        permission_of(tools.clone()),
+        tools,
     )
-    .with_scope_check(home_mcp::app::scope_check(tools))
 }
 
 #[test]
@@ -1041,20 +1041,10 @@ fn scoped_keys_stay_in_their_rooms_and_categories() {
     }
     // Keys without a scope are unaffected.
     assert_eq!(call(&g, OPERATOR, "list_rooms", json!({})), Ok(()));
-    // A gate that cannot check scopes refuses scoped keys (fail closed).
-    let blind = Gate::new(
-        Arc::new(MemoryStore::new(scoped_keys())),
-        GateConfig::default(),
-        loopback(),
-        perms(),
-    );
+    // What the catalogue does not declare is refused to scoped keys (fail closed): the gate
+    // reads each tool's reach from its declaration, and an unknown tool has none.
     assert_eq!(
-        call(
-            &blind,
-            GUEST,
-            "control_room_lights",
-            json!({"room": "Küche", "action": "on"})
-        ),
+        call(&g, GUEST, "no_such_tool", json!({"room": "Küche"})),
         deny
     );
 }
@@ -1140,6 +1130,13 @@ fn every_tool() -> Vec<(&'static str, Needs, Value)> {
         ("get_audio_status", Read, json!({})),
         ("get_sensors_status", Read, json!({"room": "Flur"})),
         ("get_home_summary", Read, json!({})),
+        ("list_alerts", Read, json!({"historic": true})),
+        (
+            "confirm_alert",
+            Control,
+            // The demo Miniserver's seeded warning, marked read.
+            json!({"alert": "4d430000-0000-4000-ffff000000000001", "action": "read"}),
+        ),
         ("list_workflows", Read, json!({})),
         ("get_workflow", Read, json!({ "name": WORKFLOW })),
         (
@@ -1296,7 +1293,7 @@ fn role_by_every_tool() {
             ..GateConfig::default()
         },
         loopback(),
-        permission_of(tools.clone()),
+        tools.clone(),
     );
     let deny = Err(DenyCode::InsufficientPermissions);
     for (name, needs, arguments) in &table {

@@ -40,6 +40,14 @@ impl Counting {
 }
 
 impl Controller for Counting {
+    /// The Loxone client's own wording of the command (what dry runs and answers show).
+    fn command(
+        &self,
+        c: &home_mcp::home::Control,
+        a: &home_mcp::home::Action,
+    ) -> Result<home_mcp::home::Command, home_mcp::home::ControllerError> {
+        home_mcp::loxone::commands::house_command(c, a)
+    }
     fn act(&self, control: &Control, action: &Action) -> Result<Option<Value>, ControllerError> {
         let v = match action {
             Action::On => 1.0,

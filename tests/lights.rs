@@ -631,6 +631,14 @@ struct Flaky {
 }
 
 impl Controller for Flaky {
+    /// The Loxone client's own wording of the command (what dry runs and answers show).
+    fn command(
+        &self,
+        c: &home_mcp::home::Control,
+        a: &home_mcp::home::Action,
+    ) -> Result<home_mcp::home::Command, home_mcp::home::ControllerError> {
+        home_mcp::loxone::commands::house_command(c, a)
+    }
     fn act(
         &self,
         control: &Control,
@@ -811,6 +819,14 @@ struct GoesDown {
 }
 
 impl Controller for GoesDown {
+    /// The Loxone client's own wording of the command (what dry runs and answers show).
+    fn command(
+        &self,
+        c: &home_mcp::home::Control,
+        a: &home_mcp::home::Action,
+    ) -> Result<home_mcp::home::Command, home_mcp::home::ControllerError> {
+        home_mcp::loxone::commands::house_command(c, a)
+    }
     fn act(
         &self,
         _: &Control,

@@ -353,6 +353,14 @@ struct Deaf {
 }
 
 impl Controller for Deaf {
+    /// The Loxone client's own wording of the command (what dry runs and answers show).
+    fn command(
+        &self,
+        c: &home_mcp::home::Control,
+        a: &home_mcp::home::Action,
+    ) -> Result<home_mcp::home::Command, home_mcp::home::ControllerError> {
+        home_mcp::loxone::commands::house_command(c, a)
+    }
     fn act(&self, c: &Control, a: &Action) -> Result<Option<Value>, ControllerError> {
         if self.ignore.lock().unwrap().as_deref() == Some(c.uuid.as_str()) {
             return Ok(None);

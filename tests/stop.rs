@@ -13,7 +13,7 @@ use home_mcp::app::App;
 use home_mcp::home::resolve::ResolveError;
 use home_mcp::home::stop::resolve_stop_switch;
 use home_mcp::home::{
-    Action, AdminStops, Control, Controller, ControllerError, House, SwitchReading, Value,
+    Action, AdminStops, Command, Control, Controller, ControllerError, House, SwitchReading, Value,
 };
 use home_mcp::loxone::structure::parse_structure_bytes;
 use serde_json::json;
@@ -168,6 +168,12 @@ struct Counting {
 }
 
 impl Controller for Counting {
+    fn command(&self, c: &Control, _: &Action) -> Result<Command, ControllerError> {
+        Ok(Command {
+            target: c.uuid.clone(),
+            command: "on".into(),
+        })
+    }
     fn act(&self, _: &Control, _: &Action) -> Result<Option<Value>, ControllerError> {
         self.acts.fetch_add(1, Ordering::SeqCst);
         Err(ControllerError::Connection("unreachable".into()))
@@ -401,4 +407,79 @@ fn health_details_show_the_stop_and_since_when() {
         stopped["lift"].as_str().unwrap().contains("Loxone app"),
         "{stopped}"
     );
+}
+
+#[test]
+fn while_stopped_every_tool_that_writes_is_refused_over_mcp_audited_and_nothing_is_sent() {
+    use home_mcp::auth::gate::SecurityLevel;
+    use home_mcp::auth::{ApiKey, Role};
+    use home_mcp::http::HttpConfig;
+
+    use crate::support::app_server::{gate, AppServer};
+    use crate::support::gate::key;
+    use crate::support::mcp::McpHttp;
+
+    const ADMIN: &str = "homekey_admin_1_00112233445566778899aabbccddeeff";
+    let keys = vec![ApiKey {
+        name: "assistant".into(),
+        ..key(ADMIN, Role::Admin)
+    }];
+    let f = AppServer::start(|app| HttpConfig {
+        gate: Some(gate(app, SecurityLevel::Staging, keys, &[])),
+        audit: app.audit.clone(),
+        ..HttpConfig::default()
+    });
+    let mut mcp = McpHttp::connect(f.addr(), Some(ADMIN));
+    let listed = mcp.rpc("tools/list", json!({}));
+    let tools = listed["result"]["tools"].as_array().unwrap().clone();
+    // The actuating tools, from the catalogue's own declarations (readOnlyHint false).
+    let acting: Vec<String> = tools
+        .iter()
+        .filter(|t| t["annotations"]["readOnlyHint"] == false)
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        acting.len() > 20,
+        "the catalogue's writing tools: {acting:?}"
+    );
+    f.app.house.admin_stop().stop("owner").unwrap();
+    let mark = sim(&f.app).request_count();
+    for name in &acting {
+        // No arguments at all: the stop comes before the arguments are read.
+        let r = mcp.call(name, json!({}));
+        assert_eq!(r["isError"], true, "{name}: {r}");
+        let envelope: serde_json::Value =
+            serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            envelope["error"]["code"], "ASSISTANT_STOPPED",
+            "{name}: {envelope}"
+        );
+    }
+    assert!(
+        commands_since(sim(&f.app), mark).is_empty(),
+        "{:?}",
+        commands_since(sim(&f.app), mark)
+    );
+    // Reads answer.
+    for name in [
+        "get_home_summary",
+        "list_devices",
+        "list_alerts",
+        "get_lights_status",
+    ] {
+        let r = mcp.call(name, json!({}));
+        assert_ne!(r["isError"], true, "{name} answers while stopped: {r}");
+    }
+    // Each refusal is in the audit log, with who called.
+    let audit = f.app.audit.as_ref().unwrap();
+    audit.flush();
+    let refused: std::collections::BTreeSet<String> = audit
+        .query(&home_mcp::audit::Query::default())
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.result == "ASSISTANT_STOPPED" && e.key_name == "assistant")
+        .map(|e| e.operation)
+        .collect();
+    let want: std::collections::BTreeSet<String> = acting.iter().cloned().collect();
+    assert_eq!(refused, want, "every refusal audited");
 }

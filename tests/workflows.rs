@@ -303,6 +303,14 @@ struct Rendezvous {
 }
 
 impl Controller for Rendezvous {
+    /// The Loxone client's own wording of the command (what dry runs and answers show).
+    fn command(
+        &self,
+        c: &home_mcp::home::Control,
+        a: &home_mcp::home::Action,
+    ) -> Result<home_mcp::home::Command, home_mcp::home::ControllerError> {
+        home_mcp::loxone::commands::house_command(c, a)
+    }
     fn act(&self, control: &Control, action: &Action) -> Result<Option<Reading>, ControllerError> {
         let mut seen = self.seen.lock().unwrap();
         seen.1.push(format!("{} {action:?}", control.name));
@@ -394,6 +402,14 @@ struct Timed {
 }
 
 impl Controller for Timed {
+    /// The Loxone client's own wording of the command (what dry runs and answers show).
+    fn command(
+        &self,
+        c: &home_mcp::home::Control,
+        a: &home_mcp::home::Action,
+    ) -> Result<home_mcp::home::Command, home_mcp::home::ControllerError> {
+        home_mcp::loxone::commands::house_command(c, a)
+    }
     fn act(&self, control: &Control, action: &Action) -> Result<Option<Reading>, ControllerError> {
         self.log
             .lock()

@@ -18,7 +18,7 @@
 //! | `GET /health` | nothing (no key) |
 //! | MCP `initialize`, `ping`, notifications, client responses; `GET`/`DELETE /mcp`, `GET /sse` | a valid key |
 //! | MCP `tools/list`, `resources/*`, `prompts/*`, `completion/complete`, `logging/setLevel`; `GET /tools` | [`Permission::Read`] |
-//! | `tools/call` (MCP or REST) | the tool's permission (`HomeTools::required_permission`; for `execute_workflow` the highest of its steps) |
+//! | `tools/call` (MCP or REST) | the tool's permission ([`ToolFacts::required_permission`]: its declaration's; for `execute_workflow` the highest of its steps) |
 //! | `GET /metrics` ([`Action::Method`] `"metrics"`) | [`Permission::Read`] (not gated with `[metrics] public = true`) |
 //! | `/dashboard/api/...`, `WS /dashboard/ws` ([`Action::Method`] `"dashboard"`) | [`Permission::Read`] |
 //! | `/admin/...` (see [`crate::http::admin`]; only from `[auth] admin_networks`) | [`Permission::Admin`] |
@@ -36,8 +36,8 @@
 //!
 //! Keys limited to rooms or categories ([`ApiKey::scope`]) may use only `tools/list` and
 //! `logging/setLevel` besides `initialize`/`ping`/notifications, never `/admin`, and their tool
-//! calls must pass the [`ScopeFn`] ([`Gate::with_scope_check`]; without one they are refused);
-//! the commands themselves are checked again when sent (`tools::Caller::act`).
+//! calls must stay inside what the tool declares it reaches ([`ToolFacts::check_scope`]); the
+//! commands themselves are checked again when sent (`tools::Caller::act`).
 //!
 //! ## Errors
 //! | condition | code | HTTP | JSON-RPC |
@@ -95,8 +95,8 @@ use subtle::ConstantTimeEq;
 
 use super::store::{KeyStore, UsageRecorder};
 use super::{mask, ApiKey, Role, Usage};
-use crate::home::Permission;
 use crate::home::Secret;
+use crate::home::{Permission, ToolFacts};
 use crate::ratelimit::{RateInfo, RateLimiter};
 
 /// The overall security level (`[auth] security_level`).
@@ -188,14 +188,6 @@ pub const FAILED_ATTEMPTS_PER_CLIENT: u32 = 20;
 
 /// The id and name of the synthetic key built from `HTTP_API_KEY`.
 pub const LEGACY_KEY_NAME: &str = "legacy HTTP_API_KEY";
-
-/// Whether a tool call stays within a key's [`Scope`](crate::home::Scope) (`HomeTools::check_scope`): `Err` with
-/// the reason when the call reaches (or reads) outside the key's rooms and categories, or its
-/// reach cannot be told from the arguments.
-pub type ScopeFn =
-    Arc<dyn Fn(&str, &Map<String, Value>, &crate::home::Scope) -> Result<(), String> + Send + Sync>;
-
-pub use crate::home::PermissionFn;
 
 /// What a request presents.
 #[derive(Debug, Clone, Copy, Default)]
@@ -416,7 +408,9 @@ pub struct Gate {
     config: GateConfig,
     required: bool,
     limiter: RateLimiter,
-    permission_of: PermissionFn,
+    /// What the tool catalogue declares of each tool: the permission a call needs and what it
+    /// reaches.
+    tools: Arc<dyn ToolFacts>,
     /// SHA-256 of stored ids, so a request hashes only the presented key (looked up by the
     /// stored id, never by the presented one).
     digests: Mutex<HashMap<String, [u8; 32]>>,
@@ -424,8 +418,6 @@ pub struct Gate {
     usage: UsageRecorder,
     /// The key built from [`GateConfig::legacy_key`].
     legacy: Option<ApiKey>,
-    /// The check of scoped keys' tool calls ([`Gate::with_scope_check`]).
-    scope_check: Option<ScopeFn>,
 }
 
 impl fmt::Debug for Gate {
@@ -438,13 +430,14 @@ impl fmt::Debug for Gate {
 }
 
 impl Gate {
-    /// A gate for a server bound to `bind`. Keys become required when the level or `required`
-    /// says so, and always on a non-loopback bind (logged).
+    /// A gate for a server bound to `bind`, judging tool calls by what `tools` declares.
+    /// Keys become required when the level or `required` says so, and always on a
+    /// non-loopback bind (logged).
     pub fn new(
         store: Arc<dyn KeyStore>,
         config: GateConfig,
         bind: IpAddr,
-        permission_of: PermissionFn,
+        tools: Arc<dyn ToolFacts>,
     ) -> Self {
         let required = match config.level {
             SecurityLevel::Development => {
@@ -512,10 +505,9 @@ impl Gate {
             store,
             config,
             required,
-            permission_of,
+            tools,
             digests: Mutex::new(HashMap::new()),
             legacy,
-            scope_check: None,
         }
     }
 
@@ -564,7 +556,7 @@ impl Gate {
 
     /// The permission a tool call needs (`None`: unknown tool).
     pub fn permission_of(&self, name: &str, arguments: &Map<String, Value>) -> Option<Permission> {
-        (self.permission_of)(name, arguments)
+        self.tools.required_permission(name, arguments)
     }
 
     /// The rate-limit buckets of the current windows, key ids [`mask`]ed
@@ -830,9 +822,10 @@ impl Gate {
         let needed = match action {
             Action::Method(m) => method_permission(m),
             Action::Admin => Some(Permission::Admin),
-            Action::Tool { name, arguments } => {
-                Some((self.permission_of)(name, arguments).unwrap_or(Permission::Read))
-            }
+            Action::Tool { name, arguments } => Some(
+                self.permission_of(name, arguments)
+                    .unwrap_or(Permission::Read),
+            ),
         };
         let deny = |m: String| {
             let mut d = Denial::new(DenyCode::InsufficientPermissions, m, Some(&key.id));
@@ -874,17 +867,10 @@ impl Gate {
                         "keys limited to rooms or categories cannot use the admin endpoints".into(),
                     ))
                 }
-                Action::Tool { name, arguments } => match &self.scope_check {
-                    Some(check) => {
-                        check(name, arguments, &scope).map_err(|m| deny(format!("{name}: {m}")))?
-                    }
-                    None => {
-                        return Err(deny(format!(
-                            "{name}: this server cannot check key scopes; keys limited to \
-                             rooms or categories are refused"
-                        )))
-                    }
-                },
+                Action::Tool { name, arguments } => self
+                    .tools
+                    .check_scope(name, arguments, &scope)
+                    .map_err(|m| deny(format!("{name}: {m}")))?,
             }
         }
         Ok(())
@@ -940,13 +926,6 @@ impl Gate {
             Some((name, arguments)) => self.authorize(principal, &Action::Tool { name, arguments }),
             None => self.authorize(principal, &Action::Method(&request.method)),
         }
-    }
-
-    /// Sets the check of tool calls by keys limited to rooms or categories (see
-    /// [`ScopeFn`]); without it such keys may call no tool at all (fail closed).
-    pub fn with_scope_check(mut self, check: ScopeFn) -> Self {
-        self.scope_check = Some(check);
-        self
     }
 }
 

@@ -215,14 +215,11 @@ impl Secret {
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let secret = Secret::random().map_err(|e| format!("no random numbers: {e}"))?;
-                let mut options = std::fs::OpenOptions::new();
-                options.write(true).create_new(true);
-                #[cfg(unix)]
-                {
-                    use std::os::unix::fs::OpenOptionsExt;
-                    options.mode(0o600);
-                }
-                let mut f = options.open(path).map_err(|e| format!("{shown}: {e}"))?;
+                let mut f = crate::files::private()
+                    .write(true)
+                    .create_new(true)
+                    .open(path)
+                    .map_err(|e| format!("{shown}: {e}"))?;
                 std::io::Write::write_all(&mut f, hex::encode(secret.0).as_bytes())
                     .and_then(|()| f.sync_all())
                     .map_err(|e| format!("{shown}: {e}"))?;

@@ -309,14 +309,12 @@ impl FileStore {
     fn lock_file(&self) -> std::io::Result<std::fs::File> {
         let mut name = self.path.as_os_str().to_owned();
         name.push(".lock");
-        let mut options = std::fs::OpenOptions::new();
-        options.read(true).write(true).create(true).truncate(false);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let f = options.open(PathBuf::from(name))?;
+        let f = crate::files::private()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(PathBuf::from(name))?;
         f.lock()?;
         Ok(f)
     }
@@ -356,13 +354,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "keys".into());
     let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
-    let mut options = std::fs::OpenOptions::new();
+    let mut options = crate::files::private();
     options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
     let result = (|| {
         let mut f = options.open(&tmp)?;
         f.write_all(bytes)?;
@@ -474,7 +467,8 @@ impl SqliteStore {
     /// Opens (creating if needed) the database at `path`; its directory must exist.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let err = |e: &dyn fmt::Display| StoreError::Corrupt(format!("{}: {e}", path.display()));
-        create_private(path).map_err(|e| StoreError::Io(format!("{}: {e}", path.display())))?;
+        crate::files::create_private(path)
+            .map_err(|e| StoreError::Io(format!("{}: {e}", path.display())))?;
         let conn = Connection::open(path).map_err(|e| err(&e))?;
         Self::init(conn).map_err(|e| err(&e))
     }
@@ -640,25 +634,6 @@ impl KeyStore for SqliteStore {
             return Err(StoreError::NotFound);
         }
         tx.commit().map_err(sql)
-    }
-}
-
-/// Creates `path` empty with mode 0600 unless it exists.
-fn create_private(path: &Path) -> std::io::Result<()> {
-    if path.exists() {
-        return Ok(());
-    }
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    match options.open(path) {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(e),
     }
 }
 

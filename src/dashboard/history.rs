@@ -315,7 +315,7 @@ impl History {
             path: path.display().to_string(),
             message,
         };
-        crate::workflow::store::create_private(path).map_err(|e| open_err(e.to_string()))?;
+        crate::files::create_private(path).map_err(|e| open_err(e.to_string()))?;
         let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
         conn.busy_timeout(Duration::from_secs(5))
             .map_err(|e| open_err(e.to_string()))?;

@@ -172,6 +172,22 @@ impl Alert {
         })
     }
 
+    /// One line about the entry: `"critical: Extension offline (Keller) · Tree Extension,
+    /// since 2026-11-27T10:15:00Z"` (the room and the affected device when given).
+    pub fn line(&self, home: &Home) -> String {
+        let mut out = format!("{}: {}", self.severity, self.title);
+        if let Some(room) = self.room.as_deref().and_then(|r| home.room(r)) {
+            out.push_str(&format!(" ({})", room.name));
+        }
+        if let Some(a) = self.affected.as_deref().filter(|a| *a != self.title) {
+            out.push_str(&format!(" · {a}"));
+        }
+        if let Some(t) = self.since {
+            out.push_str(&format!(", since {}", crate::time::iso8601(t)));
+        }
+        out
+    }
+
     /// Whether the entry is still active (not historic).
     pub fn is_active(&self) -> bool {
         !self.historic
@@ -293,18 +309,10 @@ impl AlertEvent {
         }
     }
 
-    /// One line for a log message: `"Message Center: critical: Extension offline (Keller):
-    /// raised"`, `"Miniserver notification: Title: message"`.
+    /// One line for a log message: `"Message Center: critical: Extension offline (Keller),
+    /// since ... (raised)"` ([`Alert::line`]), `"Miniserver notification: Title: message"`.
     pub fn describe(&self, home: &Home) -> String {
-        let entry = |a: &Alert, what: &str| {
-            let room = a
-                .room
-                .as_deref()
-                .and_then(|r| home.room(r))
-                .map(|r| format!(" ({})", r.name))
-                .unwrap_or_default();
-            format!("Message Center: {}: {}{room}: {what}", a.severity, a.title)
-        };
+        let entry = |a: &Alert, what: &str| format!("Message Center: {} ({what})", a.line(home));
         match self {
             AlertEvent::Raised(a) => entry(a, "raised"),
             AlertEvent::Cleared(a) => entry(a, "cleared"),

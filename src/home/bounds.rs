@@ -1,15 +1,20 @@
 //! What a value sent to a control may be (issue 15): every number of an [`Action`] is finite
 //! and inside the range of the control that receives it, and a text is short enough to travel
 //! as one URL path segment. [`check`] decides it for every command, at the last moment before
-//! it is sent ([`super::House::act`]); tools check the same ranges earlier to name the field in
-//! a -32602 error ([`value_range`]).
+//! it is sent ([`super::House::act`]).
+//!
+//! The named ranges below ([`Range`]: [`PERCENT`], [`HUE`], [`KELVIN`], [`TEMPERATURE`],
+//! [`VOLUME_STEP`], [`RADIO_OUTPUT`], [`MOOD`], [`OVERRIDE_MINUTES`]) are the one table of
+//! them: [`check`] compares with them, and the tools' argument types take their schema's
+//! `minimum`/`maximum` from them, so what a tool's schema announces, what its parser admits
+//! and what the house accepts are one number each.
 //!
 //! Out-of-range values are **refused, never clamped**: "set the irrigation to 100 min" on a
 //! block that stops at 60 must not silently become 60. Ranges:
 //! - percent (dimmers, light master brightness, blind positions, slats, volume, colour
-//!   saturation and brightness): 0-100; hue 0-360; white 2700-6500 K; volume steps -100..100;
-//! - target temperatures: [`MIN_TEMPERATURE`]..[`MAX_TEMPERATURE`] °C; Radio outputs
-//!   0..=[`MAX_RADIO_OUTPUT`];
+//!   saturation and brightness): [`PERCENT`]; hue [`HUE`]; white [`KELVIN`]; volume steps
+//!   [`VOLUME_STEP`];
+//! - target temperatures: [`TEMPERATURE`] °C; Radio outputs [`RADIO_OUTPUT`];
 //! - value blocks (Slider, ValueSelector, UpDownAnalog, LeftRightAnalog): the control's own
 //!   `min`..`max`: a ValueSelector's live `min`/`max` states when known (it can change them at
 //!   run time), else the structure file's `details.min`/`details.max`; a block that gives
@@ -20,14 +25,45 @@
 use super::action::Action;
 use super::model::{Control, ControlKind};
 
+/// A closed range of accepted numbers, both ends included.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Range {
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Range {
+    pub const fn new(min: f64, max: f64) -> Range {
+        Range { min, max }
+    }
+
+    /// Whether `v` is a finite number inside the range.
+    pub fn contains(self, v: f64) -> bool {
+        v.is_finite() && v >= self.min && v <= self.max
+    }
+}
+
+/// Percent 0-100: brightness, blind position (% closed), slat angle, volume, colour
+/// saturation.
+pub const PERCENT: Range = Range::new(0.0, 100.0);
+/// Hue 0-360 °.
+pub const HUE: Range = Range::new(0.0, 360.0);
+/// White light's colour temperature, 2700-6500 K (ColorPickerV2 `temp`).
+pub const KELVIN: Range = Range::new(2700.0, 6500.0);
 /// Accepted target temperatures in °C (Loxone's frost protection lies below, nobody heats a
 /// room above).
-pub const MIN_TEMPERATURE: f64 = 5.0;
-pub const MAX_TEMPERATURE: f64 = 35.0;
-
-/// Highest Radio output number a `select` may name (0 = all off); Loxone's Radio block has at
-/// most 16 outputs, the tools accept up to 64 for extended blocks.
-pub const MAX_RADIO_OUTPUT: f64 = 64.0;
+pub const TEMPERATURE: Range = Range::new(5.0, 35.0);
+/// A volume change in percent points (negative = quieter).
+pub const VOLUME_STEP: Range = Range::new(-100.0, 100.0);
+/// Radio outputs a `select` may name (0 = all off); Loxone's Radio block has at most 16
+/// outputs, the tools accept up to 64 for extended blocks.
+pub const RADIO_OUTPUT: Range = Range::new(0.0, 64.0);
+/// A LightControllerV2 mood id (777 bright, 778 off, the owner's own) or a LightController
+/// scene number 0-9.
+pub const MOOD: Range = Range::new(0.0, 9999.0);
+/// How long a comfort, eco or off override of a room's climate lasts, in minutes: up to one
+/// week.
+pub const OVERRIDE_MINUTES: Range = Range::new(1.0, 10_080.0);
 
 /// Longest text sent to a TextInput, in characters. 255 is what the Loxone app's text field
 /// takes and what the tools' schemas announce; percent-encoded (up to 12 bytes per character
@@ -63,7 +99,7 @@ pub fn value_range(control: &Control, live: &dyn Fn(&str) -> Option<f64>) -> (f6
                 _ => UNKNOWN_RANGE,
             }
         }
-        _ => (0.0, 100.0),
+        _ => (PERCENT.min, PERCENT.max),
     }
 }
 
@@ -74,8 +110,8 @@ pub fn check(
     action: &Action,
     live: &dyn Fn(&str) -> Option<f64>,
 ) -> Result<(), String> {
-    let within = |what: &str, v: f64, (lo, hi): (f64, f64)| {
-        if v.is_finite() && v >= lo && v <= hi {
+    let within = |what: &str, v: f64, range: Range| {
+        if range.contains(v) {
             Ok(())
         } else {
             let v = if v.is_finite() && v.abs() < 1e15 {
@@ -84,27 +120,29 @@ pub fn check(
                 format!("{v:e}")
             };
             Err(format!(
-                "{what} {v} is outside what {} accepts: {lo} to {hi}; nothing was sent",
-                control.name
+                "{what} {v} is outside what {} accepts: {} to {}; nothing was sent",
+                control.name, range.min, range.max
             ))
         }
     };
-    const PERCENT: (f64, f64) = (0.0, 100.0);
     match action {
-        Action::Level(v) => within("value", *v, value_range(control, live)),
-        Action::Temperature(t) => within("temperature", *t, (MIN_TEMPERATURE, MAX_TEMPERATURE)),
+        Action::Level(v) => {
+            let (lo, hi) = value_range(control, live);
+            within("value", *v, Range::new(lo, hi))
+        }
+        Action::Temperature(t) => within("temperature", *t, TEMPERATURE),
         Action::Slats(v) => within("slat angle", *v, PERCENT),
-        Action::VolumeStep(s) => within("volume step", *s, (-100.0, 100.0)),
+        Action::VolumeStep(s) => within("volume step", *s, VOLUME_STEP),
         Action::Color {
             hue,
             saturation,
             brightness,
-        } => within("hue", *hue, (0.0, 360.0))
+        } => within("hue", *hue, HUE)
             .and(within("saturation", *saturation, PERCENT))
             .and(within("brightness", *brightness, PERCENT)),
         Action::White { brightness, kelvin } => within("brightness", *brightness, PERCENT)
-            .and(within("colour temperature", *kelvin, (2700.0, 6500.0))),
-        Action::Select(n) => within("output", f64::from(*n), (0.0, MAX_RADIO_OUTPUT)),
+            .and(within("colour temperature", *kelvin, KELVIN)),
+        Action::Select(n) => within("output", f64::from(*n), RADIO_OUTPUT),
         Action::Text(t) => check_text(t),
         _ => Ok(()),
     }

@@ -268,9 +268,29 @@ impl fmt::Debug for Secret {
     }
 }
 
+/// A command as the controller would send it, for dry runs and answers: where it goes (the
+/// control's `uuidAction`, or a sub-control's such as `<uuid>/masterValue`) and what it says
+/// (`manualPosition/40`, `changeTo/778`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    pub target: String,
+    pub command: String,
+}
+
+impl Command {
+    /// `<target>/<command>`, as batch results list it.
+    pub fn path(&self) -> String {
+        format!("{}/{}", self.target, self.command)
+    }
+}
+
 /// The seam to the building automation. Implemented by the Loxone client; tests can plug in
 /// their own.
 pub trait Controller: Send + Sync {
+    /// The command `action` becomes for `control`, without sending it: the one mapping
+    /// [`Controller::act`] sends too. [`ControllerError::Unsupported`] names what the control's
+    /// type supports.
+    fn command(&self, control: &Control, action: &Action) -> Result<Command, ControllerError>;
     /// Carries out `action` on `control`; returns the value the controller reports afterwards,
     /// if it reports one.
     fn act(&self, control: &Control, action: &Action) -> Result<Option<Value>, ControllerError>;
@@ -599,6 +619,12 @@ impl House {
     /// The live values.
     pub fn states(&self) -> &StateStore {
         &self.states
+    }
+
+    /// The command `action` becomes for `control` ([`Controller::command`]), for dry runs and
+    /// answers: tools never word a command themselves. Nothing is sent.
+    pub fn command(&self, control: &Control, action: &Action) -> Result<Command, ControllerError> {
+        self.controller.command(control, action)
     }
 
     /// Sends `action` to `control`. The remembered value of the control is dropped, so the
@@ -1039,6 +1065,12 @@ mod tests {
     struct Offline;
 
     impl Controller for Offline {
+        fn command(&self, c: &Control, _: &Action) -> Result<Command, ControllerError> {
+            Err(ControllerError::Unsupported(format!(
+                "{} (offline)",
+                c.name
+            )))
+        }
         fn act(&self, _: &Control, _: &Action) -> Result<Option<Value>, ControllerError> {
             Err(ControllerError::Connection("offline".into()))
         }

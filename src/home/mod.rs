@@ -28,14 +28,14 @@ pub use alerts::{
 };
 pub use bus::{Bus, Change, Event, Subscription};
 pub use house::{
-    CommandLimits, Controller, ControllerError, House, Outcome, RejectedStructure, Secret,
+    Command, CommandLimits, Controller, ControllerError, House, Outcome, RejectedStructure, Secret,
 };
 pub use link::{LinkMode, LinkSnapshot, LinkStatus};
 pub use model::{
     Category, CategoryKind, Control, ControlKind, Family, Home, MessageCenter, MsInfo, Room,
     StateRef, StructureProblem, StructureWarning, TypeFamily,
 };
-pub use permission::{Permission, PermissionFn};
+pub use permission::{Permission, ToolFacts};
 pub use primary::Primary;
 pub use risk::{Risk, RiskRules};
 pub use scope::{Access, Denied, Scope};

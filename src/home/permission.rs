@@ -1,10 +1,13 @@
-//! What a caller must be allowed to do ([`Permission`]): each tool declares one, API key roles
-//! grant sets of them, the auth gate compares the two and the audit log tells reads from
-//! writes by them. It lives here, below all three, so that none of them imports another for it.
-
-use std::sync::Arc;
+//! What a caller must be allowed to do ([`Permission`]) and what the auth gate and the audit
+//! log need to know of a tool call ([`ToolFacts`]): each tool declares its permission and what
+//! it reaches, API key roles grant sets of permissions, the gate compares the two and the audit
+//! log tells reads from writes by them. It lives here, below all three, so that none of them
+//! imports another for it: the tool catalogue (`tools::HomeTools`) implements [`ToolFacts`]
+//! from its declarations, the gate and the audit log read them through it.
 
 use serde_json::{Map, Value};
+
+use super::scope::Scope;
 
 /// What a caller must be allowed to do to use a tool (enforced by the auth gate).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -20,6 +23,14 @@ pub enum Permission {
 }
 
 impl Permission {
+    /// Every permission, lowest first.
+    pub const ALL: [Permission; 4] = [
+        Permission::Read,
+        Permission::Control,
+        Permission::Security,
+        Permission::Admin,
+    ];
+
     /// `read`, `control`, `security` or `admin`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -29,9 +40,36 @@ impl Permission {
             Permission::Admin => "admin",
         }
     }
+
+    /// The permission named `s` (`read`, `control`, `security`, `admin`).
+    pub fn parse(s: &str) -> Option<Permission> {
+        Permission::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+
+    /// Whether a call needing this permission changes the house (everything from `control`
+    /// on): such calls are audited, drop the response caches and are not `readOnlyHint`. The
+    /// one place "does this call write" is decided.
+    pub fn writes(self) -> bool {
+        self >= Permission::Control
+    }
 }
 
-/// The permission a tool call needs (the tool catalogue's `HomeTools::required_permission`,
-/// handed to the auth gate and the audit log by the wiring), from the tool's name and
-/// arguments; `None`: unknown tool.
-pub type PermissionFn = Arc<dyn Fn(&str, &Map<String, Value>) -> Option<Permission> + Send + Sync>;
+/// The facts of a tool call the auth gate and the audit log need, as the tool's declaration
+/// in the catalogue gives them (implemented by `tools::HomeTools`).
+pub trait ToolFacts: Send + Sync {
+    /// The permission a call of `tool` with `arguments` needs: the tool's own, and for a tool
+    /// that runs others (`execute_workflow`) the highest among them. `None`: no such tool.
+    fn required_permission(&self, tool: &str, arguments: &Map<String, Value>)
+        -> Option<Permission>;
+
+    /// `Ok` when the call stays inside `scope` (a key limited to rooms or categories) as far
+    /// as its arguments tell, by what the tool declares it reaches; `Err` with the reason
+    /// otherwise (an unknown tool, and one that reaches the whole house, is refused). Every
+    /// command is checked again when it is sent.
+    fn check_scope(
+        &self,
+        tool: &str,
+        arguments: &Map<String, Value>,
+        scope: &Scope,
+    ) -> Result<(), String>;
+}

@@ -184,7 +184,7 @@ pub struct HttpConfig {
     /// `None`: no such route (404).
     pub metrics: Option<Arc<MetricsContext>>,
     /// The audit log: refused state-changing calls are recorded here (the calls themselves by
-    /// [`crate::audit::AuditedHandler`]); `None`: no audit.
+    /// `tools::HomeTools`, with their outcome); `None`: no audit.
     pub audit: Option<Arc<crate::audit::AuditLog>>,
     /// What the `/admin/...` endpoints need (see [`admin`]); `None`: they answer 404.
     pub admin: Option<Arc<admin::AdminContext>>,
@@ -314,7 +314,9 @@ impl Ctx {
             (&result, &self.config.audit, &self.config.gate, principal)
         {
             if d.code == crate::auth::gate::DenyCode::InsufficientPermissions
-                && crate::audit::state_changing(gate.permission_of(name, arguments))
+                && gate
+                    .permission_of(name, arguments)
+                    .is_some_and(crate::home::Permission::writes)
             {
                 audit.record(crate::audit::Entry::new(
                     Some(&p.caller()),

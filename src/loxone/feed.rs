@@ -138,6 +138,13 @@ mod tests {
     }
 
     impl Controller for NoHttp {
+        fn command(
+            &self,
+            c: &Control,
+            a: &Action,
+        ) -> Result<crate::home::Command, ControllerError> {
+            crate::loxone::commands::house_command(c, a)
+        }
         fn act(&self, _: &Control, _: &Action) -> Result<Option<Value>, ControllerError> {
             Err(ControllerError::Connection("no HTTP in this test".into()))
         }

@@ -9,7 +9,6 @@ pub mod backoff;
 pub mod client;
 pub mod commands;
 pub mod config;
-pub mod controller;
 pub mod crypto;
 pub mod feed;
 pub mod live;

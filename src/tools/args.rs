@@ -1,30 +1,12 @@
-//! Argument parsing at the edge: a tool's arguments are deserialised into its own typed struct
-//! (unknown fields rejected), and ranges are checked here, each error naming the field.
+//! The listing helpers every read tool shares: the room filter, the name filter, the control
+//! type filter, the refusal of a control of the wrong kind and the `data` schema of a listing.
+//! (A tool's arguments themselves are declared and parsed in [`super::schema`].)
 
-use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::{Caller, ToolError};
 use crate::home::resolve::fold;
 use crate::home::{Control, ControlKind, Home};
-
-/// Deserialises `args` into `T`. Errors read like "missing field `device`",
-/// "unknown field `colour`, expected one of ...", "invalid type: string \"x\", expected f64".
-pub fn parse<T: DeserializeOwned>(args: &Map<String, Value>) -> Result<T, ToolError> {
-    T::deserialize(Value::Object(args.clone())).map_err(|e| ToolError::InvalidParams(e.to_string()))
-}
-
-/// Checks that `value` of `field` lies in `min..=max` (and is a finite number).
-pub fn in_range(field: &str, value: f64, min: f64, max: f64) -> Result<f64, ToolError> {
-    if value.is_finite() && (min..=max).contains(&value) {
-        Ok(value)
-    } else {
-        Err(ToolError::InvalidParams(format!(
-            "{field} must be between {min} and {max} (got {})",
-            short_number(value)
-        )))
-    }
-}
 
 /// A number as error messages show it: as it is, or in exponent form when it would take more
 /// than 15 digits (`-1e308`, not 309 digits).
@@ -69,6 +51,9 @@ pub fn listing<'h>(
         .collect())
 }
 
+/// The description of a listing's `name` filter ([`NameFilter`]).
+pub const NAME: &str = "Part of the name";
+
 /// A `name` argument of a listing: part of the name, compared folded ([`fold`]: accents,
 /// case, separators); absent, it matches every name.
 pub struct NameFilter(Option<String>);
@@ -85,52 +70,6 @@ impl NameFilter {
             .as_ref()
             .is_none_or(|n| fold(name).contains(n.as_str()))
     }
-}
-
-/// Schema fragment for a listing's `name` filter ([`NameFilter`]).
-pub fn name_filter_schema() -> Value {
-    serde_json::json!({"type": "string", "description": "Part of the name"})
-}
-
-/// Maps a string argument to one of `allowed` (case and surrounding blanks ignored); the
-/// error names the field and what it allows.
-pub fn one_of<'a>(field: &str, got: &str, allowed: &[&'a str]) -> Result<&'a str, ToolError> {
-    let g = got.trim().to_lowercase();
-    allowed.iter().find(|a| **a == g).copied().ok_or_else(|| {
-        ToolError::InvalidParams(format!(
-            "{field} must be one of {} (got {got:?})",
-            allowed.join(", ")
-        ))
-    })
-}
-
-/// Default and maximum of every list's `limit`.
-pub const DEFAULT_LIMIT: usize = 50;
-pub const MAX_LIMIT: usize = 500;
-
-/// Checks a list `limit` (1..=MAX_LIMIT), defaulting to [`DEFAULT_LIMIT`].
-pub fn limit(value: Option<i64>) -> Result<usize, ToolError> {
-    match value {
-        None => Ok(DEFAULT_LIMIT),
-        Some(n) if n >= 1 && n as usize <= MAX_LIMIT => Ok(n as usize),
-        Some(n) => Err(ToolError::InvalidParams(format!(
-            "limit must be between 1 and {MAX_LIMIT} (got {n})"
-        ))),
-    }
-}
-
-/// The input schema of a tool: an object of `properties`, the `required` ones named, and no
-/// other field (every tool refuses arguments it does not know).
-pub fn closed(properties: Value, required: &[&str]) -> Value {
-    let mut schema = serde_json::json!({
-        "type": "object",
-        "properties": properties,
-        "additionalProperties": false
-    });
-    if !required.is_empty() {
-        schema["required"] = serde_json::json!(required);
-    }
-    schema
 }
 
 /// The `data` schema of a listing tool: the list under `key` (each entry as `item` says,
@@ -174,34 +113,6 @@ pub fn wrong_kind(home: &Home, query: &str, expected: &str) -> Option<ToolError>
     })
 }
 
-/// Schema fragment for a `room` argument: a room name (accents optional) or UUID.
-pub fn room_schema() -> Value {
-    serde_json::json!({"type": "string"})
-}
-
-/// The whole input schema of the list tools that take only an optional `room` and `limit`.
-pub fn room_limit_schema() -> Value {
-    closed(
-        serde_json::json!({"room": room_schema(), "limit": limit_schema()}),
-        &[],
-    )
-}
-
-/// Schema fragment for `limit`.
-pub fn limit_schema() -> Value {
-    serde_json::json!({
-        "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT
-    })
-}
-
-/// Schema fragment for `dry_run`.
-pub fn dry_run_schema() -> Value {
-    serde_json::json!({
-        "type": "boolean",
-        "description": "Send nothing; show the commands"
-    })
-}
-
 /// A Loxone control type filter (`Dimmer`, `jalousie`: case- and accent-folded) among the
 /// types of the controls `member` accepts; `None` when absent. An unknown type names the
 /// types present.
@@ -226,50 +137,5 @@ pub fn control_type(
             "type {t:?} does not occur here; types present: {}",
             known.join(", ")
         ))),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde::Deserialize;
-
-    #[derive(Debug, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct A {
-        #[allow(dead_code)]
-        device: String,
-    }
-
-    fn err(r: Result<A, ToolError>) -> String {
-        match r {
-            Err(ToolError::InvalidParams(m)) => m,
-            other => panic!("expected InvalidParams, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn errors_name_the_field() {
-        let m = Map::new();
-        assert!(err(parse::<A>(&m)).contains("`device`"));
-        let mut m = Map::new();
-        m.insert("device".into(), Value::from(3));
-        assert!(err(parse::<A>(&m)).contains("invalid type"));
-        let mut m = Map::new();
-        m.insert("device".into(), Value::from("x"));
-        m.insert("colour".into(), Value::from("red"));
-        assert!(err(parse::<A>(&m)).contains("`colour`"));
-    }
-
-    #[test]
-    fn ranges_and_limits() {
-        assert!(in_range("value", 100.0, 0.0, 100.0).is_ok());
-        assert!(
-            matches!(in_range("value", 150.0, 0.0, 100.0), Err(ToolError::InvalidParams(m)) if m.contains("value must be between 0 and 100 (got 150)"))
-        );
-        assert!(in_range("value", f64::NAN, 0.0, 100.0).is_err());
-        assert_eq!(limit(None).unwrap(), DEFAULT_LIMIT);
-        assert!(limit(Some(0)).is_err());
-        assert!(limit(Some(501)).is_err());
     }
 }

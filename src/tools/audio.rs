@@ -9,93 +9,55 @@
 //! the track come from the live state store once the WebSocket link fills it (`null` until
 //! then, never guessed).
 
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::args;
+use super::schema::{tool_args, words, DryRun, RoomListing};
 use super::view;
-use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY};
+use super::{Caller, Ctx, Reach, Tool, ToolError};
+use crate::home::bounds::{PERCENT, VOLUME_STEP};
 use crate::home::resolve::ResolveError;
-use crate::home::{Action, Control, ControlKind, ControllerError, Home, House};
-use crate::loxone::commands::command_for;
-use crate::mcp::ToolAnnotations;
+use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, House};
 
 /// Volume step in percent points when the zone's `volumeStep` is not known live (the value
 /// Loxone zones commonly have; only used to size volume_up/volume_down on v1 zones and to count
 /// presses on V2 zones).
 pub const DEFAULT_VOLUME_STEP: f64 = 3.0;
 
-/// Next, previous and volume steps change something each time they are sent.
-const STEPPING: ToolAnnotations = ToolAnnotations {
-    read_only_hint: false,
-    destructive_hint: false,
-    idempotent_hint: false,
-    open_world_hint: false,
-};
-
-const ACTIONS: [&str; 9] = [
-    "play",
-    "pause",
-    "stop",
-    "next",
-    "previous",
-    "on",
-    "off",
-    "volume_up",
-    "volume_down",
-];
-
 pub fn tools() -> Vec<Tool> {
     vec![
-        Tool {
-            name: "control_audio_zone",
-            title: "Control audio zone",
-            description: "Controls audio zones: play, pause, stop (pauses), next, previous, on (play), off (v1 powers off, V2 pauses), volume_up, volume_down (one step).",
-            permission: Permission::Control,
-            annotations: STEPPING,
-            input_schema: || {
-                args::closed(
-                    json!({
-                        "zone": {"type": "string", "description": "A zone, a central audio block or a room"},
-                        "action": {"type": "string", "enum": ACTIONS},
-                        "dry_run": args::dry_run_schema()
-                    }),
-                    &["zone", "action"],
-                )
-            },
-            data_schema: || results_schema(),
-            run: control_audio_zone,
-        },
-        Tool {
-            name: "set_audio_volume",
-            title: "Set audio volume",
-            description: "Sets audio zones' volume: volume (0-100 %) or step (percent points, negative = quieter; V2 zones step by presses).",
-            permission: Permission::Control,
-            annotations: STEPPING,
-            input_schema: || {
-                args::closed(
-                    json!({
-                        "zone": {"type": "string", "description": "As in control_audio_zone"},
-                        "volume": {"type": "number", "minimum": 0, "maximum": 100},
-                        "step": {"type": "number", "minimum": -100, "maximum": 100},
-                        "dry_run": args::dry_run_schema()
-                    }),
-                    &["zone"],
-                )
-            },
-            data_schema: || results_schema(),
-            run: set_audio_volume,
-        },
-        Tool {
-            name: "get_audio_status",
-            title: "Audio status",
-            description: "Lists audio zones with room, play_state, power, volume % and title/artist/station (v1); null: unknown.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: args::room_limit_schema,
-            data_schema: || args::listing_schema("zones", args::item_schema(&["name", "play_state", "volume"]), &["playing"]),
-            run: get_audio_status,
-        },
+        Tool::new(
+            "control_audio_zone",
+            "Control audio zone",
+            "Controls audio zones: play, pause, stop (pauses), next, previous, on (play), off (v1 powers off, V2 pauses), volume_up, volume_down (one step).",
+            control_audio_zone,
+        )
+        .operates(Reach::Controls { room: "room" })
+        .repeats()
+        .data(results_schema),
+        Tool::new(
+            "set_audio_volume",
+            "Set audio volume",
+            "Sets audio zones' volume: volume (0-100 %) or step (percent points, negative = quieter; V2 zones step by presses).",
+            set_audio_volume,
+        )
+        .operates(Reach::Controls { room: "room" })
+        .repeats()
+        .data(results_schema),
+        Tool::new(
+            "get_audio_status",
+            "Audio status",
+            "Lists audio zones with room, play_state, power, volume % and title/artist/station (v1); null: unknown.",
+            get_audio_status,
+        )
+        .lists(Reach::Room { room: "room", family: Family::Audio })
+        .data(|| {
+            args::listing_schema(
+                "zones",
+                args::item_schema(&["name", "play_state", "volume"]),
+                &["playing"],
+            )
+        }),
     ]
 }
 
@@ -251,15 +213,15 @@ fn run_on(
         let mut sent = Vec::new();
         let mut error = None;
         for action in actions_for(c) {
-            let cmd = match command_for(c, &action) {
+            let cmd = match house.command(c, &action) {
                 Ok(cmd) => cmd,
                 Err(e) => {
-                    error = Some(e);
+                    error = Some(e.to_string());
                     break;
                 }
             };
             if dry_run {
-                sent.push(cmd.command());
+                sent.push(cmd.command);
                 continue;
             }
             if let Some(e) = &out_of_reach {
@@ -267,7 +229,7 @@ fn run_on(
                 break;
             }
             match caller.act(house, c, &action) {
-                Ok(_) => sent.push(cmd.command()),
+                Ok(_) => sent.push(cmd.command),
                 Err(e) => {
                     error = Some(e.to_string());
                     if e.stops_batch() {
@@ -313,36 +275,31 @@ fn with(mut base: Value, extra: Value) -> Value {
     base
 }
 
-#[derive(Deserialize, Clone, Copy)]
-#[serde(rename_all = "snake_case")]
-enum ZoneAction {
-    Play,
-    Pause,
-    Stop,
-    Next,
-    Previous,
-    On,
-    Off,
-    VolumeUp,
-    VolumeDown,
+words! {
+    /// The actions of `control_audio_zone`.
+    enum ZoneAction {
+        Play = "play",
+        Pause = "pause",
+        Stop = "stop",
+        Next = "next",
+        Previous = "previous",
+        On = "on",
+        Off = "off",
+        VolumeUp = "volume_up",
+        VolumeDown = "volume_down",
+    }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ControlArgs {
-    zone: String,
-    action: ZoneAction,
-    #[serde(default)]
-    dry_run: bool,
+tool_args! {
+    /// The arguments of `control_audio_zone`.
+    struct ControlArgs {
+        zone: String { about: "A zone, a central audio block or a room" },
+        action: ZoneAction,
+        dry_run: DryRun,
+    }
 }
 
-fn control_audio_zone(
-    house: &Ctx,
-    a: &Map<String, Value>,
-    caller: &Caller,
-) -> Result<Value, ToolError> {
-    let raw_action = a.get("action").cloned();
-    let a: ControlArgs = args::parse(a)?;
+fn control_audio_zone(house: &Ctx, a: ControlArgs, caller: &Caller) -> Result<Value, ToolError> {
     let home = house.home();
     let targets = zones(&home, &a.zone)?;
     let actions_for = |c: &Control| -> Vec<Action> {
@@ -358,8 +315,11 @@ fn control_audio_zone(
             ZoneAction::VolumeDown => Action::VolumeStep(-volume_step(house, c)),
         }]
     };
-    let out = run_on(house, &home, &targets, &actions_for, a.dry_run, caller)?;
-    Ok(with(out, json!({"zone": a.zone, "action": raw_action})))
+    let out = run_on(house, &home, &targets, &actions_for, a.dry_run.0, caller)?;
+    Ok(with(
+        out,
+        json!({"zone": a.zone, "action": a.action.as_str()}),
+    ))
 }
 
 /// A volume change: to an absolute percent, or by percent points.
@@ -369,14 +329,14 @@ enum Change {
     By(f64),
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct VolumeArgs {
-    zone: String,
-    volume: Option<f64>,
-    step: Option<f64>,
-    #[serde(default)]
-    dry_run: bool,
+tool_args! {
+    /// The arguments of `set_audio_volume`.
+    struct VolumeArgs {
+        zone: String { about: "As in control_audio_zone" },
+        volume: Option<f64> { range: PERCENT },
+        step: Option<f64> { range: VOLUME_STEP },
+        dry_run: DryRun,
+    }
 }
 
 /// The actions for a relative change of `step` points on zone `c`: v1 `volstep/{step}`; V2 an
@@ -394,16 +354,10 @@ fn step_actions(house: &House, c: &Control, step: f64) -> Vec<Action> {
     vec![Action::VolumeStep(step.signum() * zone_step); presses]
 }
 
-fn set_audio_volume(
-    house: &Ctx,
-    a: &Map<String, Value>,
-    caller: &Caller,
-) -> Result<Value, ToolError> {
-    let a: VolumeArgs = args::parse(a)?;
+fn set_audio_volume(house: &Ctx, a: VolumeArgs, caller: &Caller) -> Result<Value, ToolError> {
     let change = match (a.volume, a.step) {
-        (Some(v), None) => Change::To(args::in_range("volume", v, 0.0, 100.0)?),
+        (Some(v), None) => Change::To(v),
         (None, Some(s)) => {
-            let s = args::in_range("step", s, -100.0, 100.0)?;
             if s == 0.0 {
                 return Err(ToolError::InvalidParams(
                     "step must not be 0 (use -100..100, negative = quieter)".into(),
@@ -430,27 +384,15 @@ fn set_audio_volume(
             Change::By(s) => step_actions(house, c, s),
         }
     };
-    let out = run_on(house, &home, &targets, &actions_for, a.dry_run, caller)?;
+    let out = run_on(house, &home, &targets, &actions_for, a.dry_run.0, caller)?;
     Ok(with(
         out,
         json!({"zone": a.zone, "volume": a.volume, "step": a.step}),
     ))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StatusArgs {
-    room: Option<String>,
-    limit: Option<i64>,
-}
-
-fn get_audio_status(
-    house: &Ctx,
-    a: &Map<String, Value>,
-    caller: &Caller,
-) -> Result<Value, ToolError> {
-    let a: StatusArgs = args::parse(a)?;
-    let limit = args::limit(a.limit)?;
+fn get_audio_status(house: &Ctx, a: RoomListing, caller: &Caller) -> Result<Value, ToolError> {
+    let limit = a.limit.0;
     let home = house.home();
     let matching = args::listing(&home, caller, a.room.as_deref(), is_zone)?;
     let mut values = view::ValueReader::new(house);

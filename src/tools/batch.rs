@@ -34,110 +34,63 @@
 //! `control_device` operations) and `control_room_devices` (one action on a room's devices of
 //! some families or Loxone types). Both plan each device with `control_device`'s own rules.
 
+use serde_json::{json, Value};
+
+use super::devices::{plan, plan_device, ControlDevice, Values, Verb};
+use super::schema::{tool_args, words, Brief, Confirm, DryRun, Names};
+use super::verify::{observable, verify_reporting, Target};
+use super::view;
+use super::{
+    mark_unconfirmed, statuses, with_confirmation, Caller, Confirmation, Ctx, Reach, ToConfirm,
+    Tool, ToolError,
+};
+use crate::home::bounds::PERCENT;
+use crate::home::{
+    Action, Control, ControllerError, Family, Home, House, Risk, Value as HValue, Word,
+};
+
 /// Most operations one `control_multiple_devices` call takes.
 pub const MAX_OPERATIONS: usize = 50;
 
 pub fn tools() -> Vec<Tool> {
     vec![
-        Tool {
-            name: "control_multiple_devices",
-            title: "Control several devices",
-            description: "Runs 1-50 control_device operations in order; a failure does not stop the others, each is reported (ok, error, not_attempted) with its commands. Over 10 need confirmation (see confirm).",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "operations": {
-                            "type": "array",
-                            "minItems": 1,
-                            "maxItems": MAX_OPERATIONS,
-                            "items": operation_schema()
-                        },
-                        "dry_run": args::dry_run_schema(),
-                        "confirm": confirm_schema()
-                    },
-                    "required": ["operations"],
-                    "additionalProperties": false
-                })
-            },
-            data_schema: confirmable_result_schema,
-            run: control_multiple_devices,
-        },
-        Tool {
-            name: "control_room_devices",
-            title: "Control a room's devices by type",
-            description: "Applies one control_device action (and value) to a room's devices of the kinds in device_type(s): families (lighting, blinds, climate, audio, access, energy, other) or Loxone types (Switch, Jalousie). Skips central blocks; refuses alarms and secured controls. Over 10 devices need confirmation (see confirm).",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
-                let mut action = operation_schema()["properties"]["action"].clone();
-                if action.is_null() {
-                    action = json!({"type": "string"});
-                }
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "room": args::room_schema(),
-                        "action": action,
-                        "value": {"type": "number", "minimum": 0, "maximum": 100, "description": "%: brightness or blind closed"},
-                        "device_type": {"type": "string"},
-                        "device_types": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                        "dry_run": args::dry_run_schema(),
-                        "confirm": confirm_schema()
-                    },
-                    "required": ["room", "action"],
-                    "additionalProperties": false
-                })
-            },
-            data_schema: confirmable_result_schema,
-            run: control_room_devices,
-        },
+        Tool::new(
+            "control_multiple_devices",
+            "Control several devices",
+            "Runs 1-50 control_device operations in order; a failure does not stop the others, each is reported (ok, error, not_attempted) with its commands. Over 10 need confirmation (see confirm).",
+            control_multiple_devices,
+        )
+        .operates(Reach::Controls { room: "room" })
+        .data(confirmable_result_schema),
+        Tool::new(
+            "control_room_devices",
+            "Control a room's devices by type",
+            "Applies one control_device action (and value) to a room's devices of the kinds in device_type(s): families (lighting, blinds, climate, audio, access, energy, other) or Loxone types (Switch, Jalousie). Skips central blocks; refuses alarms and secured controls. Over 10 devices need confirmation (see confirm).",
+            control_room_devices,
+        )
+        .operates(Reach::RoomKinds { room: "room" })
+        .data(confirmable_result_schema),
     ]
 }
 
-/// One operation of `control_multiple_devices`: exactly `control_device`'s arguments (so the
-/// two never drift apart), without their descriptions (the tool refers to control_device's).
-fn operation_schema() -> Value {
-    let mut s = super::devices::tools()
-        .into_iter()
-        .find(|t| t.name == "control_device")
-        .map_or_else(|| json!({"type": "object"}), |t| (t.input_schema)());
-    if let Some(props) = s["properties"].as_object_mut() {
-        for p in props.values_mut().filter_map(Value::as_object_mut) {
-            p.remove("description");
-        }
+tool_args! {
+    /// The arguments of `control_multiple_devices`: each operation exactly `control_device`'s
+    /// arguments (so the two never drift apart), without their descriptions (the tool refers
+    /// to control_device's).
+    struct Multiple {
+        operations: Vec<Brief<ControlDevice>> { min_items: 1, max_items: MAX_OPERATIONS },
+        dry_run: DryRun,
+        confirm: Confirm,
     }
-    s
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Multiple {
-    operations: Vec<Map<String, Value>>,
-    dry_run: Option<bool>,
-    confirm: Option<bool>,
-}
-
-fn control_multiple_devices(
-    house: &Ctx,
-    a: &Map<String, Value>,
-    caller: &Caller,
-) -> Result<Value, ToolError> {
-    let a: Multiple = args::parse(a)?;
-    if a.operations.is_empty() || a.operations.len() > MAX_OPERATIONS {
-        return Err(ToolError::InvalidParams(format!(
-            "operations must hold 1 to {MAX_OPERATIONS} items (got {})",
-            a.operations.len()
-        )));
-    }
+fn control_multiple_devices(house: &Ctx, a: Multiple, caller: &Caller) -> Result<Value, ToolError> {
     let home = house.home();
-    // Plan everything first: malformed operations reject the call before anything moves;
-    // unknown devices and unsupported actions become that operation's error.
+    // Plan everything first: an operation whose action lacks what it needs rejects the call
+    // before anything moves; unknown devices and unsupported actions become that operation's
+    // error.
     let mut items = Vec::with_capacity(a.operations.len());
-    for (i, op) in a.operations.iter().enumerate() {
-        let asked = |k: &str| op.get(k).cloned().unwrap_or(Value::Null);
+    for (i, Brief(op)) in a.operations.iter().enumerate() {
         match plan_device(house.house, &home, op, false) {
             Ok(p) => {
                 items.push(Item::new(&home, p.control, vec![p.action]).with_action(p.action_name))
@@ -145,51 +98,49 @@ fn control_multiple_devices(
             Err(ToolError::InvalidParams(m)) => {
                 return Err(ToolError::InvalidParams(format!("operations[{i}]: {m}")))
             }
-            Err(e) => {
-                let action = asked("action").as_str().unwrap_or_default().to_string();
-                items.push(
-                    Item::refused(json!({"query": asked("device"), "room": asked("room")}), e)
-                        .with_action(action),
-                );
-            }
+            Err(e) => items.push(
+                Item::refused(json!({"query": op.device, "room": op.room}), e)
+                    .with_action(op.action.as_str()),
+            ),
         }
     }
+    let ask = Ask::new("Operate", "devices").with_suffix(format!(" ({} operations)", items.len()));
+    let header = header("batch", None, "batch", None);
+    run_large(house, caller, items, (a.dry_run, a.confirm), ask, header)
+}
+
+/// [`run_confirmed`] for the general batch tools: they ask (`ask`) when they address more
+/// than [`CONFIRM_ABOVE`] devices.
+fn run_large(
+    house: &House,
+    caller: &Caller,
+    items: Vec<Item>,
+    (dry_run, confirm): (DryRun, Confirm),
+    ask: Ask,
+    header: Value,
+) -> Result<Value, ToolError> {
     let opts = RunOptions {
-        dry_run: a.dry_run.unwrap_or(false),
+        dry_run: dry_run.0,
         show_current: false,
     };
-    let ask = (items.len() > CONFIRM_ABOVE).then(|| {
-        Ask::new("Operate", "devices").with_suffix(format!(" ({} operations)", items.len()))
-    });
-    run_confirmed(
-        house,
-        items,
-        opts,
-        caller,
-        a.confirm,
-        ask,
-        header("batch", None, "batch", None),
-    )
+    let ask = (items.len() > CONFIRM_ABOVE).then_some(ask);
+    run_confirmed(house, items, opts, caller, confirm.0, ask, header)
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RoomDevices {
-    room: String,
-    action: String,
-    value: Option<f64>,
-    device_type: Option<String>,
-    device_types: Option<Vec<String>>,
-    dry_run: Option<bool>,
-    confirm: Option<bool>,
+tool_args! {
+    /// The arguments of `control_room_devices`.
+    struct RoomDevices {
+        room: String,
+        action: Verb,
+        value: Option<f64> { range: PERCENT, about: "%: brightness or blind closed" },
+        device_type: Option<String>,
+        device_types: Option<Vec<String>> { min_items: 1 },
+        dry_run: DryRun,
+        confirm: Confirm,
+    }
 }
 
-fn control_room_devices(
-    house: &Ctx,
-    a: &Map<String, Value>,
-    caller: &Caller,
-) -> Result<Value, ToolError> {
-    let a: RoomDevices = args::parse(a)?;
+fn control_room_devices(house: &Ctx, a: RoomDevices, caller: &Caller) -> Result<Value, ToolError> {
     let home = house.home();
     let word = |field: &str, s: &str| {
         home.word(s)
@@ -227,55 +178,21 @@ fn control_room_devices(
             message: format!("{} has no devices of the asked types", room.name),
         });
     }
+    let values = Values::percent(a.value);
     let mut items = Vec::with_capacity(controls.len());
     for c in controls {
-        let op = args_map(&[
-            ("device", json!(c.uuid)),
-            ("action", json!(a.action)),
-            ("value", json!(a.value)),
-        ]);
-        match plan_device(house.house, &home, &op, false) {
-            Ok(p) => items.push(Item::new(&home, c, vec![p.action])),
+        match plan(house.house, &home, c, a.action, &values, false) {
+            Ok(action) => items.push(Item::new(&home, c, vec![action])),
             Err(e @ ToolError::InvalidParams(_)) => return Err(e),
             Err(e) => items.push(Item::refused_for(&home, c, e)),
         }
     }
-    let opts = RunOptions {
-        dry_run: a.dry_run.unwrap_or(false),
-        show_current: false,
-    };
-    let action = a.action.trim().to_lowercase();
-    let ask = (items.len() > CONFIRM_ABOVE).then(|| {
-        let value = a.value.map(|v| format!(" {v} %")).unwrap_or_default();
-        Ask::new(format!("Apply \"{action}{value}\" to"), "devices")
-    });
-    run_confirmed(
-        house,
-        items,
-        opts,
-        caller,
-        a.confirm,
-        ask,
-        header("room", Some(&room.name), &action, a.value),
-    )
+    let action = a.action.as_str();
+    let value = a.value.map(|v| format!(" {v} %")).unwrap_or_default();
+    let ask = Ask::new(format!("Apply \"{action}{value}\" to"), "devices");
+    let header = header("room", Some(&room.name), action, a.value);
+    run_large(house, caller, items, (a.dry_run, a.confirm), ask, header)
 }
-
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
-
-use super::devices::plan_device;
-use super::{args, view};
-use super::{
-    confirm_schema, confirmation_data_schema, mark_unconfirmed, Caller, Confirmation, Ctx,
-    Permission, ToConfirm, Tool, ToolError, SETTER,
-};
-use crate::home::resolve::ResolveError;
-
-use super::verify::{observable, verify_reporting, Target};
-use crate::home::{
-    Action, Control, ControllerError, Family, Home, House, Risk, Value as HValue, Word,
-};
-use crate::loxone::commands::command_for;
 
 /// One planned operation: a control and what to send it, or why it cannot be done.
 pub struct Item<'h> {
@@ -747,7 +664,7 @@ fn attempt(
     caller: &Caller,
 ) -> Result<&'static str, ToolError> {
     if let Some(e) = &item.refused {
-        return Err(clone_error(e));
+        return Err(e.clone());
     }
     let Some(c) = item.control else {
         return Err(ToolError::InvalidParams("nothing to control".into()));
@@ -765,9 +682,7 @@ fn attempt(
         });
     }
     for action in &item.actions {
-        let cmd = command_for(c, action)
-            .map_err(|m| ToolError::Controller(ControllerError::Unsupported(m)))?;
-        commands.push(format!("{}/{}", cmd.target, cmd.command()));
+        commands.push(house.command(c, action)?.path());
     }
     if opts.dry_run {
         return Ok("planned");
@@ -786,33 +701,9 @@ fn attempt(
     Ok("ok")
 }
 
-/// A copy of a planned refusal (each item's error is reported once, so a cheap copy suffices).
-fn clone_error(e: &ToolError) -> ToolError {
-    match e {
-        ToolError::InvalidParams(m) => ToolError::InvalidParams(m.clone()),
-        ToolError::Resolve(r) => ToolError::Resolve(r.clone()),
-        ToolError::Controller(c) => ToolError::Controller(c.clone()),
-        ToolError::Refused { code, message } => ToolError::Refused {
-            code,
-            message: message.clone(),
-        },
-        ToolError::InputRequired(e) => ToolError::InputRequired(e.clone()),
-    }
-}
-
 /// `{"code", "message"}` of an item's error, codes per spec §7.1.
 pub fn error_record(e: &ToolError) -> Value {
-    let (code, message) = match e {
-        ToolError::InvalidParams(m) => ("INVALID_PARAMETERS", m.clone()),
-        ToolError::Resolve(r @ ResolveError::NotFound { .. }) => {
-            ("DEVICE_NOT_FOUND", r.to_string())
-        }
-        ToolError::Resolve(r) => ("INVALID_PARAMETERS", r.to_string()),
-        ToolError::Controller(c) => (c.code(), c.to_string()),
-        ToolError::Refused { code, message } => (*code, message.clone()),
-        e @ ToolError::InputRequired(_) => ("HUMAN_CONFIRMATION_REQUIRED", e.to_string()),
-    };
-    json!({"code": code, "message": message})
+    json!({"code": e.code(), "message": e.to_string()})
 }
 
 /// The `data` schema shared by every batch tool: per item (`device`, `status`, the Loxone
@@ -821,12 +712,7 @@ pub fn result_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "results": {"type": "array", "items": {
-                "type": "object",
-                "properties": {
-                    "status": {"enum": ["ok", "error", "not_attempted", "planned"]}
-                }
-            }},
+            "results": statuses(&["ok", "error", "not_attempted", "planned"]),
             "summary": {"type": "object"}
         },
         "required": ["dry_run", "results", "summary"]
@@ -835,13 +721,7 @@ pub fn result_schema() -> Value {
 
 /// [`result_schema`] of the batch tools that take `confirm`, with the confirmation outcome.
 pub fn confirmable_result_schema() -> Value {
-    let mut s = result_schema();
-    if let (Some(p), Value::Object(extra)) =
-        (s["properties"].as_object_mut(), confirmation_data_schema())
-    {
-        p.extend(extra);
-    }
-    s
+    with_confirmation(result_schema())
 }
 
 /// The header of a batch result.
@@ -849,87 +729,35 @@ pub fn header(scope: &str, target: Option<&str>, action: &str, value: Option<f64
     json!({"scope": scope, "target": target, "action": action, "value": value})
 }
 
-/// Which controls a unified tool acts on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    /// Named devices (`target`: one name or a list).
-    Device,
-    /// One room (`target`: room name or UUID).
-    Room,
-    /// A Loxone category (the user's name, e.g. "Beleuchtung") or a family (`lighting`).
-    Category,
-    /// The whole house.
-    System,
+words! {
+    /// Which controls a unified tool acts on (`devices`, `all` and `house` are synonyms).
+    pub enum Scope {
+        /// Named devices (`target`: one name or a list).
+        Device = "device" | "devices",
+        /// One room (`target`: room name or UUID).
+        Room = "room",
+        /// A Loxone category (the user's name, e.g. "Beleuchtung") or a family (`lighting`).
+        Category = "category",
+        /// The whole house.
+        System = "system" | "all" | "house",
+    }
 }
 
-impl Scope {
-    pub const NAMES: [&'static str; 4] = ["device", "room", "category", "system"];
+/// What `target` names, by scope (its description in the unified tools' schemas).
+pub const TARGET: &str =
+    "device: names or UUIDs; room: a room; category: a Loxone category or family; none for system";
 
-    /// Every word [`Scope::parse`] takes, synonyms included (the schema's `enum`).
-    pub const WORDS: [&'static str; 7] = [
-        "device", "devices", "room", "category", "system", "all", "house",
-    ];
-
-    /// Parses a scope; `devices`, `all` and `house` are accepted as synonyms.
-    pub fn parse(s: &str) -> Result<Scope, ToolError> {
-        Ok(match s.trim().to_lowercase().as_str() {
-            "device" | "devices" => Scope::Device,
-            "room" => Scope::Room,
-            "category" => Scope::Category,
-            "system" | "all" | "house" => Scope::System,
-            _ => {
-                return Err(ToolError::InvalidParams(format!(
-                    "scope must be one of {} (got {s:?})",
-                    Scope::NAMES.join(", ")
-                )))
-            }
-        })
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::Device => "device",
-            Scope::Room => "room",
-            Scope::Category => "category",
-            Scope::System => "system",
+/// `target` as a list of names: one or more, none of them blank.
+fn target_names(target: Option<&Names>) -> Result<Option<Vec<String>>, ToolError> {
+    match target {
+        None => Ok(None),
+        Some(Names(names)) if names.iter().any(|n| n.trim().is_empty()) => {
+            Err(ToolError::InvalidParams(
+                "target must be a non-empty string or array of strings".into(),
+            ))
         }
+        Some(Names(names)) => Ok(Some(names.clone())),
     }
-}
-
-/// Schema fragments of `scope` and `target`.
-pub fn scope_schema() -> Value {
-    json!({"type": "string", "enum": Scope::WORDS})
-}
-
-/// `target`: one name or a list of names, as `anyOf` branches of one type each (portable to
-/// schema dialects whose `type` is a single name); [`target_names`] reads both.
-pub fn target_schema() -> Value {
-    json!({
-        "anyOf": [
-            {"type": "string", "minLength": 1},
-            {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1}
-        ],
-        "description": "device: names or UUIDs; room: a room; category: a Loxone category or family; none for system"
-    })
-}
-
-/// `target` as a list of names: a string or a non-empty array of non-empty strings.
-pub fn target_names(target: Option<&Value>) -> Result<Option<Vec<String>>, ToolError> {
-    let bad =
-        || ToolError::InvalidParams("target must be a non-empty string or array of strings".into());
-    let names = match target {
-        None => return Ok(None),
-        Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| v.as_str().map(str::to_string).ok_or_else(bad))
-            .collect::<Result<Vec<_>, _>>()?,
-        Some(_) => return Err(bad()),
-    };
-    if names.is_empty() || names.iter().any(|n| n.trim().is_empty()) {
-        return Err(bad());
-    }
-    Ok(Some(names))
 }
 
 /// What scope targeting needs to know about a family's members.
@@ -948,7 +776,7 @@ pub struct Members<'a> {
 pub fn select<'h>(
     home: &'h Home,
     scope: Scope,
-    target: Option<&Value>,
+    target: Option<&Names>,
     room: Option<&str>,
     m: &Members,
 ) -> Result<(Option<String>, Vec<&'h Control>), ToolError> {
@@ -1058,13 +886,4 @@ fn house_members<'h>(home: &'h Home, member: &dyn Fn(&Home, &Control) -> bool) -
             .filter(|c| c.room.as_deref().is_none_or(|r| home.room(r).is_none())),
     );
     out
-}
-
-/// An argument map from pairs, leaving out nulls (to plan with other tools' planners).
-pub fn args_map(pairs: &[(&str, Value)]) -> Map<String, Value> {
-    pairs
-        .iter()
-        .filter(|(_, v)| !v.is_null())
-        .map(|(k, v)| (k.to_string(), v.clone()))
-        .collect()
 }

@@ -7,124 +7,85 @@
 //! would move the same blinds a second time), and go through the batch runner
 //! ([`super::batch`]): one result per blind, so one failure does not hide the others.
 
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use super::args::{self, in_range};
+use super::args;
 use super::batch::{self, Item, Members, RunOptions, Scope};
+use super::schema::{tool_args, words, Confirm, DryRun, Limit, Names, RoomListing};
 use super::view;
-use super::{confirm_schema, Caller, Ctx, Permission, Tool, ToolError, READ_ONLY, SETTER};
-use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, House};
+use super::{Caller, Ctx, Reach, Tool, ToolError};
+use crate::home::bounds::PERCENT;
+use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home};
 
 pub fn tools() -> Vec<Tool> {
     vec![
-        Tool {
-            name: "discover_rolladen_capabilities",
-            title: "Discover blinds",
-            description: "Lists blinds and central blind blocks with room, position (% closed, 0 = open), style, slats, automatic shading, supported actions.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: args::room_limit_schema,
-            data_schema: || args::listing_schema("blinds", args::item_schema(&["name", "position", "actions"]), &[]),
-            run: discover,
-        },
-        Tool {
-            name: "control_room_rolladen",
-            title: "Blinds of a room",
-            description: "Moves every blind of a room: up (open), down (closed), stop, shade, position (position: % closed, 0 = fully open).",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
-                args::closed(
-                    json!({
-                        "room": args::room_schema(),
-                        "action": {"type": "string", "enum": ROOM_ACTIONS},
-                        "position": position_schema(),
-                        "dry_run": args::dry_run_schema()
-                    }),
-                    &["room", "action"],
-                )
-            },
-            data_schema: batch::result_schema,
-            run: control_room,
-        },
-        Tool {
-            name: "control_all_rolladen",
-            title: "All blinds",
-            description: "Moves every blind of the house, one by one: up, down, stop, shade, position (position: % closed, 0 = fully open). Needs confirmation (see confirm).",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
-                args::closed(
-                    json!({
-                        "action": {"type": "string", "enum": ROOM_ACTIONS},
-                        "position": position_schema(),
-                        "dry_run": args::dry_run_schema(),
-                        "confirm": confirm_schema()
-                    }),
-                    &["action"],
-                )
-            },
-            data_schema: batch::confirmable_result_schema,
-            run: control_all,
-        },
-        Tool {
-            name: "control_rolladen_unified",
-            title: "Blinds (unified)",
-            description: "Blinds by scope: device (target: names or UUIDs, central blocks too), room (target), category (target: Loxone category or blinds), system (whole house; needs confirmation, see confirm). action: up (open), down (closed), stop, shade, position (value: % closed, 0 = fully open), slats (value: angle %).",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
-                args::closed(
-                    json!({
-                        "scope": batch::scope_schema(),
-                        "target": batch::target_schema(),
-                        "action": {"type": "string", "enum": ["up", "down", "stop", "shade", "position", "slats"]},
-                        "value": {"type": "number", "minimum": 0, "maximum": 100},
-                        "dry_run": args::dry_run_schema(),
-                        "confirm": confirm_schema()
-                    }),
-                    &["scope", "action"],
-                )
-            },
-            data_schema: batch::confirmable_result_schema,
-            run: control_unified,
-        },
-        Tool {
-            name: "get_blinds_status",
-            title: "Blinds status",
-            description: "Lists blinds with room, position (% closed, 0 = open; null: unknown), state, style, automatic shading; not_open counts those not fully open.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: || {
-                args::closed(
-                    json!({
-                        "room": args::room_schema(),
-                        "name": args::name_filter_schema(),
-                        "state": {"type": "string", "enum": ["open", "closed", "partly_closed", "not_open"]},
-                        "limit": args::limit_schema()
-                    }),
-                    &[],
-                )
-            },
-            data_schema: || args::listing_schema("blinds", json!({
-                        "type": "object",
-                        "properties": {
-                            "state": {"enum": ["open", "closed", "partly_closed", null]}
-                        },
-                        "required": ["name", "position", "state"]
-                    }), &["not_open"]),
-            run: get_blinds_status,
-        },
+        Tool::new(
+            "discover_rolladen_capabilities",
+            "Discover blinds",
+            "Lists blinds and central blind blocks with room, position (% closed, 0 = open), style, slats, automatic shading, supported actions.",
+            discover,
+        )
+        .lists(Reach::Room { room: "room", family: Family::Blinds })
+        .data(|| {
+            args::listing_schema(
+                "blinds",
+                args::item_schema(&["name", "position", "actions"]),
+                &[],
+            )
+        }),
+        Tool::new(
+            "control_room_rolladen",
+            "Blinds of a room",
+            "Moves every blind of a room: up (open), down (closed), stop, shade, position (position: % closed, 0 = fully open).",
+            control_room,
+        )
+        .operates(Reach::Room { room: "room", family: Family::Blinds })
+        .data(batch::result_schema),
+        Tool::new(
+            "control_all_rolladen",
+            "All blinds",
+            "Moves every blind of the house, one by one: up, down, stop, shade, position (position: % closed, 0 = fully open). Needs confirmation (see confirm).",
+            control_all,
+        )
+        .operates(Reach::House(Family::Blinds))
+        .task()
+        .data(batch::confirmable_result_schema),
+        Tool::new(
+            "control_rolladen_unified",
+            "Blinds (unified)",
+            "Blinds by scope: device (target: names or UUIDs, central blocks too), room (target), category (target: Loxone category or blinds), system (whole house; needs confirmation, see confirm). action: up (open), down (closed), stop, shade, position (value: % closed, 0 = fully open), slats (value: angle %).",
+            control_unified,
+        )
+        .operates(Reach::Unified(Family::Blinds))
+        .task()
+        .data(batch::confirmable_result_schema),
+        Tool::new(
+            "get_blinds_status",
+            "Blinds status",
+            "Lists blinds with room, position (% closed, 0 = open; null: unknown), state, style, automatic shading; not_open counts those not fully open.",
+            get_blinds_status,
+        )
+        .lists(Reach::Room { room: "room", family: Family::Blinds })
+        .data(|| {
+            args::listing_schema(
+                "blinds",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "state": {"enum": ["open", "closed", "partly_closed", null]}
+                    },
+                    "required": ["name", "position", "state"]
+                }),
+                &["not_open"],
+            )
+        }),
     ]
 }
 
-const ROOM_ACTIONS: [&str; 5] = ["up", "down", "stop", "shade", "position"];
 const POSITION_MEANING: &str = "percent closed, 0 = fully open, 100 = fully closed";
 
-fn position_schema() -> Value {
-    json!({"type": "number", "minimum": 0, "maximum": 100, "description": "% closed, for action position"})
-}
+/// The description of a room- or house-wide blind command's `position`.
+const POSITION: &str = "% closed, for action position";
 
 /// Loxone `details.animation` of a Jalousie: how the blind looks and moves.
 fn style(c: &Control) -> Option<&'static str> {
@@ -169,16 +130,8 @@ fn percent(v: f64) -> f64 {
     view::round1(v * 100.0)
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Discover {
-    room: Option<String>,
-    limit: Option<i64>,
-}
-
-fn discover(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
-    let a: Discover = args::parse(a)?;
-    let limit = args::limit(a.limit)?;
+fn discover(house: &Ctx, a: RoomListing, caller: &Caller) -> Result<Value, ToolError> {
+    let limit = a.limit.0;
     let home = house.home();
     let matching = args::listing(&home, caller, a.room.as_deref(), is_blind_or_central)?;
     let mut values = view::ValueReader::new(house);
@@ -222,25 +175,27 @@ fn discover(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Valu
     })))
 }
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Debug)]
-#[serde(rename_all = "lowercase")]
-enum RoomAction {
-    Up,
-    Down,
-    Stop,
-    Shade,
-    Position,
+words! {
+    /// The actions of the room- and house-wide blind commands.
+    enum RoomAction {
+        Up = "up",
+        Down = "down",
+        Stop = "stop",
+        Shade = "shade",
+        Position = "position",
+    }
 }
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Debug)]
-#[serde(rename_all = "lowercase")]
-enum UnifiedAction {
-    Up,
-    Down,
-    Stop,
-    Shade,
-    Position,
-    Slats,
+words! {
+    /// The actions of `control_rolladen_unified`.
+    enum UnifiedAction {
+        Up = "up",
+        Down = "down",
+        Stop = "stop",
+        Shade = "shade",
+        Position = "position",
+        Slats = "slats",
+    }
 }
 
 impl From<RoomAction> for UnifiedAction {
@@ -255,23 +210,9 @@ impl From<RoomAction> for UnifiedAction {
     }
 }
 
-impl UnifiedAction {
-    fn as_str(self) -> &'static str {
-        match self {
-            UnifiedAction::Up => "up",
-            UnifiedAction::Down => "down",
-            UnifiedAction::Stop => "stop",
-            UnifiedAction::Shade => "shade",
-            UnifiedAction::Position => "position",
-            UnifiedAction::Slats => "slats",
-        }
-    }
-}
-
-/// The [`Action`] for `action` with the percent `value` (named `field` in errors): range
-/// checked, required for position and slats, refused for the others.
+/// The [`Action`] for `action` with the percent `value` (named `field` in errors): required
+/// for position and slats, refused for the others.
 fn to_action(action: UnifiedAction, value: Option<f64>, field: &str) -> Result<Action, ToolError> {
-    let value = value.map(|v| in_range(field, v, 0.0, 100.0)).transpose()?;
     let needs = |v: Option<f64>| {
         v.ok_or_else(|| {
             ToolError::InvalidParams(format!(
@@ -295,20 +236,36 @@ fn to_action(action: UnifiedAction, value: Option<f64>, field: &str) -> Result<A
     }
 }
 
-/// How scope targeting finds blinds for `action`: every Jalousie (never a CentralJalousie,
-/// which would move the same blinds a second time); for the slats action only those with slats.
+/// Carries out `action` with its percent `value` (named `field` in errors) on the blinds
+/// `scope` and `target` name (every Jalousie, never a CentralJalousie, which would move the
+/// same blinds a second time; for the slats action only those with slats, except named ones,
+/// which each report their own error) and builds the result; the whole house is confirmed
+/// first ([`batch::run_confirmed`], `confirm` the argument).
 #[allow(clippy::too_many_arguments)]
-fn run_blinds(
-    house: &House,
-    home: &Home,
-    blinds: &[&Control],
-    action: &Action,
-    dry_run: bool,
+fn move_blinds(
+    house: &Ctx,
     caller: &Caller,
-    header: Value,
-    confirm: (Option<bool>, bool),
+    scope: Scope,
+    target: Option<&Names>,
+    (action, value, field): (UnifiedAction, Option<f64>, &str),
+    dry_run: DryRun,
+    confirm: Confirm,
 ) -> Result<Value, ToolError> {
-    let ask = confirm.1.then(|| match action {
+    let word = action.as_str();
+    let action = to_action(action, value, field)?;
+    let home = house.home();
+    let (target, blinds) = if scope == Scope::Device {
+        let members = Members {
+            family: Family::Blinds,
+            noun: "blinds",
+            member: &|_, c| is_blind(c),
+        };
+        batch::select(&home, scope, target, None, &members)?
+    } else {
+        select(&home, scope, target, &action)?
+    };
+    let header = batch::header(scope.as_str(), target.as_deref(), word, value);
+    let ask = (scope == Scope::System).then(|| match &action {
         Action::Up => batch::Ask::new("Open", "blinds"),
         Action::Down => batch::Ask::new("Close", "blinds"),
         Action::Stop => batch::Ask::new("Stop", "blinds"),
@@ -326,7 +283,7 @@ fn run_blinds(
         .map(|c| {
             if matches!(action, Action::Slats(_)) && !has_slats(c) {
                 Item::refused_for(
-                    home,
+                    &home,
                     c,
                     ToolError::Controller(ControllerError::Unsupported(format!(
                         "{} has no slats ({})",
@@ -335,12 +292,12 @@ fn run_blinds(
                     ))),
                 )
             } else {
-                Item::new(home, c, vec![action.clone()])
+                Item::new(&home, c, vec![action.clone()])
             }
         })
         .collect();
     let opts = RunOptions {
-        dry_run,
+        dry_run: dry_run.0,
         show_current: true,
     };
     batch::run_confirmed(house, items, opts, caller, confirm.0, ask, header)
@@ -350,7 +307,7 @@ fn run_blinds(
 fn select<'h>(
     home: &'h Home,
     scope: Scope,
-    target: Option<&Value>,
+    target: Option<&Names>,
     action: &Action,
 ) -> Result<(Option<String>, Vec<&'h Control>), ToolError> {
     let slats = matches!(action, Action::Slats(_));
@@ -363,127 +320,91 @@ fn select<'h>(
     batch::select(home, scope, target, None, &members)
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RoomArgs {
-    room: String,
-    action: RoomAction,
-    position: Option<f64>,
-    dry_run: Option<bool>,
+tool_args! {
+    /// The arguments of `control_room_rolladen`.
+    struct RoomArgs {
+        room: String,
+        action: RoomAction,
+        position: Option<f64> { range: PERCENT, about: POSITION },
+        dry_run: DryRun,
+    }
 }
 
-fn control_room(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
-    let a: RoomArgs = args::parse(a)?;
-    let action = to_action(a.action.into(), a.position, "position")?;
-    let home = house.home();
-    let (room, blinds) = select(&home, Scope::Room, Some(&json!(a.room)), &action)?;
-    let header = batch::header(
-        "room",
-        room.as_deref(),
-        UnifiedAction::from(a.action).as_str(),
-        a.position,
-    );
-    run_blinds(
+fn control_room(house: &Ctx, a: RoomArgs, caller: &Caller) -> Result<Value, ToolError> {
+    let room = Names(vec![a.room]);
+    let action = (a.action.into(), a.position, "position");
+    let (dry_run, confirm) = (a.dry_run, Confirm(None));
+    move_blinds(
         house,
-        &home,
-        &blinds,
-        &action,
-        a.dry_run.unwrap_or(false),
         caller,
-        header,
-        (None, false),
+        Scope::Room,
+        Some(&room),
+        action,
+        dry_run,
+        confirm,
     )
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AllArgs {
-    action: RoomAction,
-    position: Option<f64>,
-    dry_run: Option<bool>,
-    confirm: Option<bool>,
+tool_args! {
+    /// The arguments of `control_all_rolladen`.
+    struct AllArgs {
+        action: RoomAction,
+        position: Option<f64> { range: PERCENT, about: POSITION },
+        dry_run: DryRun,
+        confirm: Confirm,
+    }
 }
 
-fn control_all(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
-    let a: AllArgs = args::parse(a)?;
-    let action = to_action(a.action.into(), a.position, "position")?;
-    let home = house.home();
-    let (_, blinds) = select(&home, Scope::System, None, &action)?;
-    let header = batch::header(
-        "system",
+fn control_all(house: &Ctx, a: AllArgs, caller: &Caller) -> Result<Value, ToolError> {
+    let action = (a.action.into(), a.position, "position");
+    move_blinds(
+        house,
+        caller,
+        Scope::System,
         None,
-        UnifiedAction::from(a.action).as_str(),
-        a.position,
-    );
-    run_blinds(
-        house,
-        &home,
-        &blinds,
-        &action,
-        a.dry_run.unwrap_or(false),
-        caller,
-        header,
-        (a.confirm, true),
+        action,
+        a.dry_run,
+        a.confirm,
     )
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct UnifiedArgs {
-    scope: String,
-    target: Option<Value>,
-    action: UnifiedAction,
-    value: Option<f64>,
-    dry_run: Option<bool>,
-    confirm: Option<bool>,
+tool_args! {
+    /// The arguments of `control_rolladen_unified`.
+    struct UnifiedArgs {
+        scope: Scope,
+        target: Option<Names> { about: batch::TARGET },
+        action: UnifiedAction,
+        value: Option<f64> { range: PERCENT },
+        dry_run: DryRun,
+        confirm: Confirm,
+    }
 }
 
-fn control_unified(
-    house: &Ctx,
-    a: &Map<String, Value>,
-    caller: &Caller,
-) -> Result<Value, ToolError> {
-    let a: UnifiedArgs = args::parse(a)?;
-    let scope = Scope::parse(&a.scope)?;
-    let action = to_action(a.action, a.value, "value")?;
-    let home = house.home();
-    // Named blinds: every one is addressed (a central block too); a blind without slats
-    // asked for slats reports its own error.
-    let (target, blinds) = if scope == Scope::Device {
-        let members = Members {
-            family: Family::Blinds,
-            noun: "blinds",
-            member: &|_, c| is_blind(c),
-        };
-        batch::select(&home, scope, a.target.as_ref(), None, &members)?
-    } else {
-        select(&home, scope, a.target.as_ref(), &action)?
-    };
-    let header = batch::header(
-        scope.as_str(),
-        target.as_deref(),
-        a.action.as_str(),
-        a.value,
-    );
-    run_blinds(
-        house,
-        &home,
-        &blinds,
-        &action,
-        a.dry_run.unwrap_or(false),
-        caller,
-        header,
-        (a.confirm, scope == Scope::System),
-    )
+fn control_unified(house: &Ctx, a: UnifiedArgs, caller: &Caller) -> Result<Value, ToolError> {
+    let target = a.target.as_ref();
+    let action = (a.action, a.value, "value");
+    move_blinds(house, caller, a.scope, target, action, a.dry_run, a.confirm)
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BlindsStatus {
-    room: Option<String>,
-    name: Option<String>,
-    state: Option<String>,
-    limit: Option<i64>,
+words! {
+    /// The states `get_blinds_status` lists: open (0 %), closed (100 %), partly closed, and
+    /// every one not fully open.
+    enum State {
+        Open = "open",
+        Closed = "closed",
+        PartlyClosed = "partly_closed",
+        NotOpen = "not_open",
+    }
+}
+
+tool_args! {
+    /// The arguments of `get_blinds_status`.
+    struct BlindsStatus {
+        room: Option<String>,
+        name: Option<String> { about: args::NAME },
+        state: Option<State>,
+        limit: Limit,
+    }
 }
 
 /// A blind's position in words: open (0 %), closed (100 %), partly closed.
@@ -497,19 +418,9 @@ fn position_word(p: f64) -> &'static str {
     }
 }
 
-fn get_blinds_status(
-    house: &Ctx,
-    a: &Map<String, Value>,
-    caller: &Caller,
-) -> Result<Value, ToolError> {
-    let a: BlindsStatus = args::parse(a)?;
-    let limit = args::limit(a.limit)?;
-    let states = ["open", "closed", "partly_closed", "not_open"];
-    let want = a
-        .state
-        .as_deref()
-        .map(|s| args::one_of("state", s, &states))
-        .transpose()?;
+fn get_blinds_status(house: &Ctx, a: BlindsStatus, caller: &Caller) -> Result<Value, ToolError> {
+    let limit = a.limit.0;
+    let want = a.state.map(State::as_str);
     let home = house.home();
     let room = args::room_uuid(&home, a.room.as_deref())?;
     let name = args::NameFilter::new(a.name.as_deref());

@@ -14,130 +14,84 @@
 //! `openWindow`, ...) come from the live state store when the WebSocket link fills it, and are
 //! `null` until then, never guessed.
 
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use super::args::{self, in_range};
+use super::args;
 use super::batch::{self, Item, RunOptions};
+use super::schema::{tool_args, words, DryRun, RoomListing};
 use super::view;
-use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY, SETTER};
+use super::{Caller, Ctx, Reach, Tool, ToolError};
+use crate::home::bounds::{OVERRIDE_MINUTES, TEMPERATURE};
 use crate::home::resolve::ResolveError;
-use crate::home::{
-    Action, Control, ControlKind, ControllerError, Home, House, OverrideTimer, RoomMode,
-};
-use crate::loxone::commands::{command_for, room_mode_name};
-
-/// Accepted target temperatures in °C, decided with every other value range in
-/// [`crate::home::bounds`].
-pub use crate::home::bounds::{MAX_TEMPERATURE, MIN_TEMPERATURE};
+use crate::home::{Action, Control, ControlKind, Family, Home, House, OverrideTimer, RoomMode};
 
 pub fn tools() -> Vec<Tool> {
     vec![
-        Tool {
-            name: "get_temperature_sensors",
-            title: "Temperature sensors",
-            description: "Lists temperatures (°C) of sensors and room controllers.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: args::room_limit_schema,
-            data_schema: || args::listing_schema("sensors", args::item_schema(&["name", "temperature"]), &[]),
-            run: get_temperature_sensors,
-        },
-        Tool {
-            name: "set_room_temperature",
-            title: "Set room temperature",
-            description: "Sets a room's comfort temperature, 5-35 °C, on each of its room controllers.",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
-                args::closed(
-                    json!({
-                        "room": args::room_schema(),
-                        "temperature": {"type": "number", "minimum": MIN_TEMPERATURE, "maximum": MAX_TEMPERATURE, "description": "°C, e.g. 21.5"},
-                        "dry_run": args::dry_run_schema()
-                    }),
-                    &["room", "temperature"],
-                )
-            },
-            data_schema: batch::result_schema,
-            run: set_room_temperature,
-        },
-        Tool {
-            name: "set_room_mode",
-            title: "Set room climate mode",
-            description: "Sets a room's climate mode: auto (schedule; ends an override), heating, cooling, comfort, eco (that temperature now), off (frost/heat protection). duration_minutes limits comfort, eco, off (default: V2 until auto, V1 240). A Climate Controller in the room is set for the whole house.",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
-                args::closed(
-                    json!({
-                        "room": args::room_schema(),
-                        "mode": {"type": "string", "enum": MODES},
-                        "duration_minutes": {"type": "integer", "minimum": 1, "maximum": MAX_DURATION_MINUTES, "description": "comfort, eco, off: minutes until the schedule resumes"},
-                        "dry_run": args::dry_run_schema()
-                    }),
-                    &["room", "mode"],
-                )
-            },
-            data_schema: mode_result_schema,
-            run: set_room_mode,
-        },
-        Tool {
-            name: "get_zone_temperature",
-            title: "Zone temperature",
-            description: "Reads a climate zone (room or room controller): actual and target °C, mode, open window per controller; null: not reported yet.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: || {
-                args::closed(
-                    json!({
-                        "zone_id": {"type": "string", "description": "Room name/UUID or room controller name/UUID"}
-                    }),
-                    &["zone_id"],
-                )
-            },
-            data_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "controllers": {"type": "array", "items": zone_schema()}
-                    },
-                    "required": ["zone_id", "room", "temperature", "target", "unit", "controllers"]
-                })
-            },
-            run: get_zone_temperature,
-        },
-        Tool {
-            name: "get_climate_status",
-            title: "Climate status",
-            description: "Each room controller's actual and target °C, mode, override, open window, and the Climate Controller (current_mode, info_text); null: not reported yet.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: args::room_limit_schema,
-            data_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "zones": {"type": "array", "items": zone_schema()},
-                        "climate_controllers": {"type": "array", "items": {
-                            "type": "object",
-                            "required": ["name", "current_mode"]
-                        }},
-                        "total": {"type": "integer"}
-                    },
-                    "required": ["zones", "climate_controllers", "total"]
-                })
-            },
-            run: get_climate_status,
-        },
+        Tool::new(
+            "get_temperature_sensors",
+            "Temperature sensors",
+            "Lists temperatures (°C) of sensors and room controllers.",
+            get_temperature_sensors,
+        )
+        .lists(Reach::Room { room: "room", family: Family::Climate })
+        .data(|| {
+            args::listing_schema("sensors", args::item_schema(&["name", "temperature"]), &[])
+        }),
+        Tool::new(
+            "set_room_temperature",
+            "Set room temperature",
+            "Sets a room's comfort temperature, 5-35 °C, on each of its room controllers.",
+            set_room_temperature,
+        )
+        .operates(Reach::Room { room: "room", family: Family::Climate })
+        .data(batch::result_schema),
+        Tool::new(
+            "set_room_mode",
+            "Set room climate mode",
+            "Sets a room's climate mode: auto (schedule; ends an override), heating, cooling, comfort, eco (that temperature now), off (frost/heat protection). duration_minutes limits comfort, eco, off (default: V2 until auto, V1 240). A Climate Controller in the room is set for the whole house.",
+            set_room_mode,
+        )
+        .operates(Reach::Room { room: "room", family: Family::Climate })
+        .data(mode_result_schema),
+        Tool::new(
+            "get_zone_temperature",
+            "Zone temperature",
+            "Reads a climate zone (room or room controller): actual and target °C, mode, open window per controller; null: not reported yet.",
+            get_zone_temperature,
+        )
+        .lists(Reach::Resolved { arg: "zone_id", resolve: zone_reach })
+        .data(|| {
+            json!({
+                "type": "object",
+                "properties": {
+                    "controllers": {"type": "array", "items": zone_schema()}
+                },
+                "required": ["zone_id", "room", "temperature", "target", "unit", "controllers"]
+            })
+        }),
+        Tool::new(
+            "get_climate_status",
+            "Climate status",
+            "Each room controller's actual and target °C, mode, override, open window, and the Climate Controller (current_mode, info_text); null: not reported yet.",
+            get_climate_status,
+        )
+        .lists(Reach::Room { room: "room", family: Family::Climate })
+        .data(|| {
+            json!({
+                "type": "object",
+                "properties": {
+                    "zones": {"type": "array", "items": zone_schema()},
+                    "climate_controllers": {"type": "array", "items": {
+                        "type": "object",
+                        "required": ["name", "current_mode"]
+                    }},
+                    "total": {"type": "integer"}
+                },
+                "required": ["zones", "climate_controllers", "total"]
+            })
+        }),
     ]
 }
-
-/// The `mode` words of `set_room_mode`.
-const MODES: [&str; 6] = ["auto", "heating", "cooling", "comfort", "eco", "off"];
-
-/// Longest override: one week.
-pub const MAX_DURATION_MINUTES: u32 = 10_080;
 
 /// Timer length for comfort/eco/off on a v1 controller when none is given: v1 overrides are
 /// always timers (`starttimer/{idx}/{seconds}`), so one must be chosen; 4 hours.
@@ -170,20 +124,12 @@ fn is_room_controller(c: &Control) -> bool {
     )
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Sensors {
-    room: Option<String>,
-    limit: Option<i64>,
-}
-
 fn get_temperature_sensors(
     house: &Ctx,
-    a: &Map<String, Value>,
+    a: RoomListing,
     caller: &Caller,
 ) -> Result<Value, ToolError> {
-    let a: Sensors = args::parse(a)?;
-    let limit = args::limit(a.limit)?;
+    let limit = a.limit.0;
     let home = house.home();
     let matching = args::listing(&home, caller, a.room.as_deref(), |c| {
         view::is_temperature_sensor(c) || is_room_controller(c)
@@ -210,13 +156,13 @@ fn get_temperature_sensors(
     Ok(values.annotate(json!({"sensors": sensors, "total": matching.len()})))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SetTemperature {
-    room: String,
-    temperature: f64,
-    #[serde(default)]
-    dry_run: bool,
+tool_args! {
+    /// The arguments of `set_room_temperature`.
+    struct SetTemperature {
+        room: String,
+        temperature: f64 { range: TEMPERATURE, about: "°C, e.g. 21.5" },
+        dry_run: DryRun,
+    }
 }
 
 /// `set_room_temperature`: the comfort temperature (°C) on every room controller of the room,
@@ -225,16 +171,10 @@ struct SetTemperature {
 /// or one without room controller; `CONNECTION_ERROR` when the Miniserver is out of reach.
 fn set_room_temperature(
     house: &Ctx,
-    a: &Map<String, Value>,
+    a: SetTemperature,
     caller: &Caller,
 ) -> Result<Value, ToolError> {
-    let a: SetTemperature = args::parse(a)?;
-    let t = in_range(
-        "temperature",
-        a.temperature,
-        MIN_TEMPERATURE,
-        MAX_TEMPERATURE,
-    )?;
+    let t = a.temperature;
     let home = house.home();
     let (room, controllers) = room_controllers(&home, &a.room)?;
     let items = controllers
@@ -242,7 +182,7 @@ fn set_room_temperature(
         .map(|c| Item::new(&home, c, vec![Action::Temperature(t)]))
         .collect();
     let opts = RunOptions {
-        dry_run: a.dry_run,
+        dry_run: a.dry_run.0,
         show_current: false,
     };
     batch::run(house, items, opts, caller).into_data(batch::header(
@@ -323,25 +263,29 @@ fn zone(house: &House, home: &Home, c: &Control, values: &mut view::ValueReader)
     })
 }
 
-#[derive(Deserialize, Clone, Copy, PartialEq)]
-#[serde(rename_all = "lowercase")]
-enum Mode {
-    Auto,
-    Heating,
-    Cooling,
-    Comfort,
-    Eco,
-    Off,
+words! {
+    /// The `mode` words of `set_room_mode`.
+    enum Mode {
+        Auto = "auto",
+        Heating = "heating",
+        Cooling = "cooling",
+        Comfort = "comfort",
+        Eco = "eco",
+        Off = "off",
+    }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SetMode {
-    room: String,
-    mode: Mode,
-    duration_minutes: Option<i64>,
-    #[serde(default)]
-    dry_run: bool,
+tool_args! {
+    /// The arguments of `set_room_mode`.
+    struct SetMode {
+        room: String,
+        mode: Mode,
+        duration_minutes: Option<u32> {
+            range: OVERRIDE_MINUTES,
+            about: "comfort, eco, off: minutes until the schedule resumes",
+        },
+        dry_run: DryRun,
+    }
 }
 
 /// The actions that put controller `c` into `mode`: auto also ends an override (room
@@ -372,42 +316,35 @@ fn room_controllers<'h>(
     home: &'h Home,
     room: &str,
 ) -> Result<(String, Vec<&'h Control>), ToolError> {
-    let room = home.resolve_room(room)?;
-    let controllers: Vec<&Control> = home
-        .controls_in_room(&room.uuid)
-        .into_iter()
-        .filter(|c| is_room_controller(c))
-        .collect();
-    if controllers.is_empty() {
-        return Err(ToolError::Refused {
-            code: "DEVICE_NOT_FOUND",
-            message: format!(
-                "{} has no room controller (Intelligent Room Controller)",
-                room.name
-            ),
-        });
-    }
-    Ok((room.name.clone(), controllers))
+    controllers_in(home, room, false)
 }
 
-/// What `set_room_mode` acts on in a room: its room controllers and any ClimateController, or
-/// a refusal naming the room.
-fn mode_controllers<'h>(
+/// The room controllers of `room` and, `with_climate`, any ClimateController (what
+/// `set_room_mode` acts on), or a refusal naming the room.
+fn controllers_in<'h>(
     home: &'h Home,
     room: &str,
+    with_climate: bool,
 ) -> Result<(String, Vec<&'h Control>), ToolError> {
     let room = home.resolve_room(room)?;
     let controllers: Vec<&Control> = home
         .controls_in_room(&room.uuid)
         .into_iter()
-        .filter(|c| is_room_controller(c) || c.kind == ControlKind::ClimateController)
+        .filter(|c| {
+            is_room_controller(c) || (with_climate && c.kind == ControlKind::ClimateController)
+        })
         .collect();
     if controllers.is_empty() {
         return Err(ToolError::Refused {
             code: "DEVICE_NOT_FOUND",
             message: format!(
-                "{} has no room controller (Intelligent Room Controller) and no Climate Controller",
-                room.name
+                "{} has no room controller (Intelligent Room Controller){}",
+                room.name,
+                if with_climate {
+                    " and no Climate Controller"
+                } else {
+                    ""
+                }
             ),
         });
     }
@@ -419,42 +356,27 @@ fn mode_controllers<'h>(
 /// arguments (naming the field); `DEVICE_NOT_FOUND` for an unknown room or one without
 /// controllers; `INVALID_PARAMETERS` when no controller of the room can take the mode;
 /// `CONNECTION_ERROR` when nothing was done because the Miniserver is out of reach.
-fn set_room_mode(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
-    let a: SetMode = args::parse(a)?;
+fn set_room_mode(house: &Ctx, a: SetMode, caller: &Caller) -> Result<Value, ToolError> {
     let minutes = match a.duration_minutes {
-        None => None,
-        Some(m) if !(1..=i64::from(MAX_DURATION_MINUTES)).contains(&m) => {
-            return Err(ToolError::InvalidParams(format!(
-                "duration_minutes must be between 1 and {MAX_DURATION_MINUTES} (got {m})"
-            )))
-        }
         Some(_) if matches!(a.mode, Mode::Auto | Mode::Heating | Mode::Cooling) => {
             return Err(ToolError::InvalidParams(
                 "duration_minutes applies only to mode comfort, eco or off".into(),
             ))
         }
-        Some(m) => Some(m as u32),
+        m => m,
     };
-    let mode_word = room_mode_name(&match a.mode {
-        Mode::Auto => RoomMode::Auto,
-        Mode::Heating => RoomMode::Heating,
-        Mode::Cooling => RoomMode::Cooling,
-        Mode::Comfort => RoomMode::Comfort(None),
-        Mode::Eco => RoomMode::Eco(None),
-        Mode::Off => RoomMode::Off(None),
-    });
+    let mode_word = a.mode.as_str();
     let home = house.home();
-    let (room, controllers) = mode_controllers(&home, &a.room)?;
+    let (room, controllers) = controllers_in(&home, &a.room, true)?;
     // Plan: a controller that cannot take the mode (a ClimateController asked for comfort or
     // eco) is that item's error; when no controller of the room can, the call is refused.
     let mut items = Vec::with_capacity(controllers.len());
     let mut unsupported = Vec::new();
     for c in controllers {
         let (actions, used) = mode_actions(c, a.mode, minutes);
-        if let Some(m) = actions.iter().find_map(|x| command_for(c, x).err()) {
-            unsupported.push(m.clone());
-            let e = ToolError::Controller(ControllerError::Unsupported(m));
-            items.push(Item::refused_for(&home, c, e));
+        if let Some(e) = actions.iter().find_map(|x| house.command(c, x).err()) {
+            unsupported.push(e.to_string());
+            items.push(Item::refused_for(&home, c, ToolError::Controller(e)));
             continue;
         }
         let mut notes = Vec::new();
@@ -483,7 +405,7 @@ fn set_room_mode(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result
         });
     }
     let opts = RunOptions {
-        dry_run: a.dry_run,
+        dry_run: a.dry_run.0,
         show_current: false,
     };
     let mut header = batch::header("room", Some(&room), mode_word, minutes.map(f64::from));
@@ -491,15 +413,16 @@ fn set_room_mode(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result
     batch::run(house, items, opts, caller).into_data(header)
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ZoneArgs {
-    zone_id: String,
+tool_args! {
+    /// The arguments of `get_zone_temperature`.
+    struct ZoneArgs {
+        zone_id: String { about: "Room name/UUID or room controller name/UUID" },
+    }
 }
 
 /// The room controllers `query` names: a room's (by UUID or name), else one controller by UUID
 /// or (room-qualified) name. An unknown name is the room resolver's error (room suggestions).
-pub(super) fn zone_controllers<'h>(
+fn zone_controllers<'h>(
     home: &'h Home,
     query: &str,
 ) -> Result<(Option<String>, Vec<&'h Control>), ToolError> {
@@ -524,12 +447,15 @@ pub(super) fn zone_controllers<'h>(
     }
 }
 
-fn get_zone_temperature(
-    house: &Ctx,
-    a: &Map<String, Value>,
-    caller: &Caller,
-) -> Result<Value, ToolError> {
-    let a: ZoneArgs = args::parse(a)?;
+/// The controllers `get_zone_temperature` reads for `query` ([`zone_controllers`]): what the
+/// tool reaches, for the scope check of its declaration.
+fn zone_reach<'h>(home: &'h Home, query: &str) -> Result<Vec<&'h Control>, String> {
+    zone_controllers(home, query)
+        .map(|(_, controllers)| controllers)
+        .map_err(|e| e.to_string())
+}
+
+fn get_zone_temperature(house: &Ctx, a: ZoneArgs, caller: &Caller) -> Result<Value, ToolError> {
     let home = house.home();
     let (room, controllers) = zone_controllers(&home, &a.zone_id)?;
     if let Some(Err(denied)) = controllers
@@ -567,20 +493,8 @@ fn get_zone_temperature(
     })))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StatusArgs {
-    room: Option<String>,
-    limit: Option<i64>,
-}
-
-fn get_climate_status(
-    house: &Ctx,
-    a: &Map<String, Value>,
-    caller: &Caller,
-) -> Result<Value, ToolError> {
-    let a: StatusArgs = args::parse(a)?;
-    let limit = args::limit(a.limit)?;
+fn get_climate_status(house: &Ctx, a: RoomListing, caller: &Caller) -> Result<Value, ToolError> {
+    let limit = a.limit.0;
     let home = house.home();
     let room = args::room_uuid(&home, a.room.as_deref())?;
     let in_room = |c: &&Control| args::listed(&home, caller, room.as_ref(), c);

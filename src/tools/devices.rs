@@ -2,119 +2,79 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use super::args::{self, in_range};
+use super::args;
+use super::schema::{tool_args, words, Confirm, DryRun, Limit};
 use super::view;
-use super::{
-    confirm_schema, confirmation_data_schema, mark_unconfirmed, Caller, Ctx, Permission, ToConfirm,
-    Tool, ToolError, READ_ONLY,
-};
-use crate::home::resolve::fold;
+use super::{mark_unconfirmed, with_confirmation, Caller, Ctx, Reach, ToConfirm, Tool, ToolError};
+use crate::home::bounds::{Range, HUE, KELVIN, MOOD, PERCENT, RADIO_OUTPUT, TEXT_MAX_CHARS};
 use crate::home::{
     Action, Control, ControlKind, ControllerError, Family, Home, House, Primary, Risk,
 };
-use crate::mcp::ToolAnnotations;
 
 pub fn tools() -> Vec<Tool> {
     vec![
-        Tool {
-            name: "list_rooms",
-            title: "List rooms",
-            description: "Lists the rooms with their number of devices per category.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: || {
-                args::closed(
-                    json!({
-                        "name": {"type": "string", "description": "Part of the room name"},
-                        "limit": args::limit_schema()
-                    }),
-                    &[],
-                )
-            },
-            data_schema: || args::listing_schema("rooms", args::item_schema(&["name", "devices_by_category"]), &[]),
-            run: list_rooms,
-        },
-        Tool {
-            name: "list_devices",
-            title: "List devices",
-            description: "Lists devices with room, category and state (on, level %, blinds % closed with 0 = open, °C).",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: || {
-                args::closed(
-                    json!({
-                        "room": args::room_schema(),
-                        "category": {"type": "string", "description": "A family (lighting, blinds, climate, audio, security, access, sensors, energy, other) or Loxone category"},
-                        "type": {"type": "string", "description": "Loxone type, e.g. Dimmer, Jalousie"},
-                        "include_state": {"type": "boolean", "default": true},
-                        "limit": args::limit_schema()
-                    }),
-                    &[],
-                )
-            },
-            data_schema: || args::listing_schema("devices", args::item_schema(&["uuid", "name", "category"]), &[]),
-            run: list_devices,
-        },
-        Tool {
-            name: "control_device",
-            title: "Control a device",
-            description: "Controls one device (name or UUID; room for equal names). action: on, off, dim/bright (value %, default 30/100), up/down/stop (blinds; value = % closed, 0 = open), shade, slats (value %), pulse, mood (scene id, or mood: its name), color (hue, saturation, value), white (kelvin, value), set/select (number; select 0 = all off), text, play/pause/next/previous; German words too. Refuses alarms and secured controls (arm_alarm, disarm_alarm); opens gates and doors only for keys whose owner allows it, after the user confirms. dry_run: what would be sent.",
-            permission: Permission::Control,
-            annotations: ToolAnnotations {
-                read_only_hint: false,
-                destructive_hint: false,
-                idempotent_hint: true,
-                open_world_hint: false,
-            },
-            input_schema: || {
-                let mut props = device_command_schema();
-                props.insert("device".into(), json!({"type": "string", "description": "Name, \"Name Room\" or UUID"}));
-                props.insert("room".into(), json!({"type": "string"}));
-                props.insert("dry_run".into(), json!({"type": "boolean", "description": "Send nothing; answer the command that would be sent"}));
-                props.insert("confirm".into(), confirm_schema());
-                json!({
-                    "type": "object",
-                    "properties": props,
-                    "required": ["device", "action"],
-                    "additionalProperties": false
-                })
-            },
-            data_schema: || {
-                let mut s = json!({
-                    "type": "object",
-                    "properties": {
-                        "device": {"type": "object"},
-                        "action": {"type": "string"},
-                        "dry_run": {"type": "boolean"}
-                    },
-                    "required": ["device", "action"]
-                });
-                if let (Some(p), Value::Object(extra)) =
-                    (s["properties"].as_object_mut(), confirmation_data_schema())
-                {
-                    p.extend(extra);
-                }
-                s
-            },
-            run: control_device,
-        },
+        Tool::new(
+            "list_rooms",
+            "List rooms",
+            "Lists the rooms with their number of devices per category.",
+            list_rooms,
+        )
+        .reach(Reach::Filtered)
+        .data(|| {
+            args::listing_schema(
+                "rooms",
+                args::item_schema(&["name", "devices_by_category"]),
+                &[],
+            )
+        }),
+        Tool::new(
+            "list_devices",
+            "List devices",
+            "Lists devices with room, category and state (on, level %, blinds % closed with 0 = open, °C).",
+            list_devices,
+        )
+        .lists(Reach::Listing)
+        .data(|| {
+            args::listing_schema(
+                "devices",
+                args::item_schema(&["uuid", "name", "category"]),
+                &[],
+            )
+        }),
+        Tool::new(
+            "control_device",
+            "Control a device",
+            "Controls one device (name or UUID; room for equal names). action: on, off, dim/bright (value %, default 30/100), up/down/stop (blinds; value = % closed, 0 = open), shade, slats (value %), pulse, mood (scene id, or mood: its name), color (hue, saturation, value), white (kelvin, value), set/select (number; select 0 = all off), text, play/pause/next/previous; German words too. Refuses alarms and secured controls (arm_alarm, disarm_alarm); opens gates and doors only for keys whose owner allows it, after the user confirms. dry_run: what would be sent.",
+            control_device,
+        )
+        .operates(Reach::Controls { room: "room" })
+        .data(|| {
+            with_confirmation(json!({
+                "type": "object",
+                "properties": {
+                    "device": {"type": "object"},
+                    "action": {"type": "string"},
+                    "dry_run": {"type": "boolean"}
+                },
+                "required": ["device", "action"]
+            }))
+        }),
     ]
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ListRooms {
-    name: Option<String>,
-    limit: Option<i64>,
+tool_args! {
+    /// The arguments of `list_rooms`.
+    struct ListRooms {
+        name: Option<String> { about: "Part of the room name" },
+        limit: Limit,
+    }
 }
 
 /// Every room (a key limited to rooms sees only those).
-fn list_rooms(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
-    let a: ListRooms = args::parse(a)?;
-    let limit = args::limit(a.limit)?;
+fn list_rooms(house: &Ctx, a: ListRooms, caller: &Caller) -> Result<Value, ToolError> {
+    let limit = a.limit.0;
     let home = house.home();
     let name = args::NameFilter::new(a.name.as_deref());
     let scope = caller.access().and_then(|a| a.scope.as_ref());
@@ -145,20 +105,21 @@ fn list_rooms(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Va
     Ok(json!({"rooms": rooms, "total": matching.len()}))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ListDevices {
-    room: Option<String>,
-    category: Option<String>,
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    include_state: Option<bool>,
-    limit: Option<i64>,
+tool_args! {
+    /// The arguments of `list_devices`.
+    struct ListDevices {
+        room: Option<String>,
+        category: Option<String> {
+            about: "A family (lighting, blinds, climate, audio, security, access, sensors, energy, other) or Loxone category",
+        },
+        kind: Option<String> { key: "type", about: "Loxone type, e.g. Dimmer, Jalousie" },
+        include_state: bool { default: true },
+        limit: Limit,
+    }
 }
 
-fn list_devices(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
-    let a: ListDevices = args::parse(a)?;
-    let limit = args::limit(a.limit)?;
+fn list_devices(house: &Ctx, a: ListDevices, caller: &Caller) -> Result<Value, ToolError> {
+    let limit = a.limit.0;
     let home = house.home();
     let room = args::room_uuid(&home, a.room.as_deref())?;
     let category = a
@@ -176,7 +137,7 @@ fn list_devices(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<
         .filter(|c| kind.as_ref().is_none_or(|k| &c.kind == k))
         .collect();
 
-    let include_state = a.include_state.unwrap_or(true);
+    let include_state = a.include_state;
     let mut values = view::ValueReader::new(house);
     let devices: Vec<Value> = matching
         .iter()
@@ -195,174 +156,120 @@ fn list_devices(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<
     Ok(values.annotate(json!({"devices": devices, "total": matching.len()})))
 }
 
-/// What `control_device` can be asked to do, after the user's word (English or German) has
-/// been read.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Verb {
-    On,
-    Off,
-    Up,
-    Down,
-    Stop,
-    Dim,
-    Bright,
-    Pulse,
-    Shade,
-    Slats,
-    Mood,
-    Color,
-    White,
-    Set,
-    Select,
-    Text,
-    Play,
-    Pause,
-    Next,
-    Previous,
+words! {
+    /// What `control_device` can be asked to do: the English words and the German ones people
+    /// say to a Loxone house (ein/aus, hoch/runter, auf/zu, an/aus); the first of each is the
+    /// name results report.
+    pub(crate) enum Verb {
+        On = "on" | "ein" | "an",
+        Off = "off" | "aus",
+        Up = "up" | "open" | "hoch" | "auf",
+        Down = "down" | "close" | "runter" | "ab" | "zu",
+        Stop = "stop" | "stopp",
+        Dim = "dim" | "dimmen" | "dunkler",
+        Bright = "bright" | "hell" | "heller",
+        Pulse = "pulse" | "impuls",
+        Shade = "shade" | "beschatten",
+        Slats = "slats" | "lamellen",
+        Mood = "mood" | "scene" | "stimmung" | "szene",
+        Color = "color" | "colour" | "farbe",
+        White = "white" | "weiss" | "weiß",
+        Set = "set" | "setzen",
+        Select = "select" | "auswählen",
+        Text = "text",
+        Play = "play" | "abspielen",
+        Pause = "pause",
+        Next = "next" | "weiter",
+        Previous = "previous" | "zurück",
+    }
 }
 
-/// Every accepted action word with its meaning; the schema's enum is generated from it.
-/// German words as people say them to a Loxone house (ein/aus, hoch/runter, auf/zu, an/aus).
-const VERBS: &[(&str, Verb)] = &[
-    ("on", Verb::On),
-    ("ein", Verb::On),
-    ("an", Verb::On),
-    ("off", Verb::Off),
-    ("aus", Verb::Off),
-    ("up", Verb::Up),
-    ("open", Verb::Up),
-    ("hoch", Verb::Up),
-    ("auf", Verb::Up),
-    ("down", Verb::Down),
-    ("close", Verb::Down),
-    ("runter", Verb::Down),
-    ("ab", Verb::Down),
-    ("zu", Verb::Down),
-    ("stop", Verb::Stop),
-    ("stopp", Verb::Stop),
-    ("dim", Verb::Dim),
-    ("dimmen", Verb::Dim),
-    ("dunkler", Verb::Dim),
-    ("bright", Verb::Bright),
-    ("hell", Verb::Bright),
-    ("heller", Verb::Bright),
-    ("pulse", Verb::Pulse),
-    ("impuls", Verb::Pulse),
-    ("shade", Verb::Shade),
-    ("beschatten", Verb::Shade),
-    ("slats", Verb::Slats),
-    ("lamellen", Verb::Slats),
-    ("mood", Verb::Mood),
-    ("scene", Verb::Mood),
-    ("stimmung", Verb::Mood),
-    ("szene", Verb::Mood),
-    ("color", Verb::Color),
-    ("colour", Verb::Color),
-    ("farbe", Verb::Color),
-    ("white", Verb::White),
-    ("weiss", Verb::White),
-    ("weiß", Verb::White),
-    ("set", Verb::Set),
-    ("setzen", Verb::Set),
-    ("select", Verb::Select),
-    ("auswählen", Verb::Select),
-    ("text", Verb::Text),
-    ("play", Verb::Play),
-    ("abspielen", Verb::Play),
-    ("pause", Verb::Pause),
-    ("next", Verb::Next),
-    ("weiter", Verb::Next),
-    ("previous", Verb::Previous),
-    ("zurück", Verb::Previous),
-];
-
 impl Verb {
-    /// Reads an action word, case- and accent-insensitively (`"AUS"`, `"zuruck"`).
-    pub(crate) fn parse(word: &str) -> Result<Verb, ToolError> {
-        let w = fold(word);
-        VERBS
-            .iter()
-            .find(|(name, _)| fold(name) == w)
-            .map(|(_, v)| *v)
-            .ok_or_else(|| {
-                ToolError::InvalidParams(format!(
-                    "action {word:?} is not one of: {}",
-                    verb_words().join(", ")
-                ))
-            })
-    }
-
-    /// The English name, as results report it.
-    pub(crate) fn as_str(self) -> &'static str {
-        VERBS
-            .iter()
-            .find(|(_, v)| *v == self)
-            .map(|(n, _)| *n)
-            .unwrap_or("?")
-    }
-
     /// Whether the verb opens or switches something on (refused for gates and doors).
     fn opens(self) -> bool {
         matches!(self, Verb::On | Verb::Up | Verb::Pulse)
     }
 }
 
-/// Every accepted action word, for the schema and error messages.
-pub(crate) fn verb_words() -> Vec<&'static str> {
-    VERBS.iter().map(|(n, _)| *n).collect()
-}
+/// Saturation of `color` and colour temperature of `white` when not given.
+const SATURATION_DEFAULT: f64 = 100.0;
+const KELVIN_DEFAULT: f64 = KELVIN.min;
 
-/// One device command as the user gives it: the action word and its optional parameters.
-/// Shared by `control_device` and the batch tools.
-#[derive(Deserialize, Clone, Debug)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct DeviceCommand {
-    pub action: String,
-    /// Percent 0-100: brightness, blind position (% closed), slat angle.
-    pub value: Option<f64>,
-    /// Mood id (LightControllerV2) or scene number 0-9 (LightController).
-    pub scene: Option<u32>,
-    /// A LightControllerV2 mood by the owner's name (`Fernsehen`), read from its `moodList`
-    /// ([`House::mood`]).
-    pub mood: Option<String>,
-    /// Hue 0-360 ° for `color`.
-    pub hue: Option<f64>,
-    /// Saturation 0-100 % for `color` (default 100).
-    pub saturation: Option<f64>,
-    /// Colour temperature 2700-6500 K for `white` (default 2700).
-    pub kelvin: Option<f64>,
-    /// A plain number for `set` (within the control's own min..max) or an output for `select`.
-    pub number: Option<f64>,
-    /// The text for `text` (TextInput), 1-255 characters ([`crate::home::bounds::TEXT_MAX_CHARS`]).
-    pub text: Option<String>,
-}
-
-/// Schema properties of [`DeviceCommand`] (merged into the tools' input schemas).
-pub(crate) fn device_command_schema() -> Map<String, Value> {
-    let v = json!({
-        "action": {"type": "string", "enum": verb_words()},
-        "value": {"type": "number", "minimum": 0, "maximum": 100, "description": "%: brightness, blind closed, slat angle"},
-        "scene": {"type": "integer", "minimum": 0, "maximum": 9999, "description": "Mood id (777 bright, 778 off) or scene 0-9"},
-        "mood": {"type": "string", "minLength": 1, "maxLength": 100, "description": "Mood by its name in Loxone (LightControllerV2), instead of scene"},
-        "hue": {"type": "number", "minimum": 0, "maximum": 360},
-        "saturation": {"type": "number", "minimum": 0, "maximum": 100, "default": 100},
-        "kelvin": {"type": "number", "minimum": 2700, "maximum": 6500, "default": 2700},
-        "number": {"type": "number"},
-        "text": {"type": "string", "minLength": 1, "maxLength": crate::home::bounds::TEXT_MAX_CHARS}
-    });
-    match v {
-        Value::Object(m) => m,
-        _ => unreachable!("a JSON object literal"),
+tool_args! {
+    /// The arguments of `control_device`, and of each operation of `control_multiple_devices`.
+    pub(crate) struct ControlDevice {
+        device: String { about: "Name, \"Name Room\" or UUID" },
+        room: Option<String>,
+        action: Verb,
+        /// Percent 0-100: brightness, blind position (% closed), slat angle.
+        value: Option<f64> { range: PERCENT, about: "%: brightness, blind closed, slat angle" },
+        /// Mood id (LightControllerV2) or scene number 0-9 (LightController).
+        scene: Option<u32> { range: MOOD, about: "Mood id (777 bright, 778 off) or scene 0-9" },
+        /// A LightControllerV2 mood by the owner's name (`Fernsehen`), read from its
+        /// `moodList` ([`House::mood`]).
+        mood: Option<String> {
+            min_chars: 1,
+            max_chars: 100,
+            about: "Mood by its name in Loxone (LightControllerV2), instead of scene",
+        },
+        /// Hue 0-360 ° for `color`.
+        hue: Option<f64> { range: HUE },
+        /// Saturation for `color`.
+        saturation: f64 { range: PERCENT, default: SATURATION_DEFAULT },
+        /// Colour temperature for `white`.
+        kelvin: f64 { range: KELVIN, default: KELVIN_DEFAULT },
+        /// A plain number for `set` (within the control's own min..max) or an output for
+        /// `select`.
+        number: Option<f64>,
+        /// The text for `text` (TextInput).
+        text: Option<String> { min_chars: 1, max_chars: TEXT_MAX_CHARS },
+        dry_run: DryRun { about: "Send nothing; answer the command that would be sent" },
+        confirm: Confirm,
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ControlDevice {
-    device: String,
-    room: Option<String>,
-    #[serde(flatten)]
-    command: DeviceCommand,
+/// What goes with an action word: the values of a [`ControlDevice`] after its `action`.
+pub(crate) struct Values<'a> {
+    pub value: Option<f64>,
+    pub scene: Option<u32>,
+    pub mood: Option<&'a str>,
+    pub hue: Option<f64>,
+    pub saturation: f64,
+    pub kelvin: f64,
+    pub number: Option<f64>,
+    pub text: Option<&'a str>,
+}
+
+impl Values<'_> {
+    /// Only a `value` (percent), the others as when not given.
+    pub fn percent(value: Option<f64>) -> Self {
+        Values {
+            value,
+            scene: None,
+            mood: None,
+            hue: None,
+            saturation: SATURATION_DEFAULT,
+            kelvin: KELVIN_DEFAULT,
+            number: None,
+            text: None,
+        }
+    }
+}
+
+impl ControlDevice {
+    /// The values that go with its action.
+    pub fn values(&self) -> Values<'_> {
+        Values {
+            value: self.value,
+            scene: self.scene,
+            mood: self.mood.as_deref(),
+            hue: self.hue,
+            saturation: self.saturation,
+            kelvin: self.kelvin,
+            number: self.number,
+            text: self.text.as_deref(),
+        }
+    }
 }
 
 fn required<T>(field: &str, verb: Verb, v: Option<T>) -> Result<T, ToolError> {
@@ -371,24 +278,22 @@ fn required<T>(field: &str, verb: Verb, v: Option<T>) -> Result<T, ToolError> {
     })
 }
 
-/// Turns a [`DeviceCommand`] into the [`Action`] for control `c`, checking ranges (each error
-/// names the field: -32602) and the safety rules: alarms and secured controls are refused
-/// (`INSUFFICIENT_PERMISSIONS`; they have their own tools), gates and doors are opened only
-/// when `open_allowed` (the key's owner allows it; a person then confirms each opening). A
-/// verb the type does not support is left to the command table, which names what the type
-/// supports.
+/// Turns `verb` with its `values` into the [`Action`] for control `c`, checking what the
+/// arguments' schema cannot know (what the verb needs, the control's own range for `set`; each
+/// error names the field: -32602) and the safety rules: alarms and secured controls are
+/// refused (`INSUFFICIENT_PERMISSIONS`; they have their own tools), gates and doors are opened
+/// only when `open_allowed` (the key's owner allows it; a person then confirms each opening). A
+/// verb the type does not support is left to the controller's command table, which names what
+/// the type supports.
 pub(crate) fn plan(
     house: &House,
     home: &Home,
     c: &Control,
-    cmd: &DeviceCommand,
+    verb: Verb,
+    values: &Values,
     open_allowed: bool,
-) -> Result<(Verb, Action), ToolError> {
-    let verb = Verb::parse(&cmd.action)?;
-    let value = cmd
-        .value
-        .map(|v| in_range("value", v, 0.0, 100.0))
-        .transpose()?;
+) -> Result<Action, ToolError> {
+    let value = values.value;
     if home.family(c) == Family::Security || c.is_secured {
         return Err(ToolError::Refused {
             code: "INSUFFICIENT_PERMISSIONS",
@@ -412,7 +317,7 @@ pub(crate) fn plan(
             ),
         });
     }
-    let action = match verb {
+    Ok(match verb {
         Verb::On => match value {
             Some(v) if c.kind.is_dimmable() => Action::Level(v),
             _ => Action::On,
@@ -436,7 +341,7 @@ pub(crate) fn plan(
         Verb::Pulse => Action::Pulse,
         Verb::Shade => Action::Shade,
         Verb::Slats => Action::Slats(required("value", verb, value)?),
-        Verb::Mood => Action::Mood(match (cmd.scene, cmd.mood.as_deref()) {
+        Verb::Mood => Action::Mood(match (values.scene, values.mood) {
             (Some(_), Some(_)) => {
                 return Err(ToolError::InvalidParams(
                     "give the mood either by name (mood) or by id (scene), not both".into(),
@@ -448,43 +353,48 @@ pub(crate) fn plan(
             (scene, None) => required("scene", verb, scene)?,
         }),
         Verb::Color => Action::Color {
-            hue: in_range("hue", required("hue", verb, cmd.hue)?, 0.0, 360.0)?,
-            saturation: in_range("saturation", cmd.saturation.unwrap_or(100.0), 0.0, 100.0)?,
+            hue: required("hue", verb, values.hue)?,
+            saturation: values.saturation,
             brightness: value.unwrap_or(100.0),
         },
         Verb::White => Action::White {
             brightness: value.unwrap_or(100.0),
-            kelvin: in_range("kelvin", cmd.kelvin.unwrap_or(2700.0), 2700.0, 6500.0)?,
+            kelvin: values.kelvin,
         },
         Verb::Set => {
             // The structure file's range here (-32602 naming the field); a ValueSelector's
             // live min/max are checked again when the command is sent (House::act).
-            let n = required("number", verb, cmd.number)?;
+            let n = required("number", verb, values.number)?;
             let (lo, hi) = crate::home::bounds::value_range(c, &|_| None);
-            Action::Level(in_range("number", n, lo, hi)?)
+            if !Range::new(lo, hi).contains(n) {
+                return Err(ToolError::InvalidParams(format!(
+                    "number must be between {lo} and {hi} (got {})",
+                    args::short_number(n)
+                )));
+            }
+            Action::Level(n)
         }
         Verb::Select => {
-            let n = required("number", verb, cmd.number)?;
-            let max = crate::home::bounds::MAX_RADIO_OUTPUT;
-            if n.fract() != 0.0 || !(0.0..=max).contains(&n) {
+            let n = required("number", verb, values.number)?;
+            if n.fract() != 0.0 || !RADIO_OUTPUT.contains(n) {
                 return Err(ToolError::InvalidParams(format!(
-                    "number must be a whole output number 0-{max} for select (got {})",
+                    "number must be a whole output number 0-{} for select (got {})",
+                    RADIO_OUTPUT.max,
                     args::short_number(n)
                 )));
             }
             Action::Select(n as u32)
         }
         Verb::Text => {
-            let t = required("text", verb, cmd.text.clone())?;
-            crate::home::bounds::check_text(&t).map_err(ToolError::InvalidParams)?;
-            Action::Text(t)
+            let t = required("text", verb, values.text)?;
+            crate::home::bounds::check_text(t).map_err(ToolError::InvalidParams)?;
+            Action::Text(t.to_string())
         }
         Verb::Play => Action::Play,
         Verb::Pause => Action::Pause,
         Verb::Next => Action::Next,
         Verb::Previous => Action::Previous,
-    };
-    Ok((verb, action))
+    })
 }
 
 /// A planned `control_device` operation: the resolved control and the action to send.
@@ -499,26 +409,24 @@ pub(crate) struct DevicePlan<'h> {
     pub value: Option<f64>,
 }
 
-/// Parses `control_device` arguments, resolves the device and maps the action with every
-/// refusal of `control_device`, without sending anything (shared with the batch tools).
-/// Errors: -32602 for bad arguments (checked before the device is looked up), the resolver's
-/// `DEVICE_NOT_FOUND`/ambiguous, `INSUFFICIENT_PERMISSIONS` for refused devices.
+/// Resolves the device of a `control_device` call and maps its action with every refusal of
+/// `control_device`, without sending anything (shared with the batch tools). Errors: the
+/// resolver's `DEVICE_NOT_FOUND`/ambiguous, -32602 for what the action needs, and
+/// `INSUFFICIENT_PERMISSIONS` for refused devices.
 pub(crate) fn plan_device<'h>(
     house: &House,
     home: &'h Home,
-    a: &Map<String, Value>,
+    a: &ControlDevice,
     open_allowed: bool,
 ) -> Result<DevicePlan<'h>, ToolError> {
-    let a: ControlDevice = args::parse(a)?;
-    Verb::parse(&a.command.action)?;
     let c = home.resolve_control(&a.device, a.room.as_deref(), &|_| true)?;
-    let (verb, action) = plan(house, home, c, &a.command, open_allowed)?;
+    let action = plan(house, home, c, a.action, &a.values(), open_allowed)?;
     Ok(DevicePlan {
         control: c,
-        opens: verb.opens(),
+        opens: a.action.opens(),
         action,
-        action_name: verb.as_str().to_string(),
-        value: a.command.value.or(a.command.number),
+        action_name: a.action.as_str().to_string(),
+        value: a.value.or(a.number),
     })
 }
 
@@ -526,26 +434,11 @@ pub(crate) fn plan_device<'h>(
 /// command of a class that needs confirmation ([`Risk::needs_confirmation`]: opening a gate or
 /// door, or a control the owner put in a class) is sent only once confirmed
 /// ([`Caller::confirm`]).
-fn control_device(
-    house: &Ctx,
-    a: &Map<String, Value>,
-    caller: &Caller,
-) -> Result<Value, ToolError> {
-    let mut rest = a.clone();
-    let flag = |v: Option<Value>, name: &str| match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(b)),
-        Some(_) => Err(ToolError::InvalidParams(format!(
-            "{name} must be true or false"
-        ))),
-    };
-    let dry_run = flag(rest.remove("dry_run"), "dry_run")?.unwrap_or(false);
-    let confirm = flag(rest.remove("confirm"), "confirm")?;
+fn control_device(house: &Ctx, a: ControlDevice, caller: &Caller) -> Result<Value, ToolError> {
     let home = house.home();
-    let p = plan_device(house.house, &home, &rest, caller.opens_doors())?;
-    let command = crate::loxone::commands::command_for(p.control, &p.action)
-        .ok()
-        .map(|k| k.command());
+    let p = plan_device(house.house, &home, &a, caller.opens_doors())?;
+    // The command as the controller's one mapping words it (what a dry run shows).
+    let command = house.command(p.control, &p.action).ok().map(|c| c.command);
     let risk = house.risk(p.control);
     let needs = match risk {
         Risk::Access => p.opens,
@@ -557,7 +450,7 @@ fn control_device(
         "value": p.value,
         "command": command,
     });
-    if dry_run {
+    if a.dry_run.0 {
         // Refused as the command itself would be: a dry run answers what would be sent.
         house.check_values(p.control, &p.action)?;
         data["dry_run"] = json!(true);
@@ -582,7 +475,7 @@ fn control_device(
             ),
         };
         let outcome = caller.confirm(
-            confirm,
+            a.confirm.0,
             &ToConfirm {
                 risk,
                 tool: "control_device",

@@ -15,15 +15,16 @@
 //! not hide the others; room- and house-wide calls take `dry_run: true`, which lists the
 //! controls and the Loxone commands that would be sent, and sends nothing.
 
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use super::args::{self, in_range};
+use super::args;
 use super::batch::{self, Item, Members, RunOptions, Scope};
+use super::schema::{tool_args, words, Confirm, DryRun, Limit, Names};
 use super::view;
-use super::{confirm_schema, Caller, Ctx, Permission, Tool, ToolError, READ_ONLY, SETTER};
+use super::{Caller, Ctx, Reach, Tool, ToolError};
+use crate::home::bounds::PERCENT;
 
-use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, House};
+use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home};
 
 /// Default brightness of `dim` and `bright` without a value, in percent.
 const DIM_DEFAULT: f64 = 30.0;
@@ -31,132 +32,74 @@ const BRIGHT_DEFAULT: f64 = 100.0;
 
 pub fn tools() -> Vec<Tool> {
     vec![
-        Tool {
-            name: "control_room_lights",
-            title: "Switch a room's lights",
-            description: "Switches every light of a room on or off; brightness (0-100 %) with on sets dimmable lights to it.",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
-                args::closed(
-                    json!({
-                        "room": args::room_schema(),
-                        "action": {"type": "string", "enum": ["on", "off"]},
-                        "brightness": percent_schema(),
-                        "dry_run": args::dry_run_schema()
-                    }),
-                    &["room", "action"],
-                )
-            },
-            data_schema: batch::result_schema,
-            run: control_room_lights,
-        },
-        Tool {
-            name: "control_all_lights",
-            title: "Switch all lights of the house",
-            description: "Switches every light of the house on or off, one by one; preview with dry_run. Needs confirmation (see confirm).",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
-                args::closed(
-                    json!({
-                        "action": {"type": "string", "enum": ["on", "off"]},
-                        "dry_run": args::dry_run_schema(),
-                        "confirm": confirm_schema()
-                    }),
-                    &["action"],
-                )
-            },
-            data_schema: batch::confirmable_result_schema,
-            run: control_all_lights,
-        },
-        Tool {
-            name: "control_lights_unified",
-            title: "Control lights",
-            description: "Lights by scope: device (target: names or UUIDs; room for equal names), room (target or room), category (target: Loxone category or lighting), system (whole house; needs confirmation, see confirm). action: on, off, dim (value or 30), bright (value or 100), brightness (value). value: 0-100 %.",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
-                args::closed(
-                    json!({
-                        "scope": batch::scope_schema(),
-                        "target": batch::target_schema(),
-                        "room": args::room_schema(),
-                        "action": {"type": "string", "enum": ["on", "off", "dim", "bright", "brightness"]},
-                        "value": percent_schema(),
-                        "dry_run": args::dry_run_schema(),
-                        "confirm": confirm_schema()
-                    }),
-                    &["scope", "action"],
-                )
-            },
-            data_schema: batch::confirmable_result_schema,
-            run: control_lights_unified,
-        },
-        Tool {
-            name: "room_all_on",
-            title: "All lights of a room on",
-            description: "Switches on every light of a room (LightControllerV2: bright mood; LightController: scene 9; dimmers: last level).",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
-                args::closed(
-                    json!({
-                        "room_id": args::room_schema(),
-                        "dry_run": args::dry_run_schema()
-                    }),
-                    &["room_id"],
-                )
-            },
-            data_schema: batch::result_schema,
-            run: room_all_on,
-        },
-        Tool {
-            name: "set_dimmer",
-            title: "Set a dimmer",
-            description: "Sets one dimmable light to level 0-100 % (0 = off); room picks among equal names.",
-            permission: Permission::Control,
-            annotations: SETTER,
-            input_schema: || {
-                args::closed(
-                    json!({
-                        "device_id": {"type": "string", "description": "Light name or UUID"},
-                        "level": percent_schema(),
-                        "room": args::room_schema()
-                    }),
-                    &["device_id", "level"],
-                )
-            },
-            data_schema: batch::result_schema,
-            run: set_dimmer,
-        },
-        Tool {
-            name: "get_lights_status",
-            title: "Lights status",
-            description: "Lists lights with room, type, on (null: unknown), level % (dimmers), scene or mood_id (778 = off); on counts those on.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: || {
-                args::closed(
-                    json!({
-                        "room": args::room_schema(),
-                        "name": args::name_filter_schema(),
-                        "type": {"type": "string", "description": "Loxone type, e.g. Dimmer"},
-                        "state": {"type": "string", "enum": ["on", "off"]},
-                        "limit": args::limit_schema()
-                    }),
-                    &[],
-                )
-            },
-            data_schema: || args::listing_schema("lights", args::item_schema(&["name", "on"]), &["on"]),
-            run: get_lights_status,
-        },
+        Tool::new(
+            "control_room_lights",
+            "Switch a room's lights",
+            "Switches every light of a room on or off; brightness (0-100 %) with on sets dimmable lights to it.",
+            control_room_lights,
+        )
+        .operates(Reach::Room { room: "room", family: Family::Lighting })
+        .data(batch::result_schema),
+        Tool::new(
+            "control_all_lights",
+            "Switch all lights of the house",
+            "Switches every light of the house on or off, one by one; preview with dry_run. Needs confirmation (see confirm).",
+            control_all_lights,
+        )
+        .operates(Reach::House(Family::Lighting))
+        .data(batch::confirmable_result_schema),
+        Tool::new(
+            "control_lights_unified",
+            "Control lights",
+            "Lights by scope: device (target: names or UUIDs; room for equal names), room (target or room), category (target: Loxone category or lighting), system (whole house; needs confirmation, see confirm). action: on, off, dim (value or 30), bright (value or 100), brightness (value). value: 0-100 %.",
+            control_lights_unified,
+        )
+        .operates(Reach::Unified(Family::Lighting))
+        .data(batch::confirmable_result_schema),
+        Tool::new(
+            "room_all_on",
+            "All lights of a room on",
+            "Switches on every light of a room (LightControllerV2: bright mood; LightController: scene 9; dimmers: last level).",
+            room_all_on,
+        )
+        .operates(Reach::Room { room: "room_id", family: Family::Lighting })
+        .data(batch::result_schema),
+        Tool::new(
+            "set_dimmer",
+            "Set a dimmer",
+            "Sets one dimmable light to level 0-100 % (0 = off); room picks among equal names.",
+            set_dimmer,
+        )
+        .operates(Reach::Controls { room: "room" })
+        .data(batch::result_schema),
+        Tool::new(
+            "get_lights_status",
+            "Lights status",
+            "Lists lights with room, type, on (null: unknown), level % (dimmers), scene or mood_id (778 = off); on counts those on.",
+            get_lights_status,
+        )
+        .lists(Reach::Room { room: "room", family: Family::Lighting })
+        .data(|| args::listing_schema("lights", args::item_schema(&["name", "on"]), &["on"])),
     ]
 }
 
-/// A brightness in percent.
-fn percent_schema() -> Value {
-    json!({"type": "number", "minimum": 0, "maximum": 100})
+words! {
+    /// On or off: the action of the room and house switches, and a state to list.
+    enum OnOff {
+        On = "on",
+        Off = "off",
+    }
+}
+
+words! {
+    /// The actions of `control_lights_unified`.
+    enum LightAction {
+        On = "on",
+        Off = "off",
+        Dim = "dim",
+        Bright = "bright",
+        Brightness = "brightness",
+    }
 }
 
 /// What the caller wants every light to do.
@@ -199,50 +142,45 @@ fn items<'h>(home: &Home, lights: &[&'h Control], intent: Intent) -> Vec<Item<'h
         .collect()
 }
 
-/// Runs `intent` on `lights` and builds the result; house-wide calls (`ask`) are confirmed
-/// first ([`batch::run_confirmed`]).
-#[allow(clippy::too_many_arguments)]
+/// Which lights a call names: a scope with its target or room (see [`batch::select`]).
+struct Which<'a> {
+    scope: Scope,
+    target: Option<&'a Names>,
+    room: Option<&'a str>,
+}
+
+/// Carries out `intent` (the word `action`) on the lights `which` names and builds the result
+/// (header: the scope, the target's name, `action`, the brightness); house-wide calls are
+/// confirmed first ([`batch::run_confirmed`], `confirm` the argument).
 fn switch(
-    house: &House,
-    home: &Home,
-    lights: &[&Control],
-    intent: Intent,
-    dry_run: bool,
+    house: &Ctx,
     caller: &Caller,
-    header: Value,
+    which: Which,
+    intent: Intent,
+    action: &str,
+    dry_run: DryRun,
     confirm: Confirm,
 ) -> Result<Value, ToolError> {
+    let home = house.home();
+    let (target, lights) = batch::select(&home, which.scope, which.target, which.room, &members())?;
+    let level = match intent {
+        Intent::Level(v) => Some(v),
+        _ => None,
+    };
+    let header = batch::header(which.scope.as_str(), target.as_deref(), action, level);
     let opts = RunOptions {
-        dry_run,
+        dry_run: dry_run.0,
         show_current: false,
     };
-    let ask = confirm.1.then(|| match intent {
+    let ask = (which.scope == Scope::System).then(|| match intent {
         Intent::On => batch::Ask::new("Switch on", "lights"),
         Intent::Off => batch::Ask::new("Switch off", "lights"),
         Intent::Level(v) => {
             batch::Ask::new("Set", "lights").with_suffix(format!(" to {v} % brightness"))
         }
     });
-    batch::run_confirmed(
-        house,
-        items(home, lights, intent),
-        opts,
-        caller,
-        confirm.0,
-        ask,
-        header,
-    )
-}
-
-/// The `confirm` argument and whether the call needs confirmation at all.
-#[derive(Clone, Copy)]
-struct Confirm(Option<bool>, bool);
-
-/// No confirmation needed.
-const NO_CONFIRM: Confirm = Confirm(None, false);
-
-fn percent(field: &str, v: Option<f64>) -> Result<Option<f64>, ToolError> {
-    v.map(|v| in_range(field, v, 0.0, 100.0)).transpose()
+    let items = items(&home, &lights, intent);
+    batch::run_confirmed(house, items, opts, caller, confirm.0, ask, header)
 }
 
 /// How scope targeting finds lights.
@@ -254,181 +192,141 @@ fn members() -> Members<'static> {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RoomLights {
-    room: String,
-    action: String,
-    brightness: Option<f64>,
-    dry_run: Option<bool>,
+tool_args! {
+    /// The arguments of `control_room_lights`.
+    struct RoomLights {
+        room: String,
+        action: OnOff,
+        brightness: Option<f64> { range: PERCENT },
+        dry_run: DryRun,
+    }
 }
 
-fn control_room_lights(
-    house: &Ctx,
-    a: &Map<String, Value>,
-    caller: &Caller,
-) -> Result<Value, ToolError> {
-    let a: RoomLights = args::parse(a)?;
-    let action = args::one_of("action", &a.action, &["on", "off"])?;
-    let brightness = percent("brightness", a.brightness)?;
-    let intent = match (action, brightness) {
-        ("on", Some(b)) => Intent::Level(b),
-        ("on", None) => Intent::On,
-        (_, None) => Intent::Off,
-        (_, Some(_)) => {
+fn control_room_lights(house: &Ctx, a: RoomLights, caller: &Caller) -> Result<Value, ToolError> {
+    let intent = match (a.action, a.brightness) {
+        (OnOff::On, Some(b)) => Intent::Level(b),
+        (OnOff::On, None) => Intent::On,
+        (OnOff::Off, None) => Intent::Off,
+        (OnOff::Off, Some(_)) => {
             return Err(ToolError::InvalidParams(
                 "brightness only goes with action on".into(),
             ))
         }
     };
-    let home = house.home();
-    let (room, lights) = batch::select(&home, Scope::Room, None, Some(&a.room), &members())?;
-    let header = batch::header("room", room.as_deref(), action, brightness);
-    switch(
-        house,
-        &home,
-        &lights,
-        intent,
-        a.dry_run.unwrap_or(false),
-        caller,
-        header,
-        NO_CONFIRM,
-    )
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AllLights {
-    action: String,
-    dry_run: Option<bool>,
-    confirm: Option<bool>,
-}
-
-fn control_all_lights(
-    house: &Ctx,
-    a: &Map<String, Value>,
-    caller: &Caller,
-) -> Result<Value, ToolError> {
-    let a: AllLights = args::parse(a)?;
-    let action = args::one_of("action", &a.action, &["on", "off"])?;
-    let intent = if action == "on" {
-        Intent::On
-    } else {
-        Intent::Off
+    let room = Which {
+        scope: Scope::Room,
+        target: None,
+        room: Some(&a.room),
     };
-    let home = house.home();
-    let (_, lights) = batch::select(&home, Scope::System, None, None, &members())?;
-    let header = batch::header("system", None, action, None);
+    let action = a.action.as_str();
     switch(
         house,
-        &home,
-        &lights,
-        intent,
-        a.dry_run.unwrap_or(false),
         caller,
-        header,
-        Confirm(a.confirm, true),
+        room,
+        intent,
+        action,
+        a.dry_run,
+        Confirm(None),
     )
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Unified {
-    scope: String,
-    target: Option<Value>,
-    room: Option<String>,
-    action: String,
-    value: Option<f64>,
-    dry_run: Option<bool>,
-    confirm: Option<bool>,
+tool_args! {
+    /// The arguments of `control_all_lights`.
+    struct AllLights {
+        action: OnOff,
+        dry_run: DryRun,
+        confirm: Confirm,
+    }
 }
 
-fn control_lights_unified(
-    house: &Ctx,
-    a: &Map<String, Value>,
-    caller: &Caller,
-) -> Result<Value, ToolError> {
-    let a: Unified = args::parse(a)?;
-    let scope = Scope::parse(&a.scope)?;
-    let action = args::one_of(
-        "action",
-        &a.action,
-        &["on", "off", "dim", "bright", "brightness"],
-    )?;
-    let value = percent("value", a.value)?;
-    let intent = match (action, value) {
-        ("on", Some(v)) => Intent::Level(v),
-        ("on", None) => Intent::On,
-        ("off", _) => Intent::Off,
-        ("dim", v) => Intent::Level(v.unwrap_or(DIM_DEFAULT)),
-        ("bright", v) => Intent::Level(v.unwrap_or(BRIGHT_DEFAULT)),
-        (_, Some(v)) => Intent::Level(v),
-        (_, None) => {
+fn control_all_lights(house: &Ctx, a: AllLights, caller: &Caller) -> Result<Value, ToolError> {
+    let intent = match a.action {
+        OnOff::On => Intent::On,
+        OnOff::Off => Intent::Off,
+    };
+    let house_wide = Which {
+        scope: Scope::System,
+        target: None,
+        room: None,
+    };
+    let action = a.action.as_str();
+    switch(
+        house, caller, house_wide, intent, action, a.dry_run, a.confirm,
+    )
+}
+
+tool_args! {
+    /// The arguments of `control_lights_unified`.
+    struct Unified {
+        scope: Scope,
+        target: Option<Names> { about: batch::TARGET },
+        room: Option<String>,
+        action: LightAction,
+        value: Option<f64> { range: PERCENT },
+        dry_run: DryRun,
+        confirm: Confirm,
+    }
+}
+
+fn control_lights_unified(house: &Ctx, a: Unified, caller: &Caller) -> Result<Value, ToolError> {
+    let intent = match (a.action, a.value) {
+        (LightAction::On, Some(v)) => Intent::Level(v),
+        (LightAction::On, None) => Intent::On,
+        (LightAction::Off, _) => Intent::Off,
+        (LightAction::Dim, v) => Intent::Level(v.unwrap_or(DIM_DEFAULT)),
+        (LightAction::Bright, v) => Intent::Level(v.unwrap_or(BRIGHT_DEFAULT)),
+        (LightAction::Brightness, Some(v)) => Intent::Level(v),
+        (LightAction::Brightness, None) => {
             return Err(ToolError::InvalidParams(
                 "value (0-100) is required with action brightness".into(),
             ))
         }
     };
-    let level = match intent {
-        Intent::Level(v) => Some(v),
-        _ => None,
+    let which = Which {
+        scope: a.scope,
+        target: a.target.as_ref(),
+        room: a.room.as_deref(),
     };
-    let home = house.home();
-    let (target, lights) = batch::select(
-        &home,
-        scope,
-        a.target.as_ref(),
-        a.room.as_deref(),
-        &members(),
-    )?;
-    let header = batch::header(scope.as_str(), target.as_deref(), action, level);
+    let action = a.action.as_str();
+    switch(house, caller, which, intent, action, a.dry_run, a.confirm)
+}
+
+tool_args! {
+    /// The arguments of `room_all_on`.
+    struct RoomAllOn {
+        room_id: String,
+        dry_run: DryRun,
+    }
+}
+
+fn room_all_on(house: &Ctx, a: RoomAllOn, caller: &Caller) -> Result<Value, ToolError> {
+    let room = Which {
+        scope: Scope::Room,
+        target: None,
+        room: Some(&a.room_id),
+    };
     switch(
         house,
-        &home,
-        &lights,
-        intent,
-        a.dry_run.unwrap_or(false),
         caller,
-        header,
-        Confirm(a.confirm, scope == Scope::System),
-    )
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RoomAllOn {
-    room_id: String,
-    dry_run: Option<bool>,
-}
-
-fn room_all_on(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
-    let a: RoomAllOn = args::parse(a)?;
-    let home = house.home();
-    let (room, lights) = batch::select(&home, Scope::Room, None, Some(&a.room_id), &members())?;
-    let header = batch::header("room", room.as_deref(), "on", None);
-    switch(
-        house,
-        &home,
-        &lights,
+        room,
         Intent::On,
-        a.dry_run.unwrap_or(false),
-        caller,
-        header,
-        NO_CONFIRM,
+        "on",
+        a.dry_run,
+        Confirm(None),
     )
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SetDimmer {
-    device_id: String,
-    level: f64,
-    room: Option<String>,
+tool_args! {
+    /// The arguments of `set_dimmer`.
+    struct SetDimmer {
+        device_id: String { about: "Light name or UUID" },
+        level: f64 { range: PERCENT },
+        room: Option<String>,
+    }
 }
 
-fn set_dimmer(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
-    let a: SetDimmer = args::parse(a)?;
-    let level = in_range("level", a.level, 0.0, 100.0)?;
+fn set_dimmer(house: &Ctx, a: SetDimmer, caller: &Caller) -> Result<Value, ToolError> {
+    let level = a.level;
     let home = house.home();
     let c = home.resolve_control(&a.device_id, a.room.as_deref(), &|c| {
         home.family(c) == Family::Lighting
@@ -450,28 +348,20 @@ fn set_dimmer(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Va
     report.into_single(batch::header("device", None, "brightness", Some(level)))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LightsStatus {
-    room: Option<String>,
-    name: Option<String>,
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    state: Option<String>,
-    limit: Option<i64>,
+tool_args! {
+    /// The arguments of `get_lights_status`.
+    struct LightsStatus {
+        room: Option<String>,
+        name: Option<String> { about: args::NAME },
+        kind: Option<String> { key: "type", about: "Loxone type, e.g. Dimmer" },
+        state: Option<OnOff>,
+        limit: Limit,
+    }
 }
 
-fn get_lights_status(
-    house: &Ctx,
-    a: &Map<String, Value>,
-    caller: &Caller,
-) -> Result<Value, ToolError> {
-    let a: LightsStatus = args::parse(a)?;
-    let limit = args::limit(a.limit)?;
-    let want_on = match a.state.as_deref() {
-        None => None,
-        Some(s) => Some(args::one_of("state", s, &["on", "off"])? == "on"),
-    };
+fn get_lights_status(house: &Ctx, a: LightsStatus, caller: &Caller) -> Result<Value, ToolError> {
+    let limit = a.limit.0;
+    let want_on = a.state.map(|s| s == OnOff::On);
     let home = house.home();
     let room = args::room_uuid(&home, a.room.as_deref())?;
     let kind = args::control_type(&home, a.kind.as_deref(), &|c| home.is_light(c))?;

@@ -1,6 +1,11 @@
-//! The tool catalogue: every tool is declared once ([`Tool`]: name, description, input and
-//! output schema, annotations, permission, handler) and `tools/list` is generated from that
-//! registry. One file per family; each knows only the [`House`], never HTTP or JSON-RPC.
+//! The tool catalogue: every tool is declared once, next to its handler ([`Tool`]: name,
+//! title, description, the argument type its input schema and parser are generated from
+//! ([`schema`]), output schema, permission, what it reaches ([`Reach`]), what a device key may do
+//! with it, whether it runs as a task, its hints). `tools/list`, the auth gate and the audit
+//! log (through [`crate::home::ToolFacts`], which [`HomeTools`] implements), tasks and workflows
+//! read these facts from the declaration, nowhere else. One file per family; each knows only
+//! the [`House`], never HTTP, JSON-RPC or the Loxone adapter: a tool plans
+//! [`Action`](crate::home::Action)s and the house words and sends them.
 //!
 //! Results follow the spec's envelope (§2): the text content is the JSON
 //! `{"status": "success", "data": ..., "timestamp": "<ISO 8601 UTC>"}` and `structuredContent`
@@ -16,6 +21,7 @@
 //! JSON, including the `timestamp` of the moment it was computed, except that every `age_secs`
 //! (the age of a value) has grown by the time the answer spent in the cache.
 
+mod alerts;
 mod args;
 mod audio;
 mod batch;
@@ -38,18 +44,21 @@ mod workflows;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
+use crate::audit::{target_of, AuditLog, Entry};
 use crate::home::resolve::ResolveError;
-use crate::home::{Action, ControllerError, House};
+use crate::home::{Action, ControllerError, House, ToolFacts};
 use crate::mcp::{
     CallToolResult, Content, RequestContext, ResourceContents, RpcError, SharedResult,
     ToolAnnotations, ToolDescriptor,
 };
 use crate::workflow::WorkflowStore;
 use cache::{Cache, CacheConfig, DEFAULT_CAPACITY};
+use schema::Args;
+pub use scope::Reach;
 
 pub use crate::home::Permission;
 pub use caller::{Caller, Confirmation, ToConfirm, LOGGER};
@@ -77,20 +86,24 @@ pub(crate) fn mark_unconfirmed(data: &mut Value, question: &str, outcome: &Confi
     }
 }
 
-/// JSON Schema of the `confirm` argument: what happens without it (the tools' descriptions say
-/// what needs confirmation).
-pub(crate) fn confirm_schema() -> Value {
-    json!({"type": "boolean", "description": "Counts only where the key's owner allows it; else the user is asked"})
+/// The `data` schema of a confirmable tool: `data` with the properties of the confirmation's
+/// outcome ([`mark_unconfirmed`]; `confirmation` carries the question and what to do next).
+pub(crate) fn with_confirmation(mut data: Value) -> Value {
+    if let Some(p) = data["properties"].as_object_mut() {
+        p.insert("confirmation_required".into(), json!({"type": "boolean"}));
+        p.insert("cancelled".into(), json!({"type": "boolean"}));
+        p.insert("confirmed_by".into(), json!({"type": "string"}));
+    }
+    data
 }
 
-/// The schema properties a confirmable tool adds to its `data` (`confirmation` carries the
-/// question and what to do next).
-pub(crate) fn confirmation_data_schema() -> Value {
-    json!({
-        "confirmation_required": {"type": "boolean"},
-        "cancelled": {"type": "boolean"},
-        "confirmed_by": {"type": "string"}
-    })
+/// The schema of a list of records whose `status` is one of `words` (batch results, workflow
+/// steps).
+pub(crate) fn statuses(words: &[&str]) -> Value {
+    json!({"type": "array", "items": {
+        "type": "object",
+        "properties": {"status": {"enum": words}}
+    }})
 }
 
 /// A short name of an action for progress and log messages ("off", "50 %", "disarm").
@@ -120,8 +133,13 @@ pub(crate) fn action_label(a: &Action) -> String {
     }
 }
 
-/// A tool's handler: arguments in, `data` of the envelope out.
-pub type Run = fn(&Ctx, &Map<String, Value>, &Caller) -> Result<Value, ToolError>;
+/// A tool's handler as the catalogue runs it: the arguments (checked against its schema) in,
+/// `data` of the envelope out; made by [`Tool::new`] from the typed handler.
+type Run =
+    Box<dyn Fn(&Ctx, &Map<String, Value>, &Caller) -> Result<Value, ToolError> + Send + Sync>;
+
+/// What raises the permission a call needs above its tool's own ([`Tool::raises`]).
+pub type Raises = fn(&WorkflowStore, &Map<String, Value>) -> Permission;
 
 /// What a tool handler works with: the house (also reachable through `Deref`, so
 /// `ctx.home()` works) and the catalogue itself (for tools that run other tools, such as
@@ -139,26 +157,185 @@ impl std::ops::Deref for Ctx<'_> {
     }
 }
 
-/// One tool, declared once.
+/// What a device key (an API key limited to the controls of its allow-list) may do with a
+/// tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceKeys {
+    /// Call it: it lists or operates controls one by one, each checked against the key
+    /// ([`Caller::permits`]).
+    PerControl,
+    /// Not call it: it shows more than the key's controls (rooms, summaries, workflows naming
+    /// other devices).
+    ShowsMore,
+    /// Not call it: it changes the shared workflows, which other keys run.
+    ChangesWorkflows,
+}
+
+/// One tool, declared once, next to its handler: everything `tools/list`, the auth gate, the
+/// audit log, tasks and workflows know of it is read from here. Built with [`Tool::new`] and
+/// the setters below; what is not set is the safe default (permission `read`, reaching
+/// nothing a scoped key may use, refused to device keys, answered inline, idempotent).
 pub struct Tool {
     pub name: &'static str,
     pub title: &'static str,
     /// What it does, with units and ranges.
     pub description: &'static str,
+    /// What a caller needs; whether the call writes follows from it
+    /// ([`Permission::writes`]): writes are audited and drop the caches, and only reads are
+    /// `readOnlyHint`.
     pub permission: Permission,
-    pub annotations: ToolAnnotations,
-    /// JSON Schema of the arguments.
-    pub input_schema: fn() -> Value,
+    /// For a tool that runs others (`execute_workflow`): the highest permission among the
+    /// steps of the stored workflow the arguments name (the auth gate asks for it too).
+    pub raises: Option<Raises>,
+    /// What a call reaches, for keys limited to rooms or categories and for workflows
+    /// (house-wide steps are confirmed first).
+    pub reach: Reach,
+    /// What a device key may do with it.
+    pub device_keys: DeviceKeys,
+    /// Whether it may run as a task (MCP extension `io.modelcontextprotocol/tasks`): the
+    /// house-wide blind commands, which wait until the blinds report their new position (up
+    /// to the house's verify timeout), and the workflow runs, whose steps take their own time.
+    /// Their progress becomes the task's `statusMessage`; a confirmation they need becomes an
+    /// input request of the task.
+    pub task: bool,
+    /// A workflow tool: never a step of a workflow (no recursion).
+    pub workflow: bool,
+    /// `destructiveHint`: it may undo or remove something (disarming, deleting a workflow).
+    pub destructive: bool,
+    /// `idempotentHint`: calling it twice does what calling it once does (not so for steps of
+    /// a volume, next track, or creating and running workflows).
+    pub idempotent: bool,
+    /// JSON Schema of the arguments, generated from the handler's argument type ([`Args`]).
+    pub input_schema: Value,
     /// JSON Schema of the envelope's `data`.
     pub data_schema: fn() -> Value,
-    pub run: Run,
+    /// The parser of its argument type, without running it ([`Tool::parse`]).
+    take: fn(&Map<String, Value>) -> Result<(), ToolError>,
+    run: Run,
+}
+
+/// [`Args::take`] of `A`, the value dropped: whether arguments parse.
+fn takes<A: Args>(arguments: &Map<String, Value>) -> Result<(), ToolError> {
+    A::take(arguments).map(drop)
 }
 
 impl Tool {
+    /// A tool with the safe defaults (see [`Tool`]), run by `run`: its argument type `A`
+    /// gives the input schema and the parser ([`Args`]), so the two cannot disagree.
+    pub fn new<A: Args + 'static>(
+        name: &'static str,
+        title: &'static str,
+        description: &'static str,
+        run: fn(&Ctx, A, &Caller) -> Result<Value, ToolError>,
+    ) -> Tool {
+        Tool {
+            name,
+            title,
+            description,
+            permission: Permission::Read,
+            raises: None,
+            reach: Reach::Refused,
+            device_keys: DeviceKeys::ShowsMore,
+            task: false,
+            workflow: false,
+            destructive: false,
+            idempotent: true,
+            input_schema: A::schema(),
+            data_schema: || json!({"type": "object"}),
+            take: takes::<A>,
+            run: Box::new(move |ctx, arguments, caller| run(ctx, A::take(arguments)?, caller)),
+        }
+    }
+
+    /// The permission a call needs (default `read`).
+    pub fn permission(mut self, permission: Permission) -> Tool {
+        self.permission = permission;
+        self
+    }
+
+    /// What a call reaches (default [`Reach::Refused`]).
+    pub fn reach(mut self, reach: Reach) -> Tool {
+        self.reach = reach;
+        self
+    }
+
+    /// It operates controls, reaching `reach`: permission `control`, and a device key may call
+    /// it (each control is checked when its command is sent).
+    pub fn operates(self, reach: Reach) -> Tool {
+        self.permission(Permission::Control)
+            .reach(reach)
+            .per_control()
+    }
+
+    /// It reads controls, reaching `reach`: a device key may call it (it lists only the key's
+    /// controls).
+    pub fn lists(self, reach: Reach) -> Tool {
+        self.reach(reach).per_control()
+    }
+
+    /// A device key may call it: it lists or operates controls one by one.
+    pub fn per_control(mut self) -> Tool {
+        self.device_keys = DeviceKeys::PerControl;
+        self
+    }
+
+    /// A workflow tool: never a step of a workflow; with `changes`, it changes the shared
+    /// workflows (refused to device keys, [`DeviceKeys::ChangesWorkflows`]).
+    pub fn workflow(mut self, changes: bool) -> Tool {
+        self.workflow = true;
+        if changes {
+            self.device_keys = DeviceKeys::ChangesWorkflows;
+        }
+        self
+    }
+
+    /// The call needs the highest of its own permission and what `raises` finds for its
+    /// arguments ([`Tool::raises`]).
+    pub fn raised_by(mut self, raises: Raises) -> Tool {
+        self.raises = Some(raises);
+        self
+    }
+
+    /// It may run as a task.
+    pub fn task(mut self) -> Tool {
+        self.task = true;
+        self
+    }
+
+    /// `destructiveHint`.
+    pub fn destructive(mut self) -> Tool {
+        self.destructive = true;
+        self
+    }
+
+    /// Not `idempotentHint`.
+    pub fn repeats(mut self) -> Tool {
+        self.idempotent = false;
+        self
+    }
+
+    /// The JSON Schema of its `data`.
+    pub fn data(mut self, schema: fn() -> Value) -> Tool {
+        self.data_schema = schema;
+        self
+    }
+
+    /// The annotations `tools/list` shows, from the declaration: `readOnlyHint` exactly when
+    /// the permission does not write.
+    pub fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations {
+            read_only_hint: !self.permission.writes(),
+            destructive_hint: self.destructive,
+            idempotent_hint: self.idempotent,
+            open_world_hint: false,
+        }
+    }
+
     /// Runs the tool: `arguments` are checked against its own `inputSchema` first
-    /// ([`Tool::check_arguments`]), so the schema `tools/list` shows and the checks cannot
-    /// drift apart, then the handler runs. Every way a tool is run goes through here: MCP and
-    /// REST calls ([`HomeTools::call`]), workflow steps, resources.
+    /// ([`Tool::check_arguments`], for messages naming the field), then parsed into its
+    /// argument type (generated from the same fields) and handed to its handler. Every way a
+    /// tool is run goes through here: MCP and REST calls ([`HomeTools::call`]), workflow steps,
+    /// resources.
     pub fn invoke(
         &self,
         ctx: &Ctx,
@@ -169,18 +346,62 @@ impl Tool {
         (self.run)(ctx, arguments, caller)
     }
 
+    /// `Ok` when `arguments` would reach the handler: they fit the schema (as
+    /// [`Tool::check_arguments`]; messages name the field under `at`, e.g. `arguments.level`)
+    /// and parse into the argument type. Nothing runs (a workflow's steps are checked so when
+    /// it is created).
+    pub fn parse(&self, arguments: &Map<String, Value>, at: &str) -> Result<(), ToolError> {
+        schema::validate_at(&self.input_schema, &Value::Object(arguments.clone()), at)
+            .map_err(|e| ToolError::InvalidParams(e.message))?;
+        (self.take)(arguments)
+    }
+
     /// `Ok` when `arguments` fit the tool's `inputSchema` (types, enums, ranges, required and
     /// unknown fields; see [`schema`]); else [`ToolError::InvalidParams`] naming the field
-    /// and what it allows (`number: must be of type number (got string "NaN")`,
-    /// `value: must be at most 100 (got 150)`, `colour: unknown field; expected one of ...`).
+    /// and what it allows (`number must be of type number (got string)`,
+    /// `value must be between 0 and 100 (got 150)`,
+    /// ``unknown field `colour`, expected one of ...``).
     pub fn check_arguments(&self, arguments: &Map<String, Value>) -> Result<(), ToolError> {
-        schema::validate(&(self.input_schema)(), &Value::Object(arguments.clone()))
+        schema::validate(&self.input_schema, &Value::Object(arguments.clone()))
             .map_err(|e| ToolError::InvalidParams(e.to_string()))
+    }
+
+    /// [`ToolError::Refused`] (`INSUFFICIENT_PERMISSIONS`) when `caller` is a device key and
+    /// the declaration refuses device keys ([`DeviceKeys`]); checked for direct calls and
+    /// workflow steps alike. `catalogue` names the reads a device key may use instead.
+    pub(crate) fn refuses_device_key(
+        &self,
+        catalogue: &[Tool],
+        caller: &Caller,
+    ) -> Option<ToolError> {
+        if !caller.limited_to_devices() {
+            return None;
+        }
+        let message = match self.device_keys {
+            DeviceKeys::PerControl => return None,
+            DeviceKeys::ChangesWorkflows => {
+                format!("{}: device keys cannot change workflows", self.name)
+            }
+            DeviceKeys::ShowsMore => format!(
+                "{} shows more than this device key's controls; device keys read theirs with {}",
+                self.name,
+                catalogue
+                    .iter()
+                    .filter(|t| !t.permission.writes() && t.device_keys == DeviceKeys::PerControl)
+                    .map(|t| t.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        Some(ToolError::Refused {
+            code: "INSUFFICIENT_PERMISSIONS",
+            message,
+        })
     }
 }
 
 /// Why a tool call failed.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum ToolError {
     /// Arguments that do not fit the schema: JSON-RPC -32602 with this message, or a tool
     /// execution error for clients at 2025-11-25 and later (see [`HomeTools::call`]).
@@ -208,6 +429,21 @@ impl fmt::Display for ToolError {
     }
 }
 
+impl ToolError {
+    /// The spec §7.1 error code (`INVALID_PARAMETERS`, `DEVICE_NOT_FOUND`, the controller's,
+    /// a refusal's own, ...).
+    pub fn code(&self) -> &'static str {
+        match self {
+            ToolError::InvalidParams(_) => "INVALID_PARAMETERS",
+            ToolError::Resolve(ResolveError::NotFound { .. }) => "DEVICE_NOT_FOUND",
+            ToolError::Resolve(_) => "INVALID_PARAMETERS",
+            ToolError::Controller(e) => e.code(),
+            ToolError::Refused { code, .. } => code,
+            ToolError::InputRequired(_) => "HUMAN_CONFIRMATION_REQUIRED",
+        }
+    }
+}
+
 impl From<ResolveError> for ToolError {
     fn from(e: ResolveError) -> Self {
         ToolError::Resolve(e)
@@ -220,20 +456,6 @@ impl From<ControllerError> for ToolError {
     }
 }
 
-pub(crate) const READ_ONLY: ToolAnnotations = ToolAnnotations {
-    read_only_hint: true,
-    destructive_hint: false,
-    idempotent_hint: true,
-    open_world_hint: false,
-};
-
-pub(crate) const SETTER: ToolAnnotations = ToolAnnotations {
-    read_only_hint: false,
-    destructive_hint: false,
-    idempotent_hint: true,
-    open_world_hint: false,
-};
-
 /// Every tool of the catalogue, in display order.
 pub fn catalogue() -> Vec<Tool> {
     let mut tools = devices::tools();
@@ -245,48 +467,8 @@ pub fn catalogue() -> Vec<Tool> {
     tools.extend(workflows::tools());
     tools.extend(batch::tools());
     tools.extend(summary::tools());
+    tools.extend(alerts::tools());
     tools
-}
-
-/// The read-only tools a device key may call: each lists only the controls the key may touch
-/// ([`Caller::permits`]). The other reads describe rooms or the whole house (summaries,
-/// workflows naming other devices) and are refused to device keys.
-pub const DEVICE_KEY_READS: [&str; 10] = [
-    "list_devices",
-    "get_lights_status",
-    "get_blinds_status",
-    "discover_rolladen_capabilities",
-    "get_climate_status",
-    "get_temperature_sensors",
-    "get_zone_temperature",
-    "get_audio_status",
-    "get_security_status",
-    "get_sensors_status",
-];
-
-/// `Some(INSUFFICIENT_PERMISSIONS)` when `caller` is a device key and `tool` is a read that
-/// is not in [`DEVICE_KEY_READS`], or changes the shared workflows (`create_workflow`,
-/// `delete_workflow`: what other keys run); checked for direct calls and for workflow steps
-/// alike. Every other tool is limited per control ([`Caller::permits`]).
-pub(crate) fn refused_to_device_key(tool: &Tool, caller: &Caller) -> Option<ToolError> {
-    if !caller.limited_to_devices() {
-        return None;
-    }
-    let message = if ["create_workflow", "delete_workflow"].contains(&tool.name) {
-        format!("{}: device keys cannot change workflows", tool.name)
-    } else if tool.annotations.read_only_hint && !DEVICE_KEY_READS.contains(&tool.name) {
-        format!(
-            "{} shows more than this device key's controls; device keys read theirs with {}",
-            tool.name,
-            DEVICE_KEY_READS.join(", ")
-        )
-    } else {
-        return None;
-    };
-    Some(ToolError::Refused {
-        code: "INSUFFICIENT_PERMISSIONS",
-        message,
-    })
 }
 
 /// The catalogue bound to a house, with the response caches. It is the MCP handler of the
@@ -307,6 +489,8 @@ pub struct HomeTools {
     /// The password pages every call of this catalogue shares (served by the HTTP transport,
     /// see [`HomeTools::password_pages`]).
     passwords: Arc<password::PasswordPages>,
+    /// Where every call of a tool that writes is recorded ([`HomeTools::with_audit`]).
+    audit: Option<Arc<AuditLog>>,
 }
 
 impl HomeTools {
@@ -327,7 +511,17 @@ impl HomeTools {
             writes: AtomicU64::new(0),
             pending: Arc::new(confirm::Pending::default()),
             passwords: Arc::new(password::PasswordPages::default()),
+            audit: None,
         }
+    }
+
+    /// Records every MCP call of a tool that writes ([`Permission::writes`]) in `log`: who
+    /// (the request's caller and transport), what (the tool and [`target_of`] its
+    /// arguments), the outcome (`ok` or the error code of the typed result, never read back
+    /// from the rendered answer), the latency and who confirmed it.
+    pub fn with_audit(mut self, log: Arc<AuditLog>) -> Self {
+        self.audit = Some(log);
+        self
     }
 
     /// Confirmations live (and the user's answer is awaited) `lifetime` instead of
@@ -354,31 +548,18 @@ impl HomeTools {
         self
     }
 
-    /// The permission a call needs: the tool's own, and for `execute_workflow` also the
-    /// highest permission among the workflow's steps (for the auth gate). `None` for an
-    /// unknown tool.
+    /// The permission a call needs: the tool's own, raised for `execute_workflow` to the
+    /// highest among the workflow's steps ([`Tool::raises`]); `None` for an unknown tool.
     pub fn required_permission(
         &self,
         name: &str,
         arguments: &Map<String, Value>,
     ) -> Option<Permission> {
         let tool = self.tool(name)?;
-        Some(tool.permission.max(workflows::permission_of_call(
-            &self.workflows,
-            name,
-            arguments,
-        )))
-    }
-
-    /// Whether a call by a key limited to `scope` stays inside it, as far as the arguments
-    /// tell ([`scope::check`]); every command is checked again when it is sent.
-    pub fn check_scope(
-        &self,
-        name: &str,
-        arguments: &Map<String, Value>,
-        scope: &crate::home::Scope,
-    ) -> Result<(), String> {
-        scope::check(&self.house.home(), name, arguments, scope)
+        Some(match tool.raises {
+            Some(raises) => tool.permission.max(raises(&self.workflows, arguments)),
+            None => tool.permission,
+        })
     }
 
     /// The tool named `name`.
@@ -417,10 +598,7 @@ impl HomeTools {
             RpcError::invalid_params(format!("unknown tool {name:?}"))
                 .with_details("call tools/list for the available tools")
         })?;
-        if let Some(refusal) = refused_to_device_key(tool, caller) {
-            return Ok(SharedResult::new(failure(refusal)));
-        }
-        if !tool.annotations.read_only_hint {
+        if tool.permission.writes() {
             let result = self.run(tool, arguments, caller);
             // Whatever it did, nobody may read an answer from before it.
             self.writes.fetch_add(1, Ordering::SeqCst);
@@ -473,41 +651,115 @@ impl HomeTools {
         self.house.generation() + self.writes.load(Ordering::SeqCst)
     }
 
+    /// Runs `tool` for `caller` (a device key refused where the declaration says so) and
+    /// renders the answer; a call of a tool that writes is recorded in the audit log
+    /// ([`HomeTools::with_audit`]) with its typed outcome.
+    /// The stop, for a tool that writes ([`Permission::writes`], the declaration's fact):
+    /// while the house is stopped (the stop switch off or unknown, the admin page's stop;
+    /// [`crate::home::stop`]) every call of it is refused before its arguments are even read,
+    /// so nothing is sent (`ASSISTANT_STOPPED`, saying who can lift it where); the refusal is
+    /// audited like every call of a tool that writes. Reads pass. (The house refuses again at
+    /// the last moment before a command is sent, `House::act`.)
+    fn stopped(&self, tool: &Tool) -> Option<ToolError> {
+        if !tool.permission.writes() {
+            return None;
+        }
+        let status = self.house.stop_status();
+        status
+            .stopped
+            .then(|| ToolError::Controller(ControllerError::Stopped(Box::new(status))))
+    }
+
     fn run(
         &self,
         tool: &Tool,
         arguments: Map<String, Value>,
         caller: &Caller,
     ) -> Result<CallToolResult, RpcError> {
-        let ctx = Ctx {
-            house: &self.house,
-            catalogue: &self.tools,
-            workflows: &self.workflows,
+        let started = Instant::now();
+        let result = match tool.refuses_device_key(&self.tools, caller) {
+            Some(refusal) => Err(refusal),
+            None => match self.stopped(tool) {
+                Some(stop) => Err(stop),
+                None => tool.invoke(&self.ctx(), &arguments, caller),
+            },
         };
-        match tool.invoke(&ctx, &arguments, caller) {
-            Ok(data) => Ok(success(data)),
-            // Arguments outside the schema, or a value outside the control's range found when
-            // the command was about to be sent: -32602 (spec §7.2), or a tool execution error
-            // the model can read for clients at 2025-11-25 and later.
-            Err(
-                ToolError::InvalidParams(m)
-                | ToolError::Controller(ControllerError::InvalidValue(m)),
-            ) => {
-                let message = format!("{}: {m}", tool.name);
-                if caller
-                    .request
-                    .as_ref()
-                    .is_some_and(RequestContext::argument_errors_as_tool_results)
-                {
-                    Ok(failure(ToolError::InvalidParams(message)))
-                } else {
-                    Err(RpcError::invalid_params(message))
-                }
-            }
-            // The user is asked (2026-07-28): the MCP core turns this into `input_required`.
-            Err(ToolError::InputRequired(ask)) => Err(ask),
-            Err(e) => Ok(failure(e)),
+        if let (true, Some(log), Some(request)) =
+            (tool.permission.writes(), &self.audit, &caller.request)
+        {
+            let (outcome, confirmed_by) = match &result {
+                Ok(data) => ("ok", data.get("confirmed_by").and_then(Value::as_str)),
+                // A 2026-07-28 client is asked first (multi round-trip request): nothing was
+                // sent.
+                Err(ToolError::InputRequired(_)) => ("INPUT_REQUIRED", None),
+                Err(e) => (e.code(), None),
+            };
+            let entry = Entry::new(
+                request.caller.as_ref(),
+                request.transport,
+                tool.name,
+                &target_of(&arguments),
+                outcome,
+                started.elapsed(),
+            );
+            log.record(entry.confirmed_by(confirmed_by.map(str::to_string)));
         }
+        render(tool, caller, result)
+    }
+}
+
+/// The answer to a call of `tool` that came to `result`: the envelope, or for arguments
+/// outside the schema (or a value outside the control's range found when the command was about
+/// to be sent) JSON-RPC -32602 (spec §7.2), or a tool execution error the model can read for
+/// clients at 2025-11-25 and later; a question to the user (2026-07-28) goes to the MCP core,
+/// which turns it into `input_required`.
+fn render(
+    tool: &Tool,
+    caller: &Caller,
+    result: Result<Value, ToolError>,
+) -> Result<CallToolResult, RpcError> {
+    match result {
+        Ok(data) => Ok(success(data)),
+        Err(
+            ToolError::InvalidParams(m) | ToolError::Controller(ControllerError::InvalidValue(m)),
+        ) => {
+            let message = format!("{}: {m}", tool.name);
+            if caller
+                .request
+                .as_ref()
+                .is_some_and(RequestContext::argument_errors_as_tool_results)
+            {
+                Ok(failure(ToolError::InvalidParams(message)))
+            } else {
+                Err(RpcError::invalid_params(message))
+            }
+        }
+        Err(ToolError::InputRequired(ask)) => Err(ask),
+        Err(e) => Ok(failure(e)),
+    }
+}
+
+impl ToolFacts for HomeTools {
+    fn required_permission(
+        &self,
+        name: &str,
+        arguments: &Map<String, Value>,
+    ) -> Option<Permission> {
+        HomeTools::required_permission(self, name, arguments)
+    }
+
+    /// What the tool declares it reaches ([`Reach::check`]); an unknown tool is refused.
+    fn check_scope(
+        &self,
+        name: &str,
+        arguments: &Map<String, Value>,
+        scope: &crate::home::Scope,
+    ) -> Result<(), String> {
+        self.tool(name).map_or(Reach::Refused, |t| t.reach).check(
+            &self.house.home(),
+            arguments,
+            scope,
+        )
     }
 }
 
@@ -526,18 +778,6 @@ impl HomeTools {
     }
 }
 
-/// Tools that may run as tasks (MCP extension `io.modelcontextprotocol/tasks`): the
-/// house-wide blind commands, which wait until the blinds report their new position (up to
-/// the house's verify timeout), and the workflow runs, whose steps take their own time.
-/// Their progress becomes the task's `statusMessage`; a confirmation they need becomes an
-/// input request of the task.
-pub const TASK_TOOLS: [&str; 4] = [
-    "control_all_rolladen",
-    "control_rolladen_unified",
-    "execute_workflow",
-    "execute_workflow_demo",
-];
-
 impl HomeTools {
     /// `tools/list`: every tool of the catalogue, its description ending in the permission
     /// it needs, its output schema the envelope around its `data` schema.
@@ -548,9 +788,9 @@ impl HomeTools {
                 name: t.name.into(),
                 title: Some(t.title.into()),
                 description: format!("{} (permission: {})", t.description, t.permission.as_str()),
-                input_schema: (t.input_schema)(),
+                input_schema: t.input_schema.clone(),
                 output_schema: Some(envelope_schema((t.data_schema)())),
-                annotations: t.annotations,
+                annotations: t.annotations(),
             })
             .collect()
     }
@@ -596,47 +836,12 @@ fn success(data: Value) -> CallToolResult {
     }
 }
 
+/// The failed answer: the envelope `{"status": "error", "error": {code, message, details},
+/// "timestamp"}` with `isError`.
 pub(crate) fn failure(e: ToolError) -> CallToolResult {
-    let (code, message, details) = match e {
-        ToolError::Resolve(ResolveError::NotFound { query, suggestions }) => (
-            "DEVICE_NOT_FOUND",
-            if suggestions.is_empty() {
-                format!("nothing is named {query:?}")
-            } else {
-                format!(
-                    "nothing is named {query:?}; did you mean {}?",
-                    suggestions
-                        .iter()
-                        .map(view::candidate_label)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            },
-            json!({"query": query, "suggestions": suggestions}),
-        ),
-        ToolError::Resolve(ResolveError::Ambiguous { query, candidates }) => (
-            "INVALID_PARAMETERS",
-            format!(
-                "{query:?} matches {} things: {}; name the room or use the UUID",
-                candidates.len(),
-                candidates
-                    .iter()
-                    .map(view::candidate_label)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            json!({"query": query, "reason": "ambiguous", "candidates": candidates}),
-        ),
-        ToolError::Controller(e) => (e.code(), e.to_string(), controller_details(&e)),
-        ToolError::Refused { code, message } => (code, message, json!({})),
-        ToolError::InvalidParams(m) => ("INVALID_PARAMETERS", m, json!({})),
-        e @ ToolError::InputRequired(_) => {
-            ("HUMAN_CONFIRMATION_REQUIRED", e.to_string(), json!({}))
-        }
-    };
     let envelope = json!({
         "status": "error",
-        "error": {"code": code, "message": message, "details": details},
+        "error": error_object(e),
         "timestamp": crate::time::now_iso8601(),
     });
     CallToolResult {
@@ -648,13 +853,234 @@ pub(crate) fn failure(e: ToolError) -> CallToolResult {
     }
 }
 
-fn controller_details(e: &ControllerError) -> Value {
-    match e {
-        ControllerError::LockedOut { remaining_secs } => {
-            json!({"retry_after_secs": remaining_secs})
+/// The spec's error object (§7.1) of `e`: `{code, message, details}`, the details naming what
+/// a client can act on (the names that came close, the candidates, when to retry). What a
+/// failed call answers, and what a workflow reports for a failed step.
+pub(crate) fn error_object(e: ToolError) -> Value {
+    let code = e.code();
+    let names = |list: &[crate::home::resolve::Candidate]| {
+        list.iter()
+            .map(view::candidate_label)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (message, details) = match e {
+        ToolError::Resolve(ResolveError::NotFound { query, suggestions }) => (
+            if suggestions.is_empty() {
+                format!("nothing is named {query:?}")
+            } else {
+                format!(
+                    "nothing is named {query:?}; did you mean {}?",
+                    names(&suggestions)
+                )
+            },
+            json!({"query": query, "suggestions": suggestions}),
+        ),
+        ToolError::Resolve(ResolveError::Ambiguous { query, candidates }) => (
+            format!(
+                "{query:?} matches {} things: {}; name the room or use the UUID",
+                candidates.len(),
+                names(&candidates)
+            ),
+            json!({"query": query, "reason": "ambiguous", "candidates": candidates}),
+        ),
+        ToolError::Controller(c @ ControllerError::LockedOut { remaining_secs }) => {
+            (c.to_string(), json!({"retry_after_secs": remaining_secs}))
         }
         // Who stopped it, since when, and who can lift it where.
-        ControllerError::Stopped(status) => status.to_json(),
-        _ => json!({}),
+        ToolError::Controller(ControllerError::Stopped(status)) => {
+            (status.explain(), status.to_json())
+        }
+        e => (e.to_string(), json!({})),
+    };
+    json!({"code": code, "message": message, "details": details})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value schema `s` admits: an enum's first word, the minimum, `minLength` characters,
+    /// `minItems` samples, an object of its required fields, the first branch of an `anyOf`.
+    fn sample(s: &Value) -> Value {
+        if let Some(first) = s["enum"].as_array().and_then(|e| e.first()) {
+            return first.clone();
+        }
+        if let Some(first) = s["anyOf"].as_array().and_then(|b| b.first()) {
+            return sample(first);
+        }
+        match s["type"].as_str().unwrap_or("object") {
+            "integer" | "number" => s.get("minimum").cloned().unwrap_or(json!(1)),
+            "boolean" => json!(true),
+            "string" => json!("x".repeat(s["minLength"].as_u64().unwrap_or(1) as usize)),
+            "array" => Value::Array(
+                (0..s["minItems"].as_u64().unwrap_or(1))
+                    .map(|_| sample(&s["items"]))
+                    .collect(),
+            ),
+            _ => Value::Object(
+                s["required"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(|r| (r.to_string(), sample(&s["properties"][r])))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The boundary values of property schema `p`, each with whether the schema admits it:
+    /// both ends of a range and just outside them, a fraction for an integer, every word of an
+    /// enum and one that is none, both ends of a length or a number of items and just
+    /// outside, each branch of an `anyOf`, and a value of a wrong type.
+    fn boundaries(p: &Value) -> Vec<(Value, bool)> {
+        let mut cases = Vec::new();
+        if let Some(branches) = p["anyOf"].as_array() {
+            cases.extend(branches.iter().flat_map(boundaries));
+            cases.push((json!(7), false));
+            return cases;
+        }
+        let ty = p["type"].as_str().unwrap_or("object");
+        if let Some(words) = p["enum"].as_array() {
+            cases.extend(words.iter().map(|w| (w.clone(), true)));
+            cases.push((json!("surely-no-such-word"), false));
+        }
+        let min = p["minimum"].as_f64();
+        let max = p["maximum"].as_f64();
+        match ty {
+            "integer" | "number" => {
+                for (end, outside) in [(min, -1.0), (max, 1.0)] {
+                    if let Some(end) = end {
+                        cases.push((json!(end), true));
+                        cases.push((json!(end + outside), false));
+                    }
+                }
+                if min.is_none() && max.is_none() {
+                    cases.push((json!(0), true));
+                }
+                if ty == "integer" {
+                    let whole = min.or(max).unwrap_or(0.0);
+                    cases.push((json!(whole + 0.5), false));
+                    // JSON Schema's integer admits 2.0 as well as 2.
+                    cases.push((Value::from(whole), true));
+                }
+                cases.push((json!("12"), false));
+            }
+            "string" => {
+                if p.get("enum").is_none() {
+                    let lo = p["minLength"].as_u64().unwrap_or(0) as usize;
+                    cases.push((json!("x".repeat(lo.max(1))), true));
+                    if lo > 0 {
+                        cases.push((json!("x".repeat(lo - 1)), false));
+                    }
+                    if let Some(hi) = p["maxLength"].as_u64() {
+                        cases.push((json!("ü".repeat(hi as usize)), true));
+                        cases.push((json!("ü".repeat(hi as usize + 1)), false));
+                    }
+                }
+                cases.push((json!(12), false));
+            }
+            "boolean" => {
+                cases.push((json!(true), true));
+                cases.push((json!(false), true));
+                cases.push((json!("true"), false));
+            }
+            "array" => {
+                let item = sample(&p["items"]);
+                let lo = p["minItems"].as_u64().unwrap_or(0) as usize;
+                cases.push((Value::Array(vec![item.clone(); lo.max(1)]), true));
+                if lo > 0 {
+                    cases.push((Value::Array(vec![item.clone(); lo - 1]), false));
+                }
+                if let Some(hi) = p["maxItems"].as_u64() {
+                    cases.push((Value::Array(vec![item.clone(); hi as usize]), true));
+                    cases.push((Value::Array(vec![item; hi as usize + 1]), false));
+                }
+                cases.push((json!({"not": "a list"}), false));
+            }
+            _ => {
+                cases.push((sample(p), true));
+                cases.push((json!([1]), false));
+            }
+        }
+        cases
+    }
+
+    /// Feeds `tool` `arguments`: `admit` says whether its schema admits them; the parser must
+    /// agree, and a refusal must name `field`.
+    fn feed(tool: &Tool, arguments: &Map<String, Value>, field: &str, admit: bool) {
+        let r = tool.parse(arguments, "");
+        match (admit, r) {
+            (true, Ok(())) => {}
+            (false, Err(ToolError::InvalidParams(m))) => {
+                assert!(
+                    m.contains(field),
+                    "{}: {m:?} does not name {field}",
+                    tool.name
+                )
+            }
+            (admit, r) => panic!(
+                "{}: {} with {arguments:?}: the schema {} it, the parser said {r:?}",
+                tool.name,
+                field,
+                if admit { "admits" } else { "refuses" }
+            ),
+        }
+    }
+
+    /// Every tool's generated schema and its parser agree at the schema's boundaries: what the
+    /// schema admits parses, what it refuses is refused naming the field (issue 27).
+    #[test]
+    fn schemas_and_parsers_agree_at_every_boundary() {
+        let mut fed = 0;
+        for tool in catalogue() {
+            let schema = &tool.input_schema;
+            let Value::Object(base) = sample(schema) else {
+                panic!("{}: the arguments are an object", tool.name)
+            };
+            feed(&tool, &base, "", true);
+            let mut unknown = base.clone();
+            unknown.insert("surely_unknown_field".into(), json!(1));
+            feed(&tool, &unknown, "surely_unknown_field", false);
+            let required: Vec<&str> = schema["required"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            for r in &required {
+                let mut missing = base.clone();
+                missing.remove(*r);
+                feed(&tool, &missing, r, false);
+            }
+            let properties = schema["properties"].as_object().expect("properties");
+            for (key, p) in properties {
+                for (v, admit) in boundaries(p) {
+                    let mut args = base.clone();
+                    args.insert(key.clone(), v);
+                    feed(&tool, &args, key, admit);
+                    fed += 1;
+                }
+                // The fields of the objects of a list (operations, steps), in its first entry.
+                let Some(item_props) = p["items"]["properties"].as_object() else {
+                    continue;
+                };
+                for (inner, q) in item_props {
+                    for (v, admit) in boundaries(q) {
+                        let mut item = sample(&p["items"]);
+                        item[inner] = v;
+                        let mut args = base.clone();
+                        let mut list = sample(p);
+                        list[0] = item;
+                        args.insert(key.clone(), list);
+                        feed(&tool, &args, &format!("{key}[0].{inner}"), admit);
+                        fed += 1;
+                    }
+                }
+            }
+        }
+        println!("{fed} boundary cases over the catalogue");
+        assert!(fed > 500, "the walk fed the tools: {fed}");
     }
 }

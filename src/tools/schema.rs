@@ -1,3 +1,21 @@
+//! A tool's arguments: declared once as a Rust type with [`tool_args!`], whose field list gives
+//! both the JSON Schema `tools/list` shows and the parser into the typed struct
+//! ([`Args::take`]), so the two cannot disagree; and the small validator every call is checked
+//! against first ([`validate`]), for messages that name the field. A field's schema comes from
+//! its type ([`ArgType`]: `String`, `f64`, `bool`, integers, `Option`, `Vec`, the word enums of
+//! [`words!`], nested argument structs, [`Limit`], [`DryRun`], [`Confirm`], [`Names`]) and what
+//! the field adds: its description, its range (from the one table in [`crate::home::bounds`]),
+//! its length, its default.
+//!
+//! Why not `schemars`, the schema derive of the Rust MCP ecosystem: its output would need a
+//! transform pass to match what clients get today (it adds `$schema`, `title`, `format`,
+//! `null` to every `Option`'s type and `minimum: 0` to unsigned integers, which `tools/list`,
+//! at its size budget, cannot carry), it does not list serde aliases (the German action words
+//! are the schema's `enum`), and ranges from our table would still be attributes written per
+//! field. Its derive also brings `schemars_derive` and `serde_derive_internals` into the build.
+//! The declaration part is about 300 lines with no dependency.
+//!
+//! ## The validator
 //! A small validator for the part of JSON Schema our tools' input schemas use: every tool call
 //! is checked against the tool's own `inputSchema` before its handler runs
 //! ([`super::Tool::invoke`]), and a workflow's step arguments against the step tool's schema
@@ -19,7 +37,492 @@
 //! with what it allows, in the words of the tools' own checks (`value must be between 0 and
 //! 100 (got 150)`), as spec §7.2 wants for -32602.
 
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
+
+use super::ToolError;
+use crate::home::bounds::Range;
+
+/// A tool's arguments as one type (declared with [`tool_args!`]).
+pub trait Args: Sized {
+    /// The input schema: an object of the fields, the required ones named, no other field.
+    fn schema() -> Value;
+    /// The typed arguments of `args`, which fit [`Args::schema`] (every call is checked against
+    /// it first, [`super::Tool::invoke`]); an error names the field.
+    fn take(args: &Map<String, Value>) -> Result<Self, ToolError>;
+}
+
+/// What a field of a type contributes: its schema and how a JSON value becomes one.
+pub trait ArgType: Sized {
+    /// Whether a call must give the field (not so for an `Option` or a type with a value of
+    /// its own when absent).
+    const REQUIRED: bool = true;
+    /// The JSON Schema of a value of this type.
+    fn schema() -> Value;
+    /// The value of `v`; `Err` says what is wrong ("must be of type string").
+    fn from_json(v: &Value) -> Result<Self, String>;
+    /// The value of an absent field (`Option`: `None`); `None` when it must be given.
+    fn absent() -> Option<Self> {
+        None
+    }
+}
+
+/// A number as a schema shows it: whole numbers without a fraction (`5`, not `5.0`).
+pub fn number(v: f64) -> Value {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        json!(v as i64)
+    } else {
+        json!(v)
+    }
+}
+
+/// One field of a [`tool_args!`] struct: its name in the arguments, its schema (the type's,
+/// with what the declaration adds) and its value when absent.
+pub struct Field<T> {
+    key: &'static str,
+    schema: Value,
+    required: bool,
+    default: Option<T>,
+}
+
+impl<T: ArgType> Field<T> {
+    pub fn new(key: &'static str) -> Self {
+        Field {
+            key,
+            schema: T::schema(),
+            required: T::REQUIRED,
+            default: None,
+        }
+    }
+
+    /// Its name in the arguments, when it is not the Rust field's (`type`).
+    pub fn key(mut self, key: &'static str) -> Self {
+        self.key = key;
+        self
+    }
+
+    /// `description`.
+    pub fn about(mut self, text: &'static str) -> Self {
+        self.schema["description"] = json!(text);
+        self
+    }
+
+    /// `minimum` and `maximum`, from the range table ([`crate::home::bounds`]).
+    pub fn range(mut self, range: Range) -> Self {
+        self.schema["minimum"] = number(range.min);
+        self.schema["maximum"] = number(range.max);
+        self
+    }
+
+    /// `minimum` only.
+    pub fn min(mut self, min: f64) -> Self {
+        self.schema["minimum"] = number(min);
+        self
+    }
+
+    /// `minLength`.
+    pub fn min_chars(mut self, n: usize) -> Self {
+        self.schema["minLength"] = json!(n);
+        self
+    }
+
+    /// `maxLength`.
+    pub fn max_chars(mut self, n: usize) -> Self {
+        self.schema["maxLength"] = json!(n);
+        self
+    }
+
+    /// `minItems`.
+    pub fn min_items(mut self, n: usize) -> Self {
+        self.schema["minItems"] = json!(n);
+        self
+    }
+
+    /// `maxItems`.
+    pub fn max_items(mut self, n: usize) -> Self {
+        self.schema["maxItems"] = json!(n);
+        self
+    }
+
+    /// Optional, `value` when absent, shown as the schema's `default`.
+    pub fn default(mut self, value: T) -> Self
+    where
+        T: Clone + Into<Value>,
+    {
+        let shown: Value = value.clone().into();
+        self.schema["default"] = shown
+            .as_f64()
+            .filter(|_| shown.is_f64())
+            .map_or(shown, number);
+        self.otherwise(value)
+    }
+
+    /// Optional, `value` when absent (not shown in the schema).
+    pub fn otherwise(mut self, value: T) -> Self {
+        self.required = false;
+        self.default = Some(value);
+        self
+    }
+
+    /// Adds the field to a schema's `properties` (and `required`).
+    pub fn describe(self, properties: &mut Map<String, Value>, required: &mut Vec<&'static str>) {
+        if self.required {
+            required.push(self.key);
+        }
+        properties.insert(self.key.into(), self.schema);
+    }
+
+    /// The field's value in `args`: an error names the field.
+    pub fn take(self, args: &Map<String, Value>) -> Result<T, ToolError> {
+        match args.get(self.key) {
+            Some(v) => {
+                T::from_json(v).map_err(|m| ToolError::InvalidParams(format!("{} {m}", self.key)))
+            }
+            None => self
+                .default
+                .or_else(T::absent)
+                .ok_or_else(|| ToolError::InvalidParams(format!("missing field `{}`", self.key))),
+        }
+    }
+}
+
+/// The input schema of an object of `properties`, the `required` ones named, and no other
+/// field (every tool refuses arguments it does not know).
+pub fn closed(properties: Map<String, Value>, required: Vec<&'static str>) -> Value {
+    let mut schema = json!({
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": false
+    });
+    if !required.is_empty() {
+        schema["required"] = json!(required);
+    }
+    schema
+}
+
+/// Declares a tool's arguments: a struct whose fields are both its JSON Schema ([`Args`]) and
+/// its parser. Each field is `name: Type`, optionally followed by `{option: value, ...}` with
+/// the options of [`Field`] (`key`, `about`, `range`, `min`, `min_chars`, `max_chars`,
+/// `min_items`, `max_items`, `default`, `otherwise`). The order of the fields is the order of
+/// `required`.
+macro_rules! tool_args {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident {
+            $(
+                $(#[$fmeta:meta])*
+                $field:ident : $ty:ty $({ $($opt:ident : $val:expr),* $(,)? })?
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        $vis struct $name {
+            $( $(#[$fmeta])* pub $field: $ty, )*
+        }
+
+        impl $crate::tools::schema::Args for $name {
+            fn schema() -> serde_json::Value {
+                let mut properties = serde_json::Map::new();
+                let mut required = Vec::new();
+                $(
+                    $crate::tools::schema::Field::<$ty>::new(stringify!($field))
+                        $($(.$opt($val))*)?
+                        .describe(&mut properties, &mut required);
+                )*
+                $crate::tools::schema::closed(properties, required)
+            }
+
+            fn take(
+                args: &serde_json::Map<String, serde_json::Value>,
+            ) -> Result<Self, $crate::tools::ToolError> {
+                Ok($name {
+                    $(
+                        $field: $crate::tools::schema::Field::<$ty>::new(stringify!($field))
+                            $($(.$opt($val))*)?
+                            .take(args)?,
+                    )*
+                })
+            }
+        }
+
+        impl $crate::tools::schema::ArgType for $name {
+            fn schema() -> serde_json::Value {
+                <$name as $crate::tools::schema::Args>::schema()
+            }
+
+            fn from_json(v: &serde_json::Value) -> Result<Self, String> {
+                match v.as_object() {
+                    Some(args) => <$name as $crate::tools::schema::Args>::take(args)
+                        .map_err(|e| e.to_string()),
+                    None => Err("must be of type object".into()),
+                }
+            }
+        }
+    };
+}
+pub(crate) use tool_args;
+
+/// Declares an enum of words (a tool's `action`, `mode`, `state`): each variant is one word or
+/// several (`On = "on" | "ein" | "an"`, synonyms after the first); the schema is a string of
+/// those words (`enum`, in declaration order), the parser takes them exactly.
+macro_rules! words {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $( $(#[$vmeta:meta])* $variant:ident = $word:literal $(| $alias:literal)* ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        $vis enum $name {
+            $( $(#[$vmeta])* $variant, )*
+        }
+
+        #[allow(dead_code)]
+        impl $name {
+            /// Every word, synonyms included, in declaration order (the schema's `enum`).
+            pub const WORDS: &'static [&'static str] = &[$($word, $($alias,)*)*];
+
+            /// The word of this value (its first).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( $name::$variant => $word, )*
+                }
+            }
+
+            /// The value `word` names, as written.
+            pub fn from_word(word: &str) -> Option<Self> {
+                match word {
+                    $( $word $(| $alias)* => Some($name::$variant), )*
+                    _ => None,
+                }
+            }
+        }
+
+        impl $crate::tools::schema::ArgType for $name {
+            fn schema() -> serde_json::Value {
+                serde_json::json!({"type": "string", "enum": $name::WORDS})
+            }
+
+            fn from_json(v: &serde_json::Value) -> Result<Self, String> {
+                v.as_str().and_then($name::from_word).ok_or_else(|| {
+                    format!("must be one of {}", $name::WORDS.join(", "))
+                })
+            }
+        }
+    };
+}
+pub(crate) use words;
+
+impl ArgType for String {
+    fn schema() -> Value {
+        json!({"type": "string"})
+    }
+    fn from_json(v: &Value) -> Result<Self, String> {
+        v.as_str()
+            .map(str::to_string)
+            .ok_or_else(|| "must be of type string".into())
+    }
+}
+
+impl ArgType for bool {
+    fn schema() -> Value {
+        json!({"type": "boolean"})
+    }
+    fn from_json(v: &Value) -> Result<Self, String> {
+        v.as_bool().ok_or_else(|| "must be of type boolean".into())
+    }
+}
+
+impl ArgType for f64 {
+    fn schema() -> Value {
+        json!({"type": "number"})
+    }
+    fn from_json(v: &Value) -> Result<Self, String> {
+        v.as_f64()
+            .filter(|n| n.is_finite())
+            .ok_or_else(|| "must be of type number".into())
+    }
+}
+
+/// A whole number within `lo..=hi` (a JSON integer, or a number such as `2.0`, which JSON
+/// Schema's `integer` admits too).
+fn whole(v: &Value, lo: f64, hi: f64) -> Result<f64, String> {
+    match v.as_f64() {
+        Some(n) if n.fract() == 0.0 && n >= lo && n <= hi => Ok(n),
+        Some(n) if n.fract() == 0.0 => Err(format!(
+            "must be between {lo} and {hi} (got {})",
+            super::args::short_number(n)
+        )),
+        _ => Err("must be of type integer".into()),
+    }
+}
+
+impl ArgType for i64 {
+    fn schema() -> Value {
+        json!({"type": "integer"})
+    }
+    fn from_json(v: &Value) -> Result<Self, String> {
+        match v.as_i64() {
+            Some(n) => Ok(n),
+            None => whole(v, -9e15, 9e15).map(|n| n as i64),
+        }
+    }
+}
+
+impl ArgType for u32 {
+    fn schema() -> Value {
+        json!({"type": "integer"})
+    }
+    fn from_json(v: &Value) -> Result<Self, String> {
+        whole(v, 0.0, f64::from(u32::MAX)).map(|n| n as u32)
+    }
+}
+
+impl ArgType for Map<String, Value> {
+    fn schema() -> Value {
+        json!({"type": "object"})
+    }
+    fn from_json(v: &Value) -> Result<Self, String> {
+        v.as_object()
+            .cloned()
+            .ok_or_else(|| "must be of type object".into())
+    }
+}
+
+impl<T: ArgType> ArgType for Option<T> {
+    const REQUIRED: bool = false;
+    fn schema() -> Value {
+        T::schema()
+    }
+    fn from_json(v: &Value) -> Result<Self, String> {
+        T::from_json(v).map(Some)
+    }
+    fn absent() -> Option<Self> {
+        Some(None)
+    }
+}
+
+impl<T: ArgType> ArgType for Vec<T> {
+    fn schema() -> Value {
+        json!({"type": "array", "items": T::schema()})
+    }
+    fn from_json(v: &Value) -> Result<Self, String> {
+        let items = v.as_array().ok_or("must be of type array")?;
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| T::from_json(item).map_err(|m| format!("[{i}] {m}")))
+            .collect()
+    }
+}
+
+/// An argument struct nested in another (the operations of `control_multiple_devices`),
+/// without the descriptions of its fields (the tool refers to the other tool's).
+pub struct Brief<T>(pub T);
+
+impl<T: ArgType> ArgType for Brief<T> {
+    fn schema() -> Value {
+        let mut s = T::schema();
+        if let Some(props) = s["properties"].as_object_mut() {
+            for p in props.values_mut().filter_map(Value::as_object_mut) {
+                p.remove("description");
+            }
+        }
+        s
+    }
+    fn from_json(v: &Value) -> Result<Self, String> {
+        T::from_json(v).map(Brief)
+    }
+}
+
+/// Default and maximum of every list's `limit`.
+pub const DEFAULT_LIMIT: usize = 50;
+pub const MAX_LIMIT: usize = 500;
+
+tool_args! {
+    /// The arguments of the listings that take only a room filter and a limit.
+    pub struct RoomListing {
+        room: Option<String>,
+        limit: Limit,
+    }
+}
+
+/// A listing's `limit`: at most this many entries, 1 to [`MAX_LIMIT`], [`DEFAULT_LIMIT`] when
+/// absent.
+#[derive(Debug, Clone, Copy)]
+pub struct Limit(pub usize);
+
+impl ArgType for Limit {
+    const REQUIRED: bool = false;
+    fn schema() -> Value {
+        json!({"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT})
+    }
+    fn from_json(v: &Value) -> Result<Self, String> {
+        whole(v, 1.0, MAX_LIMIT as f64).map(|n| Limit(n as usize))
+    }
+    fn absent() -> Option<Self> {
+        Some(Limit(DEFAULT_LIMIT))
+    }
+}
+
+/// `dry_run`: send nothing, answer what would be sent; `false` when absent.
+#[derive(Debug, Clone, Copy)]
+pub struct DryRun(pub bool);
+
+impl ArgType for DryRun {
+    const REQUIRED: bool = false;
+    fn schema() -> Value {
+        json!({"type": "boolean", "description": "Send nothing; show the commands"})
+    }
+    fn from_json(v: &Value) -> Result<Self, String> {
+        bool::from_json(v).map(DryRun)
+    }
+    fn absent() -> Option<Self> {
+        Some(DryRun(false))
+    }
+}
+
+/// `confirm`: what happens without it (the tools' descriptions say what needs confirmation);
+/// it counts only where the key's owner lets the model confirm
+/// ([`super::Caller::confirm`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Confirm(pub Option<bool>);
+
+impl ArgType for Confirm {
+    const REQUIRED: bool = false;
+    fn schema() -> Value {
+        json!({"type": "boolean", "description": "Counts only where the key's owner allows it; else the user is asked"})
+    }
+    fn from_json(v: &Value) -> Result<Self, String> {
+        bool::from_json(v).map(|b| Confirm(Some(b)))
+    }
+    fn absent() -> Option<Self> {
+        Some(Confirm(None))
+    }
+}
+
+/// One name or a list of names (`target` of the unified tools): a non-empty string or a
+/// non-empty list of them, as `anyOf` branches of one type each (portable to schema dialects
+/// whose `type` is a single name).
+#[derive(Debug, Clone)]
+pub struct Names(pub Vec<String>);
+
+impl ArgType for Names {
+    fn schema() -> Value {
+        json!({
+            "anyOf": [
+                {"type": "string", "minLength": 1},
+                {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1}
+            ]
+        })
+    }
+    fn from_json(v: &Value) -> Result<Self, String> {
+        match v {
+            Value::String(s) => Ok(Names(vec![s.clone()])),
+            _ => Vec::<String>::from_json(v).map(Names),
+        }
+    }
+}
 
 /// Why a value does not fit a schema: where (`path`, empty for the value itself) and what.
 #[derive(Debug, Clone, PartialEq)]
@@ -548,7 +1051,7 @@ mod tests {
         const ANNOTATIONS: &[&str] = &["description", "default", "title", "examples"];
         let mut found = Vec::new();
         for tool in super::super::catalogue() {
-            keywords(&(tool.input_schema)(), tool.name, &mut found);
+            keywords(&tool.input_schema, tool.name, &mut found);
         }
         assert!(
             found.len() > 100,
@@ -566,9 +1069,69 @@ mod tests {
     fn every_catalogue_schema_accepts_its_required_fields_only_with_values() {
         // A tool without arguments takes `{}`; unknown fields are rejected everywhere.
         for tool in super::super::catalogue() {
-            let schema = (tool.input_schema)();
-            let e = validate(&schema, &json!({"surely_unknown_field": 1}));
+            let schema = &tool.input_schema;
+            let e = validate(schema, &json!({"surely_unknown_field": 1}));
             assert!(e.is_err(), "{} accepts unknown fields", tool.name);
         }
+    }
+}
+
+#[cfg(test)]
+mod declared {
+    use super::*;
+
+    tool_args! {
+        struct A {
+            device: String,
+            level: Option<f64> { range: crate::home::bounds::PERCENT, about: "%" },
+            kelvin: f64 { range: crate::home::bounds::KELVIN, default: 2700.0 },
+            kind: Option<String> { key: "type" },
+            limit: Limit,
+        }
+    }
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn the_schema_comes_from_the_fields() {
+        assert_eq!(
+            <A as Args>::schema(),
+            json!({
+                "type": "object",
+                "properties": {
+                    "device": {"type": "string"},
+                    "level": {"type": "number", "minimum": 0, "maximum": 100, "description": "%"},
+                    "kelvin": {"type": "number", "minimum": 2700, "maximum": 6500, "default": 2700},
+                    "type": {"type": "string"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}
+                },
+                "required": ["device"],
+                "additionalProperties": false
+            })
+        );
+    }
+
+    #[test]
+    fn fields_take_their_values_and_defaults() {
+        let a = A::take(&args(
+            json!({"device": "x", "type": "Dimmer", "limit": 2.0}),
+        ))
+        .unwrap();
+        assert_eq!(
+            (
+                a.device.as_str(),
+                a.level,
+                a.kelvin,
+                a.kind.as_deref(),
+                a.limit.0
+            ),
+            ("x", None, 2700.0, Some("Dimmer"), 2)
+        );
+        let e = A::take(&args(json!({"level": 5}))).err().unwrap();
+        assert_eq!(e.to_string(), "missing field `device`");
+        let e = A::take(&args(json!({"device": 3}))).err().unwrap();
+        assert_eq!(e.to_string(), "device must be of type string");
     }
 }

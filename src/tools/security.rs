@@ -11,33 +11,24 @@
 //! owner configures it; after 3 wrong PINs in a row, secured commands pause for 60 s
 //! (`RATE_LIMIT_EXCEEDED`).
 
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::args;
 use super::password::Source;
+use super::schema::{tool_args, Confirm, RoomListing};
 use super::view::{self, round1, ValueReader};
 use super::{
-    confirm_schema, confirmation_data_schema, mark_unconfirmed, Caller, Confirmation, Ctx,
-    Permission, ToConfirm, Tool, ToolError, READ_ONLY, SETTER,
+    mark_unconfirmed, with_confirmation, Caller, Confirmation, Ctx, Permission, Reach, ToConfirm,
+    Tool, ToolError,
 };
 use crate::home::resolve::{Candidate, ResolveError};
-use crate::home::{Action, Control, ControlKind, ControllerError, Home, Secret};
-use crate::mcp::ToolAnnotations;
+use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, Secret};
 
-const DISARM: ToolAnnotations = ToolAnnotations {
-    read_only_hint: false,
-    destructive_hint: true,
-    idempotent_hint: true,
-    open_world_hint: false,
-};
-
-fn alarm_schema() -> Value {
-    json!({"type": "string", "description": "Default: the only or the central alarm"})
-}
+/// The description of the alarm tools' `alarm`.
+const ALARM: &str = "Default: the only or the central alarm";
 
 fn result_schema() -> Value {
-    let mut s = json!({
+    with_confirmation(json!({
         "type": "object",
         "properties": {
             "alarm": {"type": "object"},
@@ -46,102 +37,60 @@ fn result_schema() -> Value {
             "dry_run": {"type": "boolean"}
         },
         "required": ["alarm", "action", "secured_command"]
-    });
-    if let (Some(p), Value::Object(extra)) =
-        (s["properties"].as_object_mut(), confirmation_data_schema())
-    {
-        p.extend(extra);
-    }
-    s
+    }))
 }
 
 pub fn tools() -> Vec<Tool> {
     vec![
-        Tool {
-            name: "arm_alarm",
-            title: "Arm the alarm",
-            description: "Arms the burglar alarm: delayed (default true) after its exit delay, false at once; motion false = shell protection only (single alarms); the user confirms first.",
-            permission: Permission::Security,
-            annotations: SETTER,
-            input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "alarm": alarm_schema(),
-                        "room": args::room_schema(),
-                        "delayed": {"type": "boolean", "default": true},
-                        "motion": {"type": "boolean", "default": true},
-                        "confirm": confirm_schema()
-                    },
-                    "additionalProperties": false
-                })
-            },
-            data_schema: result_schema,
-            run: arm_alarm,
-        },
-        Tool {
-            name: "disarm_alarm",
-            title: "Disarm the alarm",
-            description: "Disarms the burglar alarm and ends a running alarm; the user confirms first.",
-            permission: Permission::Security,
-            annotations: DISARM,
-            input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "alarm": alarm_schema(),
-                        "room": args::room_schema(),
-                        "confirm": confirm_schema()
-                    },
-                    "additionalProperties": false
-                })
-            },
-            data_schema: result_schema,
-            run: disarm_alarm,
-        },
-        Tool {
-            name: "acknowledge_alarm",
-            title: "Acknowledge an alarm",
-            description: "Acknowledges a triggered burglar or smoke alarm (silencing it) without disarming; the user confirms first.",
-            permission: Permission::Security,
-            annotations: SETTER,
-            input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "alarm": alarm_schema(),
-                        "room": args::room_schema(),
-                        "confirm": confirm_schema()
-                    },
-                    "additionalProperties": false
-                })
-            },
-            data_schema: result_schema,
-            run: acknowledge_alarm,
-        },
-        Tool {
-            name: "get_security_status",
-            title: "Security status",
-            description: "Burglar alarms (armed, arming, level 0-6, exit delay s), smoke alarms (level 0 none, 1 pre-alarm, 2 alarm), gates and doors (open_percent, 0 = closed), access controls; null: unknown. limit is per list.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: args::room_limit_schema,
-            data_schema: || {
-                let entry = json!({"type": "array"});
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "alarms": entry,
-                        "smoke_alarms": entry,
-                        "access": entry,
-                        "visu_password_configured": {"type": "boolean"},
-                        "truncated": {"type": "boolean"}
-                    },
-                    "required": ["alarms", "smoke_alarms", "access", "visu_password_configured", "truncated"]
-                })
-            },
-            run: get_security_status,
-        },
+        Tool::new(
+            "arm_alarm",
+            "Arm the alarm",
+            "Arms the burglar alarm: delayed (default true) after its exit delay, false at once; motion false = shell protection only (single alarms); the user confirms first.",
+            arm_alarm,
+        )
+        .operates(Reach::Controls { room: "room" })
+        .permission(Permission::Security)
+        .data(result_schema),
+        Tool::new(
+            "disarm_alarm",
+            "Disarm the alarm",
+            "Disarms the burglar alarm and ends a running alarm; the user confirms first.",
+            disarm_alarm,
+        )
+        .operates(Reach::Controls { room: "room" })
+        .permission(Permission::Security)
+        .destructive()
+        .data(result_schema),
+        Tool::new(
+            "acknowledge_alarm",
+            "Acknowledge an alarm",
+            "Acknowledges a triggered burglar or smoke alarm (silencing it) without disarming; the user confirms first.",
+            acknowledge_alarm,
+        )
+        .operates(Reach::Controls { room: "room" })
+        .permission(Permission::Security)
+        .data(result_schema),
+        Tool::new(
+            "get_security_status",
+            "Security status",
+            "Burglar alarms (armed, arming, level 0-6, exit delay s), smoke alarms (level 0 none, 1 pre-alarm, 2 alarm), gates and doors (open_percent, 0 = closed), access controls; null: unknown. limit is per list.",
+            get_security_status,
+        )
+        .lists(Reach::Room { room: "room", family: Family::Security })
+        .data(|| {
+            let entry = json!({"type": "array"});
+            json!({
+                "type": "object",
+                "properties": {
+                    "alarms": entry,
+                    "smoke_alarms": entry,
+                    "access": entry,
+                    "visu_password_configured": {"type": "boolean"},
+                    "truncated": {"type": "boolean"}
+                },
+                "required": ["alarms", "smoke_alarms", "access", "visu_password_configured", "truncated"]
+            })
+        }),
     ]
 }
 
@@ -223,30 +172,30 @@ fn send(
     Ok(out)
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ArmArgs {
-    alarm: Option<String>,
-    room: Option<String>,
-    delayed: Option<bool>,
-    motion: Option<bool>,
-    confirm: Option<bool>,
+tool_args! {
+    /// The arguments of `arm_alarm`.
+    struct ArmArgs {
+        alarm: Option<String> { about: ALARM },
+        room: Option<String>,
+        delayed: bool { default: true },
+        motion: bool { default: true },
+        confirm: Confirm,
+    }
 }
 
-fn arm_alarm(ctx: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
-    let a: ArmArgs = args::parse(a)?;
+fn arm_alarm(ctx: &Ctx, a: ArmArgs, caller: &Caller) -> Result<Value, ToolError> {
     let home = ctx.home();
     let c = pick_alarm(&home, a.alarm.as_deref(), a.room.as_deref(), &BURGLAR)?;
-    let delayed = a.delayed.unwrap_or(true);
+    let delayed = a.delayed;
     let motion = match (&c.kind, a.motion) {
-        (ControlKind::CentralAlarm, Some(false)) => {
+        (ControlKind::CentralAlarm, false) => {
             return Err(ToolError::InvalidParams(format!(
                 "motion: {} is a central alarm, which arms each alarm with its own movement setting; name a single alarm to arm it without movement sensors",
                 c.name
             )))
         }
-        (ControlKind::CentralAlarm, _) => None,
-        (_, m) => Some(m.unwrap_or(true)),
+        (ControlKind::CentralAlarm, true) => None,
+        (_, m) => Some(m),
     };
     let action = Action::Arm {
         delayed,
@@ -258,29 +207,21 @@ fn arm_alarm(ctx: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value
         c,
         action,
         caller,
-        a.confirm,
+        a.confirm.0,
         json!({"delayed": delayed, "motion": motion}),
     )
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TargetArgs {
-    alarm: Option<String>,
-    room: Option<String>,
-    confirm: Option<bool>,
+tool_args! {
+    /// The arguments of `disarm_alarm` and `acknowledge_alarm`.
+    struct AlarmArgs {
+        alarm: Option<String> { about: ALARM },
+        room: Option<String>,
+        confirm: Confirm,
+    }
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DisarmArgs {
-    alarm: Option<String>,
-    room: Option<String>,
-    confirm: Option<bool>,
-}
-
-fn disarm_alarm(ctx: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
-    let a: DisarmArgs = args::parse(a)?;
+fn disarm_alarm(ctx: &Ctx, a: AlarmArgs, caller: &Caller) -> Result<Value, ToolError> {
     let home = ctx.home();
     let c = pick_alarm(&home, a.alarm.as_deref(), a.room.as_deref(), &BURGLAR)?;
     guarded(
@@ -289,7 +230,7 @@ fn disarm_alarm(ctx: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Va
         c,
         Action::Disarm,
         caller,
-        a.confirm,
+        a.confirm.0,
         json!({}),
     )
 }
@@ -381,12 +322,7 @@ fn armed_now(ctx: &Ctx, c: &Control) -> Option<bool> {
     }
 }
 
-fn acknowledge_alarm(
-    ctx: &Ctx,
-    a: &Map<String, Value>,
-    caller: &Caller,
-) -> Result<Value, ToolError> {
-    let a: TargetArgs = args::parse(a)?;
+fn acknowledge_alarm(ctx: &Ctx, a: AlarmArgs, caller: &Caller) -> Result<Value, ToolError> {
     let home = ctx.home();
     let kinds = [
         ControlKind::Alarm,
@@ -400,25 +336,13 @@ fn acknowledge_alarm(
         c,
         Action::Acknowledge,
         caller,
-        a.confirm,
+        a.confirm.0,
         json!({}),
     )
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StatusArgs {
-    room: Option<String>,
-    limit: Option<i64>,
-}
-
-fn get_security_status(
-    ctx: &Ctx,
-    a: &Map<String, Value>,
-    caller: &Caller,
-) -> Result<Value, ToolError> {
-    let a: StatusArgs = args::parse(a)?;
-    let limit = args::limit(a.limit)?;
+fn get_security_status(ctx: &Ctx, a: RoomListing, caller: &Caller) -> Result<Value, ToolError> {
+    let limit = a.limit.0;
     let home = ctx.home();
     let room = args::room_uuid(&home, a.room.as_deref())?;
     let mut reader = ValueReader::new(ctx);

@@ -6,43 +6,38 @@
 //! store once the Miniserver's event stream fills it. Until then they are reported as `null`,
 //! never guessed.
 
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::args;
+use super::schema::{tool_args, words, Limit};
 use super::view::{self, ValueReader};
-use super::{Caller, Ctx, Permission, Tool, ToolError, READ_ONLY};
+use super::{Caller, Ctx, Reach, Tool, ToolError};
 use crate::home::resolve::fold;
 use crate::home::{Control, ControlKind, Family, Home, House, Value as Reading};
 
-/// The sensor kinds of `get_sensors_status`.
-const SENSOR_TYPES: [&str; 7] = [
-    "temperature",
-    "humidity",
-    "motion",
-    "door_window",
-    "brightness",
-    "meter",
-    "other",
-];
+words! {
+    /// The sensor kinds of `get_sensors_status` ([`sensor_type`]).
+    enum SensorType {
+        Temperature = "temperature",
+        Humidity = "humidity",
+        Motion = "motion",
+        DoorWindow = "door_window",
+        Brightness = "brightness",
+        Meter = "meter",
+        Other = "other",
+    }
+}
 
 pub fn tools() -> Vec<Tool> {
     vec![
-        Tool {
-            name: "get_home_summary",
-            title: "Home summary",
-            description: "What is going on, to read first: lights on, blinds not open, open windows and doors, °C and target per room, audio playing, presence, alarms (armed), alerts (smoke, water). room narrows all but the alarms.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: || {
-                args::closed(
-                    json!({
-                        "room": args::room_schema()
-                    }),
-                    &[],
-                )
-            },
-            data_schema: || {
+        Tool::new(
+            "get_home_summary",
+            "Home summary",
+            "What is going on, to read first: lights on, blinds not open, open windows and doors, °C and target per room, audio playing, presence, alarms (armed), alerts (the Miniserver's own first). room narrows all but the alarms.",
+            get_home_summary,
+        )
+        .reach(Reach::AllFamilies { room: "room" })
+        .data(|| {
                 let list = json!({"type": "array"});
                 json!({
                     "type": "object",
@@ -58,33 +53,19 @@ pub fn tools() -> Vec<Tool> {
                     },
                     "required": ["room", "lights_on", "blinds_not_open", "openings", "climate", "audio_playing", "presence", "alarm", "alerts"]
                 })
-            },
-            run: get_home_summary,
-        },
-        Tool {
-            name: "get_sensors_status",
-            title: "Sensors status",
-            description: "Sensors and readings: temperature °C, humidity %, motion, door_window (open true/false, or number open), brightness lx, meter kW, other; null: unreadable.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: || {
-                args::closed(
-                    json!({
-                        "room": args::room_schema(),
-                        "type": {"type": "string", "enum": SENSOR_TYPES},
-                        "name": args::name_filter_schema(),
-                        "limit": args::limit_schema()
-                    }),
-                    &[],
-                )
-            },
-            data_schema: || args::listing_schema("sensors", json!({
+            }),
+        Tool::new(
+            "get_sensors_status",
+            "Sensors status",
+            "Sensors and readings: temperature °C, humidity %, motion, door_window (open true/false, or number open), brightness lx, meter kW, other; null: unreadable.",
+            get_sensors_status,
+        )
+        .lists(Reach::Room { room: "room", family: Family::Sensors })
+        .data(|| args::listing_schema("sensors", json!({
                         "type": "object",
-                        "properties": {"sensor_type": {"enum": SENSOR_TYPES}},
+                        "properties": {"sensor_type": {"enum": SensorType::WORDS}},
                         "required": ["name", "value", "unit"]
-                    }), &[]),
-            run: get_sensors_status,
-        },
+                    }), &[])),
     ]
 }
 
@@ -140,28 +121,19 @@ fn reading(c: &Control, v: Option<&Reading>) -> (Value, Option<String>) {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SensorsArgs {
-    room: Option<String>,
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    name: Option<String>,
-    limit: Option<i64>,
+tool_args! {
+    /// The arguments of `get_sensors_status`.
+    struct SensorsArgs {
+        room: Option<String>,
+        kind: Option<SensorType> { key: "type" },
+        name: Option<String> { about: args::NAME },
+        limit: Limit,
+    }
 }
 
-fn get_sensors_status(
-    house: &Ctx,
-    a: &Map<String, Value>,
-    caller: &Caller,
-) -> Result<Value, ToolError> {
-    let a: SensorsArgs = args::parse(a)?;
-    let limit = args::limit(a.limit)?;
-    let kind = a
-        .kind
-        .as_deref()
-        .map(|k| args::one_of("type", k, &SENSOR_TYPES))
-        .transpose()?;
+fn get_sensors_status(house: &Ctx, a: SensorsArgs, caller: &Caller) -> Result<Value, ToolError> {
+    let limit = a.limit.0;
+    let kind = a.kind.map(SensorType::as_str);
     let home = house.home();
     let room = args::room_uuid(&home, a.room.as_deref())?;
     let name = args::NameFilter::new(a.name.as_deref());
@@ -252,14 +224,14 @@ fn open_windows(
     )
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SummaryArgs {
-    room: Option<String>,
+tool_args! {
+    /// The arguments of `get_home_summary`.
+    struct SummaryArgs {
+        room: Option<String>,
+    }
 }
 
-fn get_home_summary(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
-    let a: SummaryArgs = args::parse(a)?;
+fn get_home_summary(house: &Ctx, a: SummaryArgs, _: &Caller) -> Result<Value, ToolError> {
     let home = house.home();
     let room = match a.room.as_deref() {
         Some(r) => Some(home.resolve_room(r)?),
@@ -367,6 +339,25 @@ fn get_home_summary(house: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<V
             "which windows are open arrives with the Miniserver's live updates; only the count is known"
         );
     }
+    // The house's own alerts first: the stop, then the Miniserver's Message Center, most
+    // severe first (in a room summary, that room's entries).
+    let mut first = Vec::new();
+    let stop = house.stop_shown();
+    if stop.stopped {
+        first.push(format!(
+            "the assistant is stopped ({}): commands are refused",
+            stop.stopped_by().join(", ")
+        ));
+    }
+    let snapshot = house.alerts();
+    first.extend(
+        snapshot
+            .active()
+            .filter(|a| room_uuid.is_none_or(|r| a.room.as_deref() == Some(r)))
+            .map(|a| a.line(&home)),
+    );
+    first.extend(alerts);
+    let alerts = first;
     let climate = climate(house, &home, room_uuid, &mut values);
     Ok(values.annotate(json!({
         "room": room.map(|r| r.name.as_str()),

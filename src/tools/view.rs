@@ -3,9 +3,9 @@
 
 use serde_json::{json, Value as Json};
 
+use crate::home::primary::MOOD_OFF;
 use crate::home::resolve::Candidate;
 use crate::home::{Control, ControlKind, Home, House, StateValue, Value};
-use crate::loxone::commands::MOOD_OFF;
 
 /// `"Deckenlicht (Küche)"`, the way candidates are listed in messages.
 pub fn candidate_label(c: &Candidate) -> String {

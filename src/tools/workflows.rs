@@ -18,179 +18,149 @@
 
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::args;
-use super::schema;
-use super::{failure, Caller, Ctx, Permission, Tool, ToolError, READ_ONLY};
+use super::schema::{tool_args, Confirm, DryRun, Limit};
+use super::{error_object, Caller, Ctx, Permission, Tool, ToolError};
+use crate::home::bounds::Range;
 use crate::home::Family;
-use crate::mcp::{Content, ToolAnnotations};
 use crate::workflow::{self, NewWorkflow, Step, StoreError, Workflow, WorkflowKey, WorkflowStore};
-
-/// The workflow tools themselves: never allowed as a step.
-const WORKFLOW_TOOLS: [&str; 6] = [
-    "create_workflow",
-    "list_workflows",
-    "get_workflow",
-    "execute_workflow",
-    "delete_workflow",
-    "execute_workflow_demo",
-];
-
-const WRITER: ToolAnnotations = ToolAnnotations {
-    read_only_hint: false,
-    destructive_hint: false,
-    idempotent_hint: false,
-    open_world_hint: false,
-};
 
 pub fn tools() -> Vec<Tool> {
     vec![
-        Tool {
-            name: "create_workflow",
-            title: "Create a workflow",
-            description: "Stores a named workflow of 1-50 tool calls, checked now (tools and arguments). Steps with the same parallel_group run together; delays total at most 3600 s. Returns its id and the permission executing it needs.",
-            permission: Permission::Control,
-            annotations: WRITER,
-            input_schema: create_schema,
-            data_schema: workflow_schema,
-            run: create_workflow,
-        },
-        Tool {
-            name: "list_workflows",
-            title: "List workflows",
-            description: "Lists stored workflows with their steps, tools and the permission executing them needs.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "name": {"type": "string", "description": "Part of the name"},
-                        "limit": args::limit_schema()
-                    },
-                    "additionalProperties": false
-                })
-            },
-            data_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "workflows": {"type": "array", "items": {
-                            "type": "object",
-                            "required": ["id", "name", "permission"]
-                        }},
-                        "total": {"type": "integer"}
-                    },
-                    "required": ["workflows", "total"]
-                })
-            },
-            run: list_workflows,
-        },
-        Tool {
-            name: "get_workflow",
-            title: "Show a workflow",
-            description: "Shows one stored workflow (name or id) with its steps and the stages they run in.",
-            permission: Permission::Read,
-            annotations: READ_ONLY,
-            input_schema: || key_schema(json!({})),
-            data_schema: workflow_schema,
-            run: get_workflow,
-        },
-        Tool {
-            name: "execute_workflow",
-            title: "Execute a workflow",
-            description: "Runs a stored workflow (name or id) stage by stage; reports each step (success, error, skipped, planned). stop_on_error stops after a failure; dry_run sends nothing. Needs the workflow's permission; security or house-wide steps need confirmation (see confirm).",
-            permission: Permission::Control,
-            annotations: ToolAnnotations {
-                read_only_hint: false,
-                destructive_hint: true,
-                idempotent_hint: false,
-                open_world_hint: false,
-            },
-            input_schema: || {
-                key_schema(json!({
-                    "dry_run": args::dry_run_schema(),
-                    "stop_on_error": {"type": "boolean", "default": false},
-                    "confirm": super::confirm_schema()
-                }))
-            },
-            data_schema: run_schema,
-            run: execute_workflow,
-        },
-        Tool {
-            name: "delete_workflow",
-            title: "Delete a workflow",
-            description: "Deletes a stored workflow (name or id); returns it.",
-            permission: Permission::Control,
-            annotations: ToolAnnotations {
-                read_only_hint: false,
-                destructive_hint: true,
-                idempotent_hint: true,
-                open_world_hint: false,
-            },
-            input_schema: || key_schema(json!({})),
-            data_schema: workflow_schema,
-            run: delete_workflow,
-        },
-        Tool {
-            name: "execute_workflow_demo",
-            title: "Run the demonstration workflow",
-            description: "Runs a built-in demo: lists rooms, switches one room's lights on and off again, reads temperatures, lists blinds, audio and alarms. Switches real lights unless dry_run.",
-            permission: Permission::Control,
-            annotations: WRITER,
-            input_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "dry_run": args::dry_run_schema()
-                    },
-                    "additionalProperties": false
-                })
-            },
-            data_schema: run_schema,
-            run: execute_workflow_demo,
-        },
+        Tool::new(
+            "create_workflow",
+            "Create a workflow",
+            "Stores a named workflow of 1-50 tool calls, checked now (tools and arguments). Steps with the same parallel_group run together; delays total at most 3600 s. Returns its id and the permission executing it needs.",
+            create_workflow,
+        )
+        .permission(Permission::Control)
+        .repeats()
+        .workflow(true)
+        .data(workflow_schema),
+        Tool::new(
+            "list_workflows",
+            "List workflows",
+            "Lists stored workflows with their steps, tools and the permission executing them needs.",
+            list_workflows,
+        )
+        .workflow(false)
+        .data(|| {
+            json!({
+                "type": "object",
+                "properties": {
+                    "workflows": {"type": "array", "items": {
+                        "type": "object",
+                        "required": ["id", "name", "permission"]
+                    }},
+                    "total": {"type": "integer"}
+                },
+                "required": ["workflows", "total"]
+            })
+        }),
+        Tool::new(
+            "get_workflow",
+            "Show a workflow",
+            "Shows one stored workflow (name or id) with its steps and the stages they run in.",
+            get_workflow,
+        )
+        .workflow(false)
+        .data(workflow_schema),
+        Tool::new(
+            "execute_workflow",
+            "Execute a workflow",
+            "Runs a stored workflow (name or id) stage by stage; reports each step (success, error, skipped, planned). stop_on_error stops after a failure; dry_run sends nothing. Needs the workflow's permission; security or house-wide steps need confirmation (see confirm).",
+            execute_workflow,
+        )
+        .permission(Permission::Control)
+        .per_control()
+        .destructive()
+        .repeats()
+        .task()
+        .workflow(false)
+        .raised_by(steps_permission)
+        .data(run_schema),
+        Tool::new(
+            "delete_workflow",
+            "Delete a workflow",
+            "Deletes a stored workflow (name or id); returns it.",
+            delete_workflow,
+        )
+        .permission(Permission::Control)
+        .destructive()
+        .workflow(true)
+        .data(workflow_schema),
+        Tool::new(
+            "execute_workflow_demo",
+            "Run the demonstration workflow",
+            "Runs a built-in demo: lists rooms, switches one room's lights on and off again, reads temperatures, lists blinds, audio and alarms. Switches real lights unless dry_run.",
+            execute_workflow_demo,
+        )
+        .permission(Permission::Control)
+        .per_control()
+        .repeats()
+        .task()
+        .workflow(false)
+        .data(run_schema),
     ]
 }
 
-fn create_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "name": {"type": "string", "minLength": 1, "maxLength": workflow::MAX_NAME_CHARS},
-            "description": {"type": "string", "maxLength": workflow::MAX_DESCRIPTION_CHARS},
-            "steps": {
-                "type": "array", "minItems": 1, "maxItems": workflow::MAX_STEPS,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "tool": {"type": "string"},
-                        "arguments": {"type": "object"},
-                        "delay_seconds": {"type": "number", "minimum": 0, "maximum": workflow::MAX_DELAY_SECONDS, "description": "Waited before the step"},
-                        "parallel_group": {"type": "integer", "minimum": 0, "maximum": 1000000}
-                    },
-                    "required": ["tool"],
-                    "additionalProperties": false
-                }
-            }
+tool_args! {
+    /// One step of `create_workflow`: a tool call, when it runs.
+    struct StepArgs {
+        tool: String,
+        arguments: Map<String, Value> { otherwise: Map::new() },
+        delay_seconds: f64 {
+            range: Range::new(0.0, workflow::MAX_DELAY_SECONDS),
+            about: "Waited before the step",
+            otherwise: 0.0,
         },
-        "required": ["name", "steps"],
-        "additionalProperties": false
-    })
+        parallel_group: Option<u32> { range: Range::new(0.0, 1_000_000.0) },
+    }
 }
 
-/// `name` or `id` (exactly one), plus `extra` properties.
-fn key_schema(extra: Value) -> Value {
-    let mut properties = json!({
-        "name": {"type": "string"},
-        "id": {"type": "integer", "minimum": 1}
-    });
-    if let (Some(p), Value::Object(extra)) = (properties.as_object_mut(), extra) {
-        p.extend(extra);
+tool_args! {
+    /// The arguments of `create_workflow`.
+    struct Create {
+        name: String { min_chars: 1, max_chars: workflow::MAX_NAME_CHARS },
+        description: Option<String> { max_chars: workflow::MAX_DESCRIPTION_CHARS },
+        steps: Vec<StepArgs> { min_items: 1, max_items: workflow::MAX_STEPS },
     }
-    json!({"type": "object", "properties": properties, "additionalProperties": false})
+}
+
+tool_args! {
+    /// The arguments of the tools that name one stored workflow.
+    struct KeyArgs {
+        name: Option<String>,
+        id: Option<i64> { min: 1.0 },
+    }
+}
+
+tool_args! {
+    /// The arguments of `execute_workflow`.
+    struct ExecuteArgs {
+        name: Option<String>,
+        id: Option<i64> { min: 1.0 },
+        dry_run: DryRun,
+        stop_on_error: bool { default: false },
+        confirm: Confirm,
+    }
+}
+
+tool_args! {
+    /// The arguments of `list_workflows`.
+    struct ListArgs {
+        name: Option<String> { about: args::NAME },
+        limit: Limit,
+    }
+}
+
+tool_args! {
+    /// The arguments of `execute_workflow_demo`.
+    struct DemoArgs {
+        dry_run: DryRun,
+    }
 }
 
 /// A stored workflow; `stages` are step indexes, stage by stage (a stage's steps run at the
@@ -208,50 +178,19 @@ fn workflow_schema() -> Value {
 }
 
 fn run_schema() -> Value {
-    let mut s = json!({
+    super::with_confirmation(json!({
         "type": "object",
         "properties": {
-            "steps": {"type": "array", "items": {
-                "type": "object",
-                "properties": {
-                    "status": {"enum": ["success", "error", "skipped", "planned"]}
-                }
-            }}
+            "steps": super::statuses(&["success", "error", "skipped", "planned"])
         },
         "required": ["steps", "total", "succeeded", "failed", "skipped", "planned", "duration_ms"]
-    });
-    if let (Some(p), Value::Object(extra)) = (
-        s["properties"].as_object_mut(),
-        super::confirmation_data_schema(),
-    ) {
-        p.extend(extra);
-    }
-    s
+    }))
 }
 
-/// Parses a stored permission name.
-fn parse_permission(s: &str) -> Option<Permission> {
-    [
-        Permission::Read,
-        Permission::Control,
-        Permission::Security,
-        Permission::Admin,
-    ]
-    .into_iter()
-    .find(|p| p.as_str() == s)
-}
-
-/// The extra permission a call needs beyond its tool's own: for `execute_workflow`, the
-/// workflow's recorded permission (`Read` when the workflow does not exist or the arguments
-/// are bad: the call then fails anyway).
-pub(super) fn permission_of_call(
-    store: &WorkflowStore,
-    tool: &str,
-    arguments: &Map<String, Value>,
-) -> Permission {
-    if tool != "execute_workflow" {
-        return Permission::Read;
-    }
+/// The permission `execute_workflow` needs beyond its own: the workflow's recorded permission
+/// (`Read` when the workflow does not exist or the arguments are bad: the call then fails
+/// anyway).
+fn steps_permission(store: &WorkflowStore, arguments: &Map<String, Value>) -> Permission {
     let key = match (arguments.get("name"), arguments.get("id")) {
         (Some(Value::String(n)), None) => WorkflowKey::Name(n.clone()),
         (None, Some(id)) => match id.as_i64() {
@@ -262,7 +201,7 @@ pub(super) fn permission_of_call(
     };
     match store.get(&key) {
         // An unreadable permission asks for the most.
-        Ok(Some(w)) => parse_permission(&w.permission).unwrap_or(Permission::Admin),
+        Ok(Some(w)) => Permission::parse(&w.permission).unwrap_or(Permission::Admin),
         _ => Permission::Read,
     }
 }
@@ -279,24 +218,22 @@ fn store_error(e: StoreError) -> ToolError {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Create {
-    name: String,
-    description: Option<String>,
-    steps: Vec<Step>,
-}
-
-fn create_workflow(ctx: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
-    // Our own schema first: its errors carry the path (`steps[3].delay_seconds`).
-    schema::validate(&create_schema(), &Value::Object(a.clone()))
-        .map_err(|e| ToolError::InvalidParams(e.to_string()))?;
-    let a: Create = args::parse(a)?;
+fn create_workflow(ctx: &Ctx, a: Create, _: &Caller) -> Result<Value, ToolError> {
     let name = a.name.trim().to_string();
-    workflow::check_shape(&name, a.description.as_deref(), &a.steps)
+    let steps: Vec<Step> = a
+        .steps
+        .into_iter()
+        .map(|s| Step {
+            tool: s.tool,
+            arguments: s.arguments,
+            delay_seconds: s.delay_seconds,
+            parallel_group: s.parallel_group,
+        })
+        .collect();
+    workflow::check_shape(&name, a.description.as_deref(), &steps)
         .map_err(ToolError::InvalidParams)?;
     let mut permission = Permission::Control;
-    for (i, step) in a.steps.iter().enumerate() {
+    for (i, step) in steps.iter().enumerate() {
         let tool = check_step(ctx.catalogue, step)
             .map_err(|m| ToolError::InvalidParams(format!("steps[{i}].{m}")))?;
         permission = permission.max(tool.permission);
@@ -306,7 +243,7 @@ fn create_workflow(ctx: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Valu
         .create(&NewWorkflow {
             name,
             description: a.description.filter(|d| !d.trim().is_empty()),
-            steps: a.steps,
+            steps,
             permission: permission.as_str().to_string(),
         })
         .map_err(store_error)?;
@@ -323,12 +260,6 @@ fn create_workflow(ctx: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Valu
 /// The step's tool, if the step may call it with these arguments; otherwise the reason,
 /// starting with the field (`tool: ...`, `arguments.action: ...`).
 fn check_step<'a>(catalogue: &'a [Tool], step: &Step) -> Result<&'a Tool, String> {
-    if WORKFLOW_TOOLS.contains(&step.tool.as_str()) {
-        return Err(format!(
-            "tool: {:?} is a workflow tool; a workflow cannot run workflow tools",
-            step.tool
-        ));
-    }
     let tool = catalogue
         .iter()
         .find(|t| t.name == step.tool)
@@ -338,12 +269,14 @@ fn check_step<'a>(catalogue: &'a [Tool], step: &Step) -> Result<&'a Tool, String
                 step.tool
             )
         })?;
-    schema::validate_at(
-        &(tool.input_schema)(),
-        &Value::Object(step.arguments.clone()),
-        "arguments",
-    )
-    .map_err(|e| format!("{} (tool {})", e.message, tool.name))?;
+    if tool.workflow {
+        return Err(format!(
+            "tool: {:?} is a workflow tool; a workflow cannot run workflow tools",
+            step.tool
+        ));
+    }
+    tool.parse(&step.arguments, "arguments")
+        .map_err(|e| format!("{e} (tool {})", tool.name))?;
     Ok(tool)
 }
 
@@ -359,16 +292,8 @@ fn workflow_json(w: &Workflow) -> Value {
     })
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ListArgs {
-    name: Option<String>,
-    limit: Option<i64>,
-}
-
-fn list_workflows(ctx: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
-    let a: ListArgs = args::parse(a)?;
-    let limit = args::limit(a.limit)?;
+fn list_workflows(ctx: &Ctx, a: ListArgs, _: &Caller) -> Result<Value, ToolError> {
+    let limit = a.limit.0;
     let needle = a.name.as_deref().map(str::to_lowercase);
     let all = ctx.workflows.list().map_err(store_error)?;
     let matching: Vec<&Workflow> = all
@@ -403,39 +328,24 @@ fn list_workflows(ctx: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value
     Ok(json!({"workflows": workflows, "total": matching.len()}))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct KeyArgs {
-    name: Option<String>,
-    id: Option<i64>,
-    dry_run: Option<bool>,
-    stop_on_error: Option<bool>,
-    confirm: Option<bool>,
-}
-
-impl KeyArgs {
-    fn key(&self) -> Result<WorkflowKey, ToolError> {
-        match (&self.name, self.id) {
-            (Some(n), None) if !n.trim().is_empty() => Ok(WorkflowKey::Name(n.trim().to_string())),
-            (None, Some(id)) if id >= 1 => Ok(WorkflowKey::Id(id)),
-            (None, Some(id)) => Err(ToolError::InvalidParams(format!(
-                "id must be at least 1 (got {id})"
-            ))),
-            (Some(_), Some(_)) => Err(ToolError::InvalidParams(
-                "give either name or id, not both".into(),
-            )),
-            _ => Err(ToolError::InvalidParams(
-                "name or id: give the workflow's name or id".into(),
-            )),
-        }
+/// The workflow `name` or `id` names: exactly one of them.
+fn key(name: Option<&str>, id: Option<i64>) -> Result<WorkflowKey, ToolError> {
+    match (name, id) {
+        (Some(n), None) if !n.trim().is_empty() => Ok(WorkflowKey::Name(n.trim().to_string())),
+        (None, Some(id)) => Ok(WorkflowKey::Id(id)),
+        (Some(_), Some(_)) => Err(ToolError::InvalidParams(
+            "give either name or id, not both".into(),
+        )),
+        _ => Err(ToolError::InvalidParams(
+            "name or id: give the workflow's name or id".into(),
+        )),
     }
 }
 
-/// The stored workflow `a` names, or a `INVALID_PARAMETERS` result listing the workflows that
+/// The stored workflow `key` names, or a `INVALID_PARAMETERS` result listing the workflows that
 /// exist.
-fn find(ctx: &Ctx, a: &KeyArgs) -> Result<Workflow, ToolError> {
-    let key = a.key()?;
-    match ctx.workflows.get(&key).map_err(store_error)? {
+fn find(ctx: &Ctx, key: &WorkflowKey) -> Result<Workflow, ToolError> {
+    match ctx.workflows.get(key).map_err(store_error)? {
         Some(w) => Ok(w),
         None => {
             let names: Vec<String> = ctx
@@ -460,24 +370,13 @@ fn find(ctx: &Ctx, a: &KeyArgs) -> Result<Workflow, ToolError> {
     }
 }
 
-fn get_workflow(ctx: &Ctx, a: &Map<String, Value>, _: &Caller) -> Result<Value, ToolError> {
-    let a: KeyArgs = args::parse(a)?;
-    if a.dry_run.is_some() || a.stop_on_error.is_some() || a.confirm.is_some() {
-        return Err(ToolError::InvalidParams(
-            "unknown field `dry_run`/`stop_on_error`/`confirm`, expected `name` or `id`".into(),
-        ));
-    }
-    Ok(workflow_json(&find(ctx, &a)?))
+fn get_workflow(ctx: &Ctx, a: KeyArgs, _: &Caller) -> Result<Value, ToolError> {
+    Ok(workflow_json(&find(ctx, &key(a.name.as_deref(), a.id)?)?))
 }
 
-fn delete_workflow(ctx: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
-    let a: KeyArgs = args::parse(a)?;
-    if a.dry_run.is_some() || a.stop_on_error.is_some() || a.confirm.is_some() {
-        return Err(ToolError::InvalidParams(
-            "unknown field `dry_run`/`stop_on_error`/`confirm`, expected `name` or `id`".into(),
-        ));
-    }
-    let w = find(ctx, &a)?;
+fn delete_workflow(ctx: &Ctx, a: KeyArgs, caller: &Caller) -> Result<Value, ToolError> {
+    let key = key(a.name.as_deref(), a.id)?;
+    let w = find(ctx, &key)?;
     match ctx
         .workflows
         .delete(&WorkflowKey::Id(w.id))
@@ -493,19 +392,14 @@ fn delete_workflow(ctx: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result
             Ok(workflow_json(&w))
         }
         // Deleted by someone else in between.
-        None => find(ctx, &a).map(|w| workflow_json(&w)),
+        None => find(ctx, &key).map(|w| workflow_json(&w)),
     }
 }
 
-fn execute_workflow(
-    ctx: &Ctx,
-    a: &Map<String, Value>,
-    caller: &Caller,
-) -> Result<Value, ToolError> {
-    let a: KeyArgs = args::parse(a)?;
-    let w = find(ctx, &a)?;
-    let dry_run = a.dry_run.unwrap_or(false);
-    let stop_on_error = a.stop_on_error.unwrap_or(false);
+fn execute_workflow(ctx: &Ctx, a: ExecuteArgs, caller: &Caller) -> Result<Value, ToolError> {
+    let w = find(ctx, &key(a.name.as_deref(), a.id)?)?;
+    let dry_run = a.dry_run.0;
+    let stop_on_error = a.stop_on_error;
     let planned: Vec<Planned> = w
         .steps
         .iter()
@@ -528,7 +422,7 @@ fn execute_workflow(
                 ),
                 question: &q,
             };
-            Some((caller.confirm(a.confirm, &ask)?, q))
+            Some((caller.confirm(a.confirm.0, &ask)?, q))
         }
         _ => None,
     };
@@ -569,24 +463,10 @@ fn execute_workflow(
 /// (`control_all_lights`, `control_all_rolladen`, a unified tool with scope `system`); `None`
 /// when it needs no confirmation.
 fn confirm_question(ctx: &Ctx, w: &Workflow) -> Option<(crate::home::Risk, String)> {
-    let security = |s: &Step| {
-        ctx.catalogue
-            .iter()
-            .find(|t| t.name == s.tool)
-            .is_some_and(|t| t.permission >= Permission::Security)
-    };
-    let house_wide = |s: &Step| match s.tool.as_str() {
-        "control_all_lights" | "control_all_rolladen" => true,
-        "control_lights_unified" | "control_rolladen_unified" => s
-            .arguments
-            .get("scope")
-            .and_then(Value::as_str)
-            .is_some_and(|v| {
-                super::batch::Scope::parse(v).is_ok_and(|s| s == super::batch::Scope::System)
-            }),
-        _ => false,
-    };
-    let recorded = parse_permission(&w.permission).unwrap_or(Permission::Admin);
+    let tool = |s: &Step| ctx.catalogue.iter().find(|t| t.name == s.tool);
+    let security = |s: &Step| tool(s).is_some_and(|t| t.permission >= Permission::Security);
+    let house_wide = |s: &Step| tool(s).is_some_and(|t| t.reach.house_wide(&s.arguments));
+    let recorded = Permission::parse(&w.permission).unwrap_or(Permission::Admin);
     let flagged: Vec<String> = w
         .steps
         .iter()
@@ -776,18 +656,16 @@ fn run_step(ctx: &Ctx, i: usize, p: &Planned, caller: &Caller, dry_run: bool) ->
             )
         }
     };
-    if let Some(refusal) = super::refused_to_device_key(tool, caller) {
+    if let Some(refusal) = tool.refuses_device_key(ctx.catalogue, caller) {
         let error = json!({"error": error_object(refusal)});
         return record(i, p, "error", error, Duration::ZERO);
     }
     let mut arguments = p.step.arguments.clone();
     if dry_run {
-        let has_dry_run = (tool.input_schema)()
-            .pointer("/properties/dry_run")
-            .is_some();
+        let has_dry_run = tool.input_schema.pointer("/properties/dry_run").is_some();
         if has_dry_run {
             arguments.insert("dry_run".into(), Value::Bool(true));
-        } else if !tool.annotations.read_only_hint {
+        } else if tool.permission.writes() {
             return record(
                 i,
                 p,
@@ -821,34 +699,8 @@ fn run_step(ctx: &Ctx, i: usize, p: &Planned, caller: &Caller, dry_run: bool) ->
     }
 }
 
-/// The `{code, message, details}` a failed tool call reports, exactly as a direct call would.
-fn error_object(e: ToolError) -> Value {
-    let r = failure(e);
-    let text = match r.content.first() {
-        Some(Content::Text { text }) => text.as_str(),
-        _ => "{}",
-    };
-    serde_json::from_str::<Value>(text)
-        .ok()
-        .and_then(|mut v| v.get_mut("error").map(Value::take))
-        .unwrap_or_else(
-            || json!({"code": "INTERNAL_ERROR", "message": "unreadable error", "details": {}}),
-        )
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DemoArgs {
-    dry_run: Option<bool>,
-}
-
-fn execute_workflow_demo(
-    ctx: &Ctx,
-    a: &Map<String, Value>,
-    caller: &Caller,
-) -> Result<Value, ToolError> {
-    let a: DemoArgs = args::parse(a)?;
-    let dry_run = a.dry_run.unwrap_or(false);
+fn execute_workflow_demo(ctx: &Ctx, a: DemoArgs, caller: &Caller) -> Result<Value, ToolError> {
+    let dry_run = a.dry_run.0;
     let steps = demo_plan(ctx, caller);
     let label = format!("{} (demo workflow)", caller.label);
     let home = ctx.home();

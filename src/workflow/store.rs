@@ -72,7 +72,7 @@ impl WorkflowStore {
             path: path.display().to_string(),
             message,
         };
-        create_private(path).map_err(|e| open_err(e.to_string()))?;
+        crate::files::create_private(path).map_err(|e| open_err(e.to_string()))?;
         let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
         let store = Self {
             conn: Mutex::new(conn),
@@ -255,26 +255,6 @@ fn get_in(conn: &Connection, key: &WorkflowKey) -> Result<Option<Workflow>, Stor
             .optional()?,
     };
     found.map(decode).transpose()
-}
-
-/// Creates `path` empty with mode 0600 if it does not exist (Unix), so the database is never
-/// readable by others, not even for a moment.
-pub(crate) fn create_private(path: &Path) -> std::io::Result<()> {
-    if path.exists() {
-        return Ok(());
-    }
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    match options.open(path) {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(e),
-    }
 }
 
 #[cfg(test)]

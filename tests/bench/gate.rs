@@ -12,7 +12,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
-use home_mcp::app::{permission_of, scope_check, App};
+use home_mcp::app::App;
 use home_mcp::auth::gate::{Action, Credentials, Gate, GateConfig, RateLimits, SecurityLevel};
 use home_mcp::auth::store::{FileStore, KeyStore, MemoryStore};
 use home_mcp::auth::{ApiKey, Role, Usage};
@@ -68,9 +68,8 @@ fn main() {
             store,
             config.clone(),
             "127.0.0.1".parse().unwrap(),
-            permission_of(tools.clone()),
+            tools.clone(),
         )
-        .with_scope_check(scope_check(tools.clone()))
     };
     let fifty: Vec<ApiKey> = (1..=50).map(|i| key(i, Role::Operator)).collect();
     let dir = std::env::temp_dir().join(format!("home-mcp-gate-bench-{}", std::process::id()));

@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use home_mcp::app::{permission_of, App};
+use home_mcp::app::App;
 use home_mcp::auth::gate::{Gate, GateConfig, SecurityLevel};
 use home_mcp::auth::store::MemoryStore;
 use home_mcp::auth::ApiKey;
@@ -40,7 +40,7 @@ pub fn gate(
             ..GateConfig::default()
         },
         "127.0.0.1".parse().unwrap(),
-        permission_of(Arc::new(HomeTools::new(app.house.clone()))),
+        Arc::new(HomeTools::new(app.house.clone())),
     ))
 }
 
