@@ -169,9 +169,6 @@ pub struct App {
     /// The audit log (`[audit]`): `<data_dir>/audit.db`, in memory for `--demo`; `None` when
     /// disabled. Every state-changing tool call through [`App::mcp`] is recorded in it.
     pub audit: Option<Arc<AuditLog>>,
-    /// The password pages of the tools' calls (`/confirm/{id}`, served by the HTTP transport;
-    /// see [`crate::tools::password`]).
-    pub password_pages: Arc<crate::tools::password::PasswordPages>,
 }
 
 impl App {
@@ -280,10 +277,7 @@ impl App {
             let env = |k: &str| std::env::var(k).ok();
             let backend = crate::auth::store::Backend::from_env(&env)
                 .map_err(|e| StartError::Keys(crate::auth::store::StoreError::Io(e)))?;
-            let path = config
-                .key_store
-                .clone()
-                .unwrap_or_else(|| backend.default_path(&config.server.data_dir));
+            let path = config.key_store_path(backend);
             crate::auth::store::open_store(backend, &path, &env).map_err(StartError::Keys)?
         };
         let audit = if !config.audit.enabled {
@@ -298,13 +292,11 @@ impl App {
             Some(log)
         };
         let mut tools = HomeTools::with_store(house.clone(), workflows.clone())
-            .with_caches(config.server.caches)
-            .with_confirmation_lifetime(config.server.confirmation_lifetime);
+            .with_caches(config.server.caches);
         if let Some(log) = &audit {
             tools = tools.with_audit(log.clone());
         }
         let tools = Arc::new(tools);
-        let password_pages = tools.password_pages();
         // The gate reads what each tool declares (permission, reach) from the catalogue.
         let gate = Arc::new(Gate::new(
             keys,
@@ -331,7 +323,6 @@ impl App {
             simulator,
             gate,
             audit,
-            password_pages,
         })
     }
 

@@ -591,8 +591,7 @@ fn key_store(config: &Config, args: &CheckArgs<'_>, report: &mut Report) {
     let path = args
         .key_store
         .clone()
-        .or_else(|| config.key_store.clone())
-        .unwrap_or_else(|| backend.default_path(&config.server.data_dir));
+        .unwrap_or_else(|| config.key_store_path(backend));
     let keys = open_store(backend, &path, args.env)
         .map_err(|e| e.to_string())
         .and_then(|s| s.list().map_err(|e| e.to_string()));

@@ -19,7 +19,8 @@
 //! max_streams = 32             # SSE streams (GET /mcp, /sse, streamed answers) at once
 //! keep_alive_secs = 15         # keep-alive comment interval on idle SSE streams
 //! data_dir = "./data"          # state directory (workflows.db); env HOME_DATA_DIR; default
-//!                              # $STATE_DIRECTORY (systemd StateDirectory=) or ./data
+//!                              # $STATE_DIRECTORY (systemd StateDirectory=), else
+//!                              # /var/lib/home-mcp for the packaged binary, else ./data
 //! verify_timeout_ms = 1500     # control tools wait up to this for a command's effect
 //!                              # (0 = do not verify; at most 30000)
 //! confirmation_lifetime_secs = 120 # a user's confirmation of an alarm, access or
@@ -118,11 +119,14 @@ use serde::Deserialize;
 use crate::auth::gate::{GateConfig, SecurityLevel};
 
 use crate::home::Secret;
+use crate::http::HttpConfig;
 use crate::loxone::poll::PollConfig;
 use crate::tools::cache::CacheConfig;
 
-/// Default HTTP port, as in the interface spec.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:3001";
+pub use crate::http::DEFAULT_LISTEN;
+
+/// The data directory when nothing names one (see [`data_dir`]).
+pub const DEFAULT_DATA_DIR: &str = "./data";
 
 /// The complete, validated configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -206,8 +210,9 @@ pub struct ServerConfig {
     /// SSE streams served at once on their own threads (`max_streams`, 1-1024, default 32).
     pub max_streams: usize,
     /// The MCP core's bounds (`max_batch_items`, `max_batch_answer_bytes`, `max_sessions`,
-    /// `max_sessions_per_client`, `max_sessions_per_key`; see
-    /// [`crate::mcp::McpConfig`]).
+    /// `max_sessions_per_client`, `max_sessions_per_key`, and `confirmation_lifetime_secs`:
+    /// how long a user's confirmation of an alarm, access or house-wide command is awaited
+    /// and valid, default 120 s, 1-600; see [`crate::mcp::McpConfig`]).
     pub mcp: crate::mcp::McpConfig,
     /// Keep-alive comment interval on idle SSE streams (`keep_alive_secs`, default 15 s).
     pub keep_alive: Duration,
@@ -217,39 +222,84 @@ pub struct ServerConfig {
     /// How long control tools wait for a command's effect (`verify_timeout_ms`, default
     /// 1500 ms; zero: no verification).
     pub verify_timeout: Duration,
-    /// How long a confirmation of an alarm, access or house-wide command lives, and so how
-    /// long the server waits for the user's answer (`confirmation_lifetime_secs`, default
-    /// 120 s, 1-600).
-    pub confirmation_lifetime: Duration,
     /// TTLs of the response caches (`tool_cache_secs`, default 30 s; `resource_cache_secs`,
     /// default 60 s; zero: off).
     pub caches: CacheConfig,
 }
 
-pub use crate::auth::cli::DEFAULT_DATA_DIR;
 pub use crate::loxone::config::{AuthMode, MiniserverConfig, Timeouts};
 
 impl Default for ServerConfig {
+    /// The transport's settings default as [`HttpConfig::default`] says (written there once),
+    /// the MCP core's as [`crate::mcp::McpConfig::default`].
     fn default() -> Self {
+        let http = HttpConfig::default();
         Self {
-            listen: DEFAULT_LISTEN.parse().expect("valid default address"),
-            workers: crate::http::DEFAULT_WORKERS,
-            max_body_bytes: 1024 * 1024,
-            idle_timeout: Duration::from_secs(30),
-            max_connections: crate::http::DEFAULT_MAX_CONNECTIONS,
-            max_connections_per_client: crate::http::DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
-            request_deadline: Duration::from_secs(10),
-            allowed_origins: Vec::new(),
-            allowed_hosts: Vec::new(),
-            max_streams: 32,
+            listen: http.listen,
+            workers: http.workers,
+            max_body_bytes: http.max_body_bytes,
+            idle_timeout: http.idle_timeout,
+            max_connections: http.max_connections,
+            max_connections_per_client: http.max_connections_per_client,
+            request_deadline: http.request_deadline,
+            allowed_origins: http.allowed_origins,
+            allowed_hosts: http.allowed_hosts,
+            max_streams: http.max_streams,
             mcp: crate::mcp::McpConfig::default(),
-            keep_alive: Duration::from_secs(15),
+            keep_alive: http.keep_alive,
             data_dir: PathBuf::from(DEFAULT_DATA_DIR),
             verify_timeout: crate::home::house::DEFAULT_VERIFY_TIMEOUT,
-            confirmation_lifetime: crate::tools::confirm::LIFETIME,
             caches: CacheConfig::default(),
         }
     }
+}
+
+impl ServerConfig {
+    /// The HTTP transport's settings from these (its parts, such as the gate, are added by
+    /// the caller; everything else as [`HttpConfig::default`]).
+    pub fn http(&self) -> HttpConfig {
+        HttpConfig {
+            listen: self.listen,
+            workers: self.workers,
+            max_body_bytes: self.max_body_bytes,
+            idle_timeout: self.idle_timeout,
+            max_connections: self.max_connections,
+            max_connections_per_client: self.max_connections_per_client,
+            request_deadline: self.request_deadline,
+            allowed_origins: self.allowed_origins.clone(),
+            allowed_hosts: self.allowed_hosts.clone(),
+            max_streams: self.max_streams,
+            keep_alive: self.keep_alive,
+            ..HttpConfig::default()
+        }
+    }
+}
+
+/// The data directory, the one decision for the server and the `keys` command alike:
+/// `HOME_DATA_DIR`, else `configured` (`[server] data_dir` of the config file), else
+/// systemd's `STATE_DIRECTORY` ([`crate::systemd::state_directory`]), else the unit's
+/// directory for the packaged binary (`packaged`, see [`crate::systemd::packaged`]: so that
+/// `keys` and a `serve` run by hand use the store the service reads), else
+/// [`DEFAULT_DATA_DIR`]. `env` reads the environment (empty values count as unset).
+///
+/// Errors: `configured` empty.
+pub fn data_dir(
+    env: &dyn Fn(&str) -> Option<String>,
+    configured: Option<&str>,
+    packaged: bool,
+) -> Result<PathBuf, ConfigError> {
+    if configured.is_some_and(|d| d.trim().is_empty()) {
+        return Err(invalid("server.data_dir", "must not be empty"));
+    }
+    let env = |k: &str| env(k).filter(|v| !v.trim().is_empty());
+    let named = env("HOME_DATA_DIR")
+        .or_else(|| configured.map(str::to_string))
+        .or_else(|| crate::systemd::state_directory(&env));
+    Ok(PathBuf::from(match &named {
+        Some(d) => d.trim(),
+        None if packaged => crate::systemd::UNIT_STATE_DIRECTORY,
+        None => DEFAULT_DATA_DIR,
+    }))
 }
 
 impl Default for Config {
@@ -610,14 +660,11 @@ impl Config {
             }
             cfg.server.keep_alive = Duration::from_secs(k);
         }
-        // systemd may pass several directories separated by ':'; the first is ours.
-        let systemd = env("STATE_DIRECTORY").and_then(|d| d.split(':').next().map(str::to_string));
-        if let Some(d) = env("HOME_DATA_DIR").or(file.server.data_dir).or(systemd) {
-            if d.trim().is_empty() {
-                return Err(invalid("server.data_dir", "must not be empty"));
-            }
-            cfg.server.data_dir = PathBuf::from(d.trim());
-        }
+        cfg.server.data_dir = data_dir(
+            &env,
+            file.server.data_dir.as_deref(),
+            crate::systemd::packaged(),
+        )?;
 
         let t = &mut cfg.miniserver_timeouts;
         for (v, slot, name) in [
@@ -676,7 +723,7 @@ impl Config {
                     "must be between 1 and 600 seconds",
                 ));
             }
-            cfg.server.confirmation_lifetime = Duration::from_secs(s);
+            cfg.server.mcp.confirmation_lifetime = Duration::from_secs(s);
         }
         if let Some(s) = file.server.tool_cache_secs {
             cfg.server.caches.tool_ttl = cache_ttl(s, "server.tool_cache_secs")?;
@@ -899,6 +946,14 @@ impl Config {
             ));
         }
         Ok(())
+    }
+
+    /// Where the API key store is: `--key-store PATH` ([`Config::key_store`]), else the
+    /// backend's file in the data directory (`keys.toml`, or `keys.db` for SQLite).
+    pub fn key_store_path(&self, backend: crate::auth::store::Backend) -> PathBuf {
+        self.key_store
+            .clone()
+            .unwrap_or_else(|| backend.default_path(&self.server.data_dir))
     }
 
     /// The Miniserver settings, or [`ConfigError::MissingMiniserver`] naming what is missing.
@@ -1190,6 +1245,26 @@ mod tests {
         );
         let e = parse("[server]\ndata_dir = \" \"\n", &[]).unwrap_err();
         assert!(e.to_string().contains("server.data_dir"), "{e}");
+    }
+
+    #[test]
+    fn the_packaged_binary_defaults_to_the_units_directory() {
+        let none = |_: &str| None;
+        let dir =
+            |env: &dyn Fn(&str) -> Option<String>, packaged| data_dir(env, None, packaged).unwrap();
+        assert_eq!(dir(&none, false), PathBuf::from("./data"));
+        assert_eq!(
+            dir(&none, true),
+            PathBuf::from(crate::systemd::UNIT_STATE_DIRECTORY)
+        );
+        let state = |k: &str| (k == "STATE_DIRECTORY").then(|| "/srv/state:/x".to_string());
+        assert_eq!(dir(&state, true), PathBuf::from("/srv/state"));
+        let home = |k: &str| (k == "HOME_DATA_DIR").then(|| "/srv/home".to_string());
+        assert_eq!(dir(&home, true), PathBuf::from("/srv/home"));
+        assert_eq!(
+            data_dir(&none, Some("/srv/file"), true).unwrap(),
+            PathBuf::from("/srv/file")
+        );
     }
 
     #[test]

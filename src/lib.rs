@@ -4,8 +4,8 @@
 //! stays in its layer, on a circle, and on a module the list does not place):
 //! 1. base utilities that know no feature: [`time`], [`logging`], [`memory`], [`ratelimit`],
 //!    [`metrics`] (the registry; the wiring names the tools), [`systemd`], [`upgraded`],
-//!    [`files`];
-//! 2. the home model, controller-independent: [`home`];
+//!    [`files`], [`json`] (bounded JSON);
+//! 2. the home model, controller-independent: [`home`]; the spec's error object: [`error`];
 //! 3. the Loxone adapter and the MCP protocol core: [`loxone`], [`mcp`];
 //! 4. the Miniserver simulator, the audit log and the workflow store: [`sim`], [`audit`],
 //!    [`workflow`];
@@ -31,9 +31,11 @@ pub mod check;
 pub mod config;
 pub mod dashboard;
 pub mod dispatch;
+pub mod error;
 pub mod files;
 pub mod home;
 pub mod http;
+pub mod json;
 pub mod logging;
 pub mod loxone;
 pub mod mcp;

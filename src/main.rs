@@ -263,17 +263,6 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         }
     };
     let http = HttpConfig {
-        listen: config.server.listen,
-        workers: config.server.workers,
-        max_body_bytes: config.server.max_body_bytes,
-        idle_timeout: config.server.idle_timeout,
-        max_connections: config.server.max_connections,
-        max_connections_per_client: config.server.max_connections_per_client,
-        request_deadline: config.server.request_deadline,
-        allowed_origins: config.server.allowed_origins.clone(),
-        allowed_hosts: config.server.allowed_hosts.clone(),
-        max_streams: config.server.max_streams,
-        keep_alive: config.server.keep_alive,
         gate: Some(app.gate.clone()),
         metrics: Some(Arc::new(MetricsContext {
             house: Some(app.house.clone()),
@@ -287,8 +276,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         ))),
         dashboard: Some(dashboard.clone()),
         oauth,
-        password_pages: Some(app.password_pages.clone()),
-        ..HttpConfig::default()
+        ..config.server.http()
     };
     if config.metrics_public && !config.server.listen.ip().is_loopback() {
         log::warn!(
@@ -485,7 +473,12 @@ fn print_demo_pages(addr: std::net::SocketAddr, admin_key: Option<&str>) {
 /// `keys ...`: usage errors exit 2, failures 1.
 fn keys(args: pico_args::Arguments) -> ExitCode {
     let env = |k: &str| std::env::var(k).ok();
-    match home_mcp::auth::cli::run(args, &env, &mut std::io::stdout()) {
+    // The server's data directory, decided as `serve` decides it (without a config file).
+    let data_dir = match home_mcp::config::data_dir(&env, None, home_mcp::systemd::packaged()) {
+        Ok(d) => d,
+        Err(e) => return usage(Usage(e.to_string()), home_mcp::auth::cli::HELP),
+    };
+    match home_mcp::auth::cli::run(args, &env, &data_dir, &mut std::io::stdout()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(home_mcp::auth::cli::CliError::Usage(m)) => usage(Usage(m), home_mcp::auth::cli::HELP),
         Err(home_mcp::auth::cli::CliError::Failed(m)) => {
@@ -506,7 +499,7 @@ fn first_run_hint(key_store: Option<PathBuf>, config: &Config) {
             return;
         }
     };
-    let path = key_store.unwrap_or_else(|| backend.default_path(&config.server.data_dir));
+    let path = key_store.unwrap_or_else(|| config.key_store_path(backend));
     match open_store(backend, &path, &env) {
         Ok(store) => {
             if let Some(hint) = home_mcp::auth::cli::first_run_hint(store.as_ref()) {
@@ -553,7 +546,7 @@ fn stdio(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         "MCP over stdio ({}); end of input stops the server",
         key.as_ref().map_or("trusted".to_string(), |k| format!(
             "as key {:?}",
-            k.caller.key_name
+            k.principal.caller().key_name
         ))
     );
     let stdin = std::io::stdin();
@@ -588,15 +581,9 @@ fn stdio_key(
     let principal = gate
         .authenticate(&creds)
         .map_err(|d| format!("{} ({})", d.message, d.key_id.unwrap_or_default()))?;
-    let gate = gate.clone();
     Ok(home_mcp::stdio::StdioKey {
-        caller: principal.caller(),
-        // Each request sees the key as the store has it now: revoking, deleting or
-        // narrowing it applies at once, as over HTTP.
-        check: Box::new(move |r| {
-            let now = gate.revalidate(&principal)?;
-            gate.authorize_request(&now, r)
-        }),
+        gate: gate.clone(),
+        principal,
     })
 }
 

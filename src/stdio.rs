@@ -29,9 +29,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::auth::gate::Denial;
+use crate::auth::gate::{Denial, Gate, Principal};
 use crate::mcp::jsonrpc::{self, Incoming, Message, RequestIds, Response};
-use crate::mcp::{McpServer, Outlet, SessionState};
+use crate::mcp::{Era, McpServer, Outlet, SessionState};
 
 /// The stdio session's key in the server's hub.
 pub const HUB_KEY: &str = "stdio";
@@ -53,18 +53,23 @@ pub fn serve<R: BufRead, W: Write + Send>(mcp: &McpServer, input: R, output: W) 
     serve_with_limit(mcp, input, output, MAX_LINE_BYTES)
 }
 
-/// The stdio session's key, when stdio is not trusted (`HOME_STDIO_KEY`): the caller every
-/// request runs as (audit log, scope), and the gate's check of each request, whose refusal
-/// is answered with its JSON-RPC error (-32003) instead of running the request.
+/// The stdio session's key, when stdio is not trusted (`HOME_STDIO_KEY`): every request runs
+/// as it (audit log, scope), and the gate checks each one as the store has the key now
+/// (revoking, deleting or narrowing it applies at once, as over HTTP); a refusal is answered
+/// with its JSON-RPC error (-32003) instead of running the request.
 pub struct StdioKey {
-    /// The key's name, masked id and scope, stored in the session (audit log, scope checks).
-    pub caller: crate::mcp::Caller,
-    /// Step 2 of the gate for each request (`Err`: answered with the JSON-RPC refusal).
-    pub check: RequestCheck,
+    pub gate: std::sync::Arc<Gate>,
+    /// Who authenticated with the key when stdio started.
+    pub principal: Principal,
 }
 
-/// The gate's step 2 for one request ([`crate::auth::gate::Gate::authorize_request`]).
-pub type RequestCheck = Box<dyn Fn(&jsonrpc::Request) -> Result<(), Denial> + Send + Sync>;
+impl StdioKey {
+    /// The gate's step 2 for `r` ([`Gate::authorize_request`]), with the key as stored now.
+    fn check(&self, r: &jsonrpc::Request) -> Result<(), Denial> {
+        let now = self.gate.revalidate(&self.principal)?;
+        self.gate.authorize_request(&now, r)
+    }
+}
 
 /// [`serve`] with an explicit line limit in bytes.
 pub fn serve_with_limit<R: BufRead, W: Write + Send>(
@@ -128,7 +133,7 @@ fn read_loop<'scope, 'env, R: BufRead>(
     key: Option<&StdioKey>,
 ) -> io::Result<()> {
     let mut state = SessionState::new("stdio");
-    state.caller = key.map(|k| k.caller.clone());
+    state.caller = key.map(|k| k.principal.caller());
     let mut listens: std::collections::HashMap<String, crate::mcp::peer::Listening<'env>> =
         std::collections::HashMap::new();
     let mut line = Vec::new();
@@ -162,7 +167,17 @@ fn read_loop<'scope, 'env, R: BufRead>(
             Ok(Incoming::Single(Ok(Message::Request(r)))) if r.method == "subscriptions/listen" => {
                 // MCP 2026-07-28: the subscription's notifications share stdout, tagged with
                 // its id; it lasts until cancelled or the end of input.
-                match mcp.open_listen(r, outlet.clone()) {
+                // (`subscriptions/listen` is always stateless: `era` reads its `_meta`.)
+                let opened = mcp.era(&state, r).and_then(|era| match era {
+                    Era::Stateless(meta) => {
+                        mcp.open_listen(r, &meta, outlet.clone(), "stdio", None)
+                    }
+                    Era::Session => Err(Response::invalid_request(
+                        Some(r.id.clone()),
+                        "subscriptions/listen is a 2026-07-28 request",
+                    )),
+                });
+                match opened {
                     Ok(listening) => {
                         listens.insert(subscription_key(&r.id), listening);
                     }
@@ -242,7 +257,8 @@ fn subscription_key(id: &jsonrpc::Id) -> String {
 /// id.
 fn refused(key: &StdioKey, incoming: &Result<Incoming, Response>) -> Option<String> {
     match incoming {
-        Ok(Incoming::Single(Ok(Message::Request(r)))) => (key.check)(r)
+        Ok(Incoming::Single(Ok(Message::Request(r)))) => key
+            .check(r)
             .err()
             .map(|d| d.rpc_body(&RequestIds::Single(r.id.clone()))),
         Ok(Incoming::Batch(list)) => {
@@ -252,7 +268,7 @@ fn refused(key: &StdioKey, incoming: &Result<Incoming, Response>) -> Option<Stri
                     _ => None,
                 })
             };
-            let denial = requests().find_map(|r| (key.check)(r).err())?;
+            let denial = requests().find_map(|r| key.check(r).err())?;
             let ids = RequestIds::Batch(requests().map(|r| r.id.clone()).collect());
             Some(denial.rpc_body(&ids))
         }
@@ -270,12 +286,6 @@ fn may_wait(incoming: &Result<Incoming, Response>) -> bool {
                 "tools/call" | "prompts/get" | "resources/read" | "completion/complete"
             )
     )
-}
-
-/// [`serve`] over the process's locked stdin and stdout.
-pub fn serve_stdio(mcp: &McpServer) -> io::Result<()> {
-    let stdin = io::stdin();
-    serve(mcp, stdin.lock(), io::stdout())
 }
 
 enum Line {

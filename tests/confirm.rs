@@ -13,6 +13,7 @@ use serde_json::{json, Map, Value};
 use home_mcp::app::App;
 use home_mcp::config::Config;
 use home_mcp::home::Secret;
+use home_mcp::mcp::person::Confirmations;
 use home_mcp::mcp::{Handler, LogLevel, Peer, PeerHandle, RequestContext, RpcError};
 use home_mcp::sim::DEMO_VISU_PASSWORD;
 use home_mcp::tools::HomeTools;
@@ -91,6 +92,9 @@ fn ctx(peer: &Arc<FakePeer>, elicit: bool) -> RequestContext {
         },
         ..RequestContext::default()
     }
+    // The person behind the request, whom the MCP core asks (as it does for every
+    // `tools/call`): the confirmation rounds live in the MCP layer, not in the tools.
+    .with_person(&Arc::new(Confirmations::new(Duration::from_secs(120))))
 }
 
 /// Calls a tool in `ctx` that must succeed; returns `data`.

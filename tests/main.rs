@@ -12,6 +12,7 @@ mod audio;
 mod auth;
 mod batch;
 mod blinds;
+mod bounded;
 mod cache;
 mod categories;
 mod check;

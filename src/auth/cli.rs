@@ -17,6 +17,7 @@ use super::keys::{
 };
 use super::store::{open_store, write_atomic, Backend, KeyStore, StoreError};
 use super::{mask, ApiKey, Role};
+use crate::systemd::UNIT_STATE_DIRECTORY;
 
 pub const HELP: &str = "home-mcp keys: manage API keys
 
@@ -74,10 +75,12 @@ fn usage(m: impl Into<String>) -> CliError {
     CliError::Usage(m.into())
 }
 
-/// Runs `keys ARGS` (the word `keys` already taken), printing to `out`.
+/// Runs `keys ARGS` (the word `keys` already taken), printing to `out`; the default store is
+/// in `data_dir` (the server's data directory, `crate::config::data_dir`).
 pub fn run(
     mut args: pico_args::Arguments,
     env: &dyn Fn(&str) -> Option<String>,
+    data_dir: &Path,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let sub = args.subcommand().map_err(|e| usage(e.to_string()))?;
@@ -101,7 +104,7 @@ pub fn run(
     let backend = Backend::from_env(env).map_err(usage)?;
     let path = match store_path {
         Some(p) => p,
-        None => backend.default_path(&data_dir(env, installed_system())),
+        None => backend.default_path(data_dir),
     };
     let cmd = parse_command(&sub, args)?;
     if matches!(backend, Backend::File | Backend::Sqlite) && cmd.writes() {
@@ -125,29 +128,15 @@ pub fn run(
     result
 }
 
-/// Default state directory when neither the config, `HOME_DATA_DIR` nor systemd's
-/// `STATE_DIRECTORY` names one (the server's config reads it from here).
-pub const DEFAULT_DATA_DIR: &str = "./data";
-
-/// The data directory of the Debian package's service (`StateDirectory=home-mcp`).
-pub const INSTALLED_DATA_DIR: &str = "/var/lib/home-mcp";
-
-/// True for the packaged binary (`/usr/bin/home-mcp`) on a system where the service's state
-/// directory exists: then `keys` defaults to the store the service reads.
-fn installed_system() -> bool {
-    std::env::current_exe().is_ok_and(|p| p == Path::new("/usr/bin/home-mcp"))
-        && Path::new(INSTALLED_DATA_DIR).is_dir()
-}
-
 /// Run as root on a packaged install, the files this command wrote in the service's state
 /// directory (the key store `store`, its lock file, `audit.db`, and SQLite's journal files)
 /// are given to the directory's owner (the service's `home-mcp` user), so the service can
-/// still read and write them. Only inside [`INSTALLED_DATA_DIR`], only those names, only
+/// still read and write them. Only inside [`UNIT_STATE_DIRECTORY`], only those names, only
 /// regular files owned by root, and with `lchown` (a symlink planted there is never
 /// followed). Failures are logged, never fatal.
 fn hand_over_to_dir_owner(dir: &Path, store: &Path) {
     use std::os::unix::fs::MetadataExt;
-    if dir != Path::new(INSTALLED_DATA_DIR) {
+    if dir != Path::new(UNIT_STATE_DIRECTORY) {
         return;
     }
     // Only root creates root-owned files, so no euid check is needed: as another user the
@@ -215,22 +204,6 @@ fn audit_cli(store_path: &Path, done: &[(&'static str, String)]) {
         ));
     }
     log.close();
-}
-
-/// `HOME_DATA_DIR`, else systemd's `STATE_DIRECTORY`, else (as the server's config) `./data`,
-/// except on a packaged install ([`installed_system`]): the service's `/var/lib/home-mcp`.
-fn data_dir(env: &dyn Fn(&str) -> Option<String>, installed: bool) -> PathBuf {
-    env("HOME_DATA_DIR")
-        .filter(|d| !d.trim().is_empty())
-        .or_else(|| env("STATE_DIRECTORY").and_then(|d| d.split(':').next().map(str::to_string)))
-        .map(|d| PathBuf::from(d.trim()))
-        .unwrap_or_else(|| {
-            PathBuf::from(if installed {
-                INSTALLED_DATA_DIR
-            } else {
-                DEFAULT_DATA_DIR
-            })
-        })
 }
 
 fn create_dir_private(dir: &Path) -> std::io::Result<()> {
@@ -544,20 +517,4 @@ pub fn first_run_hint(store: &dyn KeyStore) -> Option<String> {
          (the key is printed once, on that terminal)"
             .into(),
     )
-}
-
-#[cfg(test)]
-mod data_dir_tests {
-    use super::*;
-
-    #[test]
-    fn data_dir_defaults_to_the_service_store_only_when_installed() {
-        let none = |_: &str| None;
-        assert_eq!(data_dir(&none, false), PathBuf::from("./data"));
-        assert_eq!(data_dir(&none, true), PathBuf::from(INSTALLED_DATA_DIR));
-        let state = |k: &str| (k == "STATE_DIRECTORY").then(|| "/srv/state:/x".to_string());
-        assert_eq!(data_dir(&state, true), PathBuf::from("/srv/state"));
-        let home = |k: &str| (k == "HOME_DATA_DIR").then(|| "/srv/home".to_string());
-        assert_eq!(data_dir(&home, true), PathBuf::from("/srv/home"));
-    }
 }

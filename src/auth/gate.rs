@@ -359,22 +359,27 @@ impl Denial {
         }
     }
 
-    /// The spec §7.1 object.
-    pub fn rest_body(&self) -> Value {
-        json!({"error": {
-            "code": self.code.as_str(),
-            "message": self.message,
-            "details": {"key_id": self.key_id},
-        }})
+    /// The spec's error object (§7.1), `details.key_id` the masked key id (`null` without one).
+    pub fn api_error(&self) -> crate::error::ApiError {
+        crate::error::ApiError::new(self.code.as_str(), &self.message)
+            .with("key_id", self.key_id.clone())
     }
 
-    /// The `error` member of the JSON-RPC refusal.
-    pub fn rpc_error(&self) -> Value {
-        json!({
-            "code": self.code.rpc_code(),
-            "message": self.code.as_str(),
-            "data": {"details": self.message, "code": self.code.as_str(), "key_id": self.key_id},
-        })
+    /// The §7.1 body `{"error": {code, message, details}}` ([`Denial::api_error`]).
+    pub fn rest_body(&self) -> Value {
+        self.api_error().body()
+    }
+
+    /// The `error` member of the JSON-RPC refusal: its code, the §7.1 code as the message,
+    /// and in `data` the message (`details`), the §7.1 `code` and `key_id`.
+    pub fn rpc_error(&self) -> crate::mcp::jsonrpc::ErrorObject {
+        let error = crate::mcp::RpcError {
+            code: self.code.rpc_code(),
+            message: self.code.as_str().into(),
+            details: Some(self.message.clone()),
+        };
+        crate::mcp::jsonrpc::ErrorObject::from(error)
+            .with_data(json!({"code": self.code.as_str(), "key_id": self.key_id}))
     }
 
     /// The JSON-RPC refusal of the requests `ids` as JSON text (one error per request of a

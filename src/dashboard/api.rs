@@ -34,7 +34,7 @@ impl ApiAnswer {
     pub fn error(status: u16, code: &str, message: impl Into<String>) -> Self {
         Self {
             status,
-            body: json!({"error": {"code": code, "message": message.into(), "details": {}}}),
+            body: crate::error::ApiError::new(code, message).body(),
         }
     }
 }

@@ -43,14 +43,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::Read;
 use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{Answer, Ctx};
+use super::{api_error, invalid, Answer, Ctx};
 use crate::audit::{AuditLog, Entry, Query};
 use crate::auth::gate::{Gate, Principal};
 use crate::auth::keys::{self, audit_target as target, CreateError, Fields, FindError};
@@ -97,20 +96,8 @@ impl fmt::Debug for AdminContext {
     }
 }
 
-/// The §7.1 error object with a status.
-fn error(status: u16, code: &str, message: impl Into<String>, details: Value) -> Answer {
-    Answer::json(
-        status,
-        &json!({"error": {"code": code, "message": message.into(), "details": details}}),
-    )
-}
-
-fn invalid(message: impl Into<String>) -> Answer {
-    error(400, "INVALID_PARAMETERS", message, json!({}))
-}
-
 fn not_found(message: impl Into<String>, key_id: Option<&str>) -> Answer {
-    error(
+    api_error(
         404,
         "NOT_FOUND",
         message,
@@ -118,24 +105,20 @@ fn not_found(message: impl Into<String>, key_id: Option<&str>) -> Answer {
     )
 }
 
-fn method_not_allowed(allow: &'static str) -> Answer {
-    error(405, "METHOD_NOT_ALLOWED", format!("use {allow}"), json!({})).with_header("Allow", allow)
-}
-
 fn store_error(e: &StoreError, key_id: Option<&str>) -> Answer {
     let details = json!({"key_id": key_id.map(mask)});
     match e {
-        StoreError::ReadOnly => error(
+        StoreError::ReadOnly => api_error(
             409,
             "READ_ONLY",
             "the key store is read-only (HOME_KEY_BACKEND=env); change HOME_API_KEYS instead",
             details,
         ),
-        StoreError::NotFound => error(404, "NOT_FOUND", "no such key", details),
-        StoreError::Exists => error(409, "CONFLICT", "a key with this id exists", details),
+        StoreError::NotFound => api_error(404, "NOT_FOUND", "no such key", details),
+        StoreError::Exists => api_error(409, "CONFLICT", "a key with this id exists", details),
         e => {
             log::error!("admin API: {e}");
-            error(500, "INTERNAL_ERROR", e.to_string(), details)
+            api_error(500, "INTERNAL_ERROR", e.to_string(), details)
         }
     }
 }
@@ -156,23 +139,23 @@ pub(crate) fn handle(
     match path {
         "/admin/api/keys" => match method {
             Get => list_keys(&admin),
-            Post => match read_json(ctx, request) {
+            Post => match super::json_body(ctx, request) {
                 Ok(body) => create_key(&admin, principal, body),
                 Err(a) => a,
             },
-            _ => method_not_allowed("GET, POST"),
+            _ => super::method_not_allowed("GET, POST"),
         },
         "/admin/status" => match method {
             Get => status(ctx, &admin),
-            _ => method_not_allowed("GET"),
+            _ => super::method_not_allowed("GET"),
         },
         "/admin/rate-limits" => match method {
             Get => rate_limits(&admin),
-            _ => method_not_allowed("GET"),
+            _ => super::method_not_allowed("GET"),
         },
         "/admin/api/audit" => match method {
             Get => audit(&admin, query),
-            _ => method_not_allowed("GET"),
+            _ => super::method_not_allowed("GET"),
         },
         "/admin/api/stop" => match method {
             Get => Answer::json(200, &json!({"stop": admin.house.stop_shown().to_json()})),
@@ -194,42 +177,15 @@ pub(crate) fn handle(
             };
             let id = id.into_owned();
             match method {
-                Put => match read_json(ctx, request) {
+                Put => match super::json_body(ctx, request) {
                     Ok(body) => update_key(&admin, principal, &id, body),
                     Err(a) => a,
                 },
                 Delete => delete_key(&admin, principal, &id),
-                _ => method_not_allowed("PUT, DELETE"),
+                _ => super::method_not_allowed("PUT, DELETE"),
             }
         }
     }
-}
-
-/// Reads at most `max_body_bytes` and parses JSON (400 otherwise).
-fn read_json(ctx: &Ctx, request: &mut tiny_http::Request) -> Result<Value, Answer> {
-    let limit = ctx.config.max_body_bytes;
-    let too_large = || {
-        error(
-            413,
-            "PAYLOAD_TOO_LARGE",
-            format!("request body exceeds the limit of {limit} bytes"),
-            json!({"limit": limit}),
-        )
-    };
-    if request.body_length().is_some_and(|n| n > limit) {
-        return Err(too_large());
-    }
-    let mut body = Vec::new();
-    match request
-        .as_reader()
-        .take(limit as u64 + 1)
-        .read_to_end(&mut body)
-    {
-        Ok(_) if body.len() > limit => return Err(too_large()),
-        Ok(_) => {}
-        Err(e) => return Err(invalid(format!("could not read the request body: {e}"))),
-    }
-    serde_json::from_slice(&body).map_err(|e| invalid(format!("the body is not valid JSON: {e}")))
 }
 
 /// A key as the admin API shows it: every field, the id masked, never the secret.
@@ -273,7 +229,7 @@ fn resolve_devices(admin: &AdminContext, entries: Vec<String>) -> Result<Vec<Str
         return Ok(entries);
     }
     keys::resolve_allowed_devices(&admin.house.home(), &entries).map_err(|(message, records)| {
-        error(
+        api_error(
             400,
             "INVALID_PARAMETERS",
             message,
@@ -407,7 +363,7 @@ fn create_key(admin: &AdminContext, principal: Option<&Principal>, body: Value) 
                 CreateError::Store(StoreError::ReadOnly) => {
                     store_error(&StoreError::ReadOnly, None)
                 }
-                e => error(500, "INTERNAL_ERROR", e.to_string(), json!({})),
+                e => api_error(500, "INTERNAL_ERROR", e.to_string(), json!({})),
             };
             let name = fields.name.as_deref().unwrap_or("(new key)");
             record(admin, principal, "key.create", name, &code_of(&a), started);
@@ -420,7 +376,7 @@ fn create_key(admin: &AdminContext, principal: Option<&Principal>, body: Value) 
 fn lookup(admin: &AdminContext, id: &str) -> Result<ApiKey, Answer> {
     keys::find(admin.gate.store().as_ref(), id).map_err(|e| match e {
         FindError::NotFound => not_found(format!("no key {}", mask(id)), Some(id)),
-        FindError::Ambiguous(n) => error(
+        FindError::Ambiguous(n) => api_error(
             409,
             "CONFLICT",
             format!("{} matches {n} keys; give the full id", mask(id)),
@@ -452,7 +408,7 @@ fn update_key(
         Err(a) => return a,
     };
     if body.active == Some(false) && own_key(principal, &key) {
-        let a = error(
+        let a = api_error(
             409,
             "CONFLICT",
             "you cannot deactivate the key this request uses (you would lock yourself out); \
@@ -534,7 +490,7 @@ fn delete_key(admin: &AdminContext, principal: Option<&Principal>, id: &str) -> 
     let t = target(&key);
     if own_key(principal, &key) {
         record(admin, principal, "key.delete", &t, "CONFLICT", started);
-        return error(
+        return api_error(
             409,
             "CONFLICT",
             "you cannot delete the key this request uses (you would lock yourself out); use \
@@ -725,6 +681,6 @@ fn audit(admin: &AdminContext, query: &str) -> Answer {
     match log.query(&q) {
         Ok(entries) => Answer::json(200, &json!({ "entries": entries })),
         Err(crate::audit::AuditError::InvalidQuery(m)) => invalid(m),
-        Err(e) => error(500, "INTERNAL_ERROR", e.to_string(), json!({})),
+        Err(e) => api_error(500, "INTERNAL_ERROR", e.to_string(), json!({})),
     }
 }

@@ -17,7 +17,7 @@
 //! | `GET`/`HEAD` | 200 (or 304) |
 //! | other methods | 405 `METHOD_NOT_ALLOWED` + `Allow: GET, HEAD` |
 
-use super::{rest_error, Answer};
+use super::Answer;
 
 /// One embedded file.
 #[derive(Debug, Clone, Copy)]
@@ -90,17 +90,12 @@ pub(crate) fn serve(
             let mut a = if fresh {
                 Answer::empty(304)
             } else {
-                Answer {
-                    status: 200,
-                    content_type: Some(asset.content_type),
-                    headers: Vec::new(),
-                    body: asset.body.as_bytes().to_vec(),
-                }
+                Answer::with_body(200, asset.content_type, asset.body.as_bytes().to_vec())
             };
             a = a.with_header("ETag", tag);
             a.with_header("Cache-Control", "no-cache")
         }
-        _ => rest_error(405, "METHOD_NOT_ALLOWED", "use GET").with_header("Allow", "GET, HEAD"),
+        _ => super::method_not_allowed("GET, HEAD"),
     };
     SECURITY_HEADERS
         .iter()

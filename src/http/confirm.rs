@@ -30,7 +30,7 @@ use std::time::Instant;
 use super::assets::{self, SECURITY_HEADERS};
 use super::{header, rest_error, Answer};
 use crate::home::Secret;
-use crate::tools::password::{self, PageError, PasswordPages, MAX_PASSWORD, PATH_PREFIX};
+use crate::mcp::password::{self, PageError, PasswordPages, MAX_PASSWORD, PATH_PREFIX};
 
 /// Largest form body taken (bytes).
 pub const MAX_FORM_BYTES: usize = 4096;
@@ -61,8 +61,7 @@ pub(crate) fn handle(
                 Err(e) => page_error(e),
             },
             tiny_http::Method::Post => post(pages, request, id),
-            _ => rest_error(405, "METHOD_NOT_ALLOWED", "use GET or POST")
-                .with_header("Allow", "GET, POST"),
+            _ => super::method_not_allowed("GET, POST"),
         }
     };
     SECURITY_HEADERS
@@ -87,18 +86,16 @@ fn post(pages: &PasswordPages, request: &mut tiny_http::Request, id: &str) -> An
             "send the page's form (application/x-www-form-urlencoded)",
         );
     }
-    let body = match super::mcp::read_body(request, MAX_FORM_BYTES) {
-        Ok(b) => b,
-        Err(_) => {
+    let text = match super::body::text(request, MAX_FORM_BYTES) {
+        Ok(text) => text,
+        Err(super::body::BodyError::TooLarge { .. }) => {
             return rest_error(
                 413,
                 "PAYLOAD_TOO_LARGE",
                 &format!("the form exceeds {MAX_FORM_BYTES} bytes"),
             )
         }
-    };
-    let Ok(text) = String::from_utf8(body) else {
-        return rest_error(400, "INVALID_REQUEST", "the form is not UTF-8");
+        Err(e) => return rest_error(400, "INVALID_REQUEST", &e.to_string()),
     };
     let Ok(params) = crate::auth::oauth::Params::parse(&text) else {
         return rest_error(400, "INVALID_REQUEST", "the form cannot be read");
@@ -151,12 +148,7 @@ fn page_error(e: PageError) -> Answer {
 }
 
 fn html(status: u16, body: &str) -> Answer {
-    Answer {
-        status,
-        content_type: Some("text/html; charset=utf-8"),
-        headers: Vec::new(),
-        body: body.as_bytes().to_vec(),
-    }
+    Answer::with_body(status, "text/html; charset=utf-8", body.as_bytes().to_vec())
 }
 
 fn head(title: &str) -> String {

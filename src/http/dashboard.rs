@@ -8,7 +8,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::{deny, Answer, Ctx, Handled};
+use super::{deny, rest_error, Answer, Ctx, Handled};
 use crate::auth::gate::{Action, Principal};
 use crate::dashboard::{api, asset, ws, CSP};
 
@@ -27,11 +27,6 @@ pub(crate) fn is_dashboard(path: &str) -> bool {
 /// Whether `path` needs a key: the API and the WebSocket (the page's assets do not).
 pub(crate) fn is_gated(path: &str) -> bool {
     path == WS_PATH || path == "/dashboard/api" || path.starts_with("/dashboard/api/")
-}
-
-/// The §7.1 error object (with empty `details`).
-fn rest_error(status: u16, code: &str, message: &str) -> Answer {
-    Answer::json(status, &api::ApiAnswer::error(status, code, message).body)
 }
 
 fn secure(answer: Answer) -> Answer {
@@ -57,10 +52,7 @@ pub(crate) fn handle(
         request.method(),
         tiny_http::Method::Get | tiny_http::Method::Head
     ) {
-        return secure(
-            rest_error(405, "METHOD_NOT_ALLOWED", "use GET").with_header("Allow", "GET"),
-        )
-        .into();
+        return secure(super::method_not_allowed("GET")).into();
     }
     if path == ACCESS_PATH {
         // The gate's own answer (development level on loopback: no key), nothing else.
@@ -131,12 +123,11 @@ pub(crate) fn handle(
         return secure(rest_error(404, "NOT_FOUND", "no route for /dashboard/api")).into();
     }
     match asset(path.trim_start_matches("/dashboard/")) {
-        Some((content_type, body)) => secure(Answer {
-            status: 200,
-            content_type: Some(content_type),
-            headers: Vec::new(),
-            body: body.as_bytes().to_vec(),
-        })
+        Some((content_type, body)) => secure(Answer::with_body(
+            200,
+            content_type,
+            body.as_bytes().to_vec(),
+        ))
         .into(),
         None => secure(rest_error(
             404,

@@ -20,11 +20,6 @@ use super::{Answer, Ctx, Handled};
 use crate::mcp::jsonrpc::{self, Incoming, Message};
 use crate::mcp::Outlet;
 
-fn method_not_allowed(allow: &'static str) -> Answer {
-    super::rest_error(405, "METHOD_NOT_ALLOWED", &format!("use {allow}"))
-        .with_header("Allow", allow)
-}
-
 /// `GET /sse`.
 pub(crate) fn open(
     ctx: &Arc<Ctx>,
@@ -32,7 +27,7 @@ pub(crate) fn open(
     auth: Option<&crate::auth::gate::Principal>,
 ) -> Handled {
     if request.method() != &tiny_http::Method::Get {
-        return method_not_allowed("GET").into();
+        return super::method_not_allowed("GET").into();
     }
     let Some(permit) = ctx.pool.acquire() else {
         return too_many_streams().into();
@@ -108,7 +103,7 @@ pub(crate) fn message(
     auth: Option<&crate::auth::gate::Principal>,
 ) -> Answer {
     if request.method() != &tiny_http::Method::Post {
-        return method_not_allowed("POST");
+        return super::method_not_allowed("POST");
     }
     let body = match read_body(request, ctx.config.max_body_bytes) {
         Ok(b) => b,
@@ -147,14 +142,13 @@ fn message_inner(
     }
     if let Ok(Incoming::Batch(items)) = &incoming {
         if let Some(refusal) = ctx.mcp.batch_refusal(state.version, items.len()) {
-            return Answer::json_text(400, refusal.to_json());
+            return super::mcp::refused(400, refusal);
         }
     }
     // A refusal is answered on this POST (401/403/429), not on the stream.
-    if let Some(denied) = super::mcp::denied(ctx, auth, "sse", &incoming) {
-        return denied;
+    if let Err(refused) = super::mcp::authorize(ctx, auth, "sse", &mut incoming) {
+        return refused;
     }
-    super::mcp::gate_batch(ctx, auth, "sse", &mut incoming);
     state.caller = auth.map(crate::auth::gate::Principal::caller);
     state.origin = Some(super::origin_of(ctx, request));
     let slow = matches!(&incoming, Ok(Incoming::Single(Ok(Message::Request(r))))
@@ -177,12 +171,7 @@ fn message_inner(
     } else {
         run();
     }
-    Answer {
-        status: 202,
-        content_type: Some("text/plain"),
-        headers: Vec::new(),
-        body: b"Accepted".to_vec(),
-    }
+    Answer::with_body(202, "text/plain", b"Accepted".to_vec())
 }
 
 #[cfg(test)]

@@ -1,61 +1,57 @@
-//! `/mcp`: the Streamable HTTP transport (MCP 2025-03-26 to 2025-11-25 with sessions, and
-//! 2026-07-28 without).
+//! `/mcp`: the Streamable HTTP transport, one path for both protocol eras: 2024-11-05 to
+//! 2025-11-25 in sessions (`initialize` creates one; its id travels in `Mcp-Session-Id`), and
+//! the stateless 2026-07-28 revision. The era is data read from the message once
+//! ([`McpServer::era`](crate::mcp::McpServer::era)), never a path of its own.
 //!
-//! A POST whose request is modern ([`McpServer::is_modern`](crate::mcp::McpServer::is_modern):
-//! `_meta` names its version, its method is `server/discover` or `subscriptions/listen`, or
-//! it has no session and `MCP-Protocol-Version` names 2026-07-28 or a version nobody knows) is
-//! served without a session (an `Mcp-Session-Id` it carries is ignored): the standard headers
-//! are checked against the body (400 `HeaderMismatch` -32020), then `_meta` (400 with -32602,
-//! or -32022 listing the supported versions); an unknown or removed method is 404 with
-//! -32601. `subscriptions/listen` is answered by a long-lived SSE stream (acknowledgement,
-//! then the notifications it opted into, keep-alive comments); a `tools/call` or
-//! `prompts/get` that asked for progress or log messages gets an SSE answer carrying them
-//! before its response. Everything below is the session flow of the older versions.
+//! A `POST` lives in [`post`], top to bottom:
+//! 1. The body is read once ([`super::body`]; **413** beyond `max_body_bytes`, never read).
+//! 2. `Accept` picks the answer format: `application/json` one JSON body, `text/event-stream`
+//!    an SSE body (`event: message`, `id:`, `data: <json>` per response, then the stream
+//!    ends); the first listed wins; missing, `*/*` or `application/*` give JSON; anything else
+//!    **406**. `Content-Type` must be `application/json` (**415**).
+//! 3. The message is parsed once and its era read ([`Post::read`]). A stateless request (its
+//!    `_meta` names its version, its method is `server/discover` or `subscriptions/listen`, or
+//!    it has no session and `MCP-Protocol-Version` names 2026-07-28 or a version nobody knows)
+//!    is served without a session (an `Mcp-Session-Id` it carries is ignored) once its
+//!    standard headers agree with its body (**400** `HeaderMismatch` -32020) and its `_meta`
+//!    is valid (**400** with -32602, or -32022 listing the supported versions); a
+//!    notification of that era is accepted and dropped (**202**). In a session:
+//!    `MCP-Protocol-Version`, when present, must be a version the handshake knows (**400**
+//!    -32022; without it the session's applies), `Mcp-Session-Id` must be known (**404** when
+//!    unknown, expired, deleted or another key's), a batch must be allowed (**400**, see
+//!    [`McpServer::batch_refusal`](crate::mcp::McpServer::batch_refusal)).
+//! 4. The gate authorises each request once ([`authorize`]).
+//! 5. A session is required, except for `initialize` and the stateless era (**400**).
+//! 6. The core serves it once. A single `tools/call` or `prompts/get` that may send messages
+//!    before its answer ([`Post::may_send_first`]) is answered, when `Accept` lists SSE, as a
+//!    live SSE stream on its own thread: `retry:` and a priming event (sessions), the
+//!    handler's progress and log notifications and its requests to the client as they
+//!    happen, then the response. In a session every event is also kept for `Last-Event-ID`
+//!    replay and goes to the session's GET stream once the client went away; the client's
+//!    answers arrive as separate POSTs (202) and are routed by id to the waiting call.
+//!    `subscriptions/listen` is a long-lived stream (the acknowledgement, the notifications it
+//!    opted into, keep-alive comments; **406** without SSE, **503** without a stream slot).
+//! 7. The reply is rendered once ([`render`]): **202** without a body for notifications and
+//!    client responses; in a session **400** for a parse error or an invalid message without
+//!    id, else **200**, and a successful `initialize` creates the session (its id in
+//!    `Mcp-Session-Id`; **429** over the client's session cap); stateless, **404** for an
+//!    unknown or removed method (-32601), **400** for -32020, -32021 and -32022, else **200**.
 //!
-//! Checks, in order, each failing with a JSON-RPC error body. A refusal of a POST carries the
-//! id of the request in its body, or one error per request of a batch with its id ([`echo_ids`]:
-//! the router's Host, Origin and gate refusals too); `id: null` only where no id can be read:
-//! GET and DELETE, a body that is not JSON or holds no request, a batch longer than
-//! `max_batch_items`, and a body over the limit (**413**, never read). The body is read before
-//! the checks of step 5: tiny_http's connection thread has already buffered it within the
-//! limit, so reading it costs a copy, and reading its ids one pass that keeps nothing else.
-//! 1. `Origin`, if present, must be loopback, match the request's Host, or be listed in
-//!    [`HttpConfig::allowed_origins`](super::HttpConfig::allowed_origins): else **403** (checked
-//!    by the router, before authentication, with `origin_allowed`).
-//! 2. Method: `GET`, `POST` and `DELETE`; anything else **405** with
-//!    `Allow: GET, POST, DELETE`.
-//! 3. `DELETE` needs `Mcp-Session-Id` (**400** without): **200** when it ended a session (its
-//!    streams end too), **404** for an unknown one.
-//! 4. `GET` opens the session's server-to-client stream: `Accept` must list
-//!    `text/event-stream` (**406**), `MCP-Protocol-Version` as for POST (**400**),
-//!    `Mcp-Session-Id` is required (**400**) and must be known (**404**); **503** when
-//!    `max_streams` streams run. The stream starts with `retry:` and a priming event (an `id:`
-//!    and empty data), replays the session's buffered events after `Last-Event-ID` (same
-//!    stream only), then carries the messages not tied to a request, with keep-alive comments
-//!    when idle. It runs on its own thread (see [`super::stream`]).
-//! 5. `POST`: `Accept` picks the answer format: `application/json` gives one JSON body,
-//!    `text/event-stream` an SSE body (`event: message`, `id:`, `data: <json>` per response,
-//!    then the stream ends); when both are listed the first wins; missing, `*/*` or
-//!    `application/*` give JSON; anything else **406**. `Content-Type` must be
-//!    `application/json` (**415**). `MCP-Protocol-Version`, when present, must be a supported
-//!    version (**400**); when missing the session's negotiated version applies. A known
-//!    `Mcp-Session-Id` is required except for `initialize` (**400** when missing, **404** when
-//!    unknown, expired or deleted). The body is read first, up to `max_body_bytes` (**413**
-//!    beyond, before the other checks, never reading more than the limit plus one byte).
-//! 6. The message goes to [`McpServer`](crate::mcp::McpServer). Notifications and client
-//!    responses get **202** with no body; a parse error or an invalid message without id
-//!    **400**; everything else **200**. A successful `initialize` without a session creates one
-//!    and returns its id in `Mcp-Session-Id`.
-//! 7. A single `tools/call` or `prompts/get` on a session whose `Accept` lists SSE is answered
-//!    as a live SSE stream on its own thread: `retry:`, a priming event, then the handler's
-//!    progress and log notifications and its requests to the client (elicitation, sampling) as
-//!    they happen, then the response, then the stream ends. The client's answers arrive as
-//!    separate POSTs (202) and are routed by id to the waiting call. Every event is also kept
-//!    in the session's replay buffer, and if the client goes away mid-call the rest goes to the
-//!    session's GET stream. Requests answered in JSON get the session's GET stream as their
-//!    peer.
-
-use std::io::Read;
+//! A refusal carries the id of the request in its body, or one error per request of a batch
+//! ([`echo_ids`]; the router's Host, Origin and gate refusals too); `id: null` only where no
+//! id can be read (GET and DELETE, a body that is not JSON or holds no request, a batch
+//! longer than `max_batch_items`, a body over the limit).
+//!
+//! `GET` opens a session's server-to-client stream: `Accept` must list `text/event-stream`
+//! (**406**), `MCP-Protocol-Version` as above (**400**), `Mcp-Session-Id` is required
+//! (**400**) and must be known (**404**); **503** when `max_streams` streams run. It starts
+//! with `retry:` and a priming event, replays the session's buffered events after
+//! `Last-Event-ID` (same stream only), then carries the messages not tied to a request, with
+//! keep-alive comments when idle, on its own thread (see [`super::stream`]). `DELETE` ends a
+//! session and its streams (**200**; **400** without `Mcp-Session-Id`, **404** for an unknown
+//! one). Other methods **405** with `Allow: GET, POST, DELETE`. `Origin` is checked by the
+//! router for every route ([`origin_allowed`]: loopback, the request's own host, or
+//! [`HttpConfig::allowed_origins`](super::HttpConfig::allowed_origins); else **403**).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -63,8 +59,8 @@ use std::time::Duration;
 use super::stream::{run_detached, Outbox, SseWriter};
 use super::{header, host_name, is_loopback_name, Answer, Ctx, Handled};
 use crate::auth::gate::{Action, Principal};
-use crate::mcp::jsonrpc::{self, Incoming, Message, RequestIds, Response};
-use crate::mcp::{Outlet, ProtocolVersion, Reply, RpcError, SessionState};
+use crate::mcp::jsonrpc::{self, Incoming, Message, Outcome, Params, RequestIds, Response};
+use crate::mcp::{modern, Era, Outlet, PeerHandle, ProtocolVersion, Reply, RpcError, SessionState};
 
 /// Answer format chosen from `Accept`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,17 +69,24 @@ enum Format {
     Sse,
 }
 
-/// A JSON-RPC error body with `id: null` and the given HTTP status.
+/// A refusal before the message is served: a JSON-RPC error with the given HTTP status,
+/// addressed to the requests of the body by [`echo_ids`].
 fn rpc_error(status: u16, code: i64, message: &str, details: impl Into<String>) -> Answer {
-    let response = Response::error(
-        None,
-        RpcError {
-            code,
-            message: message.to_string(),
-            details: Some(details.into()),
-        },
-    );
-    Answer::json_text(status, response.to_json())
+    let error = RpcError {
+        code,
+        message: message.to_string(),
+        details: Some(details.into()),
+    };
+    Answer::refusal(status, error.into())
+}
+
+/// An error `response` decided before the message is served (by the era's rules or the
+/// core), with `status`: addressed like [`rpc_error`] when it has no id.
+pub(crate) fn refused(status: u16, response: Response) -> Answer {
+    match response.outcome {
+        Outcome::Error(error) if response.id.is_none() => Answer::refusal(status, error),
+        _ => Answer::json_text(status, response.to_json()),
+    }
 }
 
 /// 403 with a JSON-RPC error body without id.
@@ -102,44 +105,6 @@ pub(crate) fn session_not_found() -> Answer {
         "Session not found",
         "unknown, expired or deleted Mcp-Session-Id; initialize a new session",
     )
-}
-
-/// Handles one request to `/mcp`.
-pub(crate) fn handle(
-    ctx: &Arc<Ctx>,
-    request: &mut tiny_http::Request,
-    auth: Option<&Principal>,
-) -> Handled {
-    // Origin (DNS rebinding, cross-site requests) is checked by the router for every route.
-    match request.method() {
-        tiny_http::Method::Post => post(ctx, request, auth),
-        tiny_http::Method::Get => get(ctx, request, auth),
-        tiny_http::Method::Delete => delete(ctx, request, auth).into(),
-        _ => rpc_error(
-            405,
-            RpcError::INVALID_REQUEST,
-            "Method Not Allowed",
-            "use POST for messages, GET for the server's stream and DELETE to end a session",
-        )
-        .with_header("Allow", "GET, POST, DELETE")
-        .into(),
-    }
-}
-
-fn delete(ctx: &Ctx, request: &tiny_http::Request, auth: Option<&Principal>) -> Answer {
-    let id = header(request, "Mcp-Session-Id").map(str::trim);
-    let theirs = id
-        .and_then(|id| ctx.mcp.sessions().touch(id, "http"))
-        .is_some_and(|state| !owns(&state, auth));
-    match id {
-        None => bad_request("Mcp-Session-Id header is required"),
-        Some(_) if theirs => session_not_found(),
-        Some(id) if ctx.mcp.sessions().remove(id) => {
-            ctx.drop_outbox(id);
-            Answer::empty(200)
-        }
-        Some(_) => session_not_found(),
-    }
 }
 
 fn not_acceptable(details: &str) -> Answer {
@@ -166,6 +131,621 @@ pub(crate) fn too_many_streams() -> Answer {
         "too many open streams; retry later",
     )
     .with_header("Retry-After", "5")
+}
+
+/// 413 naming the limit.
+pub(crate) fn too_large(limit: usize) -> Answer {
+    rpc_error(
+        413,
+        RpcError::INVALID_REQUEST,
+        "Payload Too Large",
+        format!("request body exceeds the limit of {limit} bytes"),
+    )
+}
+
+/// The body of a POST to an MCP route ([`super::body::read`]): 413 beyond `limit`, 400 when
+/// it cannot be read, as JSON-RPC errors.
+pub(crate) fn read_body(request: &mut tiny_http::Request, limit: usize) -> Result<Vec<u8>, Answer> {
+    super::body::read(request, limit).map_err(|e| match e {
+        super::body::BodyError::TooLarge { limit } => too_large(limit),
+        e => bad_request(e.to_string()),
+    })
+}
+
+/// Gives a refusal ([`Answer::refusal`]) the ids of the requests in the `body` it refuses:
+/// the request's id, or one error per request of a batch, each with its id (see
+/// [`jsonrpc::request_ids`]: one pass over the body that keeps nothing else; a batch longer
+/// than `max_batch_items` keeps its single `null` error, so a refusal is never longer than
+/// that many errors). Every other answer is returned as it is. The one place the
+/// transports' and the gate's refusals get their ids, whichever check refused.
+pub(crate) fn echo_ids(ctx: &Ctx, answer: Answer, body: &[u8]) -> Answer {
+    if answer.refusal.is_none() {
+        return answer;
+    }
+    answer.addressed(&jsonrpc::request_ids(body, ctx.mcp.max_batch_items()))
+}
+
+/// Handles one request to `/mcp`.
+pub(crate) fn handle(
+    ctx: &Arc<Ctx>,
+    request: &mut tiny_http::Request,
+    auth: Option<&Principal>,
+) -> Handled {
+    // Origin (DNS rebinding, cross-site requests) is checked by the router for every route.
+    match request.method() {
+        tiny_http::Method::Post => post(ctx, request, auth),
+        tiny_http::Method::Get => get(ctx, request, auth),
+        tiny_http::Method::Delete => delete(ctx, request, auth).into(),
+        _ => rpc_error(
+            405,
+            RpcError::INVALID_REQUEST,
+            "Method Not Allowed",
+            "use POST for messages, GET for the server's stream and DELETE to end a session",
+        )
+        .with_header("Allow", "GET, POST, DELETE")
+        .into(),
+    }
+}
+
+/// `POST /mcp`: the life of one message, top to bottom (the steps of the module docs).
+fn post(ctx: &Arc<Ctx>, request: &mut tiny_http::Request, auth: Option<&Principal>) -> Handled {
+    // 1. The body, read once.
+    let body = match read_body(request, ctx.config.max_body_bytes) {
+        Ok(body) => body,
+        Err(refused) => return refused.into(),
+    };
+    match exchange(ctx, request, auth, &body) {
+        Ok(answer) => echo_ids(ctx, answer, &body).into(),
+        Err(stream) => stream,
+    }
+}
+
+/// Steps 2 to 7 of [`post`] for `body`; `Err` when a stream takes the request over.
+fn exchange(
+    ctx: &Arc<Ctx>,
+    request: &tiny_http::Request,
+    auth: Option<&Principal>,
+    body: &[u8],
+) -> Result<Answer, Handled> {
+    // 2. What the client accepts and sends.
+    let accept = header(request, "Accept");
+    let Some(format) = negotiate(accept) else {
+        return Ok(not_acceptable(
+            "Accept must include application/json or text/event-stream",
+        ));
+    };
+    let content_type = header(request, "Content-Type").unwrap_or("");
+    let media = content_type.split(';').next().unwrap_or("").trim();
+    if !media.eq_ignore_ascii_case("application/json") {
+        return Ok(rpc_error(
+            415,
+            RpcError::INVALID_REQUEST,
+            "Unsupported Media Type",
+            "Content-Type must be application/json",
+        ));
+    }
+    // 3. Parsed once, its era read.
+    let mut post = match Post::read(ctx, request, auth, body) {
+        Ok(post) => post,
+        Err(refused) => return Ok(refused),
+    };
+    // 4. Authorised once.
+    if let Err(refused) = authorize(ctx, auth, "http", &mut post.incoming) {
+        return Ok(refused);
+    }
+    // 5. In a session, except for `initialize` and the stateless era.
+    if post.era == Era::Session && post.state.id.is_none() && !post.is_initialize() {
+        return Ok(bad_request(
+            "Mcp-Session-Id header is required (except for initialize)",
+        ));
+    }
+    post.state.caller = auth.map(Principal::caller);
+    post.state.origin = Some(super::origin_of(ctx, request));
+    // 6. Served once: on a stream of its own, or here.
+    let sse_ok = accepts_sse(accept);
+    if let Some((r, meta)) = post.listen() {
+        if !sse_ok {
+            return Ok(not_acceptable(
+                "subscriptions/listen answers with an SSE stream; Accept must include \
+                 text/event-stream",
+            ));
+        }
+        let Some(permit) = ctx.pool.acquire() else {
+            return Ok(too_many_streams());
+        };
+        let (r, meta, caller) = (r.clone(), meta.clone(), post.state.caller.clone());
+        return Err(listen_stream(ctx, r, meta, permit, caller));
+    }
+    if sse_ok && post.may_send_first() {
+        return Err(stream_answer(ctx, post));
+    }
+    let Post {
+        incoming,
+        era,
+        mut state,
+    } = post;
+    let peer = state
+        .id
+        .as_deref()
+        .map(|id| ctx.mcp.peer(Some(id), ctx.outbox(id)));
+    let reply = dispatch(ctx, &mut state, incoming, era.clone(), peer);
+    // 7. Rendered once (after `initialize`, with the session it created).
+    let mut created = None;
+    if era == Era::Session && state.id.is_none() {
+        if let Some(version) = state.version {
+            let client = auth
+                .and_then(|p| p.ip)
+                .or(request.remote_addr().map(|a| a.ip()));
+            match ctx
+                .mcp
+                .sessions()
+                .create_for(Some(version), client, owner_of(auth))
+            {
+                Ok(id) => {
+                    state.id = Some(id.clone());
+                    created = Some(id);
+                }
+                Err(e @ crate::mcp::SessionError::TooMany(_)) => {
+                    log::info!("initialize from {client:?} refused: {e}");
+                    return Ok(too_many_sessions(&e));
+                }
+                Err(e) => {
+                    log::error!("{e}");
+                    let e = e.to_string();
+                    return Ok(rpc_error(
+                        500,
+                        RpcError::INTERNAL_ERROR,
+                        "Internal error",
+                        e,
+                    ));
+                }
+            }
+        }
+    }
+    ctx.mcp.sessions().update(&state);
+    Ok(render(&reply, &era, format, created))
+}
+
+/// A `POST /mcp` as read: the message parsed once, the era it is served in, and the state it
+/// is served with (its session's, or a fresh one).
+struct Post {
+    incoming: Result<Incoming, Response>,
+    era: Era,
+    state: SessionState,
+}
+
+impl Post {
+    /// Step 3 of [`post`]: `body` parsed once and its era read; `Err` is the refusal of the
+    /// era's own rules (see the module docs), or 202 for a stateless notification.
+    fn read(
+        ctx: &Ctx,
+        request: &tiny_http::Request,
+        auth: Option<&Principal>,
+        body: &[u8],
+    ) -> Result<Post, Answer> {
+        let incoming = jsonrpc::parse(body);
+        let declared = header(request, "MCP-Protocol-Version").map(|v| v.trim().to_string());
+        let session = match header(request, "Mcp-Session-Id") {
+            None => Ok(None),
+            Some(id) => ctx
+                .mcp
+                .sessions()
+                .touch(id.trim(), "http")
+                .filter(|state| owns(state, auth))
+                .map(Some)
+                .ok_or(()),
+        };
+        let mut state = match &session {
+            Ok(Some(state)) => state.clone(),
+            _ => SessionState::new("http"),
+        };
+        state.declared_version = declared.clone();
+        if let Ok(Incoming::Single(Ok(Message::Request(r)))) = &incoming {
+            let era = ctx.mcp.era(&state, r);
+            if era != Ok(Era::Session) {
+                if let Some(why) = header_mismatch(ctx, request, r, declared.as_deref()) {
+                    let mismatch = modern::header_mismatch(Some(r.id.clone()), why);
+                    return Err(Answer::json_text(400, mismatch.to_json()));
+                }
+                let era = era.map_err(|refusal| Answer::json_text(400, refusal.to_json()))?;
+                let mut state = SessionState::new("http");
+                state.declared_version = declared;
+                return Ok(Post {
+                    incoming,
+                    era,
+                    state,
+                });
+            }
+        }
+        if let Some(v) = declared.as_deref() {
+            let version = ProtocolVersion::parse(v);
+            if version.is_none_or(ProtocolVersion::is_modern) {
+                let notification = matches!(
+                    &incoming,
+                    Ok(Incoming::Single(Ok(Message::Notification(_))))
+                );
+                if version.is_some() && matches!(session, Ok(None)) && notification {
+                    // 2026-07-28 defines no client notifications over HTTP: accepted and
+                    // dropped.
+                    return Err(Answer::empty(202));
+                }
+                let id = match &incoming {
+                    Ok(Incoming::Single(Ok(Message::Request(r)))) => Some(r.id.clone()),
+                    _ => None,
+                };
+                return Err(refused(400, modern::unsupported_version(id, v)));
+            }
+        }
+        if session.is_err() {
+            return Err(session_not_found());
+        }
+        if let Ok(Incoming::Batch(items)) = &incoming {
+            if let Some(refusal) = ctx.mcp.batch_refusal(state.version, items.len()) {
+                return Err(refused(400, refusal));
+            }
+        }
+        Ok(Post {
+            incoming,
+            era: Era::Session,
+            state,
+        })
+    }
+
+    fn single(&self) -> Option<&jsonrpc::Request> {
+        match &self.incoming {
+            Ok(Incoming::Single(Ok(Message::Request(r)))) => Some(r),
+            _ => None,
+        }
+    }
+
+    fn is_initialize(&self) -> bool {
+        self.single().is_some_and(|r| r.method == "initialize")
+    }
+
+    /// A stateless `subscriptions/listen` and its `_meta`.
+    fn listen(&self) -> Option<(&jsonrpc::Request, &modern::RequestMeta)> {
+        match (self.single(), &self.era) {
+            (Some(r), Era::Stateless(meta)) if r.method == "subscriptions/listen" => {
+                Some((r, meta))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the one request may send notifications or requests before its answer, so that
+    /// an SSE answer carries them as they happen: a `tools/call` or `prompts/get` that asked
+    /// for progress (`_meta.progressToken`) or log messages (stateless: `_meta`'s log level;
+    /// in a session: the session's), or in a session whose client can be asked things
+    /// (`elicitation`, `sampling`; the stateless era asks through `input_required` instead).
+    /// Everything else is answered as plain JSON, which simple clients (curl, scripts) read
+    /// most easily.
+    fn may_send_first(&self) -> bool {
+        let Some(r) = self.single() else {
+            return false;
+        };
+        if !matches!(r.method.as_str(), "tools/call" | "prompts/get") {
+            return false;
+        }
+        let progress = match &r.params {
+            Some(Params::Object(p)) => p
+                .get("_meta")
+                .and_then(|m| m.get("progressToken"))
+                .is_some(),
+            _ => false,
+        };
+        let state = &self.state;
+        let caps = &state.client_capabilities;
+        match &self.era {
+            Era::Stateless(meta) => progress || meta.log_level.is_some(),
+            Era::Session => {
+                state.version.is_some()
+                    && state.id.is_some()
+                    && (progress
+                        || state.log_level.is_some()
+                        || caps.get("elicitation").is_some()
+                        || caps.get("sampling").is_some())
+            }
+        }
+    }
+}
+
+/// Step 6: the core's answer to the message, the one call into it for every era: a single
+/// request served in the era read from it ([`crate::mcp::McpServer::serve`]), any other
+/// message as a frame ([`crate::mcp::McpServer::handle_incoming_with_peer`]).
+fn dispatch(
+    ctx: &Ctx,
+    state: &mut SessionState,
+    incoming: Result<Incoming, Response>,
+    era: Era,
+    peer: Option<PeerHandle>,
+) -> Reply {
+    match incoming {
+        Ok(Incoming::Single(Ok(Message::Request(r)))) => {
+            Reply::Single(ctx.mcp.serve(state, r, era, &peer))
+        }
+        other => ctx.mcp.handle_incoming_with_peer(state, other, peer),
+    }
+}
+
+/// Step 7: the reply with the status of its era (see the module docs), as JSON or SSE, with
+/// the id of the session `initialize` `created`.
+fn render(reply: &Reply, era: &Era, format: Format, created: Option<String>) -> Answer {
+    let status = match (reply, era) {
+        (Reply::Empty, _) => return Answer::empty(202),
+        (Reply::Single(r), Era::Stateless(_)) => match r.error_code() {
+            Some(RpcError::METHOD_NOT_FOUND) => 404,
+            Some(
+                modern::HEADER_MISMATCH
+                | modern::MISSING_CLIENT_CAPABILITY
+                | modern::UNSUPPORTED_PROTOCOL_VERSION,
+            ) => 400,
+            _ => 200,
+        },
+        (Reply::Single(r), Era::Session) if r.id.is_none() => 400,
+        _ => 200,
+    };
+    let answer = match format {
+        Format::Json => Answer::json_text(status, reply.to_json().unwrap_or_default()),
+        Format::Sse => sse(reply, status),
+    };
+    match created {
+        Some(id) => answer.with_header("Mcp-Session-Id", id),
+        None => answer,
+    }
+}
+
+/// Step 6 on a stream of its own thread (the worker's when every stream slot is taken): the
+/// request's messages as they happen, then its response ([`AnswerStream`]).
+fn stream_answer(ctx: &Arc<Ctx>, post: Post) -> Handled {
+    let permit = ctx.pool.acquire();
+    let ctx = ctx.clone();
+    Handled::Take(Box::new(move |request, headers| {
+        run_detached("mcp-post-stream", permit, move || {
+            let Post {
+                incoming,
+                era,
+                mut state,
+            } = post;
+            let out = AnswerStream::start(&ctx, request, &headers, state.id.as_deref());
+            let peer = ctx.mcp.peer(state.id.as_deref(), out.clone());
+            let reply = dispatch(&ctx, &mut state, incoming, era, Some(peer));
+            ctx.mcp.sessions().update(&state);
+            if let Some(json) = reply.to_json() {
+                out.send(&json);
+            }
+            out.finish();
+        });
+    }))
+}
+
+/// The SSE answer to one request, written straight to its connection while the client reads
+/// it. In a session each event is first kept in the session's replay buffer (with an `id:`
+/// for `Last-Event-ID`) and, once the client went away, goes to the session's GET stream;
+/// stateless answers are not resumable (no ids, no priming event).
+struct AnswerStream {
+    writer: Mutex<Option<SseWriter>>,
+    /// The session's outbox and this stream's number in it.
+    replay: Option<(Arc<Outbox>, u64)>,
+}
+
+impl AnswerStream {
+    fn start(
+        ctx: &Ctx,
+        request: tiny_http::Request,
+        headers: &[(&'static str, String)],
+        session: Option<&str>,
+    ) -> Arc<Self> {
+        let replay = session.map(|id| {
+            let outbox = ctx.outbox(id);
+            let (stream, priming) = outbox.open_stream();
+            (outbox, stream, priming)
+        });
+        let writer = match SseWriter::start(request, headers) {
+            Ok(mut w) => {
+                let primed = replay.as_ref().is_none_or(|(_, _, priming)| {
+                    w.retry(ctx.config.retry_ms).is_ok() && w.event(Some(priming), None, "").is_ok()
+                });
+                primed.then_some(w)
+            }
+            Err(e) => {
+                log::debug!("an SSE answer could not start: {e}");
+                None
+            }
+        };
+        Arc::new(Self {
+            writer: Mutex::new(writer),
+            replay: replay.map(|(outbox, stream, _)| (outbox, stream)),
+        })
+    }
+
+    /// A comment (keep-alive); `false` once the client went away.
+    fn comment(&self, text: &str) -> bool {
+        let mut guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let ok = guard.as_mut().is_some_and(|w| w.comment(text).is_ok());
+        if !ok {
+            *guard = None;
+        }
+        ok
+    }
+
+    fn finish(&self) {
+        let writer = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(w) = writer {
+            w.finish();
+        }
+    }
+}
+
+impl Outlet for AnswerStream {
+    fn send(&self, message: &str) -> bool {
+        let id = self
+            .replay
+            .as_ref()
+            .map(|(outbox, stream)| outbox.record(*stream, message));
+        let mut guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(w) = guard.as_mut() {
+            if w.event(id.as_deref(), Some("message"), message).is_ok() {
+                return true;
+            }
+            log::debug!("an SSE answer was closed by the client");
+            *guard = None;
+        }
+        drop(guard);
+        match (&self.replay, id) {
+            (Some((outbox, _)), Some(id)) => outbox.deliver(&id, message),
+            _ => false,
+        }
+    }
+}
+
+/// Notifications a `subscriptions/listen` stream holds for a client that reads slowly; beyond
+/// them the stream's notifications are dropped (the notifier never waits for one client).
+const LISTEN_QUEUE: usize = 256;
+
+/// `subscriptions/listen`: an SSE stream starting with the acknowledgement, then the change
+/// notifications the client opted into, with keep-alive comments when idle, until the client
+/// goes away or the server stops (then the graceful final response). Notifications reach the
+/// stream's thread through a bounded queue, so a slow reader never holds up the notifier.
+fn listen_stream(
+    ctx: &Arc<Ctx>,
+    r: jsonrpc::Request,
+    meta: modern::RequestMeta,
+    permit: super::stream::Permit,
+    caller: Option<crate::mcp::Caller>,
+) -> Handled {
+    let ctx = ctx.clone();
+    Handled::Take(Box::new(move |request, headers| {
+        run_detached("mcp-listen-stream", Some(permit), move || {
+            let out = AnswerStream::start(&ctx, request, &headers, None);
+            let (tx, rx) = crossbeam_channel::bounded::<String>(LISTEN_QUEUE);
+            let queue: Arc<dyn Outlet> =
+                Arc::new(move |m: &str| tx.try_send(m.to_string()).is_ok());
+            match ctx
+                .mcp
+                .open_listen(&r, &meta, queue, "http", caller.as_ref())
+            {
+                Err(refusal) => {
+                    out.send(&refusal.to_json());
+                }
+                Ok(listening) => {
+                    let tick = ctx
+                        .config
+                        .keep_alive
+                        .clamp(Duration::from_millis(10), Duration::from_secs(3600));
+                    // Short waits, so a stopping server ends the stream promptly.
+                    let step = tick.min(Duration::from_millis(200));
+                    let mut idle = Duration::ZERO;
+                    loop {
+                        if ctx.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+                            out.send(&ctx.mcp.listen_closed(&r).to_json());
+                            break;
+                        }
+                        let written = match rx.recv_timeout(step) {
+                            Ok(message) => {
+                                idle = Duration::ZERO;
+                                out.send(&message)
+                            }
+                            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                                idle += step;
+                                if idle >= tick {
+                                    idle = Duration::ZERO;
+                                    out.comment("keep-alive")
+                                } else {
+                                    true
+                                }
+                            }
+                            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => false,
+                        };
+                        if !written {
+                            break;
+                        }
+                    }
+                    drop(listening);
+                }
+            }
+            out.finish();
+        });
+    }))
+}
+
+/// Why the standard request headers of a 2026-07-28 POST disagree with its body, if they do:
+/// `MCP-Protocol-Version` must be present and equal `_meta`'s version (when the body names
+/// one), `Mcp-Method` must equal the method, `Mcp-Name` (base64 sentinel decoded) the
+/// `params.name` of `tools/call` and `prompts/get` or the `params.uri` of `resources/read`,
+/// and the `Mcp-Param-*` headers of a `tools/call` its mirrored arguments
+/// ([`modern::param_header_mismatch`]).
+fn header_mismatch(
+    ctx: &Ctx,
+    request: &tiny_http::Request,
+    r: &jsonrpc::Request,
+    declared: Option<&str>,
+) -> Option<String> {
+    let params = match &r.params {
+        Some(Params::Object(p)) => Some(p),
+        _ => None,
+    };
+    let Some(declared) = declared else {
+        return Some("the MCP-Protocol-Version header is required".into());
+    };
+    if let Some(serde_json::Value::String(v)) = modern::meta_version(params) {
+        if v != declared {
+            return Some(format!(
+                "MCP-Protocol-Version header value '{declared}' does not match body value '{v}'"
+            ));
+        }
+    }
+    match header(request, "Mcp-Method").map(str::trim) {
+        None => return Some("the Mcp-Method header is required".into()),
+        Some(m) if m != r.method => {
+            return Some(format!(
+                "Mcp-Method header value '{m}' does not match body value '{}'",
+                r.method
+            ))
+        }
+        Some(_) => {}
+    }
+    let name = modern::name_source(&r.method).and_then(|field| {
+        let body = params
+            .and_then(|p| p.get(field))
+            .and_then(serde_json::Value::as_str);
+        match (header(request, "Mcp-Name").map(str::trim), body) {
+            (None, Some(_)) => Some("the Mcp-Name header is required".into()),
+            (Some(raw), body) => match modern::decode_header_value(raw) {
+                None => Some(format!("Mcp-Name header value '{raw}' is not valid base64")),
+                Some(name) if Some(name.as_str()) != body => Some(format!(
+                    "Mcp-Name header value '{name}' does not match body value '{}'",
+                    body.unwrap_or("")
+                )),
+                Some(_) => None,
+            },
+            (None, None) => None,
+        }
+    });
+    name.or_else(|| {
+        let tool = params?.get("name")?.as_str()?;
+        let arguments = params?.get("arguments").and_then(|a| a.as_object());
+        (r.method == "tools/call").then(|| {
+            modern::param_header_mismatch(ctx.mcp.param_headers(tool), arguments, |n| {
+                header(request, n)
+            })
+        })?
+    })
+}
+
+fn delete(ctx: &Ctx, request: &tiny_http::Request, auth: Option<&Principal>) -> Answer {
+    let id = header(request, "Mcp-Session-Id").map(str::trim);
+    let theirs = id
+        .and_then(|id| ctx.mcp.sessions().touch(id, "http"))
+        .is_some_and(|state| !owns(&state, auth));
+    match id {
+        None => bad_request("Mcp-Session-Id header is required"),
+        Some(_) if theirs => session_not_found(),
+        Some(id) if ctx.mcp.sessions().remove(id) => {
+            ctx.drop_outbox(id);
+            Answer::empty(200)
+        }
+        Some(_) => session_not_found(),
+    }
 }
 
 fn accepts_sse(accept: Option<&str>) -> bool {
@@ -271,580 +851,6 @@ pub(crate) fn pump(
     }
 }
 
-/// The SSE answer to one POST: writes events on the response while it can, records each in
-/// the session's replay buffer, and falls back to the session's GET stream once the client
-/// went away.
-struct PostStream {
-    outbox: Arc<Outbox>,
-    stream: u64,
-    writer: Mutex<Option<SseWriter>>,
-}
-
-impl Outlet for PostStream {
-    fn send(&self, message: &str) -> bool {
-        let id = self.outbox.record(self.stream, message);
-        let mut guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(w) = guard.as_mut() {
-            if w.event(Some(&id), Some("message"), message).is_ok() {
-                return true;
-            }
-            log::debug!("POST stream closed by the client; continuing on the GET stream");
-            *guard = None;
-        }
-        drop(guard);
-        self.outbox.deliver(&id, message)
-    }
-}
-
-/// Whether a single request may send notifications or requests before its answer, so it is
-/// worth an SSE answer: a `tools/call` or `prompts/get` that asked for progress
-/// (`_meta.progressToken`), on a session that set a log level, or from a client that can be
-/// asked things (`elicitation`, `sampling`). Everything else is answered as plain JSON, which
-/// is also what simple clients (curl, scripts) read most easily.
-fn streams_answer(incoming: &Result<Incoming, Response>, state: &SessionState) -> bool {
-    let Ok(Incoming::Single(Ok(Message::Request(r)))) = incoming else {
-        return false;
-    };
-    if !matches!(r.method.as_str(), "tools/call" | "prompts/get") {
-        return false;
-    }
-    let progress = match &r.params {
-        Some(crate::mcp::jsonrpc::Params::Object(p)) => p
-            .get("_meta")
-            .and_then(|m| m.get("progressToken"))
-            .is_some(),
-        _ => false,
-    };
-    let caps = &state.client_capabilities;
-    progress
-        || state.log_level.is_some()
-        || caps.get("elicitation").is_some()
-        || caps.get("sampling").is_some()
-}
-
-/// `POST /mcp`: the body is read first (tiny_http's connection thread has already buffered
-/// it within the limit, so this costs a copy, not a wait), then every refusal carries the
-/// ids of the requests in it ([`echo_ids`]).
-fn post(ctx: &Arc<Ctx>, request: &mut tiny_http::Request, auth: Option<&Principal>) -> Handled {
-    let body = match read_body(request, ctx.config.max_body_bytes) {
-        Ok(body) => body,
-        Err(answer) => return answer.into(),
-    };
-    match post_inner(ctx, request, auth, &body) {
-        Ok(answer) => echo_ids(ctx, answer, &body).into(),
-        Err(handled) => handled,
-    }
-}
-
-/// Gives a refusal of a POST the ids of the requests in its `body` (issue 16): an answer of
-/// status 400 or above that is one JSON-RPC error with `id: null` is rewritten with the
-/// request's id, or as one error per request of a batch, each with its id (see
-/// [`jsonrpc::request_ids`]: a batch longer than `max_batch_items` keeps its single `null`
-/// error, so a refusal is never longer than that many errors). Every other answer, and a body
-/// without a readable request id (not JSON, a notification), is returned as it is. The one
-/// place the transports' and the gate's refusals get their ids, whichever check refused.
-pub(crate) fn echo_ids(ctx: &Ctx, answer: Answer, body: &[u8]) -> Answer {
-    if answer.status < 400 || answer.content_type != Some("application/json") {
-        return answer;
-    }
-    let Ok(serde_json::Value::Object(sent)) = serde_json::from_slice(&answer.body) else {
-        return answer;
-    };
-    let (Some(serde_json::Value::Null), Some(error)) = (sent.get("id"), sent.get("error")) else {
-        return answer;
-    };
-    match jsonrpc::request_ids(body, ctx.mcp.max_batch_items()) {
-        RequestIds::Unknown => answer,
-        ids => Answer {
-            body: jsonrpc::error_for(&ids, error).into_bytes(),
-            ..answer
-        },
-    }
-}
-
-fn post_inner(
-    ctx: &Arc<Ctx>,
-    request: &mut tiny_http::Request,
-    auth: Option<&Principal>,
-    body: &[u8],
-) -> Result<Answer, Handled> {
-    let sse_ok = accepts_sse(header(request, "Accept"));
-    let Some(format) = negotiate(header(request, "Accept")) else {
-        return Ok(rpc_error(
-            406,
-            RpcError::INVALID_REQUEST,
-            "Not Acceptable",
-            "Accept must include application/json or text/event-stream",
-        ));
-    };
-    let content_type = header(request, "Content-Type").unwrap_or("");
-    let media = content_type.split(';').next().unwrap_or("").trim();
-    if !media.eq_ignore_ascii_case("application/json") {
-        return Ok(rpc_error(
-            415,
-            RpcError::INVALID_REQUEST,
-            "Unsupported Media Type",
-            "Content-Type must be application/json",
-        ));
-    }
-    let declared = header(request, "MCP-Protocol-Version").map(|v| v.trim().to_string());
-    let session = match header(request, "Mcp-Session-Id") {
-        Some(id) => match ctx.mcp.sessions().touch(id.trim(), "http") {
-            Some(state) if owns(&state, auth) => Ok(Some(state)),
-            _ => Err(()),
-        },
-        None => Ok(None),
-    };
-
-    let mut incoming = jsonrpc::parse(body);
-
-    // MCP 2026-07-28: a request that declares itself modern is served without a session (an
-    // `Mcp-Session-Id` it carries is ignored).
-    let mut probe = match &session {
-        Ok(Some(state)) => state.clone(),
-        _ => SessionState::new("http"),
-    };
-    probe.declared_version = declared.clone();
-    if let Ok(Incoming::Single(Ok(Message::Request(r)))) = &incoming {
-        if ctx.mcp.is_modern(&probe, r) {
-            return modern_post(ctx, request, auth, &incoming, declared.as_deref(), format);
-        }
-    }
-
-    if let Some(v) = &declared {
-        let modern_version = ProtocolVersion::parse(v).is_some_and(ProtocolVersion::is_modern);
-        let no_session = matches!(session, Ok(None));
-        if modern_version
-            && no_session
-            && matches!(
-                &incoming,
-                Ok(Incoming::Single(Ok(Message::Notification(_))))
-            )
-        {
-            // 2026-07-28 defines no client notifications over HTTP; accepted and dropped.
-            return Ok(Answer::empty(202));
-        }
-        if ProtocolVersion::parse(v).is_none_or(ProtocolVersion::is_modern) {
-            let id = match &incoming {
-                Ok(Incoming::Single(Ok(Message::Request(r)))) => Some(r.id.clone()),
-                _ => None,
-            };
-            return Ok(Answer::json_text(
-                400,
-                crate::mcp::modern::unsupported_version(id, v).to_json(),
-            ));
-        }
-    }
-    let Ok(session) = session else {
-        return Ok(session_not_found());
-    };
-    if let Ok(Incoming::Batch(items)) = &incoming {
-        let version = session.as_ref().and_then(|s| s.version);
-        if let Some(refusal) = ctx.mcp.batch_refusal(version, items.len()) {
-            return Ok(Answer::json_text(400, refusal.to_json()));
-        }
-    }
-    if let Some(denied) = denied(ctx, auth, "http", &incoming) {
-        return Ok(denied);
-    }
-    gate_batch(ctx, auth, "http", &mut incoming);
-
-    let mut state = match session {
-        Some(state) => state,
-        None => {
-            if !is_initialize(&incoming) {
-                return Ok(bad_request(
-                    "Mcp-Session-Id header is required (except for initialize)",
-                ));
-            }
-            SessionState::new("http")
-        }
-    };
-    state.caller = auth.map(Principal::caller);
-    state.origin = Some(super::origin_of(ctx, request));
-    let new_session = state.id.is_none();
-    if sse_ok && state.version.is_some() && streams_answer(&incoming, &state) {
-        if let Some(id) = state.id.clone() {
-            return Err(stream_answer(ctx, id, state, incoming));
-        }
-    }
-    let peer = state
-        .id
-        .as_deref()
-        .map(|id| ctx.mcp.peer(Some(id), ctx.outbox(id)));
-    let reply = ctx
-        .mcp
-        .handle_incoming_with_peer(&mut state, incoming, peer);
-
-    let mut session_header = None;
-    if new_session {
-        if let Some(version) = state.version {
-            let client = auth
-                .and_then(|p| p.ip)
-                .or(request.remote_addr().map(|a| a.ip()));
-            match ctx
-                .mcp
-                .sessions()
-                .create_for(Some(version), client, owner_of(auth))
-            {
-                Ok(id) => {
-                    state.id = Some(id.clone());
-                    session_header = Some(id);
-                }
-                Err(e @ crate::mcp::SessionError::TooMany(_)) => {
-                    log::info!("initialize from {client:?} refused: {e}");
-                    return Ok(too_many_sessions(&e));
-                }
-                Err(e) => {
-                    log::error!("{e}");
-                    return Ok(rpc_error(
-                        500,
-                        RpcError::INTERNAL_ERROR,
-                        "Internal error",
-                        e.to_string(),
-                    ));
-                }
-            }
-        }
-    }
-    ctx.mcp.sessions().update(&state);
-
-    let status = match &reply {
-        Reply::Empty => return Ok(Answer::empty(202)),
-        Reply::Single(r) if r.id.is_none() => 400,
-        _ => 200,
-    };
-    let mut answer = match format {
-        Format::Json => Answer::json_text(status, reply.to_json().unwrap_or_default()),
-        Format::Sse => sse(&reply, status),
-    };
-    if let Some(id) = session_header {
-        answer = answer.with_header("Mcp-Session-Id", id);
-    }
-    Ok(answer)
-}
-
-/// A 2026-07-28 request over HTTP: the standard headers checked against the body (400
-/// `HeaderMismatch`), `_meta` checked (400 with -32602 or -32022), the gate, then the core
-/// without a session. Errors the era defines are 400, an unknown or removed method 404.
-fn modern_post(
-    ctx: &Arc<Ctx>,
-    request: &tiny_http::Request,
-    auth: Option<&Principal>,
-    incoming: &Result<Incoming, Response>,
-    declared: Option<&str>,
-    format: Format,
-) -> Result<Answer, Handled> {
-    use crate::mcp::modern;
-    let Ok(Incoming::Single(Ok(Message::Request(r)))) = incoming else {
-        return Ok(bad_request(
-            "a 2026-07-28 POST carries one JSON-RPC request",
-        ));
-    };
-    let params = match &r.params {
-        Some(crate::mcp::jsonrpc::Params::Object(p)) => Some(p),
-        _ => None,
-    };
-    let mirrored = || {
-        let tool = params?.get("name")?.as_str()?;
-        let arguments = params?.get("arguments").and_then(|a| a.as_object());
-        modern::param_header_mismatch(ctx.mcp.param_headers(tool), arguments, |n| {
-            header(request, n)
-        })
-    };
-    let mismatch = header_mismatch(request, r, params, declared)
-        .or_else(|| (r.method == "tools/call").then(mirrored).flatten());
-    if let Some(why) = mismatch {
-        return Ok(Answer::json_text(
-            400,
-            modern::header_mismatch(Some(r.id.clone()), why).to_json(),
-        ));
-    }
-    if let Err(e) = modern::RequestMeta::parse(params) {
-        return Ok(Answer::json_text(
-            400,
-            e.into_response(Some(r.id.clone())).to_json(),
-        ));
-    }
-    if let Some(denied) = denied(ctx, auth, "http", incoming) {
-        return Ok(denied);
-    }
-    let mut state = SessionState::new("http");
-    state.caller = auth.map(Principal::caller);
-    state.origin = Some(super::origin_of(ctx, request));
-    state.declared_version = declared.map(str::to_string);
-    let sse_ok = accepts_sse(header(request, "Accept"));
-    if r.method == "subscriptions/listen" {
-        if !sse_ok {
-            return Ok(not_acceptable(
-                "subscriptions/listen answers with an SSE stream; Accept must include \
-                 text/event-stream",
-            ));
-        }
-        let Some(permit) = ctx.pool.acquire() else {
-            return Ok(too_many_streams());
-        };
-        return Err(listen_stream(ctx, r.clone(), permit, state.caller.clone()));
-    }
-    if sse_ok && modern_streams(r) {
-        return Err(modern_stream(ctx, state, r.clone()));
-    }
-    let response = ctx.mcp.handle_modern(&state, r.clone(), &None);
-    let status = match response.error_code() {
-        Some(RpcError::METHOD_NOT_FOUND) => 404,
-        Some(
-            modern::HEADER_MISMATCH
-            | modern::MISSING_CLIENT_CAPABILITY
-            | modern::UNSUPPORTED_PROTOCOL_VERSION,
-        ) => 400,
-        _ => 200,
-    };
-    let reply = Reply::Single(response);
-    Ok(match format {
-        Format::Json => Answer::json_text(status, reply.to_json().unwrap_or_default()),
-        Format::Sse => sse(&reply, status),
-    })
-}
-
-/// Whether a 2026-07-28 request is answered as an SSE stream carrying its own progress and
-/// log messages before the response: a `tools/call` or `prompts/get` that asked for progress
-/// (`_meta.progressToken`) or log messages (`_meta` `logLevel`).
-fn modern_streams(r: &jsonrpc::Request) -> bool {
-    if !matches!(r.method.as_str(), "tools/call" | "prompts/get") {
-        return false;
-    }
-    let Some(crate::mcp::jsonrpc::Params::Object(p)) = &r.params else {
-        return false;
-    };
-    p.get("_meta").is_some_and(|m| {
-        m.get("progressToken").is_some() || m.get(crate::mcp::modern::META_LOG_LEVEL).is_some()
-    })
-}
-
-/// An SSE answer written straight to the connection (2026-07-28 streams are not resumable):
-/// notifications of the request, then its response.
-struct DirectStream {
-    writer: Mutex<Option<SseWriter>>,
-}
-
-impl DirectStream {
-    fn start(request: tiny_http::Request, headers: &[(&str, String)]) -> Arc<Self> {
-        let writer = SseWriter::start(request, headers)
-            .map_err(|e| log::debug!("SSE answer could not start: {e}"))
-            .ok();
-        Arc::new(Self {
-            writer: Mutex::new(writer),
-        })
-    }
-
-    fn comment(&self, text: &str) -> bool {
-        let mut guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        let ok = guard.as_mut().is_some_and(|w| w.comment(text).is_ok());
-        if !ok {
-            *guard = None;
-        }
-        ok
-    }
-
-    fn finish(&self) {
-        let writer = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(w) = writer {
-            w.finish();
-        }
-    }
-}
-
-impl Outlet for DirectStream {
-    fn send(&self, message: &str) -> bool {
-        let mut guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(w) = guard.as_mut() else {
-            return false;
-        };
-        if w.event(None, Some("message"), message).is_ok() {
-            return true;
-        }
-        log::debug!("a 2026-07-28 stream was closed by the client");
-        *guard = None;
-        false
-    }
-}
-
-/// Serves a 2026-07-28 request on an SSE stream of its own (see [`modern_streams`]).
-fn modern_stream(ctx: &Arc<Ctx>, state: SessionState, r: jsonrpc::Request) -> Handled {
-    let permit = ctx.pool.acquire();
-    let ctx = ctx.clone();
-    Handled::Take(Box::new(move |request, headers| {
-        run_detached("mcp-request-stream", permit, move || {
-            let out = DirectStream::start(request, &headers);
-            let peer = ctx.mcp.peer(None, out.clone());
-            let response = ctx.mcp.handle_modern(&state, r, &Some(peer));
-            out.send(&response.to_json());
-            out.finish();
-        });
-    }))
-}
-
-/// Notifications a `subscriptions/listen` stream holds for a client that reads slowly; beyond
-/// them the stream's notifications are dropped (the notifier never waits for one client).
-const LISTEN_QUEUE: usize = 256;
-
-/// `subscriptions/listen`: an SSE stream starting with the acknowledgement, then the change
-/// notifications the client opted into, with keep-alive comments when idle, until the client
-/// goes away or the server stops (then the graceful final response). Notifications reach the
-/// stream's thread through a bounded queue, so a slow reader never holds up the notifier.
-fn listen_stream(
-    ctx: &Arc<Ctx>,
-    r: jsonrpc::Request,
-    permit: super::stream::Permit,
-    caller: Option<crate::mcp::Caller>,
-) -> Handled {
-    let ctx = ctx.clone();
-    Handled::Take(Box::new(move |request, headers| {
-        run_detached("mcp-listen-stream", Some(permit), move || {
-            let out = DirectStream::start(request, &headers);
-            let (tx, rx) = crossbeam_channel::bounded::<String>(LISTEN_QUEUE);
-            let queue: Arc<dyn Outlet> =
-                Arc::new(move |m: &str| tx.try_send(m.to_string()).is_ok());
-            match ctx.mcp.open_listen_as(&r, queue, "http", caller.as_ref()) {
-                Err(refusal) => {
-                    out.send(&refusal.to_json());
-                }
-                Ok(listening) => {
-                    let tick = ctx
-                        .config
-                        .keep_alive
-                        .clamp(Duration::from_millis(10), Duration::from_secs(3600));
-                    // Short waits, so a stopping server ends the stream promptly.
-                    let step = tick.min(Duration::from_millis(200));
-                    let mut idle = Duration::ZERO;
-                    loop {
-                        if ctx.stopping.load(std::sync::atomic::Ordering::SeqCst) {
-                            out.send(&ctx.mcp.listen_closed(&r).to_json());
-                            break;
-                        }
-                        let written = match rx.recv_timeout(step) {
-                            Ok(message) => {
-                                idle = Duration::ZERO;
-                                out.send(&message)
-                            }
-                            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                                idle += step;
-                                if idle >= tick {
-                                    idle = Duration::ZERO;
-                                    out.comment("keep-alive")
-                                } else {
-                                    true
-                                }
-                            }
-                            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => false,
-                        };
-                        if !written {
-                            break;
-                        }
-                    }
-                    drop(listening);
-                }
-            }
-            out.finish();
-        });
-    }))
-}
-
-/// Why the standard request headers of a 2026-07-28 POST disagree with its body, if they do:
-/// `MCP-Protocol-Version` must be present and equal `_meta`'s version (when the body names
-/// one), `Mcp-Method` must equal the method, `Mcp-Name` (base64 sentinel decoded) the
-/// `params.name` of `tools/call` and `prompts/get` or the `params.uri` of `resources/read`.
-fn header_mismatch(
-    request: &tiny_http::Request,
-    r: &jsonrpc::Request,
-    params: Option<&serde_json::Map<String, serde_json::Value>>,
-    declared: Option<&str>,
-) -> Option<String> {
-    use crate::mcp::modern;
-    let Some(declared) = declared else {
-        return Some("the MCP-Protocol-Version header is required".into());
-    };
-    if let Some(serde_json::Value::String(v)) = modern::meta_version(params) {
-        if v != declared {
-            return Some(format!(
-                "MCP-Protocol-Version header value '{declared}' does not match body value '{v}'"
-            ));
-        }
-    }
-    match header(request, "Mcp-Method").map(str::trim) {
-        None => return Some("the Mcp-Method header is required".into()),
-        Some(m) if m != r.method => {
-            return Some(format!(
-                "Mcp-Method header value '{m}' does not match body value '{}'",
-                r.method
-            ))
-        }
-        Some(_) => {}
-    }
-    let field = modern::name_source(&r.method)?;
-    let body = params
-        .and_then(|p| p.get(field))
-        .and_then(serde_json::Value::as_str);
-    match (header(request, "Mcp-Name").map(str::trim), body) {
-        (None, Some(_)) => Some("the Mcp-Name header is required".into()),
-        (Some(raw), body) => match modern::decode_header_value(raw) {
-            None => Some(format!("Mcp-Name header value '{raw}' is not valid base64")),
-            Some(name) if Some(name.as_str()) != body => Some(format!(
-                "Mcp-Name header value '{name}' does not match body value '{}'",
-                body.unwrap_or("")
-            )),
-            Some(_) => None,
-        },
-        (None, None) => None,
-    }
-}
-
-/// Answers a request as a live SSE stream on its own thread (or on the worker when every
-/// stream slot is taken).
-fn stream_answer(
-    ctx: &Arc<Ctx>,
-    id: String,
-    mut state: SessionState,
-    incoming: Result<Incoming, Response>,
-) -> Handled {
-    let permit = ctx.pool.acquire();
-    let ctx = ctx.clone();
-    Handled::Take(Box::new(move |request, headers| {
-        run_detached("mcp-post-stream", permit, move || {
-            let outbox = ctx.outbox(&id);
-            let (stream, priming) = outbox.open_stream();
-            let writer = match SseWriter::start(request, &headers) {
-                Ok(mut w) => {
-                    let ok = w.retry(ctx.config.retry_ms).is_ok()
-                        && w.event(Some(&priming), None, "").is_ok();
-                    ok.then_some(w)
-                }
-                Err(e) => {
-                    log::debug!("POST stream could not start: {e}");
-                    None
-                }
-            };
-            let out = Arc::new(PostStream {
-                outbox: outbox.clone(),
-                stream,
-                writer: Mutex::new(writer),
-            });
-            let peer = ctx.mcp.peer(Some(&id), out.clone());
-            let reply = ctx
-                .mcp
-                .handle_incoming_with_peer(&mut state, incoming, Some(peer));
-            ctx.mcp.sessions().update(&state);
-            if let Some(json) = reply.to_json() {
-                out.send(&json);
-            }
-            let writer = out.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
-            if let Some(w) = writer {
-                w.finish();
-            }
-        });
-    }))
-}
-
 /// Whether `auth` may use a session opened by `state.owner` (see
 /// [`crate::mcp::SessionStore::set_owner`]): the same key, or any caller when it was opened
 /// without one.
@@ -863,60 +869,51 @@ pub(crate) fn owner_of(auth: Option<&Principal>) -> Option<String> {
         .map(|k| crate::auth::mask(&k.id))
 }
 
-/// Step 2 of the gate for a single request: the method's permission, for `tools/call` the
-/// tool's; the refusal carries the request's id. Batches are gated per item by
-/// [`gate_batch`].
-pub(crate) fn denied(
-    ctx: &Ctx,
-    auth: Option<&Principal>,
-    transport: &'static str,
-    incoming: &Result<Incoming, Response>,
-) -> Option<Answer> {
-    auth?;
-    let Ok(Incoming::Single(Ok(Message::Request(r)))) = incoming else {
-        return None;
-    };
-    let d = authorize_item(ctx, auth, transport, r).err()?;
-    Some(super::deny(&d, true, &RequestIds::Single(r.id.clone())))
-}
-
-/// The gate for each request of a batch on its own (call it once the batch is accepted, see
-/// [`crate::mcp::McpServer::batch_refusal`]): every request after the first counts against
+/// Step 4 of [`post`] (and of legacy `/message`): the gate's step 2 for each request of the
+/// message, once each ([`crate::auth::gate::Gate::authorize`]: the method's permission, for
+/// `tools/call` the tool's). A single request refused is answered with its JSON-RPC error
+/// (its HTTP status, its id). In a batch (checked once the batch is accepted, see
+/// [`crate::mcp::McpServer::batch_refusal`]) every request after the first counts against
 /// the caller's rate limits like a request of its own (the first was counted with the HTTP
-/// request), and each needs its own permission. A refused request is replaced by its
-/// JSON-RPC error (with its id: -32029 beyond the rate limit, -32003 without the
-/// permission), so it is never computed; the others are served.
-pub(crate) fn gate_batch(
+/// request) and needs its own permission; a refused request is replaced by its JSON-RPC error
+/// (with its id: -32029 beyond the rate limit, -32003 without the permission), so it is never
+/// computed, and the others are served.
+pub(crate) fn authorize(
     ctx: &Ctx,
     auth: Option<&Principal>,
     transport: &'static str,
     incoming: &mut Result<Incoming, Response>,
-) {
-    let Some(principal) = auth else { return };
-    let Ok(Incoming::Batch(items)) = incoming else {
-        return;
+) -> Result<(), Answer> {
+    let Some(principal) = auth else {
+        return Ok(());
     };
-    let mut first = true;
-    for item in items.iter_mut() {
-        let Ok(Message::Request(r)) = item else {
-            continue;
-        };
-        let charged = if std::mem::take(&mut first) {
+    match incoming {
+        Ok(Incoming::Single(Ok(Message::Request(r)))) => authorize_item(ctx, auth, transport, r)
+            .map_err(|d| super::deny(&d, true, &RequestIds::Single(r.id.clone()))),
+        Ok(Incoming::Batch(items)) => {
+            let mut first = true;
+            for item in items.iter_mut() {
+                let Ok(Message::Request(r)) = item else {
+                    continue;
+                };
+                let charged = if std::mem::take(&mut first) {
+                    Ok(())
+                } else {
+                    ctx.charge(principal)
+                };
+                let refused = charged
+                    .and_then(|()| authorize_item(ctx, auth, transport, r))
+                    .err();
+                if let Some(d) = refused {
+                    *item = Err(Response {
+                        id: Some(r.id.clone()),
+                        outcome: Outcome::Error(d.rpc_error()),
+                    });
+                }
+            }
             Ok(())
-        } else {
-            ctx.charge(principal)
-        };
-        let refused = charged
-            .and_then(|()| authorize_item(ctx, auth, transport, r))
-            .err();
-        if let Some(d) = refused {
-            let error = RpcError {
-                code: d.code.rpc_code(),
-                message: d.code.as_str().to_string(),
-                details: Some(d.message),
-            };
-            *item = Err(Response::error(Some(r.id.clone()), error));
         }
+        _ => Ok(()),
     }
 }
 
@@ -943,41 +940,6 @@ fn authorize_item(
         );
     }
     result
-}
-
-fn is_initialize(incoming: &Result<Incoming, Response>) -> bool {
-    matches!(incoming, Ok(Incoming::Single(Ok(Message::Request(r)))) if r.method == "initialize")
-}
-
-/// 413 naming the limit.
-pub(crate) fn too_large(limit: usize) -> Answer {
-    rpc_error(
-        413,
-        RpcError::INVALID_REQUEST,
-        "Payload Too Large",
-        format!("request body exceeds the limit of {limit} bytes"),
-    )
-}
-
-/// Reads the body, holding at most `limit + 1` bytes.
-pub(crate) fn read_body(request: &mut tiny_http::Request, limit: usize) -> Result<Vec<u8>, Answer> {
-    let too_large = || too_large(limit);
-    if request.body_length().is_some_and(|n| n > limit) {
-        return Err(too_large());
-    }
-    let mut body = Vec::with_capacity(request.body_length().unwrap_or(0).min(limit));
-    match request
-        .as_reader()
-        .take(limit as u64 + 1)
-        .read_to_end(&mut body)
-    {
-        Ok(_) if body.len() > limit => Err(too_large()),
-        Ok(_) => Ok(body),
-        Err(e) => {
-            log::debug!("reading request body failed: {e}");
-            Err(bad_request(format!("could not read the request body: {e}")))
-        }
-    }
 }
 
 /// Picks the answer format from `Accept` (first listed wins; parameters and q-values ignored).
@@ -1020,12 +982,8 @@ fn sse(reply: &Reply, status: u16) -> Answer {
             r.to_json()
         ));
     }
-    Answer {
-        status,
-        content_type: Some("text/event-stream"),
-        headers: vec![("Cache-Control", "no-cache".to_string())],
-        body: body.into_bytes(),
-    }
+    Answer::with_body(status, "text/event-stream", body.into_bytes())
+        .with_header("Cache-Control", "no-cache")
 }
 
 /// Origin validation: loopback, same host as the request, or configured. In production

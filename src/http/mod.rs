@@ -52,9 +52,11 @@
 //! `WS /dashboard/ws`; see [`crate::dashboard`]), the OAuth sign-in routes (metadata under
 //! `/.well-known/`, `/register`, `/authorize`, `/token`; see [`oauth`]; only with
 //! [`HttpConfig::oauth`], never gated), the visualisation password pages `/confirm/{id}` (see
-//! [`confirm`]; only with [`HttpConfig::password_pages`]; no key: the unguessable id is the
-//! page's capability), anything else 404
-//! `{"error":{"code":"NOT_FOUND","message":…}}`. The Host header is checked on every route
+//! [`confirm`]: the pages of the MCP server's confirmations,
+//! [`McpServer::password_pages`](crate::mcp::McpServer::password_pages); no key: the
+//! unguessable id is the page's capability), anything else 404 with the spec's error object (§7.1,
+//! [`crate::error::ApiError`]: `{"error":{"code":"NOT_FOUND","message":…,"details":{}}}`).
+//! Every body is read by one reader, `body`. The Host header is checked on every route
 //! (see [`HttpConfig::allowed_hosts`]).
 //!
 //! Every request is counted in [`crate::metrics`] (route family, outcome, latency).
@@ -73,6 +75,7 @@
 
 pub mod admin;
 pub mod assets;
+mod body;
 pub mod confirm;
 mod dashboard;
 pub mod legacy;
@@ -94,9 +97,16 @@ use serde_json::{json, Value};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::auth::gate::{Action, Credentials, Denial, DenyCode, Gate, Principal};
-use crate::mcp::jsonrpc::RequestIds;
+use crate::error::ApiError;
+use crate::mcp::jsonrpc::{self, ErrorObject, RequestIds};
 use crate::mcp::McpServer;
 use crate::metrics::{self, HttpTransport};
+
+/// Default listen address, as in the interface spec: loopback, port 3001. Every default of
+/// the HTTP server is written here once ([`HttpConfig::default`]); the configuration's
+/// `[server]` section starts from them.
+pub const DEFAULT_LISTEN: SocketAddr =
+    SocketAddr::V4(std::net::SocketAddrV4::new(Ipv4Addr::LOCALHOST, 3001));
 
 /// Default number of worker slots (requests routed at once). Slots are not threads (each
 /// request is routed on its connection's thread), so their number bounds concurrent work
@@ -193,10 +203,6 @@ pub struct HttpConfig {
     /// OAuth sign-in (the routes of [`oauth`], and `resource_metadata` in the 401 of the MCP
     /// routes); `None`: those paths 404 and the 401 says `Bearer` alone.
     pub oauth: Option<Arc<crate::auth::oauth::OAuth>>,
-    /// The visualisation password pages of URL-mode elicitations (`/confirm/{id}`, see
-    /// [`confirm`]); `None`: those paths 404 (and no client is sent to them: the tools of
-    /// another server keep their own store).
-    pub password_pages: Option<Arc<crate::tools::password::PasswordPages>>,
 }
 
 /// What `GET /metrics` needs besides the router's own state (sessions, streams).
@@ -225,7 +231,7 @@ impl std::fmt::Debug for MetricsContext {
 impl Default for HttpConfig {
     fn default() -> Self {
         Self {
-            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            listen: DEFAULT_LISTEN,
             workers: DEFAULT_WORKERS,
             max_body_bytes: 1024 * 1024,
             max_connections: DEFAULT_MAX_CONNECTIONS,
@@ -245,7 +251,6 @@ impl Default for HttpConfig {
             admin: None,
             dashboard: None,
             oauth: None,
-            password_pages: None,
         }
     }
 }
@@ -292,7 +297,7 @@ impl Ctx {
     }
 
     /// Counts one more request of `principal` against its rate limits (each further request
-    /// of a JSON-RPC batch, see [`mcp::gate_batch`]); `Ok` without a gate.
+    /// of a JSON-RPC batch, see [`mcp::authorize`]); `Ok` without a gate.
     pub(crate) fn charge(&self, principal: &Principal) -> Result<(), Denial> {
         match &self.config.gate {
             Some(gate) => gate.charge(principal).map(|_| ()),
@@ -749,29 +754,59 @@ pub(crate) struct Answer {
     pub(crate) content_type: Option<&'static str>,
     pub(crate) headers: Vec<(&'static str, String)>,
     pub(crate) body: Vec<u8>,
+    /// A JSON-RPC error refusing a message before its requests were read (the body says
+    /// `id: null`): [`Answer::addressed`] gives it their ids.
+    pub(crate) refusal: Option<Box<ErrorObject>>,
 }
 
 impl Answer {
+    /// `body` of type `content_type` with `status`.
+    pub(crate) fn with_body(status: u16, content_type: &'static str, body: Vec<u8>) -> Self {
+        Self {
+            status,
+            content_type: Some(content_type),
+            headers: Vec::new(),
+            body,
+            refusal: None,
+        }
+    }
+
     pub(crate) fn json(status: u16, value: &Value) -> Self {
         Self::json_text(status, value.to_string())
     }
 
+    /// The spec's error object (§7.1) as the body, with `status`.
+    pub(crate) fn error(status: u16, error: &ApiError) -> Self {
+        Self::json(status, &error.body())
+    }
+
     pub(crate) fn json_text(status: u16, body: String) -> Self {
-        Self {
-            status,
-            content_type: Some("application/json"),
-            headers: Vec::new(),
-            body: body.into_bytes(),
-        }
+        Self::with_body(status, "application/json", body.into_bytes())
     }
 
     pub(crate) fn empty(status: u16) -> Self {
         Self {
-            status,
             content_type: None,
-            headers: Vec::new(),
-            body: Vec::new(),
+            ..Self::with_body(status, "", Vec::new())
         }
+    }
+
+    /// A JSON-RPC refusal (`id: null`) with `status`, to be [`Answer::addressed`] to the
+    /// requests it refuses once they are known.
+    pub(crate) fn refusal(status: u16, error: ErrorObject) -> Self {
+        let mut answer = Self::json_text(status, jsonrpc::error_for(&RequestIds::Unknown, &error));
+        answer.refusal = Some(Box::new(error));
+        answer
+    }
+
+    /// A refusal ([`Answer::refusal`]) answered to the requests `ids` (one error each, with its
+    /// id); any other answer, or unknown ids, as it is.
+    pub(crate) fn addressed(mut self, ids: &RequestIds) -> Self {
+        if let (Some(error), false) = (&self.refusal, *ids == RequestIds::Unknown) {
+            self.body = jsonrpc::error_for(ids, error).into_bytes();
+            self.refusal = None;
+        }
+        self
     }
 
     pub(crate) fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
@@ -806,13 +841,14 @@ fn add_header<R: std::io::Read>(response: &mut tiny_http::Response<R>, name: &st
     }
 }
 
-/// A gate refusal: a JSON-RPC error for the requests `ids` on MCP routes (`rpc`), else the
-/// §7.1 object; status and headers from the [`Denial`].
+/// A gate refusal: a JSON-RPC error for the requests `ids` on MCP routes (`rpc`; with
+/// unknown ids, a refusal [`Answer::addressed`] later), else the §7.1 object; status and
+/// headers from the [`Denial`].
 pub(crate) fn deny(d: &Denial, rpc: bool, ids: &RequestIds) -> Answer {
     let mut answer = if rpc {
-        Answer::json_text(d.code.status(), d.rpc_body(ids))
+        Answer::refusal(d.code.status(), d.rpc_error()).addressed(ids)
     } else {
-        Answer::json(d.code.status(), &d.rest_body())
+        Answer::error(d.code.status(), &d.api_error())
     };
     for (name, value) in d.headers() {
         answer = answer.with_header(name, value);
@@ -955,12 +991,46 @@ fn health_body(ctx: &Ctx, details: bool) -> Value {
     }
 }
 
-/// The REST-style error body of spec §7.1 (without `details`).
+/// The spec's error object (§7.1) with `status` and empty `details`.
 pub(crate) fn rest_error(status: u16, code: &str, message: &str) -> Answer {
-    Answer::json(
-        status,
-        &json!({ "error": { "code": code, "message": message } }),
-    )
+    Answer::error(status, &ApiError::new(code, message))
+}
+
+/// The spec's error object (§7.1) with `status` and `details` (an object).
+pub(crate) fn api_error(
+    status: u16,
+    code: &str,
+    message: impl Into<String>,
+    details: Value,
+) -> Answer {
+    Answer::error(status, &ApiError::new(code, message).with_details(details))
+}
+
+/// 405 `METHOD_NOT_ALLOWED` (§7.1) naming the methods `allow`ed, also in `Allow`.
+pub(crate) fn method_not_allowed(allow: &'static str) -> Answer {
+    rest_error(405, "METHOD_NOT_ALLOWED", &format!("use {allow}")).with_header("Allow", allow)
+}
+
+/// 400 `INVALID_PARAMETERS` (§7.1).
+pub(crate) fn invalid(message: impl Into<String>) -> Answer {
+    Answer::error(400, &ApiError::new("INVALID_PARAMETERS", message))
+}
+
+/// A JSON body of a route that answers with the spec's error object (REST, admin): 413
+/// `PAYLOAD_TOO_LARGE` (`details.limit`) beyond `max_body_bytes` or with more values than
+/// [`crate::json::REQUEST`] allows, 400 `INVALID_PARAMETERS` when it cannot be read, is not
+/// JSON or nests too deep.
+pub(crate) fn json_body(ctx: &Ctx, request: &mut tiny_http::Request) -> Result<Value, Answer> {
+    use crate::json::Exceeded;
+    body::json(request, ctx.config.max_body_bytes).map_err(|e| {
+        let limit = match e {
+            body::BodyError::TooLarge { limit } => limit,
+            body::BodyError::TooComplex(Exceeded::Values(limit)) => limit,
+            e => return Answer::error(400, &ApiError::new("INVALID_PARAMETERS", e.to_string())),
+        };
+        let error = ApiError::new("PAYLOAD_TOO_LARGE", e.to_string()).with("limit", limit);
+        Answer::error(413, &error)
+    })
 }
 
 pub(crate) use crate::upgraded::header;
@@ -985,22 +1055,20 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request, out: Out<'_>) {
         return;
     }
     let mut rate = None;
-    let origin_refused = header(&request, "Origin")
-        .filter(|o| {
-            path != "/health"
-                && !oauth::open_to_browsers(ctx, &path)
-                && !mcp::origin_allowed(ctx, o, header(&request, "Host"))
-        })
-        .map(|o| format!("Origin {o} is not allowed"));
-    let handled: Handled = if !host_allowed(ctx, header(&request, "Host")) {
-        let answer = match path.as_str() {
-            "/mcp" | "/sse" | "/message" => mcp::forbidden("Host header not allowed"),
-            _ => rest_error(403, "FORBIDDEN", "Host header not allowed"),
-        };
-        with_request_ids(ctx, &mut request, &path, answer).into()
-    } else if let Some(refused) = origin_refused {
-        // Every route (the MCP and REST routes check it again): a browser page of another
-        // site gets nothing from this server, whatever key it holds.
+    // The Host, then (on every route; the MCP and REST routes check it again) the Origin:
+    // a browser page of another site gets nothing from this server, whatever key it holds.
+    let forbidden = if !host_allowed(ctx, header(&request, "Host")) {
+        Some("Host header not allowed".to_string())
+    } else {
+        header(&request, "Origin")
+            .filter(|o| {
+                path != "/health"
+                    && !oauth::open_to_browsers(ctx, &path)
+                    && !mcp::origin_allowed(ctx, o, header(&request, "Host"))
+            })
+            .map(|o| format!("Origin {o} is not allowed"))
+    };
+    let handled: Handled = if let Some(refused) = forbidden {
         let answer = match path.as_str() {
             "/mcp" | "/sse" | "/message" => mcp::forbidden(&refused),
             _ => rest_error(403, "FORBIDDEN", &refused),
@@ -1046,20 +1114,14 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request, out: Out<'_>) {
                         Err(answer) => answer.into(),
                     }
                 }
-                _ => rest_error(405, "METHOD_NOT_ALLOWED", "use GET")
-                    .with_header("Allow", "GET")
-                    .into(),
+                _ => method_not_allowed("GET").into(),
             },
             "/metrics" if ctx.config.metrics.is_some() => metrics_route(ctx, &method, auth).into(),
             p if rest::is_rest_path(p) => rest::handle(ctx, &mut request, p, auth).into(),
             p if dashboard::is_dashboard(p) => dashboard::handle(ctx, &request, p, &url, auth),
             p if oauth::is_oauth_path(p) => oauth::handle(ctx, &mut request, p).into(),
-            p if p.starts_with(crate::tools::password::PATH_PREFIX) => {
-                match &ctx.config.password_pages {
-                    Some(pages) => confirm::handle(pages, &mut request, p),
-                    None => rest_error(404, "NOT_FOUND", &format!("no route for {path}")),
-                }
-                .into()
+            p if p.starts_with(crate::mcp::password::PATH_PREFIX) => {
+                confirm::handle(ctx.mcp.password_pages(), &mut request, p).into()
             }
             _ if page.is_some() => page
                 .map_or_else(
@@ -1123,10 +1185,13 @@ fn with_request_ids(
     path: &str,
     answer: Answer,
 ) -> Answer {
-    if request.method() != &tiny_http::Method::Post || !matches!(path, "/mcp" | "/message") {
+    if answer.refusal.is_none()
+        || request.method() != &tiny_http::Method::Post
+        || !matches!(path, "/mcp" | "/message")
+    {
         return answer;
     }
-    match mcp::read_body(request, ctx.config.max_body_bytes) {
+    match body::read(request, ctx.config.max_body_bytes) {
         Ok(body) => mcp::echo_ids(ctx, answer, &body),
         Err(_) => answer,
     }
@@ -1141,7 +1206,7 @@ fn metrics_gated(ctx: &Ctx, path: &str) -> bool {
 /// `"metrics"`) unless public. 405 on other methods.
 fn metrics_route(ctx: &Ctx, method: &tiny_http::Method, auth: Option<&Principal>) -> Answer {
     if !matches!(method, tiny_http::Method::Get | tiny_http::Method::Head) {
-        return rest_error(405, "METHOD_NOT_ALLOWED", "use GET").with_header("Allow", "GET");
+        return method_not_allowed("GET");
     }
     if let Err(d) = ctx.authorize(auth, &Action::Method("metrics")) {
         return deny(&d, false, &RequestIds::Unknown);
@@ -1153,23 +1218,22 @@ fn metrics_route(ctx: &Ctx, method: &tiny_http::Method, auth: Option<&Principal>
         sessions: Some(ctx.mcp.sessions().len()),
         streams: Some(ctx.pool.active()),
     };
-    Answer {
-        status: 200,
-        content_type: Some(metrics::CONTENT_TYPE),
-        headers: Vec::new(),
-        body: metrics::global().render(&scrape).into_bytes(),
-    }
+    Answer::with_body(
+        200,
+        metrics::CONTENT_TYPE,
+        metrics::global().render(&scrape).into_bytes(),
+    )
 }
 
 /// `path` for a log line: a key id in `/admin/api/keys/<id>` is masked.
 fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
     if let Some(id) = path
-        .strip_prefix(crate::tools::password::PATH_PREFIX)
+        .strip_prefix(crate::mcp::password::PATH_PREFIX)
         .filter(|id| id.bytes().all(|b| b.is_ascii_hexdigit()))
     {
         return format!(
             "{}{}****",
-            crate::tools::password::PATH_PREFIX,
+            crate::mcp::password::PATH_PREFIX,
             id.get(..6).unwrap_or("")
         )
         .into();

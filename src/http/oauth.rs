@@ -35,7 +35,6 @@
 //! [`HttpConfig::oauth`]: super::HttpConfig::oauth
 
 use super::html_escape;
-use std::io::Read;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -124,8 +123,8 @@ pub(crate) fn handle(ctx: &Ctx, request: &mut tiny_http::Request, path: &str) ->
             (ASM, Get | Head) => metadata(&oauth.server_metadata(&issuer)),
             ("/register", Post) => register(&oauth, request),
             ("/token", Post) => token(&oauth, request, &issuer),
-            ("/register" | "/token", _) => not_allowed("POST, OPTIONS"),
-            _ => not_allowed("GET, HEAD, OPTIONS"),
+            ("/register" | "/token", _) => super::method_not_allowed("POST, OPTIONS"),
+            _ => super::method_not_allowed("GET, HEAD, OPTIONS"),
         };
         return answer.with_header("Access-Control-Allow-Origin", "*");
     }
@@ -135,13 +134,8 @@ pub(crate) fn handle(ctx: &Ctx, request: &mut tiny_http::Request, path: &str) ->
             authorize_page(ctx, &oauth, query, &issuer)
         }
         ("/authorize", Post) => consent(ctx, &oauth, request, &issuer),
-        _ => not_allowed("GET, POST"),
+        _ => super::method_not_allowed("GET, POST"),
     }
-}
-
-fn not_allowed(allow: &'static str) -> Answer {
-    super::rest_error(405, "METHOD_NOT_ALLOWED", &format!("use {allow}"))
-        .with_header("Allow", allow)
 }
 
 fn metadata(v: &Value) -> Answer {
@@ -155,36 +149,21 @@ fn oauth_error(e: &OAuthError) -> Answer {
         .with_header("Pragma", "no-cache")
 }
 
-/// The body as text, at most [`MAX_FORM_BYTES`].
+/// The body as text ([`super::body::text`]), at most [`MAX_FORM_BYTES`].
 fn read_text(request: &mut tiny_http::Request) -> Result<String, OAuthError> {
-    let mut body = Vec::new();
-    request
-        .as_reader()
-        .take(MAX_FORM_BYTES as u64 + 1)
-        .read_to_end(&mut body)
-        .map_err(|e| {
-            OAuthError::new(ErrorCode::InvalidRequest, format!("reading the body: {e}"))
-        })?;
-    if body.len() > MAX_FORM_BYTES {
-        return Err(OAuthError::new(
-            ErrorCode::InvalidRequest,
-            format!("the body is longer than {MAX_FORM_BYTES} bytes"),
-        ));
-    }
-    String::from_utf8(body)
-        .map_err(|_| OAuthError::new(ErrorCode::InvalidRequest, "the body is not UTF-8"))
+    super::body::text(request, MAX_FORM_BYTES)
+        .map_err(|e| OAuthError::new(ErrorCode::InvalidRequest, e.to_string()))
 }
 
 fn register(oauth: &OAuth, request: &mut tiny_http::Request) -> Answer {
-    let result = read_text(request).and_then(|text| {
-        let v: Value = serde_json::from_str(&text).map_err(|e| {
-            OAuthError::new(
-                ErrorCode::InvalidClientMetadata,
-                format!("the body is not JSON: {e}"),
-            )
-        })?;
-        oauth.register(&v)
-    });
+    let result = match super::body::json(request, MAX_FORM_BYTES) {
+        Ok(v) => oauth.register(&v),
+        Err(e @ super::body::BodyError::NotJson(_)) => Err(OAuthError::new(
+            ErrorCode::InvalidClientMetadata,
+            e.to_string(),
+        )),
+        Err(e) => Err(OAuthError::new(ErrorCode::InvalidRequest, e.to_string())),
+    };
     match result {
         Ok(body) => Answer::json(201, &body).with_header("Cache-Control", "no-store"),
         Err(e) => oauth_error(&e),
@@ -396,23 +375,18 @@ fn page(status: u16, html: String, redirect_uri: Option<&str>) -> Answer {
         Some(u) => format!("'self' {}", origin_of(u)),
         None => "'self'".into(),
     };
-    Answer {
-        status,
-        content_type: Some("text/html; charset=utf-8"),
-        headers: Vec::new(),
-        body: html.into_bytes(),
-    }
-    .with_header(
-        "Content-Security-Policy",
-        format!(
-            "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; \
+    Answer::with_body(status, "text/html; charset=utf-8", html.into_bytes())
+        .with_header(
+            "Content-Security-Policy",
+            format!(
+                "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; \
              form-action {form_action}; frame-ancestors 'none'"
-        ),
-    )
-    .with_header("X-Frame-Options", "DENY")
-    .with_header("X-Content-Type-Options", "nosniff")
-    .with_header("Referrer-Policy", "same-origin")
-    .with_header("Cache-Control", "no-store")
+            ),
+        )
+        .with_header("X-Frame-Options", "DENY")
+        .with_header("X-Content-Type-Options", "nosniff")
+        .with_header("Referrer-Policy", "same-origin")
+        .with_header("Cache-Control", "no-store")
 }
 
 fn error_page(status: u16, e: &OAuthError) -> Answer {

@@ -8,7 +8,7 @@
 //! | `POST /api/devices/control` | body `{"device", "action", "value"?, ...}`: `control_device` with that body |
 //! | `POST /api/devices/{device}/on` (`/off`) | `control_device` with `device` (percent-decoded) and the action |
 //!
-//! Every call goes through the MCP core ([`McpServer::handle`](crate::mcp::McpServer::handle))
+//! Every call goes through the MCP core ([`McpServer::serve`](crate::mcp::McpServer::serve))
 //! as a `tools/call` of a one-off session at protocol 2025-06-18 on transport `rest`, so
 //! validation, the envelope and panic isolation are the same as over MCP. Answers:
 //! * success: **200** with the tool's envelope (`structuredContent`, or the JSON text content;
@@ -28,14 +28,12 @@
 //! The body's `Content-Type` is not checked (quick-start `curl -d` sends form encoding); browsers
 //! are kept out by the Origin check. Authentication plugs in at [`authorize`].
 
-use std::io::Read;
-
 use serde_json::{json, Map, Value};
 
-use super::{Answer, Ctx};
+use super::{api_error, invalid, Answer, Ctx};
 use crate::auth::gate::{Action, Principal};
-use crate::mcp::jsonrpc::{ErrorObject, Outcome};
-use crate::mcp::{ProtocolVersion, Reply, RpcError, SessionState};
+use crate::mcp::jsonrpc::{ErrorObject, Id, Outcome, Params, Request};
+use crate::mcp::{Era, ProtocolVersion, RpcError, SessionState};
 
 /// One REST route, resolved from method and path.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,22 +88,6 @@ pub(crate) fn authorize(
     })
 }
 
-/// The §7.1 error object with a status.
-fn error(status: u16, code: &str, message: impl Into<String>, details: Value) -> Answer {
-    Answer::json(
-        status,
-        &json!({"error": {"code": code, "message": message.into(), "details": details}}),
-    )
-}
-
-fn invalid(message: impl Into<String>) -> Answer {
-    error(400, "INVALID_PARAMETERS", message, json!({}))
-}
-
-fn method_not_allowed(allow: &'static str) -> Answer {
-    error(405, "METHOD_NOT_ALLOWED", format!("use {allow}"), json!({})).with_header("Allow", allow)
-}
-
 /// Handles a request whose path passed [`is_rest_path`].
 pub(crate) fn handle(
     ctx: &Ctx,
@@ -132,7 +114,7 @@ pub(crate) fn handle(
             return list_tools(ctx);
         }
         Route::CallTool => {
-            let body = match read_json(ctx, request) {
+            let body = match super::json_body(ctx, request) {
                 Ok(b) => b,
                 Err(a) => return a,
             };
@@ -142,7 +124,7 @@ pub(crate) fn handle(
             }
         }
         Route::ListDevices => ("list_devices".to_string(), query_arguments(request.url())),
-        Route::Control => match read_json(ctx, request) {
+        Route::Control => match super::json_body(ctx, request) {
             Ok(Value::Object(args)) => ("control_device".to_string(), args),
             Ok(_) => {
                 return invalid(
@@ -184,7 +166,7 @@ fn resolve(method: &tiny_http::Method, path: &str) -> Result<Route, Answer> {
                 Some((d, "on")) => (d, "on"),
                 Some((d, "off")) => (d, "off"),
                 _ => {
-                    return Err(error(
+                    return Err(api_error(
                         404,
                         "NOT_FOUND",
                         format!("no route for {path}"),
@@ -209,35 +191,8 @@ fn resolve(method: &tiny_http::Method, path: &str) -> Result<Route, Answer> {
     if ok {
         Ok(route)
     } else {
-        Err(method_not_allowed(allow))
+        Err(super::method_not_allowed(allow))
     }
-}
-
-/// Reads at most `max_body_bytes` (+1 to notice more) and parses JSON.
-fn read_json(ctx: &Ctx, request: &mut tiny_http::Request) -> Result<Value, Answer> {
-    let limit = ctx.config.max_body_bytes;
-    let too_large = || {
-        error(
-            413,
-            "PAYLOAD_TOO_LARGE",
-            format!("request body exceeds the limit of {limit} bytes"),
-            json!({"limit": limit}),
-        )
-    };
-    if request.body_length().is_some_and(|n| n > limit) {
-        return Err(too_large());
-    }
-    let mut body = Vec::with_capacity(request.body_length().unwrap_or(0).min(limit));
-    match request
-        .as_reader()
-        .take(limit as u64 + 1)
-        .read_to_end(&mut body)
-    {
-        Ok(_) if body.len() > limit => return Err(too_large()),
-        Ok(_) => {}
-        Err(e) => return Err(invalid(format!("could not read the request body: {e}"))),
-    }
-    serde_json::from_slice(&body).map_err(|e| invalid(format!("the body is not valid JSON: {e}")))
 }
 
 /// `{"tool": name, "arguments": {...}}` (arguments optional).
@@ -292,37 +247,35 @@ fn query_arguments(url: &str) -> Map<String, Value> {
 fn rpc(
     ctx: &Ctx,
     method: &str,
-    params: Value,
+    params: Map<String, Value>,
     principal: Option<&Principal>,
 ) -> Result<Value, ErrorObject> {
     let mut state = SessionState::new("rest");
     state.caller = principal.map(Principal::caller);
     state.version = Some(ProtocolVersion::V2025_06_18);
     state.initialized = true;
-    let frame = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    match ctx.mcp.handle(&mut state, frame.to_string().as_bytes()) {
-        Reply::Single(response) => match response.outcome {
-            Outcome::Result(v) => Ok(v),
-            Outcome::Json(raw) => Ok(raw.to_value()),
-            Outcome::Error(e) => Err(e),
-        },
-        other => Err(ErrorObject {
-            code: RpcError::INTERNAL_ERROR,
-            message: "Internal error".into(),
-            data: crate::mcp::jsonrpc::ErrorData {
-                details: format!("unexpected reply from the core: {other:?}"),
-                extra: Default::default(),
-            },
-        }),
+    let request = Request {
+        id: Id::from(1u64),
+        method: method.to_string(),
+        params: Some(Params::Object(params)),
+    };
+    match ctx
+        .mcp
+        .serve(&mut state, request, Era::Session, &None)
+        .outcome
+    {
+        Outcome::Result(v) => Ok(v),
+        Outcome::Json(raw) => Ok(raw.to_value()),
+        Outcome::Error(e) => Err(e),
     }
 }
 
 fn rpc_failure(e: ErrorObject) -> Answer {
     let details = json!({"reason": e.data.details});
     if e.code == RpcError::INVALID_PARAMS {
-        error(400, "INVALID_PARAMETERS", e.message, details)
+        api_error(400, "INVALID_PARAMETERS", e.message, details)
     } else {
-        error(500, "INTERNAL_ERROR", e.message, details)
+        api_error(500, "INTERNAL_ERROR", e.message, details)
     }
 }
 
@@ -331,10 +284,10 @@ fn list_tools(ctx: &Ctx) -> Answer {
     let mut cursor: Option<Value> = None;
     // Bounded: a core that keeps returning cursors cannot loop us forever.
     for _ in 0..1000 {
-        let params = match &cursor {
-            Some(c) => json!({"cursor": c}),
-            None => json!({}),
-        };
+        let mut params = Map::new();
+        if let Some(c) = &cursor {
+            params.insert("cursor".into(), c.clone());
+        }
         let mut page = match rpc(ctx, "tools/list", params, None) {
             Ok(p) => p,
             Err(e) => return rpc_failure(e),
@@ -375,12 +328,10 @@ fn call_tool(
     arguments: Map<String, Value>,
     principal: Option<&Principal>,
 ) -> Answer {
-    let result = match rpc(
-        ctx,
-        "tools/call",
-        json!({"name": tool, "arguments": arguments}),
-        principal,
-    ) {
+    let mut params = Map::new();
+    params.insert("name".into(), tool.into());
+    params.insert("arguments".into(), Value::Object(arguments));
+    let result = match rpc(ctx, "tools/call", params, principal) {
         Ok(r) => r,
         Err(e) => return rpc_failure(e),
     };
@@ -411,14 +362,14 @@ fn call_tool(
                 .filter(|d| d.is_object())
                 .cloned()
                 .unwrap_or_else(|| json!({}));
-            error(status_of(code), code, message, details)
+            api_error(status_of(code), code, message, details)
         }
         None => {
             let message = result
                 .pointer("/content/0/text")
                 .and_then(Value::as_str)
                 .unwrap_or("tool failed");
-            error(500, "TOOL_ERROR", message, json!({"result": result}))
+            api_error(500, "TOOL_ERROR", message, json!({"result": result}))
         }
     }
 }

@@ -402,6 +402,9 @@ pub struct RequestContext {
     /// This server's address as the client reached it (`http://host:port`, or the configured
     /// public address), for links to its own pages (URL-mode elicitation); `None` for stdio.
     pub origin: Option<String>,
+    /// The person behind the request, as tools may ask them for a yes
+    /// ([`super::person::Person`]); `None` outside an MCP server (in process, tests).
+    pub person: Option<std::sync::Arc<dyn super::person::Person>>,
 }
 
 impl RequestContext {

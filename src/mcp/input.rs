@@ -26,10 +26,11 @@
 //! presented by another caller or on another request is refused with -32602 before the handler
 //! runs. Sealed, not encrypted: the client can read the state, so it never holds a secret. It
 //! does not make a state single-use: a handler for which an answer must count once keeps that
-//! server-side (the home server's pending confirmations, `crate::tools::confirm`).
+//! server-side (the pending confirmations of [`super::confirm`]).
 //!
 //! `inputResponses` are client input like the arguments: at most [`MAX_INPUT_RESPONSES`]
-//! entries, each a JSON object (else -32602); keys the handler did not ask for are ignored.
+//! entries and [`MAX_INPUT_RESPONSE_BYTES`] bytes, each a JSON object (else -32602); keys the
+//! handler did not ask for are ignored.
 //! A handler may only ask for what the client declared in `_meta` `clientCapabilities`
 //! ([`Round::can_ask`]); [`finish`] refuses anything else (-32021), so an undeclared kind never
 //! reaches the wire.
@@ -58,6 +59,29 @@ pub const MAX_STATE_BYTES: usize = 16 * 1024;
 
 /// Most entries of one `inputResponses`; more is -32602.
 pub const MAX_INPUT_RESPONSES: usize = 32;
+
+/// Most bytes of one `inputResponses` as JSON (16 KiB: the answers this server asks for are a
+/// form's few fields); more is -32602, so no client makes a request's round hold more.
+pub const MAX_INPUT_RESPONSE_BYTES: usize = 16 * 1024;
+
+/// Whether `value` written as JSON takes at most `limit` bytes (written into a counter that
+/// stops at the limit, never into memory).
+fn fits(value: &Value, limit: usize) -> bool {
+    struct Count(usize, usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            if self.0 > self.1 {
+                return Err(std::io::ErrorKind::FileTooLarge.into());
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    serde_json::to_writer(Count(0, limit), value).is_ok()
+}
 
 /// The code of the marker error [`Round::ask`] returns (never sent: [`finish`] replaces it).
 const ASKED: i64 = -32099;
@@ -203,6 +227,25 @@ pub enum ElicitAnswer {
     Cancel,
 }
 
+impl ElicitAnswer {
+    /// A client's result of `elicitation/create`; `None` when its `action` is not one of
+    /// accept, decline, cancel.
+    pub fn of(result: &Value) -> Option<ElicitAnswer> {
+        match result.get("action").and_then(Value::as_str)? {
+            "accept" => Some(ElicitAnswer::Accept(
+                result
+                    .get("content")
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default(),
+            )),
+            "decline" => Some(ElicitAnswer::Decline),
+            "cancel" => Some(ElicitAnswer::Cancel),
+            _ => None,
+        }
+    }
+}
+
 /// One modern request of [`METHODS`] as its handler sees it: what the client may be asked,
 /// the answers of this retry, the verified state of the previous round, and the handler's
 /// question once it asks.
@@ -226,21 +269,9 @@ impl Round {
         self.responses.get(key)
     }
 
-    /// The answer for `key` read as an elicitation result; `None` when absent or when its
-    /// `action` is not one of accept, decline, cancel.
+    /// The answer for `key` read as an elicitation result ([`ElicitAnswer::of`]).
     pub fn elicitation(&self, key: &str) -> Option<ElicitAnswer> {
-        let r = self.responses.get(key)?;
-        match r.get("action").and_then(Value::as_str)? {
-            "accept" => Some(ElicitAnswer::Accept(
-                r.get("content")
-                    .and_then(Value::as_object)
-                    .cloned()
-                    .unwrap_or_default(),
-            )),
-            "decline" => Some(ElicitAnswer::Decline),
-            "cancel" => Some(ElicitAnswer::Cancel),
-            _ => None,
-        }
+        ElicitAnswer::of(self.responses.get(key)?)
     }
 
     /// The state the handler sealed in the previous round, verified: `None` on a first call
@@ -508,6 +539,12 @@ pub fn begin(
                 r.len()
             )))
         }
+        Some(r) if !fits(r, MAX_INPUT_RESPONSE_BYTES) => {
+            return Err(RpcError::invalid_params(format!(
+                "Invalid params: `inputResponses` is larger than {MAX_INPUT_RESPONSE_BYTES} \
+                 bytes; answer only what was asked"
+            )))
+        }
         Some(Value::Object(r)) => {
             if let Some((k, _)) = r.iter().find(|(_, v)| !v.is_object()) {
                 return Err(RpcError::invalid_params(format!(
@@ -747,6 +784,35 @@ mod tests {
             finish(&s, &round, None, "tools/call", Some(&retry), "c", now),
             Ok(None)
         );
+    }
+
+    #[test]
+    fn large_input_responses_are_refused_before_they_are_copied() {
+        let s = Sealer::new();
+        let huge = "x".repeat(900 * 1024);
+        let p = params(json!({"name": "t", "inputResponses": {"confirm": {"action": huge}}}));
+        let e = begin(
+            &s,
+            "tools/call",
+            Some(&p),
+            "c",
+            &json!({}),
+            SystemTime::now(),
+        )
+        .unwrap_err();
+        assert_eq!(e.code, -32602);
+        assert!(e.message.contains("16384 bytes"), "{e:?}");
+        let fine =
+            params(json!({"name": "t", "inputResponses": {"confirm": {"action": "accept"}}}));
+        assert!(begin(
+            &s,
+            "tools/call",
+            Some(&fine),
+            "c",
+            &json!({}),
+            SystemTime::now()
+        )
+        .is_ok());
     }
 
     #[test]

@@ -136,20 +136,45 @@ pub enum Incoming {
 }
 
 /// The `error` member of an error response.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ErrorObject {
     pub code: i64,
     pub message: String,
     pub data: ErrorData,
 }
 
+impl From<RpcError> for ErrorObject {
+    /// `data.details` falls back to the message when the error has none.
+    fn from(error: RpcError) -> Self {
+        let details = error.details.unwrap_or_else(|| error.message.clone());
+        ErrorObject {
+            code: error.code,
+            message: error.message,
+            data: ErrorData {
+                details,
+                extra: serde_json::Map::new(),
+            },
+        }
+    }
+}
+
+impl ErrorObject {
+    /// With further members of `data` (an object's members; any other `data` is ignored).
+    pub fn with_data(mut self, data: Value) -> Self {
+        if let Value::Object(extra) = data {
+            self.data.extra = extra;
+        }
+        self
+    }
+}
+
 /// `error.data` (spec §7.2): free text explaining the error, and the members some errors
 /// add (e.g. `supported` and `requested` of MCP 2026-07-28's -32022).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ErrorData {
     pub details: String,
     /// Further members of `data`, flattened next to `details`.
-    #[serde(flatten, skip_serializing_if = "serde_json::Map::is_empty")]
+    #[serde(flatten, default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub extra: serde_json::Map<String, Value>,
 }
 
@@ -271,28 +296,19 @@ impl Response {
 
     /// An error response; `data.details` falls back to the message when the error has none.
     pub fn error(id: Option<Id>, error: RpcError) -> Self {
-        let details = error.details.unwrap_or_else(|| error.message.clone());
         Self {
             id,
-            outcome: Outcome::Error(ErrorObject {
-                code: error.code,
-                message: error.message,
-                data: ErrorData {
-                    details,
-                    extra: serde_json::Map::new(),
-                },
-            }),
+            outcome: Outcome::Error(error.into()),
         }
     }
 
     /// [`Response::error`] with further members of `error.data` (an object's members; any
     /// other `data` is ignored).
     pub fn error_with_data(id: Option<Id>, error: RpcError, data: Value) -> Self {
-        let mut response = Self::error(id, error);
-        if let (Outcome::Error(e), Value::Object(extra)) = (&mut response.outcome, data) {
-            e.data.extra = extra;
+        Self {
+            id,
+            outcome: Outcome::Error(ErrorObject::from(error).with_data(data)),
         }
-        response
     }
 
     /// -32700 with `id: null`.
@@ -337,11 +353,15 @@ impl Response {
 
 /// Parses one transport frame.
 ///
-/// Errors: bytes that are not JSON give `Err` with a -32700 response (`id: null`). An empty
-/// array is `Single(Err(-32600))`. Anything else that is not a valid message is classified as
+/// Errors: a frame that nests deeper or holds more values than [`crate::json::REQUEST`]
+/// allows gives `Err` with a -32600 response (`id: null`) before anything is parsed; bytes
+/// that are not JSON give `Err` with a -32700 response (`id: null`). An empty array is
+/// `Single(Err(-32600))`. Anything else that is not a valid message is classified as
 /// `Err(-32600)` inside the returned [`Incoming`]. Each message's `id` is kept as the text
 /// sent (see [`Id`]); its other members are parsed as usual.
 pub fn parse(raw: &[u8]) -> Result<Incoming, Response> {
+    crate::json::check(raw, crate::json::REQUEST)
+        .map_err(|e| Response::invalid_request(None, format!("{e}: send less at a time")))?;
     let frame: Frame<RawMessage> = serde_json::from_slice(raw)
         .map_err(|e| Response::parse_error(format!("invalid JSON: {e}")))?;
     Ok(match frame {
@@ -573,36 +593,24 @@ pub fn request_ids(raw: &[u8], max_items: usize) -> RequestIds {
     }
 }
 
-/// One JSON-RPC error answer as JSON text: `error` is the whole `error` member (code,
-/// message, data), `id` the request's (`null` when unknown).
-pub fn error_json(id: Option<&Id>, error: &Value) -> String {
-    #[derive(Serialize)]
-    struct ErrorAnswer<'a> {
-        jsonrpc: &'static str,
-        id: Option<&'a Id>,
-        error: &'a Value,
-    }
-    serde_json::to_string(&ErrorAnswer {
-        jsonrpc: "2.0",
-        id,
-        error,
-    })
-    .unwrap_or_else(|_| {
-        Response::error(None, RpcError::internal("response serialisation failed")).to_json()
-    })
-}
-
-/// The error answer to a frame whose requests are `ids` (see [`request_ids`]): one error
-/// object with the request's id, an array with one per request of a batch, or one with
-/// `id: null`.
-pub fn error_for(ids: &RequestIds, error: &Value) -> String {
+/// The error answer to a frame whose requests are `ids` (see [`request_ids`]) as JSON text:
+/// one error response with the request's id, an array with one per request of a batch, or
+/// one with `id: null`.
+pub fn error_for(ids: &RequestIds, error: &ErrorObject) -> String {
+    let one = |id: Option<&Id>| {
+        Response {
+            id: id.cloned(),
+            outcome: Outcome::Error(error.clone()),
+        }
+        .to_json()
+    };
     match ids {
-        RequestIds::Unknown => error_json(None, error),
-        RequestIds::Single(id) => error_json(Some(id), error),
+        RequestIds::Unknown => one(None),
+        RequestIds::Single(id) => one(Some(id)),
         RequestIds::Batch(list) => format!(
             "[{}]",
             list.iter()
-                .map(|id| error_json(Some(id), error))
+                .map(|id| one(Some(id)))
                 .collect::<Vec<_>>()
                 .join(",")
         ),
@@ -799,6 +807,26 @@ mod tests {
         ] {
             assert_eq!(ids(raw), RequestIds::Unknown, "{raw}");
         }
+    }
+
+    #[test]
+    fn frames_beyond_the_bounds_are_refused_before_parsing() {
+        let deep = format!("{}1{}", "[".repeat(33), "]".repeat(33));
+        let e = parse(deep.as_bytes()).unwrap_err();
+        assert_eq!((e.error_code(), e.id.clone()), (Some(-32600), None));
+        let wide = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"a":[{}0]}}}}"#,
+            "0,".repeat(20_000)
+        );
+        let e = parse(wide.as_bytes()).unwrap_err();
+        assert!(
+            e.to_json().contains("more than 16384 values"),
+            "{}",
+            e.to_json()
+        );
+        assert!(
+            parse(br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":[[[1]]]}}"#).is_ok()
+        );
     }
 
     #[test]

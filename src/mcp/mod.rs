@@ -1,15 +1,19 @@
 //! The Model Context Protocol core, domain-free: JSON-RPC 2.0 framing ([`jsonrpc`]), sessions
 //! and version negotiation ([`session`]), method dispatch ([`server`]) and the 2026-07-28
-//! multi round-trip requests ([`input`]). It calls a
+//! multi round-trip requests ([`input`]), and how a person's yes is asked for ([`person`]:
+//! elicitation, `input_required` rounds, the password pages of [`password`]). It calls a
 //! [`Handler`] for tools (and later resources and prompts) and knows nothing of Loxone or of
 //! the transport: HTTP (`crate::http`) and stdio (`crate::stdio`) both feed raw frames to
-//! [`McpServer::handle`] and write back the [`Reply`].
+//! [`McpServer::handle_with_peer`] and write back the [`Reply`].
 
+pub mod confirm;
 pub mod handler;
 pub mod input;
 pub mod jsonrpc;
 pub mod modern;
+pub mod password;
 pub mod peer;
+pub mod person;
 pub mod server;
 pub mod session;
 pub mod tasks;
@@ -22,6 +26,6 @@ pub use handler::{
     ToolAnnotations, ToolDescriptor,
 };
 pub use peer::{Hub, Outlet, OutletPeer, Pending};
-pub use server::{McpConfig, McpServer, Reply};
+pub use server::{Era, McpConfig, McpServer, Reply};
 pub use session::{ProtocolVersion, SessionError, SessionLimits, SessionState, SessionStore};
 pub use tasks::{TaskLimits, TaskSupport};

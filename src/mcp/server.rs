@@ -1,16 +1,25 @@
 //! Method dispatch: the transport-agnostic heart of the MCP server.
 //!
 //! A transport reads one frame (an HTTP body, a stdio line), and calls
-//! [`McpServer::handle`] with the caller's [`SessionState`]; it gets back a [`Reply`] to write
-//! (nothing for notifications). The HTTP transport, which must decide on status codes before
-//! dispatch, may parse first with [`jsonrpc::parse`] and call [`McpServer::handle_incoming`].
+//! [`McpServer::handle_with_peer`] with the caller's [`SessionState`]; it gets back a [`Reply`] to write
+//! (nothing for notifications). Each request of a frame is served in its era, read from it
+//! once by [`McpServer::era`] (data on the request: [`Era::Session`] for 2024-11-05 to
+//! 2025-11-25, [`Era::Stateless`] with its `_meta` for 2026-07-28) and served by
+//! [`McpServer::serve`], the one way to dispatch, counted once in the metrics. The HTTP
+//! transport, which must decide on status codes and the era's headers before dispatch, parses
+//! first with [`jsonrpc::parse`], reads the era itself and calls [`McpServer::serve`] (or
+//! [`McpServer::handle_incoming_with_peer`] for batches and notifications).
 //!
-//! Methods served here: `initialize` (version negotiation), `ping`, `tools/list` (cursor
-//! pagination) and `tools/call` (through the [`Handler`]). `notifications/initialized` marks
-//! the session initialized; other notifications and client responses are dropped. Anything
-//! else is -32601 and the session stays usable. What a session sees is shaped by its
-//! negotiated version: `annotations` from 2025-03-26, `title`, `outputSchema` and
-//! `structuredContent` from 2025-06-18, batches only on 2025-03-26. A panic in the handler
+//! Methods served in a session: `initialize` (version negotiation), `ping`, `tools/list`
+//! (cursor pagination), `tools/call` (through the [`Handler`]), the resources, prompts,
+//! completion and `logging/setLevel`. `notifications/initialized` marks the session
+//! initialized; other notifications and client responses are dropped. Anything else is -32601
+//! and the session stays usable. What a session sees is shaped by its negotiated version:
+//! `annotations` from 2025-03-26, `title`, `outputSchema` and `structuredContent` from
+//! 2025-06-18, batches only on 2025-03-26. A stateless request gets a state of its own, the
+//! methods of its era (`server/discover`, the tasks extension, multi round-trip
+//! `input_required` results; see [`super::modern`], [`super::input`], [`super::tasks`]) and
+//! results completed with `resultType` and the server's identity. A panic in the handler
 //! becomes -32603 for that request alone.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -24,6 +33,7 @@ use super::input;
 use super::jsonrpc::{self, Incoming, Message, Outcome, Params, Request, Response};
 use super::modern;
 use super::peer::{Hub, Outlet, OutletPeer, Pending};
+use super::person::Confirmations;
 use super::session::{ProtocolVersion, SessionState, SessionStore};
 use super::tasks::{self, TaskStore, TaskSupport};
 
@@ -48,6 +58,9 @@ pub struct McpConfig {
     pub max_batch_answer_bytes: usize,
     /// Bounds of the tasks of the `io.modelcontextprotocol/tasks` extension.
     pub tasks: super::tasks::TaskLimits,
+    /// How long a person's confirmation (and a password page) is awaited and valid (default
+    /// [`super::confirm::LIFETIME`]).
+    pub confirmation_lifetime: Duration,
 }
 
 /// Default [`McpConfig::max_batch_items`]: the batch tools cover bulk work, a client batches
@@ -69,6 +82,7 @@ impl Default for McpConfig {
             max_batch_items: DEFAULT_MAX_BATCH_ITEMS,
             max_batch_answer_bytes: DEFAULT_MAX_BATCH_ANSWER_BYTES,
             tasks: super::tasks::TaskLimits::default(),
+            confirmation_lifetime: super::confirm::LIFETIME,
         }
     }
 }
@@ -79,6 +93,18 @@ fn over_budget(budget: usize) -> String {
         "the batch's answer exceeds the limit of {budget} bytes ([server] \
          max_batch_answer_bytes); send this request on its own"
     )
+}
+
+/// The protocol era a request is served in: data read from the request once
+/// ([`McpServer::era`]) and carried with it to dispatch, never a path of its own.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Era {
+    /// 2024-11-05 to 2025-11-25: served in its session, at the version `initialize`
+    /// negotiated.
+    Session,
+    /// 2026-07-28: stateless, as its `_meta` declares (version, client capabilities, log
+    /// level; see [`super::modern`]).
+    Stateless(modern::RequestMeta),
 }
 
 /// What to send back for one frame.
@@ -121,6 +147,8 @@ pub struct McpServer {
     max_batch_answer_bytes: usize,
     /// Seals the `requestState` of 2026-07-28 multi round-trip requests ([`input`]).
     sealer: input::Sealer,
+    /// The pending confirmations and password pages of every request ([`super::person`]).
+    confirmations: Arc<Confirmations>,
     /// Per tool, its parameters mirrored into `Mcp-Param-*` headers (read once: the tool
     /// catalogue does not change while the server runs).
     param_headers: std::sync::OnceLock<std::collections::HashMap<String, Vec<(String, String)>>>,
@@ -147,6 +175,7 @@ impl McpServer {
             max_batch_items: config.max_batch_items.max(1),
             max_batch_answer_bytes: config.max_batch_answer_bytes.max(1024),
             sealer: input::Sealer::new(),
+            confirmations: Arc::new(Confirmations::new(config.confirmation_lifetime)),
             param_headers: std::sync::OnceLock::new(),
         }
     }
@@ -201,6 +230,12 @@ impl McpServer {
             })
             .get(tool)
             .map_or(&[], Vec::as_slice)
+    }
+
+    /// The password pages of the requests' confirmations, for the transport that serves them
+    /// (`/confirm/{id}`, see [`super::password`]).
+    pub fn password_pages(&self) -> &Arc<super::password::PasswordPages> {
+        self.confirmations.pages()
     }
 
     /// Outlets of sessions for notifications not tied to a request.
@@ -299,26 +334,19 @@ impl McpServer {
                 })
     }
 
-    /// Opens a `subscriptions/listen` stream (MCP 2026-07-28) on `outlet`: validates the
-    /// request's `_meta` and its `notifications` filter, keeps what this server honours
-    /// (resource list changes, and updates of the URIs that exist; its tools and prompts never
-    /// change), sends `notifications/subscriptions/acknowledged` with that subset and
-    /// registers the stream. `Err` is the error response to send instead. The stream lives as
-    /// long as the returned guard; [`McpServer::listen_closed`] is its graceful last message.
+    /// Opens a `subscriptions/listen` stream (MCP 2026-07-28) for `caller` on `transport`,
+    /// writing to `outlet`; `meta` is the request's validated `_meta` ([`Era::Stateless`]).
+    /// Validates its `notifications` filter, keeps what this server honours (resource list
+    /// changes, updates of the URIs that exist, and with `taskIds` (extension
+    /// `io.modelcontextprotocol/tasks`, which the request must declare, else -32021) the live
+    /// tasks `caller` created; its tools and prompts never change), sends
+    /// `notifications/subscriptions/acknowledged` with that subset and registers the stream.
+    /// `Err` is the error response to send instead. The stream lives as long as the returned
+    /// guard; [`McpServer::listen_closed`] is its graceful last message.
     pub fn open_listen(
         &self,
         request: &Request,
-        outlet: Arc<dyn Outlet>,
-    ) -> Result<super::peer::Listening<'_>, Response> {
-        self.open_listen_as(request, outlet, "stdio", None)
-    }
-
-    /// [`McpServer::open_listen`] for `caller` on `transport`: `notifications.taskIds`
-    /// (extension `io.modelcontextprotocol/tasks`, which the request must declare, else
-    /// -32021) keeps the ids of live tasks `caller` created.
-    pub fn open_listen_as(
-        &self,
-        request: &Request,
+        meta: &modern::RequestMeta,
         outlet: Arc<dyn Outlet>,
         transport: &str,
         caller: Option<&super::Caller>,
@@ -326,25 +354,18 @@ impl McpServer {
         let id = request.id.clone();
         let params = match &request.params {
             Some(Params::Object(p)) => Some(p),
-            None => None,
-            Some(Params::Array(_)) => {
-                return Err(Response::error(
-                    Some(id),
-                    RpcError::invalid_params("Invalid params: `params` must be an object"),
-                ))
-            }
+            _ => None,
         };
-        let meta =
-            modern::RequestMeta::parse(params).map_err(|e| e.into_response(Some(id.clone())))?;
+        let invalid = |what: &str| {
+            let e = RpcError::invalid_params(format!("Invalid params: `notifications{what}"));
+            Response::error(Some(request.id.clone()), e)
+        };
         let wanted = params
             .and_then(|p| p.get("notifications"))
             .cloned()
             .unwrap_or(Value::Null);
         if !(wanted.is_object() || wanted.is_null()) {
-            return Err(Response::error(
-                Some(id),
-                RpcError::invalid_params("Invalid params: `notifications` must be an object"),
-            ));
+            return Err(invalid("` must be an object"));
         }
         let mut filter = super::peer::ListenFilter {
             resources_list_changed: wanted.get("resourcesListChanged") == Some(&Value::Bool(true)),
@@ -352,12 +373,7 @@ impl McpServer {
         };
         if let Some(uris) = wanted.get("resourceSubscriptions") {
             let Some(uris) = uris.as_array() else {
-                return Err(Response::error(
-                    Some(id),
-                    RpcError::invalid_params(
-                        "Invalid params: `notifications.resourceSubscriptions` must be an array of URIs",
-                    ),
-                ));
+                return Err(invalid(".resourceSubscriptions` must be an array of URIs"));
             };
             for uri in uris.iter().filter_map(Value::as_str) {
                 if guarded(|| self.handler.check_subscribable(uri)).is_ok_and(|r| r.is_ok()) {
@@ -373,12 +389,7 @@ impl McpServer {
                 ));
             }
             let Some(ids) = ids.as_array() else {
-                return Err(Response::error(
-                    Some(id),
-                    RpcError::invalid_params(
-                        "Invalid params: `notifications.taskIds` must be an array of task ids",
-                    ),
-                ));
+                return Err(invalid(".taskIds` must be an array of task ids"));
             };
             let ids = ids.iter().filter_map(Value::as_str).map(str::to_string);
             filter.task_ids = self.tasks.owned(&tasks::owner_of(transport, caller), ids);
@@ -436,14 +447,9 @@ impl McpServer {
         &self.sessions
     }
 
-    /// Parses and handles one frame. `state` is updated in place (`initialize` sets the
+    /// Parses and handles one frame, with a way back to the client (progress, log messages,
+    /// elicitation) for the handler. `state` is updated in place (`initialize` sets the
     /// version, `notifications/initialized` the flag); the caller persists it.
-    pub fn handle(&self, state: &mut SessionState, raw: &[u8]) -> Reply {
-        self.handle_incoming(state, jsonrpc::parse(raw))
-    }
-
-    /// [`McpServer::handle`] with a way back to the client (progress, log messages,
-    /// elicitation) for the handler.
     pub fn handle_with_peer(
         &self,
         state: &mut SessionState,
@@ -453,21 +459,12 @@ impl McpServer {
         self.handle_incoming_with_peer(state, jsonrpc::parse(raw), peer)
     }
 
-    /// Handles an already parsed frame (see [`jsonrpc::parse`]).
+    /// [`McpServer::handle_with_peer`] for an already parsed frame (see [`jsonrpc::parse`]).
     ///
     /// Batches are answered only when the session negotiated 2025-03-26 and hold at most
     /// [`McpConfig::max_batch_items`] items; otherwise the whole batch gets one -32600
     /// (`id: null`, see [`McpServer::batch_refusal`]). Their answers are bounded by
     /// [`McpConfig::max_batch_answer_bytes`].
-    pub fn handle_incoming(
-        &self,
-        state: &mut SessionState,
-        incoming: Result<Incoming, Response>,
-    ) -> Reply {
-        self.handle_incoming_with_peer(state, incoming, None)
-    }
-
-    /// [`McpServer::handle_incoming`] with a [`PeerHandle`] for the handler.
     pub fn handle_incoming_with_peer(
         &self,
         state: &mut SessionState,
@@ -536,106 +533,128 @@ impl McpServer {
                 }
                 None
             }
-            Message::Request(request) if self.is_modern(state, &request) => {
-                Some(self.handle_modern(state, request, peer))
-            }
-            Message::Request(request) => {
-                let id = request.id.clone();
-                let started = std::time::Instant::now();
-                let transport = state.transport;
-                // Only for the metrics: the method and tool are bounded there, so only the
-                // `tools/call` name is looked at (no allocation).
-                let method = metric_method(&request.method);
-                let tool = if method == "tools/call" {
-                    tool_name(&request.params)
-                } else {
-                    None
-                };
-                let outcome = if in_batch && request.method == "initialize" {
-                    Err(RpcError {
-                        code: RpcError::INVALID_REQUEST,
-                        message: "Invalid Request".into(),
-                        details: Some("initialize must not be part of a batch".into()),
-                    })
-                } else {
-                    self.dispatch(state, request, peer, None)
-                };
-                count_request(transport, method, tool, outcome.is_ok(), started);
-                Some(match outcome {
-                    Ok(outcome) => Response {
-                        id: Some(id),
-                        outcome,
-                    },
-                    Err(error) => Response::error(Some(id), error),
-                })
-            }
+            Message::Request(request) => Some(match self.era(state, &request) {
+                Ok(era) => self.serve_in(state, request, era, in_batch, peer),
+                Err(refusal) => refusal,
+            }),
         }
     }
 
-    /// Whether `request` is served statelessly as MCP 2026-07-28 (see [`super::modern`]): it
-    /// names its version in `_meta`, its method exists only in that era, or it comes without a
-    /// negotiated session and the transport declared a version the handshake does not know.
-    pub fn is_modern(&self, state: &SessionState, request: &Request) -> bool {
-        if modern::modern_only(&request.method) {
-            return true;
-        }
+    /// The era `request` is served in, read from it once: [`Era::Stateless`] with its `_meta`
+    /// when it names its version in `_meta`, its method exists only in 2026-07-28, or it comes
+    /// without a negotiated session and the transport declared a version the handshake does
+    /// not know (`state.declared_version`); else [`Era::Session`]. `Err` is the answer to a
+    /// stateless request whose `params` or `_meta` are not valid (-32602, -32022).
+    pub fn era(&self, state: &SessionState, request: &Request) -> Result<Era, Response> {
         let params = match &request.params {
             Some(Params::Object(p)) => Some(p),
             _ => None,
         };
-        if modern::meta_version(params).is_some() {
-            return true;
+        let stateless = modern::modern_only(&request.method)
+            || modern::meta_version(params).is_some()
+            || (state.version.is_none()
+                && state.declared_version.as_deref().is_some_and(|v| {
+                    ProtocolVersion::parse(v).is_none_or(ProtocolVersion::is_modern)
+                }));
+        if !stateless {
+            return Ok(Era::Session);
         }
-        state.version.is_none()
-            && state
-                .declared_version
-                .as_deref()
-                .is_some_and(|v| ProtocolVersion::parse(v).is_none_or(ProtocolVersion::is_modern))
+        if matches!(request.params, Some(Params::Array(_))) {
+            return Err(Response::error(
+                Some(request.id.clone()),
+                RpcError::invalid_params("Invalid params: `params` must be an object"),
+            ));
+        }
+        modern::RequestMeta::parse(params)
+            .map(Era::Stateless)
+            .map_err(|e| e.into_response(Some(request.id.clone())))
     }
 
-    /// Serves one 2026-07-28 request: validates its `_meta` (-32602, -32022), refuses the
-    /// methods the era removed (-32601), answers `server/discover`, and dispatches the rest
-    /// with a state of the request's own (its capabilities and log level; the session, if
-    /// any, is left alone). Results get `resultType`, the server's identity and, for the lists
-    /// and reads, the handler's cache hints; "resource not found" becomes -32602.
-    pub fn handle_modern(
+    /// Serves one request in its `era` ([`McpServer::era`]): the one way a request reaches
+    /// dispatch, counted once in the metrics. `state` is the session's (updated in place) in
+    /// [`Era::Session`]; a stateless request is served with a state of its own and leaves it
+    /// alone.
+    pub fn serve(
+        &self,
+        state: &mut SessionState,
+        request: Request,
+        era: Era,
+        peer: &Option<PeerHandle>,
+    ) -> Response {
+        self.serve_in(state, request, era, false, peer)
+    }
+
+    fn serve_in(
+        &self,
+        state: &mut SessionState,
+        request: Request,
+        era: Era,
+        in_batch: bool,
+        peer: &Option<PeerHandle>,
+    ) -> Response {
+        let started = std::time::Instant::now();
+        // Only for the metrics: the method and tool are bounded there, so only the
+        // `tools/call` name is looked at (no allocation).
+        let method = metric_method(&request.method);
+        let tool = (method == "tools/call")
+            .then(|| tool_name(&request.params))
+            .flatten();
+        let id = request.id.clone();
+        let response = match era {
+            Era::Stateless(meta) => self.serve_stateless(state, request, meta, peer),
+            Era::Session if in_batch && request.method == "initialize" => Response::error(
+                Some(id),
+                RpcError {
+                    code: RpcError::INVALID_REQUEST,
+                    message: "Invalid Request".into(),
+                    details: Some("initialize must not be part of a batch".into()),
+                },
+            ),
+            Era::Session => match self.dispatch(state, request, peer, None) {
+                Ok(outcome) => Response {
+                    id: Some(id),
+                    outcome,
+                },
+                Err(error) => Response::error(Some(id), error),
+            },
+        };
+        count_request(
+            state.transport,
+            method,
+            tool,
+            response.error_code().is_none(),
+            started,
+        );
+        response
+    }
+
+    /// One 2026-07-28 request with its validated `_meta`: refuses the methods the era
+    /// removed (-32601), answers `server/discover`, and dispatches the rest with a state of
+    /// the request's own (its capabilities and log level; the session, if any, is left
+    /// alone). Results get `resultType`, the server's identity and, for the lists and reads,
+    /// the handler's cache hints; "resource not found" becomes -32602.
+    fn serve_stateless(
         &self,
         state: &SessionState,
         request: Request,
+        meta: modern::RequestMeta,
         peer: &Option<PeerHandle>,
     ) -> Response {
         let id = request.id.clone();
-        let started = std::time::Instant::now();
-        let metric = metric_method(&request.method);
-        let tool = if metric == "tools/call" {
-            tool_name(&request.params)
-        } else {
-            None
-        };
         let params = match &request.params {
-            None => None,
             Some(Params::Object(p)) => Some(p),
-            Some(Params::Array(_)) => {
-                return Response::error(
-                    Some(id),
-                    RpcError::invalid_params("Invalid params: `params` must be an object"),
-                )
-            }
-        };
-        let meta = match modern::RequestMeta::parse(params) {
-            Ok(meta) => meta,
-            Err(e) => return e.into_response(Some(id)),
+            _ => None,
         };
         let uri = params
             .and_then(|p| p.get("uri"))
             .and_then(Value::as_str)
             .map(str::to_string);
         let method = request.method.clone();
-        if method == "tools/call" {
-            let tool = params
-                .and_then(|p| p.get("name"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
+        let tool = params
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+            .filter(|_| method == "tools/call");
+        if let Some(tool) = tool {
             let required =
                 guarded(|| self.handler.required_client_capabilities(tool)).unwrap_or_default();
             let missing: Vec<&str> = required
@@ -648,14 +667,12 @@ impl McpServer {
         }
         // Extension io.modelcontextprotocol/tasks: which calls become tasks.
         let with_tasks = tasks::declared(&meta.client_capabilities);
-        let support = if method == "tools/call" {
-            let tool = params
-                .and_then(|p| p.get("name"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            guarded(|| self.handler.task_support(tool)).unwrap_or_default()
-        } else {
-            TaskSupport::Forbidden
+        let support = match tool {
+            Some(tool) => guarded(|| self.handler.task_support(tool)).unwrap_or_default(),
+            None if method == "tools/call" => {
+                guarded(|| self.handler.task_support("")).unwrap_or_default()
+            }
+            None => TaskSupport::Forbidden,
         };
         if !with_tasks && support == TaskSupport::Required {
             return tasks::missing_extension(Some(id), "this tool runs only as a task");
@@ -677,9 +694,27 @@ impl McpServer {
             now,
         ) {
             Ok(round) => round.map(Arc::new),
-            Err(e) => {
-                count_request(state.transport, metric, tool, false, started);
-                return Response::error(Some(id), e);
+            Err(e) => return Response::error(Some(id), e),
+        };
+        // The answer the round asked for instead of the outcome, if the handler asked.
+        let asked = |failed_with: Option<&RpcError>, params: Option<&Map<String, Value>>| {
+            let round = round.as_deref()?;
+            let answer = input::finish(
+                &self.sealer,
+                round,
+                failed_with,
+                &method,
+                params,
+                &identity,
+                now,
+            );
+            match answer {
+                Ok(None) => None,
+                Ok(Some(result)) => Some(Response::result(
+                    id.clone(),
+                    modern::finish_result(result, &self.server_info_value(), None),
+                )),
+                Err(missing) => Some(modern::missing_capabilities(Some(id.clone()), &missing)),
             }
         };
         let outcome = if modern::REMOVED_METHODS.contains(&method.as_str()) {
@@ -714,30 +749,15 @@ impl McpServer {
                 meta,
                 round.clone(),
             );
-            match (spawned, &round) {
-                (Ok(tasks::Spawned::Asked(asked)), Some(round)) => {
-                    let answer = input::finish(
-                        &self.sealer,
-                        round,
-                        Some(&asked),
-                        &method,
-                        params,
-                        &identity,
-                        now,
-                    );
-                    count_request(state.transport, metric, tool, true, started);
-                    return match answer {
-                        Ok(Some(result)) => {
-                            let info = self.server_info_value();
-                            Response::result(id, modern::finish_result(result, &info, None))
-                        }
-                        Ok(None) => Response::error(Some(id), asked),
-                        Err(missing) => modern::missing_capabilities(Some(id), &missing),
-                    };
+            match spawned {
+                Ok(tasks::Spawned::Asked(asked_for)) => {
+                    if let Some(answer) = round.is_some().then(|| asked(Some(&asked_for), params)) {
+                        return answer.unwrap_or_else(|| Response::error(Some(id), asked_for));
+                    }
+                    Err(asked_for)
                 }
-                (Ok(tasks::Spawned::Asked(asked)), None) => Err(asked),
-                (Ok(tasks::Spawned::Task(created)), _) => Ok(created),
-                (Err(e), _) => Err(e),
+                Ok(tasks::Spawned::Task(created)) => Ok(created),
+                Err(e) => Err(e),
             }
         } else {
             let params_copy = round.as_ref().and(params.cloned());
@@ -759,27 +779,8 @@ impl McpServer {
             // A modern result gets members of its own (`resultType`, `_meta`): a tool answer
             // rendered as JSON text for the older eras is read back into a tree here.
             let outcome = self.dispatch(&mut own, request, peer, round.clone());
-            if let Some(round) = &round {
-                match input::finish(
-                    &self.sealer,
-                    round,
-                    outcome.as_ref().err(),
-                    &method,
-                    params_copy.as_ref(),
-                    &identity,
-                    now,
-                ) {
-                    Ok(None) => {}
-                    Ok(Some(asked)) => {
-                        count_request(state.transport, metric, tool, true, started);
-                        let info = self.server_info_value();
-                        return Response::result(id, modern::finish_result(asked, &info, None));
-                    }
-                    Err(missing) => {
-                        count_request(state.transport, metric, tool, false, started);
-                        return modern::missing_capabilities(Some(id), &missing);
-                    }
-                }
+            if let Some(answer) = asked(outcome.as_ref().err(), params_copy.as_ref()) {
+                return answer;
             }
             outcome.and_then(|outcome| match outcome {
                 Outcome::Result(value) => Ok(value),
@@ -792,7 +793,6 @@ impl McpServer {
                 }),
             })
         };
-        count_request(state.transport, metric, tool, outcome.is_ok(), started);
         match outcome {
             Ok(value) => {
                 let info = self.server_info_value();
@@ -850,6 +850,7 @@ impl McpServer {
             .cloned();
         let (name, arguments) = tool_call_params(params)?;
         let handler = self.handler.clone();
+        let confirmations = self.confirmations.clone();
         let transport = state.transport;
         let caller = state.caller.clone();
         let origin = state.origin.clone();
@@ -867,7 +868,9 @@ impl McpServer {
                     caller,
                     input: round,
                     origin,
+                    person: None,
                 };
+                let ctx = ctx.with_person(&confirmations);
                 let result = guarded(|| handler.call_tool_shared(&name, arguments, &ctx))??;
                 let json = result.json(true).map_err(|e| {
                     RpcError::internal("Internal error")
@@ -939,8 +942,10 @@ impl McpServer {
             caller: state.caller.clone(),
             input,
             origin: state.origin.clone(),
+            person: None,
         };
         if method == "tools/call" {
+            let ctx = ctx.with_person(&self.confirmations);
             return self.tools_call(version, params, &ctx);
         }
         let value = match method {

@@ -468,18 +468,14 @@ mod tests {
 
     #[test]
     fn negotiation() {
-        assert_eq!(
-            ProtocolVersion::negotiate("2024-11-05"),
-            ProtocolVersion::V2024_11_05
-        );
-        assert_eq!(
-            ProtocolVersion::negotiate("1999-01-01"),
-            ProtocolVersion::LATEST
-        );
-        assert_eq!(
-            ProtocolVersion::negotiate("2026-07-28"),
-            ProtocolVersion::LATEST
-        );
+        use ProtocolVersion as V;
+        for (asked, answered) in [
+            ("2024-11-05", V::V2024_11_05),
+            ("1999-01-01", V::LATEST),
+            ("2026-07-28", V::LATEST),
+        ] {
+            assert_eq!(V::negotiate(asked), answered, "{asked}");
+        }
     }
 
     #[test]

@@ -1,20 +1,21 @@
-//! Who is calling a tool ([`Caller`]) and how a person's yes is asked for: the confirmation of a
-//! risky command ([`Caller::confirm`]: elicitation, a MCP 2026-07-28 `input_required` round, or
-//! the dry run) and the visualisation password typed on this server's page
-//! ([`Caller::ask_password`]). Tools call these; they never see JSON-RPC.
-
-use std::sync::Arc;
-use std::time::Duration;
+//! Who is calling a tool ([`Caller`]): its key's reach, the way back to its MCP client
+//! (progress, log messages), and the one decision of who may say yes to a command that needs
+//! confirmation ([`Caller::confirm`]; issue 20). A person's yes and the visualisation password
+//! are asked through the narrow seam [`crate::mcp::person::Person`], which the MCP layer
+//! implements (elicitation, `input_required` rounds, the password page): tools never see
+//! JSON-RPC.
 
 use serde_json::{json, Value};
 
 use super::{action_label, confirm, password, ToolError};
 use crate::home::{Action, Control, ControllerError, House, Outcome, Secret};
-use crate::mcp::input::{ElicitAnswer, InputKind, InputRequest, InputRequired, Round};
+use crate::mcp::person::{Answer, Person, Unasked};
 use crate::mcp::{LogLevel, RequestContext};
 
+pub use crate::mcp::person::ToConfirm;
+
 /// Who is calling, for the audit log of writes, and the way back to the MCP client of the
-/// request being served (progress, log messages, confirmation by elicitation).
+/// request being served (progress, log messages, a person's yes).
 #[derive(Debug, Clone)]
 pub struct Caller {
     pub label: String,
@@ -28,10 +29,6 @@ pub struct Caller {
     /// tools that ask for confirmation go ahead, except that opening a gate or door gets a
     /// person's answer of its own.
     pub confirmed: Option<confirm::ConfirmedBy>,
-    /// The pending confirmations of the server ([`confirm::Pending`]).
-    pub pending: Arc<confirm::Pending>,
-    /// The server's open password pages ([`password::PasswordPages`]).
-    pub passwords: Arc<password::PasswordPages>,
 }
 
 /// The logger name of `notifications/message` sent for writes.
@@ -59,16 +56,17 @@ impl Confirmation {
     }
 }
 
-/// What a command that needs confirmation is, for [`Caller::confirm`].
-pub struct ToConfirm<'a> {
-    pub risk: crate::home::Risk,
-    pub tool: &'a str,
-    /// UUIDs of the controls (or the workflow id).
-    pub controls: Vec<String>,
-    /// The command with its values.
-    pub command: String,
-    /// The question in plain words, naming the control(s), room(s) and action.
-    pub question: &'a str,
+/// Why nobody was asked, as the tool's error: a refusal (`unreachable` the message when the
+/// client cannot be asked at all), or (MCP 2026-07-28) the question for the retry.
+fn unasked(e: Unasked, unreachable: impl FnOnce() -> String) -> ToolError {
+    match e {
+        Unasked::Refused { code, message } => ToolError::Refused { code, message },
+        Unasked::Retry(ask) => ToolError::InputRequired(ask),
+        Unasked::Unreachable => ToolError::Refused {
+            code: "HUMAN_CONFIRMATION_REQUIRED",
+            message: unreachable(),
+        },
+    }
 }
 
 impl Caller {
@@ -79,8 +77,6 @@ impl Caller {
             request: None,
             reports_progress: true,
             confirmed: None,
-            pending: Arc::new(confirm::Pending::default()),
-            passwords: Arc::new(password::PasswordPages::default()),
         }
     }
 
@@ -96,8 +92,6 @@ impl Caller {
             request: self.request.clone(),
             reports_progress: false,
             confirmed,
-            pending: self.pending.clone(),
-            passwords: self.passwords.clone(),
         }
     }
 
@@ -222,14 +216,9 @@ impl Caller {
         self.log(level, data);
     }
 
-    /// The key ([`crate::mcp::Caller::principal`], else its name) or session a confirmation
-    /// is bound to.
-    fn binding_key(&self) -> String {
-        let r = self.request.as_ref();
-        r.and_then(|r| r.caller.as_ref())
-            .map(|c| c.principal.clone().unwrap_or_else(|| c.key_name.clone()))
-            .or_else(|| r.and_then(|r| r.session_id.clone()))
-            .unwrap_or_else(|| self.label.clone())
+    /// The person behind the MCP request, who can be asked ([`Person`]).
+    fn person(&self) -> Option<&dyn Person> {
+        self.request.as_ref()?.person.as_deref()
     }
 
     /// Whether the command `ask` describes may go, and who confirmed it: the one decision of
@@ -240,8 +229,8 @@ impl Caller {
     /// - in process (no MCP request): `confirm: true` goes, else the dry run;
     /// - the key's owner lets the model confirm this class ([`Risk::model_may_confirm`]) and
     ///   the model passed `confirm: true`: go;
-    /// - a client that declared elicitation: the user is asked (a form with a yes/no naming
-    ///   the control, its room and the action); `confirm: true` does not count;
+    /// - a client that can ask its user: the person is asked ([`Person::yes`]: a form with a
+    ///   yes/no naming the control, its room and the action); `confirm: true` does not count;
     /// - else nothing is sent: the dry run where the key lets the model confirm, otherwise
     ///   [`ToolError::Refused`] `HUMAN_CONFIRMATION_REQUIRED` saying what needs a human and
     ///   how the owner can allow otherwise.
@@ -272,106 +261,34 @@ impl Caller {
         if model_may && confirm == Some(true) {
             return Ok(Confirmation::Go(ConfirmedBy::Model));
         }
-        // MCP 2026-07-28: the question goes back as an `input_required` result and the
-        // answer comes with the retry (not inside a workflow run: a retry would run its earlier
-        // steps again).
-        if let Some(round) = r
-            .input
-            .as_deref()
-            .filter(|i| i.can_ask(InputKind::ElicitationForm))
-        {
-            if self.confirmed.is_some() {
-                return Err(ToolError::Refused {
-                    code: "HUMAN_CONFIRMATION_REQUIRED",
-                    message: format!(
-                        "nothing was sent: \"{}\" needs a person's answer of its own, which this protocol version cannot ask for in the middle of a workflow; do it on its own",
-                        ask.question
-                    ),
-                });
-            }
-            return self.confirm_by_round(round, ask);
-        }
-        let peer = r.peer.as_ref().filter(|_| r.can_elicit());
-        let Some(peer) = peer else {
-            if model_may {
-                return Ok(Confirmation::DryRun(None));
-            }
-            return Err(ToolError::Refused {
-                code: "HUMAN_CONFIRMATION_REQUIRED",
-                message: format!(
-                    "nothing was sent: this {} action needs a person's answer (\"{}\"), and this MCP client cannot ask its user (it did not declare the elicitation capability). {}",
-                    ask.risk.as_str(),
-                    ask.question,
-                    if ask.risk.model_may_confirm() {
-                        "Use a client that supports elicitation, or the server's owner can let the model confirm such actions for this key (home-mcp keys update KEY --model-confirms yes)."
-                    } else {
-                        "Use a client that supports elicitation; gates and doors always need a person's answer."
-                    }
-                ),
-            });
+        let asked = match self.person() {
+            Some(person) => person.yes(ask, self.confirmed.is_some()),
+            None => Err(Unasked::Unreachable),
         };
-        let binding = self.binding(ask);
-        let id = self
-            .pending
-            .file(binding.clone(), std::time::Instant::now())
-            .map_err(|e| ToolError::Refused {
-                code: "RATE_LIMIT_EXCEEDED",
-                message: format!("nothing was sent: {e}"),
-            })?;
-        let params = json!({
-            "message": ask.question,
-            "requestedSchema": confirmation_form(ask.question),
-        });
-        let answer = peer
-            .0
-            .request("elicitation/create", params, self.pending.lifetime());
-        let outcome = match answer {
-            Ok(answer) => {
-                let action = answer["action"].as_str().unwrap_or("cancel");
-                let yes = answer
-                    .pointer("/content/confirm")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
-                match (action, yes) {
-                    ("accept", true) => {
-                        match self
-                            .pending
-                            .redeem(&id, &binding, std::time::Instant::now())
-                        {
-                            Ok(()) => return Ok(Confirmation::Go(ConfirmedBy::User)),
-                            Err(e) => Confirmation::Cancelled(e.to_string()),
-                        }
-                    }
-                    ("accept", false) => Confirmation::Cancelled("the user did not confirm".into()),
-                    ("decline", _) => Confirmation::Cancelled("the user declined".into()),
-                    _ => Confirmation::Cancelled("the user cancelled".into()),
+        match asked {
+            Ok(Answer::Yes) => Ok(Confirmation::Go(ConfirmedBy::User)),
+            Ok(Answer::No(reason)) => Ok(Confirmation::Cancelled(reason)),
+            Err(Unasked::Unreachable) if model_may => Ok(Confirmation::DryRun(None)),
+            Err(e) => Err(unasked(e, || {
+                format!(
+                "nothing was sent: this {} action needs a person's answer (\"{}\"), and this MCP client cannot ask its user (it did not declare the elicitation capability). {}",
+                ask.risk.as_str(),
+                ask.question,
+                if ask.risk.model_may_confirm() {
+                    "Use a client that supports elicitation, or the server's owner can let the model confirm such actions for this key (home-mcp keys update KEY --model-confirms yes)."
+                } else {
+                    "Use a client that supports elicitation; gates and doors always need a person's answer."
                 }
-            }
-            Err(e) => {
-                log::warn!("elicitation for {}: {}", self.label, e.message);
-                Confirmation::Cancelled(format!("the user's answer did not arrive ({})", e.message))
-            }
-        };
-        self.pending.drop_id(&id);
-        Ok(outcome)
+            )
+            })),
+        }
     }
 
     /// Where the visualisation password for a command to `c` comes from
-    /// ([`password::source`]): configured on the Pi, a page of this server, or nowhere. The
-    /// page is offered to a MCP 2026-07-28 request (it carries a [`Round`]) by an
-    /// `input_required` result when the client declared URL-mode elicitation in `_meta` and
-    /// the request came over HTTP; to an older request by `elicitation/create` when the
-    /// session declared it ([`RequestContext::can_elicit_url`]).
+    /// ([`password::source`]): configured on the Pi, this server's page (when the person can
+    /// be sent there, [`Person::page`]), or nowhere.
     pub fn password_source(&self, house: &House, c: &Control) -> password::Source {
-        use password::Opener;
-        let opener = self
-            .request
-            .as_ref()
-            .and_then(|r| match r.input.as_deref() {
-                Some(round) => (r.origin.is_some() && round.can_ask(InputKind::ElicitationUrl))
-                    .then_some(Opener::InputRequired),
-                None => r.can_elicit_url().then_some(Opener::Elicitation),
-            });
+        let opener = self.person().and_then(|p| p.page());
         password::source(c.is_secured, house.has_visu_password(), opener)
     }
 
@@ -381,295 +298,16 @@ impl Caller {
     /// gave it (declined, cancelled, expired, another command): nothing is sent. Errors: no
     /// URL-mode client ([`ToolError::Refused`] `HUMAN_CONFIRMATION_REQUIRED`), too many pages
     /// open (`RATE_LIMIT_EXCEEDED`), and for a 2026-07-28 request the question itself
-    /// ([`ToolError::InputRequired`], see [`Caller::ask_password_by_round`]).
+    /// ([`ToolError::InputRequired`]).
     pub fn ask_password(
         &self,
         ask: &ToConfirm,
         opener: password::Opener,
     ) -> Result<Result<Secret, String>, ToolError> {
-        match opener {
-            password::Opener::Elicitation => self.ask_password_by_elicitation(ask),
-            password::Opener::InputRequired => self.ask_password_by_round(ask),
-        }
-    }
-
-    /// The page for a MCP 2025-11-25 session: files a page for the command `ask` describes
-    /// ([`password::PasswordPages::url_request`]), sends the URL-mode `elicitation/create`
-    /// naming it, and waits (at most the page's lifetime) for the password typed there; then
-    /// `notifications/elicitation/complete`.
-    fn ask_password_by_elicitation(
-        &self,
-        ask: &ToConfirm,
-    ) -> Result<Result<Secret, String>, ToolError> {
-        let r = self.request.as_ref().filter(|r| r.can_elicit_url());
-        let (Some(r), Some(peer)) = (r, r.and_then(|r| r.peer.as_ref())) else {
-            return Err(ToolError::Refused {
-                code: "HUMAN_CONFIRMATION_REQUIRED",
-                message: "nothing was sent: the visualisation password is typed by a person on this server's page, and this MCP client cannot open it (it did not declare URL-mode elicitation)".into(),
-            });
+        let asked = match self.person() {
+            Some(person) => person.password(ask, opener, self.confirmed.is_some()),
+            None => Err(Unasked::Unreachable),
         };
-        let binding = self.binding(ask);
-        let origin = r.origin.as_deref().unwrap_or_default();
-        let request = self
-            .passwords
-            .url_request(
-                origin,
-                binding.clone(),
-                ask.question,
-                std::time::Instant::now(),
-            )
-            .map_err(|e| ToolError::Refused {
-                code: "RATE_LIMIT_EXCEEDED",
-                message: format!("nothing was sent: {e}"),
-            })?;
-        let id = request.elicitation_id.clone();
-        let message = page_message(ask.question);
-        let answer = peer.0.request(
-            "elicitation/create",
-            request.params(&message),
-            self.passwords.lifetime(),
-        );
-        let opened = match answer {
-            Ok(a) => match a["action"].as_str() {
-                Some("accept") => Ok(()),
-                Some("decline") => Err("the user declined".to_string()),
-                _ => Err("the user cancelled".to_string()),
-            },
-            Err(e) => {
-                log::warn!("elicitation for {}: {}", self.label, e.message);
-                Err(format!("the user's answer did not arrive ({})", e.message))
-            }
-        };
-        if let Err(reason) = opened {
-            self.passwords.drop_id(&id);
-            return Ok(Err(reason));
-        }
-        let outcome = self.passwords.wait(&id, &binding);
-        peer.0.notify(
-            "notifications/elicitation/complete",
-            json!({"elicitationId": id}),
-        );
-        Ok(outcome.map_err(|e| e.to_string()))
+        asked.map_err(|e| unasked(e, || "nothing was sent: the visualisation password is typed by a person on this server's page, and this MCP client cannot open it (it did not declare URL-mode elicitation)".into()))
     }
-
-    /// The page for a MCP 2026-07-28 request whose client declared URL-mode elicitation (the
-    /// spec's URL mode inside `inputRequests`):
-    ///
-    /// - first call: files a page for the command `ask` describes and answers `input_required`
-    ///   with the URL-mode request under [`PASSWORD_KEY`], the page's id sealed into
-    ///   `requestState` (bound by the MCP core to the caller, tool and arguments) for the
-    ///   page's lifetime;
-    /// - the retry with `accept` takes the password the page received
-    ///   ([`password::PasswordPages::take`]: once, within its lifetime, for the same key, tool,
-    ///   control and command); a page nobody has answered yet is offered again (another
-    ///   `input_required`, the spec's answer while the out-of-band interaction is not complete:
-    ///   the worker never waits for a person);
-    /// - `decline` or `cancel`: the page is withdrawn, nothing is sent;
-    /// - a retry without an answer: the old page is withdrawn and a new one offered.
-    ///
-    /// Not inside a workflow run (a retry would run its earlier steps again).
-    fn ask_password_by_round(&self, ask: &ToConfirm) -> Result<Result<Secret, String>, ToolError> {
-        let r = self.request.as_ref();
-        let (Some(round), Some(origin)) = (
-            r.and_then(|r| r.input.as_deref())
-                .filter(|i| i.can_ask(InputKind::ElicitationUrl)),
-            r.and_then(|r| r.origin.as_deref()),
-        ) else {
-            return Err(ToolError::Refused {
-                code: "HUMAN_CONFIRMATION_REQUIRED",
-                message: "nothing was sent: the visualisation password is typed by a person on this server's page, and this MCP client cannot open it (it did not declare URL-mode elicitation)".into(),
-            });
-        };
-        if self.confirmed.is_some() {
-            return Err(ToolError::Refused {
-                code: "HUMAN_CONFIRMATION_REQUIRED",
-                message: format!(
-                    "nothing was sent: \"{}\" needs the visualisation password typed on this server's page, which this protocol version cannot offer in the middle of a workflow; do it on its own",
-                    ask.question
-                ),
-            });
-        }
-        let now = std::time::Instant::now();
-        let binding = self.binding(ask);
-        let filed = round
-            .state()
-            .and_then(|s| s.get(STATE_PASSWORD_PAGE))
-            .and_then(Value::as_str);
-        if let (Some(id), Some(answer)) = (filed, round.elicitation(PASSWORD_KEY)) {
-            let reason = match answer {
-                ElicitAnswer::Accept(_) => match self.passwords.take(id, &binding, now) {
-                    Ok(password) => return Ok(Ok(password)),
-                    Err(password::NoPassword::Unanswered) => {
-                        match self.passwords.reopen(origin, id, &binding, now) {
-                            Some((page, left)) => {
-                                let message = format!(
-                                    "{} The page is still waiting for the Loxone visualisation password: enter it there, then continue.",
-                                    ask.question
-                                );
-                                return Err(page_round(round, &page, message, left));
-                            }
-                            // Answered (or expired) in between.
-                            None => match self.passwords.take(id, &binding, now) {
-                                Ok(password) => return Ok(Ok(password)),
-                                Err(e) => e.to_string(),
-                            },
-                        }
-                    }
-                    Err(e) => e.to_string(),
-                },
-                ElicitAnswer::Decline => "the user declined".into(),
-                ElicitAnswer::Cancel => "the user cancelled".into(),
-            };
-            self.passwords.drop_id(id);
-            return Ok(Err(reason));
-        }
-        if let Some(id) = filed {
-            self.passwords.drop_id(id);
-        }
-        let page = self
-            .passwords
-            .url_request(origin, binding, ask.question, now)
-            .map_err(|e| ToolError::Refused {
-                code: "RATE_LIMIT_EXCEEDED",
-                message: format!("nothing was sent: {e}"),
-            })?;
-        Err(page_round(
-            round,
-            &page,
-            page_message(ask.question),
-            self.passwords.lifetime(),
-        ))
-    }
-
-    /// The [`confirm::Binding`] of the command `ask` describes, for this caller.
-    fn binding(&self, ask: &ToConfirm) -> confirm::Binding {
-        confirm::Binding {
-            key: self.binding_key(),
-            tool: ask.tool.to_string(),
-            controls: {
-                let mut c = ask.controls.clone();
-                c.sort_unstable();
-                c
-            },
-            command: ask.command.clone(),
-            risk: ask.risk,
-        }
-    }
-
-    /// [`Caller::confirm`] for a MCP 2026-07-28 client that declared elicitation: the first
-    /// call files a [`confirm::Pending`] confirmation and answers with the question as an
-    /// `input_required` result whose sealed `requestState` names it; the retry with the
-    /// user's answer redeems it (once, within its lifetime, for the same binding) and goes,
-    /// or is cancelled. A retry without an answer, or without the state (the MCP core has
-    /// already refused a tampered, expired or foreign one), is asked again.
-    fn confirm_by_round(&self, round: &Round, ask: &ToConfirm) -> Result<Confirmation, ToolError> {
-        use confirm::ConfirmedBy;
-        let now = std::time::Instant::now();
-        let binding = self.binding(ask);
-        let filed = round
-            .state()
-            .and_then(|s| s.get(STATE_CONFIRMATION))
-            .and_then(Value::as_str);
-        if let (Some(id), Some(answer)) = (filed, round.elicitation(CONFIRM_KEY)) {
-            let outcome = match answer {
-                ElicitAnswer::Accept(c) if c.get("confirm") == Some(&Value::Bool(true)) => {
-                    return Ok(match self.pending.redeem(id, &binding, now) {
-                        Ok(()) => Confirmation::Go(ConfirmedBy::User),
-                        Err(e) => Confirmation::Cancelled(e.to_string()),
-                    });
-                }
-                ElicitAnswer::Accept(_) => {
-                    Confirmation::Cancelled("the user did not confirm".into())
-                }
-                ElicitAnswer::Decline => Confirmation::Cancelled("the user declined".into()),
-                ElicitAnswer::Cancel => Confirmation::Cancelled("the user cancelled".into()),
-            };
-            self.pending.drop_id(id);
-            return Ok(outcome);
-        }
-        if let Some(id) = filed {
-            self.pending.drop_id(id);
-        }
-        let id = self
-            .pending
-            .file(binding, now)
-            .map_err(|e| ToolError::Refused {
-                code: "RATE_LIMIT_EXCEEDED",
-                message: format!("nothing was sent: {e}"),
-            })?;
-        Err(ToolError::InputRequired(
-            round.ask(
-                InputRequired::new()
-                    .ask(
-                        CONFIRM_KEY,
-                        InputRequest::Elicitation {
-                            message: ask.question.to_string(),
-                            requested_schema: confirmation_form(ask.question),
-                        },
-                    )
-                    .with_state(json!({ STATE_CONFIRMATION: id }))
-                    .with_lifetime(self.pending.lifetime()),
-            ),
-        ))
-    }
-}
-
-/// The key of the password page's URL-mode request in `inputRequests` / `inputResponses`.
-const PASSWORD_KEY: &str = "visu_password_page";
-
-/// The member of the sealed `requestState` naming the password page (its id; the client may
-/// read it: the id alone opens the page, which it was given anyway).
-const STATE_PASSWORD_PAGE: &str = "password_page";
-
-/// The `input_required` answer offering `page` (URL mode, under [`PASSWORD_KEY`]) with its id
-/// sealed into `requestState` for `lifetime` (what the page has left).
-fn page_round(
-    round: &Round,
-    page: &password::UrlRequest,
-    message: String,
-    lifetime: Duration,
-) -> ToolError {
-    ToolError::InputRequired(
-        round.ask(
-            InputRequired::new()
-                .ask(
-                    PASSWORD_KEY,
-                    InputRequest::ElicitationUrl {
-                        message,
-                        url: page.url.clone(),
-                        elicitation_id: page.elicitation_id.clone(),
-                    },
-                )
-                .with_state(json!({ STATE_PASSWORD_PAGE: page.elicitation_id }))
-                .with_lifetime(lifetime),
-        ),
-    )
-}
-
-/// The message of the URL-mode request that opens a password page: the question, and what the
-/// page is for.
-fn page_message(question: &str) -> String {
-    format!("{question} Open the page to enter the Loxone visualisation password.")
-}
-
-/// The key of the confirmation question in `inputRequests` / `inputResponses`.
-const CONFIRM_KEY: &str = "confirm";
-
-/// The member of the sealed `requestState` naming the pending confirmation.
-const STATE_CONFIRMATION: &str = "confirmation";
-
-/// The form of a confirmation question: one required boolean `confirm`, false by default.
-fn confirmation_form(question: &str) -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "confirm": {
-                "type": "boolean",
-                "title": "Confirm",
-                "description": question,
-                "default": false
-            }
-        },
-        "required": ["confirm"]
-    })
 }

@@ -29,10 +29,8 @@ mod blinds;
 pub mod cache;
 pub mod caller;
 mod climate;
-pub mod confirm;
 mod devices;
 mod lights;
-pub mod password;
 pub mod schema;
 pub mod scope;
 mod security;
@@ -61,6 +59,8 @@ use schema::Args;
 pub use scope::Reach;
 
 pub use crate::home::Permission;
+/// Who confirmed, and where the visualisation password comes from: the MCP layer's stores.
+pub use crate::mcp::{confirm, password};
 pub use caller::{Caller, Confirmation, ToConfirm, LOGGER};
 
 /// Adds the confirmation outcome to `data`: `confirmed_by` (who confirmed: the audit log
@@ -484,11 +484,6 @@ pub struct HomeTools {
     /// Calls of tools that act, finished: with the house's generation, what cache entries are
     /// checked against (workflow changes do not touch the house).
     writes: AtomicU64,
-    /// The pending confirmations every call of this catalogue shares.
-    pending: Arc<confirm::Pending>,
-    /// The password pages every call of this catalogue shares (served by the HTTP transport,
-    /// see [`HomeTools::password_pages`]).
-    passwords: Arc<password::PasswordPages>,
     /// Where every call of a tool that writes is recorded ([`HomeTools::with_audit`]).
     audit: Option<Arc<AuditLog>>,
 }
@@ -509,8 +504,6 @@ impl HomeTools {
             tool_cache: Cache::new(Duration::ZERO, 1),
             resource_cache: Cache::new(Duration::ZERO, 1),
             writes: AtomicU64::new(0),
-            pending: Arc::new(confirm::Pending::default()),
-            passwords: Arc::new(password::PasswordPages::default()),
             audit: None,
         }
     }
@@ -522,20 +515,6 @@ impl HomeTools {
     pub fn with_audit(mut self, log: Arc<AuditLog>) -> Self {
         self.audit = Some(log);
         self
-    }
-
-    /// Confirmations live (and the user's answer is awaited) `lifetime` instead of
-    /// [`confirm::LIFETIME`].
-    pub fn with_confirmation_lifetime(mut self, lifetime: Duration) -> Self {
-        self.pending = Arc::new(confirm::Pending::with_lifetime(lifetime));
-        self.passwords = Arc::new(password::PasswordPages::with_lifetime(lifetime));
-        self
-    }
-
-    /// The password pages of this catalogue's calls, for the HTTP transport that serves them
-    /// (`/confirm/{id}`).
-    pub fn password_pages(&self) -> Arc<password::PasswordPages> {
-        self.passwords.clone()
     }
 
     /// Turns the response caches on (spec §8: read-only tools 30 s, resources 60 s by
@@ -768,8 +747,6 @@ impl HomeTools {
     pub fn caller_of(&self, ctx: &RequestContext) -> Caller {
         Caller {
             request: Some(ctx.clone()),
-            pending: self.pending.clone(),
-            passwords: self.passwords.clone(),
             ..Caller::new(match &ctx.session_id {
                 Some(s) => format!("{}:{}", ctx.transport, &s[..s.len().min(8)]),
                 None => ctx.transport.to_string(),
@@ -839,11 +816,7 @@ fn success(data: Value) -> CallToolResult {
 /// The failed answer: the envelope `{"status": "error", "error": {code, message, details},
 /// "timestamp"}` with `isError`.
 pub(crate) fn failure(e: ToolError) -> CallToolResult {
-    let envelope = json!({
-        "status": "error",
-        "error": error_object(e),
-        "timestamp": crate::time::now_iso8601(),
-    });
+    let envelope = api_error(e).envelope();
     CallToolResult {
         content: vec![Content::Text {
             text: envelope.to_string(),
@@ -857,6 +830,13 @@ pub(crate) fn failure(e: ToolError) -> CallToolResult {
 /// a client can act on (the names that came close, the candidates, when to retry). What a
 /// failed call answers, and what a workflow reports for a failed step.
 pub(crate) fn error_object(e: ToolError) -> Value {
+    api_error(e).object()
+}
+
+/// The spec's §7.1 error of `e` ([`crate::error::ApiError`], the one builder): its code
+/// ([`ToolError::code`]), message, and details (the query and suggestions or candidates of a
+/// name, `retry_after_secs` of a lock-out).
+pub(crate) fn api_error(e: ToolError) -> crate::error::ApiError {
     let code = e.code();
     let names = |list: &[crate::home::resolve::Candidate]| {
         list.iter()
@@ -893,7 +873,7 @@ pub(crate) fn error_object(e: ToolError) -> Value {
         }
         e => (e.to_string(), json!({})),
     };
-    json!({"code": code, "message": message, "details": details})
+    crate::error::ApiError::new(code, message).with_details(details)
 }
 
 #[cfg(test)]

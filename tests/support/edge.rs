@@ -57,11 +57,16 @@ pub fn client(served: &Served) -> McpHttp {
 
 /// `VmRSS` of process `pid`, in kB (`/proc/<pid>/status`).
 pub fn rss_kb(pid: u32) -> u64 {
+    status_kb(pid, "VmRSS")
+}
+
+/// A `kB` field (`VmRSS`, `VmHWM`: the peak) of `/proc/<pid>/status`, in kB.
+pub fn status_kb(pid: u32, field: &str) -> u64 {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
     text.lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("VmRSS in {text}"))
+        .unwrap_or_else(|| panic!("{field} in {text}"))
 }
 
 /// What [`answered`] measured.

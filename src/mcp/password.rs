@@ -181,6 +181,17 @@ enum State {
     Answered(Answer),
 }
 
+impl State {
+    /// The password the person typed, or why there is none.
+    fn password(self) -> Result<Secret, NoPassword> {
+        match self {
+            State::Answered(Answer::Password(s)) => Ok(s),
+            State::Answered(Answer::Decline) => Err(NoPassword::Declined),
+            State::Open => Err(NoPassword::Expired),
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Entry {
     binding: Binding,
@@ -287,7 +298,7 @@ impl PasswordPages {
     }
 
     /// Takes the person's answer for page `id` (its `POST`): once, within the lifetime, with
-    /// the page's form token. Wakes the waiting request.
+    /// the page's form token (compared in constant time). Wakes the waiting request.
     pub fn answer(
         &self,
         id: &str,
@@ -303,7 +314,10 @@ impl PasswordPages {
         if !matches!(p.state, State::Open) {
             return Err(PageError::Unknown);
         }
-        if !constant_time_eq(p.token.as_bytes(), token.as_bytes()) {
+        if !bool::from(subtle::ConstantTimeEq::ct_eq(
+            p.token.as_bytes(),
+            token.as_bytes(),
+        )) {
             return Err(PageError::BadToken);
         }
         p.state = State::Answered(answer);
@@ -335,11 +349,7 @@ impl PasswordPages {
         if &p.binding != binding {
             return Err(NoPassword::Mismatch);
         }
-        match p.state {
-            State::Answered(Answer::Password(s)) => Ok(s),
-            State::Answered(Answer::Decline) => Err(NoPassword::Declined),
-            State::Open => Err(NoPassword::Expired),
-        }
+        p.state.password()
     }
 
     /// Takes the password page `id` received, without waiting (the 2026-07-28 retry): when
@@ -361,11 +371,7 @@ impl PasswordPages {
         if expired {
             return Err(NoPassword::Expired);
         }
-        match p.state {
-            State::Answered(Answer::Password(s)) => Ok(s),
-            State::Answered(Answer::Decline) => Err(NoPassword::Declined),
-            State::Open => Err(NoPassword::Expired),
-        }
+        p.state.password()
     }
 
     /// Forgets page `id` (the user declined to open it, or the request ended).
@@ -385,11 +391,6 @@ impl PasswordPages {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-}
-
-/// Compares without an early exit on the first differing byte.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]
