@@ -159,11 +159,11 @@ pub(crate) fn handle(
         },
         "/admin/api/stop" => match method {
             Get => Answer::json(200, &json!({"stop": admin.house.stop_shown().to_json()})),
-            Post => match read_json(ctx, request) {
+            Post => match super::json_body(ctx, request) {
                 Ok(body) => set_stop(&admin, principal, body),
                 Err(a) => a,
             },
-            _ => method_not_allowed("GET, POST"),
+            _ => super::method_not_allowed("GET, POST"),
         },
         p => {
             let Some(raw) = p
@@ -546,7 +546,7 @@ fn set_stop(admin: &AdminContext, principal: Option<&Principal>, body: Value) ->
             Answer::json(200, &json!({"stop": admin.house.stop_shown().to_json()}))
         }
         Err(e) => {
-            let a = error(500, "INTERNAL_ERROR", e.to_string(), json!({}));
+            let a = api_error(500, "INTERNAL_ERROR", e.to_string(), json!({}));
             record(
                 admin,
                 principal,
