@@ -115,6 +115,10 @@ impl Default for CommandLimits {
     }
 }
 
+/// How long a Message Center entry list counts as fresh: an id it does not have is refused
+/// without reading the list again ([`House::act_on_alert`]).
+pub const ALERTS_FRESH: Duration = Duration::from_secs(2);
+
 /// Wrong visualisation passwords in a row before secured commands pause for [`PIN_PAUSE`], so a
 /// caller cannot try PINs quickly.
 pub const PIN_ATTEMPTS: u32 = 3;
@@ -784,15 +788,24 @@ impl House {
         };
         match self.controller.alerts(mc) {
             Ok(entries) => {
-                for e in self.alerts.replace(entries, SystemTime::now()) {
+                let events = self.alerts.replace(entries, SystemTime::now());
+                // Before anyone is told: a reader woken by an event reads anew, never a
+                // cached answer from before the list changed.
+                self.bump();
+                for e in events {
                     self.bus.publish(Event::Alert(Box::new(e)));
                 }
-                self.bump();
                 Ok(self.alerts.snapshot())
             }
             Err(e) => {
-                log::warn!("Message Center {}: cannot read the entries: {e}", mc.name);
-                self.alerts.failed(&e.to_string());
+                // Said once per kind of failure: the watch asks again every few seconds.
+                let message = e.to_string();
+                if self.alerts.snapshot().last_error.as_deref() == Some(message.as_str()) {
+                    log::debug!("Message Center {}: cannot read the entries: {e}", mc.name);
+                } else {
+                    log::warn!("Message Center {}: cannot read the entries: {e}", mc.name);
+                }
+                self.alerts.failed(&message);
                 Err(e)
             }
         }
@@ -830,6 +843,9 @@ impl House {
             notification.title,
             notification.message
         );
+        // What readers see changed (home://alerts lists the notifications): no cached answer
+        // from before it. Bumped before it is told, so a reader woken by it reads anew.
+        self.bump();
         self.bus
             .publish(Event::Alert(Box::new(AlertEvent::Notification(
                 notification,
@@ -840,8 +856,9 @@ impl House {
     /// Marks the Message Center entry `id` read or confirms it ([`AlertOp`]) for `caller`
     /// (logged like every write), then reads the entries again and returns the entry as the
     /// Miniserver now lists it. Refused before anything is sent: while the house is stopped
-    /// ([`ControllerError::Stopped`]), an id the Miniserver does not list (asked again once
-    /// before refusing: [`ControllerError::NoSuchAlert`]), a confirmation the entry does not
+    /// ([`ControllerError::Stopped`]), an id the Miniserver does not list (asked again before
+    /// refusing when the list is older than [`ALERTS_FRESH`]: [`ControllerError::NoSuchAlert`]),
+    /// a confirmation the entry does not
     /// offer ([`ControllerError::ActionNotOffered`]), the outbound command limits.
     pub fn act_on_alert(
         &self,
@@ -856,13 +873,22 @@ impl House {
             ));
         };
         self.refuse_while_stopped(&mc.name, caller)?;
-        let entry = match self.alerts.snapshot().get(id) {
+        let snapshot = self.alerts.snapshot();
+        let entry = match snapshot.get(id) {
             Some(a) => a.clone(),
-            None => self
-                .refresh_alerts()?
-                .get(id)
-                .cloned()
-                .ok_or_else(|| ControllerError::NoSuchAlert(id.to_string()))?,
+            // An id the list does not have: asked again only when the list is not fresh (a
+            // caller guessing ids costs no read of the Miniserver each time).
+            None if snapshot
+                .fetched_at
+                .and_then(|t| t.elapsed().ok())
+                .is_none_or(|age| age > ALERTS_FRESH) =>
+            {
+                self.refresh_alerts()?
+                    .get(id)
+                    .cloned()
+                    .ok_or_else(|| ControllerError::NoSuchAlert(id.to_string()))?
+            }
+            None => return Err(ControllerError::NoSuchAlert(id.to_string())),
         };
         if op == AlertOp::Confirm && !entry.offers(super::alerts::CONFIRM_ACTION) {
             return Err(ControllerError::ActionNotOffered {

@@ -85,8 +85,9 @@ pub fn alerts_data(home: &Home, snap: &AlertsSnapshot, historic: bool, limit: us
 fn list_alerts(ctx: &Ctx, a: ListArgs, _caller: &Caller) -> Result<Value, ToolError> {
     let home = ctx.home();
     let mut snap = ctx.alerts();
-    if home.message_center.is_some() && snap.fetched_at.is_none() {
-        // Not read yet (just started): ask now rather than answer "none".
+    if home.message_center.is_some() && snap.fetched_at.is_none() && snap.last_error.is_none() {
+        // Not read yet (just started): ask now rather than answer "none" (once; a failed read
+        // shows as last_error and the watch asks again).
         if let Ok(fresh) = ctx.refresh_alerts() {
             snap = fresh;
         }
