@@ -280,19 +280,10 @@ fn entry_lists_that_are_not_json_or_too_large_are_errors() {
 
 #[test]
 fn clients_that_declared_logging_hear_of_alerts_at_a_matching_level() {
-    use crate::support::mcp::McpStdio;
     use crate::support::server::Miniserver;
 
     let ms = Miniserver::demo();
-    let host = format!("http://{}", ms.api.addr);
-    let mut c = McpStdio::start(
-        &[],
-        &[
-            ("HOME_HOST", host.as_str()),
-            ("HOME_USER", "demo"),
-            ("HOME_PASS", "demo"),
-        ],
-    );
+    let mut c = stdio_on(&ms);
     let set = c.rpc("logging/setLevel", json!({"level": "warning"}));
     assert!(set.get("result").is_some(), "{set}");
     // An info entry first, then a critical one: the first log message about an alert must be
@@ -448,19 +439,10 @@ fn the_summary_shows_the_houses_alerts_first() {
 
 #[test]
 fn a_subscriber_of_home_alerts_hears_of_a_raised_entry() {
-    use crate::support::mcp::McpStdio;
     use crate::support::server::Miniserver;
 
     let ms = Miniserver::demo();
-    let host = format!("http://{}", ms.api.addr);
-    let mut c = McpStdio::start(
-        &[],
-        &[
-            ("HOME_HOST", host.as_str()),
-            ("HOME_USER", "demo"),
-            ("HOME_PASS", "demo"),
-        ],
-    );
+    let mut c = stdio_on(&ms);
     let sub = c.rpc("resources/subscribe", json!({"uri": "home://alerts"}));
     assert!(sub.get("result").is_some(), "{sub}");
     let id = ms
@@ -472,4 +454,17 @@ fn a_subscriber_of_home_alerts_hears_of_a_raised_entry() {
     let read = c.rpc("resources/read", json!({"uri": "home://alerts"}));
     let text = read["result"]["contents"][0]["text"].as_str().unwrap();
     assert!(text.contains(&id), "{text}");
+}
+
+/// `home-mcp stdio` (the real binary, an initialized session) on the Miniserver `ms`.
+fn stdio_on(ms: &crate::support::server::Miniserver) -> crate::support::mcp::McpStdio {
+    let host = format!("http://{}", ms.api.addr);
+    crate::support::mcp::McpStdio::start(
+        &[],
+        &[
+            ("HOME_HOST", host.as_str()),
+            ("HOME_USER", "demo"),
+            ("HOME_PASS", "demo"),
+        ],
+    )
 }

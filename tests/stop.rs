@@ -101,12 +101,7 @@ fn while_the_switch_is_off_commands_are_refused_and_nothing_is_sent() {
         (s.stopped, s)
     });
     let mark = sim(&app).request_count();
-    let e = tool_error(
-        &tools,
-        "control_device",
-        json!({"device": "Deckenlicht", "room": "Küche", "action": "on"}),
-    );
-    assert_eq!(e["code"], "ASSISTANT_STOPPED", "{e}");
+    let e = refused_light(&tools);
     let m = e["message"].as_str().unwrap();
     assert!(m.contains("KI-Assistent") && m.contains("off"), "{m}");
     assert!(m.contains("Loxone app"), "says who lifts it where: {m}");
@@ -232,12 +227,7 @@ fn the_link_lost_later_stops_the_house_until_it_is_back() {
         (mode == home_mcp::home::LinkMode::Disconnected, mode)
     });
     let mark = sim(&app).request_count();
-    let e = tool_error(
-        &tools,
-        "control_device",
-        json!({"device": "Deckenlicht", "room": "Küche", "action": "on"}),
-    );
-    assert_eq!(e["code"], "ASSISTANT_STOPPED", "{e}");
+    let e = refused_light(&tools);
     assert_eq!(e["details"]["stop_switch"]["state"], "unknown");
     assert!(commands_since(sim(&app), mark).is_empty());
     sim(&app).set_ws_refuse(false);
@@ -482,4 +472,16 @@ fn while_stopped_every_tool_that_writes_is_refused_over_mcp_audited_and_nothing_
         .collect();
     let want: std::collections::BTreeSet<String> = acting.iter().cloned().collect();
     assert_eq!(refused, want, "every refusal audited");
+}
+
+/// `control_device` on the kitchen's ceiling light, which must be refused with
+/// `ASSISTANT_STOPPED`; the spec's error object.
+fn refused_light(tools: &home_mcp::tools::HomeTools) -> serde_json::Value {
+    let e = tool_error(
+        tools,
+        "control_device",
+        json!({"device": "Deckenlicht", "room": "Küche", "action": "on"}),
+    );
+    assert_eq!(e["code"], "ASSISTANT_STOPPED", "{e}");
+    e
 }

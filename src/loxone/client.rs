@@ -866,22 +866,7 @@ fn lockout_remaining(body: &[u8]) -> Option<u64> {
 
 /// The human text of an HTML error body, tags removed, at most 200 characters.
 fn html_error_text(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    let mut out = String::new();
-    let mut in_tag = false;
-    for c in text.chars() {
-        match c {
-            '<' => {
-                in_tag = true;
-                out.push(' ');
-            }
-            '>' => in_tag = false,
-            c if !in_tag => out.push(c),
-            _ => {}
-        }
-    }
-    let words: Vec<&str> = out.split_whitespace().collect();
-    words.join(" ").chars().take(200).collect()
+    super::answer::plain_text(&String::from_utf8_lossy(body), 200)
 }
 
 /// Parses an `{"LL": {...}}` envelope: `Code` or `code`, string or number.

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value as Json;
 
+use super::answer::plain_text;
 use super::client::Client;
 use crate::home::{
     Alert, AlertAction, AlertOp, ControllerError, Event, House, LinkMode, MessageCenter,
@@ -101,36 +102,6 @@ fn unix_time(v: Option<&Json>) -> Option<SystemTime> {
         Duration::from_secs_f64(n)
     };
     Some(SystemTime::UNIX_EPOCH + since_epoch)
-}
-
-/// The Message Center's HTML description as plain text: tags dropped (`<br>` and block ends
-/// become spaces), the common entities decoded, whitespace collapsed, at most `max` characters.
-pub fn plain_text(html: &str, max: usize) -> String {
-    let mut out = String::new();
-    let mut in_tag = false;
-    for c in html.chars() {
-        match c {
-            '<' => {
-                in_tag = true;
-                out.push(' ');
-            }
-            '>' if in_tag => in_tag = false,
-            c if !in_tag => out.push(c),
-            _ => {}
-        }
-        if out.len() > max * 8 {
-            break;
-        }
-    }
-    let decoded = out
-        .replace("&nbsp;", " ")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&#39;", "'")
-        .replace("&amp;", "&");
-    let words: Vec<&str> = decoded.split_whitespace().collect();
-    bounded(&words.join(" "), max)
 }
 
 /// Whether `id` can be an entry id: 1-64 characters of letters, digits, `-` and `_` (a

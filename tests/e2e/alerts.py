@@ -25,7 +25,6 @@ wait is bounded.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,7 +34,7 @@ from contextlib import AsyncExitStack
 
 import anyio
 
-from e2e_common import WAIT, expect, on_both_transports, sim_get
+from e2e_common import WAIT, expect, free_port, on_both_transports, sim_get
 
 BIN = sys.argv[1]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -45,13 +44,6 @@ MC = "1d5c3cf2-0230-600e-ffff504f94d0e5a1"  # its Message Center
 ALERTS = "home://alerts"
 STATUS = "home://system/status"
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Sim:

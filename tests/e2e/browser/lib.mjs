@@ -6,6 +6,7 @@
 // CHROMIUM (default /usr/bin/chromium), E2E_SCREENSHOTS (default target/e2e-screenshots).
 import { chromium } from "playwright-core";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -57,6 +58,16 @@ export async function launch({ width = 1280, height = 900, mobile = false } = {}
       rmSync(profile, { recursive: true, force: true });
     },
   };
+}
+
+/** A free loopback port. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    }).on("error", reject);
+  });
 }
 
 /** Opens `path` (of the server at `base`) and signs in on the admin key form (#key-form, #api-key). */

@@ -7,10 +7,9 @@
 // Environment (set by browser.sh): HOME_MCP_BIN (the binary), CHROMIUM, E2E_SCREENSHOTS.
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { expect, finish, launch, login, mcpCall, screenshot, step } from "./lib.mjs";
+import { expect, finish, freePort, launch, login, mcpCall, screenshot, step } from "./lib.mjs";
 
 const BIN = process.env.HOME_MCP_BIN || "target/debug/home-mcp";
 const DIR = mkdtempSync(join(tmpdir(), "home-mcp-stop-"));
@@ -22,15 +21,6 @@ const COMMAND = { device: "Deckenlicht", room: "Küche" };
 function newKey(role, name) {
   const out = execFileSync(BIN, ["keys", "generate", "--role", role, "--name", name, "--json", "--key-store", STORE]);
   return JSON.parse(String(out)).id;
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    }).on("error", reject);
-  });
 }
 
 /**
