@@ -1136,6 +1136,13 @@ fn every_tool() -> Vec<(&'static str, Needs, Value)> {
             json!({"device": "Stromzähler", "state": "total", "period": "yesterday"}),
         ),
         ("get_energy", Read, json!({"period": "today"})),
+        ("list_alerts", Read, json!({"historic": true})),
+        (
+            "confirm_alert",
+            Control,
+            // The demo Miniserver's seeded warning, marked read.
+            json!({"alert": "4d430000-0000-4000-ffff000000000001", "action": "read"}),
+        ),
         ("list_workflows", Read, json!({})),
         ("get_workflow", Read, json!({ "name": WORKFLOW })),
         (
@@ -1349,7 +1356,7 @@ fn http_role_by_endpoint() {
             app.audit.clone(),
         ))),
         metrics: Some(Arc::new(MetricsContext {
-            link: Some(app.house.link().clone()),
+            house: Some(app.house.clone()),
             public: false,
         })),
         dashboard: Some(dashboard.clone()),

@@ -50,8 +50,8 @@ const MAX_ENVELOPE_BYTES: usize = 64 * 1024;
 const MAX_ANSWER_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Largest data answer read ([`Client::get_data`]: statistics; a month of one-minute V1
-/// records of seven outputs is about 2.6 MB of XML); the rest is left out and the answer says
-/// so.
+/// records of seven outputs is about 2.6 MB of XML); a larger answer is
+/// [`LoxoneError::BadAnswer`].
 pub const MAX_DATA_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Characters escaped in one path segment of a command (`hsv(20,100,50)` stays readable,
@@ -288,19 +288,33 @@ impl Client {
     }
 
     /// GETs `path` (authenticated) for a data answer (statistics): the body, at most
-    /// [`MAX_DATA_BYTES`], and whether it was longer; an error status is an error as for
-    /// every request.
-    pub(crate) fn get_data(&self, path: &str) -> Result<(Vec<u8>, bool), LoxoneError> {
-        let limit = MAX_DATA_BYTES;
-        let (status, mut body) = self.get_limited(path, true, limit + 1)?;
+    /// [`MAX_DATA_BYTES`] (a larger one is [`LoxoneError::BadAnswer`], read no further, as
+    /// every bounded answer); an error status is an error as for every request.
+    pub(crate) fn get_data(&self, path: &str) -> Result<Vec<u8>, LoxoneError> {
+        let (status, body) = self.get_limited(path, true, MAX_DATA_BYTES)?;
         check_status(status, &body, &redact(path), Presented::Nothing)?;
-        let truncated = body.len() as u64 > limit;
-        body.truncate(limit as usize);
-        Ok((body, truncated))
+        Ok(body)
+    }
+
+    /// Like [`Client::command`], for an answer of at most `max_bytes` (a larger one is
+    /// [`LoxoneError::BadAnswer`], read no further): for answers whose size a stranger's
+    /// Miniserver decides, such as the Message Center's entry list.
+    pub fn command_bounded(
+        &self,
+        target: &str,
+        segments: &[String],
+        max_bytes: u64,
+    ) -> Result<LlAnswer, LoxoneError> {
+        let path = command_path("jdev/sps/io", target, segments)?;
+        self.get_ll_limited(&path, true, max_bytes)
     }
 
     fn get_ll(&self, path: &str, auth: bool) -> Result<LlAnswer, LoxoneError> {
-        let (status, body) = self.get(path, auth)?;
+        self.get_ll_limited(path, auth, MAX_ANSWER_BYTES)
+    }
+
+    fn get_ll_limited(&self, path: &str, auth: bool, limit: u64) -> Result<LlAnswer, LoxoneError> {
+        let (status, body) = self.get_limited(path, auth, limit)?;
         let shown = redact(path);
         // An authenticated request's 401 was decided in `get`; what is left carried nothing.
         check_status(status, &body, &shown, Presented::Nothing)?;
@@ -461,7 +475,8 @@ impl Client {
         self.get_limited(path, auth, MAX_ANSWER_BYTES)
     }
 
-    /// [`Client::get`] reading at most `limit` bytes of the body.
+    /// [`Client::get`] for a body of at most `limit` bytes (a larger one is
+    /// [`LoxoneError::BadAnswer`]).
     fn get_limited(
         &self,
         path: &str,
@@ -512,7 +527,8 @@ impl Client {
     }
 
     /// Sends one GET of `path` carrying `carry`. Returns status and body (at most `limit`
-    /// bytes). A 403 announcing a lock-out is remembered ([`Client::note`]).
+    /// bytes; a larger body is [`LoxoneError::BadAnswer`], read no further than `limit + 1`).
+    /// A 403 announcing a lock-out is remembered ([`Client::note`]).
     fn send(
         &self,
         path: &str,
@@ -548,9 +564,15 @@ impl Client {
         let mut body = Vec::new();
         resp.body_mut()
             .as_reader()
-            .take(limit)
+            .take(limit.saturating_add(1))
             .read_to_end(&mut body)
             .map_err(|e| LoxoneError::Connection(format!("reading the answer: {e}")))?;
+        if body.len() as u64 > limit {
+            return Err(LoxoneError::BadAnswer(format!(
+                "the answer to /{} is larger than {limit} bytes",
+                redact(path)
+            )));
+        }
         log::debug!("GET /{} -> {status} ({} bytes)", redact(path), body.len());
         if status == 403 {
             if let Some(remaining_secs) = lockout_remaining(&body) {
@@ -863,22 +885,7 @@ fn lockout_remaining(body: &[u8]) -> Option<u64> {
 
 /// The human text of an HTML error body, tags removed, at most 200 characters.
 fn html_error_text(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    let mut out = String::new();
-    let mut in_tag = false;
-    for c in text.chars() {
-        match c {
-            '<' => {
-                in_tag = true;
-                out.push(' ');
-            }
-            '>' => in_tag = false,
-            c if !in_tag => out.push(c),
-            _ => {}
-        }
-    }
-    let words: Vec<&str> = out.split_whitespace().collect();
-    words.join(" ").chars().take(200).collect()
+    super::answer::plain_text(&String::from_utf8_lossy(body), 200)
 }
 
 /// Parses an `{"LL": {...}}` envelope: `Code` or `code`, string or number.

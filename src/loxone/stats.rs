@@ -16,8 +16,10 @@
 //!
 //! Every parser is bounded by its input and never panics. What it cannot read it reports in
 //! [`Records::problems`] and keeps the rest: a record cut short at the end, a value that is no
-//! finite number, a row without a time, an answer larger than [`MAX_STATISTIC_BYTES`]. An
-//! answer that is an `LL` error instead of data is an error; an empty body is no records.
+//! finite number, a row without a time, a `binstatisticdata` answer cut at
+//! [`MAX_STATISTIC_BYTES`]. An answer that is an `LL` error instead of data is an error, and so
+//! is an HTTP answer larger than [`MAX_STATISTIC_BYTES`] (the client's bound, read no
+//! further); an empty body is no records.
 
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
@@ -33,7 +35,7 @@ use crate::home::statistic::{GroupSince, Records, V2Request};
 use crate::home::time::HouseTime;
 use crate::home::{Control, ControllerError};
 
-/// Largest statistics answer read; the rest is left out and the answer says so.
+/// Largest statistics answer read (over HTTP a larger one is an error, see the module docs).
 pub const MAX_STATISTIC_BYTES: u64 = super::client::MAX_DATA_BYTES;
 
 /// How long a `binstatisticdata` answer over the live WebSocket may take before the XML file
@@ -130,16 +132,17 @@ fn parse_records(body: &[u8], width: usize, truncated: bool) -> Records {
 /// output at `position`: records of 12 bytes (the output alone, as asked), or of the whole
 /// group's width when the length fits only that (the Miniserver ignored the output filter).
 /// Times are Unix UTC seconds. An empty body is no records (no data in the range).
-pub fn parse_v2(body: &[u8], group_size: usize, position: usize, truncated: bool) -> Records {
+pub fn parse_v2(body: &[u8], group_size: usize, position: usize) -> Records {
     let fits = |w: usize| body.len().is_multiple_of(4 + 8 * w);
     if group_size > 1 && !fits(1) && fits(group_size) && !body.is_empty() {
-        return parse_records(body, group_size, truncated).column(position);
+        return parse_records(body, group_size, false).column(position);
     }
-    parse_records(body, 1, truncated)
+    parse_records(body, 1, false)
 }
 
 /// A `binstatisticdata` answer: records of a u32 Miniserver-local second since 2009-01-01 and
-/// `outputs` f64 values, in the order of `statistic.outputs`.
+/// `outputs` f64 values, in the order of `statistic.outputs`. `truncated`: the answer was cut
+/// at [`MAX_STATISTIC_BYTES`].
 pub fn parse_binstat(body: &[u8], outputs: usize, truncated: bool) -> Records {
     parse_records(body, outputs.max(1), truncated)
 }
@@ -149,7 +152,7 @@ pub fn parse_binstat(body: &[u8], outputs: usize, truncated: bool) -> Records {
 /// ... `V{outputs}`), times in Miniserver-local seconds since 2009-01-01. A missing column
 /// reads as not recorded: the row is left out and counted, as are rows without a readable
 /// `T`. XML that breaks off keeps the rows before and says so.
-pub fn parse_v1_xml(text: &str, outputs: usize, truncated: bool) -> Records {
+pub fn parse_v1_xml(text: &str, outputs: usize) -> Records {
     use quick_xml::events::Event;
     let outputs = outputs.max(1);
     let mut out = Records::empty(outputs);
@@ -203,11 +206,7 @@ pub fn parse_v1_xml(text: &str, outputs: usize, truncated: bool) -> Records {
             }
         }
     }
-    if truncated {
-        out.problems.push(format!(
-            "the file was longer than {MAX_STATISTIC_BYTES} bytes; later records are left out"
-        ));
-    } else if let Some(e) = broken {
+    if let Some(e) = broken {
         out.problems.push(format!(
             "the file breaks off ({e}); the {} records before are kept",
             out.len()
@@ -289,11 +288,11 @@ impl Client {
             r.group,
             segment(&r.output)?
         );
-        let (body, truncated) = self.get_data(&path)?;
+        let body = self.get_data(&path)?;
         match ll_instead_of_data(&body, &path) {
             Some(Err(e)) => Err(e),
             Some(Ok(())) => Ok(Records::empty(1)),
-            None => Ok(parse_v2(&body, r.group_size.max(1), 0, truncated)),
+            None => Ok(parse_v2(&body, r.group_size.max(1), 0)),
         }
     }
 
@@ -311,7 +310,7 @@ impl Client {
             segment(uuid)?
         );
         match self.get_data(&path) {
-            Ok((body, truncated)) => {
+            Ok(body) => {
                 match ll_instead_of_data(&body, &path) {
                     Some(Ok(())) | Some(Err(LoxoneError::NotFound(_))) => {
                         return Ok(Records::empty(outputs.max(1)))
@@ -319,11 +318,7 @@ impl Client {
                     Some(Err(e)) => return Err(e),
                     None => {}
                 }
-                Ok(parse_v1_xml(
-                    &String::from_utf8_lossy(&body),
-                    outputs,
-                    truncated,
-                ))
+                Ok(parse_v1_xml(&String::from_utf8_lossy(&body), outputs))
             }
             Err(LoxoneError::NotFound(_)) => Ok(Records::empty(outputs.max(1))),
             Err(e) => Err(e),
@@ -364,7 +359,10 @@ impl MiniserverStatistics {
         let link = self.link.get()?;
         let cmd = format!("binstatisticdata/{uuid}/{year:04}{month:02}");
         match link.ask_file(&cmd, WS_ANSWER_TIMEOUT, MAX_STATISTIC_BYTES as usize) {
-            Ok(Some(bytes)) => Some(parse_binstat(&bytes, outputs, false)),
+            Ok(Some(bytes)) => {
+                let cut = bytes.len() >= MAX_STATISTIC_BYTES as usize;
+                Some(parse_binstat(&bytes, outputs, cut))
+            }
             Ok(None) => None,
             Err(e) => {
                 log::debug!("{cmd} over the WebSocket: {e}; asking the XML file instead");
@@ -419,19 +417,19 @@ mod tests {
     fn v2_records_are_read_and_a_cut_record_is_named() {
         let mut body = rec(1_661_990_400, &[1.5]);
         body.extend(rec(1_661_994_000, &[2.25]));
-        let r = parse_v2(&body, 2, 0, false);
+        let r = parse_v2(&body, 2, 0);
         assert_eq!(r.times, vec![1_661_990_400, 1_661_994_000]);
         assert_eq!(r.values, vec![1.5, 2.25]);
         assert!(r.problems.is_empty());
         body.extend_from_slice(&[1, 2, 3, 4, 5]);
-        let r = parse_v2(&body, 1, 0, false);
+        let r = parse_v2(&body, 1, 0);
         assert_eq!(r.len(), 2);
         assert!(
             r.problems[0].contains("cut short (5 of 12 bytes)"),
             "{:?}",
             r.problems
         );
-        assert!(parse_v2(&[], 2, 0, false).is_empty());
+        assert!(parse_v2(&[], 2, 0).is_empty());
     }
 
     #[test]
@@ -439,7 +437,7 @@ mod tests {
         // Two records of a group of two (20 bytes each): 40 bytes, no multiple of 12.
         let mut body = rec(10, &[1.0, -2.0]);
         body.extend(rec(20, &[3.0, -4.0]));
-        let r = parse_v2(&body, 2, 0, false);
+        let r = parse_v2(&body, 2, 0);
         assert_eq!(r.values, vec![1.0, 3.0]);
         assert_eq!(r.width, 1);
     }
@@ -449,10 +447,10 @@ mod tests {
         let mut body = rec(10, &[f64::NAN]);
         body.extend(rec(20, &[4.0]));
         body.extend(rec(30, &[f64::INFINITY]));
-        let r = parse_v2(&body, 1, 0, false);
+        let r = parse_v2(&body, 1, 0);
         assert_eq!(r.times, vec![20]);
         assert!(r.problems[0].contains("2 records"), "{:?}", r.problems);
-        let t = parse_v2(&body, 1, 0, true);
+        let t = parse_binstat(&body, 1, true);
         assert!(t.problems[0].contains("longer than"), "{:?}", t.problems);
     }
 
@@ -500,7 +498,7 @@ mod tests {
 <S T="2016-08-17 23:48:00" V="1.5"/>
 <S T="2016-08-17 23:49:00" V="nan" V2="1"/>
 </Statistics>"#;
-        let r = parse_v1_xml(xml, 2, false);
+        let r = parse_v1_xml(xml, 2);
         assert_eq!(r.times[0], 0);
         assert_eq!(r.row(0), &[0.572, 0.0]);
         assert_eq!(
@@ -521,14 +519,14 @@ mod tests {
     #[test]
     fn v1_xml_that_breaks_off_keeps_what_came_before() {
         let xml = "<Statistics NumOutputs=\"1\"><S T=\"2020-01-01 00:00:00\" V=\"1\"/><S T=\"2020-01-01 01:00:00\" V=\"2\"/><S T=\"20";
-        let r = parse_v1_xml(xml, 1, false);
+        let r = parse_v1_xml(xml, 1);
         assert_eq!(r.values, vec![1.0, 2.0]);
         assert!(
             r.problems.iter().any(|p| p.contains("breaks off")),
             "{:?}",
             r.problems
         );
-        let empty = parse_v1_xml("<Statistics NumOutputs=\"1\"></Statistics>", 1, false);
+        let empty = parse_v1_xml("<Statistics NumOutputs=\"1\"></Statistics>", 1);
         assert!(empty.is_empty() && empty.problems.is_empty());
     }
 
