@@ -588,17 +588,50 @@ fn a_v2_only_house_reads_v2_and_its_own_record_for_the_rest() {
             c.as_object_mut().unwrap().remove("statistic");
         }
     };
-    let (app, _server, _sim) = house_with(strip_v1, test_config(), &dir);
-    let to = Timestamp::now().as_second();
+    let (app, server, _sim) = house_with(strip_v1, test_config(), &dir);
+    let api = MiniserverApi::demo(server.addr());
+    let tz = berlin();
+    let day_to = today();
+    let day_from = midnight(&tz, date_of(&tz, day_to - 40 * 86_400));
     let s = ask(
         &app,
         GRID_METER,
         "total",
-        to - 2 * 86_400,
-        to,
-        Resolution::Every(Unit::Hour),
+        day_from,
+        day_to,
+        Resolution::Every(Unit::Day),
     );
     assert_eq!(s.source, Source::StatisticsV2);
+    let readings = v2_raw(&api, GRID_METER, 2, "total", day_from - 7200, day_to);
+    let (with_data, _) = check_daily(&s, &readings, day_from, day_to);
+    assert!(with_data >= 39, "{with_data}");
+    let t = ask(
+        &app,
+        LIVING_TEMPERATURE,
+        "value",
+        day_to - 86_400,
+        day_to,
+        Resolution::Every(Unit::Hour),
+    );
+    assert_eq!(t.source, Source::StatisticsV2);
+    assert_eq!(t.points.len(), 24, "a day of hours");
+    let values = v2_raw(
+        &api,
+        LIVING_TEMPERATURE,
+        1,
+        "value",
+        day_to - 86_400,
+        day_to - 1,
+    );
+    for p in &t.points {
+        let b0 = p.start.as_second();
+        let (min, _, max) = level(&values, b0, b0 + 3600).expect("readings every hour");
+        let Agg::Level { min: a, max: b, .. } = p.agg else {
+            panic!("a level point: {p:?}")
+        };
+        assert_eq!((a, b), (min, max), "hour of {b0}");
+    }
+    let to = Timestamp::now().as_second();
     // The wallbox had only V1: now the server's own record answers, once it has something.
     let e = app.house.history(&Query {
         control: WALLBOX.into(),
