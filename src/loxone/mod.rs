@@ -5,6 +5,7 @@
 
 pub mod answer;
 pub mod backoff;
+pub mod camera;
 pub mod client;
 pub mod commands;
 pub mod config;
@@ -12,6 +13,7 @@ pub mod controller;
 pub mod crypto;
 pub mod feed;
 pub mod live;
+pub mod picture;
 pub mod poll;
 pub mod secured;
 pub mod structure;

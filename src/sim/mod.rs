@@ -36,6 +36,7 @@
 
 mod auth;
 mod controls;
+pub mod frame;
 mod house;
 mod http;
 mod server;
