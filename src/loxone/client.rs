@@ -89,6 +89,17 @@ struct AuthState {
     request: Option<TokenRequest>,
 }
 
+/// Which credentials a request carries, for [`Client::send`].
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    /// An authenticated request: a 401 or 403 starts the back-off or lock-out.
+    auth: bool,
+    /// The Basic `Authorization` header goes along.
+    basic: bool,
+    /// A token query goes along (in the URL or inside the encrypted command): a 401 drops it.
+    token: bool,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum BlockReason {
     LockedOut,
@@ -374,8 +385,26 @@ impl Client {
             }
             None => format!("{}/{}", self.base_url, path),
         };
-        let mut req = self.agent.get(&url);
-        if auth && query.is_none() {
+        let sent = Sent {
+            auth,
+            basic: auth && query.is_none(),
+            token: query.is_some(),
+        };
+        self.send(&url, path, sent, MAX_ANSWER_BYTES)
+    }
+
+    /// Sends one GET to `url` (`path` is what logs show, redacted) and reads at most
+    /// `max_bytes` of the answer (more is [`LoxoneError::BadAnswer`]). `sent` says which
+    /// credentials go with it and how a 401 is booked.
+    fn send(
+        &self,
+        url: &str,
+        path: &str,
+        sent: Sent,
+        max_bytes: u64,
+    ) -> Result<(u16, Vec<u8>), LoxoneError> {
+        let mut req = self.agent.get(url);
+        if sent.basic {
             req = req.header("Authorization", &self.authorization);
         }
         let mut resp = match req.call() {
@@ -395,13 +424,19 @@ impl Client {
         let mut body = Vec::new();
         resp.body_mut()
             .as_reader()
-            .take(MAX_ANSWER_BYTES)
+            .take(max_bytes + 1)
             .read_to_end(&mut body)
             .map_err(|e| LoxoneError::Connection(format!("reading the answer: {e}")))?;
         log::debug!("GET /{} -> {status} ({} bytes)", redact(path), body.len());
-        if auth {
+        if body.len() as u64 > max_bytes {
+            return Err(LoxoneError::BadAnswer(format!(
+                "{}: answer larger than {max_bytes} bytes",
+                redact(path)
+            )));
+        }
+        if sent.auth {
             self.note_auth_result(status, &body);
-            if status == 401 && query.is_some() {
+            if status == 401 && sent.token {
                 // The token was refused (killed, expired, Miniserver restarted): log in again
                 // after the back-off.
                 let mut st = self.auth.lock().unwrap_or_else(|e| e.into_inner());
@@ -409,6 +444,118 @@ impl Client {
             }
         }
         Ok((status, body))
+    }
+
+    /// `jdev/sps/io/{uuid}/securedDetails` (Structure File docs: "a separate, encrypted
+    /// request"; intercom-alerts.md §1): the `value` of the answer, a JSON object or a string
+    /// holding one (see [`super::camera::VideoInfo::parse`]). Sent inside command encryption
+    /// (`jdev/sys/fenc/...`, the token query inside the encrypted command, the answer
+    /// encrypted too) when the Miniserver has a public key; in plain otherwise (firmware
+    /// without encryption answers 404 to `getPublicKey`). The answer carries camera passwords:
+    /// it is never logged.
+    pub fn secured_details(&self, uuid: &str) -> Result<Json, LoxoneError> {
+        let cmd = command_path("jdev/sps/io", uuid, &["securedDetails".to_string()])?;
+        match self.public_key() {
+            Ok(pk) => self.get_ll_encrypted(&cmd, &pk).map(|ll| ll.value),
+            Err(LoxoneError::NotFound(_) | LoxoneError::Status { code: 400, .. }) => {
+                self.get_ll(&cmd, true).map(|ll| ll.value)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `camimage/{uuid}/{timestamp}` (Structure File docs: the picture of a bell event of an
+    /// Intercom, `timestamp` as in `lastBellEvents`, `YYYYMMDDHHMMSS`). Never encrypted (the
+    /// protocol forbids it, "Communicating with the Miniserver" p. 25), authenticated as every
+    /// request. Returns the body as sent (a JPEG when all is well) after at most `max_bytes`;
+    /// an unknown timestamp is [`LoxoneError::NotFound`].
+    pub fn camimage(
+        &self,
+        uuid: &str,
+        timestamp: &str,
+        max_bytes: u64,
+    ) -> Result<Vec<u8>, LoxoneError> {
+        let path = command_path("camimage", uuid, &[timestamp.to_string()])?;
+        self.check_blocked()?;
+        self.check_silent()?;
+        let query = self.token_query()?;
+        let url = match &query {
+            Some(q) => format!("{}/{path}?{q}", self.base_url),
+            None => format!("{}/{path}", self.base_url),
+        };
+        let sent = Sent {
+            auth: true,
+            basic: query.is_none(),
+            token: query.is_some(),
+        };
+        let (status, body) = self.send(&url, &path, sent, max_bytes)?;
+        check_status(status, &body, &path)?;
+        // A Miniserver may answer an unknown picture with an `LL` envelope instead.
+        if body.trim_ascii_start().starts_with(b"{") {
+            if let Ok(ll) = parse_ll(&body) {
+                return match ll.code {
+                    200 => Err(LoxoneError::BadAnswer(format!(
+                        "{path}: an LL answer, not a picture"
+                    ))),
+                    404 => Err(LoxoneError::NotFound(path)),
+                    401 => Err(LoxoneError::Unauthorized),
+                    code => Err(LoxoneError::Status {
+                        code,
+                        message: path,
+                    }),
+                };
+            }
+        }
+        Ok(body)
+    }
+
+    /// An `LL` request inside command encryption over HTTP: `cmd` with this client's token query
+    /// (if any) is AES-encrypted into `jdev/sys/fenc/{cipher}?sk={key}` and the encrypted
+    /// answer decrypted; with Basic auth the header goes along. Checked like [`Client::get_ll`].
+    fn get_ll_encrypted(&self, cmd: &str, pk: &PublicKey) -> Result<LlAnswer, LoxoneError> {
+        self.check_blocked()?;
+        self.check_silent()?;
+        let query = self.token_query()?;
+        let inner = match &query {
+            Some(q) => format!("{cmd}?{q}"),
+            None => cmd.to_string(),
+        };
+        let sk = SessionKey::try_new().map_err(|e| LoxoneError::BadAnswer(e.to_string()))?;
+        let path = sk
+            .http_command(pk, &inner, true)
+            .map_err(|e| LoxoneError::BadAnswer(e.to_string()))?;
+        let sent = Sent {
+            auth: true,
+            basic: query.is_none(),
+            token: query.is_some(),
+        };
+        let url = format!("{}/{path}", self.base_url);
+        let shown = redact(cmd);
+        let (status, body) = self.send(
+            &url,
+            &format!("jdev/sys/fenc/<{shown}>"),
+            sent,
+            MAX_ANSWER_BYTES,
+        )?;
+        check_status(status, &body, &shown)?;
+        let body = if body.trim_ascii_start().starts_with(b"{") {
+            body
+        } else {
+            sk.decrypt_answer(&body)
+                .map_err(|e| LoxoneError::BadAnswer(format!("{shown}: {e}")))?
+                .into_bytes()
+        };
+        let ll = parse_ll(&body)?;
+        match ll.code {
+            200 => Ok(ll),
+            404 => Err(LoxoneError::NotFound(shown)),
+            401 => Err(LoxoneError::Unauthorized),
+            503 => Err(LoxoneError::Unavailable),
+            code => Err(LoxoneError::Status {
+                code,
+                message: shown,
+            }),
+        }
     }
 
     /// Fails at once, for one request timeout after a request went unanswered: a hung

@@ -71,6 +71,7 @@ pub(crate) fn settle(c: &mut Ctl, now: Instant) {
             Kind::TimedSwitch => c.set("deactivationDelay", remaining),
             Kind::IRoomController if remaining <= 0.0 => irc_v1_stop_timer(c),
             Kind::IRoomController => c.set("override", remaining),
+            Kind::Intercom | Kind::IntercomV2 => super::door::settle_ring(c, remaining),
             _ => c.deadline = None,
         }
     }
@@ -159,6 +160,7 @@ pub(crate) fn primary(c: &Ctl) -> (Val, bool) {
         Kind::Meter => (n("actual"), false),
         Kind::Radio => (n("activeOutput"), false),
         Kind::TextInput => (Val::Text(c.text("text")), false),
+        Kind::Intercom | Kind::IntercomV2 => (n("bell"), true),
         Kind::UpDownDigital => (Val::Num(c.get("up") - c.get("down")), true),
         Kind::CentralLightController
         | Kind::CentralJalousie
@@ -427,6 +429,7 @@ fn single(c: &mut Ctl, word: &str, cmd: &[String], ctx: &Ctx) -> CmdResult {
             Ok(None)
         }
         Kind::Radio => radio(c, word),
+        Kind::Intercom | Kind::IntercomV2 => super::door::command(c, word, cmd),
         // TextInput (§5.3): the rest of the path, URL-decoded, is the new text.
         Kind::TextInput => {
             c.set_text("text", cmd.join("/"));

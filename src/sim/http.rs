@@ -174,7 +174,11 @@ impl Simulator {
             (["jdev", "sps", "loxappversion3"], 3) => {
                 self.ok("dev/sps/LoxAPPversion3", &self.structure_version())
             }
+            (["jdev", "sps", "io"], 5) if raw[4].eq_ignore_ascii_case("securedDetails") => {
+                self.secured_details(raw[3], encrypted)
+            }
             (["jdev", "sps", "io"], n) if n > 3 => self.io(&raw[3..], false),
+            (["sim", ..], _) => self.sim_switch(&raw),
             (["jdev", "sys", "getvisusalt"], 4) => self.visu_salt(&raw),
             (["jdev", "sps", "ios"], n) if n > 4 => {
                 if self.visu_hash_matches(raw[3]) {
@@ -236,6 +240,20 @@ impl Simulator {
                     Gate::Deny(html_error(401, "Unauthorized"))
                 }
             }
+        }
+    }
+
+    /// [`Simulator::authenticate`] for other parts of the simulator (binary answers): the
+    /// refusal to send, if any.
+    pub(crate) fn authenticate_request(
+        &self,
+        authorization: Option<&str>,
+        query: &str,
+        peer: IpAddr,
+    ) -> Result<(), SimResponse> {
+        match self.authenticate(authorization, query, peer) {
+            Gate::Pass => Ok(()),
+            Gate::Deny(resp) => Err(resp),
         }
     }
 

@@ -36,6 +36,7 @@
 
 mod auth;
 mod controls;
+mod door;
 pub mod frame;
 mod house;
 mod http;
@@ -51,6 +52,10 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub use auth::{sim_rsa, SimCryptoError, SimRsa, SimSessionKey, SIM_RSA_KEY_PEM};
+pub use door::{
+    CameraFault, CameraServers, DetailsForm, Served, CAMERA_CREDENTIALS, HUGE_BYTES,
+    INTERCOM_CREDENTIALS, MAX_BELL_EVENTS, RING_SECS,
+};
 pub use http::FIRMWARE_VERSION;
 pub use server::SimServer;
 pub use ws::{Decrypted, WsAuth, WsAuthOutcome, WsAuthSession, MAX_SESSIONS};
@@ -220,6 +225,8 @@ pub struct Simulator {
     /// `msInfo.localUrl`, reported as `address` by `/jdev/cfg/apiKey`.
     address: String,
     house: Mutex<House>,
+    /// Intercoms and cameras (`door.rs`).
+    door: Mutex<door::Door>,
     logins: Mutex<http::Logins>,
     /// Outstanding one-time `getvisusalt` keys.
     visu_keys: Mutex<http::VisuKeys>,
@@ -263,6 +270,7 @@ impl Simulator {
             .map_err(|e| SimError::Values(e.to_string()))?;
         let mut house = House::new(&doc, values.as_ref())?;
         house.start_drift(config.temp_drift_per_minute, std::time::Instant::now());
+        let door = door::Door::of(&house.ctls);
         let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
         let ms_info = doc.get("msInfo");
         let serial = serial_of(&text(ms_info.and_then(|m| m.get("serialNr"))))?;
@@ -279,6 +287,7 @@ impl Simulator {
             serial,
             address,
             house: Mutex::new(house),
+            door: Mutex::new(door),
             logins: Mutex::new(http::Logins::default()),
             visu_keys: Mutex::new(http::VisuKeys::default()),
             tokens: Mutex::new(auth::Tokens::default()),

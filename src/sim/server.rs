@@ -23,6 +23,8 @@ pub struct SimServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     workers: Vec<JoinHandle<()>>,
+    /// The cameras of the house's intercoms, each on a port of its own (`door.rs`).
+    _cameras: super::CameraServers,
 }
 
 impl SimServer {
@@ -34,6 +36,7 @@ impl SimServer {
             .server_addr()
             .to_ip()
             .ok_or_else(|| std::io::Error::other("not an IP listener"))?;
+        let cameras = super::door::start(&sim, addr.ip())?;
         let server = Arc::new(server);
         let stop = Arc::new(AtomicBool::new(false));
         let mut workers = Vec::with_capacity(WORKERS);
@@ -52,6 +55,7 @@ impl SimServer {
             addr,
             stop,
             workers,
+            _cameras: cameras,
         })
     }
 
@@ -107,6 +111,19 @@ fn worker(server: &Server, sim: &Arc<Simulator>, stop: &AtomicBool, port: u16) {
             .map(SocketAddr::ip)
             .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
         let method = request.method().as_str().to_string();
+        if let Some((status, content_type, body)) =
+            sim.handle_binary(&method, request.url(), auth.as_deref(), peer)
+        {
+            let mut response = Response::from_data(body).with_status_code(status);
+            if let Ok(h) = Header::from_bytes("Content-Type", content_type) {
+                response = response.with_header(h);
+            }
+            sim.answer_slowly();
+            if let Err(e) = request.respond(response) {
+                debug!("sim: respond failed: {e}");
+            }
+            continue;
+        }
         let resp = sim.handle(&method, request.url(), auth.as_deref(), peer);
         debug!("sim: {method} {} -> {}", request.url(), resp.status);
         let mut response = Response::from_string(resp.body).with_status_code(resp.status);

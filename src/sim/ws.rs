@@ -619,7 +619,32 @@ impl<'a> Session<'a> {
             self.sent.clear();
             return self.push_changes();
         }
+        if cmd.to_ascii_lowercase().starts_with("camimage/") {
+            return self.camimage(cmd, reply);
+        }
         self.via_http(cmd, reply)
+    }
+
+    /// `camimage/{uuid}/{timestamp}` (Structure File docs): the bell picture as a binary-file
+    /// message (header id 1, then the JPEG), as LoxBuddy reads them; an unknown picture is an
+    /// `LL` answer with code 404 (*inferred*).
+    fn camimage(&mut self, cmd: &str, reply: &Reply) -> Step {
+        self.sim.record_request("GET", &format!("/{cmd}"));
+        let parts: Vec<&str> = cmd.split('/').collect();
+        let picture = match parts.as_slice() {
+            [_, target, stamp] => {
+                let target = super::http::percent_decode(target).unwrap_or_default();
+                self.sim.bell_picture(&target, stamp)
+            }
+            _ => None,
+        };
+        match picture {
+            Some(jpeg) => {
+                self.header(Header::new(Identifier::BinaryFile, jpeg.len() as u32))?;
+                self.send(Message::binary(jpeg))
+            }
+            None => self.answer(reply, cmd, 404, &Value::String(String::new())),
+        }
     }
 
     /// Runs `cmd` through the HTTP handler (with the configured credentials) and answers it

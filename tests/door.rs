@@ -1,0 +1,383 @@
+//! Who is at the door (issue 30), below MCP: the simulator's intercoms and cameras as the real
+//! Miniserver client and the bounded camera fetcher see them. `securedDetails` plain and
+//! encrypted, bell pictures over HTTP and the WebSocket, a JPEG and two MJPEG cameras behind
+//! Basic auth, and the attacks a camera can make (silence, 100 MB, HTML, a changed password),
+//! each judged by what the simulated devices saw and by the timestamp drawn into the picture.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use home_mcp::loxone::camera::{
+    resolve_placeholders, CameraError, CameraSource, Credentials, FetchLimits, Fetcher, Obtained,
+    VideoInfo,
+};
+use home_mcp::loxone::client::{Client, LoxoneError};
+use home_mcp::loxone::config::{AuthMode, MiniserverConfig, Timeouts};
+use home_mcp::loxone::picture::{PictureLimits, Sniffed};
+use home_mcp::loxone::ws::{Incoming, Reader, WsError};
+use home_mcp::sim::{
+    CameraFault, DetailsForm, SimConfig, SimServer, Simulator, DEMO_PASSWORD, DEMO_USER,
+};
+
+use crate::support::picture;
+use crate::support::wait::Deadline;
+use crate::support::{wait_true, PATIENCE};
+
+/// The demo house's Loxone Intercom (V1), IntercomV2 and custom camera.
+const INTERCOM: &str = "1d5c3ca0-022a-60b0-ffff504f94d0e5a1";
+const V2: &str = "1d5c3cb0-022a-60c0-ffff504f94d0e5a1";
+const CUSTOM: &str = "1d5c3cc0-022a-60d0-ffff504f94d0e5a1";
+/// The rings the demo house starts with (`lastBellEvents` in its values file).
+const EARLIER_RINGS: [&str; 2] = ["20261127101500", "20261127121003"];
+
+fn start(config: SimConfig) -> (Arc<Simulator>, SimServer) {
+    let sim = Arc::new(Simulator::demo_with(config));
+    let server = SimServer::start(sim.clone(), "127.0.0.1:0").unwrap();
+    (sim, server)
+}
+
+fn client(server: &SimServer, mode: AuthMode) -> Client {
+    let ms = MiniserverConfig {
+        base_url: server.base_url(),
+        user: DEMO_USER.into(),
+        password: DEMO_PASSWORD.into(),
+    };
+    Client::with_auth(&ms, &Timeouts::default(), mode)
+}
+
+/// The camera source of `uuid` as the product builds it: `securedDetails` through `client`.
+fn video_info(client: &Client, uuid: &str) -> VideoInfo {
+    VideoInfo::parse(&client.secured_details(uuid).expect("securedDetails")).expect("videoInfo")
+}
+
+fn fetcher(deadline: Duration) -> Fetcher {
+    Fetcher::new(FetchLimits {
+        deadline,
+        max_bytes: 4 * 1024 * 1024,
+    })
+}
+
+#[test]
+fn secured_details_come_plain_or_encrypted_as_string_or_object() {
+    // Token firmware: the client asks inside command encryption (fenc), the answer is
+    // decrypted; the simulator logs the plain command it decrypted.
+    let (sim, server) = start(SimConfig::default());
+    let c = client(&server, AuthMode::Auto);
+    let mark = sim.request_count();
+    let v = video_info(&c, INTERCOM);
+    let base = sim.camera_base_url(INTERCOM).unwrap();
+    assert_eq!(v.alert_image, Some(format!("{base}/jpg/image.jpg")));
+    assert_eq!(v.stream_url, Some(format!("{base}/mjpg/video.mjpg")));
+    assert_eq!(
+        v.credentials,
+        Some(Credentials {
+            user: "intercom".into(),
+            password: "door-4711".into()
+        })
+    );
+    let wire = sim.requests_since(mark);
+    assert!(
+        wire.iter().any(|l| l.starts_with("GET /jdev/sys/fenc/")),
+        "{wire:?}"
+    );
+    assert!(
+        !wire
+            .iter()
+            .any(|l| l.starts_with("GET /jdev/sps/io/") && !l.contains("autht=")),
+        "securedDetails went out in plain: {wire:?}"
+    );
+    // The value as an object reads the same; strict mode refuses plain requests.
+    sim.set_secured_details_form(DetailsForm::Object);
+    assert_eq!(video_info(&c, INTERCOM), v);
+    sim.set_secured_details_form(DetailsForm::EncryptedOnly);
+    assert_eq!(video_info(&c, INTERCOM), v);
+    // The custom camera has only a stream; the V2 has no videoInfo of its own.
+    let custom = video_info(&c, CUSTOM);
+    assert_eq!(custom.alert_image, None);
+    assert!(custom.stream_url.unwrap().ends_with("/video.mjpg"));
+    assert_eq!(video_info(&c, V2), VideoInfo::default());
+
+    // Old firmware without encryption: asked in plain with Basic auth.
+    let (old, old_server) = start(SimConfig {
+        token_auth: false,
+        ..SimConfig::default()
+    });
+    let c = client(&old_server, AuthMode::Auto);
+    let mark = old.request_count();
+    let v = video_info(&c, INTERCOM);
+    assert!(v.alert_image.is_some());
+    assert!(old
+        .requests_since(mark)
+        .iter()
+        .any(|l| l.contains("/securedDetails")));
+    // ... and a Miniserver that insists on encryption says no to that.
+    old.set_secured_details_form(DetailsForm::EncryptedOnly);
+    assert!(matches!(
+        c.secured_details(INTERCOM),
+        Err(LoxoneError::Status { code: 400, .. })
+    ));
+    assert!(matches!(
+        c.secured_details("no-such-control"),
+        Err(LoxoneError::NotFound(_))
+    ));
+}
+
+#[test]
+fn a_ring_adds_a_bell_event_whose_picture_shows_its_time() {
+    let (sim, server) = start(SimConfig::default());
+    let c = client(&server, AuthMode::Auto);
+    // The rings the house starts with have their pictures.
+    for stamp in EARLIER_RINGS {
+        let jpeg = c.camimage(INTERCOM, stamp, 4 << 20).unwrap();
+        let shown = picture::read(&jpeg);
+        assert_eq!(shown.stamp, stamp);
+        assert_eq!((shown.width, shown.height), (1280, 720));
+        assert!(picture::comment(&jpeg).unwrap().contains(stamp));
+    }
+    // A ring over the simulator's HTTP switch, as a test script would press the bell.
+    let api = crate::support::drive::MiniserverApi::demo(server.addr());
+    let stamp = api.ring(INTERCOM);
+    assert_eq!(sim.state(INTERCOM, "bell"), Some(1.0));
+    let events = sim.state_text(INTERCOM, "lastBellEvents").unwrap();
+    assert_eq!(
+        events,
+        format!("{}|{}|{stamp}", EARLIER_RINGS[0], EARLIER_RINGS[1])
+    );
+    assert_eq!(
+        sim.state_text(INTERCOM, "lastBellTimestamp").unwrap(),
+        stamp
+    );
+    let jpeg = c.camimage(INTERCOM, &stamp, 4 << 20).unwrap();
+    assert_eq!(picture::read(&jpeg).stamp, stamp);
+    // A second ring in the same second still gets a picture of its own.
+    let second = sim.ring(INTERCOM).unwrap();
+    assert!(second > stamp, "{second} after {stamp}");
+    assert_eq!(
+        picture::read(&c.camimage(INTERCOM, &second, 4 << 20).unwrap()).stamp,
+        second
+    );
+    // Unknown stamps are 404; `answer` ends the ring.
+    assert!(matches!(
+        c.camimage(INTERCOM, "20200101000000", 4 << 20),
+        Err(LoxoneError::NotFound(_))
+    ));
+    assert!(matches!(
+        c.camimage(INTERCOM, "../../data", 4 << 20),
+        Err(LoxoneError::NotFound(_))
+    ));
+    c.command(INTERCOM, &["answer".to_string()]).unwrap();
+    assert_eq!(sim.state(INTERCOM, "bell"), Some(0.0));
+    // Bell pictures and the served log agree.
+    let served: Vec<String> = sim
+        .pictures_served()
+        .into_iter()
+        .filter(|s| s.path == "camimage")
+        .map(|s| s.stamp)
+        .collect();
+    assert!(
+        served.contains(&stamp) && served.contains(&second),
+        "{served:?}"
+    );
+}
+
+#[test]
+fn bell_pictures_come_as_binary_files_over_the_websocket() {
+    let (_sim, server) = start(SimConfig::default());
+    let url = format!("ws://{}/ws/rfc6455", server.addr());
+    let mut r = Reader::connect(&url, PATIENCE).unwrap();
+    r.get_ref()
+        .get_ref()
+        .set_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let pk = home_mcp::loxone::crypto::PublicKey::parse(
+        home_mcp::sim::sim_rsa().unwrap().public_key_line(),
+    )
+    .unwrap();
+    home_mcp::loxone::ws::login::login(&mut r, &pk, DEMO_USER, DEMO_PASSWORD, PATIENCE)
+        .expect("token login");
+    let next = |r: &mut Reader<_>| {
+        let deadline = Deadline::new("an answer over the WebSocket");
+        loop {
+            match r.next_message() {
+                Ok(m) => return m,
+                Err(WsError::Timeout) => deadline.check("nothing yet"),
+                Err(e) => panic!("{e}"),
+            }
+        }
+    };
+    r.send_text(&format!("camimage/{INTERCOM}/{}", EARLIER_RINGS[1]))
+        .unwrap();
+    match next(&mut r) {
+        Incoming::File(jpeg) => assert_eq!(picture::read(&jpeg).stamp, EARLIER_RINGS[1]),
+        other => panic!("a binary file expected, got {other:?}"),
+    }
+    r.send_text(&format!("camimage/{INTERCOM}/20200101000000"))
+        .unwrap();
+    match next(&mut r) {
+        Incoming::Text(t) => assert!(t.contains("\"404\""), "{t}"),
+        other => panic!("a 404 answer expected, got {other:?}"),
+    }
+}
+
+#[test]
+fn each_camera_gives_its_picture_and_the_picture_is_scaled() {
+    let (sim, server) = start(SimConfig::default());
+    let c = client(&server, AuthMode::Auto);
+    let f = fetcher(PATIENCE);
+    let limits = PictureLimits::default();
+    // The Loxone Intercom: its still JPEG (alertImage) with its own credentials.
+    let v = video_info(&c, INTERCOM);
+    let src = CameraSource::new(v.alert_image.as_deref().unwrap(), v.credentials.clone()).unwrap();
+    let (pic, fetched) = f.fetch_picture(INTERCOM, &src, &limits).unwrap();
+    assert_eq!(fetched.obtained, Obtained::Still);
+    assert_eq!((pic.width, pic.height), (640, 360));
+    assert_eq!((pic.source_width, pic.source_height), (1280, 720));
+    let shown = picture::read(&pic.jpeg);
+    let served = sim.pictures_served();
+    let last = served.last().unwrap();
+    assert_eq!(
+        (
+            last.control.as_str(),
+            last.path.as_str(),
+            shown.stamp.as_str(),
+            shown.frame
+        ),
+        (INTERCOM, "/jpg/image.jpg", last.stamp.as_str(), 0)
+    );
+    assert_eq!(
+        picture::comment(&pic.jpeg),
+        None,
+        "metadata is not passed on"
+    );
+    // The custom camera: the first frame of its MJPEG stream (parts without a length).
+    let v = video_info(&c, CUSTOM);
+    let src = CameraSource::new(v.stream_url.as_deref().unwrap(), v.credentials).unwrap();
+    let (pic, fetched) = f.fetch_picture(CUSTOM, &src, &limits).unwrap();
+    assert_eq!(fetched.obtained, Obtained::StreamFrame);
+    let shown = picture::read(&pic.jpeg);
+    assert_eq!(shown.frame, 0, "the first frame of the stream");
+    assert!(sim
+        .pictures_served()
+        .iter()
+        .any(|s| s.control == CUSTOM && s.frame == 0 && s.stamp == shown.stamp));
+    // The IntercomV2: MJPEG at its address state, with the Miniserver user's credentials.
+    let address = sim.state_text(V2, "address").unwrap();
+    let src = CameraSource::new(
+        &format!("http://{address}/mjpg/video.mjpg"),
+        Some(Credentials {
+            user: DEMO_USER.into(),
+            password: DEMO_PASSWORD.into(),
+        }),
+    )
+    .unwrap();
+    let (pic, fetched) = f.fetch_picture(V2, &src, &limits).unwrap();
+    assert_eq!(fetched.obtained, Obtained::StreamFrame);
+    assert_eq!(picture::read(&pic.jpeg).frame, 0);
+    // A smaller limit is honoured.
+    let (small, _) = f
+        .fetch_picture(
+            V2,
+            &src,
+            &PictureLimits {
+                max_side: 320,
+                ..limits
+            },
+        )
+        .unwrap();
+    assert_eq!((small.width, small.height), (320, 180));
+    assert_eq!(picture::read(&small.jpeg).frame, 0);
+}
+
+#[test]
+fn the_attacks_of_a_camera_each_give_their_own_error() {
+    let (sim, server) = start(SimConfig::default());
+    let c = client(&server, AuthMode::Auto);
+    let v = video_info(&c, INTERCOM);
+    let src = CameraSource::new(v.alert_image.as_deref().unwrap(), v.credentials.clone()).unwrap();
+    let f = fetcher(Duration::from_secs(2));
+    // The password was changed on the device.
+    crate::support::drive::MiniserverApi::demo(server.addr())
+        .camera_fault(INTERCOM, "wrongpassword");
+    assert_eq!(
+        f.fetch(INTERCOM, &src),
+        Err(CameraError::Unauthorized { status: 401 })
+    );
+    // Wrong credentials of our own are the same 401.
+    sim.set_camera_fault(INTERCOM, CameraFault::None);
+    let wrong = CameraSource::new(
+        v.alert_image.as_deref().unwrap(),
+        Some(Credentials {
+            user: "intercom".into(),
+            password: "guess".into(),
+        }),
+    )
+    .unwrap();
+    assert_eq!(
+        f.fetch(INTERCOM, &wrong),
+        Err(CameraError::Unauthorized { status: 401 })
+    );
+    // An HTML login page.
+    sim.set_camera_fault(INTERCOM, CameraFault::Html);
+    assert_eq!(
+        f.fetch(INTERCOM, &src),
+        Err(CameraError::NotAPicture(Sniffed::Html))
+    );
+    // 100 MB: stopped at the byte limit.
+    sim.set_camera_fault(INTERCOM, CameraFault::Huge);
+    let small = Fetcher::new(FetchLimits {
+        deadline: PATIENCE,
+        max_bytes: 1 << 20,
+    });
+    assert_eq!(
+        small.fetch(INTERCOM, &src),
+        Err(CameraError::TooLarge { limit: 1 << 20 })
+    );
+    // Silence: the deadline ends the fetch; a second fetch of the same camera waits for the
+    // first and gives up at its own deadline instead of opening a second connection.
+    sim.set_camera_fault(INTERCOM, CameraFault::Silent);
+    let before = sim.camera_requests(INTERCOM);
+    let f = Arc::new(f);
+    let (f2, src2) = (f.clone(), src.clone());
+    let first = std::thread::spawn(move || f2.fetch(INTERCOM, &src2));
+    wait_true("the first fetch reaches the camera", || {
+        sim.camera_requests(INTERCOM) > before
+    });
+    let second = f.fetch(INTERCOM, &src);
+    assert!(
+        matches!(
+            second,
+            Err(CameraError::Busy { .. }) | Err(CameraError::Timeout { .. })
+        ),
+        "{second:?}"
+    );
+    assert_eq!(
+        first.join().unwrap(),
+        Err(CameraError::Timeout {
+            deadline: Duration::from_secs(2)
+        })
+    );
+    assert_eq!(
+        sim.camera_requests(INTERCOM),
+        before + 1 + usize::from(!matches!(second, Err(CameraError::Busy { .. })))
+    );
+    // No error names the camera's password or address.
+    for e in [
+        CameraError::Unauthorized { status: 401 },
+        CameraError::NotAPicture(Sniffed::Html),
+    ] {
+        assert!(!e.to_string().contains("door-4711"));
+    }
+    // A camera that is not there at all.
+    let gone = CameraSource::new("http://127.0.0.1:9/x.jpg", None).unwrap();
+    assert!(matches!(
+        f.fetch("gone", &gone),
+        Err(CameraError::Connection(_))
+    ));
+}
+
+#[test]
+fn placeholders_point_at_the_configured_miniserver() {
+    let (_sim, server) = start(SimConfig::default());
+    let url = resolve_placeholders("http://cloudDNS/jpg/image.jpg", &server.base_url());
+    assert_eq!(url, format!("http://{}/jpg/image.jpg", server.addr().ip()));
+}
