@@ -5,6 +5,7 @@
 pub mod action;
 pub mod bounds;
 pub mod bus;
+pub mod camera;
 pub mod house;
 pub mod link;
 pub mod model;
@@ -18,6 +19,7 @@ pub mod state;
 
 pub use action::{Action, OverrideTimer, RoomMode, LOXONE_EPOCH_UNIX};
 pub use bus::{Bus, Change, Event, Subscription};
+pub use camera::{CameraFailure, CameraKind, CameraPicture, Obtained, PictureAsk, PictureRequest};
 pub use house::{
     CommandLimits, Controller, ControllerError, House, Outcome, RejectedStructure, Secret,
 };

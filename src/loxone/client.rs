@@ -77,6 +77,8 @@ pub struct Client {
     /// When a request last went unanswered within its timeout (a hung Miniserver keeps its
     /// socket open and answers nothing); cleared by any answer. See [`Client::check_silent`].
     silent_since: Mutex<Option<Instant>>,
+    /// Fetches pictures from the house's cameras (one at a time per camera).
+    cameras: super::camera::Fetcher,
 }
 
 /// Token state of a client.
@@ -147,7 +149,19 @@ impl Client {
             blocked_until: Mutex::new(None),
             timeouts: *timeouts,
             silent_since: Mutex::new(None),
+            cameras: super::camera::Fetcher::new(super::camera::FetchLimits::default()),
         }
+    }
+
+    /// This client with other bounds for camera fetches (`[cameras]`).
+    pub fn with_camera_limits(mut self, limits: super::camera::FetchLimits) -> Self {
+        self.cameras = super::camera::Fetcher::new(limits);
+        self
+    }
+
+    /// The camera fetcher (for [`crate::home::Controller::picture`]).
+    pub fn cameras(&self) -> &super::camera::Fetcher {
+        &self.cameras
     }
 
     /// The Miniserver's base URL.

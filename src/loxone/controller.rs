@@ -2,10 +2,40 @@
 //! ([`super::commands`]), answers become values, and [`LoxoneError`] is mapped once to the
 //! controller-independent [`ControllerError`].
 
-use crate::home::{Action, Control, Controller, ControllerError, Secret, Value};
+use crate::home::{
+    Action, CameraFailure, CameraKind, CameraPicture, Control, Controller, ControllerError,
+    Obtained, PictureAsk, PictureRequest, Secret, Value,
+};
 
+use super::camera::{resolve_placeholders, CameraError, CameraSource, Credentials, VideoInfo};
 use super::client::{parse_number_prefix, Client, LlAnswer, LoxoneError};
 use super::commands::command_for;
+use super::picture::{self, PictureError, PictureLimits};
+
+impl From<CameraError> for ControllerError {
+    fn from(e: CameraError) -> Self {
+        let failure = match &e {
+            CameraError::BadUrl(_) => CameraFailure::NoAddress,
+            CameraError::Busy { .. } => CameraFailure::Busy,
+            CameraError::Connection(_) | CameraError::Status(_) => CameraFailure::Unreachable,
+            CameraError::Timeout { .. } => CameraFailure::Timeout,
+            CameraError::TooLarge { .. } => CameraFailure::TooLarge,
+            CameraError::Unauthorized { .. } => CameraFailure::Unauthorized,
+            CameraError::NotAPicture(_) | CameraError::NoFrame(_) => CameraFailure::NotAPicture,
+            CameraError::Picture(_) => CameraFailure::Undecodable,
+        };
+        ControllerError::Camera {
+            failure,
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<PictureError> for ControllerError {
+    fn from(e: PictureError) -> Self {
+        CameraError::from(e).into()
+    }
+}
 
 impl From<LoxoneError> for ControllerError {
     fn from(e: LoxoneError) -> Self {
@@ -72,11 +102,112 @@ impl Controller for Client {
         Ok(answer_value(&answer))
     }
 
+    /// Bell pictures come from the Miniserver (`camimage`, bounded like a camera fetch); the
+    /// current picture from the camera itself: an IntercomV2's stream at its `address` with the
+    /// Miniserver user's credentials, otherwise the `alertImage` (a still) or else the
+    /// `streamUrl` of the control's `securedDetails`, with its own credentials (or the
+    /// Miniserver user's when the URL is the Miniserver itself).
+    fn picture(
+        &self,
+        control: &Control,
+        request: &PictureRequest,
+    ) -> Result<CameraPicture, ControllerError> {
+        let limits = PictureLimits {
+            max_side: request.max_side,
+            ..PictureLimits::default()
+        };
+        if let PictureAsk::BellEvent(stamp) = &request.ask {
+            let max = self.cameras().limits().max_bytes;
+            let body = match self.camimage(&control.uuid, stamp, max) {
+                Err(LoxoneError::NotFound(_)) => {
+                    return Err(ControllerError::InvalidValue(format!(
+                        "the Miniserver has no picture of a ring of {} at {stamp:?}",
+                        control.name
+                    )))
+                }
+                Err(LoxoneError::BadAnswer(m)) if m.contains("larger than") => {
+                    return Err(CameraError::TooLarge { limit: max }.into())
+                }
+                other => other?,
+            };
+            let pic = picture::scale_jpeg(&body, &limits)?;
+            return Ok(CameraPicture {
+                bytes_read: body.len() as u64,
+                jpeg: pic.jpeg,
+                width: pic.width,
+                height: pic.height,
+                source_width: pic.source_width,
+                source_height: pic.source_height,
+                obtained: Obtained::BellPicture,
+            });
+        }
+        let source = self.camera_source(control, request)?;
+        let (pic, fetched) = self
+            .cameras()
+            .fetch_picture(&control.uuid, &source, &limits)?;
+        Ok(CameraPicture {
+            jpeg: pic.jpeg,
+            width: pic.width,
+            height: pic.height,
+            source_width: pic.source_width,
+            source_height: pic.source_height,
+            obtained: match fetched.obtained {
+                super::camera::Obtained::Still => Obtained::Still,
+                super::camera::Obtained::StreamFrame => Obtained::StreamFrame,
+            },
+            bytes_read: fetched.bytes_read,
+        })
+    }
+
     fn read(&self, control: &Control) -> Result<Value, ControllerError> {
         let answer = self.read_value(&control.uuid)?;
         answer_value(&answer).ok_or_else(|| ControllerError::Rejected {
             code: 0,
             message: format!("no value in the answer for {}", control.uuid),
+        })
+    }
+}
+
+impl Client {
+    /// Where the current picture of `control` comes from; only the Miniserver's own data
+    /// (the V2's `address` state, `securedDetails`) name it.
+    fn camera_source(
+        &self,
+        control: &Control,
+        request: &PictureRequest,
+    ) -> Result<CameraSource, ControllerError> {
+        let miniserver = Credentials {
+            user: self.user().to_string(),
+            password: self.password().to_string(),
+        };
+        let no_address = |why: String| ControllerError::Camera {
+            failure: CameraFailure::NoAddress,
+            message: format!("{}: {why}", control.name),
+        };
+        if request.kind == CameraKind::IntercomV2 {
+            let address = request
+                .address
+                .as_deref()
+                .ok_or_else(|| no_address("no address reported".into()))?;
+            let url = format!("http://{}/mjpg/video.mjpg", address.trim());
+            return Ok(CameraSource::new(&url, Some(miniserver))?);
+        }
+        let details = self.secured_details(&control.uuid)?;
+        let video = VideoInfo::parse(&details).map_err(no_address)?;
+        let url = video
+            .alert_image
+            .clone()
+            .or_else(|| video.stream_url.clone())
+            .ok_or_else(|| {
+                no_address("Loxone Config gives it no picture or stream URL (videoInfo)".into())
+            })?;
+        let url = resolve_placeholders(&url, self.base_url());
+        let source = CameraSource::new(&url, video.credentials)?;
+        let on_miniserver = source.origin().eq_ignore_ascii_case(self.base_url());
+        Ok(if on_miniserver {
+            source.or_credentials(Some(miniserver))
+        } else {
+            source
         })
     }
 }
