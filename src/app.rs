@@ -208,6 +208,7 @@ impl App {
             )
             .with_visu_password(config.visu_password.clone())
             .with_risk_rules(config.risk.clone())
+            .with_time_zone(config.time_zone.clone())
             .with_verify_timeout(config.server.verify_timeout)
             .with_command_limits(config.command_limits),
         );

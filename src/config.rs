@@ -90,6 +90,12 @@
 //! code_lifetime_secs = 300     # authorization codes are valid this long (1-600)
 //! access_token_lifetime_secs = 3600 # access tokens (API keys) last this long (60-86400)
 //!
+//! [home]                       # the house (see crate::home::time)
+//! time_zone = "Europe/Vienna"  # the Miniserver's time zone (IANA name from the system's
+//!                              # tzdata, or a POSIX TZ rule); default: the system's (TZ,
+//!                              # /etc/localtime), else UTC. Local days, statistics and
+//!                              # bell times are read in it
+//!
 //! [risk]                       # controls added to a risk class (name, UUID or category,
 //!                              # see crate::home::risk); a human answers before they act
 //! access = ["Garage"]
@@ -131,6 +137,8 @@ pub struct Config {
     /// The owner's additions to the risk classes (`[risk]`: `access`, `alarm`, `house_wide`,
     /// lists of control names, UUIDs or category names; see [`crate::home::risk`]).
     pub risk: crate::home::RiskRules,
+    /// The house's time zone (`[home] time_zone`; default: the system's).
+    pub time_zone: crate::home::HouseTime,
     /// How HTTP requests authenticate (`[miniserver] auth`, default [`AuthMode::Auto`]).
     pub miniserver_auth: AuthMode,
     /// WebSocket event stream (default) or polling only.
@@ -245,6 +253,7 @@ impl Default for Config {
             log_level: log::LevelFilter::Info,
             visu_password: None,
             risk: crate::home::RiskRules::default(),
+            time_zone: crate::home::HouseTime::system(),
             miniserver_auth: AuthMode::Auto,
             command_limits: crate::home::CommandLimits::default(),
             miniserver_live: LiveMode::WebSocket,
@@ -309,6 +318,15 @@ struct FileConfig {
     oauth: FileOAuth,
     #[serde(default)]
     risk: FileRisk,
+    #[serde(default)]
+    home: FileHome,
+}
+
+/// `[home]`: `time_zone`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileHome {
+    time_zone: Option<String>,
 }
 
 /// `[risk]`: controls the owner adds to a risk class (name, UUID or category name).
@@ -700,6 +718,10 @@ impl Config {
             alarm: file.risk.alarm,
             house_wide: file.risk.house_wide,
         };
+        if let Some(tz) = file.home.time_zone {
+            cfg.time_zone = crate::home::HouseTime::named(&tz)
+                .map_err(|e| invalid("home.time_zone", &e.to_string()))?;
+        }
 
         if let Some(level) = env("SECURITY_LEVEL").or(file.auth.security_level) {
             cfg.auth.level = match level.trim() {
@@ -1030,6 +1052,19 @@ mod tests {
         let cfg = parse("", &[]).unwrap();
         assert!(cfg.miniserver.is_none());
         assert!(cfg.require_miniserver().is_err());
+    }
+
+    #[test]
+    fn the_house_time_zone_is_read_and_checked() {
+        let cfg = parse("[home]\ntime_zone = \"CET-1CEST,M3.5.0,M10.5.0/3\"\n", &[]).unwrap();
+        let t: jiff::Timestamp = "2026-07-01T10:00:00Z".parse().unwrap();
+        assert_eq!(cfg.time_zone.format(t), "2026-07-01T12:00:00+02:00");
+        let e = parse("[home]\ntime_zone = \"Nowhere/Atlantis\"\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("home.time_zone"), "{e}");
+        assert_eq!(
+            parse("", &[]).unwrap().time_zone,
+            crate::home::HouseTime::system()
+        );
     }
 
     #[test]

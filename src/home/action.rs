@@ -2,8 +2,6 @@
 //! Loxone adapter maps each to the control type's own command (`loxone::commands`), and
 //! [`super::bounds`] checks its values against the control before it is sent.
 
-use std::time::SystemTime;
-
 /// A controller-independent command for one control. The adapter maps it to the control
 /// type's own command (per Loxone structure file docs, see `loxone::commands`).
 #[derive(Debug, Clone, PartialEq)]
@@ -105,19 +103,12 @@ pub struct OverrideTimer {
     pub until: u64,
 }
 
-/// Unix time of the Loxone epoch, 2009-01-01 00:00:00 UTC (loxone-protocol.md §3.3).
-pub const LOXONE_EPOCH_UNIX: u64 = 1_230_768_000;
-
 impl OverrideTimer {
     /// A timer of `minutes` starting now.
     pub fn from_now(minutes: u32) -> Self {
-        let now = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs();
         Self {
             minutes,
-            until: now.saturating_sub(LOXONE_EPOCH_UNIX) + u64::from(minutes) * 60,
+            until: super::time::loxone_now() + u64::from(minutes) * 60,
         }
     }
 }

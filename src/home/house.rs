@@ -20,7 +20,8 @@ use super::risk::{Risk, RiskRules};
 use super::state::{Source, StateStore, StateValue, Value};
 use crate::ratelimit::RateLimiter;
 
-pub use super::action::{Action, OverrideTimer, RoomMode, LOXONE_EPOCH_UNIX};
+pub use super::action::{Action, OverrideTimer, RoomMode};
+use super::time::HouseTime;
 
 /// Default of `[server] verify_timeout_ms`: how long control tools wait for a command's effect.
 pub const DEFAULT_VERIFY_TIMEOUT: Duration = Duration::from_millis(1500);
@@ -296,6 +297,8 @@ pub struct House {
     /// The newest structure file that could not be read on reload, until a model replaces
     /// the one in use (see [`House::reject_structure`]).
     rejected_structure: Mutex<Option<RejectedStructure>>,
+    /// The house's clock (`[home] time_zone`).
+    time: HouseTime,
 }
 
 /// A structure file the Miniserver offered on reload that could not be read at all (the
@@ -327,7 +330,20 @@ impl House {
             epoch: AtomicU64::new(0),
             commanded: Mutex::new(std::collections::HashMap::new()),
             rejected_structure: Mutex::new(None),
+            time: HouseTime::system(),
         }
+    }
+
+    /// The house's time zone (default: the system's, [`HouseTime::system`]).
+    pub fn with_time_zone(mut self, time: HouseTime) -> Self {
+        self.time = time;
+        self
+    }
+
+    /// The house's clock: local days, Miniserver-local seconds, ISO 8601 with the local
+    /// offset ([`super::time`]).
+    pub fn time(&self) -> &HouseTime {
+        &self.time
     }
 
     /// Limits the commands sent to the Miniserver (see [`CommandLimits`]); a house without

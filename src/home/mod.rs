@@ -16,8 +16,9 @@ pub mod resolve;
 pub mod risk;
 pub mod scope;
 pub mod state;
+pub mod time;
 
-pub use action::{Action, OverrideTimer, RoomMode, LOXONE_EPOCH_UNIX};
+pub use action::{Action, OverrideTimer, RoomMode};
 pub use bus::{Bus, Change, Event, Subscription};
 pub use camera::{CameraFailure, CameraKind, CameraPicture, Obtained, PictureAsk, PictureRequest};
 pub use house::{
@@ -33,3 +34,4 @@ pub use primary::Primary;
 pub use risk::{Risk, RiskRules};
 pub use scope::{Access, Denied, Scope};
 pub use state::{Source, StateStore, StateValue, Value};
+pub use time::{HouseTime, LOXONE_EPOCH_UNIX};

@@ -25,7 +25,7 @@ pub use super::answer::{parse_number_prefix, LlAnswer, LoxoneError};
 use super::config::{AuthMode, MiniserverConfig, Timeouts};
 use super::crypto::{PublicKey, SessionKey};
 use super::secured::{self, KeySalt};
-use super::token::{self, Exchange, TokenAuth, TokenRequest};
+use super::token::{Exchange, TokenAuth, TokenRequest};
 
 /// Pause after the Miniserver rejected our credentials, before they are tried again.
 pub const AUTH_RETRY_AFTER: Duration = Duration::from_secs(30);
@@ -334,7 +334,7 @@ impl Client {
         if st.basic_fallback {
             return Ok(None);
         }
-        let now = token::loxone_now();
+        let now = crate::home::time::loxone_now();
         if let Some(t) = st.token.as_mut() {
             if !t.is_expired(now) && t.needs_refresh(now) {
                 if let Err(e) = t.refresh(&mut self.exchange()) {

@@ -17,9 +17,9 @@ use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
 
 use super::backoff::Backoff;
 use super::client::{Client, LoxoneError};
-use super::token::loxone_now;
 use super::ws::login::{login, WsExchange};
 use super::ws::{close_code, Incoming, Reader, StateEvent, WsError};
+use crate::home::time::loxone_now;
 
 /// What the link reports, in order, from its own thread.
 #[derive(Debug, Clone, PartialEq)]

@@ -20,28 +20,16 @@
 //! whichever is sooner) and [`TokenAuth::kill`] (`killtoken`) ends it at shutdown.
 
 use std::fmt;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use serde_json::Value as Json;
 
 use super::answer::{LlAnswer, LoxoneError};
 use super::secured::{self, HashAlg, KeySalt};
-
-/// Unix time of the Loxone epoch, 2009-01-01 00:00:00 UTC (`validUntil` counts from here).
-pub const LOXONE_EPOCH_UNIX: u64 = 1_230_768_000;
+use crate::home::time::{loxone_now, LOXONE_EPOCH_UNIX};
 
 /// Refresh at the latest when this many seconds of a token are left (PyLoxone: one day).
 const REFRESH_MARGIN_SECS: u64 = 24 * 3600;
-
-/// Now in seconds since the Loxone epoch (0 if the clock is before 2009).
-pub fn loxone_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-        .saturating_sub(LOXONE_EPOCH_UNIX)
-}
 
 /// One request/answer with the Miniserver, for the login conversation.
 pub trait Exchange {

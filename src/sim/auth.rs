@@ -28,9 +28,7 @@
 //! WebSocket endpoint reuses them for `jdev/sys/keyexchange/{...}` and `jdev/sys/enc/{...}`.
 
 use std::fmt;
-use std::net::IpAddr;
 use std::sync::OnceLock;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use aes::Aes256;
 use base64::prelude::{Engine as _, BASE64_STANDARD};
@@ -42,14 +40,13 @@ use rsa::pkcs8::{DecodePrivateKey, EncodePublicKey};
 use rsa::{Pkcs1v15Encrypt, RsaPrivateKey};
 use sha2::Digest;
 
-use super::http::{http_control, percent_decode};
-use super::{SimResponse, Simulator, VisuHash};
+use super::answer::{Answer, Call, Ll, Transport};
+use super::http::percent_decode;
+use super::{Simulator, VisuHash};
+use crate::home::time::loxone_now;
 
 /// The simulator's RSA key (PKCS#8 PEM). A test key, public in this repository: not a secret.
 pub const SIM_RSA_KEY_PEM: &str = include_str!("../../assets/sim-rsa-key.pem");
-
-/// Unix time of the Loxone epoch, 2009-01-01 00:00:00 UTC.
-const LOXONE_EPOCH: u64 = 1_230_768_000;
 
 /// Why a key exchange or an encrypted command was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,32 +128,29 @@ impl SimRsa {
     /// `jdev/sys/keyexchange/{...}` or the `sk` query of an HTTP `enc` request (URI-encoded or
     /// not).
     pub fn recover_session_key(&self, payload: &str) -> Result<SimSessionKey, SimCryptoError> {
-        let b64 = percent_decode(payload.trim()).ok_or(SimCryptoError::Base64)?;
-        let cipher = BASE64_STANDARD
-            .decode(b64.as_bytes())
-            .map_err(|_| SimCryptoError::Base64)?;
+        let b64 = percent_decode(payload.trim()).unwrap_or_else(|| payload.trim().to_string());
+        let cipher = decode_base64_leniently(&b64)?;
         let plain = self
             .private
             .decrypt(Pkcs1v15Encrypt, &cipher)
             .map_err(|_| SimCryptoError::Rsa)?;
         let text = String::from_utf8(plain).map_err(|_| SimCryptoError::KeyFormat)?;
         let (k, iv) = text.split_once(':').ok_or(SimCryptoError::KeyFormat)?;
-        let key: [u8; 32] = hex::decode(k)
+        let key = hex::decode(k.trim()).map_err(|_| SimCryptoError::KeyFormat)?;
+        let iv: [u8; 16] = hex::decode(iv.trim_end_matches('\0').trim())
             .ok()
             .and_then(|v| v.try_into().ok())
             .ok_or(SimCryptoError::KeyFormat)?;
-        let iv: [u8; 16] = hex::decode(iv)
-            .ok()
-            .and_then(|v| v.try_into().ok())
-            .ok_or(SimCryptoError::KeyFormat)?;
-        Ok(SimSessionKey { key, iv })
+        SimSessionKey::new(key, iv).ok_or(SimCryptoError::KeyFormat)
     }
 }
 
-/// An AES-256-CBC key and IV learnt from a client.
+/// An AES-CBC key and IV learnt from a client: 32 bytes (AES-256, what Loxone documents,
+/// §3.4) or, forgiving clients that send less, 16 or 24 bytes (AES-128/192; the `loxws` client
+/// sends a 16-byte key, *inferred* that a Miniserver takes it).
 #[derive(Clone, PartialEq, Eq)]
 pub struct SimSessionKey {
-    key: [u8; 32],
+    key: Vec<u8>,
     iv: [u8; 16],
 }
 
@@ -166,19 +160,92 @@ impl fmt::Debug for SimSessionKey {
     }
 }
 
+/// Base64 as clients send it: standard or URL-safe alphabet, padding or none, a `+` that a
+/// form decoder turned into a space, line breaks.
+fn decode_base64_leniently(text: &str) -> Result<Vec<u8>, SimCryptoError> {
+    use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
+    use base64::engine::DecodePaddingMode;
+    const LENIENT: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+    );
+    let cleaned: String = text
+        .chars()
+        .filter(|c| !matches!(c, '\r' | '\n' | '\t'))
+        .map(|c| match c {
+            ' ' => '+',
+            '-' => '+',
+            '_' => '/',
+            c => c,
+        })
+        .collect();
+    LENIENT
+        .decode(cleaned.as_bytes())
+        .map_err(|_| SimCryptoError::Base64)
+}
+
+/// The plaintext of a decrypted command without its padding, as firmware tolerates it
+/// (§3.4): PKCS#7 bytes (PyLoxone, node-lox-ws-api), then everything from the first NUL on
+/// (a NUL terminator and zero-byte padding, lxcommunicator).
+fn strip_padding(mut plain: Vec<u8>) -> Vec<u8> {
+    if let Some(&n) = plain.last() {
+        let n = usize::from(n);
+        if (1..=16).contains(&n)
+            && n <= plain.len()
+            && plain[plain.len() - n..]
+                .iter()
+                .all(|&b| usize::from(b) == n)
+        {
+            plain.truncate(plain.len() - n);
+        }
+    }
+    if let Some(nul) = plain.iter().position(|&b| b == 0) {
+        plain.truncate(nul);
+    }
+    plain
+}
+
+macro_rules! with_aes {
+    ($key:expr, $cipher:ident => $body:expr) => {
+        match $key.len() {
+            16 => {
+                type $cipher = aes::Aes128;
+                $body
+            }
+            24 => {
+                type $cipher = aes::Aes192;
+                $body
+            }
+            _ => {
+                type $cipher = Aes256;
+                $body
+            }
+        }
+    };
+}
+
 impl SimSessionKey {
-    /// Decrypts the `{cipher}` of `jdev/sys/enc/{cipher}` (URI-encoded base64 of AES-CBC with zero
-    /// padding) and strips `salt/{salt}/` or `nextSalt/{old}/{new}/`: returns the command, e.g.
-    /// `jdev/sys/getjwt/...`.
+    /// A key of 16, 24 or 32 bytes and a 16-byte IV; `None` for other lengths.
+    fn new(key: Vec<u8>, iv: [u8; 16]) -> Option<SimSessionKey> {
+        matches!(key.len(), 16 | 24 | 32).then_some(SimSessionKey { key, iv })
+    }
+
+    /// Decrypts the `{cipher}` of `jdev/sys/enc/{cipher}` (URI-encoded base64 of AES-CBC,
+    /// padded with zero bytes, a NUL and zeros, or a NUL and PKCS#7) and strips `salt/{salt}/`
+    /// or `nextSalt/{old}/{new}/`: returns the command, e.g. `jdev/sys/getjwt/...`.
     pub fn decrypt_command(&self, cipher: &str) -> Result<String, SimCryptoError> {
-        let b64 = percent_decode(cipher).ok_or(SimCryptoError::Base64)?;
-        let bytes = BASE64_STANDARD
-            .decode(b64.as_bytes())
-            .map_err(|_| SimCryptoError::Base64)?;
-        let plain = cbc::Decryptor::<Aes256>::new(&self.key.into(), &self.iv.into())
-            .decrypt_padded_vec_mut::<ZeroPadding>(&bytes)
-            .map_err(|_| SimCryptoError::Aes)?;
-        let text = String::from_utf8(plain).map_err(|_| SimCryptoError::Aes)?;
+        let b64 = percent_decode(cipher).unwrap_or_else(|| cipher.to_string());
+        let bytes = decode_base64_leniently(&b64)?;
+        if bytes.is_empty() || bytes.len() % 16 != 0 {
+            return Err(SimCryptoError::Aes);
+        }
+        use cbc::cipher::block_padding::NoPadding;
+        let key = &self.key;
+        let plain = with_aes!(key, C => cbc::Decryptor::<C>::new_from_slices(key, &self.iv)
+            .map_err(|_| SimCryptoError::Aes)?
+            .decrypt_padded_vec_mut::<NoPadding>(&bytes)
+            .map_err(|_| SimCryptoError::Aes)?);
+        let text = String::from_utf8(strip_padding(plain)).map_err(|_| SimCryptoError::Aes)?;
         if let Some(rest) = text.strip_prefix("salt/") {
             let (_, cmd) = rest.split_once('/').ok_or(SimCryptoError::NoSalt)?;
             Ok(cmd.to_string())
@@ -193,10 +260,13 @@ impl SimSessionKey {
         }
     }
 
-    /// base64 of AES-CBC(zero padding) of `text`: the body of a `fenc` answer.
+    /// base64 of AES-CBC (zero padding) of `text`: the body of a `fenc` answer.
     pub fn encrypt_answer(&self, text: &str) -> String {
-        let c = cbc::Encryptor::<Aes256>::new(&self.key.into(), &self.iv.into())
-            .encrypt_padded_vec_mut::<ZeroPadding>(text.as_bytes());
+        let key = &self.key;
+        let c: Vec<u8> = with_aes!(key, C => match cbc::Encryptor::<C>::new_from_slices(key, &self.iv) {
+            Ok(e) => e.encrypt_padded_vec_mut::<ZeroPadding>(text.as_bytes()),
+            Err(_) => Vec::new(),
+        });
         BASE64_STANDARD.encode(c)
     }
 }
@@ -218,15 +288,6 @@ struct Issued {
     /// Seconds since 2009-01-01.
     valid_until: u64,
     rights: u32,
-}
-
-/// Seconds since the Loxone epoch (2009-01-01 UTC).
-fn loxone_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-        .saturating_sub(LOXONE_EPOCH)
 }
 
 fn random_hex(n: usize) -> String {
@@ -305,17 +366,6 @@ impl Tokens {
 }
 
 impl Simulator {
-    fn token_json(&self, control: &str, value: &str) -> SimResponse {
-        SimResponse {
-            status: 200,
-            content_type: "application/json",
-            body: format!(
-                "{{\"LL\":{{\"control\":{},\"code\":200,\"value\":{value}}}}}",
-                serde_json::Value::from(control)
-            ),
-        }
-    }
-
     /// Whether `?autht={hash}&user={user}` in `query` names a live token: `None` when the query
     /// has no `autht`.
     pub(crate) fn autht_valid(&self, query: &str) -> Option<bool> {
@@ -334,409 +384,350 @@ impl Simulator {
         Some(!hash.is_empty() && tokens.find(&user, &hash).is_some())
     }
 
-    /// The token endpoints, or `None` when `raw` (path segments) is not one. `lower` holds the
-    /// first three segments lowercased; `encrypted` when the request came through `enc`/`fenc`.
-    pub(crate) fn route_token(
-        &self,
-        lower: &[&str],
-        raw: &[&str],
-        query: &str,
-        authorization: Option<&str>,
-        peer: IpAddr,
-        encrypted: bool,
-    ) -> Option<SimResponse> {
-        if lower.len() < 3 || lower[0] != "jdev" || lower[1] != "sys" {
-            return None;
-        }
-        let old_fw = !self.config.token_auth;
-        let n = raw.len();
-        let resp = match (lower[2], n) {
-            ("getpublickey", 3) if !old_fw => match sim_rsa() {
-                Some(k) => self.ok("dev/sys/getPublicKey", k.public_key_line()),
-                None => super::http::html_error(500, "Internal Server Error"),
-            },
-            ("enc" | "fenc", 4) if !old_fw && !encrypted => {
-                self.encrypted(lower[2] == "fenc", raw[3], query, authorization, peer)
-            }
-            ("getkey2", 4) => self.getkey2(raw),
-            ("getkey", 3) => {
-                let mut t = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
-                let key = t.hash_key().to_string();
-                self.ok(&http_control(raw), &key)
-            }
-            ("getjwt", 8) if !old_fw => {
-                if encrypted {
-                    self.getjwt(raw, peer)
-                } else {
-                    info!("sim: plain getjwt refused (must be encrypted)");
-                    self.error(&http_control(raw), 400, "Bad Request")
-                }
-            }
-            ("refreshjwt" | "checktoken" | "killtoken", 5) => self.token_op(lower[2], raw, peer),
-            ("getpublickey" | "enc" | "fenc" | "getjwt", _) if old_fw => {
-                self.error(&http_control(raw), 404, "Not Found")
-            }
-            _ => return None,
-        };
-        Some(resp)
+    /// Old firmware (`SimConfig::token_auth = false`) knows no token commands: 404.
+    fn old_firmware(&self) -> Option<Answer> {
+        (!self.config.token_auth).then_some(Answer::Error(404, "Not Found"))
     }
+}
 
-    fn encrypted(
-        &self,
-        fenc: bool,
-        cipher: &str,
-        query: &str,
-        authorization: Option<&str>,
-        peer: IpAddr,
-    ) -> SimResponse {
-        let sk = query
-            .split('&')
-            .find_map(|p| p.strip_prefix("sk="))
-            .unwrap_or("");
-        let session = sim_rsa()
-            .ok_or(SimCryptoError::Rsa)
-            .and_then(|k| k.recover_session_key(sk));
-        let cmd = session
-            .as_ref()
-            .map_err(Clone::clone)
-            .and_then(|s| s.decrypt_command(cipher));
-        let (session, cmd) = match (session, cmd) {
-            (Ok(s), Ok(c)) => (s, c),
-            (Err(e), _) | (_, Err(e)) => {
-                info!("sim: encrypted command refused: {e}");
-                return super::http::html_error(401, "Unauthorized");
+/// 401: the HTML page over HTTP (§2.7 capture), an `LL` answer over the WebSocket.
+fn unauthorized(call: &Call<'_>) -> Answer {
+    match call.transport {
+        Transport::Http => Answer::Page(super::answer::html_error(401, "Unauthorized")),
+        Transport::Ws => Answer::Error(401, "Unauthorized"),
+    }
+}
+
+/// `sys/getkey` (§2.6, §3.3): the key for token hashes (hex of hex text, stable for the
+/// simulator).
+pub(crate) fn getkey(sim: &Simulator, _: &mut Call<'_>) -> Answer {
+    let mut t = sim.tokens.lock().unwrap_or_else(|e| e.into_inner());
+    Answer::Ll(Ll::ok(t.hash_key().to_string()))
+}
+
+/// `sys/getkey2/{user}` (§3.2): a fresh one-time key and salt and the `hashAlg` of
+/// [`SimConfig::user_hash`](super::SimConfig::user_hash); unknown users 404 (*inferred*).
+pub(crate) fn getkey2(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    let user = call.args.first().cloned().unwrap_or_default();
+    if user != sim.config.user {
+        return Answer::Error(404, "Not Found");
+    }
+    let key = hex::encode(random_hex(20));
+    let salt = random_hex(16);
+    let mut t = sim.tokens.lock().unwrap_or_else(|e| e.into_inner());
+    if t.key2.len() >= 16 {
+        t.key2.remove(0);
+    }
+    t.key2.push((user, key.clone(), salt.clone()));
+    let alg = alg_name(sim.config.user_hash);
+    Answer::Ll(Ll::token(
+        200,
+        serde_json::json!({"key": key, "salt": salt, "hashAlg": alg}),
+    ))
+}
+
+/// `sys/getPublicKey` (§3.4) and `sys/getcertificate`: the RSA key in the Miniserver's
+/// one-line `-----BEGIN CERTIFICATE-----...` form.
+pub(crate) fn public_key(sim: &Simulator, _: &mut Call<'_>) -> Answer {
+    if let Some(a) = sim.old_firmware() {
+        return a;
+    }
+    match sim_rsa() {
+        Some(k) => Answer::Ll(Ll::ok(k.public_key_line())),
+        None => Answer::Error(500, "Internal Server Error"),
+    }
+}
+
+/// `sys/keyexchange/{rsa}` (§3.4, WebSocket): sets the session key and answers with the
+/// one-time `getkey` key AES-encrypted with it (base64): lxcommunicator decrypts it and hashes
+/// the token of `authwithtoken` with it (`WebSocket.js` `_exchangeKeys`). 401 when the
+/// payload does not decrypt.
+pub(crate) fn keyexchange(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    let payload = call.raw_rest.join("/");
+    let payload = if payload.is_empty() {
+        call.raw_args.first().cloned().unwrap_or_default()
+    } else {
+        payload
+    };
+    let key = sim_rsa()
+        .ok_or(SimCryptoError::Rsa)
+        .and_then(|k| k.recover_session_key(&payload));
+    match (key, call.login.as_deref_mut()) {
+        (Ok(key), Some(login)) => {
+            let one_time = sim
+                .tokens
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .hash_key()
+                .to_string();
+            let value = key.encrypt_answer(&one_time);
+            login.key = Some(key);
+            Answer::Ll(Ll::ok(value))
+        }
+        (Err(e), _) => {
+            info!("sim ws: keyexchange refused: {e}");
+            Answer::Ll(Ll::coded(401, ""))
+        }
+        (Ok(_), None) => Answer::Error(400, "Bad Request"),
+    }
+}
+
+/// `sys/enc/{cipher}` and `sys/fenc/{cipher}` (§3.4): over HTTP the session key comes in
+/// `?sk=` (RSA), over the WebSocket from `keyexchange`. The cipher may arrive URI-encoded or
+/// not (then its `/` split it into several segments). Anything that does not decrypt is 401
+/// (§3.4: "if it cannot be decrypted ... it will return 401"), answered at once.
+pub(crate) fn enc(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    if let Some(a) = sim.old_firmware() {
+        return a;
+    }
+    if call.encrypted {
+        return Answer::Error(400, "Bad Request");
+    }
+    let segs: Vec<&str> = call.path.split('/').collect();
+    let fenc = segs.get(2).is_some_and(|w| w.eq_ignore_ascii_case("fenc"));
+    let cipher = call.raw_rest.join("/");
+    let key = match call.transport {
+        Transport::Http => {
+            let sk = call
+                .query
+                .split('&')
+                .find_map(|p| p.strip_prefix("sk="))
+                .unwrap_or("")
+                .to_string();
+            sim_rsa()
+                .ok_or(SimCryptoError::Rsa)
+                .and_then(|k| k.recover_session_key(&sk))
+        }
+        Transport::Ws => {
+            // Echo the encrypted command as received, cipher URI-decoded (see `run`).
+            call.control = format!(
+                "{}/{}",
+                segs.iter().take(3).copied().collect::<Vec<_>>().join("/"),
+                percent_decode(&cipher).unwrap_or_else(|| cipher.clone())
+            );
+            call.login
+                .as_deref()
+                .and_then(|l| l.key.clone())
+                .ok_or(SimCryptoError::KeyFormat)
+        }
+    };
+    let command = key
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|k| k.decrypt_command(&cipher));
+    match (key, command) {
+        (Ok(key), Ok(command)) => Answer::Decrypted {
+            command,
+            fenc: fenc.then_some(key),
+        },
+        (Err(e), _) | (_, Err(e)) => {
+            info!("sim: encrypted command refused: {e}");
+            match call.transport {
+                Transport::Http => Answer::Page(super::answer::html_error(401, "Unauthorized")),
+                Transport::Ws => Answer::Ll(Ll::coded(401, "")),
             }
-        };
-        let url = if cmd.starts_with('/') {
-            cmd
-        } else {
-            format!("/{cmd}")
-        };
-        let mut resp = self.route_full("GET", &url, authorization, peer, true);
-        if fenc && resp.status == 200 {
-            // "The mime-type is the one from the decrypted response" (protocol doc 16.0).
-            resp.body = session.encrypt_answer(&resp.body);
         }
-        resp
     }
+}
 
-    fn getkey2(&self, raw: &[&str]) -> SimResponse {
-        let control = http_control(raw);
-        let Some(user) = percent_decode(raw[3]) else {
-            return self.error(&control, 400, "Bad Request");
-        };
-        if user != self.config.user {
-            return self.error(&control, 404, "Not Found");
-        }
-        let key = hex::encode(random_hex(20));
-        let salt = random_hex(16);
-        let mut t = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
-        if t.key2.len() >= 16 {
-            t.key2.remove(0);
-        }
-        t.key2.push((user, key.clone(), salt.clone()));
-        let alg = alg_name(self.config.user_hash);
-        self.token_json(
-            &control,
-            &format!("{{\"key\":\"{key}\",\"salt\":\"{salt}\",\"hashAlg\":\"{alg}\"}}"),
-        )
+/// `sys/getjwt/{hash}/{user}/{permission}/{clientUuid}/{info}` (only through `enc`/`fenc`) and
+/// the legacy `sys/gettoken/...` (plain too, §3.3: "not mandatory anymore to use encryption
+/// when acquiring tokens" since 11.2): checks the hash against the outstanding getkey2 keys
+/// (used up either way) and issues a token valid for
+/// [`SimConfig::token_lifetime`](super::SimConfig::token_lifetime). Over the WebSocket a token
+/// authenticates the session (§3.3). A wrong hash is 401 and counts toward the lock-out; over
+/// the WebSocket its value is the gettoken-401 capture's `{"lastEdit", "unix"}`.
+pub(crate) fn get_token(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    if let Some(a) = sim.old_firmware() {
+        return a;
     }
-
-    /// `getjwt/{hash}/{user}/{permission}/{clientUuid}/{info}`; the getkey2 key is used up
-    /// either way.
-    fn getjwt(&self, raw: &[&str], peer: IpAddr) -> SimResponse {
-        let control = http_control(raw);
-        if let Some(blocked) = self.blocked(peer) {
-            return blocked;
-        }
-        let user = percent_decode(raw[4]).unwrap_or_default();
-        let hash = raw[3];
-        let permission: u32 = raw[5].parse().unwrap_or(0);
-        let ok = {
-            let mut t = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
-            let alg = self.config.user_hash;
-            let pw = &self.config.password;
-            let found = t.key2.iter().position(|(u, key, salt)| {
-                *u == user && expected_credentials_hash(alg, u, pw, key, salt) == hash
-            });
-            match found {
-                Some(i) => {
+    if let Some(blocked) = sim.blocked(call.peer) {
+        return Answer::Page(blocked);
+    }
+    let [hash, user, permission, ..] = call.args.as_slice() else {
+        return Answer::Error(400, "Bad Request");
+    };
+    let (hash, user) = (hash.clone(), user.clone());
+    let permission: u32 = permission.parse().unwrap_or(0);
+    let ok = {
+        let mut t = sim.tokens.lock().unwrap_or_else(|e| e.into_inner());
+        let alg = sim.config.user_hash;
+        let pw = &sim.config.password;
+        let found = t.key2.iter().position(|(u, key, salt)| {
+            *u == user && expected_credentials_hash(alg, u, pw, key, salt) == hash
+        });
+        match found {
+            Some(i) => {
+                t.key2.remove(i);
+                true
+            }
+            None => {
+                if let Some(i) = t.key2.iter().position(|(u, _, _)| *u == user) {
                     t.key2.remove(i);
-                    true
                 }
-                None => {
-                    if let Some(i) = t.key2.iter().position(|(u, _, _)| *u == user) {
-                        t.key2.remove(i);
-                    }
-                    false
-                }
+                false
             }
-        };
-        self.login_result(peer, ok && user == self.config.user);
-        if !ok || user != self.config.user {
-            info!("sim: getjwt with a wrong hash for {user:?}");
-            return super::http::html_error(401, "Unauthorized");
         }
-        let valid_until = loxone_now() + self.config.token_lifetime.as_secs();
-        let token = random_hex(20).to_uppercase();
-        let rights = if permission == 0 { 2 } else { permission };
-        let mut t = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
+    };
+    let ok = ok && user == sim.config.user;
+    sim.login_result(call.peer, ok);
+    if !ok {
+        info!("sim: token request with a wrong hash for {user:?}");
+        return match call.transport {
+            Transport::Http => unauthorized(call),
+            Transport::Ws => Answer::Ll(Ll::token(
+                401,
+                serde_json::json!({"lastEdit": "2009-01-01 01:00:00", "unix": crate::home::time::LOXONE_EPOCH_UNIX}),
+            )),
+        };
+    }
+    let valid_until = loxone_now() + sim.config.token_lifetime.as_secs();
+    let token = random_hex(20).to_uppercase();
+    let rights = if permission == 0 { 2 } else { permission };
+    let key = {
+        let mut t = sim.tokens.lock().unwrap_or_else(|e| e.into_inner());
         let key = t.hash_key().to_string();
         t.issued.push(Issued {
             token: token.clone(),
-            user,
+            user: user.clone(),
             valid_until,
             rights,
         });
-        info!("sim: token issued, valid until {valid_until} (Loxone time)");
-        self.token_json(
-            &control,
-            &format!(
-                "{{\"token\":\"{token}\",\"key\":\"{key}\",\"validUntil\":{valid_until},\
-                 \"tokenRights\":{rights},\"unsecurePass\":{}}}",
-                self.config.password.len() < 4
-            ),
-        )
+        key
+    };
+    info!("sim: token issued, valid until {valid_until} (Loxone time)");
+    if let Some(login) = call.login.as_deref_mut() {
+        // A token acquired over this socket authenticates it (§4.1 step 3).
+        login.user = Some(user);
     }
+    Answer::Ll(Ll::token(
+        200,
+        serde_json::json!({
+            "token": token,
+            "key": key,
+            "validUntil": valid_until,
+            "tokenRights": rights,
+            "unsecurePass": sim.config.password.len() < 4,
+        }),
+    ))
+}
 
-    fn token_op(&self, op: &str, raw: &[&str], peer: IpAddr) -> SimResponse {
-        let control = http_control(raw);
-        if let Some(blocked) = self.blocked(peer) {
-            return blocked;
+/// The live token of `{user}` whose hash (or plain text, §3.3 since 11.2) is `{token-hash}`,
+/// with the lock-out bookkeeping of a login; `Err` is the answer.
+fn token_of(sim: &Simulator, call: &Call<'_>) -> Result<(String, String), Answer> {
+    if let Some(blocked) = sim.blocked(call.peer) {
+        return Err(Answer::Page(blocked));
+    }
+    let [hash, user, ..] = call.args.as_slice() else {
+        return Err(Answer::Error(400, "Bad Request"));
+    };
+    let found = {
+        let mut t = sim.tokens.lock().unwrap_or_else(|e| e.into_inner());
+        t.find(user, hash).map(|i| t.issued[i].token.clone())
+    };
+    match found {
+        Some(token) => {
+            sim.login_result(call.peer, true);
+            Ok((user.clone(), token))
         }
-        let user = percent_decode(raw[4]).unwrap_or_default();
-        let hash = percent_decode(raw[3]).unwrap_or_default();
-        let mut t = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(i) = t.find(&user, &hash) else {
-            drop(t);
-            warn!("sim: {op} with an unknown token");
-            self.login_result(peer, false);
-            return super::http::html_error(401, "Unauthorized");
-        };
-        let resp = match op {
-            "refreshjwt" => {
-                let valid_until = loxone_now() + self.config.token_lifetime.as_secs();
-                let token = random_hex(20).to_uppercase();
-                let old = t.issued.remove(i);
-                t.issued.push(Issued {
-                    token: token.clone(),
-                    valid_until,
-                    ..old.clone()
-                });
-                self.token_json(
-                    &control,
-                    &format!(
-                        "{{\"token\":\"{token}\",\"validUntil\":{valid_until},\
-                         \"tokenRights\":{},\"unsecurePass\":false}}",
-                        old.rights
-                    ),
-                )
-            }
-            "checktoken" => {
-                let it = &t.issued[i];
-                self.token_json(
-                    &control,
-                    &format!(
-                        "{{\"validUntil\":{},\"tokenRights\":{}}}",
-                        it.valid_until, it.rights
-                    ),
-                )
-            }
-            _ => {
-                t.issued.remove(i);
-                info!("sim: token killed");
-                self.token_json(&control, "\"\"")
-            }
-        };
-        drop(t);
-        self.login_result(peer, true);
-        resp
+        None => {
+            warn!("sim: {} with an unknown token", call.path);
+            sim.login_result(call.peer, false);
+            Err(unauthorized(call))
+        }
     }
 }
 
-/// Per-connection crypto state of a WebSocket session: the AES session key from
-/// `keyexchange`, and whether the command now arriving came out of `jdev/sys/enc`.
-struct WsKeys {
-    key: SimSessionKey,
-    decrypted_next: bool,
+/// `sys/refreshjwt/{tokenHash}/{user}` and the legacy `sys/refreshtoken/...` (§3.3): a new
+/// token with the same rights and a new `validUntil`; the old one is gone.
+pub(crate) fn refresh(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    let (_, old_token) = match token_of(sim, call) {
+        Ok(t) => t,
+        Err(a) => return a,
+    };
+    let valid_until = loxone_now() + sim.config.token_lifetime.as_secs();
+    let token = random_hex(20).to_uppercase();
+    let mut t = sim.tokens.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(i) = t.issued.iter().position(|it| it.token == old_token) else {
+        return Answer::Error(401, "Unauthorized");
+    };
+    let old = t.issued.remove(i);
+    t.issued.push(Issued {
+        token: token.clone(),
+        valid_until,
+        ..old.clone()
+    });
+    Answer::Ll(Ll::token(
+        200,
+        serde_json::json!({
+            "token": token,
+            "validUntil": valid_until,
+            "tokenRights": old.rights,
+            "unsecurePass": false,
+        }),
+    ))
 }
 
-/// The `control` a WebSocket answer to an encrypted command echoes: the command as received,
-/// `jdev/sys/enc/{cipher}` (or `fenc`), with the cipher URI-decoded back to plain base64.
-/// PyLoxone AES-decrypts this echo to learn which command an answer belongs to, and notes
-/// that "encrypted strings returned by the miniserver are not %encoded (even if they were when
-/// sent to the miniserver)" (`pyloxone_api/connection.py` `_decrypt`). A cipher that does not
-/// URI-decode is echoed as received.
-fn echo_encrypted(prefix: &str, cipher: &str) -> String {
-    let cipher = percent_decode(cipher).unwrap_or_else(|| cipher.to_string());
-    format!("{prefix}{cipher}")
+/// `sys/checktoken/{tokenHash}/{user}` (§3.3): `validUntil` and `tokenRights` of a live token.
+pub(crate) fn check_token(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    let (_, token) = match token_of(sim, call) {
+        Ok(t) => t,
+        Err(a) => return a,
+    };
+    let t = sim.tokens.lock().unwrap_or_else(|e| e.into_inner());
+    match t.issued.iter().find(|it| it.token == token) {
+        Some(it) => Answer::Ll(Ll::token(
+            200,
+            serde_json::json!({"validUntil": it.valid_until, "tokenRights": it.rights,
+                "unsecurePass": false}),
+        )),
+        None => Answer::Error(401, "Unauthorized"),
+    }
 }
 
-/// WebSocket authentication as a Miniserver does it (loxone-protocol.md §4.1, §3.3-3.4):
-/// `jdev/sys/keyexchange/{rsa(key:iv)}` sets the session key and answers with the one-time
-/// `getkey` key encrypted with it; `jdev/sys/enc/{cipher}` carries encrypted commands (their
-/// answers echo the encrypted command, see [`echo_encrypted`]) and `jdev/sys/fenc/{cipher}`
-/// also encrypts the answer; `authwithtoken/{hash}/{user}` authenticates with a token issued by
-/// `getjwt` (over HTTP or over this socket, encrypted); `getkey2`, `getkey`, `getjwt`,
-/// `refreshjwt`, `checktoken`, `killtoken` work as over HTTP. A wrong token is code 401.
-/// Simulating old firmware (`SimConfig::token_auth = false`) refuses WebSocket logins (401),
-/// so clients fall back to HTTP.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct TokenWsAuth;
+/// `sys/killtoken/{tokenHash}/{user}` (§3.3): the token is no longer usable.
+pub(crate) fn kill_token(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    let (_, token) = match token_of(sim, call) {
+        Ok(t) => t,
+        Err(a) => return a,
+    };
+    let mut t = sim.tokens.lock().unwrap_or_else(|e| e.into_inner());
+    t.issued.retain(|it| it.token != token);
+    info!("sim: token killed");
+    Answer::Ll(Ll::token(200, serde_json::Value::String(String::new())))
+}
 
-impl super::WsAuth for TokenWsAuth {
-    fn command(
-        &self,
-        sim: &Simulator,
-        session: &mut super::WsAuthSession,
-        command: &str,
-    ) -> super::WsAuthOutcome {
-        use super::WsAuthOutcome as Out;
-        let answer = |code: u16| Out::Answer {
-            code,
-            value: serde_json::Value::String(String::new()),
-        };
-        let lower = command.to_ascii_lowercase();
-        let decrypted = match session
-            .data
-            .as_mut()
-            .and_then(|d| d.downcast_mut::<WsKeys>())
-        {
-            Some(k) => std::mem::replace(&mut k.decrypted_next, false),
-            None => false,
-        };
-        if let Some(payload) = lower
-            .starts_with("jdev/sys/keyexchange/")
-            .then(|| &command["jdev/sys/keyexchange/".len()..])
-        {
-            let key = sim_rsa()
-                .ok_or(SimCryptoError::Rsa)
-                .and_then(|k| k.recover_session_key(payload));
-            return match key {
-                Ok(key) => {
-                    // The answer's value is the one-time key of `jdev/sys/getkey`, AES-encrypted
-                    // with the key just received (base64): lxcommunicator decrypts it and hashes
-                    // the token of `authwithtoken` with it (`WebSocket.js` `_exchangeKeys`).
-                    let one_time = sim
-                        .tokens
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .hash_key()
-                        .to_string();
-                    let value = key.encrypt_answer(&one_time);
-                    session.data = Some(Box::new(WsKeys {
-                        key,
-                        decrypted_next: false,
-                    }));
-                    Out::Answer {
-                        code: 200,
-                        value: serde_json::Value::String(value),
-                    }
-                }
-                Err(e) => {
-                    info!("sim ws: keyexchange refused: {e}");
-                    answer(401)
-                }
-            };
+/// `authwithtoken/{tokenHash}/{user}` (§3.3, §4.1, WebSocket): authenticates the session with
+/// a token issued by `getjwt`/`gettoken` (over HTTP or a socket); 401 for an unknown token or
+/// on old firmware.
+pub(crate) fn auth_with_token(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    if !sim.config.token_auth {
+        return Answer::Ll(Ll::coded(401, ""));
+    }
+    let [hash, user, ..] = call.args.as_slice() else {
+        return Answer::Ll(Ll::coded(400, ""));
+    };
+    let found = {
+        let mut t = sim.tokens.lock().unwrap_or_else(|e| e.into_inner());
+        t.find(user, hash).map(|i| t.issued[i].clone())
+    };
+    match (found, call.login.as_deref_mut()) {
+        (Some(it), Some(login)) => {
+            login.user = Some(it.user.clone());
+            Answer::Ll(Ll {
+                code: 200,
+                value: serde_json::json!({
+                    "validUntil": it.valid_until,
+                    "tokenRights": it.rights,
+                    "unsecurePass": false
+                }),
+                outputs: Vec::new(),
+                token: false,
+            })
         }
-        let encrypted = ["jdev/sys/enc/", "jdev/sys/fenc/"]
-            .into_iter()
-            .find(|p| lower.starts_with(p));
-        if let Some(prefix) = encrypted {
-            let cipher = &command[prefix.len()..];
-            let Some(keys) = session
-                .data
-                .as_mut()
-                .and_then(|d| d.downcast_mut::<WsKeys>())
-            else {
-                info!("sim ws: {prefix} before keyexchange");
-                return answer(401);
-            };
-            return match keys.key.decrypt_command(cipher) {
-                Ok(plain) => {
-                    keys.decrypted_next = true;
-                    Out::Decrypted(super::Decrypted {
-                        command: plain,
-                        control: echo_encrypted(&command[..prefix.len()], cipher),
-                        answer_key: (prefix == "jdev/sys/fenc/").then(|| keys.key.clone()),
-                    })
-                }
-                Err(e) => {
-                    info!("sim ws: {prefix} refused: {e}");
-                    answer(401)
-                }
-            };
-        }
-        let cmd = lower.strip_prefix("jdev/sys/").unwrap_or(&lower);
-        let raw: Vec<&str> = command.split('/').collect();
-        if cmd.starts_with("authwithtoken/") {
-            let parts: Vec<&str> = raw.iter().rev().take(2).copied().collect();
-            let (user, hash) = match parts.as_slice() {
-                [user, hash] => (
-                    percent_decode(user).unwrap_or_default(),
-                    percent_decode(hash).unwrap_or_default(),
-                ),
-                _ => return answer(400),
-            };
-            if !sim.config.token_auth {
-                return answer(401);
-            }
-            let mut t = sim.tokens.lock().unwrap_or_else(|e| e.into_inner());
-            return match t.find(&user, &hash) {
-                Some(i) => {
-                    let it = t.issued[i].clone();
-                    drop(t);
-                    session.user = Some(user);
-                    Out::Answer {
-                        code: 200,
-                        value: serde_json::json!({
-                            "validUntil": it.valid_until,
-                            "tokenRights": it.rights,
-                            "unsecurePass": false
-                        }),
-                    }
-                }
-                None => {
-                    info!("sim ws: authwithtoken with an unknown token");
-                    answer(401)
-                }
-            };
-        }
-        let token_op = [
-            "getkey2/",
-            "getkey",
-            "getjwt/",
-            "refreshjwt/",
-            "checktoken/",
-            "killtoken/",
-        ]
-        .iter()
-        .any(|p| lower.starts_with(&format!("jdev/sys/{p}")));
-        if !token_op {
-            return Out::NotAuth;
-        }
-        let peer = IpAddr::from([127, 0, 0, 1]);
-        let resp = sim.route_full("GET", &format!("/{command}"), None, peer, decrypted);
-        let ll = serde_json::from_str::<serde_json::Value>(&resp.body)
-            .ok()
-            .and_then(|v| v.get("LL").cloned());
-        match ll {
-            Some(ll) if resp.status == 200 => {
-                let code = ll
-                    .get("code")
-                    .or_else(|| ll.get("Code"))
-                    .and_then(|c| c.as_u64().or_else(|| c.as_str()?.parse().ok()))
-                    .unwrap_or(200) as u16;
-                if code == 200 && lower.starts_with("jdev/sys/getjwt/") {
-                    // A token acquired over this socket authenticates it (§4.1 step 3).
-                    session.user = raw.get(4).and_then(|u| percent_decode(u));
-                }
-                Out::Answer {
-                    code,
-                    value: ll.get("value").cloned().unwrap_or_default(),
-                }
-            }
-            _ => answer(resp.status),
+        _ => {
+            info!("sim ws: authwithtoken with an unknown token");
+            Answer::Ll(Ll::coded(401, ""))
         }
     }
 }
@@ -745,6 +736,9 @@ impl super::WsAuth for TokenWsAuth {
 mod tests {
     use super::*;
     use crate::loxone::crypto::{PublicKey, SessionKey};
+    use crate::sim::http::http_control;
+    use crate::sim::SimResponse;
+    use std::net::IpAddr;
 
     const PEER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
 

@@ -10,7 +10,8 @@
 //!   request needs HTTP Basic auth: the intercom's or camera's own user and password (given in
 //!   `securedDetails`), the Miniserver user's for an IntercomV2; 401 when wrong. Each picture
 //!   shows its own timestamp ([`super::frame`]).
-//! - **`securedDetails`**: `jdev/sps/io/{uuid}/securedDetails` answers `videoInfo` (the URLs
+//! - **`securedDetails`** (a row of the command table, `commands.rs`, like the others here):
+//!   `jdev/sps/io/{uuid}/securedDetails` answers `videoInfo` (the URLs
 //!   above, user, pass) and an empty `audioInfo`, plain or inside `jdev/sys/enc|fenc`; the
 //!   value is a JSON string by default ([`DetailsForm`]).
 //! - **The bell**: [`Simulator::ring`] (or `GET /sim/door/{uuid-or-name}/ring`) sets `bell` to
@@ -39,9 +40,10 @@ use base64::prelude::{Engine as _, BASE64_STANDARD};
 use log::{debug, info, warn};
 use serde_json::json;
 
+use super::answer::{Answer, Call, Ll};
 use super::frame::{self, Frame};
 use super::house::{Ctl, Kind};
-use super::{SimResponse, Simulator};
+use super::Simulator;
 
 /// How long a ring keeps `bell` at 1 when nobody answers.
 pub const RING_SECS: u64 = 10;
@@ -339,88 +341,14 @@ impl Simulator {
         door.cam(&uuid)?.addr.map(|a| format!("http://{a}"))
     }
 
+    fn uuid_at(&self, idx: usize) -> Option<String> {
+        let house = self.house.lock().unwrap_or_else(|e| e.into_inner());
+        house.ctls.get(idx).map(|c| c.uuid.clone())
+    }
+
     fn uuid_of(&self, control: &str) -> Option<String> {
         let house = self.house.lock().unwrap_or_else(|e| e.into_inner());
         house.find(control).map(|i| house.ctls[i].uuid.clone())
-    }
-
-    /// `GET /sim/...`: the simulator's own switches (not a Loxone API; behind the same auth).
-    /// `sim/door/{control}/ring` answers the ring's time; `sim/camera/{control}/fault/{name}`
-    /// sets a [`CameraFault`]. Unknown switches or controls: 404.
-    pub(crate) fn sim_switch(&self, raw: &[&str]) -> SimResponse {
-        let control = super::http::http_control(raw);
-        let seg: Vec<String> = raw
-            .iter()
-            .map(|s| super::http::percent_decode(s).unwrap_or_default())
-            .collect();
-        let words: Vec<&str> = seg.iter().map(String::as_str).collect();
-        match words.as_slice() {
-            ["sim", "door", target, "ring"] => match self.ring(target) {
-                Some(stamp) => self.ok(&control, &stamp),
-                None => self.error(&control, 404, "Not Found"),
-            },
-            ["sim", "camera", target, "fault", name] => match CameraFault::parse(name) {
-                Some(f) if self.set_camera_fault(target, f) => self.ok(&control, name),
-                _ => self.error(&control, 404, "Not Found"),
-            },
-            _ => self.error(&control, 404, "Not Found"),
-        }
-    }
-
-    /// `jdev/sps/io/{target}/securedDetails` (`encrypted`: it came through `enc`/`fenc`).
-    pub(crate) fn secured_details(&self, target: &str, encrypted: bool) -> SimResponse {
-        let target = super::http::percent_decode(target).unwrap_or_default();
-        let control = format!("dev/sps/io/{target}/securedDetails");
-        let Some(uuid) = self.uuid_of(&target) else {
-            return self.error(&control, 404, "Not Found");
-        };
-        let door = self.door();
-        let Some(cam) = door.cam(&uuid) else {
-            return self.error(&control, 404, "Not Found");
-        };
-        if door.form == DetailsForm::EncryptedOnly && !encrypted {
-            info!("sim: securedDetails of {uuid} asked in plain; refused (strict mode)");
-            return self.error(&control, 400, "Bad Request");
-        }
-        let base = cam.addr.map_or_else(
-            || "http://127.0.0.1:9".to_string(),
-            |a| format!("http://{a}"),
-        );
-        let video = match cam.kind {
-            CamKind::Intercom => json!({
-                "alertImage": format!("{base}/jpg/image.jpg"),
-                "streamUrl": format!("{base}/mjpg/video.mjpg"),
-                "user": INTERCOM_CREDENTIALS.0,
-                "pass": INTERCOM_CREDENTIALS.1,
-            }),
-            CamKind::Custom => json!({
-                "alertImage": "",
-                "streamUrl": format!("{base}/video.mjpg"),
-                "user": CAMERA_CREDENTIALS.0,
-                "pass": CAMERA_CREDENTIALS.1,
-            }),
-            // The V2 has no videoInfo of its own (intercom-alerts.md §1); its video is at its
-            // `address` with the Miniserver user's credentials.
-            CamKind::V2 => json!({}),
-        };
-        let value = json!({"videoInfo": video, "audioInfo": {}});
-        let form = door.form;
-        drop(door);
-        match form {
-            DetailsForm::Object => SimResponse {
-                status: 200,
-                content_type: "application/json",
-                body: format!(
-                    "{{\"LL\": {{ \"control\": {}, \"value\": {value}, \"{}\": \"200\"}}}}",
-                    serde_json::Value::from(control.as_str()),
-                    match self.config.code_key {
-                        super::CodeKey::Code => "Code",
-                        super::CodeKey::LowerCode => "code",
-                    }
-                ),
-            },
-            _ => self.ok(&control, &value.to_string()),
-        }
     }
 
     /// The picture of the ring `stamp` of the intercom `target` (`camimage/{uuid}/{stamp}`),
@@ -460,39 +388,95 @@ impl Simulator {
             frame: 0,
         }))
     }
+}
 
-    /// The binary answers of the HTTP surface, which `SimResponse` (text) cannot carry:
-    /// `GET /camimage/{uuid}/{timestamp}` behind the usual auth, a JPEG or the 404 page.
-    /// `None` for every other path.
-    pub fn handle_binary(
-        &self,
-        method: &str,
-        url: &str,
-        authorization: Option<&str>,
-        peer: IpAddr,
-    ) -> Option<(u16, &'static str, Vec<u8>)> {
-        let path = url.split(['?', '#']).next().unwrap_or("");
-        let raw: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        if !raw.first()?.eq_ignore_ascii_case("camimage") {
-            return None;
-        }
-        let query = url.split_once('?').map_or("", |(_, q)| q);
-        self.record_request(method, url);
-        if let Err(resp) = self.authenticate_request(authorization, query, peer) {
-            return Some((resp.status, resp.content_type, resp.body.into_bytes()));
-        }
-        let not_found = || {
-            let r = super::http::html_error(404, "Not Found");
-            Some((r.status, r.content_type, r.body.into_bytes()))
-        };
-        let [_, target, stamp] = raw.as_slice() else {
-            return not_found();
-        };
-        let target = super::http::percent_decode(target).unwrap_or_default();
-        match self.bell_picture(&target, stamp) {
-            Some(jpeg) => Some((200, "image/jpeg", jpeg)),
-            None => not_found(),
-        }
+/// `sps/io/{control}/securedDetails` (Structure File docs, intercom-alerts.md §1): the
+/// control's `videoInfo` (the simulated camera's URLs, user and password) and an empty
+/// `audioInfo`, as a JSON string or an object ([`DetailsForm`]); 400 in plain when the form
+/// is [`DetailsForm::EncryptedOnly`]; 404 for a control without a camera.
+pub(crate) fn secured_details(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    let Some(uuid) = call.target.and_then(|i| sim.uuid_at(i)) else {
+        return Answer::Error(404, "Not Found");
+    };
+    let door = sim.door();
+    let Some(cam) = door.cam(&uuid) else {
+        return Answer::Error(404, "Not Found");
+    };
+    if door.form == DetailsForm::EncryptedOnly && !call.encrypted {
+        info!("sim: securedDetails of {uuid} asked in plain; refused (strict mode)");
+        return Answer::Error(400, "Bad Request");
+    }
+    let base = cam.addr.map_or_else(
+        || "http://127.0.0.1:9".to_string(),
+        |a| format!("http://{a}"),
+    );
+    let video = match cam.kind {
+        CamKind::Intercom => json!({
+            "alertImage": format!("{base}/jpg/image.jpg"),
+            "streamUrl": format!("{base}/mjpg/video.mjpg"),
+            "user": INTERCOM_CREDENTIALS.0,
+            "pass": INTERCOM_CREDENTIALS.1,
+        }),
+        CamKind::Custom => json!({
+            "alertImage": "",
+            "streamUrl": format!("{base}/video.mjpg"),
+            "user": CAMERA_CREDENTIALS.0,
+            "pass": CAMERA_CREDENTIALS.1,
+        }),
+        // The V2 has no videoInfo of its own (intercom-alerts.md §1): its video is at its
+        // `address` with the Miniserver user's credentials.
+        CamKind::V2 => json!({}),
+    };
+    let value = json!({"videoInfo": video, "audioInfo": {}});
+    Answer::Ll(match door.form {
+        DetailsForm::Object => Ll {
+            code: 200,
+            value,
+            outputs: Vec::new(),
+            token: false,
+        },
+        _ => Ll::ok(value.to_string()),
+    })
+}
+
+/// `camimage/{control}/{timestamp}` (Structure File docs: the picture of a ring in
+/// `lastBellEvents`): the JPEG, over HTTP as `image/jpeg`, over the WebSocket as a binary
+/// file; 404 for a ring the intercom does not list.
+pub(crate) fn camimage(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    let Some(uuid) = call.target.and_then(|i| sim.uuid_at(i)) else {
+        return Answer::Error(404, "Not Found");
+    };
+    let stamp = call.args.first().cloned().unwrap_or_default();
+    match sim.bell_picture(&uuid, &stamp) {
+        Some(bytes) => Answer::Binary {
+            content_type: "image/jpeg",
+            bytes,
+        },
+        None => Answer::Error(404, "Not Found"),
+    }
+}
+
+/// `sim/door/{control}/ring`: the simulator's doorbell button ([`Simulator::ring`]); answers
+/// the ring's time. Not a Loxone command.
+pub(crate) fn ring_switch(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    match call
+        .target
+        .and_then(|i| sim.uuid_at(i))
+        .and_then(|u| sim.ring(&u))
+    {
+        Some(stamp) => Answer::Ll(Ll::ok(stamp)),
+        None => Answer::Error(404, "Not Found"),
+    }
+}
+
+/// `sim/camera/{control}/fault/{fault}`: the simulator's fault switch for a camera
+/// ([`CameraFault::parse`] names). Not a Loxone command.
+pub(crate) fn fault_switch(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    let name = call.args.first().cloned().unwrap_or_default();
+    let uuid = call.target.and_then(|i| sim.uuid_at(i));
+    match (uuid, CameraFault::parse(&name)) {
+        (Some(u), Some(f)) if sim.set_camera_fault(&u, f) => Answer::Ll(Ll::ok(name)),
+        _ => Answer::Error(404, "Not Found"),
     }
 }
 

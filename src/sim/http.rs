@@ -7,21 +7,20 @@
 //! `shared/fixtures/loxapp3/captures/answers.json`.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::time::Instant;
 
 use base64::prelude::{Engine as _, BASE64_STANDARD};
 use log::{debug, info, warn};
 
+use super::answer::{html_error, Answer, Call, Ll, Output, Transport};
 use super::controls::{self, CmdError, Ctx};
 use super::house::{House, Val};
-use super::{CodeKey, SimResponse, Simulator, VisuHash};
+use super::{SimResponse, Simulator, VisuHash};
 
 /// Firmware version the simulator reports in `/jdev/cfg/api(Key)` (the 14.5 capture's).
 pub const FIRMWARE_VERSION: &str = "14.5.12.7";
 
-const JSON: &str = "application/json";
 const HTML: &str = "text/html";
 
 /// Failed-login bookkeeping per client IP (loxone-protocol.md §2.7: "IP ... temporarily
@@ -35,25 +34,6 @@ pub(crate) struct Logins {
 struct Login {
     failures: u32,
     blocked_until: Option<Instant>,
-}
-
-/// What the auth gate decided.
-enum Gate {
-    Pass,
-    Deny(SimResponse),
-}
-
-/// The small HTML error page of a real Miniserver (captured for 401 and 403; 400, 404 and
-/// 405 use the same shape, *inferred*).
-pub(crate) fn html_error(status: u16, detail: &str) -> SimResponse {
-    SimResponse {
-        status,
-        content_type: HTML,
-        body: format!(
-            "<html><head><title>error</title></head><body><errorcode>{status}</errorcode> \
-             <errordetail>{detail}</errordetail></body></html>"
-        ),
-    }
 }
 
 /// Escapes `s` as a JSON string literal (with quotes).
@@ -78,126 +58,8 @@ fn fmt_val(v: &Val, digital: bool) -> String {
 }
 
 impl Simulator {
-    fn code_key(&self) -> &'static str {
-        match self.config.code_key {
-            CodeKey::Code => "Code",
-            CodeKey::LowerCode => "code",
-        }
-    }
-
-    /// `{"LL": { "control": "...", "value": "...", "Code": "200"}}`, byte for byte like the
-    /// captures (space after `{`, value always a string), plus optional extra members.
-    fn envelope(&self, control: &str, value: &str, code: u16, extra: &str) -> String {
-        format!(
-            "{{\"LL\": {{ \"control\": {}, \"value\": {}, \"{}\": \"{code}\"{extra}}}}}",
-            js(control),
-            js(value),
-            self.code_key()
-        )
-    }
-
-    pub(crate) fn ok(&self, control: &str, value: &str) -> SimResponse {
-        SimResponse {
-            status: 200,
-            content_type: JSON,
-            body: self.envelope(control, value, 200, ""),
-        }
-    }
-
-    /// A 400/404: HTTP status with the HTML page, or HTTP 200 with the code in the envelope
-    /// when `SimConfig::not_found_in_envelope` is set (§2.7 leaves both open).
-    pub(crate) fn error(&self, control: &str, status: u16, detail: &str) -> SimResponse {
-        if self.config.not_found_in_envelope {
-            SimResponse {
-                status: 200,
-                content_type: JSON,
-                body: self.envelope(control, "", status, ""),
-            }
-        } else {
-            html_error(status, detail)
-        }
-    }
-
-    /// The request handler behind [`Simulator::handle`](super::Simulator::handle).
-    pub(crate) fn route(
-        &self,
-        method: &str,
-        url: &str,
-        authorization: Option<&str>,
-        peer: IpAddr,
-    ) -> SimResponse {
-        self.route_full(method, url, authorization, peer, false)
-    }
-
-    /// [`Simulator::route`] for a request that may have come through `jdev/sys/enc|fenc`
-    /// (`encrypted`), see `auth.rs`.
-    pub(crate) fn route_full(
-        &self,
-        method: &str,
-        url: &str,
-        authorization: Option<&str>,
-        peer: IpAddr,
-        encrypted: bool,
-    ) -> SimResponse {
-        self.record_request(method, url);
-        let path = url.split(['?', '#']).next().unwrap_or("");
-        let query = url
-            .split_once('?')
-            .map_or("", |(_, q)| q.split('#').next().unwrap_or(""));
-        let raw: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        let lower: Vec<String> = raw.iter().take(3).map(|s| s.to_lowercase()).collect();
-        let lower: Vec<&str> = lower.iter().map(String::as_str).collect();
-        if !method.eq_ignore_ascii_case("GET") && !method.eq_ignore_ascii_case("HEAD") {
-            return html_error(405, "Method Not Allowed");
-        }
-        // §2.2: reachability probes need no authentication.
-        match (lower.as_slice(), raw.len()) {
-            (["jdev", "cfg", "api"], 3) => return self.ok("dev/cfg/api", &self.api_value(false)),
-            (["jdev", "cfg", "apikey"], 3) => {
-                return self.ok("dev/cfg/apiKey", &self.api_value(true))
-            }
-            _ => {}
-        }
-        // Token auth and encryption (auth.rs) check their own secrets.
-        if let Some(resp) = self.route_token(&lower, &raw, query, authorization, peer, encrypted) {
-            return resp;
-        }
-        if let Gate::Deny(resp) = self.authenticate(authorization, query, peer) {
-            return resp;
-        }
-        match (lower.as_slice(), raw.len()) {
-            (["data", "loxapp3.json"], 2) => SimResponse {
-                status: 200,
-                content_type: JSON,
-                body: self.structure_text(),
-            },
-            (["jdev", "sps", "loxappversion3"], 3) => {
-                self.ok("dev/sps/LoxAPPversion3", &self.structure_version())
-            }
-            (["jdev", "sps", "io"], 5) if raw[4].eq_ignore_ascii_case("securedDetails") => {
-                self.secured_details(raw[3], encrypted)
-            }
-            (["jdev", "sps", "io"], n) if n > 3 => self.io(&raw[3..], false),
-            (["sim", ..], _) => self.sim_switch(&raw),
-            (["jdev", "sys", "getvisusalt"], 4) => self.visu_salt(&raw),
-            (["jdev", "sps", "ios"], n) if n > 4 => {
-                if self.visu_hash_matches(raw[3]) {
-                    self.io(&raw[4..], true)
-                } else {
-                    info!("sim: secured command with a wrong visualisation password");
-                    let control = format!("dev/sps/ios/{}/{}", raw[3], raw[4..].join("/"));
-                    self.coded(&control, 500)
-                }
-            }
-            _ => {
-                debug!("sim: unknown path {path}");
-                self.error(&http_control(&raw), 404, "Not Found")
-            }
-        }
-    }
-
     /// The single-quoted pseudo-JSON of `/jdev/cfg/api` and `/jdev/cfg/apiKey` (§2.2).
-    fn api_value(&self, with_key: bool) -> String {
+    pub(crate) fn api_value(&self, with_key: bool) -> String {
         let snr = colon_serial(&self.serial);
         if with_key {
             let key: String = format!("{}SIMKEY", self.serial)
@@ -222,38 +84,30 @@ impl Simulator {
     /// token hashes from one IP, that IP gets 403 with `<remaining>` seconds for `lockout`, even
     /// with the right credentials. A request with neither gets 401 but does not count as a
     /// failed login (*inferred*: it is not a login attempt). A success resets the count.
-    fn authenticate(&self, authorization: Option<&str>, query: &str, peer: IpAddr) -> Gate {
+    /// `Err` holds the page to answer.
+    pub(crate) fn authenticate(
+        &self,
+        authorization: Option<&str>,
+        query: &str,
+        peer: IpAddr,
+    ) -> Result<(), SimResponse> {
         if let Some(resp) = self.blocked(peer) {
-            return Gate::Deny(resp);
+            return Err(resp);
         }
         let verdict = match self.autht_valid(query) {
             Some(v) => Some(v),
             None => authorization.map(|h| self.credentials_match(h)),
         };
         match verdict {
-            None => Gate::Deny(html_error(401, "Unauthorized")),
+            None => Err(html_error(401, "Unauthorized")),
             Some(ok) => {
                 self.login_result(peer, ok);
                 if ok {
-                    Gate::Pass
+                    Ok(())
                 } else {
-                    Gate::Deny(html_error(401, "Unauthorized"))
+                    Err(html_error(401, "Unauthorized"))
                 }
             }
-        }
-    }
-
-    /// [`Simulator::authenticate`] for other parts of the simulator (binary answers): the
-    /// refusal to send, if any.
-    pub(crate) fn authenticate_request(
-        &self,
-        authorization: Option<&str>,
-        query: &str,
-        peer: IpAddr,
-    ) -> Result<(), SimResponse> {
-        match self.authenticate(authorization, query, peer) {
-            Gate::Pass => Ok(()),
-            Gate::Deny(resp) => Err(resp),
         }
     }
 
@@ -323,42 +177,6 @@ impl Simulator {
         }
     }
 
-    /// HTTP 200 with an error `code` in the `LL` envelope (`value` empty).
-    fn coded(&self, control: &str, code: u16) -> SimResponse {
-        SimResponse {
-            status: 200,
-            content_type: JSON,
-            body: self.envelope(control, "", code, ""),
-        }
-    }
-
-    /// `jdev/sys/getvisusalt/{user}` (§2.4, §2.6): a fresh one-time key (hex of hex text, like
-    /// getkey2's) and salt, in the getkey2 capture's shape (`value` object, lowercase `code`).
-    /// Unknown users get 404 (*inferred*).
-    fn visu_salt(&self, raw: &[&str]) -> SimResponse {
-        let control = http_control(raw);
-        if percent_decode(raw[3]).as_deref() != Some(self.config.user.as_str()) {
-            return self.error(&control, 404, "Not Found");
-        }
-        let key_text = random_hex(20);
-        let key: String = key_text.bytes().map(|b| format!("{b:02x}")).collect();
-        let salt = random_hex(16);
-        let alg = match self.config.visu_hash {
-            VisuHash::Sha1 => "SHA1",
-            VisuHash::Sha256 => "SHA256",
-        };
-        let mut keys = self.visu_keys.lock().unwrap_or_else(|e| e.into_inner());
-        keys.issue(key.clone(), salt.clone());
-        SimResponse {
-            status: 200,
-            content_type: JSON,
-            body: format!(
-                "{{\"LL\":{{\"control\":{},\"code\":200,\"value\":{{\"key\":\"{key}\",\"salt\":\"{salt}\",\"hashAlg\":\"{alg}\"}}}}}}",
-                js(&control)
-            ),
-        }
-    }
-
     /// Whether `hash` is the visualisation password hashed with one of the outstanding keys
     /// (§2.4: `HMAC-hashAlg(key, uppercase hex(hashAlg("{visuPw}:{salt}")))`); the key is used
     /// up either way, so a hash cannot be replayed and a wrong guess costs a new key
@@ -385,85 +203,78 @@ impl Simulator {
         }
     }
 
-    /// `jdev/sps/io/{target}[/{command...}]` (§2.4, §2.5); `secured_ok` when it came through
-    /// `sps/ios` with the right visualisation password. A command (not a read) to a secured
-    /// control without it is refused with code 403 in the envelope (*inferred*: the documents
-    /// only say such controls need `ios`; users report plain commands do nothing).
-    fn io(&self, raw: &[&str], secured_ok: bool) -> SimResponse {
-        let Some(seg) = raw
-            .iter()
-            .map(|s| percent_decode(s))
-            .collect::<Option<Vec<String>>>()
-        else {
-            let control = format!("dev/sps/io/{}", raw.join("/"));
-            return self.error(&control, 400, "Bad Request");
-        };
-        let control = format!("dev/sps/io/{}", seg.join("/"));
+    /// `sps/io` on control `idx` (§2.4, §2.5): `words` after the target (none, `state`,
+    /// `astate`, `all`, or a command); `secured_ok` when it came through `sps/ios` with the
+    /// right visualisation password. A command (not a read) to a secured control without it
+    /// is refused with code 403 in the envelope (*inferred*: the documents only say such
+    /// controls need `ios`; users report plain commands do nothing).
+    fn io_core(&self, idx: usize, words: &[String], secured_ok: bool, control: &str) -> Answer {
         let now = Instant::now();
         let mut house = self.house.lock().unwrap_or_else(|e| e.into_inner());
-        let Some((idx, used)) = resolve(&house, &seg) else {
-            debug!("sim: no control {}", seg[0]);
-            return self.error(&control, 404, "Not Found");
+        let Some(c) = house.ctls.get_mut(idx) else {
+            return Answer::Error(404, "Not Found");
         };
-        let cmd = &seg[used..];
-        controls::settle(&mut house.ctls[idx], now);
-        let first = cmd.first().map(|w| w.to_lowercase());
+        controls::settle(c, now);
+        let first = words.first().map(|w| w.to_lowercase());
         match first.as_deref() {
-            None | Some("state") if cmd.len() <= 1 => {
+            None | Some("state" | "astate") if words.len() <= 1 => {
                 let (v, digital) = controls::primary(&house.ctls[idx]);
-                self.ok(&control, &fmt_val(&v, digital))
+                Answer::Ll(Ll::ok(fmt_val(&v, digital)))
             }
-            Some("all") if cmd.len() == 1 => {
+            Some("all") if words.len() == 1 => {
                 let c = &house.ctls[idx];
                 let (v, digital) = controls::primary(c);
-                let mut extra = String::new();
-                for (i, name) in c.state_names.iter().enumerate() {
+                let mut ll = Ll::ok(fmt_val(&v, digital));
+                for name in &c.state_names {
                     let value = match c.states.get(name) {
                         Some(Val::Text(t)) => js(t),
                         Some(Val::Num(n)) => fmt_num(*n, controls::is_digital_state(name)),
                         None => "0".into(),
                     };
-                    let _ = write!(
-                        extra,
-                        ", \"output{i}\": {{\"name\": {}, \"nr\": {}, \"value\": {value}}}",
-                        js(name),
-                        i + 1
-                    );
+                    let uuid = c
+                        .state_uuids
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .map(|(_, u)| u.clone())
+                        .unwrap_or_default();
+                    ll.outputs.push(Output {
+                        name: name.clone(),
+                        uuid,
+                        value,
+                    });
                 }
-                SimResponse {
-                    status: 200,
-                    content_type: JSON,
-                    body: self.envelope(&control, &fmt_val(&v, digital), 200, &extra),
-                }
+                Answer::Ll(ll)
             }
             _ if house.ctls[idx].secured && !secured_ok => {
                 info!(
                     "sim: {control} refused: {} is secured (use sps/ios)",
                     house.ctls[idx].name
                 );
-                self.coded(&control, 403)
+                Answer::Ll(Ll::coded(403, ""))
             }
             _ => {
                 let ctx = Ctx {
                     now,
                     travel: self.config.blind_travel,
                 };
-                match controls::command(&mut house, idx, cmd, &ctx) {
+                match controls::command(&mut house, idx, words, &ctx) {
                     Ok(answer) => {
                         let value = answer.unwrap_or_else(|| {
                             let (v, digital) = controls::primary(&house.ctls[idx]);
                             fmt_val(&v, digital)
                         });
                         debug!("sim: {control} -> {value}");
-                        self.ok(&control, &value)
+                        drop(house);
+                        self.ws.notify();
+                        Answer::Ll(Ll::ok(value))
                     }
                     Err(CmdError::NotFound) => {
                         debug!("sim: {control}: unknown command");
-                        self.error(&control, 404, "Not Found")
+                        Answer::Error(404, "Not Found")
                     }
                     Err(CmdError::BadRequest(why)) => {
                         debug!("sim: {control}: {why}");
-                        self.error(&control, 400, "Bad Request")
+                        Answer::Error(400, "Bad Request")
                     }
                 }
             }
@@ -471,28 +282,109 @@ impl Simulator {
     }
 }
 
-/// Finds the target of `sps/io`: the longest run of leading segments that is a known
-/// `uuidAction` (sub-controls carry suffixes such as `<uuid>/masterValue`), else the exact
-/// name of a top-level control in the first segment. A name shared by several controls is
-/// not resolved (404; use the UUID) (*inferred*). Returns the index and segments consumed.
-fn resolve(house: &House, seg: &[String]) -> Option<(usize, usize)> {
+/// An HTTP answer echoes the path with its segments percent-decoded (`dev/sps/io/Küche/on`),
+/// as the simulator always did; the WebSocket echoes the command as sent.
+fn decoded_control(call: &Call<'_>) -> String {
+    if call.transport != Transport::Http {
+        return call.control.clone();
+    }
+    let segs: Option<Vec<String>> = call.control.split('/').map(percent_decode).collect();
+    segs.map(|s| s.join("/"))
+        .unwrap_or_else(|| call.control.clone())
+}
+
+/// `sps/io/{control}`, `/state`, `/astate` (§2.5): the block's primary value (the simulator's
+/// outputs all follow the block, so `astate` never answers `?`).
+pub(crate) fn io_read(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    call.control = decoded_control(call);
+    let idx = call.target.unwrap_or(usize::MAX);
+    sim.io_core(idx, &[], false, &call.control)
+}
+
+/// `sps/io/{control}/all` (§2.5): every output of the block.
+pub(crate) fn io_all(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    call.control = decoded_control(call);
+    let idx = call.target.unwrap_or(usize::MAX);
+    sim.io_core(idx, &["all".to_string()], false, &call.control)
+}
+
+/// `sps/io/{control}/{command...}` (§2.4).
+pub(crate) fn io_command(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    call.control = decoded_control(call);
+    let idx = call.target.unwrap_or(usize::MAX);
+    let words = call.rest.clone();
+    sim.io_core(idx, &words, false, &call.control)
+}
+
+/// `sps/ios/{hash}/{control}[/{command...}]` (§2.4): a secured command or read; a wrong
+/// visualisation password is code 500.
+pub(crate) fn ios(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    call.control = decoded_control(call);
+    let hash = call.args.first().cloned().unwrap_or_default();
+    if !sim.visu_hash_matches(&hash) {
+        info!("sim: secured command with a wrong visualisation password");
+        return Answer::Ll(Ll::coded(500, ""));
+    }
+    let idx = call.target.unwrap_or(usize::MAX);
+    let words = call.rest.clone();
+    sim.io_core(idx, &words, true, &call.control)
+}
+
+/// `sps/checkuservisupwd/{hash}` (§2.4): 200 when the hash is the visualisation password
+/// hashed with an outstanding `getvisusalt` key, else 500; nothing is done.
+pub(crate) fn check_visu_password(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    let hash = call.args.first().cloned().unwrap_or_default();
+    if sim.visu_hash_matches(&hash) {
+        Answer::Ll(Ll::ok(""))
+    } else {
+        Answer::Ll(Ll::coded(500, ""))
+    }
+}
+
+/// `sys/getvisusalt/{user}` (§2.4, §2.6): a fresh one-time key (hex of hex text, like
+/// getkey2's) and salt, in the getkey2 capture's shape (`value` object, lowercase `code`).
+/// Unknown users get 404 (*inferred*).
+pub(crate) fn visu_salt(sim: &Simulator, call: &mut Call<'_>) -> Answer {
+    if call.args.first() != Some(&sim.config.user) {
+        return Answer::Error(404, "Not Found");
+    }
+    let key_text = random_hex(20);
+    let key: String = key_text.bytes().map(|b| format!("{b:02x}")).collect();
+    let salt = random_hex(16);
+    let alg = match sim.config.visu_hash {
+        VisuHash::Sha1 => "SHA1",
+        VisuHash::Sha256 => "SHA256",
+    };
+    let mut keys = sim.visu_keys.lock().unwrap_or_else(|e| e.into_inner());
+    keys.issue(key.clone(), salt.clone());
+    Answer::Ll(Ll::token(
+        200,
+        serde_json::json!({"key": key, "salt": salt, "hashAlg": alg}),
+    ))
+}
+
+/// The controls `seg` (decoded segments after `sps/io/`) may name, best first: runs of
+/// leading segments that are a known `uuidAction` (sub-controls carry suffixes such as
+/// `<uuid>/masterValue`), longest first, then the exact name of a top-level control in the
+/// first segment. A name shared by several controls is not resolved (404; use the UUID)
+/// (*inferred*). Each entry is (index, segments consumed).
+pub(crate) fn targets(house: &House, seg: &[String]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
     for k in (1..=seg.len().min(4)).rev() {
         if let Some(idx) = house.index_of_uuid(&seg[..k].join("/")) {
-            return Some((idx, k));
+            out.push((idx, k));
         }
     }
     match house.indices_of_name(&seg[0]) {
-        [one] => Some((*one, 1)),
-        [] => None,
-        many => {
-            warn!(
-                "sim: name {:?} is ambiguous ({} controls)",
-                seg[0],
-                many.len()
-            );
-            None
-        }
+        [one] => out.push((*one, 1)),
+        [] => {}
+        many => warn!(
+            "sim: name {:?} is ambiguous ({} controls)",
+            seg[0],
+            many.len()
+        ),
     }
+    out
 }
 
 /// Outstanding one-time `getvisusalt` keys (hex key, salt), oldest first; at most

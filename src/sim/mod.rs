@@ -34,7 +34,9 @@
 //! ([`DEMO_USER`], [`DEMO_PASSWORD`]) and its visualisation password is `1234`
 //! ([`DEMO_VISU_PASSWORD`]).
 
+mod answer;
 mod auth;
+mod commands;
 mod controls;
 mod door;
 pub mod frame;
@@ -42,6 +44,7 @@ mod house;
 mod http;
 mod server;
 pub mod synth;
+mod system;
 mod ws;
 
 use std::fmt;
@@ -52,13 +55,14 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub use auth::{sim_rsa, SimCryptoError, SimRsa, SimSessionKey, SIM_RSA_KEY_PEM};
+pub use commands::markdown_table as command_table_markdown;
 pub use door::{
     CameraFault, CameraServers, DetailsForm, Served, CAMERA_CREDENTIALS, HUGE_BYTES,
     INTERCOM_CREDENTIALS, MAX_BELL_EVENTS, RING_SECS,
 };
 pub use http::FIRMWARE_VERSION;
 pub use server::SimServer;
-pub use ws::{Decrypted, WsAuth, WsAuthOutcome, WsAuthSession, MAX_SESSIONS};
+pub use ws::MAX_SESSIONS;
 
 use house::{House, Val};
 
@@ -417,7 +421,7 @@ impl Simulator {
     /// Pure request handler, testable without sockets: `method` (`GET`), `url` (path and
     /// optional query, e.g. `/jdev/sps/io/Deckenlicht/on`), the raw `Authorization` header
     /// and the client's IP (for the lock-out). Never panics. A successful `sps/io` or
-    /// `sps/ios` request wakes the WebSocket sessions so they send the resulting changes.
+    /// `sps/ios` command wakes the WebSocket sessions so they send the resulting changes.
     pub fn handle(
         &self,
         method: &str,
@@ -425,11 +429,52 @@ impl Simulator {
         authorization: Option<&str>,
         peer: IpAddr,
     ) -> SimResponse {
-        let resp = self.route(method, url, authorization, peer);
-        if resp.status == 200 && url.contains("/sps/io") {
-            self.ws.notify();
+        if !method.eq_ignore_ascii_case("GET") && !method.eq_ignore_ascii_case("HEAD") {
+            self.record_request(method, url);
+            return answer::html_error(405, "Method Not Allowed");
         }
-        resp
+        let reply = self.run(answer::Request {
+            url,
+            transport: answer::Transport::Http,
+            peer,
+            authorization,
+            login: None,
+        });
+        self.render_http(&reply)
+    }
+
+    /// [`Simulator::handle`] with the answer as bytes: status, content type and body. Binary
+    /// answers (a bell picture, `camimage`) come through here whole; the HTTP server answers
+    /// every request with it.
+    pub fn handle_bytes(
+        &self,
+        method: &str,
+        url: &str,
+        authorization: Option<&str>,
+        peer: IpAddr,
+    ) -> (u16, &'static str, Vec<u8>) {
+        if !method.eq_ignore_ascii_case("GET") && !method.eq_ignore_ascii_case("HEAD") {
+            self.record_request(method, url);
+            let r = answer::html_error(405, "Method Not Allowed");
+            return (r.status, r.content_type, r.body.into_bytes());
+        }
+        let reply = self.run(answer::Request {
+            url,
+            transport: answer::Transport::Http,
+            peer,
+            authorization,
+            login: None,
+        });
+        match reply.answer {
+            answer::Answer::Binary {
+                content_type,
+                bytes,
+            } => (200, content_type, bytes),
+            _ => {
+                let r = self.render_http(&reply);
+                (r.status, r.content_type, r.body.into_bytes())
+            }
+        }
     }
 
     /// Current numeric value of a control's state, e.g. `state(uuid, "position")` (Jalousie

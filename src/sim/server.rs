@@ -2,14 +2,22 @@
 //! threads looping on `recv()` (DESIGN.md: 2 workers beat 4 on 2 cores). Dropping the
 //! [`SimServer`] stops it and joins the workers. Requests for `/ws/rfc6455` are upgraded
 //! and served by a WebSocket session thread (`ws.rs`), so they never hold a worker.
+//!
+//! Every answer goes out in one write on a socket with `TCP_NODELAY` (set on the listening
+//! socket, inherited by each accepted one): the status line, headers and body are composed
+//! first and written at once ([`http_bytes`]), as the WebSocket writes a header and its
+//! payload together. Written in pieces, the second piece of an answer waited for the client's
+//! delayed ACK under Nagle's algorithm, about 40 ms per answer.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use std::io::Write as _;
+
 use log::{debug, warn};
-use tiny_http::{Header, Response, Server};
+use tiny_http::{HTTPVersion, Server};
 
 use super::Simulator;
 
@@ -31,7 +39,7 @@ impl SimServer {
     /// Listens on `listen` (e.g. `"127.0.0.1:8080"`, or port 0 for any free port) and serves
     /// `sim` from two worker threads.
     pub fn start(sim: Arc<Simulator>, listen: &str) -> std::io::Result<SimServer> {
-        let server = Server::http(listen).map_err(std::io::Error::other)?;
+        let server = Server::from_listener(bind(listen)?, None).map_err(std::io::Error::other)?;
         let addr = server
             .server_addr()
             .to_ip()
@@ -111,35 +119,71 @@ fn worker(server: &Server, sim: &Arc<Simulator>, stop: &AtomicBool, port: u16) {
             .map(SocketAddr::ip)
             .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
         let method = request.method().as_str().to_string();
-        if let Some((status, content_type, body)) =
-            sim.handle_binary(&method, request.url(), auth.as_deref(), peer)
-        {
-            let mut response = Response::from_data(body).with_status_code(status);
-            if let Ok(h) = Header::from_bytes("Content-Type", content_type) {
-                response = response.with_header(h);
-            }
-            sim.answer_slowly();
-            if let Err(e) = request.respond(response) {
-                debug!("sim: respond failed: {e}");
-            }
-            continue;
-        }
-        let resp = sim.handle(&method, request.url(), auth.as_deref(), peer);
-        debug!("sim: {method} {} -> {}", request.url(), resp.status);
-        let mut response = Response::from_string(resp.body).with_status_code(resp.status);
-        let content_type = format!("{}; charset=utf-8", resp.content_type);
-        if let Ok(h) = Header::from_bytes("Content-Type", content_type) {
-            response = response.with_header(h);
-        }
-        if resp.status == 401 {
-            // Lets browsers prompt for credentials (*inferred*; no capture shows the realm).
-            if let Ok(h) = Header::from_bytes("WWW-Authenticate", "Basic realm=\"Loxone\"") {
-                response = response.with_header(h);
-            }
-        }
+        let (status, content_type, body) =
+            sim.handle_bytes(&method, request.url(), auth.as_deref(), peer);
+        debug!("sim: {method} {} -> {status}", request.url());
+        let head_only = method.eq_ignore_ascii_case("HEAD");
+        let bytes = http_bytes(
+            status,
+            content_type,
+            &body,
+            request.http_version(),
+            head_only,
+        );
         sim.answer_slowly();
-        if let Err(e) = request.respond(response) {
+        let mut writer = request.into_writer();
+        if let Err(e) = writer.write_all(&bytes).and_then(|()| writer.flush()) {
             debug!("sim: respond failed: {e}");
         }
     }
+}
+
+/// The listening socket: `SO_REUSEADDR` and `TCP_NODELAY` before tiny_http takes it (accepted
+/// sockets inherit `TCP_NODELAY` on Linux and the BSDs).
+fn bind(listen: &str) -> std::io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    use std::net::ToSocketAddrs;
+    let addr = listen
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| std::io::Error::other(format!("no address in {listen:?}")))?;
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.set_tcp_nodelay(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(128)?;
+    Ok(socket.into())
+}
+
+/// The whole HTTP answer as one buffer: status line, `Content-Type` (with `charset=utf-8` for
+/// text), `Content-Length`, `WWW-Authenticate` on 401 (lets browsers prompt for credentials;
+/// *inferred*, no capture shows the realm), then the body (none for `HEAD`).
+pub(crate) fn http_bytes(
+    status: u16,
+    content_type: &str,
+    body: &[u8],
+    version: &HTTPVersion,
+    head_only: bool,
+) -> Vec<u8> {
+    let reason = tiny_http::StatusCode(status).default_reason_phrase();
+    let charset = if content_type.starts_with("image/") {
+        ""
+    } else {
+        "; charset=utf-8"
+    };
+    let mut head = format!(
+        "HTTP/{}.{} {status} {reason}\r\nContent-Type: {content_type}{charset}\r\nContent-Length: {}\r\n",
+        version.0,
+        version.1,
+        body.len()
+    );
+    if status == 401 {
+        head.push_str("WWW-Authenticate: Basic realm=\"Loxone\"\r\n");
+    }
+    head.push_str("\r\n");
+    let mut bytes = head.into_bytes();
+    if !head_only {
+        bytes.extend_from_slice(body);
+    }
+    bytes
 }

@@ -6,17 +6,16 @@
 //! session thread of its own (at most [`MAX_SESSIONS`], the Miniserver's 31 event slots; more
 //! get close code 4008). A session:
 //!
-//! - answers `keepalive` with a header of id 6 and no payload;
-//! - sends every other command's answer as a header (id 0) plus an `LL` JSON text frame,
-//!   `{"LL":{"control":...,"value":...,"Code":"200"}}` in that order (token answers spell it
-//!   `"code"`, as in the getkey2 and gettoken captures), whose `control` echoes the command as
-//!   sent (`jdev/...`, as over WS on a real Miniserver); for an encrypted command that is the
-//!   encrypted form `jdev/sys/enc/{cipher}`, and a `fenc` answer is AES-encrypted as a whole
-//!   (base64, §3.4); `jdev/sps/io/...`, `jdev/sps/ios/...`, `jdev/cfg/...` and
-//!   `jdev/sps/LoxAPPversion3` run through the same handler as HTTP; `data/LoxAPP3.json` comes
-//!   back as a file (id 1) in a text frame;
-//! - before authentication answers only auth commands and `jdev/cfg/*` (others: code 400).
-//!   Auth commands go to the [`WsAuth`] seam (see below);
+//! - runs every command through the simulator's command table (`commands.rs`), the same as
+//!   HTTP, and answers in one write: `keepalive` with a header of id 6 and no payload; an `LL`
+//!   answer as a header (id 0) plus a text frame, JSON for `jdev/...` (token answers spell the
+//!   code `"code"`, as in the getkey2 and gettoken captures) and XML for `dev/...`, whose
+//!   `control` echoes the command as sent (`jdev/...`, as over WS on a real Miniserver); for
+//!   an encrypted command that is the encrypted form `jdev/sys/enc/{cipher}`, and a `fenc`
+//!   answer is AES-encrypted as a whole (base64, §3.4); `data/LoxAPP3.json` comes back as a
+//!   file (id 1) in a text frame;
+//! - before authentication (a token acquired on the socket or `authwithtoken`) answers only
+//!   the commands the table marks as open (others: code 400);
 //! - on `jdev/sps/enablebinstatusupdate` sends the value table and the text table with every
 //!   state UUID of the structure file (control and sub-control states, `globalStates`), then
 //!   only changes: after every command, HTTP or WS (the house notifies each session through a
@@ -27,35 +26,30 @@
 //! (header id 5, then the socket closes), refuse new connections with close code 4003, and
 //! send estimated headers (`0x80`) before each table.
 //!
-//! **Auth seam.** [`WsAuth`] is called for every command before the session handles it. The
-//! default is the token authentication of `auth.rs` (key exchange, `enc`/`fenc`, getkey2,
-//! getjwt, authwithtoken); tests can replace it with [`Simulator::set_ws_auth`].
-//!
 //! **Read timeout.** tiny_http's upgraded stream is a boxed `Read + Write` without timeouts,
 //! so a session blocked in `read` could never push an event. On Unix the session finds the
 //! connection's socket among the process's descriptors (matching the peer address and the
 //! listening port) and sets a [`POLL`] read timeout and a write timeout on it; elsewhere events
 //! only go out when the client sends something (documented limitation).
 
-use std::any::Any;
 use std::collections::HashMap;
 use std::io::ErrorKind;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use base64::Engine as _;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use log::{debug, info, warn};
 use serde_json::Value;
-use tiny_http::{Header as HttpHeader, ReadWrite, Request, Response};
+use tiny_http::{Header as HttpHeader, ReadWrite, Response};
 use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::protocol::{CloseFrame, Role};
 use tungstenite::{Message, WebSocket};
 
+use super::answer::{Answer, Request, Transport, WsLogin};
 use super::house::Val;
-use super::{controls, CodeKey, Simulator};
+use super::{controls, Simulator};
 use crate::loxone::ws::frame::{Header, Identifier};
 use crate::loxone::ws::tables::{encode_table, uuid_to_bytes, EventValue, StateEvent};
 use crate::loxone::ws::{close_code, SUB_PROTOCOL, WS_PATH};
@@ -82,53 +76,7 @@ const GLOBAL_TEXT: &[&str] = &[
     "userSettings",
 ];
 
-/// Per-connection authentication state the [`WsAuth`] seam keeps between commands.
-#[derive(Default)]
-pub struct WsAuthSession {
-    /// The user this connection authenticated as; `None` until then.
-    pub user: Option<String>,
-    /// Free slot for the crypto implementation's per-session state (the AES key and IV from
-    /// `keyexchange`, the current salt, ...).
-    pub data: Option<Box<dyn Any + Send>>,
-}
-
-/// What the auth seam made of a command.
-#[derive(Debug, Clone, PartialEq)]
-pub enum WsAuthOutcome {
-    /// Not an auth command: the session handles it (if authenticated).
-    NotAuth,
-    /// Answer with this `LL` code and value (a string or an object such as the token
-    /// answer). Set [`WsAuthSession::user`] to authenticate the session.
-    Answer { code: u16, value: Value },
-    /// `jdev/sys/enc/{cipher}` or `jdev/sys/fenc/{cipher}` decrypted: the session runs the
-    /// plain command instead (once; a decrypted command is not decrypted again).
-    Decrypted(Decrypted),
-}
-
-/// An encrypted command the auth seam could decrypt (loxone-protocol.md §3.4).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Decrypted {
-    /// The plain command inside, `salt/{salt}/` (or `nextSalt/...`) stripped.
-    pub command: String,
-    /// The `control` its answer echoes: the encrypted command as received (a Miniserver does
-    /// not reveal the plain command in the answer; clients decrypt the echo).
-    pub control: String,
-    /// `fenc`: the session key that encrypts the whole answer text (base64 of AES-256-CBC);
-    /// `None` for `enc`.
-    pub answer_key: Option<super::SimSessionKey>,
-}
-
-/// The seam for WebSocket authentication: called with every command (leading `/` removed)
-/// before the session looks at it. Commands to expect: `jdev/sys/keyexchange/{rsa}`,
-/// `jdev/sys/getkey2/{user}`, `jdev/sys/getjwt/...`, `authwithtoken/{token}/{user}`,
-/// `jdev/sys/refreshjwt/...`, `jdev/sys/killtoken/...`, `jdev/sys/enc/{cipher}`.
-pub trait WsAuth: Send + Sync {
-    /// Handles `command` for the connection whose state is `session`.
-    fn command(&self, sim: &Simulator, session: &mut WsAuthSession, command: &str)
-        -> WsAuthOutcome;
-}
-
-/// The WebSocket side of a [`Simulator`]: change subscribers, fault switches, the auth seam.
+/// The WebSocket side of a [`Simulator`]: change subscribers and fault switches.
 pub(crate) struct Hub {
     subscribers: Mutex<Vec<Sender<()>>>,
     /// Bumped by [`Simulator::ws_drop_connections`]; sessions of an older generation end.
@@ -137,7 +85,6 @@ pub(crate) struct Hub {
     refuse: AtomicBool,
     estimated: AtomicBool,
     sessions: AtomicUsize,
-    auth: RwLock<Arc<dyn WsAuth>>,
 }
 
 impl Default for Hub {
@@ -149,7 +96,6 @@ impl Default for Hub {
             refuse: AtomicBool::new(false),
             estimated: AtomicBool::new(false),
             sessions: AtomicUsize::new(0),
-            auth: RwLock::new(Arc::new(super::auth::TokenWsAuth)),
         }
     }
 }
@@ -170,10 +116,6 @@ impl Hub {
             .unwrap_or_else(|e| e.into_inner())
             .push(tx);
         rx
-    }
-
-    fn auth(&self) -> Arc<dyn WsAuth> {
-        self.auth.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 
@@ -200,12 +142,6 @@ impl Simulator {
     /// and then the exact one (§4.2).
     pub fn set_ws_estimated_headers(&self, on: bool) {
         self.ws.estimated.store(on, Ordering::SeqCst);
-    }
-
-    /// Replaces the WebSocket auth seam (default: token authentication, `auth.rs`'s
-    /// `TokenWsAuth`); sessions use the new one from their next command.
-    pub fn set_ws_auth(&self, auth: Arc<dyn WsAuth>) {
-        *self.ws.auth.write().unwrap_or_else(|e| e.into_inner()) = auth;
     }
 
     /// Number of open WebSocket sessions.
@@ -301,7 +237,7 @@ pub(crate) fn is_ws_path(url: &str) -> bool {
     url.split('?').next() == Some(WS_PATH)
 }
 
-fn header<'a>(request: &'a Request, name: &'static str) -> Option<&'a str> {
+fn header<'a>(request: &'a tiny_http::Request, name: &'static str) -> Option<&'a str> {
     request
         .headers()
         .iter()
@@ -312,7 +248,7 @@ fn header<'a>(request: &'a Request, name: &'static str) -> Option<&'a str> {
 /// Upgrades a request for [`WS_PATH`] and starts its session thread. Not a WebSocket
 /// handshake (missing `Upgrade: websocket`, `Sec-WebSocket-Key` or version 13): 400.
 /// `local_port` is the simulator's listening port (to find the socket for its timeouts).
-pub(crate) fn upgrade(request: Request, sim: Arc<Simulator>, local_port: u16) {
+pub(crate) fn upgrade(request: tiny_http::Request, sim: Arc<Simulator>, local_port: u16) {
     let upgrade_ok = header(&request, "Upgrade")
         .map(|v| v.eq_ignore_ascii_case("websocket"))
         .unwrap_or(false);
@@ -362,62 +298,6 @@ pub(crate) fn upgrade(request: Request, sim: Arc<Simulator>, local_port: u16) {
     }
 }
 
-/// How an answer goes out: the `control` it echoes and, for `fenc`, the key that encrypts it.
-struct Reply {
-    control: String,
-    key: Option<super::SimSessionKey>,
-}
-
-impl Reply {
-    /// The answer to a plain command: echoes it, not encrypted.
-    fn plain(cmd: &str) -> Reply {
-        Reply {
-            control: cmd.to_string(),
-            key: None,
-        }
-    }
-}
-
-/// Whether `cmd` is one of the token commands whose answers spell the status key `"code"`
-/// (the getkey2 and gettoken captures; the simulator's HTTP answers to these do the same).
-fn is_token_answer(cmd: &str) -> bool {
-    let lower = cmd.to_ascii_lowercase();
-    [
-        "getkey2/",
-        "getjwt/",
-        "gettoken/",
-        "refreshjwt/",
-        "checktoken/",
-        "killtoken/",
-    ]
-    .iter()
-    .any(|p| lower.starts_with(&format!("jdev/sys/{p}")))
-}
-
-/// `{"LL":{"control":...,"value":...,"Code":"200"}}`: the members in the order of the
-/// captures (`gettoken` over WS: control, value, code), the code as a string.
-fn ll_text(control: &str, value: &Value, code_key: &str, code: u16) -> String {
-    format!(
-        "{{\"LL\":{{\"control\":{},\"value\":{value},\"{code_key}\":\"{code}\"}}}}",
-        Value::from(control)
-    )
-}
-
-/// The HTTP answer `body` (an `LL` envelope) with its `control` replaced by `control`, all
-/// else byte for byte (member order, number formats such as `0.000` in `/all`); `None` when
-/// `body` is not an `LL` envelope with a `control` string.
-fn with_control(body: &str, control: &str) -> Option<String> {
-    let parsed: Value = serde_json::from_str(body).ok()?;
-    let old = parsed.get("LL")?.get("control")?.as_str()?;
-    let old = Value::from(old).to_string();
-    let new = Value::from(control).to_string();
-    ["\"control\": ", "\"control\":"].iter().find_map(|k| {
-        let at = body.find(&format!("{k}{old}"))?;
-        let end = at + k.len() + old.len();
-        Some(format!("{}{k}{new}{}", &body[..at], &body[end..]))
-    })
-}
-
 type Ws = WebSocket<Box<dyn ReadWrite + Send>>;
 
 /// The session ends: the socket failed or the client went away.
@@ -430,7 +310,7 @@ struct Session<'a> {
     ws: Ws,
     peer: IpAddr,
     changes: Receiver<()>,
-    auth: WsAuthSession,
+    login: WsLogin,
     /// `enablebinstatusupdate` done: events flow.
     enabled: bool,
     /// Last value sent per state UUID.
@@ -445,7 +325,7 @@ impl<'a> Session<'a> {
             ws,
             peer,
             changes: sim.ws.subscribe(),
-            auth: WsAuthSession::default(),
+            login: WsLogin::default(),
             enabled: false,
             sent: HashMap::new(),
             generation: sim.ws.generation.load(Ordering::SeqCst),
@@ -534,137 +414,91 @@ impl<'a> Session<'a> {
         }
     }
 
-    fn send(&mut self, msg: Message) -> Step {
-        self.ws.send(msg).map_err(|e| {
-            debug!("sim ws: send: {e}");
+    /// Queues `msg` without writing it (see [`Session::flush`]).
+    fn queue(&mut self, msg: Message) -> Step {
+        self.ws.write(msg).map_err(|e| {
+            debug!("sim ws: write: {e}");
             Gone
         })
     }
 
+    /// Writes what [`Session::queue`] queued: a header and its payload go out in one write to
+    /// the socket (with `TCP_NODELAY`, see `server.rs`), so a client never waits for the second
+    /// half of an answer behind Nagle's algorithm and a delayed ACK.
+    fn flush(&mut self) -> Step {
+        self.ws.flush().map_err(|e| {
+            debug!("sim ws: flush: {e}");
+            Gone
+        })
+    }
+
+    /// A header alone (keepalive, out of service), written at once.
     fn header(&mut self, h: Header) -> Step {
-        self.send(Message::binary(h.encode().to_vec()))
+        self.queue(Message::binary(h.encode().to_vec()))?;
+        self.flush()
     }
 
-    /// Header id 0 and the `LL` answer to `cmd` (the plain command), sent as `reply` says.
-    fn answer(&mut self, reply: &Reply, cmd: &str, code: u16, value: &Value) -> Step {
-        let key = if is_token_answer(cmd) {
-            "code"
-        } else {
-            match self.sim.config().code_key {
-                CodeKey::Code => "Code",
-                CodeKey::LowerCode => "code",
-            }
-        };
-        let text = ll_text(&reply.control, value, key, code);
-        self.reply_text(reply, Identifier::Text, text)
-    }
-
-    /// A header of `id` and `text` in a text frame; for a `fenc` command the text is first
-    /// AES-encrypted with the session key (base64), and the header gives that length.
-    fn reply_text(&mut self, reply: &Reply, id: Identifier, text: String) -> Step {
-        let text = match &reply.key {
+    /// A header of `id` and `text` in a text frame, in one write; for a `fenc` command the
+    /// text is first AES-encrypted with the session key (base64), and the header gives that
+    /// length.
+    fn reply_text(
+        &mut self,
+        key: Option<&super::SimSessionKey>,
+        id: Identifier,
+        text: String,
+    ) -> Step {
+        let text = match key {
             Some(key) => key.encrypt_answer(&text),
             None => text,
         };
-        self.header(Header::new(id, text.len() as u32))?;
-        self.send(Message::text(text))
+        self.queue(Message::binary(
+            Header::new(id, text.len() as u32).encode().to_vec(),
+        ))?;
+        self.queue(Message::text(text))?;
+        self.flush()
     }
 
+    /// Answers one command through the command table (`commands.rs`): an `LL` answer (header
+    /// id 0 and a text frame), a file (id 1 and a text frame), a keepalive header (id 6), or
+    /// code 200 and then the event tables for `enablebinstatusupdate`.
     fn command(&mut self, raw: &str) -> Step {
         let cmd = raw.trim().trim_start_matches('/').to_string();
         debug!("sim ws: <- {cmd}");
-        if cmd.eq_ignore_ascii_case("keepalive") {
-            return self.header(Header::new(Identifier::Keepalive, 0));
-        }
-        let plain = Reply::plain(&cmd);
-        let auth = self.sim.ws.auth();
-        match auth.command(self.sim, &mut self.auth, &cmd) {
-            WsAuthOutcome::Answer { code, value } => self.answer(&plain, &cmd, code, &value),
-            WsAuthOutcome::Decrypted(d) => self.decrypted(d),
-            WsAuthOutcome::NotAuth => self.plain_command(&cmd, &plain),
-        }
-    }
-
-    /// Runs the plain command inside an `enc`/`fenc` command; its answer echoes the encrypted
-    /// command (and is encrypted for `fenc`).
-    fn decrypted(&mut self, d: Decrypted) -> Step {
-        let reply = Reply {
-            control: d.control,
-            key: d.answer_key,
-        };
-        let cmd = d.command.trim().trim_start_matches('/').to_string();
-        debug!("sim ws: <- (decrypted) {cmd}");
-        let auth = self.sim.ws.auth();
-        match auth.command(self.sim, &mut self.auth, &cmd) {
-            WsAuthOutcome::Answer { code, value } => self.answer(&reply, &cmd, code, &value),
-            WsAuthOutcome::Decrypted(_) => {
-                self.answer(&reply, &cmd, 400, &Value::String(String::new()))
+        let reply = self.sim.run(Request {
+            url: &cmd,
+            transport: Transport::Ws,
+            peer: self.peer,
+            authorization: None,
+            login: Some(&mut self.login),
+        });
+        match &reply.answer {
+            Answer::Keepalive => self.header(Header::new(Identifier::Keepalive, 0)),
+            Answer::File(text) => {
+                let text = text.clone();
+                self.reply_text(reply.fenc.as_ref(), Identifier::BinaryFile, text)
             }
-            WsAuthOutcome::NotAuth => self.plain_command(&cmd, &reply),
-        }
-    }
-
-    /// A command that is not about authentication.
-    fn plain_command(&mut self, cmd: &str, reply: &Reply) -> Step {
-        if self.auth.user.is_none() && !cmd.starts_with("jdev/cfg/") {
-            return self.answer(reply, cmd, 400, &Value::String(String::new()));
-        }
-        if cmd == "jdev/sps/enablebinstatusupdate" {
-            self.answer(reply, cmd, 200, &Value::String("1".into()))?;
-            if !self.sim.config().state_updates {
-                // A user without the right to state updates: accepted, nothing pushed.
-                return Ok(());
+            // A bell picture (`camimage`): header id 1 and the bytes in a binary frame.
+            Answer::Binary { bytes, .. } => {
+                let h = Header::new(Identifier::BinaryFile, bytes.len() as u32);
+                self.queue(Message::binary(h.encode().to_vec()))?;
+                self.queue(Message::binary(bytes.clone()))?;
+                self.flush()
             }
-            self.enabled = true;
-            self.sent.clear();
-            return self.push_changes();
-        }
-        if cmd.to_ascii_lowercase().starts_with("camimage/") {
-            return self.camimage(cmd, reply);
-        }
-        self.via_http(cmd, reply)
-    }
-
-    /// `camimage/{uuid}/{timestamp}` (Structure File docs): the bell picture as a binary-file
-    /// message (header id 1, then the JPEG), as LoxBuddy reads them; an unknown picture is an
-    /// `LL` answer with code 404 (*inferred*).
-    fn camimage(&mut self, cmd: &str, reply: &Reply) -> Step {
-        self.sim.record_request("GET", &format!("/{cmd}"));
-        let parts: Vec<&str> = cmd.split('/').collect();
-        let picture = match parts.as_slice() {
-            [_, target, stamp] => {
-                let target = super::http::percent_decode(target).unwrap_or_default();
-                self.sim.bell_picture(&target, stamp)
+            Answer::EnableUpdates => {
+                let text = self.sim.ws_text(&reply).unwrap_or_default();
+                self.reply_text(reply.fenc.as_ref(), Identifier::Text, text)?;
+                if !self.sim.config().state_updates {
+                    // A user without the right to state updates: accepted, nothing pushed.
+                    return Ok(());
+                }
+                self.enabled = true;
+                self.sent.clear();
+                self.push_changes()
             }
-            _ => None,
-        };
-        match picture {
-            Some(jpeg) => {
-                self.header(Header::new(Identifier::BinaryFile, jpeg.len() as u32))?;
-                self.send(Message::binary(jpeg))
+            _ => {
+                let text = self.sim.ws_text(&reply).unwrap_or_default();
+                self.reply_text(reply.fenc.as_ref(), Identifier::Text, text)
             }
-            None => self.answer(reply, cmd, 404, &Value::String(String::new())),
-        }
-    }
-
-    /// Runs `cmd` through the HTTP handler (with the configured credentials) and answers it
-    /// the WebSocket way: the HTTP answer's envelope with `control` set to `reply.control`.
-    fn via_http(&mut self, cmd: &str, reply: &Reply) -> Step {
-        let cfg = self.sim.config();
-        let basic = base64::engine::general_purpose::STANDARD
-            .encode(format!("{}:{}", cfg.user, cfg.password));
-        let resp = self.sim.handle(
-            "GET",
-            &format!("/{cmd}"),
-            Some(&format!("Basic {basic}")),
-            self.peer,
-        );
-        if cmd.starts_with("data/") && resp.status == 200 {
-            return self.reply_text(reply, Identifier::BinaryFile, resp.body);
-        }
-        match (resp.status, with_control(&resp.body, &reply.control)) {
-            (200, Some(text)) => self.reply_text(reply, Identifier::Text, text),
-            (status, _) => self.answer(reply, cmd, status, &Value::String(String::new())),
         }
     }
 
@@ -708,10 +542,13 @@ impl<'a> Session<'a> {
             };
             let len = bytes.len() as u32;
             if self.sim.ws.estimated.load(Ordering::SeqCst) {
-                self.header(Header::estimated(id, len + 64))?;
+                self.queue(Message::binary(
+                    Header::estimated(id, len + 64).encode().to_vec(),
+                ))?;
             }
-            self.header(Header::new(id, len))?;
-            self.send(Message::binary(bytes))?;
+            self.queue(Message::binary(Header::new(id, len).encode().to_vec()))?;
+            self.queue(Message::binary(bytes))?;
+            self.flush()?;
         }
         Ok(())
     }
@@ -729,6 +566,7 @@ mod tests {
     use crate::sim::{sim_rsa, SimServer, DEMO_PASSWORD, DEMO_USER};
     use aes::Aes256;
     use base64::prelude::BASE64_STANDARD;
+    use base64::Engine as _;
     use cbc::cipher::block_padding::ZeroPadding;
     use cbc::cipher::{BlockDecryptMut, BlockEncryptMut, KeyIvInit};
     use hmac::{Hmac, Mac};
@@ -849,32 +687,19 @@ mod tests {
     fn answers_have_the_member_order_of_the_gettoken_capture() {
         // alladdin/node-lox-ws-api issue #16, a real Miniserver's WebSocket answer.
         let capture = r#"{"LL":{"control":"jdev/sys/gettoken/849284a2e6455148d253c8e2f4ff85bf4fc43202/admin/2/edfc5f9a-df3f-4cad-9dddcdc42c732be2/nodeloxWSAPI","value":{"lastEdit":"2009-01-01 01:00:00","unix":1230768000},"code":"401"}}"#;
-        let value = serde_json::json!({"lastEdit": "2009-01-01 01:00:00", "unix": 1230768000});
         let control = "jdev/sys/gettoken/849284a2e6455148d253c8e2f4ff85bf4fc43202/admin/2/\
                        edfc5f9a-df3f-4cad-9dddcdc42c732be2/nodeloxWSAPI";
-        assert_eq!(ll_text(control, &value, "code", 401), capture);
-        assert!(is_token_answer(control));
-        assert!(is_token_answer("jdev/sys/getkey2/demo"));
-        assert!(!is_token_answer("jdev/sps/io/x/on"));
-        assert!(!is_token_answer("authwithtoken/x/demo"));
-    }
-
-    #[test]
-    fn the_echoed_control_leaves_the_rest_of_an_http_answer_alone() {
-        // The shape of the `/all` capture (Smarteon/loxone-java alarmAll.json): outputs after
-        // the code, numbers such as 0.000 as written.
-        let body = r#"{"LL": { "control": "dev/sps/io/0f86a2fe-0378-3e15-ffff373f9870b52a/all", "value": "0.000", "Code": "200", "output0": {"name": "AQ", "nr": 1, "value": 0.000}}}"#;
-        let want = r#"{"LL": { "control": "jdev/sys/enc/A+b/c==", "value": "0.000", "Code": "200", "output0": {"name": "AQ", "nr": 1, "value": 0.000}}}"#;
-        assert_eq!(
-            with_control(body, "jdev/sys/enc/A+b/c==").as_deref(),
-            Some(want)
-        );
-        let compact = r#"{"LL":{"control":"jdev/sys/getvisusalt/demo","code":200}}"#;
-        assert_eq!(
-            with_control(compact, "x").as_deref(),
-            Some(r#"{"LL":{"control":"x","code":200}}"#)
-        );
-        assert_eq!(with_control("<html></html>", "x"), None);
+        let sim = Simulator::demo();
+        let mut login = WsLogin::default();
+        let reply = sim.run(Request {
+            url: control,
+            transport: Transport::Ws,
+            peer: IpAddr::from([127, 0, 0, 1]),
+            authorization: None,
+            login: Some(&mut login),
+        });
+        assert_eq!(sim.ws_text(&reply).unwrap(), capture);
+        assert_eq!(login.user, None);
     }
 
     #[test]
