@@ -170,11 +170,10 @@ impl App {
                 None,
             )
         };
-        let client = Arc::new(Client::with_auth(
-            &ms,
-            &config.miniserver_timeouts,
-            config.miniserver_auth,
-        ));
+        let client = Arc::new(
+            Client::with_auth(&ms, &config.miniserver_timeouts, config.miniserver_auth)
+                .with_camera_limits(config.camera_limits),
+        );
         let api = client.api_info().map_err(StartError::Miniserver)?;
         log::info!(
             "Miniserver {} (serial {}, firmware {})",
@@ -209,6 +208,7 @@ impl App {
             .with_visu_password(config.visu_password.clone())
             .with_risk_rules(config.risk.clone())
             .with_time_zone(config.time_zone.clone())
+            .with_picture_max_side(config.picture_max_side)
             .with_verify_timeout(config.server.verify_timeout)
             .with_command_limits(config.command_limits),
         );

@@ -1,6 +1,7 @@
 //! The audit log (issue 6): who changed what in the house, and who changed the keys.
 //!
-//! One row per state-changing tool call (the tool needs `control` or more, see
+//! One row per picture handed out (`get_camera_image`: the target names the camera and the
+//! bytes, never the picture), one row per state-changing tool call (the tool needs `control` or more, see
 //! `HomeTools::required_permission`) on every transport, per call refused for lack of
 //! permission, and per key operation (admin API or CLI). A row ([`Entry`]):
 //!
@@ -610,6 +611,20 @@ pub fn confirmed_by_of(result: &CallToolResult) -> Option<String> {
         .map(str::to_string)
 }
 
+/// For a picture handed out (`get_camera_image`: `data.camera` and `data.picture.bytes` of
+/// its envelope), the audit target `"{camera name} ({room}): {bytes} bytes"`: which camera
+/// and how much of it left, never the picture.
+pub fn picture_of(result: &CallToolResult) -> Option<String> {
+    let data = result.structured_content.as_ref()?.get("data")?;
+    let bytes = data.pointer("/picture/bytes")?.as_u64()?;
+    let camera = data.get("camera")?;
+    let name = camera.get("name")?.as_str()?;
+    Some(match camera.get("room").and_then(Value::as_str) {
+        Some(room) => format!("{name} ({room}): {bytes} bytes"),
+        None => format!("{name}: {bytes} bytes"),
+    })
+}
+
 /// Whether a call with this permission changes state (and is audited).
 pub fn state_changing(permission: Option<Permission>) -> bool {
     permission.is_some_and(|p| p >= Permission::Control)
@@ -665,6 +680,7 @@ impl Handler for AuditedHandler {
             Err(_) => "INTERNAL_ERROR".into(),
         };
         let confirmed_by = result.as_ref().ok().and_then(confirmed_by_of);
+        let target = result.as_ref().ok().and_then(picture_of).unwrap_or(target);
         self.log.record(
             Entry::new(
                 ctx.caller.as_ref(),

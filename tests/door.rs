@@ -381,3 +381,257 @@ fn placeholders_point_at_the_configured_miniserver() {
     let url = resolve_placeholders("http://cloudDNS/jpg/image.jpg", &server.base_url());
     assert_eq!(url, format!("http://{}/jpg/image.jpg", server.addr().ip()));
 }
+
+// ---------------------------------------------------------------- over MCP
+
+mod over_mcp {
+    use base64::Engine;
+    use home_mcp::audit::Query;
+    use home_mcp::auth::gate::SecurityLevel;
+    use home_mcp::auth::{ApiKey, Role};
+    use home_mcp::http::HttpConfig;
+    use home_mcp::sim::{CameraFault, Simulator};
+    use serde_json::{json, Value};
+
+    use super::{CUSTOM, EARLIER_RINGS, INTERCOM, V2};
+    use crate::support::app_server::{gate, AppServer};
+    use crate::support::drive::MiniserverApi;
+    use crate::support::gate::key;
+    use crate::support::mcp::McpHttp;
+    use crate::support::picture;
+    use crate::support::{wait_until, PATIENCE};
+
+    const ADMIN: &str = "homekey_admin_1_00112233445566778899aabbccddeeff";
+    const OPERATOR: &str = "homekey_operator_2_00112233445566778899aabbccddeeff";
+    const OPERATOR_CAMERAS: &str = "homekey_operator_3_00112233445566778899aabbccddeeff";
+
+    fn start() -> AppServer {
+        let keys = vec![
+            ApiKey {
+                name: "owner".into(),
+                ..key(ADMIN, Role::Admin)
+            },
+            ApiKey {
+                name: "kitchen tablet".into(),
+                ..key(OPERATOR, Role::Operator)
+            },
+            ApiKey {
+                name: "hall tablet".into(),
+                cameras: true,
+                ..key(OPERATOR_CAMERAS, Role::Operator)
+            },
+        ];
+        AppServer::start(|app| HttpConfig {
+            gate: Some(gate(app, SecurityLevel::Staging, keys, &[])),
+            audit: app.audit.clone(),
+            ..HttpConfig::default()
+        })
+    }
+
+    fn sim(f: &AppServer) -> &Simulator {
+        &f.app.simulator.as_ref().expect("demo simulator").0
+    }
+
+    /// The picture of a successful `get_camera_image` answer, read back; checks the answer's
+    /// shape: a text envelope and one `image` block, no bytes in `structuredContent`.
+    fn picture_of(result: &Value) -> (picture::Shown, Value) {
+        let short: String = result.to_string().chars().take(600).collect();
+        assert_ne!(result["isError"], true, "{short}");
+        let content = result["content"].as_array().expect("content");
+        assert_eq!(content.len(), 2, "{short}");
+        assert_eq!(content[0]["type"], "text");
+        assert_eq!(content[1]["type"], "image");
+        assert_eq!(content[1]["mimeType"], "image/jpeg");
+        let b64 = content[1]["data"].as_str().unwrap();
+        let jpeg = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .unwrap();
+        let data = result["structuredContent"]["data"].clone();
+        let structured = result["structuredContent"].to_string();
+        assert!(structured.len() < 4000, "no bytes in structuredContent");
+        assert!(!content[0]["text"].as_str().unwrap().contains(&b64[..64]));
+        assert_eq!(data["picture"]["bytes"], jpeg.len());
+        let shown = picture::read(&jpeg);
+        assert!(shown.width.max(shown.height) <= 640, "{shown:?}");
+        assert_eq!(
+            (
+                data["picture"]["width"].as_u64(),
+                data["picture"]["height"].as_u64()
+            ),
+            (Some(u64::from(shown.width)), Some(u64::from(shown.height)))
+        );
+        (shown, data)
+    }
+
+    #[test]
+    fn each_camera_answers_with_the_picture_it_sent() {
+        let f = start();
+        let mut c = McpHttp::connect(f.addr(), Some(ADMIN));
+        let s = sim(&f);
+        let (shown, data) = picture_of(&c.call("get_camera_image", json!({"device": "Haustür"})));
+        let last = s.pictures_served().pop().unwrap();
+        assert_eq!(
+            (last.control.as_str(), shown.stamp.as_str()),
+            (INTERCOM, last.stamp.as_str())
+        );
+        assert_eq!(data["obtained"], "still");
+        assert_eq!(data["camera"]["kind"], "loxone_intercom");
+        assert!(data["summary"].as_str().unwrap().contains("Haustür"));
+        // The IntercomV2 and the custom camera: the first frame of their streams.
+        for (device, uuid) in [("Gartentür", V2), ("Kamera Einfahrt", CUSTOM)] {
+            let (shown, data) = picture_of(&c.call("get_camera_image", json!({"device": device})));
+            assert_eq!(shown.frame, 0, "{device}");
+            assert_eq!(data["obtained"], "stream_frame");
+            assert!(s
+                .pictures_served()
+                .iter()
+                .any(|p| p.control == uuid && p.stamp == shown.stamp && p.frame == 0));
+        }
+        // A ring's picture, by its timestamp.
+        let (shown, data) = picture_of(&c.call(
+            "get_camera_image",
+            json!({"device": "Haustür", "bell_event": EARLIER_RINGS[0]}),
+        ));
+        assert_eq!(shown.stamp, EARLIER_RINGS[0]);
+        assert_eq!(data["obtained"], "bell_picture");
+        assert!(
+            data["taken_at"]
+                .as_str()
+                .unwrap()
+                .starts_with("2026-11-27T10:15:00"),
+            "{data}"
+        );
+    }
+
+    #[test]
+    fn a_ring_is_listed_and_its_picture_shown() {
+        let f = start();
+        let mut c = McpHttp::connect(f.addr(), Some(ADMIN));
+        let api = MiniserverApi::of(&f.app);
+        let stamp = api.ring(INTERCOM);
+        let listed = wait_until("the ring in list_doorbell_events", PATIENCE, || {
+            let data = c.ok("list_doorbell_events", json!({"device": "Haustür"}));
+            let door = data["doorbells"][0].clone();
+            if door["events"][0]["bell_event"] == stamp.as_str() {
+                Ok(door)
+            } else {
+                Err(door)
+            }
+        });
+        assert_eq!(listed["events"].as_array().unwrap().len(), 3);
+        let (shown, _) = picture_of(&c.call(
+            "get_camera_image",
+            json!({"device": "Haustür", "bell_event": "latest"}),
+        ));
+        assert_eq!(shown.stamp, stamp);
+    }
+
+    #[test]
+    fn only_allowed_keys_see_pictures_and_each_is_in_the_audit_log() {
+        let f = start();
+        let s = sim(&f);
+        let before = s.camera_requests(INTERCOM);
+        let (status, body) = McpHttp::connect(f.addr(), Some(OPERATOR))
+            .try_call("get_camera_image", json!({"device": "Haustür"}));
+        assert_eq!(status, 403, "{body}");
+        assert!(
+            body.to_string().contains("INSUFFICIENT_PERMISSIONS"),
+            "{body}"
+        );
+        assert_eq!(
+            s.camera_requests(INTERCOM),
+            before,
+            "the camera saw no request"
+        );
+        // The same role with the owner's `cameras` setting gets the picture.
+        let mut c = McpHttp::connect(f.addr(), Some(OPERATOR_CAMERAS));
+        let (_, data) = picture_of(&c.call("get_camera_image", json!({"device": "Haustür"})));
+        let bytes = data["picture"]["bytes"].as_u64().unwrap();
+        let log = f.app.audit.as_ref().expect("audit on");
+        let entries = wait_until("the picture in the audit log", PATIENCE, || {
+            log.flush();
+            let e = log
+                .query(&Query {
+                    operation: Some("get_camera_image".into()),
+                    ..Query::default()
+                })
+                .unwrap();
+            if e.iter().any(|e| e.result == "ok") {
+                Ok(e)
+            } else {
+                Err(e)
+            }
+        });
+        let ok = entries.iter().find(|e| e.result == "ok").unwrap();
+        assert_eq!(ok.key_name, "hall tablet");
+        assert_eq!(ok.target, format!("Haustür (Außenbereich): {bytes} bytes"));
+        // Nothing of the picture or the camera's password is in the log.
+        let all = serde_json::to_string(&entries).unwrap();
+        assert!(!all.contains("door-4711") && !all.contains("base64"));
+    }
+
+    #[test]
+    fn camera_failures_and_unknown_rings_have_errors_of_their_own() {
+        let f = start();
+        let s = sim(&f);
+        let mut c = McpHttp::connect(f.addr(), Some(ADMIN));
+        // An unknown ring (once the live link has pushed the rings) never reaches the camera
+        // or the Miniserver's camimage.
+        wait_until("the rings known", PATIENCE, || {
+            let data = c.ok("list_doorbell_events", json!({"device": "Haustür"}));
+            if data["doorbells"][0]["events_known"] == true {
+                Ok(())
+            } else {
+                Err(data)
+            }
+        });
+        let before = s.camera_requests(INTERCOM);
+        let r = c.rpc(
+            "tools/call",
+            json!({"name": "get_camera_image", "arguments": {"device": "Haustür", "bell_event": "20200101000000"}}),
+        );
+        let text = r.to_string();
+        assert!(
+            text.contains("has no ring at") && text.contains("2026-11-27 12:10:03"),
+            "{r}"
+        );
+        assert_eq!(s.camera_requests(INTERCOM), before);
+        let reason = |c: &mut McpHttp, fault: CameraFault| {
+            s.set_camera_fault(INTERCOM, fault);
+            let r = c.call("get_camera_image", json!({"device": "Haustür"}));
+            assert_eq!(r["isError"], true, "{fault:?}: {r}");
+            let env: Value =
+                serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
+            assert_eq!(env["error"]["code"], "CONNECTION_ERROR");
+            assert!(!env.to_string().contains("door-4711"));
+            env["error"]["details"]["reason"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(
+            reason(&mut c, CameraFault::WrongPassword),
+            "camera_unauthorized"
+        );
+        assert_eq!(reason(&mut c, CameraFault::Html), "camera_not_a_picture");
+        assert_eq!(reason(&mut c, CameraFault::Huge), "camera_too_large");
+        assert_eq!(reason(&mut c, CameraFault::Silent), "camera_timeout");
+        s.set_camera_fault(INTERCOM, CameraFault::None);
+        picture_of(&c.call("get_camera_image", json!({"device": "Haustür"})));
+        // Not a camera; a V2 keeps no ring pictures.
+        let r = c.call("get_camera_image", json!({"device": "Deckenlicht Küche"}));
+        assert!(
+            r.to_string().contains("DEVICE_NOT_FOUND") || r.to_string().contains("not a camera"),
+            "{r}"
+        );
+        let r = c.rpc(
+            "tools/call",
+            json!({"name": "get_camera_image", "arguments": {"device": "Gartentür", "bell_event": "latest"}}),
+        );
+        assert!(
+            r.to_string().contains("no rings are known")
+                || r.to_string().contains("keeps no pictures"),
+            "{r}"
+        );
+    }
+}

@@ -498,6 +498,7 @@ impl Gate {
                 categories: Vec::new(),
                 model_confirms: false,
                 open_doors: false,
+                cameras: false,
                 usage: Usage::default(),
             }
         });

@@ -59,7 +59,7 @@ impl Role {
     pub fn permissions(self) -> BTreeSet<Permission> {
         use Permission::*;
         match self {
-            Role::Admin => [Read, Control, Security, Admin].into(),
+            Role::Admin => [Read, Control, Security, Admin, Cameras].into(),
             Role::Operator => [Read, Control].into(),
             Role::Monitor => [Read].into(),
             Role::Device => [Read, Control].into(),
@@ -116,6 +116,10 @@ pub struct ApiKey {
     /// answer; default: closing and stopping only).
     #[serde(default)]
     pub open_doors: bool,
+    /// The owner lets this key see pictures of cameras and intercoms
+    /// ([`Permission::Cameras`]; admin keys always may). Default: no pictures.
+    #[serde(default)]
+    pub cameras: bool,
     #[serde(default)]
     pub usage: Usage,
 }
@@ -171,19 +175,24 @@ impl ApiKey {
     /// The key's permissions: the role's, or the listed ones for `custom` keys (unknown
     /// names are ignored).
     pub fn permissions(&self) -> BTreeSet<Permission> {
-        if self.role != Role::Custom {
-            return self.role.permissions();
+        let mut set = if self.role != Role::Custom {
+            self.role.permissions()
+        } else {
+            self.permissions
+                .iter()
+                .filter_map(|p| match p.as_str() {
+                    "read" => Some(Permission::Read),
+                    "control" => Some(Permission::Control),
+                    "security" => Some(Permission::Security),
+                    "admin" => Some(Permission::Admin),
+                    _ => None,
+                })
+                .collect()
+        };
+        if self.cameras {
+            set.insert(Permission::Cameras);
         }
-        self.permissions
-            .iter()
-            .filter_map(|p| match p.as_str() {
-                "read" => Some(Permission::Read),
-                "control" => Some(Permission::Control),
-                "security" => Some(Permission::Security),
-                "admin" => Some(Permission::Admin),
-                _ => None,
-            })
-            .collect()
+        set
     }
 }
 
@@ -235,6 +244,7 @@ mod tests {
             categories: vec![],
             model_confirms: false,
             open_doors: false,
+            cameras: false,
             usage: Usage::default(),
         };
         assert_eq!(

@@ -299,6 +299,8 @@ pub struct House {
     rejected_structure: Mutex<Option<RejectedStructure>>,
     /// The house's clock (`[home] time_zone`).
     time: HouseTime,
+    /// Longest side of pictures handed out ([`House::picture`]), in pixels.
+    picture_max_side: u32,
 }
 
 /// A structure file the Miniserver offered on reload that could not be read at all (the
@@ -331,7 +333,20 @@ impl House {
             commanded: Mutex::new(std::collections::HashMap::new()),
             rejected_structure: Mutex::new(None),
             time: HouseTime::system(),
+            picture_max_side: 640,
         }
+    }
+
+    /// Pictures of cameras are scaled so their long side is at most `pixels` (default 640;
+    /// at least 16).
+    pub fn with_picture_max_side(mut self, pixels: u32) -> Self {
+        self.picture_max_side = pixels.max(16);
+        self
+    }
+
+    /// Longest side of pictures handed out, in pixels.
+    pub fn picture_max_side(&self) -> u32 {
+        self.picture_max_side
     }
 
     /// The house's time zone (default: the system's, [`HouseTime::system`]).
@@ -695,7 +710,8 @@ impl House {
     }
 
     /// A picture of the camera or intercom `control`: `ask` the current one or a ring's,
-    /// scaled so its long side is at most `max_side` pixels. Refused before anything is sent
+    /// scaled so its long side is at most [`House::picture_max_side`] pixels. Refused before
+    /// anything is sent
     /// ([`ControllerError::Unsupported`], `INVALID_PARAMETERS`) for a control that is no
     /// camera, a ring's picture of a kind that keeps none, and a ring that is not in the
     /// Miniserver's `lastBellEvents` (when the live link has pushed it; otherwise the
@@ -706,8 +722,8 @@ impl House {
         &self,
         control: &Control,
         ask: PictureAsk,
-        max_side: u32,
     ) -> Result<CameraPicture, ControllerError> {
+        let max_side = self.picture_max_side;
         let kind = camera::camera_kind(control).ok_or_else(|| {
             ControllerError::Unsupported(format!(
                 "{} is not a camera or intercom (a {})",

@@ -17,6 +17,10 @@ pub enum Permission {
     Security,
     /// Server administration (keys, configuration).
     Admin,
+    /// See pictures of cameras and intercoms (issue 30): admin keys, and keys whose owner set
+    /// `cameras`. Ordered last, so that the audit log records every picture fetched (it
+    /// records calls needing [`Permission::Control`] or more).
+    Cameras,
 }
 
 impl Permission {
@@ -27,6 +31,7 @@ impl Permission {
             Permission::Control => "control",
             Permission::Security => "security",
             Permission::Admin => "admin",
+            Permission::Cameras => "cameras",
         }
     }
 }

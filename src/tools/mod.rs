@@ -22,6 +22,7 @@ mod batch;
 mod blinds;
 pub mod cache;
 pub mod caller;
+pub mod cameras;
 mod climate;
 pub mod confirm;
 mod devices;
@@ -242,6 +243,7 @@ pub fn catalogue() -> Vec<Tool> {
     tools.extend(blinds::tools());
     tools.extend(security::tools());
     tools.extend(audio::tools());
+    tools.extend(cameras::tools());
     tools.extend(workflows::tools());
     tools.extend(batch::tools());
     tools.extend(summary::tools());
@@ -428,6 +430,10 @@ impl HomeTools {
             self.resource_cache.clear();
             return result.map(SharedResult::new);
         }
+        if tool.permission == Permission::Cameras {
+            // Pictures of people are never kept beyond the request: no cache, no coalescing.
+            return self.run(tool, arguments, caller).map(SharedResult::new);
+        }
         if caller.access().is_some_and(|a| a.is_limited()) {
             // The answer may be filtered to this key's rooms, categories or controls (list_rooms,
             // a device key's reads): never from or into the shared cache.
@@ -581,16 +587,30 @@ fn envelope_schema(data: Value) -> Value {
     })
 }
 
-fn success(data: Value) -> CallToolResult {
+fn success(mut data: Value) -> CallToolResult {
+    // A picture (`get_camera_image`) leaves `data` for an `image` block of its own.
+    let image = data
+        .as_object_mut()
+        .and_then(|o| o.remove(cameras::IMAGE_FIELD));
     let envelope = json!({
         "status": "success",
         "data": data,
         "timestamp": crate::time::now_iso8601(),
     });
+    let mut content = vec![Content::Text {
+        text: envelope.to_string(),
+    }];
+    if let Some(img) = image {
+        content.push(Content::Image {
+            data: img["base64"].as_str().unwrap_or_default().to_string(),
+            mime_type: img["mime_type"]
+                .as_str()
+                .unwrap_or("image/jpeg")
+                .to_string(),
+        });
+    }
     CallToolResult {
-        content: vec![Content::Text {
-            text: envelope.to_string(),
-        }],
+        content,
         structured_content: Some(envelope),
         is_error: false,
     }
@@ -653,6 +673,7 @@ fn controller_details(e: &ControllerError) -> Value {
         ControllerError::LockedOut { remaining_secs } => {
             json!({"retry_after_secs": remaining_secs})
         }
+        ControllerError::Camera { failure, .. } => json!({"reason": failure.as_str()}),
         _ => json!({}),
     }
 }

@@ -344,6 +344,12 @@ fn check_step<'a>(catalogue: &'a [Tool], step: &Step) -> Result<&'a Tool, String
         "arguments",
     )
     .map_err(|e| format!("{} (tool {})", e.message, tool.name))?;
+    if tool.permission == Permission::Cameras {
+        return Err(format!(
+            "tool: {:?} returns pictures, which a workflow cannot pass on",
+            tool.name
+        ));
+    }
     Ok(tool)
 }
 
