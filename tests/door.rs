@@ -635,3 +635,62 @@ mod over_mcp {
         );
     }
 }
+
+/// The real `serve` binary (staging, the edge tests' contract) against the simulated door: a
+/// camera that sends 100 MB is stopped at the byte limit, answered with its own error, and the
+/// server's peak RSS stays under the edge bound ([`crate::support::edge::RSS_BOUND_KB`]); the
+/// 100 MB never reach memory. The same for a camera that never answers, within the deadline.
+#[test]
+fn a_camera_attack_leaves_the_server_small() {
+    use crate::support::edge::{start_with_keys, RSS_BOUND_KB};
+    use crate::support::mcp::McpHttp;
+    use crate::support::server::Miniserver;
+    use home_mcp::auth::Role;
+    use serde_json::json;
+
+    const ADMIN: &str = "homekey_admin_9_00000000000000000000000000000009";
+    let ms = Miniserver::demo();
+    let served = start_with_keys(
+        &ms,
+        "[cameras]\ndeadline_secs = 3\nmax_bytes = 2097152\n",
+        &[crate::support::gate::key(ADMIN, Role::Admin)],
+    );
+    served.wait_states();
+    let peak_kb = || {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", served.pid())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .expect("VmHWM")
+    };
+    let mut c = McpHttp::connect(served.addr, Some(ADMIN));
+    let reason = |c: &mut McpHttp| {
+        let r = c.call("get_camera_image", json!({"device": "Haustür"}));
+        let env: serde_json::Value =
+            serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
+        env["error"]["details"]["reason"]
+            .as_str()
+            .map(str::to_string)
+    };
+    ms.sim.set_camera_fault(INTERCOM, CameraFault::Huge);
+    for _ in 0..3 {
+        assert_eq!(reason(&mut c).as_deref(), Some("camera_too_large"));
+    }
+    ms.sim.set_camera_fault(INTERCOM, CameraFault::Silent);
+    assert_eq!(reason(&mut c).as_deref(), Some("camera_timeout"));
+    let peak = peak_kb();
+    assert!(
+        peak < RSS_BOUND_KB,
+        "peak RSS {peak} kB after 3 x 100 MB offered (bound {RSS_BOUND_KB} kB)"
+    );
+    // And it still hands out pictures.
+    ms.sim.set_camera_fault(INTERCOM, CameraFault::None);
+    let r = c.call("get_camera_image", json!({"device": "Haustür"}));
+    assert_eq!(
+        r["content"][1]["type"],
+        "image",
+        "{}",
+        r.to_string().chars().take(300).collect::<String>()
+    );
+}

@@ -33,45 +33,34 @@ pub(super) fn tools() -> Vec<Tool> {
         Tool {
             name: "get_camera_image",
             title: "Camera picture",
-            description: "A picture of an intercom or camera as an image (JPEG, long side at most 640 px unless the owner set another size): now, or of one ring (bell_event from list_doorbell_events, or \"latest\"). Says which camera, when the picture was taken (owner's time zone) and how it was obtained. Pictures of people: only for keys the owner allowed (cameras).",
+            description: "Picture of an intercom or camera (JPEG, <= 640 px), now or of a ring (bell_event, or latest).",
             permission: Permission::Cameras,
             annotations: READ_ONLY,
             input_schema: || {
                 args::closed(
                     json!({
-                        "device": {"type": "string", "description": "Intercom or camera: name, \"Name Room\", room or UUID"},
+                        "device": {"type": "string", "description": "Name, room or UUID"},
                         "room": args::room_schema(),
-                        "bell_event": {"type": "string", "description": "A ring's YYYYMMDDHHMMSS (Miniserver time) from list_doorbell_events, or \"latest\"; omit for the picture now"}
+                        "bell_event": {"type": "string", "description": "YYYYMMDDHHMMSS or latest"}
                     }),
                     &["device"],
                 )
             },
-            data_schema: || {
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "camera": {"type": "object"},
-                        "taken_at": {"type": "string"},
-                        "obtained": {"type": "string"},
-                        "picture": {"type": "object"}
-                    },
-                    "required": ["camera", "taken_at", "obtained", "picture"]
-                })
-            },
+            data_schema: || json!({"type": "object", "required": ["camera", "taken_at", "picture"]}),
             run: get_camera_image,
         },
         Tool {
             name: "list_doorbell_events",
             title: "Doorbell rings",
-            description: "Intercoms and cameras: ringing now or not, and their unanswered rings (newest first) with the time in the owner's time zone and the bell_event to ask get_camera_image for.",
+            description: "Intercoms: ringing or not, unanswered rings (newest first).",
             permission: Permission::Read,
             annotations: READ_ONLY,
             input_schema: || {
                 args::closed(
                     json!({
-                        "device": {"type": "string", "description": "One intercom: name, \"Name Room\" or UUID"},
+                        "device": {"type": "string"},
                         "room": args::room_schema(),
-                        "limit": {"type": "integer", "minimum": 1, "maximum": 50, "description": "Rings per intercom (default 10)"}
+                        "limit": {"type": "integer", "minimum": 1, "maximum": 50}
                     }),
                     &[],
                 )
@@ -79,7 +68,7 @@ pub(super) fn tools() -> Vec<Tool> {
             data_schema: || {
                 args::listing_schema(
                     "doorbells",
-                    args::item_schema(&["uuid", "name", "ringing", "events"]),
+                    args::item_schema(&["name", "events"]),
                     &[],
                 )
             },
@@ -289,7 +278,7 @@ fn list_doorbell_events(
         )));
     }
     let n = out.len();
-    Ok(json!({"doorbells": out, "count": n, "time_zone": time.name()}))
+    Ok(json!({"doorbells": out, "total": n, "time_zone": time.name()}))
 }
 
 #[cfg(test)]
