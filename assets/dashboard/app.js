@@ -130,6 +130,50 @@
     });
   }
 
+  // The doorbell card: each intercom or camera with its last ring and its picture (the last
+  // ring's, else the camera's now), fetched with the key and shown as a data: URL (the page's
+  // CSP allows no other image source). A key without the cameras setting sees no pictures.
+  var bells = {};
+  function renderDoorbells(list) {
+    var root = $('doorbells');
+    if (!list.length) { clear(root); root.appendChild(el('p', 'dim', 'No intercoms or cameras')); return; }
+    list.forEach(function (d) {
+      var seen = bells[d.uuid];
+      var mark = (d.last_ring || 'now') + (d.ringing ? '!' : '');
+      if (seen && seen.mark === mark) return;
+      var tile = $('bell-' + d.uuid);
+      if (!tile) {
+        tile = el('div', 'tile'); tile.id = 'bell-' + d.uuid;
+        tile.appendChild(el('strong', null, d.name));
+        tile.appendChild(el('div', 'dim'));
+        var img = el("img"); img.alt = "picture of " + d.name;
+        tile.appendChild(img);
+        root.appendChild(tile);
+        var empty = root.querySelector('p.dim'); if (empty) root.removeChild(empty);
+      }
+      tile.children[1].textContent = (d.ringing ? 'RINGING · ' : '') +
+        (d.last_ring_time ? 'last ring ' + d.last_ring_time.replace('T', ' ').slice(0, 19) : 'no ring');
+      bells[d.uuid] = { mark: mark };
+      var headers = {};
+      if (key()) headers['X-API-Key'] = key();
+      fetch('/dashboard/api/doorbells/' + d.uuid + '/picture', { headers: headers, cache: 'no-store' })
+        .then(function (r) {
+          if (r.status === 403) { tile.children[2].alt = 'this key may not see camera pictures'; return null; }
+          if (!r.ok) throw new Error('HTTP ' + r.status);
+          return r.arrayBuffer();
+        })
+        .then(function (buf) {
+          if (!buf) return;
+          var bytes = new Uint8Array(buf), bin = '';
+          for (var i = 0; i < bytes.length; i += 8192) bin += String.fromCharCode.apply(null, bytes.subarray(i, i + 8192));
+          var img = tile.children[2];
+          img.src = 'data:image/jpeg;base64,' + btoa(bin);
+          img.setAttribute('data-ring', d.last_ring || '');
+        })
+        .catch(function () { delete bells[d.uuid]; });
+    });
+  }
+
   function renderActivity(list) {
     var root = $('activity'); clear(root);
     if (!list.length) root.appendChild(el('li', 'dim', 'No AI activity recorded'));
@@ -164,6 +208,7 @@
       renderClimate(d.climate);
       renderAlarm(d.alarm);
       renderEnergy(d.energy);
+      renderDoorbells(d.doorbells || []);
       renderActivity(d.activity);
       connect();
     }).catch(function (e) {
@@ -225,6 +270,7 @@
       refreshedAt = Date.now();
       api('data').then(function (d) {
         renderClimate(d.climate); renderAlarm(d.alarm); renderEnergy(d.energy); renderActivity(d.activity);
+        renderDoorbells(d.doorbells || []);
         $('activity').setAttribute('data-updated', String(Date.now()));
       }).catch(function () {});
     }, delay);
