@@ -480,42 +480,6 @@ pub(crate) fn fault_switch(sim: &Simulator, call: &mut Call<'_>) -> Answer {
     }
 }
 
-/// A ring's end: `bell` goes back to 0 once `remaining` (seconds of [`RING_SECS`]) is gone
-/// (called by `controls::settle`).
-pub(crate) fn settle_ring(c: &mut Ctl, remaining: f64) {
-    if remaining <= 0.0 {
-        c.set("bell", 0.0);
-        c.deadline = None;
-    }
-}
-
-/// Commands of `Intercom` and `IntercomV2` (Structure File docs): `answer` ends a ring;
-/// IntercomV2 `mute/{0|1}` sets `muted`. Output sub-controls are Pushbuttons of their own.
-pub(crate) fn command(
-    c: &mut Ctl,
-    word: &str,
-    cmd: &[String],
-) -> Result<Option<String>, super::controls::CmdError> {
-    use super::controls::CmdError;
-    match word {
-        "answer" => {
-            c.set("bell", 0.0);
-            c.deadline = None;
-            Ok(None)
-        }
-        "mute" if c.kind == Kind::IntercomV2 => {
-            let v = match cmd.get(1).map(String::as_str) {
-                Some("1") => 1.0,
-                Some("0") => 0.0,
-                _ => return Err(CmdError::BadRequest("mute takes 0 or 1".into())),
-            };
-            c.set("muted", v);
-            Ok(None)
-        }
-        _ => Err(CmdError::NotFound),
-    }
-}
-
 /// The running camera servers of a simulator; dropping them stops them.
 pub struct CameraServers {
     stop: Arc<AtomicBool>,
