@@ -694,3 +694,20 @@ fn a_camera_attack_leaves_the_server_small() {
         r.to_string().chars().take(300).collect::<String>()
     );
 }
+
+/// A workflow cannot hold a picture tool: its answer (an image for one caller) has nowhere to go,
+/// and a stored workflow would let other keys fetch pictures.
+#[test]
+fn workflows_refuse_picture_steps() {
+    use crate::support::house::{call, demo};
+    use serde_json::json;
+    let (_app, tools) = demo();
+    let r = call(
+        &tools,
+        "create_workflow",
+        json!({"name": "peek", "steps": [
+            {"tool": "get_camera_image", "arguments": {"device": "Haustür"}}]}),
+    );
+    let text = format!("{r:?}");
+    assert!(text.contains("returns pictures"), "{text}");
+}
