@@ -101,8 +101,8 @@
 //! deadline_secs = 8            # a fetch from a camera ends after this (1-60)
 //! max_bytes = 4194304          # a camera answer larger than this is refused (64 KiB-64 MiB)
 //!
-//! [risk]                       # controls added to a risk class (name, UUID or category,
-//!                              # see crate::home::risk); a human answers before they act
+//! [risk]                       # controls added to a risk class (name, UUID, family, category
+//!                              # or type, see crate::home::risk); a human answers before they act
 //! access = ["Garage"]
 //! alarm = []
 //! house_wide = ["Heizstrahler"]
@@ -351,7 +351,7 @@ struct FileHome {
     time_zone: Option<String>,
 }
 
-/// `[risk]`: controls the owner adds to a risk class (name, UUID or category name).
+/// `[risk]`: controls the owner adds to a risk class (name, UUID, or a family, Loxone category or control type).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileRisk {

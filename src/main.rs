@@ -90,6 +90,8 @@ OPTIONS:
                            file is served, the WebSocket pushes no events
   --max-failed-logins N    wrong logins from one address before it is locked out (default 5)
   --visu-password V        visualisation password of the secured controls (default 1234)
+  --hash-alg ALG           hashAlg getkey2 announces for the user password: sha256
+                           (default, firmware 10.3+) or sha1 (older firmware)
   -h, --help        this help
   -V, --version     print the version";
 
@@ -302,8 +304,8 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         let link = house.link().snapshot();
         // ok: live over the WebSocket; degraded: polling (no named states), disconnected, or
         // commands refused before they are sent (a lock-out, wrong credentials).
-        let blocked = client.blocked();
-        let (status, reason) = match (&blocked, link.mode) {
+        let blocked = client.blocked_for();
+        let (status, reason) = match (blocked.as_ref().map(|(e, _)| e), link.mode) {
             (Some(e), _) => ("degraded", Some(e.to_string())),
             (None, LinkMode::WebSocket) => ("ok", None),
             (None, LinkMode::Polling) => (
@@ -314,11 +316,14 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
                 ("degraded", Some("Miniserver unreachable".to_string()))
             }
         };
-        let blocked = blocked.map(|e| match e {
+        let blocked = blocked.map(|(e, left)| match e {
             LoxoneError::LockedOut { remaining_secs } => serde_json::json!({
                 "reason": "locked_out", "remaining_secs": remaining_secs,
             }),
-            other => serde_json::json!({"reason": "credentials", "message": other.to_string()}),
+            other => serde_json::json!({
+                "reason": "credentials", "message": other.to_string(),
+                "remaining_secs": left.as_secs_f64().ceil() as u64,
+            }),
         });
         serde_json::json!({
             "status": status,
@@ -603,6 +608,13 @@ fn sim(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     let password = opt_string(&mut args, "--password")?;
     let visu_password = opt_string(&mut args, "--visu-password")?;
     let no_state_updates = args.contains("--no-state-updates");
+    let hash_alg = opt_string(&mut args, "--hash-alg")?
+        .map(|a| match a.to_ascii_lowercase().as_str() {
+            "sha1" => Ok(home_mcp::sim::VisuHash::Sha1),
+            "sha256" => Ok(home_mcp::sim::VisuHash::Sha256),
+            _ => Err(Usage(format!("--hash-alg: {a:?} is not sha1 or sha256"))),
+        })
+        .transpose()?;
     let max_failed_logins = opt_string(&mut args, "--max-failed-logins")?
         .map(|n| {
             n.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| {
@@ -634,6 +646,9 @@ fn sim(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         config.visu_password = v;
     }
     config.state_updates = !no_state_updates;
+    if let Some(alg) = hash_alg {
+        config.user_hash = alg;
+    }
     if let Some(n) = max_failed_logins {
         config.max_failed_logins = n;
     }

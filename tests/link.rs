@@ -1,6 +1,7 @@
 //! The live link thread against the simulator over a real loopback WebSocket: token login,
 //! the full tables, a command's change arriving, reconnect with a full resync after a drop,
-//! no login attempts during a lock-out (close 4003), and old firmware reported as unsupported.
+//! no login attempts during a lock-out (close 4003), an address that refuses connections (a
+//! restarting Miniserver) asked again soon, and old firmware reported as unsupported.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -152,6 +153,42 @@ fn the_link_comes_back_after_a_lock_out() {
     let (sim, _server, mut link, rx) = blocked(Duration::from_millis(500));
     sim.set_ws_refuse(false);
     until(&rx, |e| *e == LinkEvent::Connected);
+    link.stop();
+}
+
+/// Issue 28: while the Miniserver's address refuses connections (it is restarting), the link
+/// asks again within `retry_refused` however often it was refused, where its backoff for other
+/// failures would have grown to `retry_max`: it is back soon after the Miniserver listens.
+#[test]
+fn a_refusing_address_is_asked_again_within_retry_refused() {
+    let port = crate::support::closed_port();
+    let client = Arc::new(Client::new(
+        &MiniserverConfig {
+            base_url: format!("http://127.0.0.1:{port}"),
+            user: "demo".into(),
+            password: "demo".into(),
+        },
+        &Timeouts::default(),
+    ));
+    let refused = Duration::from_millis(300);
+    let cfg = LinkConfig {
+        retry_base: Duration::from_millis(100),
+        retry_max: Duration::from_secs(60),
+        retry_refused: refused,
+        ..quick()
+    };
+    let (tx, rx) = unbounded();
+    let mut link = Link::spawn(client, cfg, Arc::new(ChannelSink(Mutex::new(tx))));
+    // Eight failures: the plain backoff would be at 12.8 s by then.
+    for _ in 0..8 {
+        match until(&rx, |e| matches!(e, LinkEvent::Disconnected { .. })) {
+            LinkEvent::Disconnected { error, retry_in } => {
+                assert!(error.to_lowercase().contains("refused"), "{error}");
+                assert!(retry_in <= refused, "{retry_in:?}");
+            }
+            _ => unreachable!(),
+        }
+    }
     link.stop();
 }
 

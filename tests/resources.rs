@@ -135,7 +135,7 @@ fn read_everything(tools: &HomeTools, home: &Home) {
         assert_eq!(v["total"], n, "{f}");
     }
     for c in &home.categories {
-        let key = resources::category_key(home, c);
+        let key = home.category_key(c);
         let n = home
             .controls
             .iter()

@@ -261,10 +261,30 @@ fn solarnetwork_fixture_sensors_and_summary() {
     // Lights and blinds status on the same file: its Jalousies, no central blocks.
     let data = ok(tools, "get_blinds_status", json!({}));
     assert_eq!(data["total"], 3);
+    // "Shading" is a family word (blinds) before it is this house's category (see
+    // home::words): every Jalousie, the two window motors filed under "Window" too.
     let data = ok(
         tools,
         "control_rolladen_unified",
         json!({"scope": "category", "target": "Shading", "action": "down", "dry_run": true}),
+    );
+    assert_eq!(data["summary"]["planned"], 3, "the blinds family: {data}");
+    // The owner's "Shading" category by its UUID: only the Jalousie filed there.
+    let file: serde_json::Value = serde_json::from_str(&support::house::fixture_text(
+        "SolarNetwork-solarnetwork-loxone-evident-test.json",
+    ))
+    .unwrap();
+    let shading = file["cats"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(_, c)| c["name"] == "Shading")
+        .map(|(uuid, _)| uuid.clone())
+        .expect("the fixture has a Shading category");
+    let data = ok(
+        tools,
+        "control_rolladen_unified",
+        json!({"scope": "category", "target": shading, "action": "down", "dry_run": true}),
     );
     assert_eq!(
         data["summary"]["planned"], 1,

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::net::request;
+use crate::support::server::SimProcess;
 use crate::support::{wait_until, PATIENCE};
 
 use home_mcp::config::{AuthMode, MiniserverConfig, Timeouts};
@@ -292,4 +293,107 @@ fn old_firmware_falls_back_to_basic() {
     let b = client(&server2, "demo", AuthMode::Basic);
     b.command(LIGHT, &["on".to_string()]).unwrap();
     assert_eq!(b.auth_in_use(), "basic");
+}
+
+/// The library client, as `mode`, for the simulator process `sim` with `password`.
+fn client_of(sim: &SimProcess, password: &str, mode: AuthMode) -> Client {
+    let ms = MiniserverConfig {
+        base_url: format!("http://{}", sim.api.addr),
+        user: DEMO_USER.into(),
+        password: password.into(),
+    };
+    Client::with_auth(&ms, &Timeouts::default(), mode)
+}
+
+/// The simulator's log once every request before this call has left its lines in it: the log
+/// is read from the process asynchronously, so one more request that surely logs (a wrong
+/// Basic password, counted as one failed login) is sent and waited for; the log up to it is
+/// returned.
+fn settled_log(sim: &SimProcess) -> Vec<String> {
+    let failed = |log: &[String]| log.iter().filter(|l| l.contains("failed login")).count();
+    let before = failed(&sim.log());
+    let wrong = "Authorization: Basic eDp5"; // x:y
+    let r = request::<&str>(sim.api.addr, "GET", "/jdev/sps/io/x", &[wrong], "");
+    assert_eq!(r.status, 401, "{r:?}");
+    wait_until("the simulator logs the marker", PATIENCE, || {
+        let log = sim.log();
+        if failed(&log) > before {
+            Ok(log)
+        } else {
+            Err(log)
+        }
+    })
+}
+
+/// How many of `log`'s lines contain `text`.
+fn count(log: &[String], text: &str) -> usize {
+    log.iter().filter(|l| l.contains(text)).count()
+}
+
+fn demo_house() -> std::path::PathBuf {
+    format!("{}/assets/demo-house.json", env!("CARGO_MANIFEST_DIR")).into()
+}
+
+/// Issue 28: a command after a Miniserver restart (the simulator process killed and started
+/// again on its port) carries the old token, which the Miniserver no longer knows (401). That
+/// is no wrong password: the client logs in again at once (one token issued) and sends the
+/// command once more, which goes through at its first call; nothing backs off, and the next
+/// command needs no login.
+#[test]
+fn a_token_the_restarted_miniserver_does_not_know_leads_to_one_fresh_login() {
+    let sim = SimProcess::start(&demo_house());
+    let c = client_of(&sim, "demo", AuthMode::Token);
+    c.command(LIGHT, &["off".to_string()]).unwrap();
+    assert_eq!(c.auth_in_use(), "token");
+    let sim = sim.restart();
+    c.command(LIGHT, &["on".to_string()])
+        .expect("the command goes through at its first call");
+    assert_eq!(sim.api.state(LIGHT, "active"), 1.0);
+    assert_eq!(c.blocked(), None);
+    let log = settled_log(&sim);
+    assert_eq!(count(&log, "token issued"), 1, "{log:#?}");
+    // The stale token was the only refusal the Miniserver saw (the other is the marker).
+    assert_eq!(count(&log, "failed login"), 2, "{log:#?}");
+    // The next command needs no login.
+    c.command(LIGHT, &["off".to_string()]).unwrap();
+    assert_eq!(sim.api.state(LIGHT, "active"), 0.0);
+    let log = settled_log(&sim);
+    assert_eq!(count(&log, "token issued"), 1, "{log:#?}");
+}
+
+/// Issue 28: the same restart with the password changed in it: the stale token's 401 leads to
+/// one fresh login, whose refused `getjwt` is a wrong password: the client backs off (30 s,
+/// told by `blocked_for`), and ten more commands and logins bring no further login to the
+/// Miniserver. Two refusals in all, below its lock-out: the right password still works from
+/// this address.
+#[test]
+fn a_password_changed_with_the_restart_is_tried_once_then_backs_off() {
+    let sim = SimProcess::start(&demo_house());
+    let c = client_of(&sim, "demo", AuthMode::Token);
+    c.command(LIGHT, &["off".to_string()]).unwrap();
+    let sim = sim.restart_args(&["--password", "changed"]);
+    assert_eq!(
+        c.command(LIGHT, &["on".to_string()]),
+        Err(LoxoneError::Unauthorized)
+    );
+    let (e, left) = c.blocked_for().expect("the client backs off");
+    assert_eq!(e, LoxoneError::Unauthorized);
+    assert!(
+        left > Duration::from_secs(20) && left <= Duration::from_secs(30),
+        "{left:?}"
+    );
+    for _ in 0..10 {
+        assert_eq!(
+            c.command(LIGHT, &["on".to_string()]),
+            Err(LoxoneError::Unauthorized)
+        );
+        assert_eq!(c.login(), Err(LoxoneError::Unauthorized));
+    }
+    let log = settled_log(&sim);
+    assert_eq!(count(&log, "with a wrong hash"), 1, "{log:#?}");
+    // The stale token, the wrong password, the marker.
+    assert_eq!(count(&log, "failed login"), 3, "{log:#?}");
+    assert_eq!(count(&log, "blocked for"), 0, "{log:#?}");
+    let right = client_of(&sim, "changed", AuthMode::Token);
+    right.command(LIGHT, &["on".to_string()]).unwrap();
 }

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 /// The budget of the whole `tools/list` answer, in bytes: about 10k tokens (DESIGN.md). Raised
 /// from 40,000 for the two tools of issue 30 (get_camera_image, list_doorbell_events: 1,370
-/// bytes after trimming their descriptions and schemas to the bone).
+/// bytes after trimming their descriptions and schemas to the bone); 40,986 with them.
 const BUDGET_BYTES: usize = 41_000;
 
 /// Keywords that hold one schema, a map of schemas, or a list of schemas.

@@ -17,6 +17,7 @@ pub mod risk;
 pub mod scope;
 pub mod state;
 pub mod time;
+pub mod words;
 
 pub use action::{Action, OverrideTimer, RoomMode};
 pub use bus::{Bus, Change, Event, Subscription};
@@ -35,3 +36,4 @@ pub use risk::{Risk, RiskRules};
 pub use scope::{Access, Denied, Scope};
 pub use state::{Source, StateStore, StateValue, Value};
 pub use time::{HouseTime, LOXONE_EPOCH_UNIX};
+pub use words::{UnknownWord, Word};

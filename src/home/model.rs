@@ -278,10 +278,11 @@ impl Family {
         }
     }
 
-    /// Parses a family name; accepts the lowercase names and a few common synonyms
-    /// (`lights`, `light`, `shading`, `rolladen`, `jalousie`, `heating`, `alarm`, `sensor`).
+    /// Parses a family word, [`fold`]ed as every name (case and accents ignored): the
+    /// lowercase names and a few common synonyms (`lights`, `light`, `shading`, `rolladen`,
+    /// `jalousie`, `heating`, `alarm`, `sensor`). The first step of [`Home::word`].
     pub fn parse(s: &str) -> Option<Family> {
-        let s = s.trim().to_ascii_lowercase();
+        let s = fold(s);
         Some(match s.as_str() {
             "lighting" | "lights" | "light" => Family::Lighting,
             "blinds" | "blind" | "shading" | "rolladen" | "jalousie" | "shutters" => Family::Blinds,
@@ -422,6 +423,34 @@ control_kinds! {
     ValueSelector => "ValueSelector", ByCategory;
     Radio => "Radio", ByCategory;
     TextInput => "TextInput", ByCategory;
+}
+
+impl ControlKind {
+    /// Whether the type takes a brightness (percent 0-100) for `on`, `dim` and `bright`:
+    /// Dimmer, EIBDimmer, LightControllerV2 (its master brightness) and ColorPickerV2; a
+    /// switch only goes on or off. Tools that dim or report `dimmable` ask this.
+    pub fn is_dimmable(&self) -> bool {
+        matches!(
+            self,
+            ControlKind::Dimmer
+                | ControlKind::EibDimmer
+                | ControlKind::LightControllerV2
+                | ControlKind::ColorPickerV2
+        )
+    }
+
+    /// Whether the type is a central block (CentralLightController, CentralJalousie,
+    /// CentralAudioZone, CentralAlarm): it commands the blocks it groups and reports nothing
+    /// of its own, so room- and category-wide operations address the blocks, not it.
+    pub fn is_central(&self) -> bool {
+        matches!(
+            self,
+            ControlKind::CentralLightController
+                | ControlKind::CentralJalousie
+                | ControlKind::CentralAudioZone
+                | ControlKind::CentralAlarm
+        )
+    }
 }
 
 impl fmt::Display for ControlKind {

@@ -43,3 +43,23 @@ pub fn fold(s: &str) -> String {
     }
     out
 }
+
+/// The slug of a name: [`fold`]ed (accents and case dropped, `ß` -> `ss`), every run of
+/// characters other than letters and digits one `-`, none at the ends.
+/// `"Gäste WC"` -> `"gaste-wc"`, `"Bad (OG)"` -> `"bad-og"`.
+pub fn slug(name: &str) -> String {
+    let mut out = String::new();
+    let mut dash = false;
+    for c in fold(name).chars() {
+        if c.is_alphanumeric() {
+            if dash && !out.is_empty() {
+                out.push('-');
+            }
+            dash = false;
+            out.push(c);
+        } else {
+            dash = true;
+        }
+    }
+    out
+}

@@ -37,6 +37,17 @@ pub enum Primary {
 }
 
 impl Primary {
+    /// Whether `c` has a primary value to show or poll: a type the model knows, except the
+    /// central blocks ([`ControlKind::is_central`]: they command others and report nothing of
+    /// their own), and a type it does not know when it has a pushed primary state (its
+    /// `value`, `active` or `position`). Listings show it and the polling fallback reads it.
+    pub fn has_value(c: &Control) -> bool {
+        match c.kind {
+            ControlKind::Unknown(_) => Primary::of(c) != Primary::None,
+            ref k => !k.is_central(),
+        }
+    }
+
     /// The primary state rule of `c`'s type. Types the model does not know use the first of
     /// `value`, `active`, `position` that the control has.
     pub fn of(c: &Control) -> Primary {

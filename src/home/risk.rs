@@ -10,7 +10,8 @@
 //! The classes of controls follow from the per-type table of [`crate::home::model`] (a type's
 //! family) and [`Home::guards_access`]; the owner adds controls to a class in the configuration
 //! ([`RiskRules`]: `[risk] access = [...]`, `alarm = [...]`, `house_wide = [...]`, each entry a
-//! control's name, UUID or category name). House-wide is also a property of a call (its scope or
+//! control's name or UUID, or a family, Loxone category or control type as [`Home::word`]
+//! reads it). House-wide is also a property of a call (its scope or
 //! size): the tools that address many controls ask [`Risk::HouseWide`] themselves.
 
 use super::model::{Control, Family, Home};
@@ -53,8 +54,9 @@ impl Risk {
     }
 }
 
-/// The owner's additions to the classes (`[risk]` of the configuration): a control's name,
-/// UUID or category name per entry, compared without case and accents.
+/// The owner's additions to the classes (`[risk]` of the configuration): per entry a control's
+/// name or UUID, or a word for a group of controls as every tool reads it ([`Home::word`]: a
+/// family, a Loxone category, a control type), compared without case and accents.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RiskRules {
     pub access: Vec<String>,
@@ -79,11 +81,6 @@ pub fn class_of(home: &Home, c: &Control, rules: &RiskRules) -> Risk {
     } else {
         Risk::Ordinary
     };
-    let category = c
-        .category
-        .as_deref()
-        .and_then(|u| home.category(u))
-        .map(|cat| fold(&cat.name));
     let name = fold(&c.name);
     let listed = |entries: &[String]| {
         entries.iter().any(|raw| {
@@ -91,7 +88,7 @@ pub fn class_of(home: &Home, c: &Control, rules: &RiskRules) -> Risk {
             !e.is_empty()
                 && (e == name
                     || raw.trim().eq_ignore_ascii_case(&c.uuid)
-                    || category.as_ref() == Some(&e))
+                    || home.word(raw).is_ok_and(|w| w.contains(home, c)))
         })
     };
     let by_owner = [

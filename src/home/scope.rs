@@ -1,13 +1,14 @@
 //! A part of the house: the rooms and categories an API key is limited to (issue 6, "a guest
 //! key: lights and blinds in two rooms, nothing else").
 //!
-//! A [`Scope`] names rooms (by name or UUID) and categories (a device family such as
-//! `lighting` or `blinds`, or a Loxone category by name or UUID). Names are compared folded
-//! (case and accents ignored, see [`fold`]). An empty list does not restrict: a scope with only
+//! A [`Scope`] names rooms (by name or UUID) and categories: words that [`Home::word`] reads as
+//! every tool, resource and completion reads them (a device family such as `lighting` or
+//! `blinds` first, then a Loxone category by name or UUID, then a control type). Names are
+//! compared folded (case and accents ignored, see [`fold`]). An empty list does not restrict: a scope with only
 //! rooms covers every category in them, one with only categories covers the whole house.
 //!
 //! A control is in the scope when its room (a sub-control's own, else its parent's) is one of
-//! the rooms and its family or Loxone category is one of the categories. A control without a
+//! the rooms and one of the categories names it ([`Word::contains`]). A control without a
 //! room is outside any scope that names rooms.
 //!
 //! ## Who may touch a control: [`Access::permits`]
@@ -31,15 +32,17 @@ use std::sync::{Arc, Mutex};
 
 use super::model::{Control, Family, Home};
 use super::resolve::{fold, Candidate, ResolveError};
+use super::words::Word;
 
 /// Rooms and categories a caller may see and operate; see the module docs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Scope {
     /// Room names or UUIDs; empty: every room.
     pub rooms: Vec<String>,
-    /// Family names (`lighting`, `blinds`, `climate`, `audio`, `security`, `access`,
-    /// `sensors`, `energy`, `other`, and their synonyms of [`Family::parse`]) or Loxone
-    /// category names/UUIDs; empty: every category.
+    /// Words [`Home::word`] reads: family names (`lighting`, `blinds`, `climate`, `audio`,
+    /// `security`, `access`, `sensors`, `energy`, `other`, and their synonyms of
+    /// [`Family::parse`]), Loxone category names/UUIDs or control types; empty: every
+    /// category.
     pub categories: Vec<String>,
 }
 
@@ -75,8 +78,10 @@ impl Scope {
         })
     }
 
-    /// Whether the scope covers the whole family `family` (its name is listed, or no
-    /// categories are). Room- and house-wide operations on a family need this.
+    /// Whether the scope covers the whole family `family` (one of its categories is a family
+    /// word naming it, or it names no categories). Room- and house-wide operations on a family
+    /// need this. A family word is that family in every house ([`Home::word`] reads family
+    /// words first), so this needs no house.
     pub fn allows_family(&self, family: Family) -> bool {
         self.categories.is_empty()
             || self
@@ -85,17 +90,17 @@ impl Scope {
                 .any(|c| Family::parse(c) == Some(family))
     }
 
-    /// Whether the Loxone category or family named `name` (as a tool's `category` argument
-    /// gives it) is one of the scope's categories (always, when it names none).
-    pub fn allows_category_name(&self, name: &str) -> bool {
+    /// Whether the word `name` (a tool's `category` argument: a family, a Loxone category or a
+    /// control type, read by [`Home::word`]) names what one of the scope's categories names
+    /// (always, when it names none; never, when `name` names nothing).
+    pub fn allows_category_name(&self, home: &Home, name: &str) -> bool {
         if self.categories.is_empty() {
             return true;
         }
-        if let Some(f) = Family::parse(name) {
-            return self.allows_family(f);
-        }
-        let name = fold(name.trim());
-        self.categories.iter().any(|c| fold(c.trim()) == name)
+        let Ok(word) = home.word(name) else {
+            return false;
+        };
+        self.words(home).any(|w| w == word)
     }
 
     /// Whether `control` is in the scope (see the module docs).
@@ -103,18 +108,14 @@ impl Scope {
         self.allows_room(home, room_of(home, control)) && self.allows_category(home, control)
     }
 
+    /// The scope's categories as [`Home::word`] reads them; an entry that names nothing in
+    /// this house grants nothing.
+    fn words<'h>(&'h self, home: &'h Home) -> impl Iterator<Item = Word<'h>> + 'h {
+        self.categories.iter().filter_map(|e| home.word(e).ok())
+    }
+
     fn allows_category(&self, home: &Home, control: &Control) -> bool {
-        if self.allows_family(home.family(control)) {
-            return true;
-        }
-        let Some(cat) = control.category.as_deref() else {
-            return false;
-        };
-        let name = home.category(cat).map(|c| fold(&c.name));
-        self.categories.iter().any(|entry| {
-            let entry = entry.trim();
-            entry.eq_ignore_ascii_case(cat) || name.as_deref() == Some(fold(entry).as_str())
-        })
+        self.categories.is_empty() || self.words(home).any(|w| w.contains(home, control))
     }
 }
 

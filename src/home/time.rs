@@ -148,7 +148,8 @@ impl HouseTime {
 
     /// `t` as ISO 8601 with the local offset, whole seconds: `2026-03-29T03:00:00+02:00`.
     pub fn format(&self, t: Timestamp) -> String {
-        self.zoned(t).strftime("%Y-%m-%dT%H:%M:%S%:z").to_string()
+        let whole = Timestamp::from_second(t.as_second()).unwrap_or(t);
+        whole.display_with_offset(self.tz.to_offset(t)).to_string()
     }
 
     /// The wall-clock time `local` on the house's clock as an instant. A time in the spring
@@ -198,7 +199,18 @@ impl HouseTime {
         if s.len() != 14 || !s.bytes().all(|b| b.is_ascii_digit()) {
             return None;
         }
-        let local = DateTime::strptime("%Y%m%d%H%M%S", s).ok()?;
+        let n = |r: std::ops::Range<usize>| s[r].parse::<i16>().ok();
+        let small = |r| n(r).and_then(|v| i8::try_from(v).ok());
+        let local = DateTime::new(
+            n(0..4)?,
+            small(4..6)?,
+            small(6..8)?,
+            small(8..10)?,
+            small(10..12)?,
+            small(12..14)?,
+            0,
+        )
+        .ok()?;
         self.from_local(local, after)
     }
 

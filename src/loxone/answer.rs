@@ -1,6 +1,7 @@
 //! What the Loxone HTTP layer gets back: a parsed `{"LL": {...}}` answer ([`LlAnswer`]) or an
-//! error ([`LoxoneError`]), shared by the client ([`super::client`]) and the token exchange
-//! ([`super::token`]).
+//! error ([`LoxoneError`]), shared by the client ([`super::client`]), the token exchange
+//! ([`super::token`]) and the WebSocket login; and what a 401 means, decided once for all of
+//! them by what the refused request carried ([`Presented::refused`]).
 
 use std::fmt;
 
@@ -11,8 +12,14 @@ use serde_json::Value as Json;
 pub enum LoxoneError {
     /// Unreachable: refused, DNS, timeout, connection reset.
     Connection(String),
-    /// 401: wrong user or password.
+    /// 401 to the password (HTTP Basic auth, or the credentials hash of `getjwt`): wrong user
+    /// or password. See [`Presented::refused`].
     Unauthorized,
+    /// 401 to a token (the `autht` query, `refreshjwt`, `authwithtoken`...): the Miniserver
+    /// no longer knows it (it restarted, or the token was killed or ran out). Not a wrong
+    /// password: the token is dropped and the next login comes at once. See
+    /// [`Presented::refused`].
+    TokenUnknown,
     /// 403 "temporarily blocked" (or our own remembered lock-out): seconds until retry.
     LockedOut { remaining_secs: u64 },
     /// 403 without lock-out: the user lacks rights.
@@ -37,6 +44,9 @@ impl fmt::Display for LoxoneError {
         match self {
             LoxoneError::Connection(m) => write!(f, "connection failed: {m}"),
             LoxoneError::Unauthorized => f.write_str("401 unauthorized (wrong user or password)"),
+            LoxoneError::TokenUnknown => f.write_str(
+                "401 to our token: the Miniserver no longer knows it (restarted?); logging in again",
+            ),
             LoxoneError::LockedOut { remaining_secs } => {
                 write!(
                     f,
@@ -55,6 +65,64 @@ impl fmt::Display for LoxoneError {
 }
 
 impl std::error::Error for LoxoneError {}
+
+/// What a request showed the Miniserver to say who sends it: the one input to what a 401 answer
+/// means ([`Presented::refused`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Presented {
+    /// Nothing: an open request (`jdev/cfg/api`, `getkey2`, `getPublicKey`) or the WebSocket
+    /// key exchange.
+    Nothing,
+    /// The password: HTTP Basic auth, or the credentials hash of `getjwt` (§3.2).
+    Password,
+    /// A token: the `autht` query of an HTTP request, `refreshjwt`, `checktoken`, `killtoken`,
+    /// or `authwithtoken` on the WebSocket (§3.3).
+    Token,
+}
+
+impl Presented {
+    /// What the token conversation command `cmd` (`jdev/sys/getjwt/...`, no leading slash)
+    /// carries: `getjwt` the password's hash, `refreshjwt`/`checktoken`/`killtoken` and
+    /// `authwithtoken` a token, anything else (`getkey2`, `getkey`, `keyexchange`) nothing.
+    pub fn by_command(cmd: &str) -> Presented {
+        let op = cmd
+            .trim_start_matches('/')
+            .trim_start_matches("jdev/")
+            .trim_start_matches("sys/");
+        let op = op.split('/').next().unwrap_or("");
+        match op {
+            "getjwt" | "gettoken" => Presented::Password,
+            "refreshjwt" | "refreshtoken" | "checktoken" | "killtoken" | "authwithtoken" => {
+                Presented::Token
+            }
+            _ => Presented::Nothing,
+        }
+    }
+
+    /// What a 401 (HTTP status or `LL.Code`, over HTTP or the WebSocket) to a request that
+    /// carried `self` means; `what` names the request in the error. The one place this is
+    /// decided (loxone-protocol.md §2.7, §3):
+    ///
+    /// - a token: [`LoxoneError::TokenUnknown`]. The Miniserver no longer knows it: it
+    ///   restarted (saving a program in Loxone Config restarts it), or the token was killed or
+    ///   ran out. Not a wrong password: the token is dropped and a fresh login follows at once.
+    /// - the password: [`LoxoneError::Unauthorized`]. The user or password is wrong: the client
+    ///   backs off before the credentials are tried again, longer with each refusal in a row,
+    ///   because a Miniserver blocks an address after repeated failed logins.
+    /// - nothing: [`LoxoneError::Status`] 401. The Miniserver could not decrypt the request
+    ///   (its RSA key is not the one we hold, §3.4) or wants credentials for it: neither a
+    ///   failed login nor a lost token.
+    pub fn refused(self, what: &str) -> LoxoneError {
+        match self {
+            Presented::Token => LoxoneError::TokenUnknown,
+            Presented::Password => LoxoneError::Unauthorized,
+            Presented::Nothing => LoxoneError::Status {
+                code: 401,
+                message: format!("{what}: refused (not decryptable, or it needs a login)"),
+            },
+        }
+    }
+}
 
 /// A parsed `{"LL": {...}}` answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,4 +170,36 @@ pub fn parse_number_prefix(s: &str) -> Option<f64> {
         .map(|(i, c)| i + c.len_utf8())
         .last()?;
     s[..end].parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_401_means_what_the_request_carried() {
+        let cases = [
+            (
+                "jdev/sys/getjwt/abc/admin/2/uuid/home-mcp",
+                Presented::Password,
+            ),
+            ("jdev/sys/gettoken/abc/admin/2/uuid/x", Presented::Password),
+            ("jdev/sys/refreshjwt/abc/admin", Presented::Token),
+            ("jdev/sys/checktoken/abc/admin", Presented::Token),
+            ("jdev/sys/killtoken/abc/admin", Presented::Token),
+            ("authwithtoken/abc/admin", Presented::Token),
+            ("jdev/sys/getkey2/admin", Presented::Nothing),
+            ("jdev/sys/getkey", Presented::Nothing),
+            ("jdev/sys/keyexchange/abc", Presented::Nothing),
+        ];
+        for (cmd, want) in cases {
+            assert_eq!(Presented::by_command(cmd), want, "{cmd}");
+        }
+        assert_eq!(Presented::Token.refused("x"), LoxoneError::TokenUnknown);
+        assert_eq!(Presented::Password.refused("x"), LoxoneError::Unauthorized);
+        assert!(matches!(
+            Presented::Nothing.refused("jdev/sys/keyexchange"),
+            LoxoneError::Status { code: 401, message } if message.contains("keyexchange")
+        ));
+    }
 }

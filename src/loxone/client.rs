@@ -8,27 +8,43 @@
 //! `basic` never tries tokens. Every answer is checked on
 //! both the HTTP status and the `LL.Code` of the envelope (either spelling `Code`/`code`,
 //! string or number). The client honours the Miniserver's lock-out: after a 403 "temporarily
-//! blocked" it sends nothing until the announced `<remaining>` seconds have passed, and after a
-//! 401 it waits [`AUTH_RETRY_AFTER`] before trying the same credentials again, so a confused
-//! caller cannot walk us into a lock-out.
+//! blocked" it sends nothing until the announced `<remaining>` seconds have passed.
+//!
+//! What a 401 means is decided in one place, [`Presented::refused`], by what the refused request
+//! carried. A token the Miniserver no longer knows (it restarted: saving a program in Loxone
+//! Config restarts it) is dropped and the request goes again once, after a fresh login, at once.
+//! A refused password (Basic auth, or `getjwt`'s hash) is not tried again for
+//! [`AUTH_RETRY_AFTER`], doubling with each refusal in a row up to [`AUTH_RETRY_MAX`]; logins
+//! go one at a time, the live link's WebSocket login included ([`Client::login_gate`]), so
+//! one round of refusals costs one failed login, and a confused caller cannot walk us into a
+//! lock-out.
 
 use std::fmt;
 use std::io::Read;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 use serde_json::Value as Json;
 
-pub use super::answer::{parse_number_prefix, LlAnswer, LoxoneError};
+pub use super::answer::{parse_number_prefix, LlAnswer, LoxoneError, Presented};
 use super::config::{AuthMode, MiniserverConfig, Timeouts};
 use super::crypto::{PublicKey, SessionKey};
 use super::secured::{self, KeySalt};
 use super::token::{Exchange, TokenAuth, TokenRequest};
 
-/// Pause after the Miniserver rejected our credentials, before they are tried again.
+/// Pause after the Miniserver refused our password, before it is tried again; it doubles with
+/// each refusal in a row, up to [`AUTH_RETRY_MAX`].
 pub const AUTH_RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// Longest pause between tries of a password the Miniserver refuses (it may be put right on
+/// the Miniserver meanwhile; a restart of the service tries at once).
+pub const AUTH_RETRY_MAX: Duration = Duration::from_secs(15 * 60);
+
+/// Largest answer checked for an `LL.Code` 401 in its envelope (command and token answers are
+/// small; the structure file is not such an answer).
+const MAX_ENVELOPE_BYTES: usize = 64 * 1024;
 
 /// Largest answer accepted (structure files are 20-200 KB, at most a few MB).
 const MAX_ANSWER_BYTES: u64 = 16 * 1024 * 1024;
@@ -72,7 +88,12 @@ pub struct Client {
     password: String,
     mode: AuthMode,
     auth: Mutex<AuthState>,
-    blocked_until: Mutex<Option<(Instant, BlockReason)>>,
+    /// The Miniserver's RSA public key once fetched ([`Client::public_key`]).
+    public_key: Mutex<Option<PublicKey>>,
+    holds: Mutex<Holds>,
+    /// Held for a login (HTTP token or the live link's WebSocket): one at a time, so a round
+    /// of refusals costs one failed login ([`Client::login_gate`]).
+    login: Mutex<()>,
     timeouts: Timeouts,
     /// When a request last went unanswered within its timeout (a hung Miniserver keeps its
     /// socket open and answers nothing); cleared by any answer. See [`Client::check_silent`].
@@ -87,25 +108,40 @@ struct AuthState {
     token: Option<TokenAuth>,
     /// `auto` found no getjwt: Basic auth from now on.
     basic_fallback: bool,
-    public_key: Option<PublicKey>,
     request: Option<TokenRequest>,
-}
-
-/// Which credentials a request carries, for [`Client::send`].
-#[derive(Debug, Clone, Copy)]
-struct Sent {
-    /// An authenticated request: a 401 or 403 starts the back-off or lock-out.
-    auth: bool,
-    /// The Basic `Authorization` header goes along.
-    basic: bool,
-    /// A token query goes along (in the URL or inside the encrypted command): a 401 drops it.
-    token: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum BlockReason {
     LockedOut,
     BadCredentials,
+}
+
+/// What keeps authenticated requests from being sent.
+#[derive(Debug, Default)]
+struct Holds {
+    /// No authenticated request before this instant, for this reason.
+    until: Option<(Instant, BlockReason)>,
+    /// Password refusals in a row (a login that works resets it): each doubles the pause.
+    refused: u32,
+}
+
+/// What one GET carries to say who sends it ([`Client::send`]).
+#[derive(Clone, Copy)]
+enum Carry<'a> {
+    Nothing,
+    /// A token query (`autht=...&user=...`) appended to the URL.
+    Query(&'a str),
+    /// An `Authorization` header (Basic auth).
+    Header(&'a str),
+}
+
+/// How the next authenticated request proves who sends it.
+enum Credential {
+    /// HTTP Basic auth (the password on every request).
+    Basic,
+    /// `autht={hash}&user={user}`; `fresh` when the token was acquired for this request.
+    Token { query: String, fresh: bool },
 }
 
 impl fmt::Debug for Client {
@@ -146,7 +182,9 @@ impl Client {
             password: ms.password.clone(),
             mode,
             auth: Mutex::new(AuthState::default()),
-            blocked_until: Mutex::new(None),
+            public_key: Mutex::new(None),
+            holds: Mutex::new(Holds::default()),
+            login: Mutex::new(()),
             timeouts: *timeouts,
             silent_since: Mutex::new(None),
             cameras: super::camera::Fetcher::new(super::camera::FetchLimits::default()),
@@ -198,7 +236,7 @@ impl Client {
     /// `/data/LoxAPP3.json` (authenticated): the raw structure file.
     pub fn structure_file(&self) -> Result<Vec<u8>, LoxoneError> {
         let (status, body) = self.get("data/LoxAPP3.json", true)?;
-        check_status(status, &body, "data/LoxAPP3.json")?;
+        check_status(status, &body, "data/LoxAPP3.json", Presented::Nothing)?;
         Ok(body)
     }
 
@@ -256,208 +294,9 @@ impl Client {
     fn get_ll(&self, path: &str, auth: bool) -> Result<LlAnswer, LoxoneError> {
         let (status, body) = self.get(path, auth)?;
         let shown = redact(path);
-        check_status(status, &body, &shown)?;
-        let ll = parse_ll(&body)?;
-        match ll.code {
-            200 => Ok(ll),
-            404 => Err(LoxoneError::NotFound(shown)),
-            401 => Err(LoxoneError::Unauthorized),
-            503 => Err(LoxoneError::Unavailable),
-            code => Err(LoxoneError::Status {
-                code,
-                message: format!("{shown}: {}", ll.value_text().unwrap_or_default()),
-            }),
-        }
-    }
-
-    /// Which authentication requests use now: `"token"`, `"basic"`, or `"none"` before the
-    /// first authenticated request in `auto`/`token` mode.
-    pub fn auth_in_use(&self) -> &'static str {
-        let st = self.auth.lock().unwrap_or_else(|e| e.into_inner());
-        match self.mode {
-            AuthMode::Basic => "basic",
-            _ if st.basic_fallback => "basic",
-            _ if st.token.is_some() => "token",
-            _ => "none",
-        }
-    }
-
-    /// Logs in with a token now (otherwise done on the first authenticated request); in `auto`
-    /// mode a firmware without getjwt switches to Basic auth and this returns `Ok`.
-    pub fn login(&self) -> Result<(), LoxoneError> {
-        self.check_blocked()?;
-        self.token_query().map(|_| ())
-    }
-
-    /// Refreshes the held token now (`refreshjwt`); `Ok` when no token is held.
-    pub fn refresh_token(&self) -> Result<(), LoxoneError> {
-        let mut st = self.auth.lock().unwrap_or_else(|e| e.into_inner());
-        match st.token.as_mut() {
-            Some(t) => t.refresh(&mut self.exchange()),
-            None => Ok(()),
-        }
-    }
-
-    /// Expiry of the held token in Loxone seconds (since 2009-01-01 UTC), if any.
-    pub fn token_valid_until(&self) -> Option<u64> {
-        let st = self.auth.lock().unwrap_or_else(|e| e.into_inner());
-        st.token.as_ref().map(|t| t.token().valid_until)
-    }
-
-    /// Ends the held token (`killtoken`), e.g. at shutdown; the next authenticated request
-    /// logs in again. `Ok` when no token is held.
-    pub fn kill_token(&self) -> Result<(), LoxoneError> {
-        let token = {
-            let mut st = self.auth.lock().unwrap_or_else(|e| e.into_inner());
-            st.token.take()
-        };
-        match token {
-            Some(t) => t.kill(&mut self.exchange()),
-            None => Ok(()),
-        }
-    }
-
-    /// The login conversation over this client's HTTP connection (for [`TokenAuth`]):
-    /// requests carry no credentials of their own, encrypted ones use `fenc` with a fresh
-    /// session key per request.
-    pub fn exchange(&self) -> HttpExchange<'_> {
-        HttpExchange { client: self }
-    }
-
-    /// The `autht=...&user=...` query for the next request, logging in or refreshing as
-    /// needed; `None` for Basic auth.
-    fn token_query(&self) -> Result<Option<String>, LoxoneError> {
-        if self.mode == AuthMode::Basic {
-            return Ok(None);
-        }
-        let mut st = self.auth.lock().unwrap_or_else(|e| e.into_inner());
-        if st.basic_fallback {
-            return Ok(None);
-        }
-        let now = crate::home::time::loxone_now();
-        if let Some(t) = st.token.as_mut() {
-            if !t.is_expired(now) && t.needs_refresh(now) {
-                if let Err(e) = t.refresh(&mut self.exchange()) {
-                    log::warn!("token refresh failed: {e}");
-                }
-            }
-        }
-        match st.token.as_ref() {
-            Some(t) if !t.is_expired(now) => return Ok(Some(t.autht_query())),
-            Some(_) => st.token = None,
-            None => {}
-        }
-        let req = st.request.get_or_insert_with(TokenRequest::default).clone();
-        match TokenAuth::acquire(&mut self.exchange(), &self.user, &self.password, &req) {
-            Ok(t) => {
-                let q = t.autht_query();
-                st.token = Some(t);
-                Ok(Some(q))
-            }
-            Err(LoxoneError::NotFound(_) | LoxoneError::Status { code: 400, .. })
-                if self.mode == AuthMode::Auto =>
-            {
-                log::info!("the Miniserver has no token login (getjwt); using HTTP Basic auth");
-                st.basic_fallback = true;
-                Ok(None)
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// The Miniserver's RSA public key (`jdev/sys/getPublicKey`, cached), for command encryption
-    /// and the WebSocket key exchange.
-    pub fn public_key(&self) -> Result<PublicKey, LoxoneError> {
-        // `try_lock`: token_query and refresh_token call this with `auth` held; then (or when
-        // another thread holds it) the key is simply fetched again.
-        if let Ok(st) = self.auth.try_lock() {
-            if let Some(pk) = &st.public_key {
-                return Ok(pk.clone());
-            }
-        }
-        let ll = self.get_ll("jdev/sys/getPublicKey", false)?;
-        let text = ll.value_text().unwrap_or_default();
-        let pk = PublicKey::parse(&text).map_err(|e| LoxoneError::BadAnswer(e.to_string()))?;
-        if let Ok(mut st) = self.auth.try_lock() {
-            st.public_key = Some(pk.clone());
-        }
-        Ok(pk)
-    }
-
-    /// GETs `path` (relative to the base URL); returns status and body. Refuses to send while
-    /// a lock-out or credential back-off is in force.
-    fn get(&self, path: &str, auth: bool) -> Result<(u16, Vec<u8>), LoxoneError> {
-        if auth {
-            self.check_blocked()?;
-        }
-        self.check_silent()?;
-        let query = if auth { self.token_query()? } else { None };
-        let url = match &query {
-            Some(q) => {
-                let sep = if path.contains('?') { '&' } else { '?' };
-                format!("{}/{}{sep}{q}", self.base_url, path)
-            }
-            None => format!("{}/{}", self.base_url, path),
-        };
-        let sent = Sent {
-            auth,
-            basic: auth && query.is_none(),
-            token: query.is_some(),
-        };
-        self.send(&url, path, sent, MAX_ANSWER_BYTES)
-    }
-
-    /// Sends one GET to `url` (`path` is what logs show, redacted) and reads at most
-    /// `max_bytes` of the answer (more is [`LoxoneError::BadAnswer`]). `sent` says which
-    /// credentials go with it and how a 401 is booked.
-    fn send(
-        &self,
-        url: &str,
-        path: &str,
-        sent: Sent,
-        max_bytes: u64,
-    ) -> Result<(u16, Vec<u8>), LoxoneError> {
-        let mut req = self.agent.get(url);
-        if sent.basic {
-            req = req.header("Authorization", &self.authorization);
-        }
-        let mut resp = match req.call() {
-            Ok(resp) => resp,
-            Err(e) => {
-                let timed_out = matches!(e, ureq::Error::Timeout(_));
-                let e = map_transport_error(e, &self.timeouts);
-                if timed_out {
-                    *self.silent_since.lock().unwrap_or_else(|p| p.into_inner()) =
-                        Some(Instant::now());
-                }
-                return Err(e);
-            }
-        };
-        *self.silent_since.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        let status = resp.status().as_u16();
-        let mut body = Vec::new();
-        resp.body_mut()
-            .as_reader()
-            .take(max_bytes + 1)
-            .read_to_end(&mut body)
-            .map_err(|e| LoxoneError::Connection(format!("reading the answer: {e}")))?;
-        log::debug!("GET /{} -> {status} ({} bytes)", redact(path), body.len());
-        if body.len() as u64 > max_bytes {
-            return Err(LoxoneError::BadAnswer(format!(
-                "{}: answer larger than {max_bytes} bytes",
-                redact(path)
-            )));
-        }
-        if sent.auth {
-            self.note_auth_result(status, &body);
-            if status == 401 && sent.token {
-                // The token was refused (killed, expired, Miniserver restarted): log in again
-                // after the back-off.
-                let mut st = self.auth.lock().unwrap_or_else(|e| e.into_inner());
-                st.token = None;
-            }
-        }
-        Ok((status, body))
+        // An authenticated request's 401 was decided in `get`; what is left carried nothing.
+        check_status(status, &body, &shown, Presented::Nothing)?;
+        ll_result(parse_ll(&body)?, &shown, Presented::Nothing)
     }
 
     /// `jdev/sps/io/{uuid}/securedDetails` (Structure File docs: "a separate, encrypted
@@ -481,8 +320,8 @@ impl Client {
     /// `camimage/{uuid}/{timestamp}` (Structure File docs: the picture of a bell event of an
     /// Intercom, `timestamp` as in `lastBellEvents`, `YYYYMMDDHHMMSS`). Never encrypted (the
     /// protocol forbids it, "Communicating with the Miniserver" p. 25), authenticated as every
-    /// request. Returns the body as sent (a JPEG when all is well) after at most `max_bytes`;
-    /// an unknown timestamp is [`LoxoneError::NotFound`].
+    /// request. Returns the body as sent (a JPEG when all is well), at most `max_bytes`; an
+    /// unknown timestamp is [`LoxoneError::NotFound`].
     pub fn camimage(
         &self,
         uuid: &str,
@@ -490,86 +329,334 @@ impl Client {
         max_bytes: u64,
     ) -> Result<Vec<u8>, LoxoneError> {
         let path = command_path("camimage", uuid, &[timestamp.to_string()])?;
-        self.check_blocked()?;
-        self.check_silent()?;
-        let query = self.token_query()?;
-        let url = match &query {
-            Some(q) => format!("{}/{path}?{q}", self.base_url),
-            None => format!("{}/{path}", self.base_url),
-        };
-        let sent = Sent {
-            auth: true,
-            basic: query.is_none(),
-            token: query.is_some(),
-        };
-        let (status, body) = self.send(&url, &path, sent, max_bytes)?;
-        check_status(status, &body, &path)?;
+        let (status, body) = self.get_limited(&path, true, max_bytes)?;
+        check_status(status, &body, &path, Presented::Nothing)?;
         // A Miniserver may answer an unknown picture with an `LL` envelope instead.
         if body.trim_ascii_start().starts_with(b"{") {
             if let Ok(ll) = parse_ll(&body) {
-                return match ll.code {
-                    200 => Err(LoxoneError::BadAnswer(format!(
+                return match ll_result(ll, &path, Presented::Nothing) {
+                    Ok(_) => Err(LoxoneError::BadAnswer(format!(
                         "{path}: an LL answer, not a picture"
                     ))),
-                    404 => Err(LoxoneError::NotFound(path)),
-                    401 => Err(LoxoneError::Unauthorized),
-                    code => Err(LoxoneError::Status {
-                        code,
-                        message: path,
-                    }),
+                    Err(e) => Err(e),
                 };
             }
         }
         Ok(body)
     }
 
-    /// An `LL` request inside command encryption over HTTP: `cmd` with this client's token query
-    /// (if any) is AES-encrypted into `jdev/sys/fenc/{cipher}?sk={key}` and the encrypted
-    /// answer decrypted; with Basic auth the header goes along. Checked like [`Client::get_ll`].
+    /// An `LL` request inside command encryption over HTTP: `cmd` with this client's token
+    /// query (if any) is AES-encrypted into `jdev/sys/fenc/{cipher}?sk={key}` and the encrypted
+    /// answer decrypted; with Basic auth the header goes along. A 401 is booked as
+    /// [`Client::get`] books one.
     fn get_ll_encrypted(&self, cmd: &str, pk: &PublicKey) -> Result<LlAnswer, LoxoneError> {
         self.check_blocked()?;
-        self.check_silent()?;
-        let query = self.token_query()?;
-        let inner = match &query {
-            Some(q) => format!("{cmd}?{q}"),
-            None => cmd.to_string(),
+        let credential = self.credential()?;
+        let (inner, carry, presented) = match &credential {
+            Credential::Token { query, .. } => {
+                (format!("{cmd}?{query}"), Carry::Nothing, Presented::Token)
+            }
+            Credential::Basic => (
+                cmd.to_string(),
+                Carry::Header(&self.authorization),
+                Presented::Password,
+            ),
         };
         let sk = SessionKey::try_new().map_err(|e| LoxoneError::BadAnswer(e.to_string()))?;
         let path = sk
             .http_command(pk, &inner, true)
             .map_err(|e| LoxoneError::BadAnswer(e.to_string()))?;
-        let sent = Sent {
-            auth: true,
-            basic: query.is_none(),
-            token: query.is_some(),
-        };
-        let url = format!("{}/{path}", self.base_url);
         let shown = redact(cmd);
-        let (status, body) = self.send(
-            &url,
-            &format!("jdev/sys/fenc/<{shown}>"),
-            sent,
-            MAX_ANSWER_BYTES,
-        )?;
-        check_status(status, &body, &shown)?;
-        let body = if body.trim_ascii_start().starts_with(b"{") {
-            body
-        } else {
-            sk.decrypt_answer(&body)
-                .map_err(|e| LoxoneError::BadAnswer(format!("{shown}: {e}")))?
-                .into_bytes()
-        };
-        let ll = parse_ll(&body)?;
-        match ll.code {
-            200 => Ok(ll),
-            404 => Err(LoxoneError::NotFound(shown)),
-            401 => Err(LoxoneError::Unauthorized),
-            503 => Err(LoxoneError::Unavailable),
-            code => Err(LoxoneError::Status {
-                code,
-                message: shown,
-            }),
+        let (status, body) = self.send(&path, carry)?;
+        let answer = check_status(status, &body, &shown, presented).and_then(|()| {
+            let body = if body.trim_ascii_start().starts_with(b"{") {
+                body
+            } else {
+                sk.decrypt_answer(&body)
+                    .map_err(|e| LoxoneError::BadAnswer(format!("{shown}: {e}")))?
+                    .into_bytes()
+            };
+            ll_result(parse_ll(&body)?, &shown, presented)
+        });
+        match &answer {
+            Err(LoxoneError::TokenUnknown) => {
+                if let Credential::Token { query, .. } = &credential {
+                    self.drop_token(query);
+                }
+            }
+            Err(e @ LoxoneError::Unauthorized) => self.note(e),
+            _ => {}
         }
+        answer
+    }
+
+    /// Which authentication requests use now: `"token"`, `"basic"`, or `"none"` before the
+    /// first authenticated request in `auto`/`token` mode.
+    pub fn auth_in_use(&self) -> &'static str {
+        let st = self.auth.lock().unwrap_or_else(|e| e.into_inner());
+        match self.mode {
+            AuthMode::Basic => "basic",
+            _ if st.basic_fallback => "basic",
+            _ if st.token.is_some() => "token",
+            _ => "none",
+        }
+    }
+
+    /// Logs in with a token now (otherwise done on the first authenticated request); in `auto`
+    /// mode a firmware without getjwt switches to Basic auth and this returns `Ok`.
+    pub fn login(&self) -> Result<(), LoxoneError> {
+        self.check_blocked()?;
+        self.credential().map(|_| ())
+    }
+
+    /// Refreshes the held token now (`refreshjwt`); `Ok` when no token is held. A token the
+    /// Miniserver no longer knows is dropped ([`LoxoneError::TokenUnknown`]): the next
+    /// authenticated request logs in again.
+    pub fn refresh_token(&self) -> Result<(), LoxoneError> {
+        let mut st = self.auth.lock().unwrap_or_else(|e| e.into_inner());
+        let refreshed = match st.token.as_mut() {
+            Some(t) => t.refresh(&mut self.exchange()),
+            None => Ok(()),
+        };
+        if refreshed == Err(LoxoneError::TokenUnknown) {
+            st.token = None;
+        }
+        refreshed
+    }
+
+    /// Expiry of the held token in Loxone seconds (since 2009-01-01 UTC), if any.
+    pub fn token_valid_until(&self) -> Option<u64> {
+        let st = self.auth.lock().unwrap_or_else(|e| e.into_inner());
+        st.token.as_ref().map(|t| t.token().valid_until)
+    }
+
+    /// Ends the held token (`killtoken`), e.g. at shutdown; the next authenticated request
+    /// logs in again. `Ok` when no token is held or the Miniserver no longer knew it.
+    pub fn kill_token(&self) -> Result<(), LoxoneError> {
+        let token = {
+            let mut st = self.auth.lock().unwrap_or_else(|e| e.into_inner());
+            st.token.take()
+        };
+        match token.map(|t| t.kill(&mut self.exchange())) {
+            Some(Err(LoxoneError::TokenUnknown)) | None => Ok(()),
+            Some(result) => result,
+        }
+    }
+
+    /// The login conversation over this client's HTTP connection (for [`TokenAuth`]):
+    /// requests carry no credentials of their own, encrypted ones use `fenc` with a fresh
+    /// session key per request.
+    pub fn exchange(&self) -> HttpExchange<'_> {
+        HttpExchange { client: self }
+    }
+
+    /// How the next authenticated request proves who sends it: Basic auth, or the
+    /// `autht=...&user=...` query of the held token, refreshing it when due and logging in when
+    /// none is held (through [`Client::login_gate`]). A refresh the Miniserver refuses because
+    /// it no longer knows the token drops it, and a fresh login follows at once.
+    fn credential(&self) -> Result<Credential, LoxoneError> {
+        if self.mode == AuthMode::Basic {
+            return Ok(Credential::Basic);
+        }
+        let mut st = self.auth.lock().unwrap_or_else(|e| e.into_inner());
+        if st.basic_fallback {
+            return Ok(Credential::Basic);
+        }
+        let now = crate::home::time::loxone_now();
+        if let Some(t) = st.token.as_mut() {
+            if !t.is_expired(now) && t.needs_refresh(now) {
+                match t.refresh(&mut self.exchange()) {
+                    Ok(()) => {}
+                    Err(LoxoneError::TokenUnknown) => {
+                        log::info!("the Miniserver no longer knows our token; logging in again");
+                        st.token = None;
+                    }
+                    Err(e) => log::warn!("token refresh failed: {e}"),
+                }
+            }
+        }
+        match st.token.as_ref() {
+            Some(t) if !t.is_expired(now) => {
+                return Ok(Credential::Token {
+                    query: t.autht_query(),
+                    fresh: false,
+                })
+            }
+            Some(_) => st.token = None,
+            None => {}
+        }
+        let _login = self.login_gate()?;
+        let req = st.request.get_or_insert_with(TokenRequest::default).clone();
+        match TokenAuth::acquire(&mut self.exchange(), &self.user, &self.password, &req) {
+            Ok(t) => {
+                let query = t.autht_query();
+                st.token = Some(t);
+                Ok(Credential::Token { query, fresh: true })
+            }
+            Err(LoxoneError::NotFound(_) | LoxoneError::Status { code: 400, .. })
+                if self.mode == AuthMode::Auto =>
+            {
+                log::info!("the Miniserver has no token login (getjwt); using HTTP Basic auth");
+                st.basic_fallback = true;
+                Ok(Credential::Basic)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Drops the held token if it is the one `query` carried (another request may have logged
+    /// in again meanwhile).
+    fn drop_token(&self, query: &str) {
+        let mut st = self.auth.lock().unwrap_or_else(|e| e.into_inner());
+        if st.token.as_ref().is_some_and(|t| t.autht_query() == query) {
+            st.token = None;
+        }
+    }
+
+    /// Forgets the cached public key: the Miniserver could not decrypt a request made with it
+    /// (its key changed), so the next login fetches it again.
+    pub(crate) fn forget_public_key(&self) {
+        *self.public_key.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// The Miniserver's RSA public key (`jdev/sys/getPublicKey`, cached), for command encryption
+    /// and the WebSocket key exchange.
+    pub fn public_key(&self) -> Result<PublicKey, LoxoneError> {
+        if let Some(pk) = &*self.public_key.lock().unwrap_or_else(|e| e.into_inner()) {
+            return Ok(pk.clone());
+        }
+        // Fetched without the lock held: two threads may both fetch it once.
+        let ll = self.get_ll("jdev/sys/getPublicKey", false)?;
+        let text = ll.value_text().unwrap_or_default();
+        let pk = PublicKey::parse(&text).map_err(|e| LoxoneError::BadAnswer(e.to_string()))?;
+        *self.public_key.lock().unwrap_or_else(|e| e.into_inner()) = Some(pk.clone());
+        Ok(pk)
+    }
+
+    /// GETs `path` (relative to the base URL); returns status and body. With `auth` the
+    /// request carries the held token (or Basic auth) and refuses to send while a lock-out or
+    /// password back-off is in force; its 401 (HTTP status or `LL.Code`) is decided by
+    /// [`Presented::refused`] and returned as that error. A token the Miniserver no longer
+    /// knows is dropped and the request sent once more with a fresh login: a refused request
+    /// did nothing, so sending it again is safe. A token issued for this very request and
+    /// refused all the same counts as a refused password (no loop of logins).
+    fn get(&self, path: &str, auth: bool) -> Result<(u16, Vec<u8>), LoxoneError> {
+        self.get_limited(path, auth, MAX_ANSWER_BYTES)
+    }
+
+    /// [`Client::get`] reading at most `max_bytes` of the answer (more is
+    /// [`LoxoneError::BadAnswer`]).
+    fn get_limited(
+        &self,
+        path: &str,
+        auth: bool,
+        max_bytes: u64,
+    ) -> Result<(u16, Vec<u8>), LoxoneError> {
+        if !auth {
+            return self.send_limited(path, Carry::Nothing, max_bytes);
+        }
+        let mut again = false;
+        loop {
+            self.check_blocked()?;
+            let credential = self.credential()?;
+            let (status, body) = match &credential {
+                Credential::Basic => {
+                    self.send_limited(path, Carry::Header(&self.authorization), max_bytes)?
+                }
+                Credential::Token { query, .. } => {
+                    self.send_limited(path, Carry::Query(query), max_bytes)?
+                }
+            };
+            if status != 401 && envelope_code(&body) != Some(401) {
+                if matches!(credential, Credential::Basic) && (200..300).contains(&status) {
+                    self.note_login();
+                }
+                return Ok((status, body));
+            }
+            let presented = match &credential {
+                Credential::Token { fresh: false, .. } if !again => Presented::Token,
+                Credential::Token { .. } => {
+                    log::warn!("the Miniserver refused a token it has just issued");
+                    Presented::Password
+                }
+                Credential::Basic => Presented::Password,
+            };
+            match presented.refused(&redact(path)) {
+                LoxoneError::TokenUnknown => {
+                    log::info!(
+                        "the Miniserver no longer knows our token (restarted?); logging in again"
+                    );
+                    if let Credential::Token { query, .. } = &credential {
+                        self.drop_token(query);
+                    }
+                    again = true;
+                }
+                e => {
+                    self.note(&e);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Sends one GET of `path` carrying `carry`. Returns status and body (at most
+    /// [`MAX_ANSWER_BYTES`]). A 403 announcing a lock-out is remembered ([`Client::note`]).
+    fn send(&self, path: &str, carry: Carry<'_>) -> Result<(u16, Vec<u8>), LoxoneError> {
+        self.send_limited(path, carry, MAX_ANSWER_BYTES)
+    }
+
+    /// [`Client::send`] reading at most `max_bytes` (more is [`LoxoneError::BadAnswer`]).
+    fn send_limited(
+        &self,
+        path: &str,
+        carry: Carry<'_>,
+        max_bytes: u64,
+    ) -> Result<(u16, Vec<u8>), LoxoneError> {
+        self.check_silent()?;
+        let url = match carry {
+            Carry::Query(q) => {
+                let sep = if path.contains('?') { '&' } else { '?' };
+                format!("{}/{}{sep}{q}", self.base_url, path)
+            }
+            _ => format!("{}/{}", self.base_url, path),
+        };
+        let mut req = self.agent.get(&url);
+        if let Carry::Header(header) = carry {
+            req = req.header("Authorization", header);
+        }
+        let mut resp = match req.call() {
+            Ok(resp) => resp,
+            Err(e) => {
+                let timed_out = matches!(e, ureq::Error::Timeout(_));
+                let e = map_transport_error(e, &self.timeouts);
+                if timed_out {
+                    *self.silent_since.lock().unwrap_or_else(|p| p.into_inner()) =
+                        Some(Instant::now());
+                }
+                return Err(e);
+            }
+        };
+        *self.silent_since.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let status = resp.status().as_u16();
+        let mut body = Vec::new();
+        resp.body_mut()
+            .as_reader()
+            .take(max_bytes.saturating_add(1))
+            .read_to_end(&mut body)
+            .map_err(|e| LoxoneError::Connection(format!("reading the answer: {e}")))?;
+        log::debug!("GET /{} -> {status} ({} bytes)", redact(path), body.len());
+        if body.len() as u64 > max_bytes {
+            return Err(LoxoneError::BadAnswer(format!(
+                "{}: answer larger than {max_bytes} bytes",
+                redact(path)
+            )));
+        }
+        if status == 403 {
+            if let Some(remaining_secs) = lockout_remaining(&body) {
+                self.note(&LoxoneError::LockedOut { remaining_secs });
+            }
+        }
+        Ok((status, body))
     }
 
     /// Fails at once, for one request timeout after a request went unanswered: a hung
@@ -591,15 +678,26 @@ impl Client {
 
     /// Why requests to the Miniserver are refused before they are sent, if they are now:
     /// [`LoxoneError::LockedOut`] with the seconds left of a lock-out the Miniserver announced
-    /// (403 with `<remaining>`), or [`LoxoneError::Unauthorized`] during the back-off after
-    /// wrong credentials. For `/health`.
+    /// (403 with `<remaining>`), or [`LoxoneError::Unauthorized`] during the back-off after a
+    /// refused password. For `/health`; [`Client::blocked_for`] adds the time left.
     pub fn blocked(&self) -> Option<LoxoneError> {
         self.check_blocked().err()
     }
 
+    /// [`Client::blocked`] with how long the hold lasts from now.
+    pub fn blocked_for(&self) -> Option<(LoxoneError, Duration)> {
+        let e = self.check_blocked().err()?;
+        let h = self.holds.lock().unwrap_or_else(|e| e.into_inner());
+        let left = h
+            .until
+            .map(|(until, _)| until.saturating_duration_since(Instant::now()))
+            .unwrap_or_default();
+        Some((e, left))
+    }
+
     fn check_blocked(&self) -> Result<(), LoxoneError> {
-        let mut guard = self.blocked_until.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((until, reason)) = *guard {
+        let mut h = self.holds.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((until, reason)) = h.until {
             let now = Instant::now();
             if now < until {
                 let remaining_secs = (until - now).as_secs_f64().ceil() as u64;
@@ -608,37 +706,65 @@ impl Client {
                     BlockReason::BadCredentials => LoxoneError::Unauthorized,
                 });
             }
-            *guard = None;
+            // Passed; the count of refusals stays until a login works.
+            h.until = None;
         }
         Ok(())
     }
 
-    fn note_auth_result(&self, status: u16, body: &[u8]) {
-        let mut guard = self.blocked_until.lock().unwrap_or_else(|e| e.into_inner());
-        match status {
-            401 => {
+    /// Waits for any other login (HTTP token, the live link's WebSocket) to end, then refuses
+    /// while a lock-out or a password back-off is in force (a login that ran meanwhile may
+    /// have started one). Hold the guard for the whole login: a round of refusals then costs
+    /// one failed login however many requests and links wanted one.
+    pub(crate) fn login_gate(&self) -> Result<MutexGuard<'_, ()>, LoxoneError> {
+        let guard = self.login.lock().unwrap_or_else(|e| e.into_inner());
+        self.check_blocked()?;
+        Ok(guard)
+    }
+
+    /// Remembers what an answer means for the requests after it, whoever asked (HTTP
+    /// requests, the token conversation, the live link's WebSocket login):
+    /// [`LoxoneError::Unauthorized`] (the password was refused, see [`Presented::refused`])
+    /// starts the back-off, [`AUTH_RETRY_AFTER`] doubled for each refusal in a row up to
+    /// [`AUTH_RETRY_MAX`]; [`LoxoneError::LockedOut`] holds everything for the announced
+    /// seconds. Other errors change nothing.
+    pub(crate) fn note(&self, e: &LoxoneError) {
+        let mut h = self.holds.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        match e {
+            LoxoneError::Unauthorized => {
+                h.refused = h.refused.saturating_add(1);
+                let pause = AUTH_RETRY_AFTER
+                    .saturating_mul(1u32 << (h.refused - 1).min(16))
+                    .min(AUTH_RETRY_MAX);
                 log::warn!(
-                    "Miniserver rejected user {:?}; not retrying for {} s",
+                    "Miniserver rejected user {:?} ({} in a row); not retrying for {} s",
                     self.user,
-                    AUTH_RETRY_AFTER.as_secs()
+                    h.refused,
+                    pause.as_secs()
                 );
-                *guard = Some((
-                    Instant::now() + AUTH_RETRY_AFTER,
-                    BlockReason::BadCredentials,
+                h.until = Some((now + pause, BlockReason::BadCredentials));
+            }
+            LoxoneError::LockedOut { remaining_secs } => {
+                log::warn!(
+                    "Miniserver blocks this client for {remaining_secs} s (too many failed logins)"
+                );
+                h.until = Some((
+                    now + Duration::from_secs(*remaining_secs),
+                    BlockReason::LockedOut,
                 ));
             }
-            403 => {
-                if let Some(secs) = lockout_remaining(body) {
-                    log::warn!(
-                        "Miniserver blocks this client for {secs} s (too many failed logins)"
-                    );
-                    *guard = Some((
-                        Instant::now() + Duration::from_secs(secs),
-                        BlockReason::LockedOut,
-                    ));
-                }
-            }
             _ => {}
+        }
+    }
+
+    /// A login worked (a token issued for the password, or a Basic request answered): the
+    /// password back-off starts from [`AUTH_RETRY_AFTER`] again.
+    pub(crate) fn note_login(&self) {
+        let mut h = self.holds.lock().unwrap_or_else(|e| e.into_inner());
+        h.refused = 0;
+        if matches!(h.until, Some((_, BlockReason::BadCredentials))) {
+            h.until = None;
         }
     }
 }
@@ -660,41 +786,42 @@ impl Exchange for HttpExchange<'_> {
         let c = self.client;
         c.check_blocked()?;
         let shown = redact_token_cmd(cmd);
+        let presented = Presented::by_command(cmd);
         let (status, body, session) = if encrypted {
             let pk = c.public_key()?;
             let sk = SessionKey::try_new().map_err(|e| LoxoneError::BadAnswer(e.to_string()))?;
             let path = sk
                 .http_command(&pk, cmd, true)
                 .map_err(|e| LoxoneError::BadAnswer(e.to_string()))?;
-            let (status, body) = c.get(&path, false)?;
+            let (status, body) = c.send(&path, Carry::Nothing)?;
             (status, body, Some(sk))
         } else {
-            let (status, body) = c.get(cmd, false)?;
+            let (status, body) = c.send(cmd, Carry::Nothing)?;
             (status, body, None)
         };
-        c.note_auth_result(status, &body);
-        check_status(status, &body, &shown)?;
-        let body = match session {
-            Some(sk) if !body.trim_ascii_start().starts_with(b"{") => sk
-                .decrypt_answer(&body)
-                .map_err(|e| LoxoneError::BadAnswer(format!("{shown}: {e}")))?
-                .into_bytes(),
-            _ => body,
-        };
-        let ll = parse_ll(&body)?;
-        match ll.code {
-            200 => Ok(ll),
-            404 => Err(LoxoneError::NotFound(shown)),
-            401 => {
-                c.note_auth_result(401, b"");
-                Err(LoxoneError::Unauthorized)
+        let answer = check_status(status, &body, &shown, presented).and_then(|()| {
+            let body = match &session {
+                Some(sk) if !body.trim_ascii_start().starts_with(b"{") => sk
+                    .decrypt_answer(&body)
+                    .map_err(|e| LoxoneError::BadAnswer(format!("{shown}: {e}")))?
+                    .into_bytes(),
+                _ => body,
+            };
+            ll_result(parse_ll(&body)?, &shown, presented)
+        });
+        match &answer {
+            Ok(_) if presented == Presented::Password => c.note_login(),
+            Err(e @ (LoxoneError::Unauthorized | LoxoneError::Status { code: 401, .. }))
+                if session.is_some() =>
+            {
+                // The Miniserver may not have decrypted it: its key may have changed.
+                c.forget_public_key();
+                c.note(e);
             }
-            503 => Err(LoxoneError::Unavailable),
-            code => Err(LoxoneError::Status {
-                code,
-                message: shown,
-            }),
+            Err(e @ LoxoneError::Unauthorized) => c.note(e),
+            _ => {}
         }
+        answer
     }
 }
 
@@ -777,11 +904,17 @@ fn map_transport_error(e: ureq::Error, timeouts: &Timeouts) -> LoxoneError {
     })
 }
 
-/// Maps an HTTP status (and the HTML error body the Miniserver sends) to an error.
-fn check_status(status: u16, body: &[u8], path: &str) -> Result<(), LoxoneError> {
+/// Maps an HTTP status (and the HTML error body the Miniserver sends) to an error; a 401 by
+/// what the request carried ([`Presented::refused`]).
+fn check_status(
+    status: u16,
+    body: &[u8],
+    path: &str,
+    presented: Presented,
+) -> Result<(), LoxoneError> {
     match status {
         200..=299 => Ok(()),
-        401 => Err(LoxoneError::Unauthorized),
+        401 => Err(presented.refused(path)),
         403 => match lockout_remaining(body) {
             Some(remaining_secs) => Err(LoxoneError::LockedOut { remaining_secs }),
             None => Err(LoxoneError::Forbidden(html_error_text(body))),
@@ -793,6 +926,30 @@ fn check_status(status: u16, body: &[u8], path: &str) -> Result<(), LoxoneError>
             message: html_error_text(body),
         }),
     }
+}
+
+/// The `LL` answer as a result: code 200 is `Ok`, other codes are errors, a 401 by what the
+/// request carried ([`Presented::refused`]).
+fn ll_result(ll: LlAnswer, shown: &str, presented: Presented) -> Result<LlAnswer, LoxoneError> {
+    match ll.code {
+        200 => Ok(ll),
+        401 => Err(presented.refused(shown)),
+        404 => Err(LoxoneError::NotFound(shown.to_string())),
+        503 => Err(LoxoneError::Unavailable),
+        code => Err(LoxoneError::Status {
+            code,
+            message: format!("{shown}: {}", ll.value_text().unwrap_or_default()),
+        }),
+    }
+}
+
+/// The `LL.Code` of a small answer that is an `LL` envelope (a 401 may come inside one with
+/// HTTP status 200, loxone-protocol.md §2.7); `None` for anything else.
+fn envelope_code(body: &[u8]) -> Option<u16> {
+    if body.len() > MAX_ENVELOPE_BYTES || !body.trim_ascii_start().starts_with(b"{") {
+        return None;
+    }
+    parse_ll(body).ok().map(|ll| ll.code)
 }
 
 /// `<remaining>38</remaining>` of a 403 "temporarily blocked" body (loxone-protocol.md §2.7).
@@ -908,15 +1065,71 @@ mod tests {
         let body = br#"<html><head><title>error</title></head><body><errorcode>403</errorcode> <errordetail><errortext>Forbidden</errortext> <description>IP 192.168.2.240 temporarily blocked, too many failed login attempts;</description> <remaining>38</remaining></errordetail></body></html>"#;
         assert_eq!(lockout_remaining(body), Some(38));
         assert_eq!(
-            check_status(403, body, "x"),
+            check_status(403, body, "x", Presented::Password),
             Err(LoxoneError::LockedOut { remaining_secs: 38 })
         );
         let plain = br#"<html><head><title>error</title></head><body><errorcode>401</errorcode> <errordetail>Unauthorized</errordetail></body></html>"#;
         assert_eq!(
-            check_status(401, plain, "x"),
+            check_status(401, plain, "x", Presented::Password),
             Err(LoxoneError::Unauthorized)
         );
         assert_eq!(html_error_text(plain), "error 401 Unauthorized");
+    }
+
+    /// A client for an address nothing is sent to in these tests.
+    fn idle_client() -> Client {
+        let ms = MiniserverConfig {
+            base_url: "http://127.0.0.1:9".into(),
+            user: "u".into(),
+            password: "p".into(),
+        };
+        Client::new(&ms, &Timeouts::default())
+    }
+
+    #[test]
+    fn the_password_back_off_doubles_up_to_its_cap_and_a_login_resets_it() {
+        let c = idle_client();
+        assert_eq!(c.blocked_for(), None);
+        let mut want = AUTH_RETRY_AFTER;
+        for _ in 0..8 {
+            c.note(&LoxoneError::Unauthorized);
+            let (e, left) = c.blocked_for().expect("held");
+            assert_eq!(e, LoxoneError::Unauthorized);
+            assert!(
+                left <= want && left + Duration::from_secs(5) > want,
+                "{left:?} {want:?}"
+            );
+            assert!(c.login_gate().is_err());
+            want = (want * 2).min(AUTH_RETRY_MAX);
+        }
+        assert_eq!(want, AUTH_RETRY_MAX);
+        c.note_login();
+        assert_eq!(c.blocked_for(), None);
+        assert!(c.login_gate().is_ok());
+        c.note(&LoxoneError::Unauthorized);
+        let (_, left) = c.blocked_for().unwrap();
+        assert!(left <= AUTH_RETRY_AFTER, "{left:?}");
+        // A lost token or an undecryptable request holds nothing.
+        let c = idle_client();
+        c.note(&LoxoneError::TokenUnknown);
+        c.note(&Presented::Nothing.refused("x"));
+        assert_eq!(c.blocked_for(), None);
+        // A lock-out holds for its seconds.
+        c.note(&LoxoneError::LockedOut { remaining_secs: 7 });
+        assert_eq!(
+            c.blocked(),
+            Some(LoxoneError::LockedOut { remaining_secs: 7 })
+        );
+    }
+
+    #[test]
+    fn a_401_in_a_small_envelope_is_found() {
+        assert_eq!(
+            envelope_code(br#"{"LL":{"control":"x","value":"","Code":"401"}}"#),
+            Some(401)
+        );
+        assert_eq!(envelope_code(b"<html>401</html>"), None);
+        assert_eq!(envelope_code(br#"{"lastModified":"x"}"#), None);
     }
 
     #[test]

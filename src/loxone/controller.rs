@@ -47,6 +47,8 @@ impl From<LoxoneError> for ControllerError {
             LoxoneError::Unauthorized => ControllerError::Unauthorized(
                 "check HOME_USER and HOME_PASS (401 Unauthorized)".into(),
             ),
+            // Passed on only when the fresh login could not follow; the next request logs in.
+            e @ LoxoneError::TokenUnknown => ControllerError::Connection(e.to_string()),
             LoxoneError::LockedOut { remaining_secs } => {
                 ControllerError::LockedOut { remaining_secs }
             }

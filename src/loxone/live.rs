@@ -3,8 +3,11 @@
 //! and hands what arrives to a [`LinkSink`]. It keeps the socket alive (`keepalive` every
 //! 30 s by default; loxone-protocol.md §4.1), refreshes the token before it expires, and after
 //! any failure reconnects with [`Backoff`] (exponential, jittered, never inside a lock-out: a
-//! close with code 4003 or an HTTP 403 blocks further logins for a while, §4.5). Each new
-//! session starts with the full tables again, so a reconnect resynchronises every state.
+//! close with code 4003 or an HTTP 403 blocks further logins for a while, §4.5). Its login
+//! shares the HTTP client's rules ([`Client::login_gate`]): one login at a time, none during a
+//! lock-out or the back-off after a refused password, and a password the WebSocket login finds
+//! refused starts that back-off for both. Each new session starts with the full tables again,
+//! so a reconnect resynchronises every state.
 //!
 //! The thread stops when [`Link::stop`] is called (which waits for it) or the [`Link`] is
 //! dropped (which does not); it then kills its token (`killtoken`) and closes the socket.
@@ -60,7 +63,13 @@ pub struct LinkConfig {
     /// First retry delay and the cap of the backoff.
     pub retry_base: Duration,
     pub retry_max: Duration,
-    /// Assumed length of a lock-out announced by close code 4003 (it carries no time).
+    /// Cap of the backoff while the Miniserver's address refuses connections (it is
+    /// restarting: saving a program in Loxone Config restarts it). A refused TCP connect costs
+    /// the Miniserver nothing and logs nobody in, so it is asked often: the link is back within
+    /// about this long of the Miniserver listening again.
+    pub retry_refused: Duration,
+    /// Assumed length of a lock-out announced by close code 4003 or a 403 to the WebSocket
+    /// login (neither carries a time).
     pub lockout: Duration,
 }
 
@@ -75,6 +84,7 @@ impl Default for LinkConfig {
             // A resumed Miniserver is found again within this (issue 13: back within 10 s);
             // lock-outs and bad credentials wait by their own rules, not by this cap.
             retry_max: Duration::from_secs(6),
+            retry_refused: Duration::from_secs(2),
             lockout: Duration::from_secs(60),
         }
     }
@@ -134,7 +144,12 @@ enum Ended {
     /// It worked for a while, then ended (the backoff starts over).
     Dropped(String),
     Failed(String),
-    LockedOut(String, Duration),
+    /// Nothing listens at the Miniserver's address (connection refused): retried within
+    /// [`LinkConfig::retry_refused`].
+    Refused(String),
+    /// No attempt before the duration has passed: a lock-out, or the back-off after a refused
+    /// password.
+    Held(String, Duration),
     Unsupported(String),
 }
 
@@ -162,7 +177,11 @@ fn run(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiver<(
                 let retry_in = backoff.failed(now);
                 (LinkEvent::Disconnected { error, retry_in }, retry_in)
             }
-            Ended::LockedOut(error, remaining) => {
+            Ended::Refused(error) => {
+                let retry_in = backoff.failed(now).min(cfg.retry_refused);
+                (LinkEvent::Disconnected { error, retry_in }, retry_in)
+            }
+            Ended::Held(error, remaining) => {
                 backoff.locked_out(now, remaining);
                 let retry_in = backoff.failed(now);
                 (LinkEvent::Disconnected { error, retry_in }, retry_in)
@@ -206,10 +225,22 @@ fn ws_url(base_url: &str) -> Result<String, String> {
     ))
 }
 
-fn classify(e: LoxoneError) -> Ended {
+/// How a session that could not start ended, by the error: a lock-out or a refused password
+/// holds further attempts (the password for the client's back-off, which a refusal noted with
+/// [`Client::note`] has started), a 403 over the WebSocket (blocked, or no rights) for
+/// `lockout`; a Miniserver without the endpoint or token login is unsupported; anything else is
+/// a failure retried with the backoff.
+fn classify(client: &Client, lockout: Duration, e: LoxoneError) -> Ended {
     match e {
         LoxoneError::LockedOut { remaining_secs } => {
-            Ended::LockedOut(e.to_string(), Duration::from_secs(remaining_secs.max(1)))
+            Ended::Held(e.to_string(), Duration::from_secs(remaining_secs.max(1)))
+        }
+        LoxoneError::Unauthorized => match client.blocked_for() {
+            Some((_, left)) => Ended::Held(e.to_string(), left.max(Duration::from_secs(1))),
+            None => Ended::Failed(e.to_string()),
+        },
+        LoxoneError::Status { code: 403, .. } | LoxoneError::Forbidden(_) => {
+            Ended::Held(e.to_string(), lockout)
         }
         LoxoneError::NotFound(_) => Ended::Unsupported(e.to_string()),
         LoxoneError::Status { code: 400, .. } => Ended::Unsupported(e.to_string()),
@@ -222,14 +253,14 @@ fn session(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiv
         Ok(u) => u,
         Err(e) => return Ended::Unsupported(e),
     };
-    let pk = match client.public_key() {
-        Ok(pk) => pk,
-        Err(e) => return classify(e),
-    };
+    // No socket opened while a lock-out or a password back-off holds every login.
+    if let Some(e) = client.blocked() {
+        return classify(client, cfg.lockout, e);
+    }
     let mut reader = match Reader::connect(&url, cfg.poll) {
         Ok(r) => r,
         Err(WsError::Refused(403)) => {
-            return Ended::LockedOut(
+            return Ended::Held(
                 "the Miniserver refused the WebSocket (403)".into(),
                 cfg.lockout,
             )
@@ -237,7 +268,19 @@ fn session(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiv
         Err(WsError::Refused(code)) if code == 404 || code == 400 => {
             return Ended::Unsupported(format!("no WebSocket endpoint (HTTP {code})"))
         }
+        Err(WsError::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            return Ended::Refused(e.to_string())
+        }
         Err(e) => return Ended::Failed(e.to_string()),
+    };
+    let pk = match client.public_key() {
+        Ok(pk) => pk,
+        Err(e) => return classify(client, cfg.lockout, e),
+    };
+    // One login at a time with the HTTP client's, and none during its lock-out or back-off.
+    let gate = match client.login_gate() {
+        Ok(g) => g,
+        Err(e) => return classify(client, cfg.lockout, e),
     };
     let (key, mut token) = match login(
         &mut reader,
@@ -248,10 +291,19 @@ fn session(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiv
     ) {
         Ok(x) => x,
         Err(LoxoneError::Connection(m)) if m.contains(&close_code::BLOCKED.to_string()) => {
-            return Ended::LockedOut(m, cfg.lockout)
+            return Ended::Held(m, cfg.lockout)
         }
-        Err(e) => return classify(e),
+        Err(e) => {
+            if matches!(e, LoxoneError::Status { code: 401, .. }) {
+                // The key exchange did not decrypt: the Miniserver's key may have changed.
+                client.forget_public_key();
+            }
+            client.note(&e);
+            return classify(client, cfg.lockout, e);
+        }
     };
+    client.note_login();
+    drop(gate);
     let mut ex = WsExchange {
         reader: &mut reader,
         key: &key,
@@ -261,7 +313,7 @@ fn session(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiv
     match ex.ask("jdev/sps/enablebinstatusupdate") {
         Ok(ll) if ll.code == 200 => {}
         Ok(ll) => return Ended::Failed(format!("enablebinstatusupdate answered {}", ll.code)),
-        Err(e) => return classify(e),
+        Err(e) => return classify(client, cfg.lockout, e),
     }
     let early = std::mem::take(&mut ex.events);
     log::info!("Miniserver link: WebSocket connected ({url})");
@@ -325,7 +377,7 @@ fn session(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiv
                 )
             }
             Ok(Incoming::Closed(Some(close_code::BLOCKED))) => {
-                break Ended::LockedOut(
+                break Ended::Held(
                     "the Miniserver blocked this client (4003)".into(),
                     cfg.lockout,
                 )

@@ -37,7 +37,7 @@ use crossbeam_channel::{bounded, RecvTimeoutError, Sender, TryRecvError};
 
 use super::client::Client;
 use super::structure::{log_warnings, parse_structure_bytes};
-use crate::home::{Control, ControlKind, Event, House, LinkMode, Source};
+use crate::home::{Event, House, LinkMode, Primary, Source};
 
 /// How often the polling thread works.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,19 +124,6 @@ impl Drop for Poller {
     }
 }
 
-/// Whether a control's block has a primary value worth polling (central blocks command
-/// others and report nothing of their own).
-pub fn has_primary_value(c: &Control) -> bool {
-    !matches!(
-        c.kind,
-        ControlKind::Unknown(_)
-            | ControlKind::CentralJalousie
-            | ControlKind::CentralLightController
-            | ControlKind::CentralAudioZone
-            | ControlKind::CentralAlarm
-    )
-}
-
 struct Polling {
     house: Arc<House>,
     client: Arc<Client>,
@@ -150,7 +137,7 @@ impl Polling {
         let home = self.house.home();
         let mut read = 0u64;
         let mut reached = false;
-        for c in home.controls.iter().filter(|c| has_primary_value(c)) {
+        for c in home.controls.iter().filter(|c| Primary::has_value(c)) {
             if stop_asked() {
                 return false;
             }

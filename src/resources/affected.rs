@@ -24,7 +24,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::Value;
 
-use super::{category_key, detail, room_key};
+use super::{detail, room_key};
 use crate::home::{Control, ControlKind, Family, Home, StateRef};
 use crate::tools::summary::sensor_type;
 
@@ -111,7 +111,7 @@ fn control_uris(home: &Home, c: &Control) -> BTreeSet<String> {
     if let Some(cat) = c.category.as_deref().and_then(|u| home.category(u)) {
         add(format!(
             "home://devices/category/{}",
-            category_key(home, cat)
+            home.category_key(cat)
         ));
     }
     add(format!("home://devices/type/{}", c.kind.as_str()));

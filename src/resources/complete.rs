@@ -3,7 +3,7 @@
 //! most 100, sorted as the house lists them. The prompts' arguments are completed the same
 //! way ([`crate::prompts::complete`], with [`matches`], [`rooms`] and [`finish`] from here).
 
-use super::{category_key, room_key, slug, types_present, TEMPLATES};
+use super::{room_key, slug, TEMPLATES};
 use crate::home::resolve::fold;
 use crate::home::{Family, Home};
 use crate::mcp::{Completion, RpcError};
@@ -78,12 +78,13 @@ pub fn complete(
             v.extend(
                 home.categories
                     .iter()
-                    .filter(|c| matches(typed, &c.name, &category_key(home, c)))
-                    .map(|c| category_key(home, c)),
+                    .filter(|c| matches(typed, &c.name, &home.category_key(c)))
+                    .map(|c| home.category_key(c)),
             );
             v
         }
-        "type" => types_present(home)
+        "type" => home
+            .types_present()
             .into_iter()
             .filter(|t| matches(typed, t, t))
             .map(str::to_string)

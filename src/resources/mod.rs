@@ -30,13 +30,14 @@ pub(crate) mod complete;
 mod detail;
 mod system;
 
+pub use crate::home::names::slug;
 pub use affected::{affected_uris, AffectedIndex};
 pub use complete::complete;
 
 use serde_json::{json, Map, Value};
 
 use crate::home::resolve::{fold, ResolveError};
-use crate::home::{Family, Home, Room};
+use crate::home::{Family, Home, Room, Word};
 use crate::mcp::{ResourceContents, ResourceDescriptor, ResourceTemplate, RpcError};
 use crate::tools::{Caller, Ctx, ToolError};
 
@@ -196,44 +197,6 @@ pub fn room_key(home: &Home, room: &Room) -> String {
     }
 }
 
-/// A Loxone category's key in URIs: its slug, or its UUID when not unique or a family name.
-pub fn category_key(home: &Home, category: &crate::home::Category) -> String {
-    let s = slug(&category.name);
-    if s.is_empty()
-        || Family::parse(&s).is_some()
-        || home
-            .categories
-            .iter()
-            .filter(|c| slug(&c.name) == s)
-            .count()
-            > 1
-    {
-        category.uuid.clone()
-    } else {
-        s
-    }
-}
-
-/// The slug of a name: [`fold`]ed (accents and case dropped, `ß` -> `ss`), every run of
-/// characters other than letters and digits one `-`, none at the ends.
-/// `"Gäste WC"` -> `"gaste-wc"`, `"Bad (OG)"` -> `"bad-og"`.
-pub fn slug(name: &str) -> String {
-    let mut out = String::new();
-    let mut dash = false;
-    for c in fold(name).chars() {
-        if c.is_alphanumeric() {
-            if dash && !out.is_empty() {
-                out.push('-');
-            }
-            dash = false;
-            out.push(c);
-        } else {
-            dash = true;
-        }
-    }
-    out
-}
-
 /// -32002 for `uri` with a reason and suggestions (JSON text in `details`).
 pub(crate) fn not_found(uri: &str, reason: &str, suggestions: Vec<String>) -> RpcError {
     RpcError {
@@ -366,10 +329,11 @@ pub(crate) fn resolve(home: &Home, uri: &str) -> Result<Resolved, RpcError> {
             })
         }
         ["devices", "category", category] => {
-            let (key, arg) = find_category(home, uri, category)?;
+            let (canonical, mut args) = find_category(home, uri, category)?;
+            args["limit"] = json!(LIMIT);
             Ok(Resolved {
-                canonical: format!("home://devices/category/{key}"),
-                target: tool("list_devices", json!({"category": arg, "limit": LIMIT})),
+                canonical,
+                target: tool("list_devices", args),
             })
         }
         ["devices", "type", kind] => {
@@ -472,45 +436,36 @@ fn room_suggestion(home: &Home, uuid: &str) -> String {
         .unwrap_or_else(|| uuid.to_string())
 }
 
-/// The `{category}` value: `(canonical key, list_devices category argument)`.
-fn find_category(home: &Home, uri: &str, value: &str) -> Result<(String, String), RpcError> {
-    if let Some(f) = Family::parse(value) {
-        return Ok((f.as_str().into(), f.as_str().into()));
-    }
-    let lower = value.to_lowercase();
-    let folded = fold(value);
-    let matching: Vec<_> = home
-        .categories
-        .iter()
-        .filter(|c| c.uuid == lower || slug(&c.name) == lower || fold(&c.name) == folded)
-        .collect();
-    match matching.as_slice() {
-        [c] => Ok((category_key(home, c), c.uuid.clone())),
-        _ => {
+/// The `{category}` value, read by [`Home::word`] as every tool reads it: `(canonical URI,
+/// list_devices arguments)`. A family or a category lists `{category}`; a control type is the
+/// type's resource (`home://devices/type/{type}`, so subscriptions to either match).
+fn find_category(home: &Home, uri: &str, value: &str) -> Result<(String, Value), RpcError> {
+    match home.word(value) {
+        Ok(Word::Family(f)) => Ok((
+            format!("home://devices/category/{}", f.as_str()),
+            json!({"category": f.as_str()}),
+        )),
+        Ok(Word::Category(c)) => Ok((
+            format!("home://devices/category/{}", home.category_key(c)),
+            json!({"category": c.uuid}),
+        )),
+        Ok(Word::Type(k)) => Ok((
+            format!("home://devices/type/{}", k.as_str()),
+            json!({"type": k.as_str()}),
+        )),
+        Err(e) => {
             let mut suggestions: Vec<String> =
                 Family::ALL.iter().map(|f| f.as_str().to_string()).collect();
-            suggestions.extend(home.categories.iter().map(|c| category_key(home, c)));
-            Err(not_found(
-                uri,
-                &format!("no family or Loxone category {value:?}"),
-                suggestions,
-            ))
+            suggestions.extend(home.categories.iter().map(|c| home.category_key(c)));
+            Err(not_found(uri, &e.to_string(), suggestions))
         }
     }
-}
-
-/// The Loxone types present in the house (top-level controls), sorted.
-pub(crate) fn types_present(home: &Home) -> Vec<&str> {
-    let mut v: Vec<&str> = home.controls.iter().map(|c| c.kind.as_str()).collect();
-    v.sort_unstable();
-    v.dedup();
-    v
 }
 
 /// The `{type}` value: the exact Loxone type present in the house.
 fn find_type(home: &Home, uri: &str, value: &str) -> Result<String, RpcError> {
     let folded = fold(value);
-    let present = types_present(home);
+    let present = home.types_present();
     match present.iter().find(|t| fold(t) == folded) {
         Some(t) => Ok((*t).to_string()),
         None => Err(not_found(

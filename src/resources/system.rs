@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::{category_key, FIXED, TEMPLATES};
+use super::{FIXED, TEMPLATES};
 use crate::home::{Family, Home};
 use crate::tools::Ctx;
 
@@ -112,7 +112,7 @@ pub fn categories(home: &Home) -> Value {
                 "name": c.name,
                 "type": c.kind.as_str(),
                 "count": n,
-                "uri": format!("home://devices/category/{}", category_key(home, c)),
+                "uri": format!("home://devices/category/{}", home.category_key(c)),
             })
         })
         .collect();

@@ -1,28 +1,35 @@
 //! The simulator's token authentication and command encryption (loxone-protocol.md §3.2-3.4),
 //! written apart from `crate::loxone` so the client is checked against an independent reading.
 //!
-//! Endpoints (all answered before the Basic-auth gate, each checks its own secret):
+//! Handlers (rows of `commands.rs`; none needs a login, each checks its own secret):
 //!
-//! - `jdev/sys/getPublicKey`: the simulator's RSA key in the Miniserver's one-line
-//!   `-----BEGIN CERTIFICATE-----{base64 SPKI}-----END CERTIFICATE-----` form. The private key is
-//!   `assets/sim-rsa-key.pem`, a **test key that is public and not a secret**.
-//! - `jdev/sys/enc/{cipher}?sk={rsa}` and `fenc`: RSA-decrypts `sk` to `"{keyHex}:{ivHex}"`,
-//!   AES-256-CBC-decrypts the cipher to `salt/{salt}/{cmd}` (or `nextSalt/{old}/{new}/{cmd}`) and
-//!   answers `cmd`; `fenc` answers with base64 of the AES-encrypted JSON (*inferred*: HTML error
-//!   pages stay plain). Anything that does not decrypt gets 401 (§3.4), not counted as a failed
-//!   login.
-//! - `jdev/sys/getkey2/{user}`: a fresh one-time key and salt, `hashAlg` from
+//! - `sys/getPublicKey` (and `sys/getcertificate`): the simulator's RSA key in the
+//!   Miniserver's one-line `-----BEGIN CERTIFICATE-----{base64 SPKI}-----END CERTIFICATE-----`
+//!   form. The private key is `assets/sim-rsa-key.pem`, a **test key that is public and not a
+//!   secret**.
+//! - `sys/keyexchange/{rsa}` (WebSocket): the session key, RSA-decrypted to
+//!   `"{keyHex}:{ivHex}"` (32-byte AES-256 keys as documented; 16 and 24 bytes accepted too).
+//! - `sys/enc/{cipher}` and `fenc` (`?sk={rsa}` over HTTP, the session key over the
+//!   WebSocket): the cipher is URI-decoded when it is encoded, base64-decoded leniently,
+//!   AES-CBC-decrypted without padding and stripped of PKCS#7 bytes and everything from the
+//!   first NUL (zero padding, a NUL terminator); `salt/{salt}/` or `nextSalt/{old}/{new}/`
+//!   goes, the router runs the command; `fenc` encrypts the answer (HTML error pages stay
+//!   plain, *inferred*). Anything that does not decrypt gets 401 at once (§3.4), not counted as
+//!   a failed login.
+//! - `sys/getkey2/{user}`: a fresh one-time key and salt, `hashAlg` from
 //!   [`SimConfig::user_hash`](super::SimConfig::user_hash).
-//! - `jdev/sys/getjwt/{hash}/{user}/{permission}/{clientUuid}/{info}`: only through `enc`/`fenc`
-//!   (plain: 400). A wrong hash is 401 and counts toward the lock-out; a right one issues a token
-//!   valid for [`SimConfig::token_lifetime`](super::SimConfig::token_lifetime).
-//! - `jdev/sys/getkey`: the key for token hashes (hex of hex text, stable for the simulator).
-//! - `jdev/sys/refreshjwt|checktoken|killtoken/{tokenHash}/{user}`: plain or encrypted.
+//! - `sys/getjwt/{hash}/{user}/{permission}/{clientUuid}/{info}`: only through `enc`/`fenc`
+//!   (plain: 400, §3.3); the legacy `sys/gettoken/...` also plain (since 11.2 "not mandatory
+//!   anymore to use encryption"). A wrong hash is 401 and counts toward the lock-out; a right
+//!   one issues a token valid for [`SimConfig::token_lifetime`](super::SimConfig::token_lifetime).
+//! - `sys/getkey`: the key for token hashes (hex of hex text, stable for the simulator).
+//! - `sys/refreshjwt|refreshtoken|checktoken|killtoken/{tokenHash}/{user}`: plain or encrypted.
+//! - `authwithtoken/{tokenHash}/{user}` (WebSocket): authenticates the session.
 //! - `?autht={tokenHash}&user={user}` on any other request instead of Basic auth.
 //!
 //! A token hash is accepted as HMAC-SHA1 or HMAC-SHA256 of the token with the `getkey` key, or as
 //! the plain token (allowed since 11.2). With `token_auth = false` ("old firmware")
-//! `getPublicKey`, `enc`/`fenc` and `getjwt` answer 404.
+//! `getPublicKey`, `enc`/`fenc`, `getjwt` and `gettoken` answer 404.
 //!
 //! [`SimRsa::recover_session_key`] and [`SimSessionKey::decrypt_command`] carry no transport, so a
 //! WebSocket endpoint reuses them for `jdev/sys/keyexchange/{...}` and `jdev/sys/enc/{...}`.
@@ -472,6 +479,27 @@ pub(crate) fn keyexchange(sim: &Simulator, call: &mut Call<'_>) -> Answer {
     }
 }
 
+/// The session key of an HTTP `?sk=`: RSA-decrypted, or taken from the last few decrypted
+/// (RSA is the costly step, and a client may send the same `sk` with every request; the same
+/// `sk` always gives the same key, so remembering changes no answer).
+fn http_session_key(sk: &str) -> Result<SimSessionKey, SimCryptoError> {
+    use std::sync::Mutex;
+    const KEEP: usize = 8;
+    static RECENT: Mutex<Vec<(String, SimSessionKey)>> = Mutex::new(Vec::new());
+    let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, key)) = recent.iter().find(|(s, _)| s == sk) {
+        return Ok(key.clone());
+    }
+    let key = sim_rsa()
+        .ok_or(SimCryptoError::Rsa)
+        .and_then(|k| k.recover_session_key(sk))?;
+    if recent.len() >= KEEP {
+        recent.remove(0);
+    }
+    recent.push((sk.to_string(), key.clone()));
+    Ok(key)
+}
+
 /// `sys/enc/{cipher}` and `sys/fenc/{cipher}` (§3.4): over HTTP the session key comes in
 /// `?sk=` (RSA), over the WebSocket from `keyexchange`. The cipher may arrive URI-encoded or
 /// not (then its `/` split it into several segments). Anything that does not decrypt is 401
@@ -494,9 +522,7 @@ pub(crate) fn enc(sim: &Simulator, call: &mut Call<'_>) -> Answer {
                 .find_map(|p| p.strip_prefix("sk="))
                 .unwrap_or("")
                 .to_string();
-            sim_rsa()
-                .ok_or(SimCryptoError::Rsa)
-                .and_then(|k| k.recover_session_key(&sk))
+            http_session_key(&sk)
         }
         Transport::Ws => {
             // Echo the encrypted command as received, cipher URI-decoded (see `run`).

@@ -366,12 +366,15 @@ impl Simulator {
             // An encrypted command inside an encrypted command: not decrypted twice.
             reply.answer = Answer::Error(400, "Bad Request");
         }
-        reply.fenc = fenc;
-        if transport == Transport::Ws {
-            // Over the WebSocket the answer echoes the encrypted command as received, its
-            // cipher no longer URI-encoded (PyLoxone decrypts the echo to match its command).
+        if transport == Transport::Ws && fenc.is_none() {
+            // Over the WebSocket an `enc` answer, in the clear, echoes the encrypted command as
+            // received, its cipher no longer URI-encoded (PyLoxone decrypts the echo to match
+            // its command). A `fenc` answer is encrypted as a whole and echoes the command
+            // itself (loxws matches `getkey2`, `getjwt`, `enablebinstatusupdate` in the
+            // decrypted answer's control) (*inferred* from the two clients).
             reply.control = first.control;
         }
+        reply.fenc = fenc;
         reply
     }
 
@@ -423,6 +426,14 @@ impl Simulator {
         };
         let Some((command, caps)) = found else {
             debug!("sim: unknown command {path}");
+            // A Miniserver asks who is calling before it looks the command up: a stranger
+            // gets 401 for any path it does not serve openly, never a 404 that tells it what
+            // exists.
+            if transport == Transport::Http {
+                if let Err(page) = self.authenticate(authorization, query, peer) {
+                    return reply(Answer::Page(page), control);
+                }
+            }
             return reply(Answer::Error(404, "Not Found"), control);
         };
         if command.over == Over::Ws && transport == Transport::Http {
@@ -471,6 +482,39 @@ impl Simulator {
         let answer = (command.handler)(self, &mut call);
         reply(answer, call.control)
     }
+}
+
+/// One row of the command table as tests and docs see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandInfo {
+    /// The path after `jdev/`/`dev/`, or the whole path when [`CommandInfo::prefixed`] is
+    /// false; `{name}`, `{control}` and `{rest...}` mark arguments (see `commands.rs`).
+    pub pattern: &'static str,
+    /// Served as `jdev/{pattern}` (JSON) and `dev/{pattern}` (XML); otherwise as written.
+    pub prefixed: bool,
+    /// Only on the WebSocket (HTTP answers 400).
+    pub websocket_only: bool,
+    /// Needs a logged-in user (HTTP Basic auth or a token; an authenticated socket).
+    pub needs_login: bool,
+    /// Only through `enc`/`fenc` (plain: 400).
+    pub encrypted_only: bool,
+    /// The section of loxone-protocol.md that describes it.
+    pub source: &'static str,
+}
+
+/// Every command the simulator serves, in the order the router tries them.
+pub fn command_table() -> Vec<CommandInfo> {
+    COMMANDS
+        .iter()
+        .map(|c| CommandInfo {
+            pattern: c.pattern,
+            prefixed: c.flavours == Flavours::Both,
+            websocket_only: c.over == Over::Ws,
+            needs_login: c.gate == Gate::User,
+            encrypted_only: c.gate == Gate::Encrypted,
+            source: c.source,
+        })
+        .collect()
 }
 
 /// The table as the Markdown `docs/development.md` shows: command, flavours, transports,

@@ -450,11 +450,15 @@ fn default_value(kind: &Kind, state: &str) -> Val {
     match (kind, state) {
         (Kind::LightControllerV2, "activeMoods") => Val::Text("[778]".into()),
         (Kind::LightControllerV2, "moodList") => {
-            Val::Text(r#"[{"name":"Aus","id":778,"static":true,"used":0,"t":0}]"#.into())
+            Val::Text(r#"[{"name":"Viel Licht","shortName":"Hell","id":777,"static":true,"used":0,"t":0},{"name":"Aus","shortName":"Aus","id":778,"static":true,"used":0,"t":0}]"#.into())
         }
         (Kind::LightControllerV2, "activeMoodsNum") => Val::Num(778.0),
         (Kind::Dimmer, "max") => Val::Num(100.0),
         (Kind::Dimmer, "step") => Val::Num(1.0),
+        // A ValueSelector always has a range (Loxone Config gives 0..100, step 1, by default);
+        // 0..0 would refuse every value once the live states arrive.
+        (Kind::ValueSelector, "max") => Val::Num(100.0),
+        (Kind::ValueSelector, "step") => Val::Num(1.0),
         (Kind::IRoomControllerV2, "overrideEntries") => Val::Text("[]".into()),
         (_, "volumeStep") => Val::Num(3.0),
         (_, s) if TEXT_STATES.contains(&s) => Val::Text(String::new()),

@@ -1,10 +1,12 @@
-//! The simulator's HTTP surface: routing, Basic authentication with the Miniserver's lock-out,
-//! and the byte shapes of its answers (the `LL` envelope and the small HTML error pages).
+//! The simulator's login gate and the handlers of `sps/io`: HTTP Basic authentication (and
+//! `?autht=` tokens) with the Miniserver's lock-out, the `cfg/api` value, reading and
+//! commanding controls (`sps/io`, `sps/ios` with the visualisation password, `getvisusalt`,
+//! `checkuservisupwd`), and the resolution of a control target (UUID, sub-control, name).
 //!
 //! Everything here is a pure function of the request and the simulator's state, so tests call
-//! [`Simulator::handle`](super::Simulator::handle) without a socket; `server.rs` only moves
-//! bytes. Shapes follow loxone-protocol.md §2 and the real answers in
-//! `shared/fixtures/loxapp3/captures/answers.json`.
+//! [`Simulator::handle`](super::Simulator::handle) without a socket; the command table
+//! (`commands.rs`) routes to these handlers and `answer.rs` writes their answers. Shapes follow
+//! loxone-protocol.md §2 and the real answers in `shared/fixtures/loxapp3/captures/answers.json`.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -294,9 +296,21 @@ fn decoded_control(call: &Call<'_>) -> String {
 }
 
 /// `sps/io/{control}`, `/state`, `/astate` (§2.5): the block's primary value (the simulator's
-/// outputs all follow the block, so `astate` never answers `?`).
+/// outputs all follow the block, so `astate` never answers `?`). Over HTTP the echoed control
+/// leaves out `/state` and `/astate`, as in the Loxone KB's examples.
 pub(crate) fn io_read(sim: &Simulator, call: &mut Call<'_>) -> Answer {
     call.control = decoded_control(call);
+    if call.transport == Transport::Http {
+        // The KB's examples: `dev/sps/io/LivingroomLight/state` (and `/astate`) answer
+        // `control="dev/sps/io/LivingroomLight"`.
+        for word in ["/state", "/astate"] {
+            let n = call.control.len();
+            if n > word.len() && call.control[n - word.len()..].eq_ignore_ascii_case(word) {
+                call.control.truncate(n - word.len());
+                break;
+            }
+        }
+    }
     let idx = call.target.unwrap_or(usize::MAX);
     sim.io_core(idx, &[], false, &call.control)
 }

@@ -1,9 +1,11 @@
-//! A Loxone Miniserver simulator speaking the real HTTP API, for `--demo`, `home-mcp sim`
-//! and the tests.
+//! A Loxone Miniserver simulator speaking the documented API (HTTP and WebSocket, `jdev/` JSON
+//! and `dev/` XML, plain and encrypted), for `--demo`, `home-mcp sim` and the tests.
 //!
 //! The simulator is its own Miniserver: it reads a structure file (`LoxAPP3.json`) with
 //! `serde_json::Value`, never through `crate::loxone` or `crate::home`, so the client is
-//! tested against an independent reading of the same format. It answers:
+//! tested against an independent reading of the same format. Every command it serves is a
+//! row of one table (`commands.rs`, shown in docs/development.md) that one router reads for
+//! both transports; whatever it cannot do still gets an answer (404, 400, 401). It answers:
 //!
 //! - `GET /jdev/cfg/api` and `/jdev/cfg/apiKey` without authentication (single-quoted
 //!   pseudo-JSON inside the `LL` envelope, loxone-protocol.md §2.2);
@@ -21,12 +23,17 @@
 //! - the WebSocket endpoint `/ws/rfc6455` (`remotecontrol`, §4): headers, `LL` answers,
 //!   `keepalive`, the initial value and text tables after `enablebinstatusupdate` and change
 //!   events after every command and while blinds travel, with fault switches for tests
-//!   (see `ws.rs`; WebSocket authentication goes through the [`WsAuth`] seam);
+//!   (see `ws.rs`; a session authenticates with a token acquired on it or `authwithtoken`);
+//! - token authentication and command encryption (`auth.rs`, §3): getkey2, getjwt and the
+//!   legacy gettoken, refresh/check/kill, `enc`/`fenc` with the paddings clients use;
+//! - diagnostics and version probes (`system.rs`, §2.2, §2.6);
 //! - the fault switch "answer slowly" ([`Simulator::set_delay`]) for HTTP and WebSocket.
 //!
 //! Layout: [`house`] holds the controls and their states, [`controls`] the per-type
-//! behaviour, `http` the routing, auth and answer shapes, and [`server`] the tiny_http
-//! front end. [`Simulator::handle`] is a pure request handler, testable without sockets.
+//! behaviour, `commands` the command table and its router, `answer` what handlers answer and
+//! how it is written (JSON, XML, HTML pages), `http` Basic auth, the lock-out and the `sps/io`
+//! handlers, `auth` tokens and encryption, `system` the rest, and [`server`] the tiny_http
+//! front end (one write per answer, `TCP_NODELAY`). [`Simulator::handle`] is a pure request handler, testable without sockets.
 //! [`synth`] writes synthetic structure files of any size (benchmarks).
 //!
 //! The embedded demo house ([`Simulator::demo`], `assets/demo-house.json`) is a bilingual
@@ -55,7 +62,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub use auth::{sim_rsa, SimCryptoError, SimRsa, SimSessionKey, SIM_RSA_KEY_PEM};
-pub use commands::markdown_table as command_table_markdown;
+pub use commands::{command_table, markdown_table as command_table_markdown, CommandInfo};
 pub use door::{
     CameraFault, CameraServers, DetailsForm, Served, CAMERA_CREDENTIALS, HUGE_BYTES,
     INTERCOM_CREDENTIALS, MAX_BELL_EVENTS, RING_SECS,

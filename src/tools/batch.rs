@@ -138,7 +138,7 @@ fn control_multiple_devices(
     let mut items = Vec::with_capacity(a.operations.len());
     for (i, op) in a.operations.iter().enumerate() {
         let asked = |k: &str| op.get(k).cloned().unwrap_or(Value::Null);
-        match plan_device(&home, op, false) {
+        match plan_device(house.house, &home, op, false) {
             Ok(p) => {
                 items.push(Item::new(&home, p.control, vec![p.action]).with_action(p.action_name))
             }
@@ -184,25 +184,6 @@ struct RoomDevices {
     confirm: Option<bool>,
 }
 
-/// A kind of device asked for: a family or a Loxone type.
-enum Kind {
-    Family(Family),
-    Type(ControlKind),
-}
-
-fn kind_filter(home: &Home, field: &str, s: &str) -> Result<Kind, ToolError> {
-    if let Some(f) = Family::parse(s) {
-        return Ok(Kind::Family(f));
-    }
-    match args::control_type(home, Some(s), &|_| true) {
-        Ok(Some(k)) => Ok(Kind::Type(k)),
-        _ => Err(ToolError::InvalidParams(format!(
-            "{field} {s:?} is neither a family ({}) nor a Loxone type of this house",
-            Family::ALL.map(|f| f.as_str()).join(", ")
-        ))),
-    }
-}
-
 fn control_room_devices(
     house: &Ctx,
     a: &Map<String, Value>,
@@ -210,12 +191,16 @@ fn control_room_devices(
 ) -> Result<Value, ToolError> {
     let a: RoomDevices = args::parse(a)?;
     let home = house.home();
+    let word = |field: &str, s: &str| {
+        home.word(s)
+            .map_err(|e| ToolError::InvalidParams(format!("{field}: {e}")))
+    };
     let mut kinds = Vec::new();
     if let Some(t) = &a.device_type {
-        kinds.push(kind_filter(&home, "device_type", t)?);
+        kinds.push(word("device_type", t)?);
     }
     for (i, t) in a.device_types.iter().flatten().enumerate() {
-        kinds.push(kind_filter(&home, &format!("device_types[{i}]"), t)?);
+        kinds.push(word(&format!("device_types[{i}]"), t)?);
     }
     if kinds.is_empty() {
         return Err(ToolError::InvalidParams(
@@ -225,11 +210,10 @@ fn control_room_devices(
     }
     let room = home.resolve_room(&a.room)?;
     let wanted = |c: &Control| {
-        !is_central(c)
+        !c.kind.is_central()
             && kinds.iter().any(|k| match k {
-                Kind::Family(Family::Lighting) => home.is_light(c),
-                Kind::Family(f) => home.family(c) == *f,
-                Kind::Type(t) => &c.kind == t,
+                Word::Family(Family::Lighting) => home.is_light(c),
+                k => k.contains(&home, c),
             })
     };
     let controls: Vec<&Control> = home
@@ -250,7 +234,7 @@ fn control_room_devices(
             ("action", json!(a.action)),
             ("value", json!(a.value)),
         ]);
-        match plan_device(&home, &op, false) {
+        match plan_device(house.house, &home, &op, false) {
             Ok(p) => items.push(Item::new(&home, c, vec![p.action])),
             Err(e @ ToolError::InvalidParams(_)) => return Err(e),
             Err(e) => items.push(Item::refused_for(&home, c, e)),
@@ -285,11 +269,11 @@ use super::{
     confirm_schema, confirmation_data_schema, mark_unconfirmed, Caller, Confirmation, Ctx,
     Permission, ToConfirm, Tool, ToolError, SETTER,
 };
-use crate::home::resolve::{fold, ResolveError};
+use crate::home::resolve::ResolveError;
 
 use super::verify::{observable, verify_reporting, Target};
 use crate::home::{
-    Action, Control, ControlKind, ControllerError, Family, Home, House, Risk, Value as HValue,
+    Action, Control, ControllerError, Family, Home, House, Risk, Value as HValue, Word,
 };
 use crate::loxone::commands::command_for;
 
@@ -948,18 +932,6 @@ pub fn target_names(target: Option<&Value>) -> Result<Option<Vec<String>>, ToolE
     Ok(Some(names))
 }
 
-/// Blocks that command other blocks: never part of a room- or house-wide batch (they would
-/// move the same devices a second time).
-pub fn is_central(c: &Control) -> bool {
-    matches!(
-        c.kind,
-        ControlKind::CentralLightController
-            | ControlKind::CentralJalousie
-            | ControlKind::CentralAudioZone
-            | ControlKind::CentralAlarm
-    )
-}
-
 /// What scope targeting needs to know about a family's members.
 pub struct Members<'a> {
     /// The family of the tool (lighting, blinds).
@@ -1039,24 +1011,13 @@ pub fn select<'h>(
                 ));
             }
             let q = one(names, "Loxone category name or family")?;
-            let (label, list): (String, Vec<&Control>) = match category_target(home, &q)? {
-                CategoryTarget::Family(f) => (
-                    f.as_str().to_string(),
-                    if f == m.family {
-                        house_members(home, m.member)
-                    } else {
-                        Vec::new()
-                    },
-                ),
-                CategoryTarget::Loxone { uuid, name } => (
-                    name,
-                    home.controls
-                        .iter()
-                        .filter(|c| c.category.as_deref() == Some(uuid.as_str()))
-                        .filter(|c| (m.member)(home, c) && !is_central(c))
-                        .collect(),
-                ),
-            };
+            let word = home
+                .word(&q)
+                .map_err(|e| ToolError::InvalidParams(format!("target: {e}")))?;
+            let label = word.label().to_string();
+            let list = house_members(home, &|h: &Home, c: &Control| {
+                (m.member)(h, c) && word.contains(h, c) && !c.kind.is_central()
+            });
             if list.is_empty() {
                 return Err(none(format!("category {label}")));
             }
@@ -1097,41 +1058,6 @@ fn house_members<'h>(home: &'h Home, member: &dyn Fn(&Home, &Control) -> bool) -
             .filter(|c| c.room.as_deref().is_none_or(|r| home.room(r).is_none())),
     );
     out
-}
-
-/// A category target: a family (lighting, blinds, ...) or one of the user's Loxone categories.
-pub enum CategoryTarget {
-    Family(Family),
-    Loxone { uuid: String, name: String },
-}
-
-/// Parses a category target: one of the user's Loxone categories by name (case- and
-/// accent-folded) or UUID first (their own words win: a category called "Shading" means that
-/// category, not every blind), then a family name (lighting, blinds, ...).
-pub fn category_target(home: &Home, s: &str) -> Result<CategoryTarget, ToolError> {
-    let folded = fold(s);
-    if let Some(c) = home
-        .categories
-        .iter()
-        .find(|c| fold(&c.name) == folded || c.uuid.eq_ignore_ascii_case(s))
-    {
-        return Ok(CategoryTarget::Loxone {
-            uuid: c.uuid.clone(),
-            name: c.name.clone(),
-        });
-    }
-    if let Some(f) = Family::parse(s) {
-        return Ok(CategoryTarget::Family(f));
-    }
-    Err(ToolError::InvalidParams(format!(
-        "target {s:?} is no category; use a family ({}) or a Loxone category ({})",
-        Family::ALL.map(|f| f.as_str()).join(", "),
-        home.categories
-            .iter()
-            .map(|c| c.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    )))
 }
 
 /// An argument map from pairs, leaving out nulls (to plan with other tools' planners).

@@ -12,7 +12,9 @@ use super::{
     Tool, ToolError, READ_ONLY,
 };
 use crate::home::resolve::fold;
-use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, Primary, Risk};
+use crate::home::{
+    Action, Control, ControlKind, ControllerError, Family, Home, House, Primary, Risk,
+};
 use crate::mcp::ToolAnnotations;
 
 pub fn tools() -> Vec<Tool> {
@@ -59,7 +61,7 @@ pub fn tools() -> Vec<Tool> {
         Tool {
             name: "control_device",
             title: "Control a device",
-            description: "Controls one device (name or UUID; room for equal names). action: on, off, dim/bright (value %, default 30/100), up/down/stop (blinds; value = % closed, 0 = open), shade, slats (value %), pulse, mood (scene), color (hue, saturation, value), white (kelvin, value), set/select (number; select 0 = all off), text, play/pause/next/previous; German words too. Refuses alarms and secured controls (arm_alarm, disarm_alarm); opens gates and doors only for keys whose owner allows it, after the user confirms. dry_run: what would be sent.",
+            description: "Controls one device (name or UUID; room for equal names). action: on, off, dim/bright (value %, default 30/100), up/down/stop (blinds; value = % closed, 0 = open), shade, slats (value %), pulse, mood (scene id, or mood: its name), color (hue, saturation, value), white (kelvin, value), set/select (number; select 0 = all off), text, play/pause/next/previous; German words too. Refuses alarms and secured controls (arm_alarm, disarm_alarm); opens gates and doors only for keys whose owner allows it, after the user confirms. dry_run: what would be sent.",
             permission: Permission::Control,
             annotations: ToolAnnotations {
                 read_only_hint: false,
@@ -154,35 +156,6 @@ struct ListDevices {
     limit: Option<i64>,
 }
 
-/// A category filter: a device family or one of the user's Loxone categories.
-enum CategoryFilter {
-    Family(Family),
-    Loxone(String),
-}
-
-fn category_filter(home: &Home, s: &str) -> Result<CategoryFilter, ToolError> {
-    if let Some(f) = Family::parse(s) {
-        return Ok(CategoryFilter::Family(f));
-    }
-    let folded = fold(s);
-    if let Some(c) = home
-        .categories
-        .iter()
-        .find(|c| fold(&c.name) == folded || c.uuid.eq_ignore_ascii_case(s))
-    {
-        return Ok(CategoryFilter::Loxone(c.uuid.clone()));
-    }
-    Err(ToolError::InvalidParams(format!(
-        "category {s:?} is unknown; use one of {} or a Loxone category ({})",
-        Family::ALL.map(|f| f.as_str()).join(", "),
-        home.categories
-            .iter()
-            .map(|c| c.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    )))
-}
-
 fn list_devices(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Value, ToolError> {
     let a: ListDevices = args::parse(a)?;
     let limit = args::limit(a.limit)?;
@@ -191,38 +164,15 @@ fn list_devices(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<
     let category = a
         .category
         .as_deref()
-        .map(|c| category_filter(&home, c))
-        .transpose()?;
-    let kind = match &a.kind {
-        Some(t) => {
-            let folded = fold(t);
-            let known: Vec<&str> = {
-                let mut v: Vec<&str> = home.controls.iter().map(|c| c.kind.as_str()).collect();
-                v.sort_unstable();
-                v.dedup();
-                v
-            };
-            match known.iter().find(|k| fold(k) == folded) {
-                Some(k) => Some(ControlKind::from_type(k)),
-                None => {
-                    return Err(ToolError::InvalidParams(format!(
-                        "type {t:?} does not occur in this house; types present: {}",
-                        known.join(", ")
-                    )))
-                }
-            }
-        }
-        None => None,
-    };
+        .map(|c| home.word(c))
+        .transpose()
+        .map_err(|e| ToolError::InvalidParams(format!("category: {e}")))?;
+    let kind = args::control_type(&home, a.kind.as_deref(), &|_| true)?;
     let matching: Vec<&Control> = home
         .controls
         .iter()
         .filter(|c| args::listed(&home, caller, room.as_ref(), c))
-        .filter(|c| match &category {
-            None => true,
-            Some(CategoryFilter::Family(f)) => home.family(c) == *f,
-            Some(CategoryFilter::Loxone(u)) => c.category.as_ref() == Some(u),
-        })
+        .filter(|c| category.as_ref().is_none_or(|w| w.contains(&home, c)))
         .filter(|c| kind.as_ref().is_none_or(|k| &c.kind == k))
         .collect();
 
@@ -233,7 +183,7 @@ fn list_devices(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<
         .take(limit)
         .map(|c| {
             let mut d = view::device(&home, c);
-            if include_state && has_primary_value(c) {
+            if include_state && Primary::has_value(c) {
                 d["state"] = match values.read(c) {
                     Some(v) => view::state_with_age(c, &v),
                     None => Value::Null,
@@ -243,20 +193,6 @@ fn list_devices(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<
         })
         .collect();
     Ok(values.annotate(json!({"devices": devices, "total": matching.len()})))
-}
-
-/// Whether a listing shows the control's value: a type the model knows, except the central
-/// blocks (they have none), and a type it does not know when it has a pushed primary state
-/// ([`Primary`]: its `value`, `active` or `position`), as every other read path shows it.
-fn has_primary_value(c: &Control) -> bool {
-    match c.kind {
-        ControlKind::CentralJalousie
-        | ControlKind::CentralLightController
-        | ControlKind::CentralAudioZone
-        | ControlKind::CentralAlarm => false,
-        ControlKind::Unknown(_) => Primary::of(c) != Primary::None,
-        _ => true,
-    }
 }
 
 /// What `control_device` can be asked to do, after the user's word (English or German) has
@@ -386,6 +322,9 @@ pub(crate) struct DeviceCommand {
     pub value: Option<f64>,
     /// Mood id (LightControllerV2) or scene number 0-9 (LightController).
     pub scene: Option<u32>,
+    /// A LightControllerV2 mood by the owner's name (`Fernsehen`), read from its `moodList`
+    /// ([`House::mood`]).
+    pub mood: Option<String>,
     /// Hue 0-360 ° for `color`.
     pub hue: Option<f64>,
     /// Saturation 0-100 % for `color` (default 100).
@@ -404,6 +343,7 @@ pub(crate) fn device_command_schema() -> Map<String, Value> {
         "action": {"type": "string", "enum": verb_words()},
         "value": {"type": "number", "minimum": 0, "maximum": 100, "description": "%: brightness, blind closed, slat angle"},
         "scene": {"type": "integer", "minimum": 0, "maximum": 9999, "description": "Mood id (777 bright, 778 off) or scene 0-9"},
+        "mood": {"type": "string", "minLength": 1, "maxLength": 100, "description": "Mood by its name in Loxone (LightControllerV2), instead of scene"},
         "hue": {"type": "number", "minimum": 0, "maximum": 360},
         "saturation": {"type": "number", "minimum": 0, "maximum": 100, "default": 100},
         "kelvin": {"type": "number", "minimum": 2700, "maximum": 6500, "default": 2700},
@@ -425,17 +365,6 @@ struct ControlDevice {
     command: DeviceCommand,
 }
 
-/// Types whose "on"/"dim"/"bright" take a brightness.
-fn dimmable(kind: &ControlKind) -> bool {
-    matches!(
-        kind,
-        ControlKind::Dimmer
-            | ControlKind::EibDimmer
-            | ControlKind::LightControllerV2
-            | ControlKind::ColorPickerV2
-    )
-}
-
 fn required<T>(field: &str, verb: Verb, v: Option<T>) -> Result<T, ToolError> {
     v.ok_or_else(|| {
         ToolError::InvalidParams(format!("{field} is required for action {}", verb.as_str()))
@@ -449,6 +378,7 @@ fn required<T>(field: &str, verb: Verb, v: Option<T>) -> Result<T, ToolError> {
 /// verb the type does not support is left to the command table, which names what the type
 /// supports.
 pub(crate) fn plan(
+    house: &House,
     home: &Home,
     c: &Control,
     cmd: &DeviceCommand,
@@ -484,12 +414,12 @@ pub(crate) fn plan(
     }
     let action = match verb {
         Verb::On => match value {
-            Some(v) if dimmable(&c.kind) => Action::Level(v),
+            Some(v) if c.kind.is_dimmable() => Action::Level(v),
             _ => Action::On,
         },
         Verb::Off => Action::Off,
         Verb::Dim | Verb::Bright => {
-            if !dimmable(&c.kind) {
+            if !c.kind.is_dimmable() {
                 return Err(ToolError::Controller(ControllerError::Unsupported(
                     format!("{} ({}) cannot be dimmed; use on or off", c.name, c.kind),
                 )));
@@ -506,7 +436,17 @@ pub(crate) fn plan(
         Verb::Pulse => Action::Pulse,
         Verb::Shade => Action::Shade,
         Verb::Slats => Action::Slats(required("value", verb, value)?),
-        Verb::Mood => Action::Mood(required("scene", verb, cmd.scene)?),
+        Verb::Mood => Action::Mood(match (cmd.scene, cmd.mood.as_deref()) {
+            (Some(_), Some(_)) => {
+                return Err(ToolError::InvalidParams(
+                    "give the mood either by name (mood) or by id (scene), not both".into(),
+                ))
+            }
+            (None, Some(word)) => house
+                .mood(c, word)
+                .map_err(|e| ToolError::InvalidParams(format!("mood: {e}")))?,
+            (scene, None) => required("scene", verb, scene)?,
+        }),
         Verb::Color => Action::Color {
             hue: in_range("hue", required("hue", verb, cmd.hue)?, 0.0, 360.0)?,
             saturation: in_range("saturation", cmd.saturation.unwrap_or(100.0), 0.0, 100.0)?,
@@ -564,6 +504,7 @@ pub(crate) struct DevicePlan<'h> {
 /// Errors: -32602 for bad arguments (checked before the device is looked up), the resolver's
 /// `DEVICE_NOT_FOUND`/ambiguous, `INSUFFICIENT_PERMISSIONS` for refused devices.
 pub(crate) fn plan_device<'h>(
+    house: &House,
     home: &'h Home,
     a: &Map<String, Value>,
     open_allowed: bool,
@@ -571,7 +512,7 @@ pub(crate) fn plan_device<'h>(
     let a: ControlDevice = args::parse(a)?;
     Verb::parse(&a.command.action)?;
     let c = home.resolve_control(&a.device, a.room.as_deref(), &|_| true)?;
-    let (verb, action) = plan(home, c, &a.command, open_allowed)?;
+    let (verb, action) = plan(house, home, c, &a.command, open_allowed)?;
     Ok(DevicePlan {
         control: c,
         opens: verb.opens(),
@@ -601,7 +542,7 @@ fn control_device(
     let dry_run = flag(rest.remove("dry_run"), "dry_run")?.unwrap_or(false);
     let confirm = flag(rest.remove("confirm"), "confirm")?;
     let home = house.home();
-    let p = plan_device(&home, &rest, caller.opens_doors())?;
+    let p = plan_device(house.house, &home, &rest, caller.opens_doors())?;
     let command = crate::loxone::commands::command_for(p.control, &p.action)
         .ok()
         .map(|k| k.command());

@@ -168,17 +168,6 @@ enum Intent {
     Level(f64),
 }
 
-/// Types that take a brightness.
-pub(super) fn dimmable(kind: &ControlKind) -> bool {
-    matches!(
-        kind,
-        ControlKind::Dimmer
-            | ControlKind::EibDimmer
-            | ControlKind::LightControllerV2
-            | ControlKind::ColorPickerV2
-    )
-}
-
 /// The actions that carry out `intent` on `c`, and a note when the light cannot do exactly
 /// that (a switch asked for a brightness).
 fn plan(c: &Control, intent: Intent) -> (Vec<Action>, Option<String>) {
@@ -191,7 +180,7 @@ fn plan(c: &Control, intent: Intent) -> (Vec<Action>, Option<String>) {
         Intent::Level(v) if c.kind == ControlKind::LightControllerV2 => {
             (vec![Action::On, Action::Level(v)], None)
         }
-        Intent::Level(v) if dimmable(&c.kind) => (vec![Action::Level(v)], None),
+        Intent::Level(v) if c.kind.is_dimmable() => (vec![Action::Level(v)], None),
         Intent::Level(_) => (
             vec![Action::On],
             Some(format!("{} cannot be dimmed; switched on", c.kind)),
@@ -444,7 +433,7 @@ fn set_dimmer(house: &Ctx, a: &Map<String, Value>, caller: &Caller) -> Result<Va
     let c = home.resolve_control(&a.device_id, a.room.as_deref(), &|c| {
         home.family(c) == Family::Lighting
     })?;
-    if !dimmable(&c.kind) {
+    if !c.kind.is_dimmable() {
         return Err(ToolError::Controller(ControllerError::Unsupported(
             format!(
             "{} ({}) cannot be dimmed; use control_room_lights or control_device with on or off",
@@ -514,7 +503,7 @@ fn get_lights_status(
             "name": c.name,
             "room": home.room_name(c),
             "type": c.kind.as_str(),
-            "dimmable": dimmable(&c.kind),
+            "dimmable": c.kind.is_dimmable(),
             "on": on,
         });
         if let Some(Value::Object(s)) = state {

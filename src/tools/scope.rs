@@ -20,8 +20,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::home::model::{ControlKind, Family, Home, TypeFamily};
+use crate::home::model::{Family, Home, TypeFamily};
 use crate::home::Scope;
+use crate::home::Word;
 
 /// `Ok` when tool `name` with `args` stays inside `scope` as far as the arguments tell (see
 /// the module docs); `Err` with the reason otherwise.
@@ -108,12 +109,17 @@ pub fn check(
             }
             // A generic type (Switch, Pushbutton, ...) has no family of its own: each control's
             // category decides, and the scope check at actuation refuses those outside the key.
-            kinds.into_iter().try_for_each(|k| match Family::parse(k) {
-                Some(f) => family(f),
-                None => match ControlKind::from_type(k).type_family() {
+            kinds.into_iter().try_for_each(|k| match home.word(k) {
+                Ok(Word::Family(f)) => family(f),
+                Ok(Word::Type(t)) => match t.type_family() {
                     TypeFamily::Fixed(f) => family(f),
                     TypeFamily::ByCategory => Ok(()),
                 },
+                Ok(Word::Category(_)) if scope.allows_category_name(home, k) => Ok(()),
+                Ok(Word::Category(c)) => {
+                    Err(format!("{} is outside this key's categories", c.name))
+                }
+                Err(e) => Err(e.to_string()),
             })
         }
         "control_all_lights" => house_wide(Family::Lighting),
@@ -123,7 +129,7 @@ pub fn check(
         "list_devices" => {
             room("room", true)?;
             match arg("category") {
-                Some(c) if scope.allows_category_name(c) => Ok(()),
+                Some(c) if scope.allows_category_name(home, c) => Ok(()),
                 Some(c) => Err(format!("category {c:?} is outside this key's categories")),
                 None if scope.limits_categories() => Err(format!(
                     "this key is limited to categories ({}): name one in `category`",

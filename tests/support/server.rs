@@ -354,11 +354,25 @@ impl SimProcess {
     }
 
     /// Kills the simulator and starts a new one on the same port (a Miniserver restart): its
-    /// values start afresh from the structure file.
+    /// values start afresh from the structure file, and it knows no token of the old one.
+    /// Returns once the new one listens.
     pub fn restart(self) -> SimProcess {
-        let (structure, addr, args) = (self.structure.clone(), self.api.addr, self.args.clone());
+        let args = self.args.clone();
+        self.restart_args(&args)
+    }
+
+    /// [`SimProcess::restart`] with other `home-mcp sim` arguments (a password changed in
+    /// Loxone Config with the program that restarted the Miniserver: `--password P`).
+    pub fn restart_args<S: AsRef<str>>(self, args: &[S]) -> SimProcess {
+        let (structure, addr) = (self.structure.clone(), self.api.addr);
+        let args: Vec<String> = args.iter().map(|a| a.as_ref().to_string()).collect();
         drop(self);
         // The old listener is closed once the process is reaped; std binds with SO_REUSEADDR.
         SimProcess::start_on(&structure, &addr.to_string(), &args)
+    }
+
+    /// Every line the simulator logged so far (its failed logins, lock-outs, tokens issued).
+    pub fn log(&self) -> Vec<String> {
+        self.child.lines_so_far()
     }
 }

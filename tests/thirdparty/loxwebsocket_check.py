@@ -10,12 +10,14 @@ Steps, each checked:
  2. download data/LoxAPP3.json over HTTP (Basic auth with UTF-8 credentials, as PyLoxone does)
     and pick the first Switch that is not secured;
  3. receive the initial value and text tables, which must hold the switch's "active" state;
- 4. switch it twice with encrypted commands (the library's send_websocket_command): each answer
-    must reach the library's text callback with code 200 and a control the library decrypted
-    back to the command sent, and a value event with the commanded value must follow;
- 5. read the switch with the library's request/response helper (send_command) and check the
-    answer's code and value;
- 6. stop, then connect again with the token from step 1 (getkey + authwithtoken instead of
+ 4. read the switch through the dev/ (XML) flavour with the library's request/response helper
+    (send_command, encrypted): code 200 and the value the events gave;
+ 5. switch it on, off and on with encrypted commands (the library's send_websocket_command;
+    off first when it is on): each answer must reach the library's text callback with code 200
+    and a control the library decrypted back to the command sent, and a value event with the
+    commanded value must follow;
+ 6. read the switch with send_command (jdev/) and check the answer's code and value;
+ 7. stop, then connect again with the token from step 1 (getkey + authwithtoken instead of
     getkey2 + getjwt).
 Exits 0 when all pass; otherwise prints what failed and exits 1. Never runs longer than
 DEADLINE_S.
@@ -24,6 +26,7 @@ DEADLINE_S.
 import asyncio
 import base64
 import json
+import re
 import sys
 
 DEADLINE_S = 60
@@ -154,10 +157,22 @@ class Check:
         step(f"initial tables: {len(self.values)} values, {len(self.texts)} texts; "
              f"{sw['name']} active = {self.values[active]:g}")
 
-        # Start from the opposite of the current value so every command changes something.
-        want = 0.0 if self.values[active] == 1.0 else 1.0
-        for _ in range(2):
-            word = "on" if want == 1.0 else "off"
+        # dev/ (XML) read through the library's request/response helper.
+        xml = await ws.send_command(f"dev/sps/io/{uuid}/state")
+        xml = xml.decode() if isinstance(xml, bytes) else str(xml)
+        code = re.search(r'\bCode="(\d+)"', xml)
+        value = re.search(r'\bvalue="([^"]*)"', xml)
+        if (not xml.startswith("<?xml") or not code or code.group(1) != "200" or not value
+                or float(value.group(1)) != self.values[active]):
+            raise Failure(f"dev/ read: {xml!r} (expected value {self.values[active]:g})")
+        step(f"dev/ read: {xml.splitlines()[-1]}")
+
+        # On, off, on (off first when it is on, so every command changes something).
+        words = ["on", "off", "on"]
+        if self.values[active] == 1.0:
+            words.insert(0, "off")
+        for word in words:
+            want = 1.0 if word == "on" else 0.0
             before = len(self.answers)
             await ws.send_websocket_command(uuid, word)
             await self.wait_for(lambda: len(self.answers) > before, f"answer to encrypted {word}")
@@ -172,7 +187,6 @@ class Check:
                                 f"value event {active} = {want:g}")
             step(f"encrypted command {word}: code 200, control decrypted to {control!r}, "
                  f"event active = {want:g}")
-            want = 1.0 - want
 
         raw = await ws.send_command(f"jdev/sps/io/{uuid}/state")
         ll = json.loads(raw)["LL"]

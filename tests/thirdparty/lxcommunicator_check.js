@@ -9,10 +9,13 @@
 //  2. download data/LoxAPP3.json over the socket and pick the first Switch that is not secured;
 //  3. enablebinstatusupdate (sent encrypted with "enc", the library's default) and receive the
 //     initial value and text tables, which must hold the switch's "active" state;
-//  4. switch it with a plain command, an "enc" command and a "fenc" command: each answer must be
-//     code 200, accepted by the library (its promise resolves), and followed by a value event
-//     with the commanded value;
-//  5. close, then open a second socket with the token from step 1 (authwithtoken hashed with the
+//  4. read the switch through the dev/ (XML) flavour: over HTTP with the library's token
+//     (?autht=, §3.3), since the library JSON-parses every socket answer and rejects XML with
+//     PARSING_MESSAGE_FAILED (checked too); the value must be the events';
+//  5. switch it on (plain), off ("enc") and on ("fenc"), off first when it is on: each answer
+//     must be code 200, accepted by the library (its promise resolves), and followed by a
+//     value event with the commanded value;
+//  6. close, then open a second socket with the token from step 1 (authwithtoken hashed with the
 //     one-time key the library decrypts from the keyexchange answer) and read a value with it.
 // Exits 0 when all pass; otherwise prints what failed and exits 1. Never runs longer than
 // DEADLINE_MS.
@@ -172,14 +175,43 @@ async function main() {
     }
     step(`initial tables: ${values.size} values, ${texts.size} texts; ${sw.name} active = ${values.get(active)}`);
 
-    // Start from the opposite of the current value so every command changes something.
-    let want = values.get(active) === 1 ? 0 : 1;
-    for (const [label, enc] of [
-        ["plain", EncryptionType.NONE],
-        ["enc", EncryptionType.REQUEST],
-        ["fenc", EncryptionType.REQUEST_RESPONSE_VAL],
-    ]) {
-        const word = want === 1 ? "on" : "off";
+    // dev/ (XML): the library cannot read it over the socket (it JSON-parses every answer) ...
+    try {
+        await socket.send(`dev/sps/io/${uuid}/state`, EncryptionType.NONE);
+        fail("the library accepted an XML answer it cannot parse (did it learn XML?)");
+    } catch (e) {
+        step(`dev/ over the socket: the library rejects the XML answer (${describe(e)}), as it would from a Miniserver`);
+    }
+    // ... so it goes over HTTP with the library's token (plain token, allowed since 11.2).
+    const xml = await new Promise((resolve, reject) => {
+        const path = `/dev/sps/io/${uuid}/state?autht=${encodeURIComponent(token.token)}&user=${encodeURIComponent(user)}`;
+        require("http")
+            .get({ host: host.split(":")[0], port: Number(host.split(":")[1] || 80), path }, (res) => {
+                let body = "";
+                res.setEncoding("utf8");
+                res.on("data", (c) => (body += c));
+                res.on("end", () => (res.statusCode === 200 ? resolve(body) : reject(new Error(`HTTP ${res.statusCode}: ${body}`))));
+            })
+            .on("error", reject);
+    }).catch((e) => fail(`dev/ read over HTTP with the token: ${describe(e)}`));
+    const xmlCode = /\bCode="(\d+)"/.exec(xml);
+    const xmlValue = /\bvalue="([^"]*)"/.exec(xml);
+    if (!xml.startsWith("<?xml") || !xmlCode || xmlCode[1] !== "200" || !xmlValue || Number(xmlValue[1]) !== values.get(active)) {
+        fail(`dev/ read: ${xml} (expected value ${values.get(active)})`);
+    }
+    step(`dev/ read over HTTP with the token: ${xml.split("\n")[1]}`);
+
+    // On, off, on (off first when it is on, so every command changes something).
+    const plan = [
+        ["plain", EncryptionType.NONE, "on"],
+        ["enc", EncryptionType.REQUEST, "off"],
+        ["fenc", EncryptionType.REQUEST_RESPONSE_VAL, "on"],
+    ];
+    if (values.get(active) === 1) {
+        plan.unshift(["plain", EncryptionType.NONE, "off"]);
+    }
+    for (const [label, enc, word] of plan) {
+        const want = word === "on" ? 1 : 0;
         const event = nextValue(active, want);
         const answer = await command(socket, `jdev/sps/io/${uuid}/${word}`, enc, label);
         try {
@@ -188,7 +220,6 @@ async function main() {
             fail(`${label} command ${word}: ${e.message}`);
         }
         step(`${label} command ${word}: code 200 (value ${JSON.stringify(answer.LL.value)}), event active = ${want}`);
-        want = 1 - want;
     }
     socket.close();
 

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use super::{Incoming, Reader, WsError};
-use crate::loxone::client::{parse_ll, LlAnswer, LoxoneError};
+use crate::loxone::client::{parse_ll, LlAnswer, LoxoneError, Presented};
 use crate::loxone::crypto::{PublicKey, SessionKey};
 use crate::loxone::token::{Exchange, TokenAuth, TokenRequest};
 
@@ -57,7 +57,7 @@ impl<S: std::io::Read + std::io::Write> Exchange for WsExchange<'_, S> {
         let ll = self.ask(&text)?;
         match ll.code {
             200 => Ok(ll),
-            401 | 420 => Err(LoxoneError::Unauthorized),
+            401 => Err(Presented::by_command(cmd).refused(&shown(cmd))),
             404 => Err(LoxoneError::NotFound(shown(cmd))),
             503 => Err(LoxoneError::Unavailable),
             code => Err(LoxoneError::Status {
@@ -107,7 +107,8 @@ pub fn key_exchange<S: std::io::Read + std::io::Write>(
     let ll = ex.ask(&format!("jdev/sys/keyexchange/{payload}"))?;
     match ll.code {
         200 => Ok(()),
-        401 => Err(LoxoneError::Unauthorized),
+        // Carries no credentials: a 401 means the Miniserver could not decrypt it.
+        401 => Err(Presented::Nothing.refused("jdev/sys/keyexchange")),
         code => Err(LoxoneError::Status {
             code,
             message: "jdev/sys/keyexchange".into(),
