@@ -356,10 +356,13 @@ fn the_attacks_of_a_camera_each_give_their_own_error() {
             deadline: Duration::from_secs(2)
         })
     );
-    assert_eq!(
-        sim.camera_requests(INTERCOM),
-        before + 1 + usize::from(!matches!(second, Err(CameraError::Busy { .. })))
-    );
+    // The second fetch reached the camera only after the first had given up, if at all (its
+    // own deadline may end first): never two at once, so at most one more request.
+    let seen = sim.camera_requests(INTERCOM) - before;
+    assert!((1..=2).contains(&seen), "{seen} requests");
+    if matches!(second, Err(CameraError::Busy { .. })) {
+        assert_eq!(seen, 1, "a busy refusal sends nothing");
+    }
     // No error names the camera's password or address.
     for e in [
         CameraError::Unauthorized { status: 401 },
