@@ -149,7 +149,12 @@ impl App {
     /// `<data_dir>/workflows.db`; `--demo` keeps them in memory and writes nothing to disk.
     pub fn start(config: &Config, demo: bool) -> Result<App, StartError> {
         let (ms, simulator) = if demo {
-            let sim = Arc::new(Simulator::demo());
+            // The simulated Miniserver keeps the house's time zone, as a real one keeps its
+            // own: bell events are written on the wall clock the owner configured.
+            let sim = Arc::new(Simulator::demo_with(crate::sim::SimConfig {
+                time_zone: config.time_zone.clone(),
+                ..crate::sim::SimConfig::default()
+            }));
             let server = SimServer::start(sim.clone(), "127.0.0.1:0").map_err(StartError::Io)?;
             let ms = MiniserverConfig {
                 base_url: server.base_url(),
@@ -167,11 +172,10 @@ impl App {
                 None,
             )
         };
-        let client = Arc::new(Client::with_auth(
-            &ms,
-            &config.miniserver_timeouts,
-            config.miniserver_auth,
-        ));
+        let client = Arc::new(
+            Client::with_auth(&ms, &config.miniserver_timeouts, config.miniserver_auth)
+                .with_camera_limits(config.camera_limits),
+        );
         let api = client.api_info().map_err(StartError::Miniserver)?;
         log::info!(
             "Miniserver {} (serial {}, firmware {})",
@@ -206,6 +210,7 @@ impl App {
             .with_visu_password(config.visu_password.clone())
             .with_risk_rules(config.risk.clone())
             .with_time_zone(config.time_zone.clone())
+            .with_picture_max_side(config.picture_max_side)
             .with_verify_timeout(config.server.verify_timeout)
             .with_command_limits(config.command_limits),
         );

@@ -97,6 +97,11 @@
 //!                              # /etc/localtime), else UTC. Local days, statistics and
 //!                              # bell times are read in it
 //!
+//! [cameras]                    # pictures of intercoms and cameras (get_camera_image)
+//! max_side = 640               # long side of a picture handed out, in pixels (16-4096)
+//! deadline_secs = 8            # a fetch from a camera ends after this (1-60)
+//! max_bytes = 4194304          # a camera answer larger than this is refused (64 KiB-64 MiB)
+//!
 //! [risk]                       # controls added to a risk class (name, UUID, family, category
 //!                              # or type, see crate::home::risk); a human answers before they act
 //! access = ["Garage"]
@@ -143,6 +148,10 @@ pub struct Config {
     pub risk: crate::home::RiskRules,
     /// The house's time zone (`[home] time_zone`; default: the system's).
     pub time_zone: crate::home::HouseTime,
+    /// Pictures of cameras (`[cameras]`): longest side handed out (default 640 px).
+    pub picture_max_side: u32,
+    /// Bounds of a camera fetch (`[cameras] deadline_secs`, `max_bytes`).
+    pub camera_limits: crate::loxone::camera::FetchLimits,
     /// How HTTP requests authenticate (`[miniserver] auth`, default [`AuthMode::Auto`]).
     pub miniserver_auth: AuthMode,
     /// WebSocket event stream (default) or polling only.
@@ -304,6 +313,8 @@ impl Default for Config {
             visu_password: None,
             risk: crate::home::RiskRules::default(),
             time_zone: crate::home::HouseTime::system(),
+            picture_max_side: 640,
+            camera_limits: crate::loxone::camera::FetchLimits::default(),
             miniserver_auth: AuthMode::Auto,
             command_limits: crate::home::CommandLimits::default(),
             miniserver_live: LiveMode::WebSocket,
@@ -370,6 +381,17 @@ struct FileConfig {
     risk: FileRisk,
     #[serde(default)]
     home: FileHome,
+    #[serde(default)]
+    cameras: FileCameras,
+}
+
+/// `[cameras]`: `max_side`, `deadline_secs`, `max_bytes`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileCameras {
+    max_side: Option<u32>,
+    deadline_secs: Option<u64>,
+    max_bytes: Option<u64>,
 }
 
 /// `[home]`: `time_zone`.
@@ -765,6 +787,27 @@ impl Config {
             alarm: file.risk.alarm,
             house_wide: file.risk.house_wide,
         };
+        if let Some(v) = file.cameras.max_side {
+            if !(16..=4096).contains(&v) {
+                return Err(invalid("cameras.max_side", "must be 16-4096 (pixels)"));
+            }
+            cfg.picture_max_side = v;
+        }
+        if let Some(v) = file.cameras.deadline_secs {
+            if !(1..=60).contains(&v) {
+                return Err(invalid("cameras.deadline_secs", "must be 1-60 (seconds)"));
+            }
+            cfg.camera_limits.deadline = Duration::from_secs(v);
+        }
+        if let Some(v) = file.cameras.max_bytes {
+            if !(65_536..=67_108_864).contains(&v) {
+                return Err(invalid(
+                    "cameras.max_bytes",
+                    "must be 65536-67108864 (bytes)",
+                ));
+            }
+            cfg.camera_limits.max_bytes = v;
+        }
         if let Some(tz) = file.home.time_zone {
             cfg.time_zone = crate::home::HouseTime::named(&tz)
                 .map_err(|e| invalid("home.time_zone", &e.to_string()))?;

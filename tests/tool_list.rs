@@ -14,8 +14,12 @@ use support::server::{Miniserver, Served};
 
 use serde_json::{json, Value};
 
-/// The budget of the whole `tools/list` answer, in bytes.
-const BUDGET_BYTES: usize = 40_000;
+/// The budget of the whole `tools/list` answer, in bytes: about 10k tokens (DESIGN.md). Raised
+/// from 40,000 (39,610 used) for the two tools of issue 30 (get_camera_image,
+/// list_doorbell_events: 1,353 bytes with their descriptions and schemas cut to what a model
+/// needs; each tool's name, title, annotations and envelope alone take about 350); 40,963 with
+/// them. The lean profile (issue 33) is where the list shrinks again.
+const BUDGET_BYTES: usize = 41_000;
 
 /// Keywords that hold one schema, a map of schemas, or a list of schemas.
 const SUBSCHEMA: [&str; 11] = [

@@ -23,7 +23,7 @@ use support::wire::sent_commands;
 /// The demo house (assets/demo-house.json): 14 rooms, 67 top-level controls, 7 of them
 /// Jalousies.
 const DEMO_ROOMS: usize = 14;
-const DEMO_CONTROLS: u64 = 67;
+const DEMO_CONTROLS: u64 = 70;
 const DEMO_JALOUSIES: usize = 7;
 
 #[test]

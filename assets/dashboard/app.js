@@ -130,6 +130,68 @@
     });
   }
 
+  // The doorbell card: each intercom or camera with its last ring. Pictures are fetched only
+  // when asked for, with the tile's button (each picture handed out is written to the audit
+  // log): the last ring's picture where the camera keeps one, else its picture now; shown as a
+  // data: URL (the page's CSP allows no other image source). A ring after that marks the
+  // picture as old and the button offers the new one. A key without the cameras setting is
+  // told so and gets no picture.
+  var bells = {};
+  function showPicture(d, tile) {
+    var img = tile.querySelector('img'), note = tile.querySelector('.note');
+    var headers = {};
+    if (key()) headers['X-API-Key'] = key();
+    var ring = bells[d.uuid].ring;
+    tile.querySelector('button').disabled = true;
+    fetch('/dashboard/api/doorbells/' + d.uuid + '/picture', { headers: headers, cache: 'no-store' })
+      .then(function (r) {
+        if (r.status === 403) { img.removeAttribute('src'); note.textContent = 'This key may not see camera pictures.'; return null; }
+        if (!r.ok) throw new Error('HTTP ' + r.status);
+        return r.arrayBuffer();
+      })
+      .then(function (buf) {
+        if (!buf) return;
+        var bytes = new Uint8Array(buf), bin = '';
+        for (var i = 0; i < bytes.length; i += 8192) bin += String.fromCharCode.apply(null, bytes.subarray(i, i + 8192));
+        img.src = 'data:image/jpeg;base64,' + btoa(bin);
+        img.alt = 'picture of ' + d.name;
+        note.textContent = ring ? 'the last ring' : 'now';
+        img.setAttribute('data-ring', ring || '');
+        img.classList.remove('old');
+        bells[d.uuid].shown = ring || 'now';
+      })
+      .catch(function (e) { note.textContent = 'No picture: ' + e.message; })
+      .then(function () { tile.querySelector('button').disabled = false; });
+  }
+  function renderDoorbells(list) {
+    var root = $('doorbells');
+    if (!list.length) { clear(root); root.appendChild(el('p', 'dim', 'No intercoms or cameras')); return; }
+    var empty = root.querySelector('p.dim'); if (empty) root.removeChild(empty);
+    list.forEach(function (d) {
+      var tile = $('bell-' + d.uuid);
+      if (!tile) {
+        tile = el('div', 'tile'); tile.id = 'bell-' + d.uuid;
+        tile.appendChild(el('strong', null, d.name));
+        tile.appendChild(el('div', 'dim'));
+        var button = el('button', null, 'Show picture'); button.type = 'button';
+        tile.appendChild(button);
+        tile.appendChild(el('div', 'dim note'));
+        var img = el('img'); img.alt = '';
+        tile.appendChild(img);
+        root.appendChild(tile);
+        bells[d.uuid] = {};
+        button.addEventListener('click', function () { showPicture(bells[d.uuid].d, tile); });
+      }
+      var b = bells[d.uuid];
+      b.d = d; b.ring = d.last_ring || '';
+      tile.children[1].textContent = (d.ringing ? 'RINGING · ' : '') +
+        (d.last_ring_time ? 'last ring ' + d.last_ring_time.replace('T', ' ').slice(0, 19) : 'no ring');
+      var newer = b.shown && b.ring && b.shown !== b.ring;
+      tile.querySelector('img').classList.toggle('old', !!newer);
+      tile.querySelector('button').textContent = newer ? 'Show the new ring' : 'Show picture';
+    });
+  }
+
   function renderActivity(list) {
     var root = $('activity'); clear(root);
     if (!list.length) root.appendChild(el('li', 'dim', 'No AI activity recorded'));
@@ -164,6 +226,7 @@
       renderClimate(d.climate);
       renderAlarm(d.alarm);
       renderEnergy(d.energy);
+      renderDoorbells(d.doorbells || []);
       renderActivity(d.activity);
       connect();
     }).catch(function (e) {
@@ -225,6 +288,7 @@
       refreshedAt = Date.now();
       api('data').then(function (d) {
         renderClimate(d.climate); renderAlarm(d.alarm); renderEnergy(d.energy); renderActivity(d.activity);
+        renderDoorbells(d.doorbells || []);
         $('activity').setAttribute('data-updated', String(Date.now()));
       }).catch(function () {});
     }, delay);

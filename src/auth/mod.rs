@@ -116,6 +116,10 @@ pub struct ApiKey {
     /// answer; default: closing and stopping only).
     #[serde(default)]
     pub open_doors: bool,
+    /// The owner lets this key see pictures of cameras and intercoms (the `cameras` grant,
+    /// [`ApiKey::sees_pictures`]; admin keys always may). Default: no pictures.
+    #[serde(default)]
+    pub cameras: bool,
     #[serde(default)]
     pub usage: Usage,
 }
@@ -185,6 +189,14 @@ impl ApiKey {
             })
             .collect()
     }
+
+    /// Whether the key holds the `cameras` grant: it may call tools that show pictures of
+    /// people ([`crate::home::ToolFacts::shows_pictures`]) and see the dashboard's doorbell
+    /// pictures. The owner's `cameras` setting, or implicitly a key with the `admin`
+    /// permission (which could give itself the setting anyway).
+    pub fn sees_pictures(&self) -> bool {
+        self.cameras || self.permissions().contains(&Permission::Admin)
+    }
 }
 
 pub use crate::logging::mask_key_id as mask;
@@ -235,6 +247,7 @@ mod tests {
             categories: vec![],
             model_confirms: false,
             open_doors: false,
+            cameras: false,
             usage: Usage::default(),
         };
         assert_eq!(

@@ -56,6 +56,27 @@ impl std::fmt::Debug for Dashboard {
 }
 
 impl Dashboard {
+    /// The picture the doorbell card shows for the camera `uuid`: the picture of its last ring
+    /// where it keeps ring pictures and has rung, else its picture now (see
+    /// [`House::picture`]). Not kept.
+    pub fn doorbell_picture(
+        &self,
+        uuid: &str,
+    ) -> Result<(crate::home::CameraPicture, String), crate::home::ControllerError> {
+        let home = self.house.home();
+        let c = home
+            .control(uuid)
+            .filter(|c| crate::home::camera::camera_kind(c).is_some())
+            .ok_or_else(|| crate::home::ControllerError::NotFound(format!("no camera {uuid}")))?;
+        let ask = match self.house.bell_events(c).and_then(|e| e.last().cloned()) {
+            Some(stamp) => crate::home::PictureAsk::BellEvent(stamp),
+            None => crate::home::PictureAsk::Now,
+        };
+        let pic = self.house.picture(c, ask)?;
+        let label = crate::tools::view::label(&home, c);
+        Ok((pic, label))
+    }
+
     /// Starts the history recorder and the WebSocket fan-out over `house`'s change bus.
     /// Errors: a thread could not start.
     pub fn start(

@@ -5,6 +5,7 @@
 pub mod action;
 pub mod bounds;
 pub mod bus;
+pub mod camera;
 pub mod house;
 pub mod link;
 pub mod model;
@@ -20,6 +21,7 @@ pub mod words;
 
 pub use action::{Action, OverrideTimer, RoomMode};
 pub use bus::{Bus, Change, Event, Subscription};
+pub use camera::{CameraFailure, CameraKind, CameraPicture, Obtained, PictureAsk, PictureRequest};
 pub use house::{
     Command, CommandLimits, Controller, ControllerError, House, Outcome, RejectedStructure, Secret,
 };

@@ -37,6 +37,56 @@ fn secure(answer: Answer) -> Answer {
         .with_header("Cache-Control", "no-store")
 }
 
+/// `GET /dashboard/api/doorbells/{uuid}/picture`: the doorbell card's picture (the last
+/// ring's, else the camera's now) as `image/jpeg`, for keys that may see pictures (the
+/// permission of `get_camera_image`: admin, or the key's `cameras` setting; otherwise 403 and
+/// no camera is asked). Written to the audit log like a `get_camera_image` call (transport
+/// `dashboard`; key, camera, bytes). `Cache-Control: no-store` (added by `secure`).
+fn doorbell_picture(
+    ctx: &Arc<Ctx>,
+    dash: &crate::dashboard::Dashboard,
+    uuid: &str,
+    auth: Option<&Principal>,
+) -> Answer {
+    const TOOL: &str = "get_camera_image";
+    let arguments: serde_json::Map<String, serde_json::Value> =
+        [("device".to_string(), serde_json::Value::from(uuid))]
+            .into_iter()
+            .collect();
+    if let Err(d) = ctx.authorize_tool(auth, "dashboard", TOOL, &arguments) {
+        return deny(&d, false, &crate::mcp::jsonrpc::RequestIds::Unknown);
+    }
+    let started = std::time::Instant::now();
+    let result = dash.doorbell_picture(uuid);
+    if let Some(audit) = &ctx.config.audit {
+        let (target, outcome) = match &result {
+            Ok((pic, label)) => (
+                crate::audit::picture_target(label, pic.jpeg.len() as u64),
+                "ok".to_string(),
+            ),
+            Err(e) => (uuid.to_string(), e.code().to_string()),
+        };
+        audit.record(crate::audit::Entry::new(
+            auth.map(Principal::caller).as_ref(),
+            "dashboard",
+            TOOL,
+            &target,
+            &outcome,
+            started.elapsed(),
+        ));
+    }
+    match result {
+        Ok((pic, _)) => Answer::with_body(200, "image/jpeg", pic.jpeg),
+        Err(e) => {
+            let status = match e {
+                crate::home::ControllerError::NotFound(_) => 404,
+                _ => 502,
+            };
+            Answer::error(status, &crate::tools::api_error(e.into()))
+        }
+    }
+}
+
 /// Serves a `/dashboard...` request.
 pub(crate) fn handle(
     ctx: &Arc<Ctx>,
@@ -109,6 +159,12 @@ pub(crate) fn handle(
         return Handled::Take(Box::new(move |request, _headers| {
             ws::serve(request, slot, hello, port, stop, allowed)
         }));
+    }
+    if let Some(uuid) = path
+        .strip_prefix("/dashboard/api/doorbells/")
+        .and_then(|r| r.strip_suffix("/picture"))
+    {
+        return secure(doorbell_picture(ctx, &dash, uuid, auth)).into();
     }
     if let Some(rest) = path.strip_prefix("/dashboard/api/") {
         let query = url.split_once('?').map_or("", |(_, q)| q);

@@ -5,12 +5,14 @@
 
 pub mod answer;
 pub mod backoff;
+pub mod camera;
 pub mod client;
 pub mod commands;
 pub mod config;
 pub mod crypto;
 pub mod feed;
 pub mod live;
+pub mod picture;
 pub mod poll;
 pub mod secured;
 pub mod structure;

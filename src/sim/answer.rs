@@ -214,6 +214,13 @@ pub(crate) enum Answer {
     Page(SimResponse),
     /// A file, not wrapped (the structure file); over the WebSocket header id 1 and the text.
     File(String),
+    /// A binary file (a bell picture, `camimage`): over HTTP these bytes with this type
+    /// ([`Simulator::handle_bytes`](super::Simulator::handle_bytes)); over the WebSocket
+    /// header id 1 and a binary frame.
+    Binary {
+        content_type: &'static str,
+        bytes: Vec<u8>,
+    },
     /// `keepalive`: a header with id 6 and nothing else (§4.1).
     Keepalive,
     /// `enablebinstatusupdate`: code 200, then the event tables (§4.1 step 5).
@@ -283,6 +290,19 @@ impl Simulator {
                 status: 200,
                 content_type: "application/json",
                 body: text.clone(),
+            },
+            // `SimResponse` carries text: the bytes come from `handle_bytes`; `handle` says
+            // what was there.
+            Answer::Binary {
+                content_type,
+                bytes,
+            } => SimResponse {
+                status: 200,
+                content_type,
+                body: format!(
+                    "({} bytes of {content_type}: see Simulator::handle_bytes)",
+                    bytes.len()
+                ),
             },
             // Not reachable over HTTP (WebSocket-only rows answer 400 there).
             Answer::Keepalive | Answer::EnableUpdates | Answer::Decrypted { .. } => {

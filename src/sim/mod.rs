@@ -45,6 +45,8 @@ mod answer;
 mod auth;
 mod commands;
 mod controls;
+mod door;
+pub mod frame;
 mod house;
 mod http;
 mod server;
@@ -61,6 +63,10 @@ use serde_json::Value;
 
 pub use auth::{sim_rsa, SimCryptoError, SimRsa, SimSessionKey, SIM_RSA_KEY_PEM};
 pub use commands::{command_table, markdown_table as command_table_markdown, CommandInfo};
+pub use door::{
+    CameraFault, CameraServers, DetailsForm, Served, CAMERA_CREDENTIALS, HUGE_BYTES,
+    INTERCOM_CREDENTIALS, MAX_BELL_EVENTS, RING_SECS,
+};
 pub use http::FIRMWARE_VERSION;
 pub use server::SimServer;
 pub use ws::MAX_SESSIONS;
@@ -137,6 +143,11 @@ pub struct SimConfig {
     /// user without enough rights: the structure file is served and `enablebinstatusupdate`
     /// answers 200, but no event table is ever pushed over the WebSocket.
     pub state_updates: bool,
+    /// The Miniserver's time zone (default: the system's, as the product's `[home]
+    /// time_zone`): bell events (`lastBellEvents`, `YYYYMMDDHHMMSS`), the time the cameras
+    /// draw into their pictures and `miniserverTime` are on its wall clock, as a real
+    /// Miniserver writes them.
+    pub time_zone: crate::home::HouseTime,
 }
 
 impl Default for SimConfig {
@@ -156,6 +167,7 @@ impl Default for SimConfig {
             token_lifetime: Duration::from_secs(3600),
             temp_drift_per_minute: 0.5,
             state_updates: true,
+            time_zone: crate::home::HouseTime::system(),
         }
     }
 }
@@ -230,6 +242,8 @@ pub struct Simulator {
     /// `msInfo.localUrl`, reported as `address` by `/jdev/cfg/apiKey`.
     address: String,
     house: Mutex<House>,
+    /// Intercoms and cameras (`door.rs`).
+    door: Mutex<door::Door>,
     logins: Mutex<http::Logins>,
     /// Outstanding one-time `getvisusalt` keys.
     visu_keys: Mutex<http::VisuKeys>,
@@ -273,6 +287,7 @@ impl Simulator {
             .map_err(|e| SimError::Values(e.to_string()))?;
         let mut house = House::new(&doc, values.as_ref())?;
         house.start_drift(config.temp_drift_per_minute, std::time::Instant::now());
+        let door = door::Door::of(&house.ctls);
         let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
         let ms_info = doc.get("msInfo");
         let serial = serial_of(&text(ms_info.and_then(|m| m.get("serialNr"))))?;
@@ -289,6 +304,7 @@ impl Simulator {
             serial,
             address,
             house: Mutex::new(house),
+            door: Mutex::new(door),
             logins: Mutex::new(http::Logins::default()),
             visu_keys: Mutex::new(http::VisuKeys::default()),
             tokens: Mutex::new(auth::Tokens::default()),
@@ -438,6 +454,40 @@ impl Simulator {
             login: None,
         });
         self.render_http(&reply)
+    }
+
+    /// [`Simulator::handle`] with the answer as bytes: status, content type and body. Binary
+    /// answers (a bell picture, `camimage`) come through here whole; the HTTP server answers
+    /// every request with it.
+    pub fn handle_bytes(
+        &self,
+        method: &str,
+        url: &str,
+        authorization: Option<&str>,
+        peer: IpAddr,
+    ) -> (u16, &'static str, Vec<u8>) {
+        if !method.eq_ignore_ascii_case("GET") && !method.eq_ignore_ascii_case("HEAD") {
+            self.record_request(method, url);
+            let r = answer::html_error(405, "Method Not Allowed");
+            return (r.status, r.content_type, r.body.into_bytes());
+        }
+        let reply = self.run(answer::Request {
+            url,
+            transport: answer::Transport::Http,
+            peer,
+            authorization,
+            login: None,
+        });
+        match reply.answer {
+            answer::Answer::Binary {
+                content_type,
+                bytes,
+            } => (200, content_type, bytes),
+            _ => {
+                let r = self.render_http(&reply);
+                (r.status, r.content_type, r.body.into_bytes())
+            }
+        }
     }
 
     /// Current numeric value of a control's state, e.g. `state(uuid, "position")` (Jalousie

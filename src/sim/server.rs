@@ -19,7 +19,7 @@ use std::io::Write as _;
 use log::{debug, warn};
 use tiny_http::{HTTPVersion, Server};
 
-use super::{SimResponse, Simulator};
+use super::Simulator;
 
 const WORKERS: usize = 2;
 
@@ -31,6 +31,8 @@ pub struct SimServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     workers: Vec<JoinHandle<()>>,
+    /// The cameras of the house's intercoms, each on a port of its own (`door.rs`).
+    _cameras: super::CameraServers,
 }
 
 impl SimServer {
@@ -42,6 +44,7 @@ impl SimServer {
             .server_addr()
             .to_ip()
             .ok_or_else(|| std::io::Error::other("not an IP listener"))?;
+        let cameras = super::door::start(&sim, addr.ip())?;
         let server = Arc::new(server);
         let stop = Arc::new(AtomicBool::new(false));
         let mut workers = Vec::with_capacity(WORKERS);
@@ -60,6 +63,7 @@ impl SimServer {
             addr,
             stop,
             workers,
+            _cameras: cameras,
         })
     }
 
@@ -115,10 +119,17 @@ fn worker(server: &Server, sim: &Arc<Simulator>, stop: &AtomicBool, port: u16) {
             .map(SocketAddr::ip)
             .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
         let method = request.method().as_str().to_string();
-        let resp = sim.handle(&method, request.url(), auth.as_deref(), peer);
-        debug!("sim: {method} {} -> {}", request.url(), resp.status);
+        let (status, content_type, body) =
+            sim.handle_bytes(&method, request.url(), auth.as_deref(), peer);
+        debug!("sim: {method} {} -> {status}", request.url());
         let head_only = method.eq_ignore_ascii_case("HEAD");
-        let bytes = http_bytes(&resp, request.http_version(), head_only);
+        let bytes = http_bytes(
+            status,
+            content_type,
+            &body,
+            request.http_version(),
+            head_only,
+        );
         sim.answer_slowly();
         let mut writer = request.into_writer();
         if let Err(e) = writer.write_all(&bytes).and_then(|()| writer.flush()) {
@@ -144,26 +155,35 @@ fn bind(listen: &str) -> std::io::Result<std::net::TcpListener> {
     Ok(socket.into())
 }
 
-/// The whole HTTP answer as one buffer: status line, `Content-Type` (with `charset=utf-8`),
-/// `Content-Length`, `WWW-Authenticate` on 401 (lets browsers prompt for credentials;
+/// The whole HTTP answer as one buffer: status line, `Content-Type` (with `charset=utf-8` for
+/// text), `Content-Length`, `WWW-Authenticate` on 401 (lets browsers prompt for credentials;
 /// *inferred*, no capture shows the realm), then the body (none for `HEAD`).
-pub(crate) fn http_bytes(resp: &SimResponse, version: &HTTPVersion, head_only: bool) -> Vec<u8> {
-    let reason = tiny_http::StatusCode(resp.status).default_reason_phrase();
+pub(crate) fn http_bytes(
+    status: u16,
+    content_type: &str,
+    body: &[u8],
+    version: &HTTPVersion,
+    head_only: bool,
+) -> Vec<u8> {
+    let reason = tiny_http::StatusCode(status).default_reason_phrase();
+    let charset = if content_type.starts_with("image/") {
+        ""
+    } else {
+        "; charset=utf-8"
+    };
     let mut head = format!(
-        "HTTP/{}.{} {} {reason}\r\nContent-Type: {}; charset=utf-8\r\nContent-Length: {}\r\n",
+        "HTTP/{}.{} {status} {reason}\r\nContent-Type: {content_type}{charset}\r\nContent-Length: {}\r\n",
         version.0,
         version.1,
-        resp.status,
-        resp.content_type,
-        resp.body.len()
+        body.len()
     );
-    if resp.status == 401 {
+    if status == 401 {
         head.push_str("WWW-Authenticate: Basic realm=\"Loxone\"\r\n");
     }
     head.push_str("\r\n");
     let mut bytes = head.into_bytes();
     if !head_only {
-        bytes.extend_from_slice(resp.body.as_bytes());
+        bytes.extend_from_slice(body);
     }
     bytes
 }

@@ -5,8 +5,9 @@
 # ../shared/tools/mcp-client-check.py over stdio, Streamable HTTP and HTTP+SSE (legacy era;
 # 2.x also its mode='auto' connect), a short session (tests/e2e/session.py;
 # E2E_TRANSCRIPT=FILE keeps the 2.x transcript), the human confirmation scenarios of issue 20
-# (tests/e2e/human.py) and a resources/subscribe update after a wall button at the simulator,
-# over HTTP and stdio (tests/e2e/subscribe.py). Once: a control_device call changes the
+# (tests/e2e/human.py), a resources/subscribe update after a wall button at the simulator,
+# over HTTP and stdio (tests/e2e/subscribe.py), and issue 30's doorbell: a ring as a resource
+# update and its picture as an image block (tests/e2e/door.py, Pillow installed into the venv). Once: a control_device call changes the
 # simulator's state as a following list_devices shows; and mcp 2.x in its modern mode,
 # `Client(mode="2026-07-28")` over HTTP and stdio (tests/e2e/modern.py: lists, a tool call
 # read back at the simulator, subscriptions/listen receiving an update after a wall button, a
@@ -114,6 +115,15 @@ for sdk in "${SDKS[@]}"; do
     ok "python-sdk $sdk human confirmation: $(echo "$HUMAN" | tail -n1)"
   else
     bad "python-sdk $sdk human confirmation ($SDK_PY)"; echo "${HUMAN:-}" | sed 's/^/    /'
+  fi
+
+  # 6b. Issue 30: a ring reaches a home://doorbells subscriber, and get_camera_image answers an
+  # image block whose pixels show the ring's time (decoded with Pillow, installed into the venv).
+  if [[ -x "$SDK_PY" ]] && { "$SDK_PY" -c "import PIL" 2>/dev/null || "$SDK_PY" -m pip install -q pillow >/dev/null 2>&1; } \
+    && DOOR=$(timeout 300 "$SDK_PY" tests/e2e/door.py "$BIN" "$URL" "$SIM" 2>/dev/null); then
+    ok "python-sdk $sdk who is at the door: $(echo "$DOOR" | tail -n1)"
+  else
+    bad "python-sdk $sdk who is at the door ($SDK_PY)"; echo "${DOOR:-}" | sed 's/^/    /'
   fi
 
   # 6. resources/subscribe over HTTP and stdio: an update after a wall button at the simulator.
