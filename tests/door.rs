@@ -409,8 +409,8 @@ mod over_mcp {
     const OPERATOR_CAMERAS: &str = "homekey_operator_3_00112233445566778899aabbccddeeff";
     const DEVICE_CAMERAS: &str = "homekey_device_4_00112233445566778899aabbccddeeff";
 
-    fn start() -> AppServer {
-        let keys = vec![
+    fn keys() -> Vec<ApiKey> {
+        vec![
             ApiKey {
                 name: "owner".into(),
                 ..key(ADMIN, Role::Admin)
@@ -430,12 +430,27 @@ mod over_mcp {
                 allowed_devices: vec![INTERCOM.into()],
                 ..key(DEVICE_CAMERAS, Role::Device)
             },
-        ];
+        ]
+    }
+
+    fn start() -> AppServer {
+        let keys = keys();
         AppServer::start(|app| HttpConfig {
-            gate: Some(gate(app, SecurityLevel::Staging, keys, &[])),
             audit: app.audit.clone(),
-            ..HttpConfig::default()
+            ..keyed_with(app, keys)
         })
+    }
+
+    /// The HTTP config with the gate over this module's keys (staging).
+    fn keyed(app: &home_mcp::app::App) -> HttpConfig {
+        keyed_with(app, keys())
+    }
+
+    fn keyed_with(app: &home_mcp::app::App, keys: Vec<ApiKey>) -> HttpConfig {
+        HttpConfig {
+            gate: Some(gate(app, SecurityLevel::Staging, keys, &[])),
+            ..HttpConfig::default()
+        }
     }
 
     fn sim(f: &AppServer) -> &Simulator {
@@ -652,6 +667,128 @@ mod over_mcp {
         );
         let bells = d.ok("list_doorbell_events", json!({}));
         assert_eq!(bells["total"], 1, "only its own intercom: {bells}");
+    }
+
+    /// The dashboard's doorbell pictures (`GET /dashboard/api/doorbells/{uuid}/picture`: the
+    /// last ring's, the Miniserver's picture; `?of=now` the camera's): the permission of
+    /// `get_camera_image` (403 and nothing fetched without the grant), a no-store JPEG with it,
+    /// and one audit row per picture naming the camera and the bytes sent, transport
+    /// `dashboard`.
+    #[test]
+    fn the_dashboards_doorbell_picture_needs_the_grant_and_is_audited() {
+        use home_mcp::dashboard::{Dashboard, History, HistoryConfig, WsConfig};
+        let mut dash = None;
+        let f = AppServer::start(|app| {
+            let history = History::in_memory(HistoryConfig::default()).unwrap();
+            let d = Dashboard::start(app.house.clone(), history, WsConfig::default()).unwrap();
+            dash = Some(d.clone());
+            HttpConfig {
+                audit: app.audit.clone(),
+                dashboard: Some(d),
+                ..keyed(app)
+            }
+        });
+        let s = sim(&f);
+        let path = format!("/dashboard/api/doorbells/{INTERCOM}/picture");
+        let get = |key: &str| {
+            crate::support::net::request(f.addr(), "GET", &path, &[format!("X-API-Key: {key}")], "")
+        };
+        let served = || s.pictures_served().len();
+        // The rings as the live link delivers them (then the card's picture is the last ring's).
+        wait_until("the rings known", PATIENCE, || {
+            let home = f.app.house.home();
+            let door = home.control(INTERCOM).expect("the intercom");
+            f.app.house.bell_events(door).ok_or("not yet")
+        });
+        // The page's data says whether the key may fetch pictures at all (then it offers the
+        // buttons; the gate decides again for each picture).
+        for (k, may) in [(OPERATOR, false), (OPERATOR_CAMERAS, true)] {
+            let data = crate::support::net::request(
+                f.addr(),
+                "GET",
+                "/dashboard/api/data",
+                &[format!("X-API-Key: {k}")],
+                "",
+            );
+            assert_eq!(data.status, 200, "{}", data.body);
+            let body: Value = serde_json::from_str(&data.body).unwrap();
+            assert_eq!(body["pictures"], may, "{k}");
+            assert!(body["doorbells"].as_array().is_some_and(|d| d.len() == 3), "{body}");
+        }
+        // A camera that keeps no rings has no ring's picture: 404, and the camera is not asked.
+        let custom = s.camera_requests(CUSTOM);
+        let none = crate::support::net::request(
+            f.addr(),
+            "GET",
+            &format!("/dashboard/api/doorbells/{CUSTOM}/picture"),
+            &[format!("X-API-Key: {OPERATOR_CAMERAS}")],
+            "",
+        );
+        assert_eq!(none.status, 404, "{}", none.body);
+        assert_eq!(s.camera_requests(CUSTOM), custom, "the camera not asked");
+        let before = served();
+        let refused = get(OPERATOR);
+        assert_eq!(refused.status, 403, "{}", refused.body);
+        assert!(
+            refused.body.contains("INSUFFICIENT_PERMISSIONS"),
+            "{}",
+            refused.body
+        );
+        assert_eq!(served(), before, "nothing fetched");
+        let shown = get(OPERATOR_CAMERAS);
+        assert_eq!(shown.status, 200, "{}", shown.body);
+        assert_eq!(shown.header("content-type"), Some("image/jpeg"));
+        assert_eq!(shown.header("cache-control"), Some("no-store"));
+        let bytes: usize = shown.header("content-length").unwrap().parse().unwrap();
+        // The last ring's picture, from the Miniserver's camimage.
+        let last = s.pictures_served().pop().expect("a picture served");
+        assert_eq!(
+            (last.path.as_str(), last.stamp.as_str()),
+            ("camimage", EARLIER_RINGS[1])
+        );
+        // `?of=now`: the camera's picture now, from the camera itself.
+        let cam = s.camera_requests(INTERCOM);
+        let now = crate::support::net::request(
+            f.addr(),
+            "GET",
+            &format!("{path}?of=now"),
+            &[format!("X-API-Key: {OPERATOR_CAMERAS}")],
+            "",
+        );
+        assert_eq!(now.status, 200, "{}", now.body);
+        assert_eq!(s.camera_requests(INTERCOM), cam + 1);
+        let log = f.app.audit.as_ref().expect("audit on");
+        let rows = wait_until("the three rows in the audit log", PATIENCE, || {
+            log.flush();
+            let e = log
+                .query(&Query {
+                    operation: Some("get_camera_image".into()),
+                    ..Query::default()
+                })
+                .unwrap();
+            if e.len() >= 3 {
+                Ok(e)
+            } else {
+                Err(e)
+            }
+        });
+        assert!(rows.iter().all(|e| e.transport == "dashboard"), "{rows:?}");
+        assert!(
+            rows.iter()
+                .any(|e| e.result == "INSUFFICIENT_PERMISSIONS" && e.key_name == "kitchen tablet"),
+            "{rows:?}"
+        );
+        // Rows come newest first: the ring's picture is the older of the two.
+        let ok: Vec<&home_mcp::audit::Entry> = rows.iter().filter(|e| e.result == "ok").collect();
+        assert_eq!(ok.len(), 2, "{rows:?}");
+        assert_eq!(
+            (ok[1].key_name.as_str(), ok[1].target.clone()),
+            (
+                "hall tablet",
+                format!("Haustür (Außenbereich): {bytes} bytes")
+            )
+        );
+        dash.unwrap().shutdown();
     }
 
     #[test]

@@ -130,20 +130,22 @@
     });
   }
 
-  // The doorbell card: each intercom or camera with its last ring. Pictures are fetched only
-  // when asked for, with the tile's button (each picture handed out is written to the audit
-  // log): the last ring's picture where the camera keeps one, else its picture now; shown as a
-  // data: URL (the page's CSP allows no other image source). A ring after that marks the
-  // picture as old and the button offers the new one. A key without the cameras setting is
-  // told so and gets no picture.
+  // The doorbell card: each intercom or camera with its last ring. The page fetches no picture
+  // by itself (not on load, not on a ring): the person at the dashboard asks with the tile's
+  // buttons, "Last ring" for the Miniserver's picture of the last ring (the camera is not
+  // asked) and "Picture now" for the camera's picture now. Every picture handed out is written
+  // to the audit log. Shown as a data: URL (the page's CSP allows no other image source). A
+  // ring after a ring's picture is shown marks it as old and the button offers the new one. A
+  // key without the cameras setting gets no buttons, fetches nothing and is told so.
   var bells = {};
-  function showPicture(d, tile) {
+  function showPicture(d, tile, now) {
     var img = tile.querySelector('img'), note = tile.querySelector('.note');
+    var b = bells[d.uuid], ring = now ? '' : b.ring;
+    var buttons = tile.querySelectorAll('button');
     var headers = {};
     if (key()) headers['X-API-Key'] = key();
-    var ring = bells[d.uuid].ring;
-    tile.querySelector('button').disabled = true;
-    fetch('/dashboard/api/doorbells/' + d.uuid + '/picture', { headers: headers, cache: 'no-store' })
+    buttons.forEach(function (x) { x.disabled = true; });
+    fetch('/dashboard/api/doorbells/' + d.uuid + '/picture' + (now ? '?of=now' : ''), { headers: headers, cache: 'no-store' })
       .then(function (r) {
         if (r.status === 403) { img.removeAttribute('src'); note.textContent = 'This key may not see camera pictures.'; return null; }
         if (!r.ok) throw new Error('HTTP ' + r.status);
@@ -155,15 +157,25 @@
         for (var i = 0; i < bytes.length; i += 8192) bin += String.fromCharCode.apply(null, bytes.subarray(i, i + 8192));
         img.src = 'data:image/jpeg;base64,' + btoa(bin);
         img.alt = 'picture of ' + d.name;
-        note.textContent = ring ? 'the last ring' : 'now';
-        img.setAttribute('data-ring', ring || '');
+        img.setAttribute('data-ring', ring);
         img.classList.remove('old');
-        bells[d.uuid].shown = ring || 'now';
+        note.textContent = now ? 'now' : 'the last ring';
+        b.shown = ring;
+        markRing(tile, b);
       })
       .catch(function (e) { note.textContent = 'No picture: ' + e.message; })
-      .then(function () { tile.querySelector('button').disabled = false; });
+      .then(function () { buttons.forEach(function (x) { x.disabled = false; }); });
   }
-  function renderDoorbells(list) {
+  // The "Last ring" button: hidden without a ring; "Show the new ring" (and the shown ring's
+  // picture dimmed) when the bell rang after the picture shown.
+  function markRing(tile, b) {
+    var button = tile.querySelector('button.ring');
+    var newer = !!(b.shown && b.ring && b.shown !== b.ring);
+    button.hidden = !b.pictures || !b.ring;
+    button.textContent = newer ? 'Show the new ring' : 'Last ring';
+    tile.querySelector('img').classList.toggle('old', newer);
+  }
+  function renderDoorbells(list, pictures) {
     var root = $('doorbells');
     if (!list.length) { clear(root); root.appendChild(el('p', 'dim', 'No intercoms or cameras')); return; }
     var empty = root.querySelector('p.dim'); if (empty) root.removeChild(empty);
@@ -173,22 +185,24 @@
         tile = el('div', 'tile'); tile.id = 'bell-' + d.uuid;
         tile.appendChild(el('strong', null, d.name));
         tile.appendChild(el('div', 'dim'));
-        var button = el('button', null, 'Show picture'); button.type = 'button';
-        tile.appendChild(button);
-        tile.appendChild(el('div', 'dim note'));
+        var ringButton = el('button', 'ring', 'Last ring'); ringButton.type = 'button';
+        var nowButton = el('button', 'now', 'Picture now'); nowButton.type = 'button';
+        nowButton.hidden = !pictures;
+        tile.appendChild(ringButton);
+        tile.appendChild(nowButton);
+        tile.appendChild(el('div', 'dim note', pictures ? '' : 'This key may not see camera pictures.'));
         var img = el('img'); img.alt = '';
         tile.appendChild(img);
         root.appendChild(tile);
-        bells[d.uuid] = {};
-        button.addEventListener('click', function () { showPicture(bells[d.uuid].d, tile); });
+        bells[d.uuid] = { pictures: pictures };
+        ringButton.addEventListener('click', function () { showPicture(bells[d.uuid].d, tile, false); });
+        nowButton.addEventListener('click', function () { showPicture(bells[d.uuid].d, tile, true); });
       }
       var b = bells[d.uuid];
       b.d = d; b.ring = d.last_ring || '';
       tile.children[1].textContent = (d.ringing ? 'RINGING · ' : '') +
         (d.last_ring_time ? 'last ring ' + d.last_ring_time.replace('T', ' ').slice(0, 19) : 'no ring');
-      var newer = b.shown && b.ring && b.shown !== b.ring;
-      tile.querySelector('img').classList.toggle('old', !!newer);
-      tile.querySelector('button').textContent = newer ? 'Show the new ring' : 'Show picture';
+      markRing(tile, b);
     });
   }
 
@@ -226,7 +240,7 @@
       renderClimate(d.climate);
       renderAlarm(d.alarm);
       renderEnergy(d.energy);
-      renderDoorbells(d.doorbells || []);
+      renderDoorbells(d.doorbells || [], d.pictures !== false);
       renderActivity(d.activity);
       connect();
     }).catch(function (e) {
@@ -288,7 +302,7 @@
       refreshedAt = Date.now();
       api('data').then(function (d) {
         renderClimate(d.climate); renderAlarm(d.alarm); renderEnergy(d.energy); renderActivity(d.activity);
-        renderDoorbells(d.doorbells || []);
+        renderDoorbells(d.doorbells || [], d.pictures !== false);
         $('activity').setAttribute('data-updated', String(Date.now()));
       }).catch(function () {});
     }, delay);

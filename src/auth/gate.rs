@@ -255,6 +255,14 @@ pub struct Principal {
 }
 
 impl Principal {
+    /// Whether this caller may see pictures of people (tools that show pictures, the
+    /// dashboard's doorbell pictures): a key with the `cameras` grant
+    /// ([`ApiKey::sees_pictures`]), or anonymous (where keys are not required, everything is
+    /// allowed). The gate's one decision of it.
+    pub fn sees_pictures(&self) -> bool {
+        self.key.as_ref().is_none_or(ApiKey::sees_pictures)
+    }
+
     /// Who this is, for the audit log (`anonymous` without a key).
     pub fn caller(&self) -> crate::mcp::Caller {
         crate::mcp::Caller {
@@ -854,7 +862,7 @@ impl Gate {
             )));
         }
         if let Action::Tool { name, .. } = action {
-            if self.tools.shows_pictures(name) && !key.sees_pictures() {
+            if self.tools.shows_pictures(name) && !principal.sees_pictures() {
                 return Err(deny(format!(
                     "{name} shows pictures of cameras and intercoms; this key may not see them \
                      (the owner's cameras setting; admin keys may)"

@@ -254,5 +254,26 @@ mod tests {
             k.permissions(),
             [Permission::Read, Permission::Security].into()
         );
+        // The cameras grant: the key's setting, or implicitly the admin permission; it adds
+        // no permission.
+        assert!(!k.sees_pictures());
+        let with = ApiKey {
+            cameras: true,
+            ..k.clone()
+        };
+        assert!(with.sees_pictures() && with.permissions() == k.permissions());
+        let custom_admin = ApiKey {
+            permissions: vec!["read".into(), "admin".into()],
+            ..k.clone()
+        };
+        assert!(custom_admin.sees_pictures());
+        for (role, sees) in [
+            (Role::Admin, true),
+            (Role::Operator, false),
+            (Role::Monitor, false),
+            (Role::Device, false),
+        ] {
+            assert_eq!(ApiKey { role, ..k.clone() }.sees_pictures(), sees, "{role}");
+        }
     }
 }

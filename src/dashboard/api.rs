@@ -226,7 +226,8 @@ pub fn data(dash: &Dashboard) -> ApiAnswer {
 /// The intercoms and cameras for the doorbell card: `[{"uuid", "name", "room", "kind",
 /// "ringing", "last_ring": "YYYYMMDDHHMMSS" | null, "last_ring_time": ISO 8601 in the house's
 /// time zone | null}]`. Their pictures come from `GET /dashboard/api/doorbells/{uuid}/picture`
-/// (the `cameras` permission; `src/http/dashboard.rs`).
+/// (only when the person at the dashboard asks, with the key's `cameras` grant;
+/// `src/http/dashboard.rs`).
 fn doorbells(dash: &Dashboard, home: &Home) -> Vec<Json> {
     let time = dash.house.time();
     home.controls

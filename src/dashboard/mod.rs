@@ -56,21 +56,33 @@ impl std::fmt::Debug for Dashboard {
 }
 
 impl Dashboard {
-    /// The picture the doorbell card shows for the camera `uuid`: the picture of its last ring
-    /// where it keeps ring pictures and has rung, else its picture now (see
-    /// [`House::picture`]). Not kept.
+    /// A picture of the doorbell card for the camera `uuid` with its label: with `now` the
+    /// camera's picture now, else the picture of its last ring (the Miniserver's, the camera
+    /// is not asked; `NotFound` when it keeps none or has not rung). See [`House::picture`].
+    /// Not kept.
     pub fn doorbell_picture(
         &self,
         uuid: &str,
+        now: bool,
     ) -> Result<(crate::home::CameraPicture, String), crate::home::ControllerError> {
+        use crate::home::{ControllerError, PictureAsk};
         let home = self.house.home();
         let c = home
             .control(uuid)
             .filter(|c| crate::home::camera::camera_kind(c).is_some())
-            .ok_or_else(|| crate::home::ControllerError::NotFound(format!("no camera {uuid}")))?;
-        let ask = match self.house.bell_events(c).and_then(|e| e.last().cloned()) {
-            Some(stamp) => crate::home::PictureAsk::BellEvent(stamp),
-            None => crate::home::PictureAsk::Now,
+            .ok_or_else(|| ControllerError::NotFound(format!("no camera {uuid}")))?;
+        let ask = match (
+            now,
+            self.house.bell_events(c).and_then(|e| e.last().cloned()),
+        ) {
+            (true, _) => PictureAsk::Now,
+            (false, Some(stamp)) => PictureAsk::BellEvent(stamp),
+            (false, None) => {
+                return Err(ControllerError::NotFound(format!(
+                    "a picture of a ring of {} (it has none)",
+                    c.name
+                )))
+            }
         };
         let pic = self.house.picture(c, ask)?;
         let label = crate::tools::view::label(&home, c);

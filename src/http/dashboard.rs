@@ -37,15 +37,18 @@ fn secure(answer: Answer) -> Answer {
         .with_header("Cache-Control", "no-store")
 }
 
-/// `GET /dashboard/api/doorbells/{uuid}/picture`: the doorbell card's picture (the last
-/// ring's, else the camera's now) as `image/jpeg`, for keys that may see pictures (the
-/// permission of `get_camera_image`: admin, or the key's `cameras` setting; otherwise 403 and
-/// no camera is asked). Written to the audit log like a `get_camera_image` call (transport
-/// `dashboard`; key, camera, bytes). `Cache-Control: no-store` (added by `secure`).
+/// `GET /dashboard/api/doorbells/{uuid}/picture`: a picture of the doorbell card as
+/// `image/jpeg`: the last ring's (the Miniserver's picture of it; 404 when there is none), or
+/// with `?of=now` the camera's picture now. The page asks for either only when the person at
+/// the dashboard presses one of the tile's buttons, never by itself. For keys that may see
+/// pictures (what the gate asks of `get_camera_image`: the key's `cameras` grant; otherwise
+/// 403 and nothing is fetched). Written to the audit log like a `get_camera_image` call
+/// (transport `dashboard`; key, camera, bytes). `Cache-Control: no-store` (added by `secure`).
 fn doorbell_picture(
     ctx: &Arc<Ctx>,
     dash: &crate::dashboard::Dashboard,
     uuid: &str,
+    now: bool,
     auth: Option<&Principal>,
 ) -> Answer {
     const TOOL: &str = "get_camera_image";
@@ -57,7 +60,7 @@ fn doorbell_picture(
         return deny(&d, false, &crate::mcp::jsonrpc::RequestIds::Unknown);
     }
     let started = std::time::Instant::now();
-    let result = dash.doorbell_picture(uuid);
+    let result = dash.doorbell_picture(uuid, now);
     if let Some(audit) = &ctx.config.audit {
         let (target, outcome) = match &result {
             Ok((pic, label)) => (
@@ -164,7 +167,9 @@ pub(crate) fn handle(
         .strip_prefix("/dashboard/api/doorbells/")
         .and_then(|r| r.strip_suffix("/picture"))
     {
-        return secure(doorbell_picture(ctx, &dash, uuid, auth)).into();
+        let query = url.split_once('?').map_or("", |(_, q)| q);
+        let now = query.split('&').any(|p| p == "of=now");
+        return secure(doorbell_picture(ctx, &dash, uuid, now, auth)).into();
     }
     if let Some(rest) = path.strip_prefix("/dashboard/api/") {
         let query = url.split_once('?').map_or("", |(_, q)| q);
@@ -172,6 +177,11 @@ pub(crate) fn handle(
         if rest.trim_end_matches('/') == "metrics" && a.status == 200 {
             a.body["mcp_sessions"] = ctx.mcp.sessions().len().into();
             a.body["sse_streams"] = ctx.pool.active().into();
+        }
+        if rest.trim_end_matches('/') == "data" && a.status == 200 {
+            // Whether the doorbell card may fetch pictures for this key at all (the gate
+            // decides again for each picture).
+            a.body["pictures"] = auth.is_none_or(Principal::sees_pictures).into();
         }
         return secure(Answer::json(a.status, &a.body)).into();
     }

@@ -145,7 +145,8 @@ try {
     expect(!(await page.isChecked("#edit-cameras")), "the box shows the key's setting");
     await page.check("#edit-cameras");
     await page.click("#edit-form button[type=submit]");
-    await page.waitForFunction(() => /may see camera pictures/.test(document.getElementById("keys").textContent));
+    // (Other keys may show the setting too: wait for this key's row.)
+    await rowNamed(name).filter({ hasText: "may see camera pictures" }).waitFor();
     const on = await fromApi();
     expect(on.cameras === true && on.open_doors === true, "saved, the other settings kept: " + JSON.stringify(on));
     const allowed = await picture();
@@ -156,7 +157,7 @@ try {
     expect(await page.isChecked("#edit-cameras"), "cameras shown checked");
     await page.uncheck("#edit-cameras");
     await page.click("#edit-form button[type=submit]");
-    await page.waitForFunction(() => !/may see camera pictures/.test(document.getElementById("keys").textContent));
+    await rowNamed(name).filter({ hasText: "may see camera pictures" }).waitFor({ state: "detached" });
     const off = await fromApi();
     expect(off.cameras === false, "off again: " + JSON.stringify(off));
     expect((await picture()).status === 403, "and no pictures again");
