@@ -713,7 +713,10 @@ mod over_mcp {
             assert_eq!(data.status, 200, "{}", data.body);
             let body: Value = serde_json::from_str(&data.body).unwrap();
             assert_eq!(body["pictures"], may, "{k}");
-            assert!(body["doorbells"].as_array().is_some_and(|d| d.len() == 3), "{body}");
+            assert!(
+                body["doorbells"].as_array().is_some_and(|d| d.len() == 3),
+                "{body}"
+            );
         }
         // A camera that keeps no rings has no ring's picture: 404, and the camera is not asked.
         let custom = s.camera_requests(CUSTOM);
@@ -914,6 +917,49 @@ fn a_camera_attack_leaves_the_server_small() {
         "{}",
         r.to_string().chars().take(300).collect::<String>()
     );
+}
+
+/// The `cameras` grant as the owner gives it on the command line: keys made by
+/// `home-mcp keys generate` into the key store the real `serve` binary reads, one with
+/// `--cameras yes`, one without (same role). The one with it gets the picture; the one without
+/// is refused with `INSUFFICIENT_PERMISSIONS` and the simulator's camera sees no request.
+#[test]
+fn a_key_generated_with_the_cameras_setting_sees_pictures() {
+    use crate::support::keys_cli::generate;
+    use crate::support::mcp::McpHttp;
+    use crate::support::server::{Miniserver, Served, TempDir};
+    use serde_json::json;
+
+    let dir = TempDir::new("door-keys");
+    let store = dir.0.join("keys.toml");
+    let secret = |v: serde_json::Value| v["id"].as_str().expect("the secret").to_string();
+    let with = secret(generate(&store, "operator", &["--cameras", "yes"]));
+    let without = secret(generate(&store, "operator", &[]));
+    let ms = Miniserver::demo();
+    let served = Served::start_args(
+        &ms,
+        "[auth]\nsecurity_level = \"staging\"\n",
+        &[("HOME_KEY_BACKEND", "file")],
+        &["--key-store", &store.display().to_string()],
+    );
+    let before = ms.sim.camera_requests(INTERCOM);
+    let mut c = McpHttp::connect(served.addr, Some(&without));
+    let (status, refused) = c.try_call("get_camera_image", json!({"device": "Haustür"}));
+    assert_eq!(status, 403, "{refused}");
+    assert!(
+        refused.to_string().contains("INSUFFICIENT_PERMISSIONS"),
+        "{refused}"
+    );
+    assert_eq!(ms.sim.camera_requests(INTERCOM), before, "no camera asked");
+    let mut c = McpHttp::connect(served.addr, Some(&with));
+    let r = c.call("get_camera_image", json!({"device": "Haustür"}));
+    assert_eq!(
+        r["content"][1]["type"],
+        "image",
+        "{}",
+        r.to_string().chars().take(300).collect::<String>()
+    );
+    assert_eq!(ms.sim.camera_requests(INTERCOM), before + 1, "one picture");
 }
 
 /// A workflow cannot hold a picture tool: its answer (an image for one caller) has nowhere to go,
