@@ -13,8 +13,9 @@ use super::camera::{resolve_placeholders, CameraError, CameraSource, Credentials
 use super::client::{parse_number_prefix, Client, LlAnswer, LoxoneError};
 use super::picture::{self, PictureError, PictureLimits};
 use crate::home::{
-    Action, CameraFailure, CameraKind, CameraPicture, Control, ControlKind, Controller,
-    ControllerError, Obtained, PictureAsk, PictureRequest, Secret, Value,
+    Action, Alert, AlertOp, CameraFailure, CameraKind, CameraPicture, Control, ControlKind,
+    Controller, ControllerError, MessageCenter, Obtained, PictureAsk, PictureRequest, Secret,
+    Value,
 };
 
 /// LightControllerV2 mood id "Off" (all circuits off), per Loxone clients (PyLoxone, openHAB);
@@ -562,6 +563,21 @@ impl Controller for Client {
             },
             bytes_read: fetched.bytes_read,
         })
+    }
+
+    /// The Message Center's entries ([`super::message_center`]).
+    fn alerts(&self, mc: &MessageCenter) -> Result<Vec<Alert>, ControllerError> {
+        self.message_center_entries(mc)
+    }
+
+    /// `readEntry` or the confirm action ([`super::message_center`]).
+    fn alert_op(
+        &self,
+        mc: &MessageCenter,
+        entry: &str,
+        op: AlertOp,
+    ) -> Result<(), ControllerError> {
+        self.message_center_op(mc, entry, op)
     }
 }
 
