@@ -453,6 +453,30 @@ mod over_mcp {
         }
     }
 
+    /// The audit log's `get_camera_image` rows (newest first) once `enough` holds of them;
+    /// fails naming `what` with the rows last seen.
+    fn picture_rows(
+        f: &AppServer,
+        what: &str,
+        enough: impl Fn(&[home_mcp::audit::Entry]) -> bool,
+    ) -> Vec<home_mcp::audit::Entry> {
+        let log = f.app.audit.as_ref().expect("audit on");
+        wait_until(what, PATIENCE, || {
+            log.flush();
+            let e = log
+                .query(&Query {
+                    operation: Some("get_camera_image".into()),
+                    ..Query::default()
+                })
+                .unwrap();
+            if enough(&e) {
+                Ok(e)
+            } else {
+                Err(e)
+            }
+        })
+    }
+
     fn sim(f: &AppServer) -> &Simulator {
         &f.app.simulator.as_ref().expect("demo simulator").0
     }
@@ -572,20 +596,8 @@ mod over_mcp {
         let mut c = McpHttp::connect(f.addr(), Some(OPERATOR_CAMERAS));
         let (_, data) = picture_of(&c.call("get_camera_image", json!({"device": "Haustür"})));
         let bytes = data["picture"]["bytes"].as_u64().unwrap();
-        let log = f.app.audit.as_ref().expect("audit on");
-        let entries = wait_until("the picture in the audit log", PATIENCE, || {
-            log.flush();
-            let e = log
-                .query(&Query {
-                    operation: Some("get_camera_image".into()),
-                    ..Query::default()
-                })
-                .unwrap();
-            if e.iter().any(|e| e.result == "ok") {
-                Ok(e)
-            } else {
-                Err(e)
-            }
+        let entries = picture_rows(&f, "the picture in the audit log", |e| {
+            e.iter().any(|e| e.result == "ok")
         });
         let ok = entries.iter().find(|e| e.result == "ok").unwrap();
         assert_eq!(ok.key_name, "hall tablet");
@@ -639,19 +651,10 @@ mod over_mcp {
             .try_call("get_camera_image", json!({"device": "Haustür"}));
         assert_eq!(status, 403);
         assert_eq!(s.camera_requests(INTERCOM), before + 2);
-        let log = f.app.audit.as_ref().expect("audit on");
-        wait_until("the refusal in the audit log", PATIENCE, || {
-            log.flush();
-            let e = log
-                .query(&Query {
-                    operation: Some("get_camera_image".into()),
-                    ..Query::default()
-                })
-                .unwrap();
-            match e.iter().find(|e| e.result == "INSUFFICIENT_PERMISSIONS") {
-                Some(refused) if refused.key_name == "kitchen tablet" => Ok(()),
-                _ => Err(e),
-            }
+        picture_rows(&f, "the refusal in the audit log", |e| {
+            e.iter()
+                .find(|e| e.result == "INSUFFICIENT_PERMISSIONS")
+                .is_some_and(|refused| refused.key_name == "kitchen tablet")
         });
         // A device key with the grant: its own camera, not the others.
         let mut d = McpHttp::connect(f.addr(), Some(DEVICE_CAMERAS));
@@ -690,9 +693,11 @@ mod over_mcp {
         });
         let s = sim(&f);
         let path = format!("/dashboard/api/doorbells/{INTERCOM}/picture");
-        let get = |key: &str| {
-            crate::support::net::request(f.addr(), "GET", &path, &[format!("X-API-Key: {key}")], "")
+        // GET `at` with the key `key`.
+        let get_at = |at: &str, key: &str| {
+            crate::support::net::request(f.addr(), "GET", at, &[format!("X-API-Key: {key}")], "")
         };
+        let get = |key: &str| get_at(&path, key);
         let served = || s.pictures_served().len();
         // The rings as the live link delivers them (then the card's picture is the last ring's).
         wait_until("the rings known", PATIENCE, || {
@@ -703,13 +708,7 @@ mod over_mcp {
         // The page's data says whether the key may fetch pictures at all (then it offers the
         // buttons; the gate decides again for each picture).
         for (k, may) in [(OPERATOR, false), (OPERATOR_CAMERAS, true)] {
-            let data = crate::support::net::request(
-                f.addr(),
-                "GET",
-                "/dashboard/api/data",
-                &[format!("X-API-Key: {k}")],
-                "",
-            );
+            let data = get_at("/dashboard/api/data", k);
             assert_eq!(data.status, 200, "{}", data.body);
             let body: Value = serde_json::from_str(&data.body).unwrap();
             assert_eq!(body["pictures"], may, "{k}");
@@ -720,12 +719,9 @@ mod over_mcp {
         }
         // A camera that keeps no rings has no ring's picture: 404, and the camera is not asked.
         let custom = s.camera_requests(CUSTOM);
-        let none = crate::support::net::request(
-            f.addr(),
-            "GET",
+        let none = get_at(
             &format!("/dashboard/api/doorbells/{CUSTOM}/picture"),
-            &[format!("X-API-Key: {OPERATOR_CAMERAS}")],
-            "",
+            OPERATOR_CAMERAS,
         );
         assert_eq!(none.status, 404, "{}", none.body);
         assert_eq!(s.camera_requests(CUSTOM), custom, "the camera not asked");
@@ -751,30 +747,10 @@ mod over_mcp {
         );
         // `?of=now`: the camera's picture now, from the camera itself.
         let cam = s.camera_requests(INTERCOM);
-        let now = crate::support::net::request(
-            f.addr(),
-            "GET",
-            &format!("{path}?of=now"),
-            &[format!("X-API-Key: {OPERATOR_CAMERAS}")],
-            "",
-        );
+        let now = get_at(&format!("{path}?of=now"), OPERATOR_CAMERAS);
         assert_eq!(now.status, 200, "{}", now.body);
         assert_eq!(s.camera_requests(INTERCOM), cam + 1);
-        let log = f.app.audit.as_ref().expect("audit on");
-        let rows = wait_until("the three rows in the audit log", PATIENCE, || {
-            log.flush();
-            let e = log
-                .query(&Query {
-                    operation: Some("get_camera_image".into()),
-                    ..Query::default()
-                })
-                .unwrap();
-            if e.len() >= 3 {
-                Ok(e)
-            } else {
-                Err(e)
-            }
-        });
+        let rows = picture_rows(&f, "the three rows in the audit log", |e| e.len() >= 3);
         assert!(rows.iter().all(|e| e.transport == "dashboard"), "{rows:?}");
         assert!(
             rows.iter()
@@ -860,6 +836,17 @@ mod over_mcp {
     }
 }
 
+/// A `tools/call` result whose second block is an image (the first is the text saying which
+/// camera); fails with the start of the answer.
+fn assert_image(r: &serde_json::Value) {
+    assert_eq!(
+        r["content"][1]["type"],
+        "image",
+        "{}",
+        r.to_string().chars().take(300).collect::<String>()
+    );
+}
+
 /// The real `serve` binary (staging, the edge tests' contract) against the simulated door: a
 /// camera that sends 100 MB is stopped at the byte limit, answered with its own error, and the
 /// server's peak RSS stays under the edge bound ([`crate::support::edge::RSS_BOUND_KB`]); the
@@ -910,13 +897,7 @@ fn a_camera_attack_leaves_the_server_small() {
     );
     // And it still hands out pictures.
     ms.sim.set_camera_fault(INTERCOM, CameraFault::None);
-    let r = c.call("get_camera_image", json!({"device": "Haustür"}));
-    assert_eq!(
-        r["content"][1]["type"],
-        "image",
-        "{}",
-        r.to_string().chars().take(300).collect::<String>()
-    );
+    assert_image(&c.call("get_camera_image", json!({"device": "Haustür"})));
 }
 
 /// The `cameras` grant as the owner gives it on the command line: keys made by
@@ -952,13 +933,7 @@ fn a_key_generated_with_the_cameras_setting_sees_pictures() {
     );
     assert_eq!(ms.sim.camera_requests(INTERCOM), before, "no camera asked");
     let mut c = McpHttp::connect(served.addr, Some(&with));
-    let r = c.call("get_camera_image", json!({"device": "Haustür"}));
-    assert_eq!(
-        r["content"][1]["type"],
-        "image",
-        "{}",
-        r.to_string().chars().take(300).collect::<String>()
-    );
+    assert_image(&c.call("get_camera_image", json!({"device": "Haustür"})));
     assert_eq!(ms.sim.camera_requests(INTERCOM), before + 1, "one picture");
 }
 
