@@ -182,7 +182,13 @@ impl App {
     /// `<data_dir>/workflows.db`; `--demo` keeps them in memory and writes nothing to disk.
     pub fn start(config: &Config, demo: bool) -> Result<App, StartError> {
         let (ms, simulator) = if demo {
-            let sim = Arc::new(Simulator::demo());
+            // The simulated Miniserver keeps the house's time zone when the owner set one (bell
+            // events and statistics on that wall clock), else the demo house's own.
+            let mut sim_config = crate::sim::SimConfig::default();
+            if let Some(tz) = &config.time_zone {
+                sim_config.time_zone = tz.clone();
+            }
+            let sim = Arc::new(Simulator::demo_with(sim_config));
             let server = SimServer::start(sim.clone(), "127.0.0.1:0").map_err(StartError::Io)?;
             let ms = MiniserverConfig {
                 base_url: server.base_url(),
@@ -200,11 +206,10 @@ impl App {
                 None,
             )
         };
-        let client = Arc::new(Client::with_auth(
-            &ms,
-            &config.miniserver_timeouts,
-            config.miniserver_auth,
-        ));
+        let client = Arc::new(
+            Client::with_auth(&ms, &config.miniserver_timeouts, config.miniserver_auth)
+                .with_camera_limits(config.camera_limits),
+        );
         let api = client.api_info().map_err(StartError::Miniserver)?;
         log::info!(
             "Miniserver {} (serial {}, firmware {})",
@@ -263,9 +268,8 @@ impl App {
         // WebSocket once it runs. The demo's clock is its simulated Miniserver's.
         let statistics = Arc::new(MiniserverStatistics::new(client.clone()));
         let time_zone = match &simulator {
-            Some((sim, _)) => crate::home::HouseTime::named(&sim.config().time_zone)
-                .unwrap_or_else(|_| config.time_zone.clone()),
-            None => config.time_zone.clone(),
+            Some((sim, _)) => sim.config().time_zone.clone(),
+            None => config.house_time(),
         };
         let house = Arc::new(
             House::new(
@@ -278,6 +282,7 @@ impl App {
             .with_visu_password(config.visu_password.clone())
             .with_risk_rules(config.risk.clone())
             .with_time_zone(time_zone)
+            .with_picture_max_side(config.picture_max_side)
             .with_verify_timeout(config.server.verify_timeout)
             .with_command_limits(config.command_limits)
             .with_stop(config.stop_switch.clone(), admin_stops(config, demo)),

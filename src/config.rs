@@ -102,6 +102,11 @@
 //!                              # /etc/localtime), else UTC. Local days, statistics and
 //!                              # bell times are read in it
 //!
+//! [cameras]                    # pictures of intercoms and cameras (get_camera_image)
+//! max_side = 640               # long side of a picture handed out, in pixels (16-4096)
+//! deadline_secs = 8            # a fetch from a camera ends after this (1-60)
+//! max_bytes = 4194304          # a camera answer larger than this is refused (64 KiB-64 MiB)
+//!
 //! [risk]                       # controls added to a risk class (name, UUID, family, category
 //!                              # or type, see crate::home::risk); a human answers before they act
 //! access = ["Garage"]
@@ -151,8 +156,13 @@ pub struct Config {
     /// The owner's additions to the risk classes (`[risk]`: `access`, `alarm`, `house_wide`,
     /// lists of control names, UUIDs or category names; see [`crate::home::risk`]).
     pub risk: crate::home::RiskRules,
-    /// The house's time zone (`[home] time_zone`; default: the system's).
-    pub time_zone: crate::home::HouseTime,
+    /// The house's time zone (`[home] time_zone`); `None`: not set, the system's
+    /// ([`Config::house_time`]), and with `--demo` the demo house's own (Europe/Berlin).
+    pub time_zone: Option<crate::home::HouseTime>,
+    /// Pictures of cameras (`[cameras]`): longest side handed out (default 640 px).
+    pub picture_max_side: u32,
+    /// Bounds of a camera fetch (`[cameras] deadline_secs`, `max_bytes`).
+    pub camera_limits: crate::loxone::camera::FetchLimits,
     /// How HTTP requests authenticate (`[miniserver] auth`, default [`AuthMode::Auto`]).
     pub miniserver_auth: AuthMode,
     /// WebSocket event stream (default) or polling only.
@@ -317,7 +327,9 @@ impl Default for Config {
             log_level: log::LevelFilter::Info,
             visu_password: None,
             risk: crate::home::RiskRules::default(),
-            time_zone: crate::home::HouseTime::system(),
+            time_zone: None,
+            picture_max_side: 640,
+            camera_limits: crate::loxone::camera::FetchLimits::default(),
             miniserver_auth: AuthMode::Auto,
             command_limits: crate::home::CommandLimits::default(),
             miniserver_live: LiveMode::WebSocket,
@@ -387,6 +399,17 @@ struct FileConfig {
     safety: FileSafety,
     #[serde(default)]
     home: FileHome,
+    #[serde(default)]
+    cameras: FileCameras,
+}
+
+/// `[cameras]`: `max_side`, `deadline_secs`, `max_bytes`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileCameras {
+    max_side: Option<u32>,
+    deadline_secs: Option<u64>,
+    max_bytes: Option<u64>,
 }
 
 /// `[safety]`: the stop switch.
@@ -528,6 +551,13 @@ struct FileLog {
 }
 
 impl Config {
+    /// The house's clock: `[home] time_zone`, else the system's time zone.
+    pub fn house_time(&self) -> crate::home::HouseTime {
+        self.time_zone
+            .clone()
+            .unwrap_or_else(crate::home::HouseTime::system)
+    }
+
     /// Loads the config: defaults, then `path` (if given), then the environment read through
     /// `env` (a function so tests need not touch the process environment).
     ///
@@ -793,6 +823,27 @@ impl Config {
             alarm: file.risk.alarm,
             house_wide: file.risk.house_wide,
         };
+        if let Some(v) = file.cameras.max_side {
+            if !(16..=4096).contains(&v) {
+                return Err(invalid("cameras.max_side", "must be 16-4096 (pixels)"));
+            }
+            cfg.picture_max_side = v;
+        }
+        if let Some(v) = file.cameras.deadline_secs {
+            if !(1..=60).contains(&v) {
+                return Err(invalid("cameras.deadline_secs", "must be 1-60 (seconds)"));
+            }
+            cfg.camera_limits.deadline = Duration::from_secs(v);
+        }
+        if let Some(v) = file.cameras.max_bytes {
+            if !(65_536..=67_108_864).contains(&v) {
+                return Err(invalid(
+                    "cameras.max_bytes",
+                    "must be 65536-67108864 (bytes)",
+                ));
+            }
+            cfg.camera_limits.max_bytes = v;
+        }
         cfg.stop_switch = match file.safety.stop_switch {
             Some(s) if s.trim().is_empty() => {
                 return Err(invalid(
@@ -803,8 +854,10 @@ impl Config {
             other => other.map(|s| s.trim().to_string()),
         };
         if let Some(tz) = file.home.time_zone {
-            cfg.time_zone = crate::home::HouseTime::named(&tz)
-                .map_err(|e| invalid("home.time_zone", &e.to_string()))?;
+            cfg.time_zone = Some(
+                crate::home::HouseTime::named(&tz)
+                    .map_err(|e| invalid("home.time_zone", &e.to_string()))?,
+            );
         }
 
         if let Some(level) = env("SECURITY_LEVEL").or(file.auth.security_level) {
@@ -1178,11 +1231,12 @@ mod tests {
     fn the_house_time_zone_is_read_and_checked() {
         let cfg = parse("[home]\ntime_zone = \"CET-1CEST,M3.5.0,M10.5.0/3\"\n", &[]).unwrap();
         let t: jiff::Timestamp = "2026-07-01T10:00:00Z".parse().unwrap();
-        assert_eq!(cfg.time_zone.format(t), "2026-07-01T12:00:00+02:00");
+        assert_eq!(cfg.house_time().format(t), "2026-07-01T12:00:00+02:00");
         let e = parse("[home]\ntime_zone = \"Nowhere/Atlantis\"\n", &[]).unwrap_err();
         assert!(e.to_string().contains("home.time_zone"), "{e}");
+        assert_eq!(parse("", &[]).unwrap().time_zone, None);
         assert_eq!(
-            parse("", &[]).unwrap().time_zone,
+            parse("", &[]).unwrap().house_time(),
             crate::home::HouseTime::system()
         );
     }

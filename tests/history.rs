@@ -489,7 +489,7 @@ fn house_of(
         password: DEMO_PASSWORD.into(),
     });
     config.server.data_dir = dir.0.clone();
-    config.time_zone = home_mcp::home::HouseTime::named("Europe/Berlin").unwrap();
+    config.time_zone = Some(home_mcp::home::HouseTime::named("Europe/Berlin").unwrap());
     let app = App::start(&config, false).expect("the server starts");
     (app, server, sim)
 }

@@ -26,6 +26,7 @@ mod dashboard;
 mod demo;
 mod device_actions;
 mod docs;
+mod door;
 mod edge;
 mod edge_app;
 mod faults;

@@ -82,6 +82,12 @@ fn calls() -> Vec<(&'static str, Value)> {
         ("get_blinds_status", json!({})),
         ("arm_alarm", json!({"confirm": true})),
         ("get_security_status", json!({})),
+        ("list_doorbell_events", json!({})),
+        ("get_camera_image", json!({"device": "Haustür"})),
+        (
+            "get_camera_image",
+            json!({"device": "Haustür", "bell_event": "20261127101500"}),
+        ),
         ("acknowledge_alarm", json!({"confirm": true})),
         ("disarm_alarm", json!({})),
         (

@@ -164,6 +164,82 @@
     });
   }
 
+  // The doorbell card: each intercom or camera with its last ring. The page fetches no picture
+  // by itself (not on load, not on a ring): the person at the dashboard asks with the tile's
+  // buttons, "Last ring" for the Miniserver's picture of the last ring (the camera is not
+  // asked) and "Picture now" for the camera's picture now. Every picture handed out is written
+  // to the audit log. Shown as a data: URL (the page's CSP allows no other image source). A
+  // ring after a ring's picture is shown marks it as old and the button offers the new one. A
+  // key without the cameras setting gets no buttons, fetches nothing and is told so.
+  var bells = {};
+  function showPicture(d, tile, now) {
+    var img = tile.querySelector('img'), note = tile.querySelector('.note');
+    var b = bells[d.uuid], ring = now ? '' : b.ring;
+    var buttons = tile.querySelectorAll('button');
+    var headers = {};
+    if (key()) headers['X-API-Key'] = key();
+    buttons.forEach(function (x) { x.disabled = true; });
+    fetch('/dashboard/api/doorbells/' + d.uuid + '/picture' + (now ? '?of=now' : ''), { headers: headers, cache: 'no-store' })
+      .then(function (r) {
+        if (r.status === 403) { img.removeAttribute('src'); note.textContent = 'This key may not see camera pictures.'; return null; }
+        if (!r.ok) throw new Error('HTTP ' + r.status);
+        return r.arrayBuffer();
+      })
+      .then(function (buf) {
+        if (!buf) return;
+        var bytes = new Uint8Array(buf), bin = '';
+        for (var i = 0; i < bytes.length; i += 8192) bin += String.fromCharCode.apply(null, bytes.subarray(i, i + 8192));
+        img.src = 'data:image/jpeg;base64,' + btoa(bin);
+        img.alt = 'picture of ' + d.name;
+        img.setAttribute('data-ring', ring);
+        img.classList.remove('old');
+        note.textContent = now ? 'now' : 'the last ring';
+        b.shown = ring;
+        markRing(tile, b);
+      })
+      .catch(function (e) { note.textContent = 'No picture: ' + e.message; })
+      .then(function () { buttons.forEach(function (x) { x.disabled = false; }); });
+  }
+  // The "Last ring" button: hidden without a ring; "Show the new ring" (and the shown ring's
+  // picture dimmed) when the bell rang after the picture shown.
+  function markRing(tile, b) {
+    var button = tile.querySelector('button.ring');
+    var newer = !!(b.shown && b.ring && b.shown !== b.ring);
+    button.hidden = !b.pictures || !b.ring;
+    button.textContent = newer ? 'Show the new ring' : 'Last ring';
+    tile.querySelector('img').classList.toggle('old', newer);
+  }
+  function renderDoorbells(list, pictures) {
+    var root = $('doorbells');
+    if (!list.length) { clear(root); root.appendChild(el('p', 'dim', 'No intercoms or cameras')); return; }
+    var empty = root.querySelector('p.dim'); if (empty) root.removeChild(empty);
+    list.forEach(function (d) {
+      var tile = $('bell-' + d.uuid);
+      if (!tile) {
+        tile = el('div', 'tile'); tile.id = 'bell-' + d.uuid;
+        tile.appendChild(el('strong', null, d.name));
+        tile.appendChild(el('div', 'dim'));
+        var ringButton = el('button', 'ring', 'Last ring'); ringButton.type = 'button';
+        var nowButton = el('button', 'now', 'Picture now'); nowButton.type = 'button';
+        nowButton.hidden = !pictures;
+        tile.appendChild(ringButton);
+        tile.appendChild(nowButton);
+        tile.appendChild(el('div', 'dim note', pictures ? '' : 'This key may not see camera pictures.'));
+        var img = el('img'); img.alt = '';
+        tile.appendChild(img);
+        root.appendChild(tile);
+        bells[d.uuid] = { pictures: pictures };
+        ringButton.addEventListener('click', function () { showPicture(bells[d.uuid].d, tile, false); });
+        nowButton.addEventListener('click', function () { showPicture(bells[d.uuid].d, tile, true); });
+      }
+      var b = bells[d.uuid];
+      b.d = d; b.ring = d.last_ring || '';
+      tile.children[1].textContent = (d.ringing ? 'RINGING · ' : '') +
+        (d.last_ring_time ? 'last ring ' + d.last_ring_time.replace('T', ' ').slice(0, 19) : 'no ring');
+      markRing(tile, b);
+    });
+  }
+
   function renderActivity(list) {
     var root = $('activity'); clear(root);
     if (!list.length) root.appendChild(el('li', 'dim', 'No AI activity recorded'));
@@ -331,6 +407,7 @@
       renderClimate(d.climate);
       renderAlarm(d.alarm);
       renderEnergy(d.energy);
+      renderDoorbells(d.doorbells || [], d.pictures !== false);
       renderActivity(d.activity);
       loadCharts();
       connect();
@@ -395,6 +472,7 @@
       api('data').then(function (d) {
         renderStop(d.status.stop); renderAlerts(d.alerts);
         renderClimate(d.climate); renderAlarm(d.alarm); renderEnergy(d.energy); renderActivity(d.activity);
+        renderDoorbells(d.doorbells || [], d.pictures !== false);
         $('activity').setAttribute('data-updated', String(Date.now()));
       }).catch(function () {});
     }, delay);

@@ -349,6 +349,8 @@ pub struct Grant {
     pub rooms: Vec<String>,
     /// Families or categories; empty: all.
     pub categories: Vec<String>,
+    /// The owner ticked "may see camera pictures" (the key's `cameras` grant).
+    pub cameras: bool,
     /// The name of the admin key that approved it.
     pub granted_by: String,
 }
@@ -362,6 +364,7 @@ impl Grant {
         days: &str,
         rooms: Vec<String>,
         categories: Vec<String>,
+        cameras: bool,
         granted_by: &str,
     ) -> Result<Grant, String> {
         let role = Role::parse(role)
@@ -389,6 +392,7 @@ impl Grant {
             days,
             rooms,
             categories,
+            cameras,
             granted_by: granted_by.to_string(),
         })
     }
@@ -1016,6 +1020,7 @@ impl OAuth {
             "expires_at": expires_at,
             "rooms": grant.rooms,
             "categories": grant.categories,
+            "cameras": grant.cameras,
         }))
         .map_err(|e| err(ErrorCode::ServerError, e.to_string()))?;
         self.store
@@ -1265,7 +1270,7 @@ mod tests {
         let req = o
             .authorization_request(&Params::parse(&q).unwrap())
             .unwrap();
-        let grant = || Grant::from_form("monitor", "1", vec![], vec![], "owner").unwrap();
+        let grant = || Grant::from_form("monitor", "1", vec![], vec![], false, "owner").unwrap();
         for _ in 0..MAX_PENDING_CODES {
             o.approve(&req, grant()).unwrap();
         }

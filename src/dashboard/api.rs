@@ -405,8 +405,34 @@ pub fn data(dash: &Dashboard) -> ApiAnswer {
         "climate": climate,
         "alarm": alarms(dash, &home),
         "energy": energy(dash, &home),
+        "doorbells": doorbells(dash, &home),
         "activity": activity,
     }))
+}
+
+/// The intercoms and cameras for the doorbell card: `[{"uuid", "name", "room", "kind",
+/// "ringing", "last_ring": "YYYYMMDDHHMMSS" | null, "last_ring_time": ISO 8601 in the house's
+/// time zone | null}]`. Their pictures come from `GET /dashboard/api/doorbells/{uuid}/picture`
+/// (only when the person at the dashboard asks, with the key's `cameras` grant;
+/// `src/http/dashboard.rs`).
+fn doorbells(dash: &Dashboard, home: &Home) -> Vec<Json> {
+    let time = dash.house.time();
+    home.controls
+        .iter()
+        .filter_map(|c| Some((c, crate::home::camera::camera_kind(c)?)))
+        .map(|(c, kind)| {
+            let last = dash.house.bell_events(c).and_then(|e| e.last().cloned());
+            json!({
+                "uuid": c.uuid,
+                "name": c.name,
+                "room": view::room_of(home, c),
+                "kind": kind.as_str(),
+                "ringing": dash.house.state_text(c, "bell").is_some_and(|b| b.trim() == "1"),
+                "last_ring_time": last.as_deref().and_then(|s| time.parse_compact(s, None)).map(|t| time.format(t)),
+                "last_ring": last,
+            })
+        })
+        .collect()
 }
 
 /// `GET metrics`: `{"uptime_secs", "events_received" (values from the Miniserver),

@@ -56,6 +56,39 @@ impl std::fmt::Debug for Dashboard {
 }
 
 impl Dashboard {
+    /// A picture of the doorbell card for the camera `uuid` with its label: with `now` the
+    /// camera's picture now, else the picture of its last ring (the Miniserver's, the camera
+    /// is not asked; `NotFound` when it keeps none or has not rung). See [`House::picture`].
+    /// Not kept.
+    pub fn doorbell_picture(
+        &self,
+        uuid: &str,
+        now: bool,
+    ) -> Result<(crate::home::CameraPicture, String), crate::home::ControllerError> {
+        use crate::home::{ControllerError, PictureAsk};
+        let home = self.house.home();
+        let c = home
+            .control(uuid)
+            .filter(|c| crate::home::camera::camera_kind(c).is_some())
+            .ok_or_else(|| ControllerError::NotFound(format!("no camera {uuid}")))?;
+        let ask = match (
+            now,
+            self.house.bell_events(c).and_then(|e| e.last().cloned()),
+        ) {
+            (true, _) => PictureAsk::Now,
+            (false, Some(stamp)) => PictureAsk::BellEvent(stamp),
+            (false, None) => {
+                return Err(ControllerError::NotFound(format!(
+                    "a picture of a ring of {} (it has none)",
+                    c.name
+                )))
+            }
+        };
+        let pic = self.house.picture(c, ask)?;
+        let label = crate::tools::view::label(&home, c);
+        Ok((pic, label))
+    }
+
     /// Starts the history recorder and the WebSocket fan-out over `house`'s change bus.
     /// Errors: a thread could not start.
     pub fn start(

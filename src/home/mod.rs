@@ -9,6 +9,7 @@ pub mod bounds;
 pub mod bus;
 pub mod energy;
 pub mod history;
+pub mod camera;
 pub mod house;
 pub mod link;
 pub mod model;
@@ -30,6 +31,7 @@ pub use alerts::{
     Severity,
 };
 pub use bus::{Bus, Change, Event, Subscription};
+pub use camera::{CameraFailure, CameraKind, CameraPicture, Obtained, PictureAsk, PictureRequest};
 pub use house::{
     Command, CommandLimits, Controller, ControllerError, House, Outcome, RejectedStructure, Secret,
 };

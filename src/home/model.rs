@@ -458,6 +458,7 @@ control_kinds! {
     LoadManager => "LoadManager", Energy;
     CarCharger => "CarCharger", Energy;
     Intercom => "Intercom", Access;
+    IntercomV2 => "IntercomV2", Access;
     NfcCodeTouch => "NfcCodeTouch", Access;
     UpDownDigital => "UpDownDigital", ByCategory;
     LeftRightDigital => "LeftRightDigital", ByCategory;

@@ -127,6 +127,12 @@ impl HouseTime {
         }
     }
 
+    /// The jiff time zone behind it (for code that does its own calendar arithmetic, as the
+    /// simulator's statistics).
+    pub fn time_zone(&self) -> &TimeZone {
+        &self.tz
+    }
+
     /// Coordinated Universal Time (tests, and a house that keeps UTC).
     pub fn utc() -> Self {
         Self { tz: TimeZone::UTC }
@@ -221,6 +227,12 @@ impl HouseTime {
         )
         .ok()?;
         self.from_local(local, after)
+    }
+
+    /// `t` as a compact local time `YYYYMMDDHHMMSS` on the house's clock, as a Miniserver
+    /// writes intercom bell events (the inverse of [`HouseTime::parse_compact`]).
+    pub fn compact(&self, t: Timestamp) -> String {
+        self.zoned(t).strftime("%Y%m%d%H%M%S").to_string()
     }
 
     /// The start of the local day that contains `t` (midnight, or the first instant of a day
@@ -831,6 +843,13 @@ mod tests {
         assert_eq!(t.parse_compact("2026112710150", None), None);
         assert_eq!(t.parse_compact("2026112710150x", None), None);
         assert_eq!(t.parse_compact("20261399101500", None), None);
+        // Written as a Miniserver writes them: the wall clock, and back.
+        assert_eq!(t.compact(ts("2026-11-27T09:15:00Z")), "20261127101500");
+        assert_eq!(t.compact(ts("2026-07-01T22:30:05Z")), "20260702003005");
+        assert_eq!(
+            t.parse_compact(&t.compact(ts("2026-07-01T22:30:05Z")), None),
+            Some(ts("2026-07-01T22:30:05Z"))
+        );
     }
 
     #[test]

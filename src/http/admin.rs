@@ -205,6 +205,7 @@ pub fn key_view(k: &ApiKey) -> Value {
         "categories": k.categories,
         "model_confirms": k.model_confirms,
         "open_doors": k.open_doors,
+        "cameras": k.cameras,
         "usage": k.usage,
     })
 }
@@ -267,6 +268,7 @@ struct CreateBody {
     categories: Vec<String>,
     model_confirms: Option<bool>,
     open_doors: Option<bool>,
+    cameras: Option<bool>,
 }
 
 /// `PUT /admin/api/keys/:id`.
@@ -283,6 +285,7 @@ struct UpdateBody {
     categories: Option<Vec<String>>,
     model_confirms: Option<bool>,
     open_doors: Option<bool>,
+    cameras: Option<bool>,
 }
 
 fn record(
@@ -342,6 +345,7 @@ fn create_key(admin: &AdminContext, principal: Option<&Principal>, body: Value) 
         categories: body.categories,
         model_confirms: body.model_confirms,
         open_doors: body.open_doors,
+        cameras: body.cameras,
     };
     if let Err(m) = keys::check_new(role, &fields) {
         return invalid(m);
@@ -453,6 +457,7 @@ fn update_key(
         categories: body.categories.unwrap_or_default(),
         model_confirms: body.model_confirms,
         open_doors: body.open_doors,
+        cameras: body.cameras,
     };
     if let Err(m) = keys::apply_update(&mut key, fields, body.active) {
         return invalid(m);

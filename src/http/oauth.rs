@@ -312,16 +312,22 @@ fn consent(ctx: &Ctx, oauth: &OAuth, request: &mut tiny_http::Request, issuer: &
         one("days"),
         params.all("room"),
         params.all("category"),
+        params.one("cameras", 8).ok().flatten() == Some("yes"),
         &admin,
     ) {
         Ok(g) => g,
         Err(m) => return consent_page(ctx, &req, 400, &m),
     };
     let summary = format!(
-        "{} as {} for {} days{}{}",
+        "{} as {} for {} days{}{}{}",
         req.client.name,
         grant.role,
         grant.days,
+        if grant.cameras {
+            ", with camera pictures"
+        } else {
+            ""
+        },
         if grant.rooms.is_empty() {
             String::new()
         } else {

@@ -72,6 +72,7 @@ pub const FIXED: &[(&str, &str, &str)] = &[
     ("home://security", "Security", "Alarm systems and safety sensors: armed, alarm levels (get_security_status)."),
     ("home://energy", "Energy", "Meters and energy managers with their current values, and the kWh of today and this month (get_energy)."),
     ("home://weather", "Weather", "Weather station and outdoor sensors with their readings; an empty list when the house has none."),
+    ("home://doorbells", "Doorbells", "Intercoms and cameras: ringing or not, and their unanswered rings with times in the owner's time zone (list_doorbell_events); updated when someone rings."),
     ("home://workflows", "Workflows", "Stored workflows with their steps (list_workflows)."),
 ];
 
@@ -320,6 +321,7 @@ pub(crate) fn resolve(home: &Home, uri: &str) -> Result<Resolved, RpcError> {
         ["climate"] => fixed(tool("get_climate_status", json!({"limit": LIMIT}))),
         ["audio"] => fixed(tool("get_audio_status", json!({"limit": LIMIT}))),
         ["security"] => fixed(tool("get_security_status", json!({"limit": LIMIT}))),
+        ["doorbells"] => fixed(tool("list_doorbell_events", json!({"limit": 50}))),
         ["energy"] => fixed(Target::Energy),
         ["history", device] => history(home, uri, device),
         ["weather"] => fixed(Target::Weather),

@@ -214,7 +214,8 @@ pub(crate) enum Answer {
     Page(SimResponse),
     /// A file, not wrapped (the structure file); over the WebSocket header id 1 and the text.
     File(String),
-    /// Binary data (statistics records, `stats.rs`) of this content type; over the WebSocket
+    /// Binary data (statistics records, `stats.rs`; a bell picture, `camimage`) of this content
+    /// type, over HTTP without a charset; over the WebSocket
     /// header id 1 and a binary frame.
     Data(&'static str, Vec<u8>),
     /// A text file of this content type (the V1 XML files, the `stats` index); over the

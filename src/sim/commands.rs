@@ -72,6 +72,19 @@ pub(crate) const COMMANDS: &[Command] = &[
     Command::new("sps/io/{control}/state", "§2.5", super::http::io_read),
     Command::new("sps/io/{control}/astate", "§2.5", super::http::io_read),
     Command::new("sps/io/{control}/all", "§2.5", super::http::io_all),
+    // Intercoms and cameras (door.rs, issue 30): the stream data of a Door Controller,
+    // asked in plain or inside enc/fenc, and the pictures of its rings.
+    Command::new(
+        "sps/io/{control}/securedDetails",
+        "§2.4; intercom-alerts.md §1",
+        super::door::secured_details,
+    ),
+    Command::new(
+        "camimage/{control}/{timestamp}",
+        "intercom-alerts.md §1 (never encrypted)",
+        super::door::camimage,
+    )
+    .bare(),
     // §2.4 commands, secured commands.
     Command::new(
         "sps/io/{control}/{command...}",
@@ -211,6 +224,20 @@ pub(crate) const COMMANDS: &[Command] = &[
         .open()
         .ws_only()
         .bare(),
+    // The simulator's own switches (not Loxone commands; issue 30): the doorbell button and
+    // the camera fault switches.
+    Command::new(
+        "sim/door/{control}/ring",
+        "simulator switch (door.rs)",
+        super::door::ring_switch,
+    )
+    .bare(),
+    Command::new(
+        "sim/camera/{control}/fault/{fault}",
+        "simulator switch (door.rs)",
+        super::door::fault_switch,
+    )
+    .bare(),
     // §2.6 diagnostics (loxone-java's command list) and the PLC state.
     Command::new(
         "sps/state",

@@ -247,14 +247,6 @@ fn has(name: &str, words: &[&str]) -> bool {
     words.iter().any(|w| name.contains(w))
 }
 
-/// The house's zone: an IANA name from the system's database, or a POSIX rule; Europe/Berlin's
-/// rule when neither reads.
-pub(crate) fn zone(name: &str) -> TimeZone {
-    TimeZone::get(name)
-        .or_else(|_| TimeZone::posix(name))
-        .unwrap_or_else(|_| TimeZone::posix("CET-1CEST,M3.5.0,M10.5.0/3").unwrap_or(TimeZone::UTC))
-}
-
 /// The local midnight starting `date` in `tz`, as a Unix second.
 fn midnight(tz: &TimeZone, date: Date) -> i64 {
     date.to_zoned_datetime(tz.clone())

@@ -28,6 +28,7 @@ mod batch;
 mod blinds;
 pub mod cache;
 pub mod caller;
+mod cameras;
 mod climate;
 mod devices;
 mod history;
@@ -206,6 +207,12 @@ pub struct Tool {
     /// `idempotentHint`: calling it twice does what calling it once does (not so for steps of
     /// a volume, next track, or creating and running workflows).
     pub idempotent: bool,
+    /// It shows pictures of people (camera and intercom pictures, issue 30): a key needs the
+    /// `cameras` grant besides the permission ([`ToolFacts::shows_pictures`]; the gate
+    /// refuses otherwise, before anything reaches a camera); every call is audited although it
+    /// only reads ([`Tool::audited`]); its answers are never cached, and it is never a workflow
+    /// step. It stays `readOnlyHint`.
+    pub pictures: bool,
     /// JSON Schema of the arguments, generated from the handler's argument type ([`Args`]).
     pub input_schema: Value,
     /// JSON Schema of the envelope's `data`.
@@ -241,6 +248,7 @@ impl Tool {
             workflow: false,
             destructive: false,
             idempotent: true,
+            pictures: false,
             input_schema: A::schema(),
             data_schema: || json!({"type": "object"}),
             take: takes::<A>,
@@ -313,6 +321,18 @@ impl Tool {
     pub fn repeats(mut self) -> Tool {
         self.idempotent = false;
         self
+    }
+
+    /// It shows pictures of people ([`Tool::pictures`]).
+    pub fn shows_pictures(mut self) -> Tool {
+        self.pictures = true;
+        self
+    }
+
+    /// Whether calls are recorded in the audit log: those that write ([`Permission::writes`])
+    /// and those that show pictures ([`Tool::pictures`]). The one place this is decided.
+    pub fn audited(&self) -> bool {
+        self.permission.writes() || self.pictures
     }
 
     /// The JSON Schema of its `data`.
@@ -465,6 +485,7 @@ pub fn catalogue() -> Vec<Tool> {
     tools.extend(blinds::tools());
     tools.extend(security::tools());
     tools.extend(audio::tools());
+    tools.extend(cameras::tools());
     tools.extend(workflows::tools());
     tools.extend(batch::tools());
     tools.extend(summary::tools());
@@ -510,9 +531,9 @@ impl HomeTools {
         }
     }
 
-    /// Records every MCP call of a tool that writes ([`Permission::writes`]) in `log`: who
-    /// (the request's caller and transport), what (the tool and [`target_of`] its
-    /// arguments), the outcome (`ok` or the error code of the typed result, never read back
+    /// Records every MCP call of an audited tool ([`Tool::audited`]: it writes or shows
+    /// pictures) in `log`: who (the request's caller and transport), what (the tool and
+    /// [`target_of`] its arguments; for a picture its camera and size), the outcome (`ok` or the error code of the typed result, never read back
     /// from the rendered answer), the latency and who confirmed it.
     pub fn with_audit(mut self, log: Arc<AuditLog>) -> Self {
         self.audit = Some(log);
@@ -587,9 +608,11 @@ impl HomeTools {
             self.resource_cache.clear();
             return result.map(SharedResult::new);
         }
-        if caller.access().is_some_and(|a| a.is_limited()) {
-            // The answer may be filtered to this key's rooms, categories or controls (list_rooms,
-            // a device key's reads): never from or into the shared cache.
+        if tool.pictures || caller.access().is_some_and(|a| a.is_limited()) {
+            // Pictures of people are never kept beyond the request (no cache, no coalescing).
+
+            // An answer filtered to this key's rooms, categories or controls (list_rooms, a
+            // device key's reads) never goes from or into the shared cache either.
             return self.run(tool, arguments, caller).map(SharedResult::new);
         }
         let key = cache::tool_key(name, &arguments);
@@ -665,9 +688,7 @@ impl HomeTools {
                 None => tool.invoke(&self.ctx(), &arguments, caller),
             },
         };
-        if let (true, Some(log), Some(request)) =
-            (tool.permission.writes(), &self.audit, &caller.request)
-        {
+        if let (true, Some(log), Some(request)) = (tool.audited(), &self.audit, &caller.request) {
             let (outcome, confirmed_by) = match &result {
                 Ok(data) => ("ok", data.get("confirmed_by").and_then(Value::as_str)),
                 // A 2026-07-28 client is asked first (multi round-trip request): nothing was
@@ -675,11 +696,16 @@ impl HomeTools {
                 Err(ToolError::InputRequired(_)) => ("INPUT_REQUIRED", None),
                 Err(e) => (e.code(), None),
             };
+            // A picture handed out names its camera and bytes, never the picture.
+            let picture = match &result {
+                Ok(data) if tool.pictures => cameras::audit_target(data),
+                _ => None,
+            };
             let entry = Entry::new(
                 request.caller.as_ref(),
                 request.transport,
                 tool.name,
-                &target_of(&arguments),
+                &picture.unwrap_or_else(|| target_of(&arguments)),
                 outcome,
                 started.elapsed(),
             );
@@ -700,7 +726,16 @@ fn render(
     result: Result<Value, ToolError>,
 ) -> Result<CallToolResult, RpcError> {
     match result {
-        Ok(data) => Ok(success(data)),
+        Ok(mut data) => {
+            // A picture leaves `data` for an `image` block of its own.
+            let image = match tool.pictures {
+                true => cameras::take_image(&mut data),
+                false => None,
+            };
+            let mut answer = success(data);
+            answer.content.extend(image);
+            Ok(answer)
+        }
         Err(
             ToolError::InvalidParams(m) | ToolError::Controller(ControllerError::InvalidValue(m)),
         ) => {
@@ -727,6 +762,17 @@ impl ToolFacts for HomeTools {
         arguments: &Map<String, Value>,
     ) -> Option<Permission> {
         HomeTools::required_permission(self, name, arguments)
+    }
+
+    fn shows_pictures(&self, name: &str) -> bool {
+        self.tool(name).is_some_and(|t| t.pictures)
+    }
+
+    fn audited(&self, name: &str, arguments: &Map<String, Value>) -> bool {
+        self.tool(name).is_some_and(Tool::audited)
+            || self
+                .required_permission(name, arguments)
+                .is_some_and(Permission::writes)
     }
 
     /// What the tool declares it reaches ([`Reach::check`]); an unknown tool is refused.
@@ -759,14 +805,20 @@ impl HomeTools {
 
 impl HomeTools {
     /// `tools/list`: every tool of the catalogue, its description ending in the permission
-    /// it needs, its output schema the envelope around its `data` schema.
+    /// it needs (and `cameras` for a tool that shows pictures), its output schema the envelope
+    /// around its `data` schema.
     pub fn list(&self) -> Vec<ToolDescriptor> {
         self.tools
             .iter()
             .map(|t| ToolDescriptor {
                 name: t.name.into(),
                 title: Some(t.title.into()),
-                description: format!("{} (permission: {})", t.description, t.permission.as_str()),
+                description: format!(
+                    "{} (permission: {}{})",
+                    t.description,
+                    t.permission.as_str(),
+                    if t.pictures { ", cameras" } else { "" }
+                ),
                 input_schema: t.input_schema.clone(),
                 output_schema: Some(envelope_schema((t.data_schema)())),
                 annotations: t.annotations(),
@@ -868,6 +920,9 @@ pub(crate) fn api_error(e: ToolError) -> crate::error::ApiError {
         ),
         ToolError::Controller(c @ ControllerError::LockedOut { remaining_secs }) => {
             (c.to_string(), json!({"retry_after_secs": remaining_secs}))
+        }
+        ToolError::Controller(ControllerError::Camera { failure, message }) => {
+            (message, json!({"reason": failure.as_str()}))
         }
         // Who stopped it, since when, and who can lift it where.
         ToolError::Controller(ControllerError::Stopped(status)) => {
