@@ -290,6 +290,7 @@ pub fn create_key(
                 categories: fields.categories.clone(),
                 model_confirms: fields.model_confirms.unwrap_or(false),
                 open_doors: fields.open_doors.unwrap_or(false),
+                grant: None,
                 usage: Usage::default(),
             }
         })

@@ -116,6 +116,12 @@ pub struct ApiKey {
     /// answer; default: closing and stopping only).
     #[serde(default)]
     pub open_doors: bool,
+    /// The OAuth grant this access key belongs to: a random id drawn at sign-in and kept by
+    /// every key a refresh issues (`None` for keys the owner made). What the key's fair shares
+    /// (tasks, confirmations) and its visualisation password pause count for
+    /// ([`ApiKey::principal`]), so that a refresh does not start them afresh.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<String>,
     #[serde(default)]
     pub usage: Usage,
 }
@@ -156,6 +162,19 @@ pub struct Usage {
 }
 
 impl ApiKey {
+    /// What tells this key (or its OAuth grant, which outlives each refreshed key) from every
+    /// other one without revealing it: 16 bytes of the SHA-256 of the grant id, else of the
+    /// key id, hex. What confirmations, multi round-trip states, tasks and the visualisation
+    /// password pause are bound to ([`crate::mcp::Caller::principal`]).
+    pub fn principal(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let id = match &self.grant {
+            Some(g) => format!("grant:{g}"),
+            None => self.id.clone(),
+        };
+        hex::encode(&Sha256::digest(id.as_bytes())[..16])
+    }
+
     /// The key's room and category scope (`None`: the whole house).
     pub fn scope(&self) -> Option<crate::home::Scope> {
         crate::home::Scope::of(&self.rooms, &self.categories)
@@ -235,6 +254,7 @@ mod tests {
             categories: vec![],
             model_confirms: false,
             open_doors: false,
+            grant: None,
             usage: Usage::default(),
         };
         assert_eq!(
