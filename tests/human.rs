@@ -744,7 +744,8 @@ fn a_2026_client_opens_a_gate_only_after_an_input_required_answer() {
     assert!(sent(&ms, GATE).is_empty());
     assert!(sent(&ms, DRIVEWAY).is_empty());
 
-    // An answer without the state is no confirmation: the question is asked again.
+    // An answer without the state is no confirmation: the question is asked again (and the
+    // new question replaces every older one of the same command).
     let a = modern_call(
         &served,
         DOORS,
@@ -753,7 +754,7 @@ fn a_2026_client_opens_a_gate_only_after_an_input_required_answer() {
         args.clone(),
         Some((&Value::Null, responses(Reply::Accept))),
     );
-    asked_to_confirm(&a, "Open Garagentor (Garage)?");
+    let state = asked_to_confirm(&a, "Open Garagentor (Garage)?");
     assert!(sent(&ms, GATE).is_empty());
 
     // Accepted with its own state: sent once.
@@ -784,6 +785,69 @@ fn a_2026_client_opens_a_gate_only_after_an_input_required_answer() {
     assert!(outcomes.contains(&"INPUT_REQUIRED"), "{rows:?}");
     let confirmed = confirmed_by(&rows);
     assert_eq!(confirmed, [&json!("user (elicitation)")], "{rows:?}");
+}
+
+#[test]
+fn a_newer_question_for_the_same_command_replaces_the_older() {
+    let (ms, served) = serve(120);
+    let args = json!({"device": GATE, "action": "on"});
+    let ask = || {
+        modern_call(
+            &served,
+            DOORS,
+            ELICIT(),
+            "control_device",
+            args.clone(),
+            None,
+        )
+    };
+    let older = asked_to_confirm(&ask(), "Open Garagentor (Garage)?");
+    let newer = asked_to_confirm(&ask(), "Open Garagentor (Garage)?");
+    // Another command of the same key stays answerable beside it.
+    let driveway = json!({"device": DRIVEWAY, "action": "on"});
+    let beside = asked_to_confirm(
+        &modern_call(
+            &served,
+            DOORS,
+            ELICIT(),
+            "control_device",
+            driveway.clone(),
+            None,
+        ),
+        "Open Einfahrtstor (Außenbereich)?",
+    );
+    let answer = |args: &Value, state: &Value| {
+        modern_call(
+            &served,
+            DOORS,
+            ELICIT(),
+            "control_device",
+            args.clone(),
+            Some((state, responses(Reply::Accept))),
+        )
+    };
+    // The older question was replaced: its yes sends nothing.
+    let a = answer(&args, &older);
+    assert_eq!(envelope_of(&a)["data"]["cancelled"], true, "{a}");
+    assert!(
+        sent(&ms, GATE).is_empty(),
+        "the replaced question sent nothing"
+    );
+    // The newer one opens the gate once.
+    let a = answer(&args, &newer);
+    assert_eq!(
+        envelope_of(&a)["data"]["confirmed_by"],
+        "user (elicitation)",
+        "{a}"
+    );
+    assert_eq!(sent(&ms, GATE), ["open"]);
+    let a = answer(&driveway, &beside);
+    assert_eq!(
+        envelope_of(&a)["data"]["confirmed_by"],
+        "user (elicitation)",
+        "{a}"
+    );
+    assert_eq!(sent(&ms, DRIVEWAY), ["open"]);
 }
 
 #[test]
@@ -1631,14 +1695,34 @@ fn a_2026_password_page_serves_only_its_own_request_and_a_no_sends_nothing() {
     );
     assert!(ms.commands_to(ALARM).is_empty(), "nothing sent");
 
-    // The first page still belongs to its own request: that retry arms.
+    // The later pages for the same command replaced the first one: its retry sends nothing,
+    // though the password was typed there.
+    let a = modern_call(
+        &served,
+        PLAIN,
+        URL_CAPS(),
+        "arm_alarm",
+        arm.clone(),
+        Some((&page.state, accept())),
+    );
+    assert_eq!(
+        a["result"]["structuredContent"]["data"]["cancelled"], true,
+        "{a}"
+    );
+    assert!(ms.commands_to(ALARM).is_empty(), "nothing sent");
+    // A page of its own, typed, then its retry: armed.
+    let a = modern_call(&served, PLAIN, URL_CAPS(), "arm_alarm", arm.clone(), None);
+    let p = offered_page(&a, &served);
+    on_page(&served, &p.url, |token| {
+        format!("token={token}&password={PAGE_PASSWORD}&answer=confirm")
+    });
     let a = modern_call(
         &served,
         PLAIN,
         URL_CAPS(),
         "arm_alarm",
         arm,
-        Some((&page.state, accept())),
+        Some((&p.state, accept())),
     );
     assert_eq!(
         a["result"]["structuredContent"]["data"]["confirmed_by"], "user (password page)",
