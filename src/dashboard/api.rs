@@ -201,7 +201,9 @@ pub fn recent_activity(source: Option<&dyn Fn(usize) -> Vec<Json>>, n: usize) ->
 /// `GET data`, the whole page: `{"status": <status>, "rooms": <rooms>, "changes": [history
 /// row, newest first, at most 10: {"at", "at_ms", "kind", "uuid", "name", "room", "state",
 /// "value", "text"}], "climate": [{"room", "temperature": °C | null, "target": °C | null}],
-/// "alarm": <alarms>, "energy": <meters>, "activity": [audit entries, newest first]}`.
+/// "alarm": <alarms>, "energy": <meters>, "activity": [audit entries, newest first],
+/// "passwords": <wrong visualisation passwords: who, runs, pauses>}` (the last as
+/// [`crate::home::pin::PinGuard::snapshot`] shows it).
 pub fn data(dash: &Dashboard) -> ApiAnswer {
     let home = dash.house.home();
     let changes = match dash.history.recent_changes(RECENT_CHANGES) {
@@ -219,6 +221,7 @@ pub fn data(dash: &Dashboard) -> ApiAnswer {
         "alarm": alarms(dash, &home),
         "energy": energy(dash, &home),
         "activity": activity,
+        "passwords": dash.house.pins().snapshot(std::time::Instant::now()),
     }))
 }
 

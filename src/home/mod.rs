@@ -10,6 +10,7 @@ pub mod link;
 pub mod model;
 pub mod names;
 pub mod permission;
+pub mod pin;
 pub mod primary;
 pub mod resolve;
 pub mod risk;
@@ -29,6 +30,7 @@ pub use model::{
     StructureProblem, StructureWarning, TypeFamily,
 };
 pub use permission::{Permission, ToolFacts};
+pub use pin::{PinSource, Typist};
 pub use primary::Primary;
 pub use risk::{Risk, RiskRules};
 pub use scope::{Access, Denied, Scope};

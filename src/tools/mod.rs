@@ -469,6 +469,10 @@ pub fn catalogue() -> Vec<Tool> {
     tools
 }
 
+/// The audit log's operation for a run of wrong visualisation passwords that started a pause
+/// ([`crate::home::pin`]); its target says which run and how long.
+pub const PIN_PAUSE_OPERATION: &str = "visu_password.pause";
+
 /// The catalogue bound to a house, with the response caches. It is the MCP handler of the
 /// home server; the `dispatch` module above tools, resources and prompts implements that.
 pub struct HomeTools {
@@ -661,6 +665,20 @@ impl HomeTools {
                 started.elapsed(),
             );
             log.record(entry.confirmed_by(confirmed_by.map(str::to_string)));
+            // A run of wrong visualisation passwords that started a pause: a row of its own,
+            // naming the key (the owner sees who is guessing).
+            if let Err(ToolError::Controller(ControllerError::VisuPasswordWrongPaused(run))) =
+                &result
+            {
+                log.record(Entry::new(
+                    request.caller.as_ref(),
+                    request.transport,
+                    PIN_PAUSE_OPERATION,
+                    &run.summary(),
+                    "RATE_LIMIT_EXCEEDED",
+                    Duration::ZERO,
+                ));
+            }
         }
         render(tool, caller, result)
     }
@@ -846,6 +864,22 @@ pub(crate) fn api_error(e: ToolError) -> crate::error::ApiError {
         ToolError::Controller(c @ ControllerError::LockedOut { remaining_secs }) => {
             (c.to_string(), json!({"retry_after_secs": remaining_secs}))
         }
+        ToolError::Controller(
+            c @ ControllerError::VisuPasswordBlocked {
+                remaining_secs,
+                pause_secs,
+                run,
+                ..
+            },
+        ) => (
+            c.to_string(),
+            json!({"retry_after_secs": remaining_secs, "pause_secs": pause_secs, "run": run}),
+        ),
+        ToolError::Controller(ControllerError::VisuPasswordWrongPaused(ref run)) => (
+            e.to_string(),
+            json!({"retry_after_secs": run.pause_secs, "pause_secs": run.pause_secs,
+                   "run": run.run, "wrong": run.wrong}),
+        ),
         e => (e.to_string(), json!({})),
     };
     crate::error::ApiError::new(code, message).with_details(details)
