@@ -13,7 +13,9 @@
 //! ended, else 503), request line/header limits ([`MAX_REQUEST_LINE`], [`MAX_HEADERS`],
 //! [`MAX_HEADER_BYTES`]), bodies read by the connection's thread under
 //! [`HttpConfig::request_deadline`] before a worker sees them (declared bodies above
-//! `max_body_bytes` are not read: 413 at once), ambiguous framing refused (400). An accept
+//! `max_body_bytes` are not read: 413 at once; then tiny_http reads and drops up to 8 MiB
+//! more of them, so that a client that sends first reads the 413), ambiguous framing refused
+//! (400). An accept
 //! error never stops its accept thread (see below for when it dies anyway).
 //!
 //! `SO_RCVTIMEO` also bounds `accept(2)` on the listener (the patched acceptor ignores that
@@ -1032,8 +1034,9 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request, out: Out<'_>) {
     let path = url.split('?').next().unwrap_or("").to_string();
     let limit = ctx.config.max_body_bytes;
     if request.body_length().is_some_and(|n| n > limit) {
-        // tiny_http (patched) read none of it and closes the connection after this answer:
-        // nothing is drained, parked or leaked.
+        // tiny_http (patched) read none of it: after this answer it reads and drops at most
+        // 8 MiB more (keeping the connection, or closing it in stages), so that a client that
+        // sends its body first still reads the 413. Nothing is buffered, parked or leaked.
         let details = format!("request body exceeds the limit of {limit} bytes");
         let answer = match path.as_str() {
             "/mcp" => mcp::too_large(limit),
