@@ -284,6 +284,9 @@ fn exchange(
                 Ok(id) => {
                     state.id = Some(id.clone());
                     created = Some(id);
+                    // A session this one replaced (over the address's or key's cap) ends
+                    // its streams now.
+                    ctx.drop_ended_outboxes();
                 }
                 Err(e @ crate::mcp::SessionError::TooMany(_)) => {
                     log::info!("initialize from {client:?} refused: {e}");
@@ -841,8 +844,12 @@ pub(crate) fn pump(
                 if w.comment("keep-alive").is_err() {
                     return;
                 }
-                // An open stream keeps its session from expiring.
+                // An open stream keeps its session from expiring; a session that is gone
+                // (replaced, deleted) ends its stream.
                 if let Some(id) = session {
+                    if !ctx.mcp.sessions().contains(id) {
+                        return;
+                    }
                     ctx.mcp.sessions().keep_alive(id);
                 }
             }

@@ -451,9 +451,7 @@ fn default_value(kind: &Kind, state: &str, details: Option<&Value>) -> Val {
         (Kind::LightControllerV2, "activeMoodsNum") => Val::Num(778.0),
         (Kind::Dimmer, "max") => Val::Num(100.0),
         (Kind::Dimmer, "step") => Val::Num(1.0),
-        // A ValueSelector always has a range (Loxone Config gives 0..100, step 1, by default);
-        // 0..0 would refuse every value once the live states arrive.
-        (Kind::ValueSelector, "max") => Val::Num(100.0),
+        // Loxone Config gives a ValueSelector step 1 by default.
         (Kind::ValueSelector, "step") => Val::Num(1.0),
         (Kind::IRoomControllerV2, "overrideEntries") => Val::Text("[]".into()),
         (_, "volumeStep") => Val::Num(3.0),
