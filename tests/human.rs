@@ -1550,6 +1550,77 @@ fn one_keys_wrong_passwords_pause_only_that_key_and_the_owner_sees_which() {
     }
 }
 
+/// Issue 28, the house-wide ledger of the page: after one key's run of wrong passwords, a
+/// second key's first wrong password ends its own run at once (one guess per pause, not three,
+/// however many keys guess). (A key that types nothing wrong is not stopped by the house-wide
+/// pause: `one_keys_wrong_passwords_pause_only_that_key_and_the_owner_sees_which` arms during
+/// it.) The dashboard shows the house-wide run and `/metrics` counts it.
+#[test]
+fn during_the_house_wide_pause_another_keys_first_wrong_password_ends_its_run() {
+    let (ms, served) = serve_unconfigured(120);
+    let (first, second) = (url_client(&served), url_client_of(&served, DOORS));
+    let arm = json!({"alarm": ALARM, "delayed": false});
+    let wrong = |c: &McpHttp, id: u64| {
+        let r = page_call(
+            &served,
+            c,
+            id,
+            "arm_alarm",
+            arm.clone(),
+            true,
+            OnPage::Type("0000"),
+        );
+        let e = r.envelope()["error"].clone();
+        assert_eq!(e["code"], "INVALID_PARAMETERS", "{}", r.answer);
+        e
+    };
+    let runs = home_mcp::home::pin::RUN as u64;
+    for id in 1..=runs {
+        wrong(&first, id);
+    }
+    let dash = admin_get(&served, "/dashboard/api/data");
+    assert_eq!(dash["passwords"]["house"]["runs"], 1, "{dash}");
+    assert!(
+        dash["passwords"]["house"]["paused_secs"].as_u64().is_some(),
+        "{dash}"
+    );
+    // The second key: its first wrong password ends its run.
+    let e = wrong(&second, 1);
+    assert_eq!(e["details"]["pause_secs"], 60, "{e}");
+    assert_eq!(e["details"]["run"], 1, "{e}");
+    let dash = admin_get(&served, "/dashboard/api/data");
+    let typists = dash["passwords"]["typists"].as_array().unwrap();
+    assert_eq!(typists.len(), 2, "{dash}");
+    assert!(
+        typists.iter().all(|t| t["paused_secs"].as_u64().is_some()),
+        "{dash}"
+    );
+    assert_eq!(
+        dash["passwords"]["runs"].as_array().unwrap().len(),
+        2,
+        "{dash}"
+    );
+    assert_eq!(ms.sim.state(ALARM, "armed"), Some(0.0));
+    let metrics = request(
+        served.addr,
+        "GET",
+        "/metrics",
+        &[format!("X-API-Key: {ADMIN}")],
+        "",
+    );
+    for line in [
+        "home_mcp_visu_password_wrong_total{source=\"page\"} 4",
+        "home_mcp_visu_password_pauses_total{scope=\"key\"} 2",
+        "home_mcp_visu_password_pauses_total{scope=\"house\"} 1",
+    ] {
+        assert!(
+            metrics.body.lines().any(|l| l == line),
+            "{line}:\n{}",
+            metrics.body
+        );
+    }
+}
+
 #[test]
 fn a_hundred_wrong_passwords_from_one_key_take_more_than_an_hour_of_pauses() {
     let (ms, served) = serve_unconfigured(120);
