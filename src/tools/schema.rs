@@ -100,11 +100,11 @@ pub struct Field<T> {
     required: bool,
     default: Option<T>,
     /// The fields this word decides, and how to read which it uses ([`Field::selects`]).
-    selects: Option<(
-        &'static [&'static str],
-        fn(&T) -> (&'static str, &'static [&'static str]),
-    )>,
+    selects: Option<(&'static [&'static str], WordUses<T>)>,
 }
+
+/// How a field of type `T` names its word and the fields that word uses ([`Selects`]).
+type WordUses<T> = fn(&T) -> (&'static str, &'static [&'static str]);
 
 impl<T: ArgType> Field<T> {
     pub fn new(key: &'static str) -> Self {
