@@ -851,10 +851,9 @@ pub(crate) fn pump(
                 // An open stream keeps its session from expiring; a session that is gone
                 // (replaced, deleted) ends its stream.
                 if let Some(id) = session {
-                    if !ctx.mcp.sessions().contains(id) {
+                    if !ctx.mcp.sessions().keep_alive(id) {
                         return;
                     }
-                    ctx.mcp.sessions().keep_alive(id);
                 }
             }
             Err(RecvTimeoutError::Disconnected) => return,
