@@ -208,15 +208,26 @@ pub struct HttpConfig {
 }
 
 /// What `GET /metrics` needs besides the router's own state (sessions, streams).
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct MetricsContext {
-    /// The Miniserver link to report (`house.link().clone()`; `home_mcp_miniserver_*`, read
-    /// at scrape time); `None` leaves those metrics out.
-    pub link: Option<Arc<crate::home::link::LinkStatus>>,
+    /// The house to report, read at scrape time: its Miniserver link
+    /// (`home_mcp_miniserver_*`), its active Message Center entries
+    /// (`home_mcp_alerts_active`) and whether it is stopped (`home_mcp_assistant_stopped`);
+    /// `None` leaves those metrics out.
+    pub house: Option<Arc<crate::home::House>>,
     /// `[metrics] public = true`: served without a key. Otherwise the route is gated like the
     /// others and needs the `read` permission (monitor or above; anonymous in development on
     /// loopback).
     pub public: bool,
+}
+
+impl std::fmt::Debug for MetricsContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricsContext")
+            .field("house", &self.house.is_some())
+            .field("public", &self.public)
+            .finish()
+    }
 }
 
 impl Default for HttpConfig {
@@ -1209,9 +1220,10 @@ fn metrics_route(ctx: &Ctx, method: &tiny_http::Method, auth: Option<&Principal>
     if let Err(d) = ctx.authorize(auth, &Action::Method("metrics")) {
         return deny(&d, false, &RequestIds::Unknown);
     }
-    let link = ctx.config.metrics.as_ref().and_then(|m| m.link.as_ref());
+    let house = ctx.config.metrics.as_ref().and_then(|m| m.house.as_ref());
     let scrape = metrics::Scrape {
-        link: link.map(|l| l.snapshot().metrics()),
+        link: house.map(|h| h.link().snapshot().metrics()),
+        house: house.map(|h| h.metrics()),
         sessions: Some(ctx.mcp.sessions().len()),
         streams: Some(ctx.pool.active()),
     };
