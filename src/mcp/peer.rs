@@ -77,16 +77,6 @@ impl Pending {
             }
         }
     }
-
-    /// Number of requests waiting.
-    pub fn len(&self) -> usize {
-        lock(&self.waiting).len()
-    }
-
-    /// Whether no request waits.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// A [`Peer`] writing through an [`Outlet`].
@@ -279,16 +269,23 @@ impl Hub {
             .flat_map(|l| l.filter.resource_uris.iter().cloned())
             .collect()
     }
-
-    /// Drops the outlets whose key `keep` rejects (e.g. expired HTTP sessions).
-    pub fn retain(&self, keep: impl Fn(&str) -> bool) {
-        lock(&self.outlets).retain(|k, _| keep(k));
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Pending {
+        /// Number of requests waiting.
+        fn len(&self) -> usize {
+            lock(&self.waiting).len()
+        }
+
+        /// Whether no request waits.
+        fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+    }
 
     #[test]
     fn request_round_trip_and_foreign_answers() {

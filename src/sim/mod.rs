@@ -50,6 +50,7 @@ mod http;
 mod server;
 pub mod synth;
 mod system;
+pub mod tables;
 mod ws;
 
 use std::fmt;

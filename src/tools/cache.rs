@@ -59,16 +59,6 @@ impl Default for CacheConfig {
     }
 }
 
-impl CacheConfig {
-    /// Both caches off.
-    pub fn off() -> Self {
-        Self {
-            tool_ttl: Duration::ZERO,
-            resource_ttl: Duration::ZERO,
-        }
-    }
-}
-
 /// Adds `by` to every numeric `age_secs` in `v` (rounded to whole seconds, as the answers give
 /// them); whether there was one. For answers served from the cache: the values they carry are
 /// older than when they were computed.
@@ -173,19 +163,9 @@ impl<V: Clone> Cache<V> {
 
     /// The answer for `key`: a fresh cached one, the one an identical request in progress
     /// computes, or `compute()`'s. `generation` reads the house's generation; `compute` returns
-    /// the answer and whether it may be kept (success answers only).
-    pub fn get_or_compute(
-        &self,
-        key: &str,
-        generation: impl Fn() -> u64,
-        compute: impl FnOnce() -> (V, bool),
-    ) -> V {
-        self.get_or_compute_aged(key, generation, compute, |v, _| v)
-    }
-
-    /// [`Cache::get_or_compute`], where an answer served from an entry passes through
-    /// `aged(answer, time since the entry was filled)` first: values in it that say their own
-    /// age (`age_secs`) are that much older than when it was computed.
+    /// the answer and whether it may be kept (success answers only). An answer served from an
+    /// entry passes through `aged(answer, time since the entry was filled)` first: values in
+    /// it that say their own age (`age_secs`) are that much older than when it was computed.
     pub fn get_or_compute_aged(
         &self,
         key: &str,
@@ -312,24 +292,15 @@ impl<V: Clone> Cache<V> {
         }
     }
 
-    /// Forgets every entry (computations in progress finish; they are kept only if the house's
-    /// generation did not move meanwhile).
     /// How long entries are kept (zero: caching off).
     pub fn ttl(&self) -> Duration {
         self.ttl
     }
 
+    /// Forgets every entry (computations in progress finish; they are kept only if the house's
+    /// generation did not move meanwhile).
     pub fn clear(&self) {
         self.lock().entries.clear();
-    }
-
-    /// Number of entries held (fresh or not yet evicted).
-    pub fn len(&self) -> usize {
-        self.lock().entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -362,8 +333,29 @@ pub fn tool_key(name: &str, arguments: &serde_json::Map<String, Value>) -> Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use serde_json::json;
     use std::sync::atomic::{AtomicU64, Ordering};
+
+    impl<V: Clone> Cache<V> {
+        /// [`Cache::get_or_compute_aged`] without ageing.
+        fn get_or_compute(
+            &self,
+            key: &str,
+            generation: impl Fn() -> u64,
+            compute: impl FnOnce() -> (V, bool),
+        ) -> V {
+            self.get_or_compute_aged(key, generation, compute, |v, _| v)
+        }
+
+        fn len(&self) -> usize {
+            self.lock().entries.len()
+        }
+
+        fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+    }
 
     #[test]
     fn keys_ignore_argument_order() {

@@ -732,9 +732,7 @@ impl HomeTools {
             })
         }
     }
-}
 
-impl HomeTools {
     /// `tools/list`: every tool of the catalogue, its description ending in the permission
     /// it needs, its output schema the envelope around its `data` schema.
     pub fn list(&self) -> Vec<ToolDescriptor> {
