@@ -620,45 +620,24 @@ impl Metrics {
             histogram(w, "home_mcp_tool_call_duration_seconds", ("tool", tool), h);
         }
 
-        family(
-            w,
-            "home_mcp_auth_failures_total",
-            "counter",
-            "Requests refused by the API key gate, by reason.",
-        );
-        for r in AuthFailure::ALL {
-            let v = self.auth_failures[r as usize].load(Ordering::Relaxed);
-            sample(
-                w,
-                "home_mcp_auth_failures_total",
-                &[("reason", r.as_str())],
-                v,
-            );
-        }
-        family(
+        let failures = AuthFailure::ALL.map(|r| (r.as_str(), &self.auth_failures[r as usize]));
+        let help = "Requests refused by the API key gate, by reason.";
+        counters(w, "home_mcp_auth_failures_total", help, "reason", failures);
+        let limited = RateBucket::ALL.map(|b| (b.as_str(), &self.rate_limited[b as usize]));
+        let help = "Requests over a rate limit, by bucket.";
+        counters(
             w,
             "home_mcp_rate_limit_rejections_total",
-            "counter",
-            "Requests over a rate limit, by bucket.",
+            help,
+            "bucket",
+            limited,
         );
-        for b in RateBucket::ALL {
-            let v = self.rate_limited[b as usize].load(Ordering::Relaxed);
-            sample(
-                w,
-                "home_mcp_rate_limit_rejections_total",
-                &[("bucket", b.as_str())],
-                v,
-            );
-        }
         for (i, name, help) in [
             (0, "home_mcp_cache_hits_total", "Response cache lookups answered from the cache (or by an identical request in flight)."),
             (1, "home_mcp_cache_misses_total", "Response cache lookups that ran the request."),
         ] {
-            family(w, name, "counter", help);
-            for k in CacheKind::ALL {
-                let v = self.cache[k as usize][i].load(Ordering::Relaxed);
-                sample(w, name, &[("cache", k.as_str())], v);
-            }
+            let counts = CacheKind::ALL.map(|k| (k.as_str(), &self.cache[k as usize][i]));
+            counters(w, name, help, "cache", counts);
         }
 
         if let Some(link) = &scrape.link {
@@ -737,6 +716,20 @@ fn family(w: &mut String, name: &str, kind: &str, help: &str) {
 fn single(w: &mut String, (name, kind): (&str, &str), help: &str, value: impl std::fmt::Display) {
     family(w, name, kind, help);
     let _ = writeln!(w, "{name} {value}");
+}
+
+/// A counter family with one label: `(label value, counter)` per sample.
+fn counters<'a>(
+    w: &mut String,
+    name: &str,
+    help: &str,
+    label: &str,
+    counts: impl IntoIterator<Item = (&'a str, &'a AtomicU64)>,
+) {
+    family(w, name, "counter", help);
+    for (value, count) in counts {
+        sample(w, name, &[(label, value)], count.load(Ordering::Relaxed));
+    }
 }
 
 /// `name{labels} value`.

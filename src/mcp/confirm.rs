@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::home::Risk;
+use crate::sync::lock;
 
 /// How long a pending confirmation can be redeemed.
 pub const LIFETIME: Duration = Duration::from_secs(120);
@@ -111,7 +112,7 @@ impl Pending {
     /// Files a confirmation for `binding` at `now`; returns its id. Expired entries go first;
     /// a store still full refuses ([`Refusal::Full`]).
     pub fn file(&self, binding: Binding, now: Instant) -> Result<String, Refusal> {
-        let mut e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut e = lock(&self.entries);
         let lifetime = self.lifetime;
         e.retain(|_, (_, at)| now.saturating_duration_since(*at) < lifetime);
         if e.len() >= CAPACITY {
@@ -125,7 +126,7 @@ impl Pending {
     /// Redeems `id` for `binding` at `now`: once (the entry is gone afterwards, whatever the
     /// outcome), within the lifetime, for the same binding only.
     pub fn redeem(&self, id: &str, binding: &Binding, now: Instant) -> Result<(), Refusal> {
-        let mut e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut e = lock(&self.entries);
         let (filed, at) = e.remove(id).ok_or(Refusal::Unknown)?;
         if now.saturating_duration_since(at) >= self.lifetime {
             return Err(Refusal::Expired);
@@ -138,25 +139,12 @@ impl Pending {
 
     /// Forgets `id` (the user said no).
     pub fn drop_id(&self, id: &str) {
-        self.entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(id);
+        lock(&self.entries).remove(id);
     }
 
     /// How long a confirmation lives (and the user's answer is awaited).
     pub fn lifetime(&self) -> Duration {
         self.lifetime
-    }
-
-    /// Confirmations waiting.
-    pub fn len(&self) -> usize {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner()).len()
-    }
-
-    /// Whether none is waiting.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -177,6 +165,13 @@ pub(crate) fn new_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Pending {
+        /// Confirmations waiting.
+        fn len(&self) -> usize {
+            lock(&self.entries).len()
+        }
+    }
 
     fn binding(control: &str, command: &str, key: &str) -> Binding {
         Binding {

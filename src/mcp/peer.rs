@@ -17,7 +17,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crossbeam_channel::{bounded, Sender};
@@ -25,6 +25,7 @@ use serde_json::{json, Value};
 
 use super::handler::{Peer, RpcError};
 use super::jsonrpc::{ClientResponse, Id};
+use crate::sync::lock;
 
 /// Puts one serialised JSON-RPC message on the wire of one client.
 pub trait Outlet: Send + Sync {
@@ -38,10 +39,6 @@ impl<F: Fn(&str) -> bool + Send + Sync> Outlet for F {
     fn send(&self, message: &str) -> bool {
         self(message)
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 struct Waiter {

@@ -28,7 +28,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{json, Map, Value};
@@ -36,6 +36,7 @@ use serde_json::{json, Map, Value};
 use super::handler::{Caller, Peer, PeerHandle, RpcError};
 use super::jsonrpc::{Id, Response};
 use super::peer::Hub;
+use crate::sync::lock;
 
 /// The extension's identifier (capabilities `extensions` key).
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
@@ -177,10 +178,6 @@ pub struct TaskStore {
     running: AtomicUsize,
     limits: TaskLimits,
     hub: Arc<Hub>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn iso(t: SystemTime) -> String {
@@ -564,16 +561,6 @@ impl TaskStore {
         tasks.get(id).map(|e| self.detailed(id, e))
     }
 
-    /// How many tasks are kept (for tests and metrics).
-    pub fn len(&self) -> usize {
-        lock(&self.tasks).len()
-    }
-
-    /// Whether no task is kept.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Progress of task `id`: its `statusMessage` (and the task is committed).
     fn set_message(&self, id: &str, message: String) {
         let state = {
@@ -711,6 +698,13 @@ impl Peer for TaskPeer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl TaskStore {
+        /// Whether no task is kept.
+        fn is_empty(&self) -> bool {
+            lock(&self.tasks).is_empty()
+        }
+    }
 
     fn store(limits: TaskLimits) -> Arc<TaskStore> {
         Arc::new(TaskStore::new(

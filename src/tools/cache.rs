@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::metrics::CacheKind;
+use crate::sync::lock;
 
 /// How long a request waits for an identical one in progress before computing on its own.
 pub const COALESCE_WAIT: Duration = Duration::from_secs(15);
@@ -157,10 +158,6 @@ impl<V: Clone> Cache<V> {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner<V>> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// The answer for `key`: a fresh cached one, the one an identical request in progress
     /// computes, or `compute()`'s. `generation` reads the house's generation; `compute` returns
     /// the answer and whether it may be kept (success answers only). An answer served from an
@@ -175,7 +172,7 @@ impl<V: Clone> Cache<V> {
     ) -> V {
         let start = generation();
         let flight = {
-            let mut inner = self.lock();
+            let mut inner = lock(&self.inner);
             if let Some(e) = inner.entries.get(key) {
                 if e.generation == start && e.filled.elapsed() < self.ttl {
                     self.count(true);
@@ -231,13 +228,13 @@ impl<V: Clone> Cache<V> {
         impl<V: Clone> Drop for Finish<'_, V> {
             fn drop(&mut self) {
                 {
-                    let mut s = self.flight.state.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut s = lock(&self.flight.state);
                     if matches!(*s, FlightState::Running) {
                         *s = FlightState::Abandoned;
                     }
                 }
                 self.flight.done.notify_all();
-                let mut inner = self.cache.lock();
+                let mut inner = lock(&self.cache.inner);
                 if inner
                     .flights
                     .get(self.key)
@@ -253,13 +250,9 @@ impl<V: Clone> Cache<V> {
             flight,
         };
         let (value, cacheable) = compute();
-        *finish
-            .flight
-            .state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = FlightState::Done(value.clone());
+        *lock(&finish.flight.state) = FlightState::Done(value.clone());
         if cacheable && !self.ttl.is_zero() && generation() == start {
-            let mut inner = self.lock();
+            let mut inner = lock(&self.inner);
             if inner.entries.len() >= self.capacity && !inner.entries.contains_key(key) {
                 self.evict(&mut inner);
             }
@@ -300,14 +293,14 @@ impl<V: Clone> Cache<V> {
     /// Forgets every entry (computations in progress finish; they are kept only if the house's
     /// generation did not move meanwhile).
     pub fn clear(&self) {
-        self.lock().entries.clear();
+        lock(&self.inner).entries.clear();
     }
 }
 
 /// Waits for `flight` to finish: its answer, or `None` when it was abandoned or took longer
 /// than [`COALESCE_WAIT`].
 fn wait<V: Clone>(flight: &Flight<V>) -> Option<V> {
-    let guard = flight.state.lock().unwrap_or_else(|e| e.into_inner());
+    let guard = lock(&flight.state);
     let (guard, _) = flight
         .done
         .wait_timeout_while(guard, COALESCE_WAIT, |s| matches!(s, FlightState::Running))
@@ -349,7 +342,7 @@ mod tests {
         }
 
         fn len(&self) -> usize {
-            self.lock().entries.len()
+            lock(&self.inner).entries.len()
         }
 
         fn is_empty(&self) -> bool {
@@ -409,7 +402,7 @@ mod tests {
 
     /// How many hold the flight of `key` (the map, the leader, each waiter); 0 without one.
     fn holders(c: &Cache<u32>, key: &str) -> usize {
-        c.lock().flights.get(key).map_or(0, Arc::strong_count)
+        lock(&c.inner).flights.get(key).map_or(0, Arc::strong_count)
     }
 
     /// Waits (polling, 60 s at most) until `n` hold the flight of `key`.

@@ -225,6 +225,23 @@ impl<'a> Cursor<'a> {
         let b: [u8; 8] = self.take(8).try_into().unwrap_or([0; 8]);
         f64::from_le_bytes(b)
     }
+
+    /// A count (i32) and that many items of `size` bytes each, read by `item`; a negative
+    /// count is `NegativeCount`, too few bytes `Truncated`, both at `entry`.
+    fn list<T>(
+        &mut self,
+        entry: usize,
+        size: usize,
+        mut item: impl FnMut(&mut Self) -> T,
+    ) -> Result<Vec<T>, TableError> {
+        let n = self.i32();
+        let count = usize::try_from(n).map_err(|_| TableError::NegativeCount {
+            offset: entry,
+            count: n,
+        })?;
+        self.need(entry, count.saturating_mul(size))?;
+        Ok((0..count).map(|_| item(self)).collect())
+    }
 }
 
 /// Zero bytes after a text of `n` bytes, to the next multiple of 4.
@@ -232,27 +249,32 @@ pub(crate) fn pad4(n: usize) -> usize {
     (4 - n % 4) % 4
 }
 
-/// Decodes a value table (id 2): 24-byte entries. A trailing partial entry is `Truncated`.
-pub fn decode_value_table(bytes: &[u8]) -> Result<Vec<StateEvent>, TableError> {
+/// Decodes the entries of one table back to back: `entry` reads one, starting at the byte
+/// offset it is given, with at least `min` bytes there (else `Truncated` at that offset).
+fn entries(
+    bytes: &[u8],
+    min: usize,
+    mut entry: impl FnMut(&mut Cursor, usize) -> Result<StateEvent, TableError>,
+) -> Result<Vec<StateEvent>, TableError> {
     let mut c = Cursor { bytes, pos: 0 };
-    let mut out = Vec::with_capacity(bytes.len() / 24);
+    let mut out = Vec::with_capacity(bytes.len() / min);
     while c.remaining() > 0 {
-        let entry = c.pos;
-        c.need(entry, 24)?;
-        let uuid = c.uuid();
-        out.push(StateEvent::number(uuid, c.f64()));
+        let at = c.pos;
+        c.need(at, min)?;
+        out.push(entry(&mut c, at)?);
     }
     Ok(out)
+}
+
+/// Decodes a value table (id 2): 24-byte entries. A trailing partial entry is `Truncated`.
+pub fn decode_value_table(bytes: &[u8]) -> Result<Vec<StateEvent>, TableError> {
+    entries(bytes, 24, |c, _| Ok(StateEvent::number(c.uuid(), c.f64())))
 }
 
 /// Decodes a text table (id 3). The padding after the last text may be missing (it is not
 /// needed to find the end).
 pub fn decode_text_table(bytes: &[u8]) -> Result<Vec<StateEvent>, TableError> {
-    let mut c = Cursor { bytes, pos: 0 };
-    let mut out = Vec::new();
-    while c.remaining() > 0 {
-        let entry = c.pos;
-        c.need(entry, 36)?;
+    entries(bytes, 36, |c, entry| {
         let uuid = c.uuid();
         let icon = c.uuid();
         let len = c.u32() as usize;
@@ -260,88 +282,61 @@ pub fn decode_text_table(bytes: &[u8]) -> Result<Vec<StateEvent>, TableError> {
         let text = String::from_utf8_lossy(c.take(len)).into_owned();
         let pad = pad4(len).min(c.remaining());
         c.take(pad);
-        out.push(StateEvent {
+        Ok(StateEvent {
             uuid,
             value: EventValue::Text { text, icon },
-        });
-    }
-    Ok(out)
+        })
+    })
 }
 
 /// Decodes a daytimer table (id 4).
 pub fn decode_daytimer_table(bytes: &[u8]) -> Result<Vec<StateEvent>, TableError> {
-    let mut c = Cursor { bytes, pos: 0 };
-    let mut out = Vec::new();
-    while c.remaining() > 0 {
-        let entry = c.pos;
-        c.need(entry, 28)?;
+    entries(bytes, 28, |c, entry| {
         let uuid = c.uuid();
         let default_value = c.f64();
-        let n = c.i32();
-        let count = usize::try_from(n).map_err(|_| TableError::NegativeCount {
-            offset: entry,
-            count: n,
+        let entries = c.list(entry, 24, |c| DaytimerEntry {
+            mode: c.i32(),
+            from: c.i32(),
+            to: c.i32(),
+            need_activate: c.i32(),
+            value: c.f64(),
         })?;
-        c.need(entry, count.saturating_mul(24))?;
-        let entries = (0..count)
-            .map(|_| DaytimerEntry {
-                mode: c.i32(),
-                from: c.i32(),
-                to: c.i32(),
-                need_activate: c.i32(),
-                value: c.f64(),
-            })
-            .collect();
-        out.push(StateEvent {
+        Ok(StateEvent {
             uuid,
             value: EventValue::Daytimer {
                 default_value,
                 entries,
             },
-        });
-    }
-    Ok(out)
+        })
+    })
 }
 
 /// Decodes a weather table (id 7).
 pub fn decode_weather_table(bytes: &[u8]) -> Result<Vec<StateEvent>, TableError> {
-    let mut c = Cursor { bytes, pos: 0 };
-    let mut out = Vec::new();
-    while c.remaining() > 0 {
-        let entry = c.pos;
-        c.need(entry, 24)?;
+    entries(bytes, 24, |c, entry| {
         let uuid = c.uuid();
         let last_update = c.u32();
-        let n = c.i32();
-        let count = usize::try_from(n).map_err(|_| TableError::NegativeCount {
-            offset: entry,
-            count: n,
+        let entries = c.list(entry, 68, |c| WeatherEntry {
+            timestamp: c.i32(),
+            weather_type: c.i32(),
+            wind_direction: c.i32(),
+            solar_radiation: c.i32(),
+            relative_humidity: c.i32(),
+            temperature: c.f64(),
+            perceived_temperature: c.f64(),
+            dew_point: c.f64(),
+            precipitation: c.f64(),
+            wind_speed: c.f64(),
+            barometric_pressure: c.f64(),
         })?;
-        c.need(entry, count.saturating_mul(68))?;
-        let entries = (0..count)
-            .map(|_| WeatherEntry {
-                timestamp: c.i32(),
-                weather_type: c.i32(),
-                wind_direction: c.i32(),
-                solar_radiation: c.i32(),
-                relative_humidity: c.i32(),
-                temperature: c.f64(),
-                perceived_temperature: c.f64(),
-                dew_point: c.f64(),
-                precipitation: c.f64(),
-                wind_speed: c.f64(),
-                barometric_pressure: c.f64(),
-            })
-            .collect();
-        out.push(StateEvent {
+        Ok(StateEvent {
             uuid,
             value: EventValue::Weather {
                 last_update,
                 entries,
             },
-        });
-    }
-    Ok(out)
+        })
+    })
 }
 
 /// Decodes the table a header announced: ids 2, 3, 4, 7; anything else is `NotATable`.
