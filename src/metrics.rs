@@ -399,11 +399,25 @@ pub struct LinkScrape {
     pub events_received: u64,
 }
 
+/// The house's own alerts and its stop as the exposition shows them (the wiring reads them
+/// from the house at scrape time).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HouseScrape {
+    /// Active Message Center entries per severity (`info`, `warning`, `important`,
+    /// `critical`, every one listed, zeros included); empty when the Miniserver has no
+    /// Message Center.
+    pub active_alerts: Vec<(&'static str, usize)>,
+    /// Whether commands are stopped (the stop switch or the admin page's stop).
+    pub stopped: bool,
+}
+
 /// What the exposition reads from elsewhere at scrape time.
 #[derive(Debug, Clone, Default)]
 pub struct Scrape {
     /// The Miniserver link; `None` leaves the link metrics out.
     pub link: Option<LinkScrape>,
+    /// The house's alerts and stop; `None` leaves those metrics out.
+    pub house: Option<HouseScrape>,
     /// Open MCP sessions.
     pub sessions: Option<usize>,
     /// SSE streams running.
@@ -662,6 +676,30 @@ impl Metrics {
                 ("home_mcp_miniserver_events_received_total", "counter"),
                 "State values received from the Miniserver (events or polled values).",
                 link.events_received,
+            );
+        }
+        if let Some(house) = &scrape.house {
+            if !house.active_alerts.is_empty() {
+                family(
+                    w,
+                    "home_mcp_alerts_active",
+                    "gauge",
+                    "Active entries of the Miniserver's Message Center, by severity.",
+                );
+                for &(severity, n) in &house.active_alerts {
+                    sample(
+                        w,
+                        "home_mcp_alerts_active",
+                        &[("severity", severity)],
+                        n as u64,
+                    );
+                }
+            }
+            single(
+                w,
+                ("home_mcp_assistant_stopped", "gauge"),
+                "1 while commands are stopped (the stop switch or the admin page's stop), else 0.",
+                u64::from(house.stopped),
             );
         }
         if let Some(n) = scrape.sessions {

@@ -15,7 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use home_mcp::metrics::{
-    global, AuthFailure, CacheKind, HttpTransport, LinkScrape, Metrics, Outcome, RateBucket, Scrape,
+    global, AuthFailure, CacheKind, HouseScrape, HttpTransport, LinkScrape, Metrics, Outcome,
+    RateBucket, Scrape,
 };
 use serde_json::json;
 
@@ -41,7 +42,7 @@ fn start(level: SecurityLevel, public: bool) -> AppServer {
     AppServer::start(|app| HttpConfig {
         gate: Some(gate(app, level, keys, &[])),
         metrics: Some(Arc::new(MetricsContext {
-            link: Some(app.house.link().clone()),
+            house: Some(app.house.clone()),
             public,
         })),
         ..HttpConfig::default()
@@ -263,6 +264,15 @@ fn exposition_is_well_formed() {
     };
     let text = m.render(&Scrape {
         link: Some(link),
+        house: Some(HouseScrape {
+            active_alerts: vec![
+                ("info", 0),
+                ("warning", 2),
+                ("important", 0),
+                ("critical", 1),
+            ],
+            stopped: true,
+        }),
         sessions: Some(2),
         streams: Some(0),
     });
@@ -278,6 +288,9 @@ fn exposition_is_well_formed() {
         "home_mcp_http_request_duration_seconds_bucket{transport=\"rest\",le=\"+Inf\"} 1",
         "home_mcp_tool_call_duration_seconds_bucket{tool=\"get_lights\",le=\"0.001\"} 1",
         "home_mcp_auth_failures_total{reason=\"ip_not_whitelisted\"} 1",
+        "home_mcp_alerts_active{severity=\"warning\"} 2",
+        "home_mcp_alerts_active{severity=\"critical\"} 1",
+        "home_mcp_assistant_stopped 1",
         "home_mcp_rate_limit_rejections_total{bucket=\"client\"} 1",
         "home_mcp_cache_hits_total{cache=\"tool\"} 1",
         "home_mcp_cache_misses_total{cache=\"resource\"} 1",
@@ -443,4 +456,46 @@ fn check_exposition(text: &str) -> Result<usize, String> {
         samples += 1;
     }
     Ok(samples)
+}
+
+/// The house's alerts and its stop in the exposition (issue 31): active Message Center
+/// entries per severity, as the simulator lists them, and the stop gauge following the admin
+/// stop.
+#[test]
+fn active_alerts_by_severity_and_the_stop_are_exposed() {
+    use crate::support::drive::MiniserverApi;
+    use crate::support::wait::{wait_until, PATIENCE};
+
+    let f = start(SecurityLevel::Staging, false);
+    let a = f.addr();
+    let ms = MiniserverApi::of(&f.app);
+    // The oracle: the simulator's own list of active entries, by severity.
+    let active_at_sim = |severity: u64| {
+        ms.message_center_entries("1d5c3cf2-0230-600e-ffff504f94d0e5a1")
+            .iter()
+            .filter(|e| e["isHistoric"] == false && e["severity"] == severity)
+            .count() as f64
+    };
+    ms.drive("messagecenter/raise?title=Extension%20offline&severity=4");
+    let series = |s: &str| format!("home_mcp_alerts_active{{severity=\"{s}\"}}");
+    let text = wait_until("the raised entry counted", PATIENCE, || {
+        let t = scrape(a, Some(MONITOR));
+        if value(&t, &series("critical")) == active_at_sim(4) {
+            Ok(t)
+        } else {
+            Err(t)
+        }
+    });
+    assert_eq!(value(&text, &series("critical")), 1.0, "{text}");
+    assert_eq!(value(&text, &series("warning")), active_at_sim(2), "{text}");
+    assert!(
+        text.contains(&series("info")),
+        "every severity listed: {text}"
+    );
+    assert_eq!(value(&text, "home_mcp_assistant_stopped"), 0.0);
+    f.app.house.admin_stop().stop("test").unwrap();
+    assert_eq!(
+        value(&scrape(a, Some(MONITOR)), "home_mcp_assistant_stopped"),
+        1.0
+    );
 }
