@@ -340,7 +340,7 @@ impl App {
         let gate = Arc::new(Gate::new(
             keys,
             config.auth.clone(),
-            config.server.listen.ip(),
+            config.server.http.listen.ip(),
             tools.clone(),
         ));
         let handler: Arc<dyn crate::mcp::Handler> = tools;

@@ -37,7 +37,7 @@
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -48,6 +48,7 @@ use serde_json::{Map, Value};
 
 use crate::logging::mask_key_id as mask;
 use crate::mcp::Caller;
+use crate::sync::lock;
 
 /// Entries queued for the writer before new ones are dropped.
 pub const QUEUE_CAPACITY: usize = 1024;
@@ -421,10 +422,6 @@ impl Drop for AuditLog {
     fn drop(&mut self) {
         self.close();
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// `now` minus `days`, as ISO 8601 (never before 1970: nothing is that old).

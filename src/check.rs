@@ -633,7 +633,7 @@ fn key_store(config: &Config, args: &CheckArgs<'_>, report: &mut Report) {
 /// must stay on loopback; production off loopback needs `allowed_hosts`.
 fn listen(config: &Config, report: &mut Report) {
     const NAME: &str = "listen address";
-    let listen = config.server.listen;
+    let listen = config.server.http.listen;
     let level = config.auth.level;
     let shown = format!("{listen} at {} level", level_name(level));
     if let Err(e) = config.check_serve() {

@@ -121,6 +121,7 @@
 
 use std::fmt;
 use std::net::SocketAddr;
+use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -133,13 +134,11 @@ use crate::http::HttpConfig;
 use crate::loxone::poll::PollConfig;
 use crate::tools::cache::CacheConfig;
 
-pub use crate::http::DEFAULT_LISTEN;
-
 /// The data directory when nothing names one (see [`data_dir`]).
 pub const DEFAULT_DATA_DIR: &str = "./data";
 
 /// The complete, validated configuration.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Config {
     pub server: ServerConfig,
     /// `None` until a host is configured (required unless `--demo`).
@@ -205,32 +204,20 @@ pub enum LiveMode {
     Polling,
 }
 
-/// The HTTP transport's settings.
-#[derive(Debug, Clone, PartialEq)]
+/// The `[server]` section.
+#[derive(Debug, Clone)]
 pub struct ServerConfig {
-    pub listen: SocketAddr,
-    /// Worker slots, 1-64: requests routed at once (see [`crate::http::DEFAULT_WORKERS`]).
-    pub workers: usize,
-    /// Largest request body in bytes.
-    pub max_body_bytes: usize,
-    pub idle_timeout: Duration,
-    /// Open connections at most (`max_connections`, 1-4096, default 384).
-    pub max_connections: usize,
-    /// Open connections per client address (`max_connections_per_client`, default 64).
-    pub max_connections_per_client: usize,
-    /// Time to receive a request's headers and body (`request_deadline_secs`, default 10 s).
-    pub request_deadline: Duration,
-    pub allowed_origins: Vec<String>,
-    pub allowed_hosts: Vec<String>,
-    /// SSE streams served at once on their own threads (`max_streams`, 1-1024, default 32).
-    pub max_streams: usize,
+    /// The HTTP transport's settings (`listen`, `workers`, `max_body_bytes`,
+    /// `idle_timeout_secs`, `max_connections`, `max_connections_per_client`,
+    /// `request_deadline_secs`, `allowed_origins`, `allowed_hosts`, `max_streams`,
+    /// `keep_alive_secs`; defaults and meaning in [`HttpConfig`]). Its parts (the gate, the
+    /// dashboard, ...) are added by the caller.
+    pub http: HttpConfig,
     /// The MCP core's bounds (`max_batch_items`, `max_batch_answer_bytes`, `max_sessions`,
     /// `max_sessions_per_client`, `max_sessions_per_key`, and `confirmation_lifetime_secs`:
     /// how long a user's confirmation of an alarm, access or house-wide command is awaited
     /// and valid, default 120 s, 1-600; see [`crate::mcp::McpConfig`]).
     pub mcp: crate::mcp::McpConfig,
-    /// Keep-alive comment interval on idle SSE streams (`keep_alive_secs`, default 15 s).
-    pub keep_alive: Duration,
     /// Directory for the server's own state (the workflow store `workflows.db`). Created at
     /// start (mode 0700) if missing. Not used by `--demo`, which keeps workflows in memory.
     pub data_dir: PathBuf,
@@ -248,44 +235,12 @@ impl Default for ServerConfig {
     /// The transport's settings default as [`HttpConfig::default`] says (written there once),
     /// the MCP core's as [`crate::mcp::McpConfig::default`].
     fn default() -> Self {
-        let http = HttpConfig::default();
         Self {
-            listen: http.listen,
-            workers: http.workers,
-            max_body_bytes: http.max_body_bytes,
-            idle_timeout: http.idle_timeout,
-            max_connections: http.max_connections,
-            max_connections_per_client: http.max_connections_per_client,
-            request_deadline: http.request_deadline,
-            allowed_origins: http.allowed_origins,
-            allowed_hosts: http.allowed_hosts,
-            max_streams: http.max_streams,
+            http: HttpConfig::default(),
             mcp: crate::mcp::McpConfig::default(),
-            keep_alive: http.keep_alive,
             data_dir: PathBuf::from(DEFAULT_DATA_DIR),
             verify_timeout: crate::home::house::DEFAULT_VERIFY_TIMEOUT,
             caches: CacheConfig::default(),
-        }
-    }
-}
-
-impl ServerConfig {
-    /// The HTTP transport's settings from these (its parts, such as the gate, are added by
-    /// the caller; everything else as [`HttpConfig::default`]).
-    pub fn http(&self) -> HttpConfig {
-        HttpConfig {
-            listen: self.listen,
-            workers: self.workers,
-            max_body_bytes: self.max_body_bytes,
-            idle_timeout: self.idle_timeout,
-            max_connections: self.max_connections,
-            max_connections_per_client: self.max_connections_per_client,
-            request_deadline: self.request_deadline,
-            allowed_origins: self.allowed_origins.clone(),
-            allowed_hosts: self.allowed_hosts.clone(),
-            max_streams: self.max_streams,
-            keep_alive: self.keep_alive,
-            ..HttpConfig::default()
         }
     }
 }
@@ -591,185 +546,63 @@ impl Config {
     ) -> Result<Config, ConfigError> {
         let mut cfg = Config::default();
         let env = |k: &str| env(k).filter(|v| !v.trim().is_empty());
+        let secs = Duration::from_secs;
+        // `set!(file.server.workers => slot, range[, into])`: the setting `server.workers`,
+        // checked against `range`, into `slot` (through `into`, e.g. seconds into a Duration).
+        macro_rules! set {
+            ($file:ident . $($key:ident).+ => $slot:expr, $range:expr) => {
+                set!($file.$($key).+ => $slot, $range, |v| v)
+            };
+            ($file:ident . $($key:ident).+ => $slot:expr, $range:expr, $into:expr) => {
+                set(&mut $slot, stringify!($($key).+), $file.$($key).+, $range, $into)
+            };
+        }
 
-        if let Some(l) = env("HOME_LISTEN").or(file.server.listen) {
-            cfg.server.listen = parse_listen(&l, "server.listen")?;
+        let http = &mut cfg.server.http;
+        if let Some(l) = env("HOME_LISTEN").or(file.server.listen.clone()) {
+            http.listen = parse_listen(&l, "server.listen")?;
         }
         if let Some(w) = file.server.workers {
-            cfg.server.workers = check_workers(w, "server.workers")?;
+            http.workers = check_workers(w, "server.workers")?;
         }
-        if let Some(b) = file.server.max_body_bytes {
-            if b < 1024 {
-                return Err(invalid("server.max_body_bytes", "must be at least 1024"));
-            }
-            cfg.server.max_body_bytes = b;
+        set!(file.server.max_body_bytes => http.max_body_bytes, 1024..)?;
+        set!(file.server.idle_timeout_secs => http.idle_timeout, 1.., secs)?;
+        set!(file.server.max_connections => http.max_connections, 1..=4096)?;
+        set!(file.server.max_connections_per_client => http.max_connections_per_client, 1..)?;
+        set!(file.server.request_deadline_secs => http.request_deadline, 1..=600, secs)?;
+        set!(file.server.max_streams => http.max_streams, 1..=1024)?;
+        set!(file.server.keep_alive_secs => http.keep_alive, 1..=3600, secs)?;
+        if let Some(o) = &file.server.allowed_origins {
+            http.allowed_origins = o.clone();
         }
-        if let Some(s) = file.server.idle_timeout_secs {
-            if s == 0 {
-                return Err(invalid("server.idle_timeout_secs", "must be at least 1"));
-            }
-            cfg.server.idle_timeout = Duration::from_secs(s);
+        if let Some(h) = &file.server.allowed_hosts {
+            http.allowed_hosts = h.clone();
         }
-        if let Some(n) = file.server.max_connections {
-            if !(1..=4096).contains(&n) {
-                return Err(invalid("server.max_connections", "must be 1-4096"));
-            }
-            cfg.server.max_connections = n;
-        }
-        if let Some(n) = file.server.max_connections_per_client {
-            if n == 0 {
-                return Err(invalid(
-                    "server.max_connections_per_client",
-                    "must be at least 1",
-                ));
-            }
-            cfg.server.max_connections_per_client = n;
-        }
-        if let Some(s) = file.server.request_deadline_secs {
-            if !(1..=600).contains(&s) {
-                return Err(invalid("server.request_deadline_secs", "must be 1-600"));
-            }
-            cfg.server.request_deadline = Duration::from_secs(s);
-        }
-        if let Some(o) = file.server.allowed_origins {
-            cfg.server.allowed_origins = o;
-        }
-        if let Some(h) = file.server.allowed_hosts {
-            cfg.server.allowed_hosts = h;
-        }
-        let bounded = |v: Option<usize>, lo: usize, hi: usize, name: &str, out: &mut usize| match v
-        {
-            Some(n) if !(lo..=hi).contains(&n) => {
-                Err(invalid(name, &format!("must be between {lo} and {hi}")))
-            }
-            Some(n) => {
-                *out = n;
-                Ok(())
-            }
-            None => Ok(()),
-        };
-        let m = &mut cfg.server.mcp;
-        bounded(
-            file.server.max_batch_items,
-            1,
-            1000,
-            "server.max_batch_items",
-            &mut m.max_batch_items,
-        )?;
-        bounded(
-            file.server.max_batch_answer_bytes,
-            64 * 1024,
-            64 * 1024 * 1024,
-            "server.max_batch_answer_bytes",
-            &mut m.max_batch_answer_bytes,
-        )?;
-        bounded(
-            file.server.max_sessions,
-            1,
-            100_000,
-            "server.max_sessions",
-            &mut m.max_sessions,
-        )?;
-        bounded(
-            file.server.max_sessions_per_client,
-            1,
-            1000,
-            "server.max_sessions_per_client",
-            &mut m.max_sessions_per_client,
-        )?;
-        bounded(
-            file.server.max_sessions_per_key,
-            1,
-            1000,
-            "server.max_sessions_per_key",
-            &mut m.max_sessions_per_key,
-        )?;
-        if let Some(n) = file.server.max_streams {
-            if !(1..=1024).contains(&n) {
-                return Err(invalid("server.max_streams", "must be between 1 and 1024"));
-            }
-            cfg.server.max_streams = n;
-        }
-        if let Some(k) = file.server.keep_alive_secs {
-            if !(1..=3600).contains(&k) {
-                return Err(invalid(
-                    "server.keep_alive_secs",
-                    "must be between 1 and 3600",
-                ));
-            }
-            cfg.server.keep_alive = Duration::from_secs(k);
-        }
-        cfg.server.data_dir = data_dir(
-            &env,
-            file.server.data_dir.as_deref(),
-            crate::systemd::packaged(),
-        )?;
+        let mcp = &mut cfg.server.mcp;
+        set!(file.server.max_batch_items => mcp.max_batch_items, 1..=1000)?;
+        set!(file.server.max_batch_answer_bytes => mcp.max_batch_answer_bytes, 64 << 10..=64 << 20)?;
+        set!(file.server.max_sessions => mcp.max_sessions, 1..=100_000)?;
+        set!(file.server.max_sessions_per_client => mcp.max_sessions_per_client, 1..=1000)?;
+        set!(file.server.max_sessions_per_key => mcp.max_sessions_per_key, 1..=1000)?;
+        set!(file.server.confirmation_lifetime_secs => mcp.confirmation_lifetime, 1..=600, secs)?;
+        let server = &mut cfg.server;
+        let packaged = crate::systemd::packaged();
+        server.data_dir = data_dir(&env, file.server.data_dir.as_deref(), packaged)?;
+        let millis = Duration::from_millis;
+        set!(file.server.verify_timeout_ms => server.verify_timeout, 0..=30_000, millis)?;
+        set!(file.server.tool_cache_secs => server.caches.tool_ttl, 0..=MAX_CACHE_SECS, secs)?;
+        let resources = &mut server.caches.resource_ttl;
+        set!(file.server.resource_cache_secs => *resources, 0..=MAX_CACHE_SECS, secs)?;
 
         let t = &mut cfg.miniserver_timeouts;
-        for (v, slot, name) in [
-            (
-                file.miniserver.connect_timeout_secs,
-                &mut t.connect,
-                "miniserver.connect_timeout_secs",
-            ),
-            (
-                file.miniserver.request_timeout_secs,
-                &mut t.request,
-                "miniserver.request_timeout_secs",
-            ),
-        ] {
-            if let Some(s) = v {
-                if s == 0 || s > 600 {
-                    return Err(invalid(name, "must be between 1 and 600 seconds"));
-                }
-                *slot = Duration::from_secs(s);
-            }
-        }
-        if let Some(s) = file.miniserver.value_max_age_secs {
-            t.value_max_age = Duration::from_secs(s);
-        }
-        if let Some(s) = file.miniserver.poll_interval_secs {
-            if !(1..=3600).contains(&s) {
-                return Err(invalid(
-                    "miniserver.poll_interval_secs",
-                    "must be between 1 and 3600 seconds",
-                ));
-            }
-            cfg.poll.interval = Duration::from_secs(s);
-        }
-        if let Some(s) = file.miniserver.structure_check_secs {
-            if !(10..=86_400).contains(&s) {
-                return Err(invalid(
-                    "miniserver.structure_check_secs",
-                    "must be between 10 and 86400 seconds",
-                ));
-            }
-            cfg.poll.structure_check = Duration::from_secs(s);
-        }
-        if let Some(ms) = file.server.verify_timeout_ms {
-            if ms > 30_000 {
-                return Err(invalid(
-                    "server.verify_timeout_ms",
-                    "must be between 0 (off) and 30000",
-                ));
-            }
-            cfg.server.verify_timeout = Duration::from_millis(ms);
-        }
-        if let Some(s) = file.server.confirmation_lifetime_secs {
-            if !(1..=600).contains(&s) {
-                return Err(invalid(
-                    "server.confirmation_lifetime_secs",
-                    "must be between 1 and 600 seconds",
-                ));
-            }
-            cfg.server.mcp.confirmation_lifetime = Duration::from_secs(s);
-        }
-        if let Some(s) = file.server.tool_cache_secs {
-            cfg.server.caches.tool_ttl = cache_ttl(s, "server.tool_cache_secs")?;
-        }
-        if let Some(s) = file.server.resource_cache_secs {
-            cfg.server.caches.resource_ttl = cache_ttl(s, "server.resource_cache_secs")?;
-        }
+        set!(file.miniserver.connect_timeout_secs => t.connect, 1..=600, secs)?;
+        set!(file.miniserver.request_timeout_secs => t.request, 1..=600, secs)?;
+        set!(file.miniserver.value_max_age_secs => t.value_max_age, 0.., secs)?;
+        set!(file.miniserver.poll_interval_secs => cfg.poll.interval, 1..=3600, secs)?;
+        set!(file.miniserver.structure_check_secs => cfg.poll.structure_check, 10..=86_400, secs)?;
+        let limits = &mut cfg.command_limits;
+        set!(file.miniserver.max_commands_per_control => limits.per_control, 1..)?;
+        set!(file.miniserver.max_commands => limits.total, 1..)?;
 
         let host = env("HOME_HOST").or(file.miniserver.host);
         let user = env("HOME_USER").or(file.miniserver.user);
@@ -792,27 +625,7 @@ impl Config {
                 password: password.unwrap_or_default(),
             });
         }
-
         cfg.miniserver_auth = file.miniserver.auth.unwrap_or_default();
-        for (value, slot, name) in [
-            (
-                file.miniserver.max_commands_per_control,
-                &mut cfg.command_limits.per_control,
-                "miniserver.max_commands_per_control",
-            ),
-            (
-                file.miniserver.max_commands,
-                &mut cfg.command_limits.total,
-                "miniserver.max_commands",
-            ),
-        ] {
-            if let Some(v) = value {
-                if v == 0 {
-                    return Err(invalid(name, "must be at least 1 (commands per 10 s)"));
-                }
-                *slot = v;
-            }
-        }
         cfg.miniserver_live = file.miniserver.live.unwrap_or_default();
         cfg.visu_password = env("HOME_VISU_PASS")
             .or(file.miniserver.visu_password)
@@ -891,59 +704,22 @@ impl Config {
             .map(|k| k.trim().to_string())
             .filter(|k| !k.is_empty())
             .map(Secret::new);
+        let limits = &mut cfg.auth.limits;
+        set!(file.auth.rate_limits.admin => limits.admin, 1..)?;
+        set!(file.auth.rate_limits.operator => limits.operator, 1..)?;
+        set!(file.auth.rate_limits.monitor => limits.monitor, 1..)?;
+        set!(file.auth.rate_limits.device => limits.device, 1..)?;
+        set!(file.auth.rate_limits.custom => limits.custom, 1..)?;
+        set!(file.auth.rate_limits.per_client => limits.per_client, 1..)?;
         cfg.metrics_public = file.metrics.public.unwrap_or(false);
         cfg.audit.enabled = file.audit.enabled.unwrap_or(true);
-        if let Some(days) = file.audit.retention_days {
-            if !(1..=36500).contains(&days) {
-                return Err(invalid("audit.retention_days", "must be 1-36500 (days)"));
-            }
-            cfg.audit.retention_days = days;
-        }
-        let r = &file.auth.rate_limits;
-        let limits = &mut cfg.auth.limits;
-        for (value, slot, name) in [
-            (r.admin, &mut limits.admin, "auth.rate_limits.admin"),
-            (
-                r.operator,
-                &mut limits.operator,
-                "auth.rate_limits.operator",
-            ),
-            (r.monitor, &mut limits.monitor, "auth.rate_limits.monitor"),
-            (r.device, &mut limits.device, "auth.rate_limits.device"),
-            (r.custom, &mut limits.custom, "auth.rate_limits.custom"),
-            (
-                r.per_client,
-                &mut limits.per_client,
-                "auth.rate_limits.per_client",
-            ),
-        ] {
-            if let Some(v) = value {
-                if v == 0 {
-                    return Err(invalid(name, "must be at least 1 (requests per minute)"));
-                }
-                *slot = v;
-            }
-        }
+        set!(file.audit.retention_days => cfg.audit.retention_days, 1..=36_500)?;
+        let dashboard = &mut cfg.dashboard;
+        set!(file.dashboard.history_days => dashboard.history.days, 1..=365)?;
+        set!(file.dashboard.history_flush_secs => dashboard.history.flush_every, 1..=3600, secs)?;
+        set!(file.dashboard.max_ws_clients => dashboard.ws.max_clients, 1..=1024)?;
 
         let d = &file.dashboard;
-        if let Some(n) = d.history_days {
-            if !(1..=365).contains(&n) {
-                return Err(invalid(
-                    "dashboard.history_days",
-                    "must be between 1 and 365",
-                ));
-            }
-            cfg.dashboard.history.days = n;
-        }
-        if let Some(n) = d.history_flush_secs {
-            if !(1..=3600).contains(&n) {
-                return Err(invalid(
-                    "dashboard.history_flush_secs",
-                    "must be between 1 and 3600",
-                ));
-            }
-            cfg.dashboard.history.flush_every = Duration::from_secs(n);
-        }
         if let Some(states) = &d.history_states {
             cfg.dashboard.history.states = crate::dashboard::history::RecordStates::parse(states)
                 .ok_or_else(|| {
@@ -972,18 +748,9 @@ impl Config {
                 *slot = list.clone();
             }
         }
-        if let Some(n) = d.max_ws_clients {
-            if !(1..=1024).contains(&n) {
-                return Err(invalid(
-                    "dashboard.max_ws_clients",
-                    "must be between 1 and 1024",
-                ));
-            }
-            cfg.dashboard.ws.max_clients = n;
-        }
 
-        let o = &file.oauth;
-        cfg.oauth.enabled = o.enabled.unwrap_or(true);
+        let (o, oauth) = (&file.oauth, &mut cfg.oauth);
+        oauth.enabled = o.enabled.unwrap_or(true);
         if let Some(issuer) = &o.issuer {
             let i = issuer.trim().trim_end_matches('/');
             let rest = i
@@ -995,23 +762,11 @@ impl Config {
                     "must be http(s)://host[:port] with no path",
                 ));
             }
-            cfg.oauth.issuer = Some(i.to_string());
+            oauth.issuer = Some(i.to_string());
         }
-        if let Some(s) = o.code_lifetime_secs {
-            if !(1..=600).contains(&s) {
-                return Err(invalid("oauth.code_lifetime_secs", "must be 1-600"));
-            }
-            cfg.oauth.code_lifetime = Duration::from_secs(s);
-        }
-        if let Some(s) = o.access_token_lifetime_secs {
-            if !(60..=86_400).contains(&s) {
-                return Err(invalid(
-                    "oauth.access_token_lifetime_secs",
-                    "must be 60-86400",
-                ));
-            }
-            cfg.oauth.access_token_lifetime = Duration::from_secs(s);
-        }
+        set!(file.oauth.code_lifetime_secs => oauth.code_lifetime, 1..=600, secs)?;
+        let token = &mut oauth.access_token_lifetime;
+        set!(file.oauth.access_token_lifetime_secs => *token, 60..=86_400, secs)?;
 
         if let Some(level) = env("HOME_LOG_LEVEL").or(file.log.level) {
             cfg.log_level = level
@@ -1026,8 +781,8 @@ impl Config {
     /// allow-list; DNS-rebinding protection cannot guess the names the server is reached by).
     pub fn check_serve(&self) -> Result<(), ConfigError> {
         if self.auth.level == SecurityLevel::Production
-            && !self.server.listen.ip().is_loopback()
-            && self.server.allowed_hosts.is_empty()
+            && !self.server.http.listen.ip().is_loopback()
+            && self.server.http.allowed_hosts.is_empty()
         {
             return Err(invalid(
                 "server.allowed_hosts",
@@ -1059,11 +814,26 @@ impl Config {
 /// Longest accepted cache TTL in seconds.
 pub const MAX_CACHE_SECS: u64 = 3600;
 
-fn cache_ttl(secs: u64, setting: &str) -> Result<Duration, ConfigError> {
-    if secs > MAX_CACHE_SECS {
-        return Err(invalid(setting, "must be between 0 (off) and 3600"));
+/// Sets `slot` to `value` (of `setting` in the config file, through `into`) when the file
+/// gives one, after checking it lies in `range`: else an error naming the setting and range.
+fn set<T: PartialOrd + fmt::Display + Copy, S>(
+    slot: &mut S,
+    setting: &str,
+    value: Option<T>,
+    range: impl RangeBounds<T>,
+    into: impl Fn(T) -> S,
+) -> Result<(), ConfigError> {
+    let Some(v) = value else { return Ok(()) };
+    if !range.contains(&v) {
+        let why = match (range.start_bound(), range.end_bound()) {
+            (Bound::Included(lo), Bound::Included(hi)) => format!("must be between {lo} and {hi}"),
+            (Bound::Included(lo), _) => format!("must be at least {lo}"),
+            _ => "is out of range".into(),
+        };
+        return Err(invalid(setting, &why));
     }
-    Ok(Duration::from_secs(secs))
+    *slot = into(v);
+    Ok(())
 }
 
 fn invalid(setting: &str, message: &str) -> ConfigError {
@@ -1208,8 +978,8 @@ mod tests {
         assert_eq!(ms.base_url, "http://10.0.0.2:81");
         assert_eq!(ms.user, "env");
         assert_eq!(ms.password, "pw");
-        assert_eq!(cfg.server.workers, 3);
-        assert_eq!(cfg.server.listen.port(), 3001);
+        assert_eq!(cfg.server.http.workers, 3);
+        assert_eq!(cfg.server.http.listen.port(), 3001);
     }
 
     #[test]
@@ -1250,8 +1020,8 @@ mod tests {
         let e = parse("[server]\nkeep_alive_secs = 0\n", &[]).unwrap_err();
         assert!(e.to_string().contains("server.keep_alive_secs"), "{e}");
         let cfg = parse("[server]\nmax_streams = 4\nkeep_alive_secs = 5\n", &[]).unwrap();
-        assert_eq!(cfg.server.max_streams, 4);
-        assert_eq!(cfg.server.keep_alive, Duration::from_secs(5));
+        assert_eq!(cfg.server.http.max_streams, 4);
+        assert_eq!(cfg.server.http.keep_alive, Duration::from_secs(5));
         let e = parse("[server]\nlisten = \"nope\"\n", &[]).unwrap_err();
         assert!(e.to_string().contains("server.listen"), "{e}");
         let e = parse("[log]\nlevel = \"loud\"\n", &[]).unwrap_err();

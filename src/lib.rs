@@ -4,7 +4,7 @@
 //! stays in its layer, on a circle, and on a module the list does not place):
 //! 1. base utilities that know no feature: [`time`], [`logging`], [`memory`], [`ratelimit`],
 //!    [`metrics`] (the registry; the wiring names the tools), [`systemd`], [`upgraded`],
-//!    [`files`], [`json`] (bounded JSON);
+//!    [`files`], [`json`] (bounded JSON), [`sync`] (the mutexes' one rule);
 //! 2. the home model, controller-independent: [`home`]; the spec's error object: [`error`];
 //! 3. the Loxone adapter and the MCP protocol core: [`loxone`], [`mcp`];
 //! 4. the Miniserver simulator, the audit log and the workflow store: [`sim`], [`audit`],
@@ -46,6 +46,7 @@ pub mod ratelimit;
 pub mod resources;
 pub mod sim;
 pub mod stdio;
+pub mod sync;
 pub mod systemd;
 pub mod time;
 pub mod tools;

@@ -212,13 +212,15 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         Err(code) => return Ok(code),
     };
     if let Some(l) = listen {
-        config.server.listen = parse_listen(&l, "--listen").map_err(|e| Usage(e.to_string()))?;
+        config.server.http.listen =
+            parse_listen(&l, "--listen").map_err(|e| Usage(e.to_string()))?;
     }
     if let Some(w) = workers {
         let n: usize = w
             .parse()
             .map_err(|_| Usage(format!("--workers: {w:?} is not a number")))?;
-        config.server.workers = check_workers(n, "--workers").map_err(|e| Usage(e.to_string()))?;
+        config.server.http.workers =
+            check_workers(n, "--workers").map_err(|e| Usage(e.to_string()))?;
     }
     init_logging(config.log_level);
     if let Err(e) = config.check_serve() {
@@ -276,13 +278,13 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
         ))),
         dashboard: Some(dashboard.clone()),
         oauth,
-        ..config.server.http()
+        ..config.server.http.clone()
     };
-    if config.metrics_public && !config.server.listen.ip().is_loopback() {
+    if config.metrics_public && !config.server.http.listen.ip().is_loopback() {
         log::warn!(
             "[metrics] public = true on non-loopback address {}: GET /metrics is served to \
              anyone on the network without a key",
-            config.server.listen
+            config.server.http.listen
         );
     }
     let house = app.house.clone();
@@ -341,14 +343,14 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     let server = match HttpServer::start(http, app.mcp.clone(), health) {
         Ok(s) => s,
         Err(e) => {
-            log::error!("cannot listen on {}: {e}", config.server.listen);
+            log::error!("cannot listen on {}: {e}", config.server.http.listen);
             return Ok(ExitCode::FAILURE);
         }
     };
     log::info!(
         "MCP over Streamable HTTP at http://{}/mcp ({} workers)",
         server.addr(),
-        config.server.workers
+        config.server.http.workers
     );
     if demo {
         print_demo_pages(server.addr(), demo_admin_key.as_deref());

@@ -719,3 +719,38 @@ pub(crate) fn readme_shows_check_failure(line: &str) {
         "README.md's troubleshooting does not show this line of `home-mcp check` (name and fix):\n{line}"
     );
 }
+
+/// `docs/development.md` walks one `tools/call` from the socket to the Miniserver (issue 27):
+/// at most 15 files, each named once and each a file of the repository, numbered in order.
+#[test]
+fn the_tools_call_walk_names_at_most_fifteen_files_that_exist() {
+    let page = read("docs/development.md");
+    let section = page
+        .split("\n## ")
+        .find(|s| s.starts_with("One `tools/call`, from the socket to the Miniserver"))
+        .expect("the walk's section in docs/development.md");
+    let mut files: Vec<String> = Vec::new();
+    for line in section.lines() {
+        let Some((n, rest)) = line.split_once(". `") else {
+            continue;
+        };
+        let Ok(n) = n.parse::<usize>() else {
+            continue;
+        };
+        assert_eq!(n, files.len() + 1, "step {n} out of order: {line}");
+        let file = rest.split('`').next().unwrap().to_string();
+        assert!(root().join(&file).is_file(), "step {n}: no file {file}");
+        assert!(!files.contains(&file), "step {n}: {file} named twice");
+        files.push(file);
+    }
+    assert!(!files.is_empty(), "no numbered steps in the walk");
+    assert!(files.len() <= 15, "the walk crosses {} files", files.len());
+    assert!(
+        files[0].starts_with("src/http/"),
+        "starts at the socket: {files:?}"
+    );
+    assert!(
+        files.iter().any(|f| f == "src/loxone/client.rs"),
+        "ends at the Miniserver: {files:?}"
+    );
+}

@@ -11,7 +11,13 @@ use std::sync::Arc;
 use home_mcp::auth::gate::SecurityLevel;
 use home_mcp::auth::Role;
 use home_mcp::http::{HttpConfig, MetricsContext};
-use home_mcp::metrics::check_exposition;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use home_mcp::metrics::{
+    global, AuthFailure, CacheKind, HouseScrape, HttpTransport, LinkScrape, Metrics, Outcome,
+    RateBucket, Scrape,
+};
 use serde_json::json;
 
 use crate::support::app_server::{gate, AppServer};
@@ -197,6 +203,259 @@ fn public_and_development_access() {
     let plain = AppServer::start(|_| HttpConfig::default());
     let (status, _, _) = send(plain.addr(), "GET", "/metrics", NONE, "");
     assert_eq!(status, 404);
+}
+
+// The registry on its own (moved here from src/metrics.rs with the checker they use).
+
+#[test]
+fn exposition_is_well_formed() {
+    let m = Metrics::new(["get_lights", "control_device"]);
+    m.http_request(HttpTransport::McpHttp, 200, Some(Duration::from_millis(3)));
+    m.http_request(HttpTransport::McpHttp, 401, None);
+    m.http_request(HttpTransport::Rest, 500, Some(Duration::from_secs(20)));
+    m.mcp_request(
+        "http",
+        "tools/call",
+        Some("get_lights"),
+        Outcome::Ok,
+        Some(Duration::from_micros(800)),
+    );
+    m.mcp_request(
+        "http",
+        "tools/call",
+        Some("nope"),
+        Outcome::Error,
+        Some(Duration::from_millis(40)),
+    );
+    m.mcp_request(
+        "stdio",
+        "tools/list",
+        None,
+        Outcome::Ok,
+        Some(Duration::from_millis(2)),
+    );
+    m.mcp_request(
+        "sse",
+        "frobnicate",
+        None,
+        Outcome::Error,
+        Some(Duration::ZERO),
+    );
+    m.mcp_request(
+        "rest",
+        "tools/call",
+        Some("control_device"),
+        Outcome::Denied,
+        None,
+    );
+    m.auth_failure(AuthFailure::IpNotWhitelisted);
+    m.rate_limited(RateBucket::Client);
+    m.cache(CacheKind::Tool, true);
+    m.cache(CacheKind::Resource, false);
+    m.dashboard_clients.inc();
+    let link = LinkScrape {
+        modes: vec![
+            ("websocket", false),
+            ("polling", true),
+            ("disconnected", false),
+        ],
+        reconnects: 0,
+        events_received: 0,
+    };
+    let text = m.render(&Scrape {
+        link: Some(link),
+        house: Some(HouseScrape {
+            active_alerts: vec![
+                ("info", 0),
+                ("warning", 2),
+                ("important", 0),
+                ("critical", 1),
+            ],
+            stopped: true,
+        }),
+        sessions: Some(2),
+        streams: Some(0),
+    });
+    let samples = check_exposition(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert!(samples > 40, "{text}");
+    for want in [
+        "home_mcp_mcp_requests_total{transport=\"mcp_http\",method=\"tools/call\",tool=\"get_lights\",outcome=\"ok\"} 1",
+        "home_mcp_mcp_requests_total{transport=\"mcp_http\",method=\"tools/call\",tool=\"unknown\",outcome=\"error\"} 1",
+        "home_mcp_mcp_requests_total{transport=\"sse_legacy\",method=\"other\",outcome=\"error\"} 1",
+        "home_mcp_mcp_requests_total{transport=\"rest\",method=\"tools/call\",tool=\"control_device\",outcome=\"denied\"} 1",
+        "home_mcp_http_requests_total{transport=\"mcp_http\",outcome=\"denied\"} 1",
+        "home_mcp_http_request_duration_seconds_bucket{transport=\"rest\",le=\"10\"} 0",
+        "home_mcp_http_request_duration_seconds_bucket{transport=\"rest\",le=\"+Inf\"} 1",
+        "home_mcp_tool_call_duration_seconds_bucket{tool=\"get_lights\",le=\"0.001\"} 1",
+        "home_mcp_auth_failures_total{reason=\"ip_not_whitelisted\"} 1",
+        "home_mcp_alerts_active{severity=\"warning\"} 2",
+        "home_mcp_alerts_active{severity=\"critical\"} 1",
+        "home_mcp_assistant_stopped 1",
+        "home_mcp_rate_limit_rejections_total{bucket=\"client\"} 1",
+        "home_mcp_cache_hits_total{cache=\"tool\"} 1",
+        "home_mcp_cache_misses_total{cache=\"resource\"} 1",
+        "home_mcp_miniserver_link_state{mode=\"polling\"} 1",
+        "home_mcp_miniserver_link_state{mode=\"websocket\"} 0",
+        "home_mcp_mcp_sessions 2",
+        "home_mcp_dashboard_clients 1",
+        "home_mcp_build_info{version=\"",
+    ] {
+        assert!(text.contains(want), "missing {want}\n{text}");
+    }
+}
+
+#[test]
+fn checker_catches_problems() {
+    let ok = "# HELP a_total x\n# TYPE a_total counter\na_total 1\n";
+    assert_eq!(check_exposition(ok), Ok(1));
+    assert!(check_exposition("a_total 1\n").is_err(), "no TYPE");
+    assert!(
+        check_exposition(&format!("{ok}a_total 2\n")).is_err(),
+        "duplicate"
+    );
+    let h = "# HELP h x\n# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"+Inf\"} 1\n";
+    assert!(check_exposition(h).is_err(), "not cumulative");
+    assert!(check_exposition("# HELP 1a x\n").is_err());
+}
+
+#[test]
+fn record_cost() {
+    let m = Metrics::new(["get_lights"]);
+    let n = 200_000u32;
+    let t = Instant::now();
+    for _ in 0..n {
+        m.http_request(
+            HttpTransport::McpHttp,
+            200,
+            Some(Duration::from_micros(1500)),
+        );
+        m.mcp_request(
+            "http",
+            "tools/call",
+            Some("get_lights"),
+            Outcome::Ok,
+            Some(Duration::from_micros(900)),
+        );
+    }
+    let per = t.elapsed() / n;
+    println!("metrics record cost (debug build): {per:?} per request (HTTP + MCP record)");
+    global().render(&Scrape::default());
+    let t = Instant::now();
+    let text = global().render(&Scrape::default());
+    println!("render: {:?} for {} bytes", t.elapsed(), text.len());
+    assert!(check_exposition(&text).is_ok());
+}
+
+fn valid_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+}
+
+/// Checks an exposition line by line (not a full parser): every sample belongs to a family with HELP and
+/// TYPE given once and before it, names and label names are valid, values parse, no
+/// series repeats, histogram buckets are cumulative and end in `+Inf` == `_count`.
+fn check_exposition(text: &str) -> Result<usize, String> {
+    let mut help = BTreeSet::new();
+    let mut types: BTreeMap<String, String> = BTreeMap::new();
+    let mut series = BTreeSet::new();
+    let mut last_bucket: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    let mut inf: BTreeMap<String, f64> = BTreeMap::new();
+    let mut samples = 0;
+    for (n, line) in text.lines().enumerate() {
+        let n = n + 1;
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let name = rest.split(' ').next().unwrap_or("");
+            if !valid_name(name) || !help.insert(name.to_string()) {
+                return Err(format!("line {n}: bad or repeated HELP: {line}"));
+            }
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').ok_or(format!("line {n}: {line}"))?;
+            if !help.contains(name) {
+                return Err(format!("line {n}: TYPE before HELP: {line}"));
+            }
+            if !["counter", "gauge", "histogram"].contains(&kind) {
+                return Err(format!("line {n}: type {kind}"));
+            }
+            if types.insert(name.into(), kind.into()).is_some() {
+                return Err(format!("line {n}: repeated TYPE"));
+            }
+            continue;
+        }
+        if line.is_empty() || line.starts_with('#') {
+            return Err(format!("line {n}: unexpected {line:?}"));
+        }
+        let (key, value) = line.rsplit_once(' ').ok_or(format!("line {n}: {line}"))?;
+        let v: f64 = value
+            .parse()
+            .map_err(|_| format!("line {n}: bad value {value}"))?;
+        let (name, labels) = match key.split_once('{') {
+            Some((name, rest)) => (name, rest.strip_suffix('}').ok_or(format!("line {n}"))?),
+            None => (key, ""),
+        };
+        if !valid_name(name) {
+            return Err(format!("line {n}: bad name {name}"));
+        }
+        let mut le = None;
+        let mut others = Vec::new();
+        for pair in labels.split(',').filter(|p| !p.is_empty()) {
+            let (k, val) = pair.split_once('=').ok_or(format!("line {n}: {pair}"))?;
+            if !valid_name(k) || k.contains(':') || !val.starts_with('"') || !val.ends_with('"') {
+                return Err(format!("line {n}: bad label {pair}"));
+            }
+            if k == "le" {
+                le = Some(val.trim_matches('"').to_string());
+            } else {
+                others.push(pair);
+            }
+        }
+        let family = types
+            .keys()
+            .filter(|f| {
+                name == f.as_str()
+                    || (types[*f] == "histogram"
+                        && ["_bucket", "_sum", "_count"]
+                            .iter()
+                            .any(|s| name == format!("{f}{s}")))
+            })
+            .max_by_key(|f| f.len())
+            .ok_or(format!("line {n}: sample {name} has no TYPE"))?;
+        if types[family] == "counter" && !name.ends_with("_total") {
+            return Err(format!("line {n}: counter without _total"));
+        }
+        if !series.insert(key.to_string()) {
+            return Err(format!("line {n}: duplicate series {key}"));
+        }
+        let id = format!("{family}{{{}}}", others.join(","));
+        if name.ends_with("_bucket") {
+            let le = le.ok_or(format!("line {n}: bucket without le"))?;
+            let bound: f64 = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().map_err(|_| format!("line {n}: le {le}"))?
+            };
+            if let Some((b, c)) = last_bucket.get(&id) {
+                if bound <= *b || v < *c {
+                    return Err(format!("line {n}: buckets not cumulative"));
+                }
+            }
+            last_bucket.insert(id.clone(), (bound, v));
+            if bound.is_infinite() {
+                inf.insert(id, v);
+            }
+        } else if name.ends_with("_count")
+            && types[family] == "histogram"
+            && inf.get(&id) != Some(&v)
+        {
+            return Err(format!("line {n}: _count {v} != +Inf bucket"));
+        }
+        samples += 1;
+    }
+    Ok(samples)
 }
 
 /// The house's alerts and its stop in the exposition (issue 31): active Message Center

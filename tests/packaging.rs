@@ -52,7 +52,7 @@ fn example_config_loads_as_shipped_and_fully_uncommented() {
         home_mcp::config::Config::load(Some(&path), &|_| None)
     };
     let shipped = load(&text).unwrap();
-    assert_eq!(shipped.server.listen.to_string(), "127.0.0.1:3001");
+    assert_eq!(shipped.server.http.listen.to_string(), "127.0.0.1:3001");
     // Uncomment every `#key = value` whose key is not already set in its section.
     let mut active = BTreeSet::new();
     let mut section = String::new();

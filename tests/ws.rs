@@ -17,10 +17,11 @@ use crate::support::{wait_true, wait_until, PATIENCE};
 use home_mcp::loxone::ws::frame::{FrameError, Header, Identifier, ESTIMATED_FLAG};
 use home_mcp::loxone::ws::tables::{
     decode_daytimer_table, decode_table, decode_text_table, decode_value_table,
-    decode_weather_table, encode_table, encode_text_table, encode_value_table, uuid_from_bytes,
-    uuid_to_bytes, DaytimerEntry, EventValue, StateEvent, TableError, WeatherEntry, NULL_UUID,
+    decode_weather_table, uuid_from_bytes, DaytimerEntry, EventValue, StateEvent, TableError,
+    WeatherEntry, NULL_UUID,
 };
 use home_mcp::loxone::ws::{close_code, Incoming, Reader, WsError, WsStream, SUB_PROTOCOL};
+use home_mcp::sim::tables::{encode_table, encode_text_table, encode_value_table, uuid_to_bytes};
 use home_mcp::sim::{SimConfig, SimServer, Simulator, DEMO_STRUCTURE};
 
 const CAPTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/captures/");

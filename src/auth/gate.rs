@@ -284,13 +284,6 @@ impl Principal {
             open_doors: self.key.as_ref().is_some_and(|k| k.open_doors),
         }
     }
-
-    /// The masked key id, for logs.
-    pub fn masked(&self) -> String {
-        self.key
-            .as_ref()
-            .map_or_else(|| "anonymous".into(), |k| mask(&k.id))
-    }
 }
 
 /// What a request is about to do, for [`Gate::authorize`].

@@ -18,13 +18,14 @@ use std::collections::HashMap;
 use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use super::ApiKey;
+use crate::sync::lock;
 
 /// Why a store operation failed.
 #[derive(Debug)]
@@ -107,50 +108,27 @@ impl MemoryStore {
 
 impl KeyStore for MemoryStore {
     fn list(&self) -> Result<Vec<ApiKey>, StoreError> {
-        Ok(self.keys.lock().unwrap_or_else(|e| e.into_inner()).clone())
+        Ok(lock(&self.keys).clone())
     }
 
     fn insert(&self, key: ApiKey) -> Result<(), StoreError> {
-        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
-        if keys.iter().any(|k| k.id == key.id) {
-            return Err(StoreError::Exists);
-        }
-        keys.push(key);
-        Ok(())
+        apply(&mut lock(&self.keys), Change::Insert(key))
     }
 
     fn insert_new(&self, make: &mut dyn FnMut(&[ApiKey]) -> ApiKey) -> Result<ApiKey, StoreError> {
-        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let mut keys = lock(&self.keys);
         let key = make(&keys);
         apply(&mut keys, Change::Insert(key.clone()))?;
         Ok(key)
     }
 
     fn update(&self, key: ApiKey) -> Result<(), StoreError> {
-        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
-        match keys.iter_mut().find(|k| k.id == key.id) {
-            Some(k) => {
-                *k = key;
-                Ok(())
-            }
-            None => Err(StoreError::NotFound),
-        }
+        apply(&mut lock(&self.keys), Change::Update(key))
     }
 
     fn delete(&self, id: &str) -> Result<(), StoreError> {
-        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
-        let before = keys.len();
-        keys.retain(|k| k.id != id);
-        if keys.len() == before {
-            Err(StoreError::NotFound)
-        } else {
-            Ok(())
-        }
+        apply(&mut lock(&self.keys), Change::Delete(id.to_string()))
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Applies one change to a key list (shared by the whole-list backends).
@@ -479,6 +457,21 @@ impl SqliteStore {
         Self::init(conn).map_err(|e| StoreError::Io(e.to_string()))
     }
 
+    /// Runs one writing `statement` in a transaction; `untouched` when it changed no row.
+    fn write_one(
+        &self,
+        statement: &str,
+        params: impl rusqlite::Params,
+        untouched: StoreError,
+    ) -> Result<(), StoreError> {
+        let mut conn = lock(&self.conn);
+        let tx = conn.transaction().map_err(sql)?;
+        if tx.execute(statement, params).map_err(sql)? == 0 {
+            return Err(untouched);
+        }
+        tx.commit().map_err(sql)
+    }
+
     fn init(mut conn: Connection) -> Result<Self, String> {
         let tx = conn.transaction().map_err(|e| e.to_string())?;
         tx.execute_batch(
@@ -593,47 +586,18 @@ impl KeyStore for SqliteStore {
     }
 
     fn insert(&self, key: ApiKey) -> Result<(), StoreError> {
-        let record = encode(&key)?;
-        let mut conn = lock(&self.conn);
-        let tx = conn.transaction().map_err(sql)?;
-        let n = tx
-            .execute(
-                "INSERT OR IGNORE INTO api_keys (id, record) VALUES (?1, ?2)",
-                params![key.id, record],
-            )
-            .map_err(sql)?;
-        if n == 0 {
-            return Err(StoreError::Exists);
-        }
-        tx.commit().map_err(sql)
+        let insert = "INSERT OR IGNORE INTO api_keys (id, record) VALUES (?1, ?2)";
+        self.write_one(insert, params![key.id, encode(&key)?], StoreError::Exists)
     }
 
     fn update(&self, key: ApiKey) -> Result<(), StoreError> {
-        let record = encode(&key)?;
-        let mut conn = lock(&self.conn);
-        let tx = conn.transaction().map_err(sql)?;
-        let n = tx
-            .execute(
-                "UPDATE api_keys SET record = ?2 WHERE id = ?1",
-                params![key.id, record],
-            )
-            .map_err(sql)?;
-        if n == 0 {
-            return Err(StoreError::NotFound);
-        }
-        tx.commit().map_err(sql)
+        let update = "UPDATE api_keys SET record = ?2 WHERE id = ?1";
+        self.write_one(update, params![key.id, encode(&key)?], StoreError::NotFound)
     }
 
     fn delete(&self, id: &str) -> Result<(), StoreError> {
-        let mut conn = lock(&self.conn);
-        let tx = conn.transaction().map_err(sql)?;
-        let n = tx
-            .execute("DELETE FROM api_keys WHERE id = ?1", params![id])
-            .map_err(sql)?;
-        if n == 0 {
-            return Err(StoreError::NotFound);
-        }
-        tx.commit().map_err(sql)
+        let delete = "DELETE FROM api_keys WHERE id = ?1";
+        self.write_one(delete, params![id], StoreError::NotFound)
     }
 }
 
@@ -696,9 +660,6 @@ pub fn open_store(
 
 /// Most client addresses kept per key.
 pub const MAX_IPS: usize = 20;
-
-/// Default interval between usage flushes.
-pub const DEFAULT_FLUSH_INTERVAL: Duration = Duration::from_secs(60);
 
 /// Usage seen since the last flush, per key.
 #[derive(Debug, Default, Clone)]

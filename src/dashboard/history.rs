@@ -20,7 +20,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{params, Connection};
@@ -29,6 +29,7 @@ use serde_json::{json, Value as Json};
 use crate::home::house::Record;
 use crate::home::statistic::Records;
 use crate::home::{Change, Control, ControlKind, Family, Home, House, Value};
+use crate::sync::lock;
 
 /// What a history row records; also the `type` of [`History::history`] queries (see
 /// [`HistoryType`]).
@@ -360,10 +361,6 @@ impl fmt::Debug for History {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn now_ms() -> i64 {

@@ -31,7 +31,7 @@
 
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
@@ -43,6 +43,7 @@ use tungstenite::{Message, WebSocket};
 
 use super::history::classify;
 use crate::home::{Change, Event, House, LinkMode};
+use crate::sync::lock;
 
 /// Largest message or frame a client may send (bytes); larger ends the session.
 pub const MAX_CLIENT_MESSAGE: usize = 64 * 1024;
@@ -76,10 +77,6 @@ impl Default for WsConfig {
             write_timeout: Duration::from_secs(5),
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A client's id, queue and `lagged` mark (messages were dropped; send a resync).

@@ -22,6 +22,7 @@ use std::time::{Duration, SystemTime};
 use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 
 use super::state::{Source, Value};
+use crate::sync::lock;
 
 /// Default total of dropped events after which a subscriber is unsubscribed.
 pub const DEFAULT_MAX_DROPPED: u64 = 10_000;
@@ -110,13 +111,10 @@ impl Bus {
     pub fn subscribe(&self, capacity: usize) -> Subscription {
         let (tx, rx) = bounded(capacity.max(1));
         let state = Arc::new(SubState::default());
-        self.subscribers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Subscriber {
-                tx,
-                state: state.clone(),
-            });
+        lock(&self.subscribers).push(Subscriber {
+            tx,
+            state: state.clone(),
+        });
         Subscription {
             rx,
             state,
@@ -128,7 +126,7 @@ impl Bus {
     /// and departed subscribers). Returns how many subscribers received it.
     pub fn publish(&self, event: Event) -> usize {
         self.published.fetch_add(1, Ordering::Relaxed);
-        let mut subs = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut subs = lock(&self.subscribers);
         let mut delivered = 0;
         let max = self.max_dropped;
         subs.retain(|s| match s.tx.try_send(event.clone()) {
@@ -154,10 +152,7 @@ impl Bus {
 
     /// Subscribers currently attached (a dropped [`Subscription`] is no longer counted).
     pub fn subscriber_count(&self) -> usize {
-        self.subscribers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .len()
+        lock(&self.subscribers).len()
     }
 
     /// Events published since the bus was made.
@@ -178,9 +173,7 @@ impl Drop for Subscription {
         // Never called with the bus's lock held: `publish` drops `Subscriber`s (the sending
         // ends), not `Subscription`s.
         if let Some(subs) = self.bus.upgrade() {
-            subs.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .retain(|s| !Arc::ptr_eq(&s.state, &self.state));
+            lock(&subs).retain(|s| !Arc::ptr_eq(&s.state, &self.state));
         }
     }
 }

@@ -64,13 +64,6 @@ pub struct RiskRules {
     pub house_wide: Vec<String>,
 }
 
-impl RiskRules {
-    /// Whether no control was added to any class.
-    pub fn is_empty(&self) -> bool {
-        self.access.is_empty() && self.alarm.is_empty() && self.house_wide.is_empty()
-    }
-}
-
 /// The risk class of operating `c`: the highest of its type's class and the classes the owner
 /// added it to.
 pub fn class_of(home: &Home, c: &Control, rules: &RiskRules) -> Risk {

@@ -862,7 +862,7 @@ pub(crate) fn pump(
 }
 
 /// Whether `auth` may use a session opened by `state.owner` (see
-/// [`crate::mcp::SessionStore::set_owner`]): the same key, or any caller when it was opened
+/// [`crate::mcp::SessionStore::create_for`]): the same key, or any caller when it was opened
 /// without one.
 pub(crate) fn owns(state: &crate::mcp::SessionState, auth: Option<&Principal>) -> bool {
     match &state.owner {

@@ -19,15 +19,12 @@
 use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 
 use crate::mcp::Outlet;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+use crate::sync::lock;
 
 /// Bounds the number of dedicated stream threads.
 pub(crate) struct StreamPool {

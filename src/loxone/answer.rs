@@ -147,16 +147,6 @@ impl LlAnswer {
             _ => None,
         }
     }
-
-    /// `value` as a number; trailing unit text is ignored (`"31.0 Liter"` -> 31.0).
-    pub fn value_number(&self) -> Option<f64> {
-        match &self.value {
-            Json::Number(n) => n.as_f64(),
-            Json::String(s) => parse_number_prefix(s),
-            Json::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
-            _ => None,
-        }
-    }
 }
 
 /// Reads the leading decimal number of `s` (`"21.500°"` -> 21.5), if any.

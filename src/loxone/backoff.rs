@@ -28,11 +28,6 @@ impl Backoff {
         }
     }
 
-    /// Consecutive failures since the last success.
-    pub fn failures(&self) -> u32 {
-        self.failures
-    }
-
     /// The connection worked: the next failure starts from `base` again.
     pub fn succeeded(&mut self) {
         self.failures = 0;
@@ -65,11 +60,6 @@ impl Backoff {
             _ => until,
         });
     }
-
-    /// Whether an attempt now would fall into an announced lock-out.
-    pub fn is_locked(&self, now: Instant) -> bool {
-        self.locked_until.is_some_and(|u| u > now)
-    }
 }
 
 /// A uniformly distributed number in `[0, 1)` from the OS random source (jitter needs no
@@ -85,6 +75,18 @@ fn random_unit() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Backoff {
+        /// Consecutive failures since the last success.
+        fn failures(&self) -> u32 {
+            self.failures
+        }
+
+        /// Whether an attempt now would fall into an announced lock-out.
+        fn is_locked(&self, now: Instant) -> bool {
+            self.locked_until.is_some_and(|u| u > now)
+        }
+    }
 
     #[test]
     fn grows_exponentially_with_jitter_and_caps() {

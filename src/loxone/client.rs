@@ -1033,6 +1033,18 @@ pub fn parse_ll(body: &[u8]) -> Result<LlAnswer, LoxoneError> {
 mod tests {
     use super::*;
 
+    impl LlAnswer {
+        /// `value` as a number; trailing unit text is ignored (`"31.0 Liter"` -> 31.0).
+        fn value_number(&self) -> Option<f64> {
+            match &self.value {
+                Json::Number(n) => n.as_f64(),
+                Json::String(s) => parse_number_prefix(s),
+                Json::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+                _ => None,
+            }
+        }
+    }
+
     #[test]
     fn ll_envelope_accepts_both_spellings_and_types() {
         let a = parse_ll(

@@ -134,11 +134,6 @@ impl SessionKey {
         Ok(SessionKey { key, iv })
     }
 
-    /// A session key from known bytes (tests, vectors).
-    pub fn from_parts(key: [u8; 32], iv: [u8; 16]) -> SessionKey {
-        SessionKey { key, iv }
-    }
-
     /// `"{keyHex}:{ivHex}"` (lowercase hex, 64 + 1 + 32 characters), the RSA plaintext.
     pub fn key_iv_text(&self) -> String {
         format!("{}:{}", hex::encode(self.key), hex::encode(self.iv))
@@ -227,6 +222,13 @@ fn random_salt() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl SessionKey {
+        /// A session key from known bytes (tests, vectors).
+        fn from_parts(key: [u8; 32], iv: [u8; 16]) -> SessionKey {
+            SessionKey { key, iv }
+        }
+    }
 
     /// NIST SP 800-38A F.2.5 (CBC-AES256.Encrypt), first two blocks: whole blocks get no
     /// zero padding, so the vector applies unchanged.

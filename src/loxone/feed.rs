@@ -118,8 +118,9 @@ mod tests {
     use crate::home::{Action, Controller, ControllerError, Event};
     use crate::loxone::structure::parse_structure;
     use crate::loxone::ws::tables::{
-        decode_text_table, decode_value_table, encode_text_table, DaytimerEntry, TableError,
+        decode_text_table, decode_value_table, DaytimerEntry, TableError,
     };
+    use crate::sim::tables::encode_text_table;
 
     const SHOWROOM: &str = include_str!("../../tests/fixtures/Smarteon-loxone-java-showroom.json");
     const CAPTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/captures/");

@@ -19,6 +19,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::home::Risk;
+use crate::sync::lock;
 
 /// How long a pending confirmation can be redeemed.
 pub const LIFETIME: Duration = Duration::from_secs(120);
@@ -127,7 +128,7 @@ impl Pending {
     /// and a pending one for the same binding is replaced (it can no longer be redeemed); the
     /// key's share full ([`Refusal::KeyFull`]) or the store full ([`Refusal::Full`]) refuses.
     pub fn file(&self, binding: Binding, now: Instant) -> Result<String, Refusal> {
-        let mut e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut e = lock(&self.entries);
         let lifetime = self.lifetime;
         e.retain(|_, (b, at)| now.saturating_duration_since(*at) < lifetime && *b != binding);
         if e.values().filter(|(b, _)| b.key == binding.key).count() >= PER_KEY {
@@ -144,7 +145,7 @@ impl Pending {
     /// Redeems `id` for `binding` at `now`: once (the entry is gone afterwards, whatever the
     /// outcome), within the lifetime, for the same binding only.
     pub fn redeem(&self, id: &str, binding: &Binding, now: Instant) -> Result<(), Refusal> {
-        let mut e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut e = lock(&self.entries);
         let (filed, at) = e.remove(id).ok_or(Refusal::Unknown)?;
         if now.saturating_duration_since(at) >= self.lifetime {
             return Err(Refusal::Expired);
@@ -157,25 +158,12 @@ impl Pending {
 
     /// Forgets `id` (the user said no).
     pub fn drop_id(&self, id: &str) {
-        self.entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(id);
+        lock(&self.entries).remove(id);
     }
 
     /// How long a confirmation lives (and the user's answer is awaited).
     pub fn lifetime(&self) -> Duration {
         self.lifetime
-    }
-
-    /// Confirmations waiting.
-    pub fn len(&self) -> usize {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner()).len()
-    }
-
-    /// Whether none is waiting.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -196,6 +184,13 @@ pub(crate) fn new_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Pending {
+        /// Confirmations waiting.
+        fn len(&self) -> usize {
+            lock(&self.entries).len()
+        }
+    }
 
     fn binding(control: &str, command: &str, key: &str) -> Binding {
         Binding {

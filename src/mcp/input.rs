@@ -254,7 +254,6 @@ pub struct Round {
     capabilities: Value,
     responses: Map<String, Value>,
     state: Option<Value>,
-    retry: bool,
     asked: Mutex<Option<InputRequired>>,
 }
 
@@ -278,12 +277,6 @@ impl Round {
     /// and on a retry without `requestState`.
     pub fn state(&self) -> Option<&Value> {
         self.state.as_ref()
-    }
-
-    /// Whether this request came with a verified `requestState` (a retry of a round this
-    /// server answered).
-    pub fn is_retry(&self) -> bool {
-        self.retry
     }
 
     /// Asks for `input`: the handler returns the error this gives (`Err(round.ask(..))`) and
@@ -560,14 +553,14 @@ pub fn begin(
             ))
         }
     };
-    let (state, retry) = match params.get("requestState") {
-        None | Some(Value::Null) => (None, false),
+    let state = match params.get("requestState") {
+        None | Some(Value::Null) => None,
         Some(Value::String(token)) => {
             let binding = Binding::of(method, params, caller);
             let state = sealer
                 .open(token, &binding, now)
                 .map_err(StateError::to_rpc)?;
-            ((!state.is_null()).then_some(state), true)
+            (!state.is_null()).then_some(state)
         }
         Some(_) => return Err(StateError::Malformed.to_rpc()),
     };
@@ -575,7 +568,6 @@ pub fn begin(
         capabilities: capabilities.clone(),
         responses,
         state,
-        retry,
         asked: Mutex::new(None),
     }))
 }
@@ -776,7 +768,6 @@ mod tests {
         let round = begin(&s, "tools/call", Some(&retry), "c", &caps, now)
             .unwrap()
             .unwrap();
-        assert!(round.is_retry());
         assert_eq!(round.state(), Some(&json!({"n": 1})));
         assert_eq!(round.elicitation("e"), Some(ElicitAnswer::Decline));
         assert!(round.response("s").is_some());

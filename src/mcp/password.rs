@@ -31,6 +31,7 @@ use serde_json::{json, Value};
 
 use super::confirm::{self, Binding, Refusal};
 use crate::home::Secret;
+use crate::sync::lock;
 
 /// How long a page can be answered (and the request waits for it).
 pub const LIFETIME: Duration = confirm::LIFETIME;
@@ -249,7 +250,7 @@ impl PasswordPages {
         question: &str,
         now: Instant,
     ) -> Result<UrlRequest, Refusal> {
-        let mut e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut e = lock(&self.entries);
         let lifetime = self.lifetime;
         let before = e.len();
         e.retain(|_, p| now.saturating_duration_since(p.filed) < lifetime && p.binding != binding);
@@ -286,7 +287,7 @@ impl PasswordPages {
         binding: &Binding,
         now: Instant,
     ) -> Option<(UrlRequest, Duration)> {
-        let e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let e = lock(&self.entries);
         let p = e.get(id)?;
         let left = self
             .lifetime
@@ -298,7 +299,7 @@ impl PasswordPages {
 
     /// What the open page `id` shows (its `GET`).
     pub fn view(&self, id: &str, now: Instant) -> Result<PageView, PageError> {
-        let e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let e = lock(&self.entries);
         let p = e.get(id).ok_or(PageError::Unknown)?;
         if now.saturating_duration_since(p.filed) >= self.lifetime {
             return Err(PageError::Expired);
@@ -321,7 +322,7 @@ impl PasswordPages {
         answer: Answer,
         now: Instant,
     ) -> Result<(), PageError> {
-        let mut e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut e = lock(&self.entries);
         let p = e.get_mut(id).ok_or(PageError::Unknown)?;
         if now.saturating_duration_since(p.filed) >= self.lifetime {
             return Err(PageError::Expired);
@@ -344,7 +345,7 @@ impl PasswordPages {
     /// store (whatever the outcome): the password, when the page was filed for `binding` and
     /// the person gave one.
     pub fn wait(&self, id: &str, binding: &Binding) -> Result<Secret, NoPassword> {
-        let mut e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut e = lock(&self.entries);
         loop {
             let Some(p) = e.get(id) else {
                 return Err(NoPassword::Unknown);
@@ -372,7 +373,7 @@ impl PasswordPages {
     /// The page leaves the store whatever the outcome, except while it is open and
     /// unanswered for the same binding ([`NoPassword::Unanswered`]): then it stays open.
     pub fn take(&self, id: &str, binding: &Binding, now: Instant) -> Result<Secret, NoPassword> {
-        let mut e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut e = lock(&self.entries);
         let p = e.get(id).ok_or(NoPassword::Unknown)?;
         let expired = now.saturating_duration_since(p.filed) >= self.lifetime;
         let mine = &p.binding == binding;
@@ -391,26 +392,20 @@ impl PasswordPages {
 
     /// Forgets page `id` (the user declined to open it, or the request ended).
     pub fn drop_id(&self, id: &str) {
-        self.entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(id);
-    }
-
-    /// Pages open.
-    pub fn len(&self) -> usize {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner()).len()
-    }
-
-    /// Whether none is open.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        lock(&self.entries).remove(id);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl PasswordPages {
+        /// Whether no page is open.
+        fn is_empty(&self) -> bool {
+            lock(&self.entries).is_empty()
+        }
+    }
     use crate::home::Risk;
 
     fn binding(command: &str) -> Binding {

@@ -17,7 +17,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crossbeam_channel::{bounded, Sender};
@@ -25,6 +25,7 @@ use serde_json::{json, Value};
 
 use super::handler::{Peer, RpcError};
 use super::jsonrpc::{ClientResponse, Id};
+use crate::sync::lock;
 
 /// Puts one serialised JSON-RPC message on the wire of one client.
 pub trait Outlet: Send + Sync {
@@ -38,10 +39,6 @@ impl<F: Fn(&str) -> bool + Send + Sync> Outlet for F {
     fn send(&self, message: &str) -> bool {
         self(message)
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 struct Waiter {
@@ -76,16 +73,6 @@ impl Pending {
                 false
             }
         }
-    }
-
-    /// Number of requests waiting.
-    pub fn len(&self) -> usize {
-        lock(&self.waiting).len()
-    }
-
-    /// Whether no request waits.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -300,16 +287,23 @@ impl Hub {
             .flat_map(|l| l.filter.resource_uris.iter().cloned())
             .collect()
     }
-
-    /// Drops the outlets whose key `keep` rejects (e.g. expired HTTP sessions).
-    pub fn retain(&self, keep: impl Fn(&str) -> bool) {
-        lock(&self.outlets).retain(|k, _| keep(k));
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Pending {
+        /// Number of requests waiting.
+        fn len(&self) -> usize {
+            lock(&self.waiting).len()
+        }
+
+        /// Whether no request waits.
+        fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+    }
 
     #[test]
     fn request_round_trip_and_foreign_answers() {

@@ -243,16 +243,6 @@ impl McpServer {
         &self.hub
     }
 
-    /// The tasks of the `io.modelcontextprotocol/tasks` extension.
-    pub fn tasks(&self) -> &TaskStore {
-        &self.tasks
-    }
-
-    /// Server-to-client requests waiting for an answer.
-    pub fn pending(&self) -> &Pending {
-        &self.pending
-    }
-
     /// The handler's [`PeerHandle`] for a request of `session` whose messages go to `outlet`;
     /// answers to its server-to-client requests are accepted from that session only.
     pub fn peer(&self, session: Option<&str>, outlet: Arc<dyn Outlet>) -> PeerHandle {
@@ -954,24 +944,17 @@ impl McpServer {
             return self.tools_call(version, params, &ctx);
         }
         let value = match method {
-            "tools/list" => self.tools_list(version, &params),
+            "tools/list" => {
+                let all = guarded(|| self.handler.list_tools())?;
+                paginate("tools", &all, &params, self.page_size, version)
+            }
             "resources/list" => {
                 let all = guarded(|| self.handler.list_resources())?;
-                let (page, next) = paginate(&all, &params, self.page_size)?;
-                let mut r = json!({ "resources": page });
-                if let Some(c) = next {
-                    r["nextCursor"] = c.into();
-                }
-                Ok(strip_titles(r, version))
+                paginate("resources", &all, &params, self.page_size, version)
             }
             "resources/templates/list" => {
                 let all = guarded(|| self.handler.list_resource_templates())?;
-                let (page, next) = paginate(&all, &params, self.page_size)?;
-                let mut r = json!({ "resourceTemplates": page });
-                if let Some(c) = next {
-                    r["nextCursor"] = c.into();
-                }
-                Ok(strip_titles(r, version))
+                paginate("resourceTemplates", &all, &params, self.page_size, version)
             }
             "resources/read" => {
                 let uri = string_param(&params, "uri")?;
@@ -993,24 +976,11 @@ impl McpServer {
             }
             "prompts/list" => {
                 let all = guarded(|| self.handler.list_prompts())?;
-                let (page, next) = paginate(&all, &params, self.page_size)?;
-                let mut r = json!({ "prompts": page });
-                if let Some(c) = next {
-                    r["nextCursor"] = c.into();
-                }
-                Ok(strip_titles(r, version))
+                paginate("prompts", &all, &params, self.page_size, version)
             }
             "prompts/get" => {
                 let name = string_param(&params, "name")?;
-                let arguments = match params.get("arguments") {
-                    None | Some(Value::Null) => Map::new(),
-                    Some(Value::Object(m)) => m.clone(),
-                    Some(_) => {
-                        return Err(RpcError::invalid_params(
-                            "Invalid params: `arguments` must be an object",
-                        ))
-                    }
-                };
+                let arguments = object_param(params.get("arguments").cloned(), "arguments")?;
                 let r = guarded(|| self.handler.get_prompt(&name, &arguments, &ctx))??;
                 serde_json::to_value(r).map_err(internal)
             }
@@ -1102,20 +1072,7 @@ impl McpServer {
             });
         }
         let params = object_params(params)?;
-        let requested = match params.get("protocolVersion") {
-            Some(Value::String(v)) => v.as_str(),
-            Some(_) => {
-                return Err(RpcError::invalid_params(
-                    "Invalid params: `protocolVersion` must be a string",
-                ))
-            }
-            None => {
-                return Err(RpcError::invalid_params(
-                    "Invalid params: missing required parameter `protocolVersion`",
-                ))
-            }
-        };
-        let version = ProtocolVersion::negotiate(requested);
+        let version = ProtocolVersion::negotiate(&string_param(&params, "protocolVersion")?);
         let (info, instructions) =
             guarded(|| (self.handler.server_info(), self.handler.instructions()))?;
         let mut info = serde_json::to_value(info).map_err(internal)?;
@@ -1132,31 +1089,6 @@ impl McpServer {
             "serverInfo": info,
             "instructions": instructions,
         }))
-    }
-
-    fn tools_list(
-        &self,
-        version: ProtocolVersion,
-        params: &Map<String, Value>,
-    ) -> Result<Value, RpcError> {
-        let tools = guarded(|| self.handler.list_tools())?;
-        let (mut page, next) = paginate(&tools, params, self.page_size)?;
-        for value in &mut page {
-            if let Some(obj) = value.as_object_mut() {
-                if version < ProtocolVersion::V2025_06_18 {
-                    obj.remove("title");
-                    obj.remove("outputSchema");
-                }
-                if version < ProtocolVersion::V2025_03_26 {
-                    obj.remove("annotations");
-                }
-            }
-        }
-        let mut result = json!({ "tools": page });
-        if let Some(cursor) = next {
-            result["nextCursor"] = Value::String(cursor);
-        }
-        Ok(result)
     }
 
     fn tools_call(
@@ -1180,29 +1112,8 @@ impl McpServer {
 fn tool_call_params(
     mut params: Map<String, Value>,
 ) -> Result<(String, Map<String, Value>), RpcError> {
-    let name = match params.remove("name") {
-        Some(Value::String(name)) => name,
-        Some(_) => {
-            return Err(RpcError::invalid_params(
-                "Invalid params: `name` must be a string",
-            ))
-        }
-        None => {
-            return Err(RpcError::invalid_params(
-                "Invalid params: missing required parameter `name`",
-            ))
-        }
-    };
-    let arguments = match params.remove("arguments") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(args)) => args,
-        Some(_) => {
-            return Err(RpcError::invalid_params(
-                "Invalid params: `arguments` must be an object",
-            ))
-        }
-    };
-    Ok((name, arguments))
+    let name = string_param(&params, "name")?;
+    Ok((name, object_param(params.remove("arguments"), "arguments")?))
 }
 
 /// What the server offers, in every era (`initialize`, `server/discover`).
@@ -1258,12 +1169,28 @@ fn string_param(params: &Map<String, Value>, name: &str) -> Result<String, RpcEr
     }
 }
 
-/// One page of `items` from the request's `cursor`, and the next cursor if more follow.
+/// An optional object parameter such as `arguments`: absent or null is an empty object;
+/// -32602 naming it when it is something else.
+fn object_param(value: Option<Value>, name: &str) -> Result<Map<String, Value>, RpcError> {
+    match value {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(m)) => Ok(m),
+        Some(_) => Err(RpcError::invalid_params(format!(
+            "Invalid params: `{name}` must be an object"
+        ))),
+    }
+}
+
+/// A `*/list` answer: one page of `items` under `key` from the request's `cursor`, and
+/// `nextCursor` if more follow. Entries lose the fields `version` predates: `title` and
+/// `outputSchema` (2025-06-18), `annotations` (2025-03-26).
 fn paginate<T: serde::Serialize>(
+    key: &str,
     items: &[T],
     params: &Map<String, Value>,
     page_size: usize,
-) -> Result<(Vec<Value>, Option<String>), RpcError> {
+    version: ProtocolVersion,
+) -> Result<Value, RpcError> {
     let start = match params.get("cursor") {
         None | Some(Value::Null) => 0,
         Some(Value::String(c)) => match parse_cursor(c) {
@@ -1280,29 +1207,25 @@ fn paginate<T: serde::Serialize>(
         }
     };
     let end = (start + page_size).min(items.len());
-    let page = items[start..end]
-        .iter()
-        .map(|i| serde_json::to_value(i).map_err(internal))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok((page, (end < items.len()).then(|| make_cursor(end))))
-}
-
-/// Drops `title` fields (MCP 2025-06-18+) from list entries for older sessions.
-fn strip_titles(mut result: Value, version: ProtocolVersion) -> Value {
-    if version < ProtocolVersion::V2025_06_18 {
-        if let Some(obj) = result.as_object_mut() {
-            for list in obj.values_mut() {
-                if let Some(items) = list.as_array_mut() {
-                    for item in items {
-                        if let Some(o) = item.as_object_mut() {
-                            o.remove("title");
-                        }
-                    }
-                }
+    let mut page = Vec::with_capacity(end - start);
+    for item in &items[start..end] {
+        let mut entry = serde_json::to_value(item).map_err(internal)?;
+        if let Some(o) = entry.as_object_mut() {
+            if version < ProtocolVersion::V2025_06_18 {
+                o.remove("title");
+                o.remove("outputSchema");
+            }
+            if version < ProtocolVersion::V2025_03_26 {
+                o.remove("annotations");
             }
         }
+        page.push(entry);
     }
-    result
+    let mut result = json!({ key: page });
+    if end < items.len() {
+        result["nextCursor"] = make_cursor(end).into();
+    }
+    Ok(result)
 }
 
 /// Counts one answered request in the metrics (`home_mcp_mcp_requests_total` and its

@@ -107,7 +107,7 @@ pub struct SessionState {
     pub subscriptions_changed: bool,
     /// Who sends the current message (set per request by HTTP transports, never stored).
     pub caller: Option<super::Caller>,
-    /// The masked id of the API key that opened the session ([`SessionStore::set_owner`]);
+    /// The masked id of the API key that opened the session ([`SessionStore::create_for`]);
     /// `None`: opened without a key (development on loopback) or over stdio.
     pub owner: Option<String>,
     /// The protocol version the transport declared for the current message (HTTP's
@@ -213,18 +213,6 @@ pub struct SessionStore {
 }
 
 impl SessionStore {
-    /// A store forgetting sessions idle for `idle_timeout` and holding at most `max_sessions`
-    /// (at least 1), with the default per-client and per-key caps.
-    pub fn new(idle_timeout: Duration, max_sessions: usize) -> Self {
-        Self::with_limits(
-            idle_timeout,
-            SessionLimits {
-                max: max_sessions,
-                ..SessionLimits::default()
-            },
-        )
-    }
-
     /// A store with its caps (each at least 1).
     pub fn with_limits(idle_timeout: Duration, limits: SessionLimits) -> Self {
         Self {
@@ -244,25 +232,11 @@ impl SessionStore {
         self.sessions.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Creates a session at `version` and returns its new id. Expired sessions are purged
-    /// first; if the store is still full, the session idle the longest is evicted.
-    pub fn create(&self, version: ProtocolVersion) -> Result<String, SessionError> {
-        self.create_entry(Some(version), None, None)
-    }
-
     /// Creates a session at `version` (`None`: its `initialize` is still to come, as legacy
     /// HTTP+SSE opens the stream first) for the client at `client` using the key whose masked
-    /// id is `owner` (see [`SessionStore::set_owner`]), within the caps of the module docs.
+    /// id is `owner` (the HTTP transports refuse its other requests from any other key: they get
+    /// "session not found"), within the caps of the module docs.
     pub fn create_for(
-        &self,
-        version: Option<ProtocolVersion>,
-        client: Option<IpAddr>,
-        owner: Option<String>,
-    ) -> Result<String, SessionError> {
-        self.create_entry(version, client, owner)
-    }
-
-    fn create_entry(
         &self,
         version: Option<ProtocolVersion>,
         client: Option<IpAddr>,
@@ -330,15 +304,6 @@ impl SessionStore {
             },
         );
         Ok(id)
-    }
-
-    /// Records the masked id of the API key that opened session `id`: the HTTP transports
-    /// refuse its other requests from any other key (they get "session not found"), so a
-    /// session id seen by another client is no way into it.
-    pub fn set_owner(&self, id: &str, owner: Option<String>) {
-        if let Some(entry) = self.lock().get_mut(id) {
-            entry.owner = owner;
-        }
     }
 
     /// Looks a session up and marks it as seen now. `None` for an unknown, deleted or expired
@@ -470,6 +435,26 @@ fn biggest_holders_oldest(map: &HashMap<String, Entry>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl SessionStore {
+        /// A store forgetting sessions idle for `idle_timeout` and holding at most `max_sessions`
+        /// (at least 1), with the default per-client and per-key caps.
+        fn new(idle_timeout: Duration, max_sessions: usize) -> Self {
+            Self::with_limits(
+                idle_timeout,
+                SessionLimits {
+                    max: max_sessions,
+                    ..SessionLimits::default()
+                },
+            )
+        }
+
+        /// Creates a session at `version` and returns its new id. Expired sessions are purged
+        /// first; if the store is still full, the session idle the longest is evicted.
+        fn create(&self, version: ProtocolVersion) -> Result<String, SessionError> {
+            self.create_for(Some(version), None, None)
+        }
+    }
 
     #[test]
     fn negotiation() {

@@ -32,7 +32,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{json, Map, Value};
@@ -40,6 +40,7 @@ use serde_json::{json, Map, Value};
 use super::handler::{Caller, Peer, PeerHandle, RpcError};
 use super::jsonrpc::{Id, Response};
 use super::peer::Hub;
+use crate::sync::lock;
 
 /// The extension's identifier (capabilities `extensions` key).
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
@@ -192,10 +193,6 @@ pub struct TaskStore {
     running: Mutex<Slots>,
     limits: TaskLimits,
     hub: Arc<Hub>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn iso(t: SystemTime) -> String {
@@ -615,16 +612,6 @@ impl TaskStore {
         tasks.get(id).map(|e| self.detailed(id, e))
     }
 
-    /// How many tasks are kept (for tests and metrics).
-    pub fn len(&self) -> usize {
-        lock(&self.tasks).len()
-    }
-
-    /// Whether no task is kept.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Progress of task `id`: its `statusMessage` (and the task is committed).
     fn set_message(&self, id: &str, message: String) {
         let state = {
@@ -762,6 +749,18 @@ impl Peer for TaskPeer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl TaskStore {
+        /// Tasks kept now.
+        fn len(&self) -> usize {
+            lock(&self.tasks).len()
+        }
+
+        /// Whether no task is kept.
+        fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+    }
 
     fn store(limits: TaskLimits) -> Arc<TaskStore> {
         Arc::new(TaskStore::new(

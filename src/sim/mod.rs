@@ -58,6 +58,7 @@ mod server;
 mod stats;
 pub mod synth;
 mod system;
+pub mod tables;
 mod ws;
 
 use std::fmt;

@@ -49,9 +49,10 @@ use tungstenite::{Message, WebSocket};
 
 use super::answer::{Answer, Request, Transport, WsLogin};
 use super::house::Val;
+use super::tables::{encode_table, uuid_to_bytes};
 use super::{controls, Simulator};
 use crate::loxone::ws::frame::{Header, Identifier};
-use crate::loxone::ws::tables::{encode_table, uuid_to_bytes, EventValue, StateEvent};
+use crate::loxone::ws::tables::{EventValue, StateEvent};
 use crate::loxone::ws::{close_code, SUB_PROTOCOL, WS_PATH};
 
 /// Live sessions at most (the Miniserver's event slots, §1).

@@ -249,6 +249,14 @@ impl<'h> Item<'h> {
         self.action = Some(action.into());
         self
     }
+
+    /// Its action as the result shows it, else its actions' labels joined by `sep`.
+    fn label(&self, sep: &str) -> String {
+        let labels = || self.actions.iter().map(super::action_label);
+        self.action
+            .clone()
+            .unwrap_or_else(|| labels().collect::<Vec<_>>().join(sep))
+    }
 }
 
 /// What [`run`] did: one result per item and the counts.
@@ -561,18 +569,7 @@ pub fn run_confirmed(
         .iter()
         .filter_map(|i| i.control.map(|c| c.uuid.clone()))
         .collect();
-    let command: Vec<String> = items
-        .iter()
-        .map(|i| {
-            i.action.clone().unwrap_or_else(|| {
-                i.actions
-                    .iter()
-                    .map(super::action_label)
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-        })
-        .collect();
+    let command: Vec<String> = items.iter().map(|i| i.label(",")).collect();
     let run = |opts| {
         let mut report = run_permitted(house, items, opts, caller);
         report.skipped = skipped;
@@ -591,29 +588,15 @@ pub fn run_confirmed(
             question: &q,
         },
     )?;
-    if let Confirmation::Go(_) = outcome {
-        let mut data = run(opts).into_data(header)?;
-        mark_unconfirmed(&mut data, &q, &outcome);
-        return Ok(data);
-    }
-    let dry = RunOptions {
-        dry_run: true,
-        ..opts
-    };
-    let mut data = run(dry).into_data(header)?;
+    let dry_run = !matches!(outcome, Confirmation::Go(_));
+    let mut data = run(RunOptions { dry_run, ..opts }).into_data(header)?;
     mark_unconfirmed(&mut data, &q, &outcome);
     Ok(data)
 }
 
 /// "Küche: Deckenlicht off" (with " failed" / " not sent" when it did not work), for progress.
 fn progress_line(house: &House, item: &Item, status: &str) -> String {
-    let what = item.action.clone().unwrap_or_else(|| {
-        item.actions
-            .iter()
-            .map(super::action_label)
-            .collect::<Vec<_>>()
-            .join(", ")
-    });
+    let what = item.label(", ");
     let mut line = match item.control {
         Some(c) => {
             let home = house.home();

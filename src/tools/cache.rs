@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::metrics::CacheKind;
+use crate::sync::lock;
 
 /// How long a request waits for an identical one in progress before computing on its own.
 pub const COALESCE_WAIT: Duration = Duration::from_secs(15);
@@ -55,16 +56,6 @@ impl Default for CacheConfig {
         Self {
             tool_ttl: DEFAULT_TOOL_TTL,
             resource_ttl: DEFAULT_RESOURCE_TTL,
-        }
-    }
-}
-
-impl CacheConfig {
-    /// Both caches off.
-    pub fn off() -> Self {
-        Self {
-            tool_ttl: Duration::ZERO,
-            resource_ttl: Duration::ZERO,
         }
     }
 }
@@ -167,25 +158,11 @@ impl<V: Clone> Cache<V> {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner<V>> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// The answer for `key`: a fresh cached one, the one an identical request in progress
     /// computes, or `compute()`'s. `generation` reads the house's generation; `compute` returns
-    /// the answer and whether it may be kept (success answers only).
-    pub fn get_or_compute(
-        &self,
-        key: &str,
-        generation: impl Fn() -> u64,
-        compute: impl FnOnce() -> (V, bool),
-    ) -> V {
-        self.get_or_compute_aged(key, generation, compute, |v, _| v)
-    }
-
-    /// [`Cache::get_or_compute`], where an answer served from an entry passes through
-    /// `aged(answer, time since the entry was filled)` first: values in it that say their own
-    /// age (`age_secs`) are that much older than when it was computed.
+    /// the answer and whether it may be kept (success answers only). An answer served from an
+    /// entry passes through `aged(answer, time since the entry was filled)` first: values in
+    /// it that say their own age (`age_secs`) are that much older than when it was computed.
     pub fn get_or_compute_aged(
         &self,
         key: &str,
@@ -195,7 +172,7 @@ impl<V: Clone> Cache<V> {
     ) -> V {
         let start = generation();
         let flight = {
-            let mut inner = self.lock();
+            let mut inner = lock(&self.inner);
             if let Some(e) = inner.entries.get(key) {
                 if e.generation == start && e.filled.elapsed() < self.ttl {
                     self.count(true);
@@ -251,13 +228,13 @@ impl<V: Clone> Cache<V> {
         impl<V: Clone> Drop for Finish<'_, V> {
             fn drop(&mut self) {
                 {
-                    let mut s = self.flight.state.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut s = lock(&self.flight.state);
                     if matches!(*s, FlightState::Running) {
                         *s = FlightState::Abandoned;
                     }
                 }
                 self.flight.done.notify_all();
-                let mut inner = self.cache.lock();
+                let mut inner = lock(&self.cache.inner);
                 if inner
                     .flights
                     .get(self.key)
@@ -273,13 +250,9 @@ impl<V: Clone> Cache<V> {
             flight,
         };
         let (value, cacheable) = compute();
-        *finish
-            .flight
-            .state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = FlightState::Done(value.clone());
+        *lock(&finish.flight.state) = FlightState::Done(value.clone());
         if cacheable && !self.ttl.is_zero() && generation() == start {
-            let mut inner = self.lock();
+            let mut inner = lock(&self.inner);
             if inner.entries.len() >= self.capacity && !inner.entries.contains_key(key) {
                 self.evict(&mut inner);
             }
@@ -312,31 +285,22 @@ impl<V: Clone> Cache<V> {
         }
     }
 
-    /// Forgets every entry (computations in progress finish; they are kept only if the house's
-    /// generation did not move meanwhile).
     /// How long entries are kept (zero: caching off).
     pub fn ttl(&self) -> Duration {
         self.ttl
     }
 
+    /// Forgets every entry (computations in progress finish; they are kept only if the house's
+    /// generation did not move meanwhile).
     pub fn clear(&self) {
-        self.lock().entries.clear();
-    }
-
-    /// Number of entries held (fresh or not yet evicted).
-    pub fn len(&self) -> usize {
-        self.lock().entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        lock(&self.inner).entries.clear();
     }
 }
 
 /// Waits for `flight` to finish: its answer, or `None` when it was abandoned or took longer
 /// than [`COALESCE_WAIT`].
 fn wait<V: Clone>(flight: &Flight<V>) -> Option<V> {
-    let guard = flight.state.lock().unwrap_or_else(|e| e.into_inner());
+    let guard = lock(&flight.state);
     let (guard, _) = flight
         .done
         .wait_timeout_while(guard, COALESCE_WAIT, |s| matches!(s, FlightState::Running))
@@ -362,8 +326,29 @@ pub fn tool_key(name: &str, arguments: &serde_json::Map<String, Value>) -> Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use serde_json::json;
     use std::sync::atomic::{AtomicU64, Ordering};
+
+    impl<V: Clone> Cache<V> {
+        /// [`Cache::get_or_compute_aged`] without ageing.
+        fn get_or_compute(
+            &self,
+            key: &str,
+            generation: impl Fn() -> u64,
+            compute: impl FnOnce() -> (V, bool),
+        ) -> V {
+            self.get_or_compute_aged(key, generation, compute, |v, _| v)
+        }
+
+        fn len(&self) -> usize {
+            lock(&self.inner).entries.len()
+        }
+
+        fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+    }
 
     #[test]
     fn keys_ignore_argument_order() {
@@ -417,7 +402,7 @@ mod tests {
 
     /// How many hold the flight of `key` (the map, the leader, each waiter); 0 without one.
     fn holders(c: &Cache<u32>, key: &str) -> usize {
-        c.lock().flights.get(key).map_or(0, Arc::strong_count)
+        lock(&c.inner).flights.get(key).map_or(0, Arc::strong_count)
     }
 
     /// Waits (polling, 60 s at most) until `n` hold the flight of `key`.

@@ -819,9 +819,7 @@ impl HomeTools {
             })
         }
     }
-}
 
-impl HomeTools {
     /// `tools/list`: every tool of the catalogue, its description ending in the permission
     /// it needs (and `cameras` for a tool that shows pictures), its output schema the envelope
     /// around its `data` schema.

@@ -21,8 +21,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use super::args;
-use super::schema::{tool_args, Confirm, DryRun, Limit};
+use super::schema::{tool_args, Args, Confirm, DryRun, Limit};
 use super::{error_object, Caller, Ctx, Permission, Tool, ToolError};
+use crate::error::ApiError;
 use crate::home::bounds::Range;
 use crate::home::Family;
 use crate::workflow::{self, NewWorkflow, Step, StoreError, Workflow, WorkflowKey, WorkflowStore};
@@ -187,21 +188,14 @@ fn run_schema() -> Value {
     }))
 }
 
-/// The permission `execute_workflow` needs beyond its own: the workflow's recorded permission
-/// (`Read` when the workflow does not exist or the arguments are bad: the call then fails
-/// anyway).
+/// The permission `execute_workflow` needs beyond its own: the recorded permission of the
+/// workflow its arguments name, as the call itself finds it (`Read` when none is named or
+/// found: the call then fails anyway).
 fn steps_permission(store: &WorkflowStore, arguments: &Map<String, Value>) -> Permission {
-    let key = match (arguments.get("name"), arguments.get("id")) {
-        (Some(Value::String(n)), None) => WorkflowKey::Name(n.clone()),
-        (None, Some(id)) => match id.as_i64() {
-            Some(id) => WorkflowKey::Id(id),
-            None => return Permission::Read,
-        },
-        _ => return Permission::Read,
-    };
-    match store.get(&key) {
+    let named = ExecuteArgs::take(arguments).and_then(|a| key(a.name.as_deref(), a.id));
+    match named.map(|key| store.get(&key)) {
         // An unreadable permission asks for the most.
-        Ok(Some(w)) => Permission::parse(&w.permission).unwrap_or(Permission::Admin),
+        Ok(Ok(Some(w))) => Permission::parse(&w.permission).unwrap_or(Permission::Admin),
         _ => Permission::Read,
     }
 }
@@ -593,7 +587,7 @@ fn run(
                                 i,
                                 &steps[i],
                                 "error",
-                                json!({"error": {"code": "INTERNAL_ERROR", "message": "the step panicked", "details": {}}}),
+                                json!({"error": ApiError::new("INTERNAL_ERROR", "the step panicked").object()}),
                                 Duration::ZERO,
                             )
                         });
@@ -657,7 +651,7 @@ fn run_step(ctx: &Ctx, i: usize, p: &Planned, caller: &Caller, dry_run: bool) ->
                 i,
                 p,
                 "error",
-                json!({"error": {"code": "INVALID_PARAMETERS", "message": m, "details": {}}}),
+                json!({"error": ApiError::new("INVALID_PARAMETERS", m).object()}),
                 Duration::ZERO,
             )
         }

@@ -43,9 +43,10 @@ use home_mcp::loxone::client::Client;
 use home_mcp::loxone::feed::HouseFeed;
 use home_mcp::loxone::live::{Link, LinkConfig, LinkEvent, LinkSink};
 use home_mcp::loxone::structure::parse_structure;
-use home_mcp::loxone::ws::tables::{decode_value_table, encode_table};
+use home_mcp::loxone::ws::tables::decode_value_table;
 use home_mcp::loxone::ws::{Identifier, StateEvent};
 use home_mcp::sim::synth::synthetic_structure;
+use home_mcp::sim::tables::encode_table;
 use home_mcp::sim::{SimConfig, SimServer, Simulator, DEMO_PASSWORD, DEMO_USER};
 
 const CONTROLS: usize = 1000;

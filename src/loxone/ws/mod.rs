@@ -35,12 +35,6 @@ pub const SUB_PROTOCOL: &str = "remotecontrol";
 pub mod close_code {
     /// Too many failed logins: the IP is blocked; sent right after opening.
     pub const BLOCKED: u16 = 4003;
-    /// A user was changed.
-    pub const USER_CHANGED: u16 = 4004;
-    /// The current user was changed.
-    pub const CURRENT_USER_CHANGED: u16 = 4005;
-    /// The user was disabled.
-    pub const USER_DISABLED: u16 = 4006;
     /// Firmware update.
     pub const FIRMWARE_UPDATE: u16 = 4007;
     /// No event slots left (31 clients receive events at most).

@@ -217,11 +217,6 @@ impl<S: Read + Write> Reader<S> {
         }
     }
 
-    /// The WebSocket, e.g. to reach the stream (`get_mut().get_mut()`) and change timeouts.
-    pub fn get_mut(&mut self) -> &mut WebSocket<S> {
-        &mut self.ws
-    }
-
     /// The WebSocket.
     pub fn get_ref(&self) -> &WebSocket<S> {
         &self.ws
@@ -230,11 +225,6 @@ impl<S: Read + Write> Reader<S> {
     /// Whether the session ended (a `Closed` was returned or a send found the peer gone).
     pub fn is_closed(&self) -> bool {
         self.closed
-    }
-
-    /// Gives the WebSocket back.
-    pub fn into_inner(self) -> WebSocket<S> {
-        self.ws
     }
 }
 

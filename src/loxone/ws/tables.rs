@@ -1,4 +1,4 @@
-//! The Miniserver's binary event tables (loxone-protocol.md §4.3), decoded and encoded.
+//! The Miniserver's binary event tables (loxone-protocol.md §4.3), decoded.
 //!
 //! One WebSocket binary frame holds a whole table of one kind, entries back to back, all
 //! little-endian:
@@ -12,13 +12,13 @@
 //!
 //! UUIDs use Loxone's byte order (§4.4): `Data1` u32 LE, `Data2` u16 LE, `Data3` u16 LE, then
 //! 8 bytes as they are; the text form is `%08x-%04x-%04x-%016x` (four groups, lowercase), the
-//! form the structure file uses. [`uuid_from_bytes`] / [`uuid_to_bytes`] convert.
+//! form the structure file uses. [`uuid_from_bytes`] converts (the simulator's
+//! `crate::sim::tables` encodes).
 //!
 //! Decoders never panic: a truncated entry or a negative count is a [`TableError`] naming the
 //! byte offset of the entry that could not be read (so a caller can keep the entries before
 //! it by decoding `&bytes[..offset]`). Texts that are not valid UTF-8 are decoded lossily
-//! (one bad text must not cost the whole table). Encoders produce exactly what the decoders
-//! read, so `encode(decode(x)) == x` for every well-formed table.
+//! (one bad text must not cost the whole table).
 
 use std::fmt;
 
@@ -178,28 +178,6 @@ pub fn uuid_from_bytes(b: &[u8; 16]) -> String {
     s
 }
 
-/// Binary form of a UUID string: 32 hex digits (any case) with hyphens anywhere ignored, so
-/// both the Loxone form `0f869a64-0200-0a9b-ffffd4c75dbaf53c` and the five-group RFC form are
-/// accepted. Errors with [`TableError::BadUuid`] otherwise.
-pub fn uuid_to_bytes(s: &str) -> Result<[u8; 16], TableError> {
-    let bad = || TableError::BadUuid(s.to_string());
-    let digits: Vec<u8> = s.bytes().filter(|&c| c != b'-').collect();
-    if digits.len() != 32 || !digits.iter().all(u8::is_ascii_hexdigit) {
-        return Err(bad());
-    }
-    let mut raw = [0u8; 16];
-    for (i, pair) in digits.chunks(2).enumerate() {
-        let hex = std::str::from_utf8(pair).map_err(|_| bad())?;
-        raw[i] = u8::from_str_radix(hex, 16).map_err(|_| bad())?;
-    }
-    // raw is big-endian text order; swap Data1..Data3 into little-endian.
-    let mut b = raw;
-    b[0..4].reverse();
-    b[4..6].reverse();
-    b[6..8].reverse();
-    Ok(b)
-}
-
 /// A bounds-checked little-endian cursor over one table.
 struct Cursor<'a> {
     bytes: &'a [u8],
@@ -247,33 +225,56 @@ impl<'a> Cursor<'a> {
         let b: [u8; 8] = self.take(8).try_into().unwrap_or([0; 8]);
         f64::from_le_bytes(b)
     }
+
+    /// A count (i32) and that many items of `size` bytes each, read by `item`; a negative
+    /// count is `NegativeCount`, too few bytes `Truncated`, both at `entry`.
+    fn list<T>(
+        &mut self,
+        entry: usize,
+        size: usize,
+        mut item: impl FnMut(&mut Self) -> T,
+    ) -> Result<Vec<T>, TableError> {
+        let n = self.i32();
+        let count = usize::try_from(n).map_err(|_| TableError::NegativeCount {
+            offset: entry,
+            count: n,
+        })?;
+        self.need(entry, count.saturating_mul(size))?;
+        Ok((0..count).map(|_| item(self)).collect())
+    }
 }
 
-fn pad4(n: usize) -> usize {
+/// Zero bytes after a text of `n` bytes, to the next multiple of 4.
+pub(crate) fn pad4(n: usize) -> usize {
     (4 - n % 4) % 4
+}
+
+/// Decodes the entries of one table back to back: `entry` reads one, starting at the byte
+/// offset it is given, with at least `min` bytes there (else `Truncated` at that offset).
+fn entries(
+    bytes: &[u8],
+    min: usize,
+    mut entry: impl FnMut(&mut Cursor, usize) -> Result<StateEvent, TableError>,
+) -> Result<Vec<StateEvent>, TableError> {
+    let mut c = Cursor { bytes, pos: 0 };
+    let mut out = Vec::with_capacity(bytes.len() / min);
+    while c.remaining() > 0 {
+        let at = c.pos;
+        c.need(at, min)?;
+        out.push(entry(&mut c, at)?);
+    }
+    Ok(out)
 }
 
 /// Decodes a value table (id 2): 24-byte entries. A trailing partial entry is `Truncated`.
 pub fn decode_value_table(bytes: &[u8]) -> Result<Vec<StateEvent>, TableError> {
-    let mut c = Cursor { bytes, pos: 0 };
-    let mut out = Vec::with_capacity(bytes.len() / 24);
-    while c.remaining() > 0 {
-        let entry = c.pos;
-        c.need(entry, 24)?;
-        let uuid = c.uuid();
-        out.push(StateEvent::number(uuid, c.f64()));
-    }
-    Ok(out)
+    entries(bytes, 24, |c, _| Ok(StateEvent::number(c.uuid(), c.f64())))
 }
 
 /// Decodes a text table (id 3). The padding after the last text may be missing (it is not
 /// needed to find the end).
 pub fn decode_text_table(bytes: &[u8]) -> Result<Vec<StateEvent>, TableError> {
-    let mut c = Cursor { bytes, pos: 0 };
-    let mut out = Vec::new();
-    while c.remaining() > 0 {
-        let entry = c.pos;
-        c.need(entry, 36)?;
+    entries(bytes, 36, |c, entry| {
         let uuid = c.uuid();
         let icon = c.uuid();
         let len = c.u32() as usize;
@@ -281,88 +282,61 @@ pub fn decode_text_table(bytes: &[u8]) -> Result<Vec<StateEvent>, TableError> {
         let text = String::from_utf8_lossy(c.take(len)).into_owned();
         let pad = pad4(len).min(c.remaining());
         c.take(pad);
-        out.push(StateEvent {
+        Ok(StateEvent {
             uuid,
             value: EventValue::Text { text, icon },
-        });
-    }
-    Ok(out)
+        })
+    })
 }
 
 /// Decodes a daytimer table (id 4).
 pub fn decode_daytimer_table(bytes: &[u8]) -> Result<Vec<StateEvent>, TableError> {
-    let mut c = Cursor { bytes, pos: 0 };
-    let mut out = Vec::new();
-    while c.remaining() > 0 {
-        let entry = c.pos;
-        c.need(entry, 28)?;
+    entries(bytes, 28, |c, entry| {
         let uuid = c.uuid();
         let default_value = c.f64();
-        let n = c.i32();
-        let count = usize::try_from(n).map_err(|_| TableError::NegativeCount {
-            offset: entry,
-            count: n,
+        let entries = c.list(entry, 24, |c| DaytimerEntry {
+            mode: c.i32(),
+            from: c.i32(),
+            to: c.i32(),
+            need_activate: c.i32(),
+            value: c.f64(),
         })?;
-        c.need(entry, count.saturating_mul(24))?;
-        let entries = (0..count)
-            .map(|_| DaytimerEntry {
-                mode: c.i32(),
-                from: c.i32(),
-                to: c.i32(),
-                need_activate: c.i32(),
-                value: c.f64(),
-            })
-            .collect();
-        out.push(StateEvent {
+        Ok(StateEvent {
             uuid,
             value: EventValue::Daytimer {
                 default_value,
                 entries,
             },
-        });
-    }
-    Ok(out)
+        })
+    })
 }
 
 /// Decodes a weather table (id 7).
 pub fn decode_weather_table(bytes: &[u8]) -> Result<Vec<StateEvent>, TableError> {
-    let mut c = Cursor { bytes, pos: 0 };
-    let mut out = Vec::new();
-    while c.remaining() > 0 {
-        let entry = c.pos;
-        c.need(entry, 24)?;
+    entries(bytes, 24, |c, entry| {
         let uuid = c.uuid();
         let last_update = c.u32();
-        let n = c.i32();
-        let count = usize::try_from(n).map_err(|_| TableError::NegativeCount {
-            offset: entry,
-            count: n,
+        let entries = c.list(entry, 68, |c| WeatherEntry {
+            timestamp: c.i32(),
+            weather_type: c.i32(),
+            wind_direction: c.i32(),
+            solar_radiation: c.i32(),
+            relative_humidity: c.i32(),
+            temperature: c.f64(),
+            perceived_temperature: c.f64(),
+            dew_point: c.f64(),
+            precipitation: c.f64(),
+            wind_speed: c.f64(),
+            barometric_pressure: c.f64(),
         })?;
-        c.need(entry, count.saturating_mul(68))?;
-        let entries = (0..count)
-            .map(|_| WeatherEntry {
-                timestamp: c.i32(),
-                weather_type: c.i32(),
-                wind_direction: c.i32(),
-                solar_radiation: c.i32(),
-                relative_humidity: c.i32(),
-                temperature: c.f64(),
-                perceived_temperature: c.f64(),
-                dew_point: c.f64(),
-                precipitation: c.f64(),
-                wind_speed: c.f64(),
-                barometric_pressure: c.f64(),
-            })
-            .collect();
-        out.push(StateEvent {
+        Ok(StateEvent {
             uuid,
             value: EventValue::Weather {
                 last_update,
                 entries,
             },
-        });
-    }
-    Ok(out)
+        })
+    })
 }
 
 /// Decodes the table a header announced: ids 2, 3, 4, 7; anything else is `NotATable`.
@@ -376,120 +350,9 @@ pub fn decode_table(id: Identifier, bytes: &[u8]) -> Result<Vec<StateEvent>, Tab
     }
 }
 
-/// The table identifier an event belongs in.
-pub fn table_of(value: &EventValue) -> Identifier {
-    match value {
-        EventValue::Number(_) => Identifier::ValueTable,
-        EventValue::Text { .. } => Identifier::TextTable,
-        EventValue::Daytimer { .. } => Identifier::DaytimerTable,
-        EventValue::Weather { .. } => Identifier::WeatherTable,
-    }
-}
-
-fn count(n: usize, uuid: &str) -> Result<[u8; 4], TableError> {
-    i32::try_from(n)
-        .map(i32::to_le_bytes)
-        .map_err(|_| TableError::TooLong(uuid.to_string()))
-}
-
-/// Encodes events of one kind into the table `id` (2, 3, 4 or 7). Errors: `NotATable`,
-/// `WrongKind` when an event's value belongs in another table, `BadUuid`, `TooLong`.
-pub fn encode_table(id: Identifier, events: &[StateEvent]) -> Result<Vec<u8>, TableError> {
-    if !matches!(
-        id,
-        Identifier::ValueTable
-            | Identifier::TextTable
-            | Identifier::DaytimerTable
-            | Identifier::WeatherTable
-    ) {
-        return Err(TableError::NotATable(id));
-    }
-    let mut out = Vec::new();
-    for e in events {
-        if table_of(&e.value) != id {
-            return Err(TableError::WrongKind(e.uuid.clone()));
-        }
-        out.extend_from_slice(&uuid_to_bytes(&e.uuid)?);
-        match &e.value {
-            EventValue::Number(v) => out.extend_from_slice(&v.to_le_bytes()),
-            EventValue::Text { text, icon } => {
-                out.extend_from_slice(&uuid_to_bytes(icon)?);
-                let len =
-                    u32::try_from(text.len()).map_err(|_| TableError::TooLong(e.uuid.clone()))?;
-                out.extend_from_slice(&len.to_le_bytes());
-                out.extend_from_slice(text.as_bytes());
-                out.resize(out.len() + pad4(text.len()), 0);
-            }
-            EventValue::Daytimer {
-                default_value,
-                entries,
-            } => {
-                out.extend_from_slice(&default_value.to_le_bytes());
-                out.extend_from_slice(&count(entries.len(), &e.uuid)?);
-                for d in entries {
-                    for v in [d.mode, d.from, d.to, d.need_activate] {
-                        out.extend_from_slice(&v.to_le_bytes());
-                    }
-                    out.extend_from_slice(&d.value.to_le_bytes());
-                }
-            }
-            EventValue::Weather {
-                last_update,
-                entries,
-            } => {
-                out.extend_from_slice(&last_update.to_le_bytes());
-                out.extend_from_slice(&count(entries.len(), &e.uuid)?);
-                for w in entries {
-                    for v in [
-                        w.timestamp,
-                        w.weather_type,
-                        w.wind_direction,
-                        w.solar_radiation,
-                        w.relative_humidity,
-                    ] {
-                        out.extend_from_slice(&v.to_le_bytes());
-                    }
-                    for v in [
-                        w.temperature,
-                        w.perceived_temperature,
-                        w.dew_point,
-                        w.precipitation,
-                        w.wind_speed,
-                        w.barometric_pressure,
-                    ] {
-                        out.extend_from_slice(&v.to_le_bytes());
-                    }
-                }
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// [`encode_table`] for value events.
-pub fn encode_value_table(events: &[StateEvent]) -> Result<Vec<u8>, TableError> {
-    encode_table(Identifier::ValueTable, events)
-}
-
-/// [`encode_table`] for text events.
-pub fn encode_text_table(events: &[StateEvent]) -> Result<Vec<u8>, TableError> {
-    encode_table(Identifier::TextTable, events)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn uuid_round_trip_and_rfc_form() {
-        let b = uuid_to_bytes("0F869A64-0200-0A9B-FFFF-D4C75DBAF53C").unwrap();
-        assert_eq!(uuid_from_bytes(&b), "0f869a64-0200-0a9b-ffffd4c75dbaf53c");
-        assert!(uuid_to_bytes("0f869a64").is_err());
-        assert!(uuid_to_bytes("zz869a64-0200-0a9b-ffffd4c75dbaf53c").is_err());
-        assert!(uuid_to_bytes("+f869a64-0200-0a9b-ffffd4c75dbaf53c").is_err());
-        // Multi-byte characters must not panic the hex slicing.
-        assert!(uuid_to_bytes("ää869a64-0200-0a9b-ffffd4c75dbaf5").is_err());
-    }
 
     #[test]
     fn padding() {
