@@ -305,24 +305,51 @@ fn client_of(sim: &SimProcess, password: &str, mode: AuthMode) -> Client {
     Client::with_auth(&ms, &Timeouts::default(), mode)
 }
 
-/// The simulator's log once every request before this call has left its lines in it: the log
-/// is read from the process asynchronously, so one more request that surely logs (a wrong
-/// Basic password, counted as one failed login) is sent and waited for; the log up to it is
-/// returned.
+/// The simulator's log once everything before now is in it: a marker, a request with a wrong
+/// password from another loopback address (127.0.0.2, so it neither counts toward this
+/// address's lock-out nor can be mistaken for one of its refusals), is refused and logged
+/// after every earlier line (the log is one stream). Counting the marker's own lines rather
+/// than all refusals: an earlier refusal still on its way could otherwise pass for the marker.
 fn settled_log(sim: &SimProcess) -> Vec<String> {
-    let failed = |log: &[String]| log.iter().filter(|l| l.contains("failed login")).count();
-    let before = failed(&sim.log());
-    let wrong = "Authorization: Basic eDp5"; // x:y
-    let r = request::<&str>(sim.api.addr, "GET", "/jdev/sps/io/x", &[wrong], "");
-    assert_eq!(r.status, 401, "{r:?}");
+    const MARK: &str = "failed login from 127.0.0.2";
+    let before = count(&sim.log(), MARK);
+    assert_eq!(marker(sim.api.addr), 401, "the marker is refused");
     wait_until("the simulator logs the marker", PATIENCE, || {
         let log = sim.log();
-        if failed(&log) > before {
+        if count(&log, MARK) > before {
             Ok(log)
         } else {
             Err(log)
         }
     })
+}
+
+/// Sends `GET /jdev/sps/io/x` with the wrong user `x:y` from 127.0.0.2 to `addr`; the status.
+fn marker(addr: std::net::SocketAddr) -> u16 {
+    use std::io::{Read, Write};
+    let socket =
+        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("a socket");
+    let from: std::net::SocketAddr = "127.0.0.2:0".parse().unwrap();
+    socket.bind(&from.into()).expect("bind 127.0.0.2");
+    socket
+        .connect_timeout(&addr.into(), Duration::from_secs(10))
+        .expect("connect to the simulator");
+    let mut stream: std::net::TcpStream = socket.into();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stream
+        .write_all(
+            b"GET /jdev/sps/io/x HTTP/1.1\r\nHost: sim\r\nAuthorization: Basic eDp5\r\nConnection: close\r\n\r\n",
+        )
+        .expect("send the marker");
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
 }
 
 /// How many of `log`'s lines contain `text`.

@@ -613,7 +613,10 @@ impl House {
                 .iter()
                 .filter_map(|n| record.first_recorded(&c.uuid, Some(n)).ok().flatten())
                 .min();
-            if first.is_some() {
+            // After a failed read of the statistics, a record that began after the range has
+            // nothing to say of it: the error is the answer, not an empty series.
+            let covers = first.is_some_and(|ms| last_error.is_none() || ms < p.to.as_millisecond());
+            if covers {
                 match read_local(record.as_ref(), p) {
                     Ok(s) => {
                         if !c.statistic.is_empty() && last_error.is_none() {
@@ -1326,7 +1329,8 @@ fn summarize(sum: &mut Summary, points: &[Point], measure: Measure, s: &Samples)
             sum.max = Some(max);
             sum.mean = Some(weighted / span);
         }
-        Measure::Counter => {
+        // No bucket: no amount (a range without data is named in `no_data`, never zero).
+        Measure::Counter if !points.is_empty() => {
             sum.total = Some(total);
             // The readings when the records themselves were read (not the Miniserver's sums).
             if !s.within.is_empty() {

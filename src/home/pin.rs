@@ -28,6 +28,8 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
+
+use crate::sync::lock;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{json, Value as Json};
@@ -238,10 +240,6 @@ impl Default for PinGuard {
             sending: Mutex::new(()),
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl PinGuard {
