@@ -448,14 +448,7 @@ impl Fetcher {
     /// A fetcher with these limits: no proxy from the environment, no redirects followed (a
     /// redirect would take the credentials elsewhere).
     pub fn new(limits: FetchLimits) -> Fetcher {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(limits.deadline))
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .proxy(None)
-            .user_agent(concat!("home-mcp/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .into();
+        let agent = super::client::agent(None, limits.deadline);
         Fetcher {
             agent,
             limits,
