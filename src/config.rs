@@ -91,6 +91,11 @@
 //! code_lifetime_secs = 300     # authorization codes are valid this long (1-600)
 //! access_token_lifetime_secs = 3600 # access tokens (API keys) last this long (60-86400)
 //!
+//! [mcp]
+//! profile = "full"             # the tools clients see: "full" (every tool, the default)
+//!                              # or "lean" (at most 10 general tools for small local
+//!                              # models); a key's own profile wins; stdio --profile
+//!
 //! [home]                       # the house (see crate::home::time)
 //! time_zone = "Europe/Vienna"  # the Miniserver's time zone (IANA name from the system's
 //!                              # tzdata, or a POSIX TZ rule); default: the system's (TZ,
@@ -143,6 +148,9 @@ pub struct Config {
     pub risk: crate::home::RiskRules,
     /// The house's time zone (`[home] time_zone`; default: the system's).
     pub time_zone: crate::home::HouseTime,
+    /// The tool profile of callers whose key names none (`[mcp] profile`, `full` or `lean`;
+    /// default `full`; `stdio --profile`). See [`crate::home::Profile`].
+    pub profile: crate::home::Profile,
     /// How HTTP requests authenticate (`[miniserver] auth`, default [`AuthMode::Auto`]).
     pub miniserver_auth: AuthMode,
     /// WebSocket event stream (default) or polling only.
@@ -304,6 +312,7 @@ impl Default for Config {
             visu_password: None,
             risk: crate::home::RiskRules::default(),
             time_zone: crate::home::HouseTime::system(),
+            profile: crate::home::Profile::Full,
             miniserver_auth: AuthMode::Auto,
             command_limits: crate::home::CommandLimits::default(),
             miniserver_live: LiveMode::WebSocket,
@@ -370,6 +379,15 @@ struct FileConfig {
     risk: FileRisk,
     #[serde(default)]
     home: FileHome,
+    #[serde(default)]
+    mcp: FileMcp,
+}
+
+/// `[mcp]`: `profile`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileMcp {
+    profile: Option<String>,
 }
 
 /// `[home]`: `time_zone`.
@@ -765,6 +783,10 @@ impl Config {
             alarm: file.risk.alarm,
             house_wide: file.risk.house_wide,
         };
+        if let Some(p) = file.mcp.profile {
+            cfg.profile = crate::home::Profile::parse(&p)
+                .ok_or_else(|| invalid("mcp.profile", &format!("{p:?} is not full or lean")))?;
+        }
         if let Some(tz) = file.home.time_zone {
             cfg.time_zone = crate::home::HouseTime::named(&tz)
                 .map_err(|e| invalid("home.time_zone", &e.to_string()))?;

@@ -51,7 +51,8 @@ impl Handler for HomeTools {
     }
 
     /// The catalogues (tools, prompts, templates, the server's description) change only with
-    /// the binary: public, an hour. The resource list and contents are the house's (private)
+    /// the binary: an hour; public, except the tool list, which depends on the caller's tool
+    /// profile (its key's). The resource list and contents are the house's (private)
     /// and live as long as the resource cache keeps them (0 when it is off); the cache drops
     /// them at every change of the house and structure reload, so a client re-reading after
     /// the hint sees at most what the server would serve itself.
@@ -60,7 +61,7 @@ impl Handler for HomeTools {
             "server/discover" | "tools/list" | "prompts/list" | "resources/templates/list" => {
                 CacheHint {
                     ttl_ms: 3_600_000,
-                    public: true,
+                    public: method != "tools/list",
                 }
             }
             _ => CacheHint {
@@ -83,6 +84,11 @@ impl Handler for HomeTools {
 
     fn list_tools(&self) -> Vec<ToolDescriptor> {
         self.list()
+    }
+
+    /// The tools of the caller's profile: its key's, else the server's default.
+    fn list_tools_for(&self, ctx: &RequestContext) -> Vec<ToolDescriptor> {
+        self.list_for(self.profile_of(&self.caller_of(ctx)))
     }
 
     fn call_tool(

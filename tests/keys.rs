@@ -35,6 +35,7 @@ fn key(role: Role, seq: u64, name: &str) -> ApiKey {
         categories: vec![],
         model_confirms: false,
         open_doors: false,
+        profile: None,
         usage: Usage::default(),
     }
 }

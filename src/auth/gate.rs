@@ -277,6 +277,7 @@ impl Principal {
                 .map(Arc::new),
             model_confirms: self.key.as_ref().is_some_and(|k| k.model_confirms),
             open_doors: self.key.as_ref().is_some_and(|k| k.open_doors),
+            profile: self.key.as_ref().and_then(|k| k.profile),
         }
     }
 
@@ -496,6 +497,7 @@ impl Gate {
                 categories: Vec::new(),
                 model_confirms: false,
                 open_doors: false,
+                profile: None,
                 usage: Usage::default(),
             }
         });

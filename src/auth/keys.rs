@@ -28,6 +28,9 @@ pub struct Fields {
     pub model_confirms: Option<bool>,
     /// Allow opening gates, doors and locks, after a human answer (`--open-doors`).
     pub open_doors: Option<bool>,
+    /// The tool profile the key sees (`--profile full|lean`; issue 33); `None` on create:
+    /// the server's default, on update: unchanged.
+    pub profile: Option<crate::home::Profile>,
 }
 
 /// The longest accepted expiry in days (100 years).
@@ -231,6 +234,9 @@ pub fn apply_update(key: &mut ApiKey, fields: Fields, active: Option<bool>) -> R
     if let Some(o) = fields.open_doors {
         key.open_doors = o;
     }
+    if let Some(p) = fields.profile {
+        key.profile = Some(p);
+    }
     Ok(())
 }
 
@@ -290,6 +296,7 @@ pub fn create_key(
                 categories: fields.categories.clone(),
                 model_confirms: fields.model_confirms.unwrap_or(false),
                 open_doors: fields.open_doors.unwrap_or(false),
+                profile: fields.profile,
                 usage: Usage::default(),
             }
         })

@@ -116,6 +116,10 @@ pub struct ApiKey {
     /// answer; default: closing and stopping only).
     #[serde(default)]
     pub open_doors: bool,
+    /// The tool profile this key sees (`full`, `lean`; issue 33); `None`: the server's
+    /// default (`[mcp] profile`). A key's profile wins over the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::home::Profile>,
     #[serde(default)]
     pub usage: Usage,
 }
@@ -235,6 +239,7 @@ mod tests {
             categories: vec![],
             model_confirms: false,
             open_doors: false,
+            profile: None,
             usage: Usage::default(),
         };
         assert_eq!(

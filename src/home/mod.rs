@@ -28,7 +28,7 @@ pub use model::{
     Category, CategoryKind, Control, ControlKind, Family, Home, MsInfo, Room, StateRef,
     StructureProblem, StructureWarning, TypeFamily,
 };
-pub use permission::{Permission, ToolFacts};
+pub use permission::{Permission, Profile, ToolFacts};
 pub use primary::Primary;
 pub use risk::{Risk, RiskRules};
 pub use scope::{Access, Denied, Scope};

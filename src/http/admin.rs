@@ -194,6 +194,7 @@ pub fn key_view(k: &ApiKey) -> Value {
         "categories": k.categories,
         "model_confirms": k.model_confirms,
         "open_doors": k.open_doors,
+        "profile": k.profile,
         "usage": k.usage,
     })
 }
@@ -256,6 +257,8 @@ struct CreateBody {
     categories: Vec<String>,
     model_confirms: Option<bool>,
     open_doors: Option<bool>,
+    /// `full` or `lean` (issue 33); absent: the server's default (on update: unchanged).
+    profile: Option<crate::home::Profile>,
 }
 
 /// `PUT /admin/api/keys/:id`.
@@ -272,6 +275,8 @@ struct UpdateBody {
     categories: Option<Vec<String>>,
     model_confirms: Option<bool>,
     open_doors: Option<bool>,
+    /// `full` or `lean` (issue 33); absent: the server's default (on update: unchanged).
+    profile: Option<crate::home::Profile>,
 }
 
 fn record(
@@ -331,6 +336,7 @@ fn create_key(admin: &AdminContext, principal: Option<&Principal>, body: Value) 
         categories: body.categories,
         model_confirms: body.model_confirms,
         open_doors: body.open_doors,
+        profile: body.profile,
     };
     if let Err(m) = keys::check_new(role, &fields) {
         return invalid(m);
@@ -442,6 +448,7 @@ fn update_key(
         categories: body.categories.unwrap_or_default(),
         model_confirms: body.model_confirms,
         open_doors: body.open_doors,
+        profile: body.profile,
     };
     if let Err(m) = keys::apply_update(&mut key, fields, body.active) {
         return invalid(m);

@@ -313,15 +313,20 @@ fn consent(ctx: &Ctx, oauth: &OAuth, request: &mut tiny_http::Request, issuer: &
         params.all("room"),
         params.all("category"),
         &admin,
-    ) {
+    )
+    .and_then(|g| g.with_profile(params.one("profile", 16).ok().flatten()))
+    {
         Ok(g) => g,
         Err(m) => return consent_page(ctx, &req, 400, &m),
     };
     let summary = format!(
-        "{} as {} for {} days{}{}",
+        "{} as {} for {} days{}{}{}",
         req.client.name,
         grant.role,
         grant.days,
+        grant
+            .profile
+            .map_or_else(String::new, |p| format!(", {p} tools")),
         if grant.rooms.is_empty() {
             String::new()
         } else {

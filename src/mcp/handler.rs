@@ -374,6 +374,9 @@ pub struct Caller {
     pub model_confirms: bool,
     /// The key's owner allows opening gates, doors and locks (after a human answer).
     pub open_doors: bool,
+    /// The tool profile the key's owner chose for it (`None`: the server's default,
+    /// `[mcp] profile`); see [`crate::home::Profile`].
+    pub profile: Option<crate::home::Profile>,
 }
 
 /// What a handler knows about the caller of one request.
@@ -479,6 +482,11 @@ pub trait Handler: Send + Sync {
     fn instructions(&self) -> String;
     /// The full tool catalogue, in display order.
     fn list_tools(&self) -> Vec<ToolDescriptor>;
+    /// The tools the caller of `ctx` sees (its tool profile; default: [`Handler::list_tools`]).
+    fn list_tools_for(&self, ctx: &RequestContext) -> Vec<ToolDescriptor> {
+        let _ = ctx;
+        self.list_tools()
+    }
     /// Runs one tool. `Err` becomes a JSON-RPC error (e.g. -32602 for an unknown tool, or for
     /// bad arguments where [`RequestContext::argument_errors_as_tool_results`] is false);
     /// failures of the house itself come back as `Ok` with `is_error: true`.

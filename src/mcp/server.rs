@@ -931,7 +931,7 @@ impl McpServer {
             return self.tools_call(version, params, &ctx);
         }
         let value = match method {
-            "tools/list" => self.tools_list(version, &params),
+            "tools/list" => self.tools_list(version, &params, &ctx),
             "resources/list" => {
                 let all = guarded(|| self.handler.list_resources())?;
                 let (page, next) = paginate(&all, &params, self.page_size)?;
@@ -1115,8 +1115,9 @@ impl McpServer {
         &self,
         version: ProtocolVersion,
         params: &Map<String, Value>,
+        ctx: &RequestContext,
     ) -> Result<Value, RpcError> {
-        let tools = guarded(|| self.handler.list_tools())?;
+        let tools = guarded(|| self.handler.list_tools_for(ctx))?;
         let (mut page, next) = paginate(&tools, params, self.page_size)?;
         for value in &mut page {
             if let Some(obj) = value.as_object_mut() {
