@@ -67,8 +67,15 @@ pub const NOTIFIER_QUEUE: usize = 1024;
 /// At most one `notifications/resources/updated` per URI per this interval.
 pub const UPDATE_INTERVAL: Duration = Duration::from_millis(250);
 
-/// Starts the thread that turns the house's change bus into resource notifications; it ends
-/// when `stop` is set.
+/// The resources an alert event changes (the Message Center's entries and the summary that
+/// shows the active ones first).
+pub const ALERT_URIS: [&str; 2] = ["home://alerts", "home://summary"];
+
+/// The `logger` of the log messages about the house's alerts and notifications.
+pub const ALERT_LOGGER: &str = "home.alerts";
+
+/// Starts the thread that turns the house's change bus into resource notifications (and log
+/// messages about the Miniserver's alerts); it ends when `stop` is set.
 pub fn start_resource_notifier(
     house: Arc<House>,
     mcp: Arc<McpServer>,
@@ -111,6 +118,24 @@ pub fn start_resource_notifier(
         match sub.recv_timeout(wait) {
             Some(Event::Change(c)) => Next::Update(Update::Uris(affected(house.home(), &c))),
             Some(Event::StructureChanged { .. }) => Next::Update(Update::ListChanged),
+            // A Message Center entry came, went or changed, or the Miniserver pushed a
+            // notification: the alert resources change, and clients that declared logging
+            // hear of it at a level matching its severity.
+            Some(Event::Alert(a)) => {
+                let home = house.home();
+                let level = crate::mcp::LogLevel::parse(a.log_level())
+                    .unwrap_or(crate::mcp::LogLevel::Info);
+                let mut data = a.to_json(&home);
+                data["message"] = a.describe(&home).into();
+                Next::Updates(vec![
+                    Update::Uris(ALERT_URIS.iter().map(|u| u.to_string()).collect()),
+                    Update::Log {
+                        level,
+                        logger: ALERT_LOGGER.into(),
+                        data,
+                    },
+                ])
+            }
             None => Next::Idle,
         }
     })?;
@@ -131,6 +156,9 @@ pub struct App {
     /// The HTTP client (its token is killed on [`App::shutdown`]).
     pub client: Arc<Client>,
     pub poller: Option<Poller>,
+    /// The thread that keeps the Message Center's entries and the notifications current
+    /// ([`crate::loxone::message_center::Watch`]).
+    pub alerts_watch: Option<crate::loxone::message_center::Watch>,
     /// The in-process simulator of `--demo`; dropping it stops it.
     pub simulator: Option<(Arc<Simulator>, SimServer)>,
     /// Stops the resource notifier thread.
@@ -190,6 +218,22 @@ impl App {
             home.count_all_controls(),
             home.warnings.len()
         );
+        // The stop switch must name exactly one control of this house (start refuses with the
+        // candidates otherwise, as `home-mcp check` does).
+        if let Some(query) = &config.stop_switch {
+            match crate::home::stop::resolve_stop_switch(&home, query) {
+                Ok(c) => log::info!("stop switch: {} ({})", c.name, c.uuid),
+                Err(e) => {
+                    return Err(StartError::Config(ConfigError::Invalid {
+                        setting: "safety.stop_switch".into(),
+                        message: format!(
+                            "{e} (it must name exactly one Virtual Status, Virtual Input or \
+                             Switch: its name, \"name (room)\" or its UUID)"
+                        ),
+                    }))
+                }
+            }
+        }
         // After the Miniserver answered: a server that cannot start leaves no files behind.
         let workflows = Arc::new(if demo {
             // The demo writes nothing to disk: its workflows last as long as the process.
@@ -207,8 +251,11 @@ impl App {
             .with_risk_rules(config.risk.clone())
             .with_time_zone(config.time_zone.clone())
             .with_verify_timeout(config.server.verify_timeout)
-            .with_command_limits(config.command_limits),
+            .with_command_limits(config.command_limits)
+            .with_stop(config.stop_switch.clone(), admin_stops(config, demo)),
         );
+        let alerts_watch =
+            crate::loxone::message_center::Watch::start(house.clone()).map_err(StartError::Io)?;
         let poller =
             Poller::start(house.clone(), client.clone(), config.poll).map_err(StartError::Io)?;
         let client_for_app = client.clone();
@@ -266,6 +313,7 @@ impl App {
         start_device_key_check(&house, gate.store().clone(), notifier_stop.clone())
             .map_err(StartError::Io)?;
         Ok(App {
+            alerts_watch: Some(alerts_watch),
             notifier_stop,
             house,
             mcp,
@@ -343,6 +391,9 @@ impl App {
     /// then kills the HTTP client's token (`killtoken`), so no token outlives the server.
     pub fn shutdown(mut self) {
         self.notifier_stop.store(true, Ordering::Relaxed);
+        if let Some(watch) = self.alerts_watch.take() {
+            watch.stop();
+        }
         if let Some(mut link) = self.link.take() {
             link.stop();
         }
@@ -406,6 +457,22 @@ fn start_device_key_check(
             }
         })?;
     Ok(())
+}
+
+/// Where the admin page's stop is kept: `<data_dir>/stop.json`; with `--demo` in memory, or
+/// beside the key store when `--demo --key-store PATH` names one (the demo with real keys,
+/// for trying the admin page and for the browser tests).
+fn admin_stops(config: &Config, demo: bool) -> crate::home::AdminStops {
+    use crate::home::stop::STOP_FILE;
+    let dir = match (&config.key_store, demo) {
+        (_, false) => config.server.data_dir.clone(),
+        (Some(store), true) => store
+            .parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default(),
+        (None, true) => return crate::home::AdminStops::in_memory(),
+    };
+    crate::home::AdminStops::open(&dir.join(STOP_FILE))
 }
 
 /// Opens `<data_dir>/workflows.db`, creating the directory (mode 0700 on Unix) if needed.

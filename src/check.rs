@@ -6,7 +6,8 @@
 //! the host) with the firmware version; the address is not locked out; token login; the
 //! structure file; state updates arrive over the WebSocket within [`STATE_UPDATES_WITHIN`] (a
 //! Loxone user without enough rights gets the structure file but no events); the
-//! visualisation password against a secured control, when one is configured; the key store
+//! visualisation password against a secured control, when one is configured; the stop switch
+//! names exactly one control (its candidates when not) and what it reads; the key store
 //! is readable and holds an active admin key; the listen address agrees with the security
 //! level. Everything goes through the product's own Miniserver client
 //! ([`crate::loxone::client::Client`], [`crate::loxone::live::Link`]). No line ever shows a
@@ -169,7 +170,7 @@ pub fn run(args: &CheckArgs<'_>) -> Report {
 }
 
 /// The Miniserver checks' names, in order (the ones after a failure are skipped).
-const MINISERVER_CHECKS: [&str; 7] = [
+const MINISERVER_CHECKS: [&str; 8] = [
     "Miniserver address",
     "firmware (cfg/api)",
     "lock-out",
@@ -177,6 +178,7 @@ const MINISERVER_CHECKS: [&str; 7] = [
     "structure file",
     "state updates",
     "visualisation password",
+    "stop switch",
 ];
 
 fn skip_rest(report: &mut Report, from: usize, why: &str) {
@@ -361,6 +363,7 @@ fn miniserver(config: &Config, report: &mut Report) {
 
     state_updates(config, &client, report);
     visu_password(config, &client, home.as_ref(), report);
+    stop_switch(config, &client, home.as_ref(), report);
     let _ = client.kill_token();
 }
 
@@ -496,6 +499,75 @@ fn visu_password(config: &Config, client: &Client, home: Option<&Home>, report: 
             t.elapsed(),
             format!("secured control {:?}: {e}", control.name),
             "check the user's rights to the secured control in Loxone Config",
+        ),
+    }
+}
+
+/// `[safety] stop_switch` names exactly one control that can serve as one (a Virtual Status,
+/// Virtual Input or Switch; [`crate::home::stop::resolve_stop_switch`], the rule the server
+/// starts with), and what it reads now.
+fn stop_switch(config: &Config, client: &Client, home: Option<&Home>, report: &mut Report) {
+    const NAME: &str = "stop switch";
+    let Some(query) = &config.stop_switch else {
+        report.ok(
+            NAME,
+            Duration::ZERO,
+            "none configured ([safety] stop_switch); only the admin page's stop",
+        );
+        return;
+    };
+    let Some(home) = home else {
+        report.skip(NAME, "needs the structure file");
+        return;
+    };
+    let t = Instant::now();
+    let control = match crate::home::stop::resolve_stop_switch(home, query) {
+        Ok(c) => c,
+        Err(e) => {
+            report.fail(
+                NAME,
+                t.elapsed(),
+                format!("[safety] stop_switch {query:?}: {e}"),
+                "name exactly one Virtual Status (or Virtual Input, Switch) of the structure \
+                 file: its name, \"name (room)\" or its UUID",
+            );
+            return;
+        }
+    };
+    let what = format!(
+        "{:?} ({}{})",
+        control.name,
+        control.kind.as_str(),
+        control
+            .room
+            .as_deref()
+            .and_then(|r| home.room(r))
+            .map(|r| format!(" in {}", r.name))
+            .unwrap_or_default()
+    );
+    // The read the house's controller does (`jdev/sps/io/{uuid}`).
+    let reading =
+        crate::home::Controller::read(client, control).map(|v| crate::home::SwitchReading::of(&v));
+    match reading {
+        Ok(crate::home::SwitchReading::On) => {
+            report.ok(NAME, t.elapsed(), format!("{what} reads on: commands flow"))
+        }
+        Ok(crate::home::SwitchReading::Off) => report.ok(
+            NAME,
+            t.elapsed(),
+            format!("{what} reads off: the assistant is stopped until a person switches it on"),
+        ),
+        Ok(crate::home::SwitchReading::Unknown(m)) => report.fail(
+            NAME,
+            t.elapsed(),
+            format!("{what}: {m}; the assistant would stay stopped"),
+            "name a control whose value is 1 (on) or 0 (off)",
+        ),
+        Err(e) => report.fail(
+            NAME,
+            t.elapsed(),
+            format!("{what} cannot be read: {e}"),
+            "give the Miniserver user the right to read it in Loxone Config",
         ),
     }
 }

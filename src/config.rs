@@ -107,6 +107,11 @@
 //! access = ["Garage"]
 //! alarm = []
 //! house_wide = ["Heizstrahler"]
+//!
+//! [safety]
+//! stop_switch = "KI-Assistent" # a Virtual Status (or Virtual Input, Switch) by name,
+//!                              # "name (room)" or UUID: while it is off, or its value
+//!                              # unknown, every command is refused (see crate::home::stop)
 //! ```
 
 use std::fmt;
@@ -175,6 +180,10 @@ pub struct Config {
     /// OAuth sign-in (`[oauth]`: `enabled`, `issuer`, `code_lifetime_secs`,
     /// `access_token_lifetime_secs`). See [`crate::auth::oauth`].
     pub oauth: crate::auth::oauth::OAuthConfig,
+    /// `[safety] stop_switch`: the control (name, `"name (room)"` or UUID) a person switches
+    /// off to stop every command (a Virtual Status, Virtual Input or Switch; see
+    /// [`crate::home::stop`]); `None`: only the admin page's stop.
+    pub stop_switch: Option<String>,
 }
 
 /// How the server follows the house live (`[miniserver] live`).
@@ -322,6 +331,7 @@ impl Default for Config {
             audit: crate::audit::AuditConfig::default(),
             dashboard: crate::dashboard::DashboardConfig::default(),
             oauth: crate::auth::oauth::OAuthConfig::default(),
+            stop_switch: None,
         }
     }
 }
@@ -378,6 +388,8 @@ struct FileConfig {
     #[serde(default)]
     risk: FileRisk,
     #[serde(default)]
+    safety: FileSafety,
+    #[serde(default)]
     home: FileHome,
     #[serde(default)]
     mcp: FileMcp,
@@ -388,6 +400,13 @@ struct FileConfig {
 #[serde(deny_unknown_fields)]
 struct FileMcp {
     profile: Option<String>,
+}
+
+/// `[safety]`: the stop switch.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSafety {
+    stop_switch: Option<String>,
 }
 
 /// `[home]`: `time_zone`.
@@ -787,6 +806,15 @@ impl Config {
             cfg.profile = crate::home::Profile::parse(&p)
                 .ok_or_else(|| invalid("mcp.profile", &format!("{p:?} is not full or lean")))?;
         }
+        cfg.stop_switch = match file.safety.stop_switch {
+            Some(s) if s.trim().is_empty() => {
+                return Err(invalid(
+                    "safety.stop_switch",
+                    "must name a control (its name or UUID), or be left out",
+                ))
+            }
+            other => other.map(|s| s.trim().to_string()),
+        };
         if let Some(tz) = file.home.time_zone {
             cfg.time_zone = crate::home::HouseTime::named(&tz)
                 .map_err(|e| invalid("home.time_zone", &e.to_string()))?;
@@ -1171,6 +1199,17 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("HOME_HOST"), "{e}");
+    }
+
+    #[test]
+    fn stop_switch_setting() {
+        assert_eq!(parse("", &[]).unwrap().stop_switch, None);
+        let cfg = parse("[safety]\nstop_switch = \" KI-Assistent \"\n", &[]).unwrap();
+        assert_eq!(cfg.stop_switch.as_deref(), Some("KI-Assistent"));
+        let e = parse("[safety]\nstop_switch = \"  \"\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("safety.stop_switch"), "{e}");
+        let e = parse("[safety]\nstop = \"x\"\n", &[]).unwrap_err();
+        assert!(matches!(e, ConfigError::Toml { .. }), "{e}");
     }
 
     #[test]

@@ -268,7 +268,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     let http = HttpConfig {
         gate: Some(app.gate.clone()),
         metrics: Some(Arc::new(MetricsContext {
-            link: Some(app.house.link().clone()),
+            house: Some(app.house.clone()),
             public: config.metrics_public,
         })),
         audit: app.audit.clone(),
@@ -326,6 +326,9 @@ fn serve(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
                 "link": link.to_json(),
                 "blocked": blocked,
             },
+            // Whether commands are stopped (the stop switch, the admin page), since when and
+            // who lifts it; never asks the Miniserver.
+            "stop": house.stop_shown().to_json(),
             // The model's structure file: what its reader skipped or read as empty, and a
             // newer file that could not be read at all (the model stays the older one).
             "structure": {

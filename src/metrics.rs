@@ -410,11 +410,25 @@ pub struct LinkScrape {
     pub events_received: u64,
 }
 
+/// The house's own alerts and its stop as the exposition shows them (the wiring reads them
+/// from the house at scrape time).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HouseScrape {
+    /// Active Message Center entries per severity (`info`, `warning`, `important`,
+    /// `critical`, every one listed, zeros included); empty when the Miniserver has no
+    /// Message Center.
+    pub active_alerts: Vec<(&'static str, usize)>,
+    /// Whether commands are stopped (the stop switch or the admin page's stop).
+    pub stopped: bool,
+}
+
 /// What the exposition reads from elsewhere at scrape time.
 #[derive(Debug, Clone, Default)]
 pub struct Scrape {
     /// The Miniserver link; `None` leaves the link metrics out.
     pub link: Option<LinkScrape>,
+    /// The house's alerts and stop; `None` leaves those metrics out.
+    pub house: Option<HouseScrape>,
     /// Open MCP sessions.
     pub sessions: Option<usize>,
     /// SSE streams running.
@@ -725,6 +739,36 @@ impl Metrics {
                 "home_mcp_miniserver_events_received_total",
                 &[],
                 link.events_received,
+            );
+        }
+        if let Some(house) = &scrape.house {
+            if !house.active_alerts.is_empty() {
+                family(
+                    w,
+                    "home_mcp_alerts_active",
+                    "gauge",
+                    "Active entries of the Miniserver's Message Center, by severity.",
+                );
+                for &(severity, n) in &house.active_alerts {
+                    sample(
+                        w,
+                        "home_mcp_alerts_active",
+                        &[("severity", severity)],
+                        n as u64,
+                    );
+                }
+            }
+            family(
+                w,
+                "home_mcp_assistant_stopped",
+                "gauge",
+                "1 while commands are stopped (the stop switch or the admin page's stop), else 0.",
+            );
+            sample(
+                w,
+                "home_mcp_assistant_stopped",
+                &[],
+                u64::from(house.stopped),
             );
         }
         if let Some(n) = scrape.sessions {
@@ -1056,6 +1100,15 @@ mod tests {
         };
         let text = m.render(&Scrape {
             link: Some(link),
+            house: Some(HouseScrape {
+                active_alerts: vec![
+                    ("info", 0),
+                    ("warning", 2),
+                    ("important", 0),
+                    ("critical", 1),
+                ],
+                stopped: true,
+            }),
             sessions: Some(2),
             streams: Some(0),
         });
@@ -1071,6 +1124,9 @@ mod tests {
             "home_mcp_http_request_duration_seconds_bucket{transport=\"rest\",le=\"+Inf\"} 1",
             "home_mcp_tool_call_duration_seconds_bucket{tool=\"get_lights\",le=\"0.001\"} 1",
             "home_mcp_auth_failures_total{reason=\"ip_not_whitelisted\"} 1",
+            "home_mcp_alerts_active{severity=\"warning\"} 2",
+            "home_mcp_alerts_active{severity=\"critical\"} 1",
+            "home_mcp_assistant_stopped 1",
             "home_mcp_rate_limit_rejections_total{bucket=\"client\"} 1",
             "home_mcp_cache_hits_total{cache=\"tool\"} 1",
             "home_mcp_cache_misses_total{cache=\"resource\"} 1",

@@ -236,6 +236,8 @@ fn read_loop<'scope, 'env, R: BufRead>(
             mcp.hub()
                 .set_local_subscriptions(HUB_KEY, state.subscriptions.clone());
         }
+        // For log messages not tied to a request (the house's alerts).
+        mcp.hub().set_local_log_level(HUB_KEY, state.log_level);
         if let Some(json) = reply.to_json() {
             if !outlet.send(&json) {
                 return Err(io::Error::other("stdio output closed"));

@@ -740,3 +740,59 @@ fn entries_are_resolved_again_when_the_structure_changes() {
     assert!(matches!(a, Answer::Done(_)), "{a:?}");
     assert_eq!(commands_only_to(&ms, mark, KITCHEN_LIGHT).unwrap().len(), 1);
 }
+
+/// The refusals table of `docs/security.md` (issue 28: it said 403/-32003 for per-device
+/// refusals): at the gate a key without the permission (a monitor's `control_device`) or a
+/// device key's house-wide method gets HTTP 403 with JSON-RPC -32003; a device key's call on
+/// a control it is not allowed gets a tool error (HTTP 200, `isError`, `INSUFFICIENT_PERMISSIONS`
+/// in the error object) on MCP and 403 `INSUFFICIENT_PERMISSIONS` on REST; nothing is sent.
+#[test]
+fn refusals_take_the_shapes_the_security_page_names() {
+    let ms = Miniserver::demo();
+    let mut p = Production::new();
+    let device = p.device_key(&["Schreibtischleuchte"]);
+    let monitor = generate(&p.store, "monitor", &["--expires-days", "30"])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    p.serve(&ms);
+    let mark = ms.sim.request_count();
+    let other = json!({"device": KITCHEN_LIGHT, "action": "on"});
+
+    // Per control, in the tool: a tool error on MCP.
+    let (status, v) = p.mcp(&device).try_call("control_device", other.clone());
+    assert_eq!(status, 200, "{v}");
+    assert!(v.get("error").is_none(), "not a JSON-RPC error: {v}");
+    assert_eq!(v["result"]["isError"], true, "{v}");
+    let text = v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    let e: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    assert_eq!(e["error"]["code"], "INSUFFICIENT_PERMISSIONS", "{text}");
+    // ... and 403 on REST.
+    let (status, body) = p.rest(
+        &device,
+        "POST",
+        "/tools/call",
+        &json!({"tool": "control_device", "arguments": other}),
+    );
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (403, &json!("INSUFFICIENT_PERMISSIONS")),
+        "{body}"
+    );
+
+    // At the gate: 403 with -32003.
+    let (status, v) = p.mcp(&monitor).try_call("control_device", other.clone());
+    assert_eq!(
+        (status, &v["error"]["code"], &v["error"]["data"]["code"]),
+        (403, &json!(-32003), &json!("INSUFFICIENT_PERMISSIONS")),
+        "a monitor's command: {v}"
+    );
+    let r = p
+        .mcp(&device)
+        .post(&json!({"jsonrpc": "2.0", "id": 5, "method": "resources/list"}));
+    assert_eq!(r.status, 403, "{r:?}");
+    assert_eq!(r.json()["error"]["code"], -32003, "{r:?}");
+    assert_eq!(commands_since(&ms.sim, mark), Vec::<String>::new());
+}

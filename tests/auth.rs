@@ -1130,6 +1130,13 @@ fn every_tool() -> Vec<(&'static str, Needs, Value)> {
         ("get_audio_status", Read, json!({})),
         ("get_sensors_status", Read, json!({"room": "Flur"})),
         ("get_home_summary", Read, json!({})),
+        ("list_alerts", Read, json!({"historic": true})),
+        (
+            "confirm_alert",
+            Control,
+            // The demo Miniserver's seeded warning, marked read.
+            json!({"alert": "4d430000-0000-4000-ffff000000000001", "action": "read"}),
+        ),
         ("list_workflows", Read, json!({})),
         ("get_workflow", Read, json!({ "name": WORKFLOW })),
         (
@@ -1343,7 +1350,7 @@ fn http_role_by_endpoint() {
             app.audit.clone(),
         ))),
         metrics: Some(Arc::new(MetricsContext {
-            link: Some(app.house.link().clone()),
+            house: Some(app.house.clone()),
             public: false,
         })),
         dashboard: Some(dashboard.clone()),

@@ -18,7 +18,7 @@ use crate::support::server::{SimProcess, TempDir};
 const PASSWORD: &str = "pw-of-check-22";
 
 /// Every check's name, in the order `check` prints them.
-const CHECKS: [&str; 10] = [
+const CHECKS: [&str; 11] = [
     "configuration",
     "Miniserver address",
     "firmware (cfg/api)",
@@ -27,6 +27,7 @@ const CHECKS: [&str; 10] = [
     "structure file",
     "state updates",
     "visualisation password",
+    "stop switch",
     "key store",
     "listen address",
 ];
@@ -152,7 +153,8 @@ fn host(sim: &SimProcess) -> String {
 #[test]
 fn every_check_passes_on_a_good_set_up() {
     let sim = sim(&[]);
-    let setup = Setup::new(true, "");
+    // The demo house's Virtual Status as the stop switch (on).
+    let setup = Setup::new(true, "[safety]\nstop_switch = \"KI-Assistent\"\n");
     // The demo house's visualisation password, tried on its secured control.
     let visu = home_mcp::sim::DEMO_VISU_PASSWORD;
     let out = check_env(
@@ -183,6 +185,12 @@ fn every_check_passes_on_a_good_set_up() {
     );
     assert!(
         line(&stdout, "visualisation password").contains("accepted"),
+        "{stdout}"
+    );
+    // `home-mcp sim` starts every state at 0: the switch reads off, which is no fault.
+    assert!(
+        line(&stdout, "stop switch")
+            .contains("\"KI-Assistent\" (InfoOnlyDigital in Zentral) reads off"),
         "{stdout}"
     );
     let key = setup.admin_key.as_deref().unwrap();
@@ -285,6 +293,18 @@ fn a_wrong_visualisation_password_fails_that_line() {
         &[("HOME_VISU_PASS", "9999")],
     );
     fails_on(&out, "visualisation password", "HOME_VISU_PASS", &["9999"]);
+}
+
+#[test]
+fn a_stop_switch_that_names_no_control_fails_that_line_with_the_nearest_names() {
+    let sim = sim(&[]);
+    let setup = Setup::new(true, "[safety]\nstop_switch = \"Assistent aus\"\n");
+    let out = check(&setup.config(), &host(&sim), PASSWORD);
+    let stdout = fails_on(&out, "stop switch", "Virtual Status", &[]);
+    assert!(
+        line(&stdout, "stop switch").contains("KI-Assistent"),
+        "{stdout}"
+    );
 }
 
 #[test]

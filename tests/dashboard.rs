@@ -790,3 +790,47 @@ fn a_revoked_key_loses_its_websocket_at_the_next_ping() {
         "policy violation"
     );
 }
+
+/// The Message Center on the dashboard (issue 31): active entries first in `data.alerts`, an
+/// entry raised at the simulator pushed as a `system_event` and then listed first (the most
+/// severe), the stop's state in `status.stop`.
+#[test]
+fn alerts_come_first_and_the_stop_is_shown() {
+    let f = start(false, WsConfig::default());
+    let ms = MiniserverApi::of(&f.s.app);
+    let (s, data) = get(&f, "/dashboard/api/data");
+    assert_eq!(s, 200);
+    assert_eq!(
+        data["status"]["stop"]["stopped"], false,
+        "{}",
+        data["status"]
+    );
+    assert_eq!(data["alerts"]["available"], true);
+    let seeded = wait_until("the seeded warning on the dashboard", PATIENCE, || {
+        let (_, d) = get(&f, "/dashboard/api/data");
+        match d["alerts"]["active"].as_array() {
+            Some(a) if !a.is_empty() => Ok(a[0].clone()),
+            _ => Err(d["alerts"].clone()),
+        }
+    });
+    assert_eq!(seeded["severity"], "warning");
+    assert!(seeded["room"].is_string(), "the room by name: {seeded}");
+    let mut ws = ws_connect(f.s.addr(), Some("home-mcp")).unwrap();
+    let id = ms.drive("messagecenter/raise?title=Extension%20offline&severity=4");
+    let m = next_matching(&mut ws, "the raised alert as a system_event", |m| {
+        m["type"] == "system_event" && m["payload"]["alert"]["id"] == id.as_str()
+    });
+    assert_eq!(m["payload"]["event"], "alert_raised");
+    let (_, d) = get(&f, "/dashboard/api/data");
+    assert_eq!(
+        d["alerts"]["active"][0]["id"],
+        id.as_str(),
+        "most severe first"
+    );
+    assert_eq!(d["alerts"]["counts"]["critical"], 1);
+    let uid = ms.drive("notify?title=Post&message=da");
+    next_matching(&mut ws, "the notification as a system_event", |m| {
+        m["payload"]["event"] == "notification"
+            && m["payload"]["notification"]["uid"] == uid.as_str()
+    });
+}

@@ -559,3 +559,48 @@ fn a_password_changed_in_a_restart_backs_off_without_hammering_and_comes_back() 
     );
     assert_eq!(sim.api.state(KITCHEN_LIGHT, "active"), 0.0);
 }
+
+/// A way to the Miniserver that answers late: every connection is relayed to `target` only
+/// `delay` after it was accepted (what the client sent waits in the socket meanwhile), as a
+/// slow Miniserver, a busy Pi or a VPN would hold the first answer. Relays until either side
+/// closes; its threads end with their sockets.
+fn slow_door(target: std::net::SocketAddr, delay: Duration) -> std::net::SocketAddr {
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for client in listener.incoming().map_while(Result::ok) {
+            std::thread::spawn(move || {
+                std::thread::sleep(delay);
+                let Ok(server) = TcpStream::connect(target) else {
+                    return;
+                };
+                let pipe = |mut from: TcpStream, mut to: TcpStream| {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(Shutdown::Write);
+                    })
+                };
+                let up = pipe(client.try_clone().unwrap(), server.try_clone().unwrap());
+                let _ = std::io::copy(&mut &server, &mut &client);
+                let _ = client.shutdown(Shutdown::Write);
+                let _ = up.join();
+            });
+        }
+    });
+    addr
+}
+
+/// A Miniserver that answers the WebSocket upgrade a second late is still followed live. The
+/// link gave the TCP connect and the upgrade its 250 ms socket poll: every session failed with
+/// "timed out waiting for the Miniserver" and was retried for ever (`home-mcp check` failed
+/// its state-updates line so when a busy machine answered the upgrade late).
+#[test]
+fn a_miniserver_slow_to_answer_the_websocket_upgrade_is_followed_live() {
+    let ms = Miniserver::demo();
+    let door = slow_door(ms.server.addr(), Duration::from_secs(1));
+    let served = Served::start_on(&crate::support::drive::MiniserverApi::demo(door), "", &[]);
+    served.wait_link("websocket");
+    let link = &health(&served)["miniserver"]["link"];
+    println!("through a door that answers 1 s late: {link}");
+}

@@ -36,7 +36,7 @@ fn start(level: SecurityLevel, public: bool) -> AppServer {
     AppServer::start(|app| HttpConfig {
         gate: Some(gate(app, level, keys, &[])),
         metrics: Some(Arc::new(MetricsContext {
-            link: Some(app.house.link().clone()),
+            house: Some(app.house.clone()),
             public,
         })),
         ..HttpConfig::default()
@@ -197,4 +197,46 @@ fn public_and_development_access() {
     let plain = AppServer::start(|_| HttpConfig::default());
     let (status, _, _) = send(plain.addr(), "GET", "/metrics", NONE, "");
     assert_eq!(status, 404);
+}
+
+/// The house's alerts and its stop in the exposition (issue 31): active Message Center
+/// entries per severity, as the simulator lists them, and the stop gauge following the admin
+/// stop.
+#[test]
+fn active_alerts_by_severity_and_the_stop_are_exposed() {
+    use crate::support::drive::MiniserverApi;
+    use crate::support::wait::{wait_until, PATIENCE};
+
+    let f = start(SecurityLevel::Staging, false);
+    let a = f.addr();
+    let ms = MiniserverApi::of(&f.app);
+    // The oracle: the simulator's own list of active entries, by severity.
+    let active_at_sim = |severity: u64| {
+        ms.message_center_entries("1d5c3cf2-0230-600e-ffff504f94d0e5a1")
+            .iter()
+            .filter(|e| e["isHistoric"] == false && e["severity"] == severity)
+            .count() as f64
+    };
+    ms.drive("messagecenter/raise?title=Extension%20offline&severity=4");
+    let series = |s: &str| format!("home_mcp_alerts_active{{severity=\"{s}\"}}");
+    let text = wait_until("the raised entry counted", PATIENCE, || {
+        let t = scrape(a, Some(MONITOR));
+        if value(&t, &series("critical")) == active_at_sim(4) {
+            Ok(t)
+        } else {
+            Err(t)
+        }
+    });
+    assert_eq!(value(&text, &series("critical")), 1.0, "{text}");
+    assert_eq!(value(&text, &series("warning")), active_at_sim(2), "{text}");
+    assert!(
+        text.contains(&series("info")),
+        "every severity listed: {text}"
+    );
+    assert_eq!(value(&text, "home_mcp_assistant_stopped"), 0.0);
+    f.app.house.admin_stop().stop("test").unwrap();
+    assert_eq!(
+        value(&scrape(a, Some(MONITOR)), "home_mcp_assistant_stopped"),
+        1.0
+    );
 }

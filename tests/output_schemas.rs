@@ -120,6 +120,17 @@ fn calls() -> Vec<(&'static str, Value)> {
         ("get_home_summary", json!({})),
         ("get_home_summary", json!({"room": "Küche"})),
         ("get_sensors_status", json!({"type": "temperature"})),
+        ("list_alerts", json!({})),
+        ("list_alerts", json!({"historic": true, "limit": 5})),
+        // The demo Miniserver's seeded warning (its first entry): read, then confirmed.
+        (
+            "confirm_alert",
+            json!({"alert": "4d430000-0000-4000-ffff000000000001", "action": "read"}),
+        ),
+        (
+            "confirm_alert",
+            json!({"alert": "4d430000-0000-4000-ffff000000000001"}),
+        ),
     ]
 }
 

@@ -922,3 +922,32 @@ fn odd_urls_never_panic() {
         assert!([200, 401, 403].contains(&r.status));
     }
 }
+
+/// A ValueSelector whose structure file names no `min`/`max` (a real one, from the Smarteon
+/// fixture) announces the range its commands are clamped to: `min` 0 and `max` 100 in its
+/// states, not 0 and 0 (which told the server no value but 0 was allowed, while the simulator
+/// took 50; whether a `set 50` was refused depended on whether the initial tables had reached
+/// the server yet).
+#[test]
+fn a_value_selector_announces_the_range_it_clamps_to() {
+    let text = crate::support::fixture_text("Smarteon-loxone-client-kotlin-sample-app.json");
+    let sim = Simulator::new(&text, None, SimConfig::default()).expect("simulator");
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let selectors: Vec<(&String, &Value)> = doc["controls"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, c)| c["type"] == "ValueSelector" && c["details"].get("max").is_none())
+        .collect();
+    assert!(!selectors.is_empty(), "the fixture has such ValueSelectors");
+    for (uuid, _) in selectors {
+        assert_eq!(sim.state(uuid, "min"), Some(0.0), "{uuid}");
+        assert_eq!(sim.state(uuid, "max"), Some(100.0), "{uuid}");
+        value(&get(&sim, &format!("/jdev/sps/io/{uuid}/150")));
+        assert_eq!(
+            sim.state(uuid, "value"),
+            Some(100.0),
+            "clamped at the announced max"
+        );
+    }
+}

@@ -31,6 +31,10 @@ use crate::support::PATIENCE;
 const SWITCH: &str = "1d5c3a8f-0208-51f9-ffff504f94d0e5a1";
 /// "Alarmanlage Garage", a secured Alarm.
 const SECURED: &str = "1d5c3c68-0226-5ee8-ffff504f94d0e5a1";
+/// The demo house's Message Center.
+const MC: &str = "1d5c3cf2-0230-600e-ffff504f94d0e5a1";
+/// The id the simulator gives its first Message Center entry (the seeded warning).
+const FIRST_ENTRY: &str = "4d430000-0000-4000-ffff000000000001";
 const USER: &str = "demo";
 const PASSWORD: &str = "demo";
 const VISU_PASSWORD: &str = "1234";
@@ -254,6 +258,16 @@ impl Example {
             http_echo: None,
             expect: Expect::Ok(v),
             rekey: None,
+        }
+    }
+
+    /// [`Example::ok`] for a bare path (the simulator's test drive): an HTTP answer echoes it
+    /// as it is.
+    fn bare(cmd: impl Into<String>, v: Value_) -> Example {
+        let cmd = cmd.into();
+        Example {
+            http_echo: Some(cmd.clone()),
+            ..Example::ok(cmd, v)
         }
     }
 }
@@ -489,6 +503,39 @@ fn example(row: &CommandInfo, s: &mut Setup, wrapped: bool) -> Example {
             http_echo: None,
         },
         "sps/state" => Example::ok("sps/state", Value_::Eq("5".into())),
+        // The Message Center (issue 31): the entry list as a JSON string; reading and
+        // confirming the seeded warning (its id is the simulator's first) may repeat.
+        "sps/io/{mc}/getEntries/{n}" => Example::ok(
+            format!("sps/io/{MC}/getEntries/2"),
+            Value_::Contains(&["\"entries\":[", "\"entryUuid\""]),
+        ),
+        "sps/io/{mc}/readEntry/{entry}" => Example::ok(
+            format!("sps/io/{MC}/readEntry/{FIRST_ENTRY}"),
+            Value_::Eq("1".into()),
+        ),
+        "sps/io/{mc}/action/{entry}/{action-id}" => Example::ok(
+            format!("sps/io/{MC}/action/{FIRST_ENTRY}/1005"),
+            Value_::Eq("1".into()),
+        ),
+        // The test drive (bare paths no Miniserver has).
+        "sim/drive/messagecenter/raise" => {
+            Example::bare("sim/drive/messagecenter/raise", Value_::Any)
+        }
+        "sim/drive/messagecenter/clear/{entry}" => Example::bare(
+            format!("sim/drive/messagecenter/clear/{FIRST_ENTRY}"),
+            Value_::Eq(FIRST_ENTRY.into()),
+        ),
+        "sim/drive/notify" => {
+            Example::bare("sim/drive/notify", Value_::Contains(&["sim-notification-"]))
+        }
+        "sim/drive/requests/{mark}" => Example::bare(
+            "sim/drive/requests/0",
+            Value_::Contains(&["\"count\":", "\"lines\":"]),
+        ),
+        "sim/drive/state/{control}/{state}/{value}" => Example::bare(
+            format!("sim/drive/state/{SWITCH}/active/1"),
+            Value_::Eq("1".into()),
+        ),
         "sys/cpu" => Example::ok("sys/cpu", Value_::Contains(&["%"])),
         "sys/heap" => Example::ok("sys/heap", Value_::Contains(&["/", "kB"])),
         p if p.starts_with("sys/") || p.starts_with("lan/") || p.starts_with("bus/") => {

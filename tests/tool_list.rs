@@ -1,6 +1,6 @@
 //! The tool list an assistant can afford (issue 16): the default `tools/list`, as a 2025-06-18
 //! client reads it over HTTP from the real `serve` binary, lists every tool of the catalogue in
-//! at most 40,000 bytes (about 10k tokens), and its schemas are portable to single-type schema
+//! at most 41,000 bytes (about 10k tokens), and its schemas are portable to single-type schema
 //! dialects: the MCP Inspector's schema-portability rules (2.12, `core/json/schemaLint.ts`:
 //! no `type` lists, no schema that constrains nothing, no bare `true`/`false` in a schema
 //! position, no `$ref` outside the document) find nothing in any input or output schema.
@@ -14,8 +14,10 @@ use support::server::{Miniserver, Served};
 
 use serde_json::{json, Value};
 
-/// The budget of the whole `tools/list` answer, in bytes.
-const BUDGET_BYTES: usize = 40_000;
+/// The budget of the whole `tools/list` answer, in bytes: about 10k tokens. (40,000 until
+/// issue 31 added `list_alerts` and `confirm_alert`, each as lean as a tool can be: no output
+/// schema beyond the envelope, one-line descriptions; together about 1.1 kB.)
+const BUDGET_BYTES: usize = 41_000;
 
 /// Keywords that hold one schema, a map of schemas, or a list of schemas.
 const SUBSCHEMA: [&str; 11] = [

@@ -124,10 +124,47 @@
     body.replaceChildren(...keys.map(row));
   }
 
+  // The stop: what holds (the admin stop, the stop switch in the house) and since when.
+  function showStop(stop) {
+    const p = $("stop-state");
+    p.dataset.stopped = String(!!stop.stopped);
+    p.className = stop.stopped ? "warn" : "";
+    let text;
+    if (!stop.stopped) {
+      text = "Running: assistants may send commands.";
+    } else {
+      const parts = [];
+      if (stop.admin) parts.push("stopped on this page by " + stop.admin.by + " since " + day(stop.admin.since));
+      const sw = stop.stop_switch;
+      if (sw && sw.state !== "on") {
+        parts.push("the stop switch \u201c" + (sw.name || sw.configured) + "\u201d is " + sw.state + " since " + day(sw.since) + (sw.reason ? " (" + sw.reason + ")" : ""));
+      }
+      text = "STOPPED: " + parts.join("; ") + ".";
+    }
+    p.textContent = text;
+    $("stop-now").disabled = !!stop.admin;
+    $("stop-lift").disabled = !stop.admin;
+  }
+
+  async function loadStop() {
+    const data = await api("GET", "/admin/api/stop");
+    showStop(data.stop);
+  }
+
+  async function setStop(stopped) {
+    try {
+      const data = await api("POST", "/admin/api/stop", { stopped });
+      showStop(data.stop);
+      showError("");
+    } catch (e) {
+      showError(e.message);
+    }
+  }
+
   function signedIn(on) {
     $("key-form").hidden = on;
     $("signed-in").hidden = !on;
-    for (const id of ["list", "create"]) $(id).hidden = !on;
+    for (const id of ["list", "create", "stop"]) $(id).hidden = !on;
     if (!on) {
       $("edit").hidden = true;
       $("keys").tBodies[0].replaceChildren();
@@ -138,6 +175,7 @@
     if (!key()) { signedIn(false); return; }
     try {
       await refresh();
+      await loadStop();
       showError("");
       signedIn(true);
     } catch (e) {
@@ -291,7 +329,9 @@
       showError("");
       signedIn(false);
     });
-    $("refresh").addEventListener("click", () => refresh().then(() => showError(""), (e) => showError(e.message)));
+    $("refresh").addEventListener("click", () => refresh().then(loadStop).then(() => showError(""), (e) => showError(e.message)));
+    $("stop-now").addEventListener("click", () => setStop(true));
+    $("stop-lift").addEventListener("click", () => setStop(false));
     $("create-form").addEventListener("submit", create);
     $("new-role").addEventListener("change", roleFields);
     $("copy-secret").addEventListener("click", copySecret);

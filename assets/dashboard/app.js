@@ -62,6 +62,40 @@
     b.textContent = 'Miniserver: ' + mode;
   }
 
+  // The stop: "assistant: running", or "assistant: STOPPED" with why and since when.
+  function renderStop(stop) {
+    var b = $('stop-status');
+    if (!stop) return;
+    b.dataset.stopped = String(stop.stopped);
+    b.className = 'badge ' + (stop.stopped ? 'bad' : 'ok');
+    var since = stop.since ? ' since ' + new Date(stop.since).toLocaleTimeString() : '';
+    b.textContent = stop.stopped ? 'assistant: STOPPED' + since + ' (' + stop.stopped_by.join(', ').replace('_', ' ') + ')' : 'assistant: running';
+    b.title = stop.stopped ? (stop.lift || '') : '';
+  }
+
+  // The Miniserver's Message Center: active entries first (most severe first), then the
+  // newest notifications.
+  function renderAlerts(a) {
+    var root = $('alerts'); clear(root);
+    var notes = $('notifications'); clear(notes);
+    if (!a) return;
+    if (!a.available) root.appendChild(el('li', 'dim', 'This Miniserver has no Message Center'));
+    else if (!a.active.length) root.appendChild(el('li', 'dim', 'No active alerts'));
+    a.active.forEach(function (e) {
+      var when = e.since ? ' since ' + new Date(e.since).toLocaleString() : '';
+      var flags = (e.confirmed ? ' · confirmed' : e.read ? ' · read' : '');
+      var text = e.severity + ': ' + e.title + (e.room ? ' (' + e.room + ')' : '') +
+        (e.affected ? ' · ' + e.affected : '') + when + flags;
+      var li = el('li', 'alert-' + e.severity, text);
+      li.dataset.id = e.id;
+      root.appendChild(li);
+    });
+    a.notifications.forEach(function (n) {
+      notes.appendChild(el('li', null, (n.at ? new Date(n.at).toLocaleTimeString() + ' ' : '') + n.title + ': ' + n.message));
+    });
+    root.setAttribute('data-updated', String(Date.now()));
+  }
+
   function renderRooms(rooms) {
     var root = $('rooms'); clear(root);
     rooms.forEach(function (room) {
@@ -158,6 +192,8 @@
       $('key-form').hidden = true;
       $('main').hidden = false;
       renderLink(d.status.link);
+      renderStop(d.status.stop);
+      renderAlerts(d.alerts);
       renderRooms(d.rooms);
       state.changes = d.changes.filter(meaningful);
       renderChanges();
@@ -182,6 +218,7 @@
       if (p.event === 'hello' && p.status) renderLink(p.status.link);
       if (p.event === 'link') renderLink(p.link);
       if (p.event === 'structure_changed' || p.event === 'resync') { closeWs(); load(); }
+      if (/^alert_|^notification$/.test(p.event || '')) scheduleRefresh(0);
       return;
     }
     if ((msg.type === 'device_state_change' || msg.type === 'alarm_event') && meaningful(p)) {
@@ -224,6 +261,7 @@
       refreshTimer = null;
       refreshedAt = Date.now();
       api('data').then(function (d) {
+        renderStop(d.status.stop); renderAlerts(d.alerts);
         renderClimate(d.climate); renderAlarm(d.alarm); renderEnergy(d.energy); renderActivity(d.activity);
         $('activity').setAttribute('data-updated', String(Date.now()));
       }).catch(function () {});
@@ -261,5 +299,8 @@
       load();
     });
     load();
+    // The stop can change without a device changing (the admin page's stop): look again
+    // every 15 s while the page is open.
+    setInterval(function () { if (!$('main').hidden) scheduleRefresh(0); }, 15000);
   });
 })();

@@ -71,14 +71,17 @@ fn param<'q>(query: &'q str, name: &str) -> Option<&'q str> {
 
 /// `GET status`: `{"version", "uptime_secs", "link": {"mode": "websocket" | "polling" |
 /// "disconnected", "degraded", "since_secs", "last_error", "reconnects", "events_received",
-/// "last_event_secs"}, "miniserver": {"name", "serial", "structure"}, "counts": {"rooms",
-/// "controls", "ws_clients"}, "history": {"days", "persistent", "pending", "written"}}`.
+/// "last_event_secs"}, "stop": the stop's state (`home::StopStatus::to_json`: "stopped",
+/// "since", "stopped_by", "lift", "stop_switch", "admin"), "miniserver": {"name", "serial",
+/// "structure"}, "counts": {"rooms", "controls", "ws_clients"}, "history": {"days",
+/// "persistent", "pending", "written"}}`.
 pub fn status(dash: &Dashboard) -> Json {
     let home = dash.house.home();
     json!({
         "version": env!("CARGO_PKG_VERSION"),
         "uptime_secs": dash.started.elapsed().as_secs(),
         "link": dash.house.link().snapshot().to_json(),
+        "stop": dash.house.stop_shown().to_json(),
         "miniserver": {
             "name": home.ms_info.ms_name,
             "serial": home.ms_info.serial_nr,
@@ -198,7 +201,30 @@ pub fn recent_activity(source: Option<&dyn Fn(usize) -> Vec<Json>>, n: usize) ->
     }
 }
 
-/// `GET data`, the whole page: `{"status": <status>, "rooms": <rooms>, "changes": [history
+/// The Message Center as the page shows it, active entries first: `{"available" (the
+/// Miniserver has a Message Center), "active": [entry, most severe first], "counts":
+/// {"info", "warning", "important", "critical"}, "notifications": [the newest 5, newest
+/// first], "fetched_at", "last_error"}`; entries and notifications as
+/// `home::Alert::to_json` and `home::Notification::to_json` give them.
+pub fn alerts(dash: &Dashboard, home: &Home) -> Json {
+    let snap = dash.house.alerts();
+    let counts: serde_json::Map<String, Json> = snap
+        .active_counts()
+        .iter()
+        .map(|(s, n)| (s.as_str().to_string(), json!(n)))
+        .collect();
+    json!({
+        "available": home.message_center.is_some(),
+        "active": snap.active().map(|a| a.to_json(home)).collect::<Vec<_>>(),
+        "counts": counts,
+        "notifications": snap.notifications.iter().rev().take(5)
+            .map(|n| n.to_json(home)).collect::<Vec<_>>(),
+        "fetched_at": snap.fetched_at.map(crate::time::iso8601),
+        "last_error": snap.last_error,
+    })
+}
+
+/// `GET data`, the whole page: `{"status": <status>, "alerts": <alerts>, "rooms": <rooms>, "changes": [history
 /// row, newest first, at most 10: {"at", "at_ms", "kind", "uuid", "name", "room", "state",
 /// "value", "text"}], "climate": [{"room", "temperature": °C | null, "target": °C | null}],
 /// "alarm": <alarms>, "energy": <meters>, "activity": [audit entries, newest first]}`.
@@ -213,6 +239,7 @@ pub fn data(dash: &Dashboard) -> ApiAnswer {
     let activity = recent_activity(dash.activity.as_deref().map(|f| f as _), RECENT_ACTIVITY);
     ApiAnswer::ok(json!({
         "status": status(dash),
+        "alerts": alerts(dash, &home),
         "rooms": rooms(&home, dash),
         "changes": changes,
         "climate": climate,

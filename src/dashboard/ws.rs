@@ -247,6 +247,11 @@ impl Hub {
                             json!({"event": "structure_changed", "old_version": old_version,
                                    "new_version": new_version}),
                         )),
+                        // Message Center entries raised, cleared or changed, and the
+                        // Miniserver's notifications.
+                        Some(Event::Alert(a)) => {
+                            hub.broadcast(&message("system_event", a.to_json(&house.home())))
+                        }
                         None => {}
                     }
                     let now = house.link().mode();

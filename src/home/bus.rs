@@ -12,7 +12,8 @@
 //! subscribed ends, whether or not anything is ever published again.
 //!
 //! Publishers: the house (`House::record`, fed by command answers, reads, the polling thread
-//! and later the WebSocket reader) and the structure watch (`loxone::poll`).
+//! and the WebSocket reader; `House::refresh_alerts` and `House::notify` for the Message
+//! Center) and the structure watch (`loxone::poll`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -53,6 +54,9 @@ pub enum Event {
         old_version: String,
         new_version: String,
     },
+    /// A Message Center entry came, went or changed, or the Miniserver pushed a notification
+    /// (`super::alerts`; published by `House::refresh_alerts` and `House::notify`).
+    Alert(Box<super::alerts::AlertEvent>),
 }
 
 #[derive(Debug, Default)]

@@ -11,12 +11,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
+use super::alerts::{Alert, AlertEvent, AlertOp, Alerts, AlertsSnapshot, Notification};
 use super::bus::{Bus, Change, Event};
+use super::link::LinkSnapshot;
 use super::link::{LinkMode, LinkStatus};
-use super::model::{Control, Home};
+use super::model::{Control, Home, MessageCenter};
 use super::primary::Primary;
 use super::risk::{Risk, RiskRules};
 use super::state::{Source, StateStore, StateValue, Value};
+use super::stop::{AdminStops, Look, StopGuard, StopStatus, SwitchSource};
 use crate::ratelimit::RateLimiter;
 
 pub use super::action::{Action, OverrideTimer, RoomMode};
@@ -68,6 +71,22 @@ pub enum ControllerError {
         window_secs: u64,
         retry_after_secs: u64,
     },
+    /// The house is stopped (the stop switch is off or unknown, or the admin page's stop
+    /// holds; see [`super::stop`]): nothing was sent. `ASSISTANT_STOPPED`.
+    Stopped(Box<StopStatus>),
+    /// A command to the stop switch itself: lifting or setting the stop is a person's act,
+    /// never a tool's (the control's name). Nothing was sent. `INSUFFICIENT_PERMISSIONS`.
+    StopSwitchReserved(String),
+    /// No Message Center entry has this id (among those the Miniserver listed when last
+    /// asked). Nothing was sent. `INVALID_PARAMETERS`.
+    NoSuchAlert(String),
+    /// The entry does not offer this action (its id, the action, the actions it offers).
+    /// Nothing was sent. `INVALID_PARAMETERS`.
+    ActionNotOffered {
+        alert: String,
+        action: String,
+        offered: Vec<String>,
+    },
 }
 
 /// Outbound limits on commands toward the Miniserver (`[miniserver] max_commands_per_control`,
@@ -96,6 +115,10 @@ impl Default for CommandLimits {
     }
 }
 
+/// How long a Message Center entry list counts as fresh: an id it does not have is refused
+/// without reading the list again ([`House::act_on_alert`]).
+pub const ALERTS_FRESH: Duration = Duration::from_secs(2);
+
 /// Wrong visualisation passwords in a row before secured commands pause for [`PIN_PAUSE`], so a
 /// caller cannot try PINs quickly.
 pub const PIN_ATTEMPTS: u32 = 3;
@@ -120,7 +143,11 @@ impl ControllerError {
     /// up. Batches stop sending at the first such error (the rest are `not_attempted`).
     pub fn stops_batch(&self) -> bool {
         self.is_unreachable()
-            || matches!(self, ControllerError::CommandsLimited { control: None, .. })
+            || matches!(
+                self,
+                ControllerError::CommandsLimited { control: None, .. }
+                    | ControllerError::Stopped(_)
+            )
     }
 
     /// The spec §7.1 error code.
@@ -130,8 +157,13 @@ impl ControllerError {
             ControllerError::Unsupported(_)
             | ControllerError::InvalidValue(_)
             | ControllerError::VisuPasswordMissing(_)
-            | ControllerError::VisuPasswordWrong => "INVALID_PARAMETERS",
-            ControllerError::OutOfScope(_) => "INSUFFICIENT_PERMISSIONS",
+            | ControllerError::VisuPasswordWrong
+            | ControllerError::NoSuchAlert(_)
+            | ControllerError::ActionNotOffered { .. } => "INVALID_PARAMETERS",
+            ControllerError::OutOfScope(_) | ControllerError::StopSwitchReserved(_) => {
+                "INSUFFICIENT_PERMISSIONS"
+            }
+            ControllerError::Stopped(_) => "ASSISTANT_STOPPED",
             ControllerError::VisuPasswordBlocked { .. }
             | ControllerError::CommandsLimited { .. } => "RATE_LIMIT_EXCEEDED",
             _ => "CONNECTION_ERROR",
@@ -173,6 +205,30 @@ impl fmt::Display for ControllerError {
                  {remaining_secs} s"
             ),
             ControllerError::OutOfScope(why) => f.write_str(why),
+            ControllerError::Stopped(status) => f.write_str(&status.explain()),
+            ControllerError::StopSwitchReserved(name) => write!(
+                f,
+                "{name} is the assistant's stop switch: only a person switches it (in the \
+                 Loxone app, at its wall button or in Loxone Config); nothing was sent"
+            ),
+            ControllerError::NoSuchAlert(id) => write!(
+                f,
+                "the Message Center has no entry {id:?}; list the alerts to see their ids"
+            ),
+            ControllerError::ActionNotOffered {
+                alert,
+                action,
+                offered,
+            } => write!(
+                f,
+                "the Message Center entry {alert:?} does not offer {action} (it offers: {}); \
+                 nothing was sent",
+                if offered.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    offered.join(", ")
+                }
+            ),
             ControllerError::CommandsLimited {
                 control,
                 limit,
@@ -259,6 +315,30 @@ pub trait Controller: Send + Sync {
             control.name
         )))
     }
+
+    /// Reads every entry of the Message Center `mc` (active and historic). Controllers
+    /// without one refuse.
+    fn alerts(&self, mc: &MessageCenter) -> Result<Vec<Alert>, ControllerError> {
+        Err(ControllerError::Unsupported(format!(
+            "this controller cannot read the Message Center {}",
+            mc.name
+        )))
+    }
+
+    /// Carries out `op` on the entry `entry` of the Message Center `mc` (the house checked
+    /// that the entry exists and offers it). Controllers without one refuse.
+    fn alert_op(
+        &self,
+        mc: &MessageCenter,
+        entry: &str,
+        op: AlertOp,
+    ) -> Result<(), ControllerError> {
+        let _ = (entry, op);
+        Err(ControllerError::Unsupported(format!(
+            "this controller cannot act on the Message Center {}",
+            mc.name
+        )))
+    }
 }
 
 /// What a command did: the control, the value the controller reported, when.
@@ -295,6 +375,10 @@ pub struct House {
     /// The newest structure file that could not be read on reload, until a model replaces
     /// the one in use (see [`House::reject_structure`]).
     rejected_structure: Mutex<Option<RejectedStructure>>,
+    /// The Message Center's entries and the notifications ([`super::alerts`]).
+    alerts: Alerts,
+    /// The stop switch and the admin stop ([`super::stop`]).
+    stop: StopGuard,
     /// The house's clock (`[home] time_zone`).
     time: HouseTime,
 }
@@ -328,6 +412,8 @@ impl House {
             epoch: AtomicU64::new(0),
             commanded: Mutex::new(std::collections::HashMap::new()),
             rejected_structure: Mutex::new(None),
+            alerts: Alerts::default(),
+            stop: StopGuard::default(),
             time: HouseTime::system(),
         }
     }
@@ -367,7 +453,9 @@ impl House {
         })
     }
 
-    fn admit_command(&self, control: &Control) -> Result<(), ControllerError> {
+    /// Counts one command to the target `key` (a control's `uuidAction`; `name` for the
+    /// refusal) against the outbound limits.
+    fn admit_command(&self, key: &str, name: &str) -> Result<(), ControllerError> {
         let Some((limits, limiter)) = &self.command_limits else {
             return Ok(());
         };
@@ -385,8 +473,8 @@ impl House {
             }
         };
         limiter
-            .hit(&control.uuid, limits.per_control)
-            .map_err(|i| refused(Some(&control.name), limits.per_control, i.retry_after))?;
+            .hit(key, limits.per_control)
+            .map_err(|i| refused(Some(name), limits.per_control, i.retry_after))?;
         limiter
             .hit("*", limits.total)
             .map_err(|i| refused(None, limits.total, i.retry_after))?;
@@ -552,10 +640,39 @@ impl House {
         action: &Action,
         caller: &str,
     ) -> Result<Outcome, ControllerError> {
+        self.check_stop(control, caller)?;
         self.check_values(control, action)?;
-        self.admit_command(control)?;
+        self.admit_command(&control.uuid, &control.name)?;
         let result = self.controller.act(control, action);
         self.finish(control, action, caller, result)
+    }
+
+    /// The stop's guarantee, asked before every command ([`House::act`],
+    /// [`House::act_secured`], [`House::act_on_alert`]): refuses while the house is stopped
+    /// ([`ControllerError::Stopped`]) and any command to the stop switch itself
+    /// ([`ControllerError::StopSwitchReserved`]). Nothing is sent either way.
+    fn check_stop(&self, control: &Control, caller: &str) -> Result<(), ControllerError> {
+        if self.is_the_stop_switch(control) {
+            log::warn!(
+                "refused a command by {caller} to the stop switch {}",
+                control.name
+            );
+            return Err(ControllerError::StopSwitchReserved(control.name.clone()));
+        }
+        self.refuse_while_stopped(&control.name, caller)
+    }
+
+    /// [`ControllerError::Stopped`] while the house is stopped (logged with what was refused).
+    fn refuse_while_stopped(&self, target: &str, caller: &str) -> Result<(), ControllerError> {
+        let status = self.stop_status();
+        if status.stopped {
+            log::warn!(
+                "refused a command by {caller} to {target}: stopped by {}",
+                status.stopped_by().join(" and ")
+            );
+            return Err(ControllerError::Stopped(Box::new(status)));
+        }
+        Ok(())
     }
 
     /// Like [`House::act`], for controls that may be secured (alarms, doors): a secured control
@@ -574,6 +691,7 @@ impl House {
         if !control.is_secured {
             return self.act(control, action, caller);
         }
+        self.check_stop(control, caller)?;
         let mut failures = self.pin_failures.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(until) = failures.1 {
             let now = Instant::now();
@@ -584,7 +702,7 @@ impl House {
             *failures = (0, None);
         }
         self.check_values(control, action)?;
-        self.admit_command(control)?;
+        self.admit_command(&control.uuid, &control.name)?;
         let result = match visu_password.or(self.visu_password.as_ref()) {
             Some(pw) => self.controller.act_secured(control, action, pw),
             None => Err(ControllerError::VisuPasswordMissing(control.name.clone())),
@@ -606,6 +724,206 @@ impl House {
         }
         drop(failures);
         self.finish(control, action, &format!("{caller} (secured)"), result)
+    }
+
+    /// Configures the stop switch (`[safety] stop_switch`: a name or UUID, see
+    /// [`super::stop::resolve_stop_switch`]) and the admin page's stop ([`AdminStops`]).
+    pub fn with_stop(mut self, switch: Option<String>, admin: AdminStops) -> Self {
+        self.stop = StopGuard::new(switch, admin);
+        self
+    }
+
+    /// The admin page's stop (set and lifted by the admin API only).
+    pub fn admin_stop(&self) -> &AdminStops {
+        &self.stop.admin
+    }
+
+    /// The configured stop switch (`[safety] stop_switch`), if any.
+    pub fn stop_switch_setting(&self) -> Option<&str> {
+        self.stop.setting()
+    }
+
+    /// The UUID of the control the stop switch names in the current model, or why it names
+    /// none; `None` when no stop switch is configured.
+    pub fn stop_switch(&self) -> Option<Result<String, String>> {
+        self.stop.resolve(&self.home())
+    }
+
+    /// Whether `control` is the stop switch (commands to it are refused: lifting the stop is
+    /// a person's act).
+    pub fn is_the_stop_switch(&self, control: &Control) -> bool {
+        matches!(self.stop_switch(), Some(Ok(u)) if u == control.uuid)
+    }
+
+    /// Whether the house is stopped, why and since when ([`super::stop`]), as a command is
+    /// decided: the stop switch read through [`House::value`] (a pushed value of this session,
+    /// a recent poll, else one HTTP read; unknown while the link is down) and the admin page's
+    /// stop. [`House::act`] asks it before every command.
+    pub fn stop_status(&self) -> StopStatus {
+        self.stop.status(self, Look::Decide)
+    }
+
+    /// [`House::stop_status`] for showing it (`/health`, the dashboard, the admin page,
+    /// `/metrics`): never asks the Miniserver (a switch value not heard yet shows as unknown)
+    /// and changes nothing.
+    pub fn stop_shown(&self) -> StopStatus {
+        self.stop.status(self, Look::Show)
+    }
+
+    /// The Message Center's entries and the notifications as last read ([`Alerts`]).
+    pub fn alerts(&self) -> AlertsSnapshot {
+        self.alerts.snapshot()
+    }
+
+    /// Reads the Message Center's entries from the controller now, keeps them and publishes
+    /// what changed for the active ones ([`AlertEvent`] on the bus). Errors: the structure
+    /// file has no Message Center ([`ControllerError::Unsupported`]), or the controller's
+    /// (noted in the snapshot's `last_error`; the entries read before stay).
+    pub fn refresh_alerts(&self) -> Result<AlertsSnapshot, ControllerError> {
+        let home = self.home();
+        let Some(mc) = home.message_center.as_ref() else {
+            return Err(ControllerError::Unsupported(
+                "this Miniserver's structure file has no Message Center".into(),
+            ));
+        };
+        match self.controller.alerts(mc) {
+            Ok(entries) => {
+                let events = self.alerts.replace(entries, SystemTime::now());
+                // Before anyone is told: a reader woken by an event reads anew, never a
+                // cached answer from before the list changed.
+                self.bump();
+                for e in events {
+                    self.bus.publish(Event::Alert(Box::new(e)));
+                }
+                Ok(self.alerts.snapshot())
+            }
+            Err(e) => {
+                // Said once per kind of failure: the watch asks again every few seconds.
+                let message = e.to_string();
+                if self.alerts.snapshot().last_error.as_deref() == Some(message.as_str()) {
+                    log::debug!("Message Center {}: cannot read the entries: {e}", mc.name);
+                } else {
+                    log::warn!("Message Center {}: cannot read the entries: {e}", mc.name);
+                }
+                self.alerts.failed(&message);
+                Err(e)
+            }
+        }
+    }
+
+    /// What `/metrics` shows of the house: active Message Center entries per severity (none
+    /// listed when the structure file has no Message Center) and whether commands are stopped
+    /// ([`House::stop_shown`]: no Miniserver round trip).
+    pub fn metrics(&self) -> crate::metrics::HouseScrape {
+        let active_alerts = if self.home().message_center.is_some() {
+            self.alerts
+                .snapshot()
+                .active_counts()
+                .iter()
+                .map(|(s, n)| (s.as_str(), *n))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        crate::metrics::HouseScrape {
+            active_alerts,
+            stopped: self.stop_shown().stopped,
+        }
+    }
+
+    /// Notes a notification the Miniserver pushed and, when it is new and `announce`,
+    /// publishes it on the bus; see [`Alerts::notified`]. Returns whether it was published.
+    pub fn notify(&self, notification: Notification, announce: bool) -> bool {
+        if !self.alerts.notified(notification.clone(), announce) {
+            return false;
+        }
+        log::info!(
+            "Miniserver notification ({}): {}: {}",
+            notification.level.as_str(),
+            notification.title,
+            notification.message
+        );
+        // What readers see changed (home://alerts lists the notifications): no cached answer
+        // from before it. Bumped before it is told, so a reader woken by it reads anew.
+        self.bump();
+        self.bus
+            .publish(Event::Alert(Box::new(AlertEvent::Notification(
+                notification,
+            ))));
+        true
+    }
+
+    /// Marks the Message Center entry `id` read or confirms it ([`AlertOp`]) for `caller`
+    /// (logged like every write), then reads the entries again and returns the entry as the
+    /// Miniserver now lists it. Refused before anything is sent: while the house is stopped
+    /// ([`ControllerError::Stopped`]), an id the Miniserver does not list (asked again before
+    /// refusing when the list is older than [`ALERTS_FRESH`]: [`ControllerError::NoSuchAlert`]),
+    /// a confirmation the entry does not
+    /// offer ([`ControllerError::ActionNotOffered`]), the outbound command limits.
+    pub fn act_on_alert(
+        &self,
+        id: &str,
+        op: AlertOp,
+        caller: &str,
+    ) -> Result<Alert, ControllerError> {
+        let home = self.home();
+        let Some(mc) = home.message_center.as_ref() else {
+            return Err(ControllerError::Unsupported(
+                "this Miniserver's structure file has no Message Center".into(),
+            ));
+        };
+        self.refuse_while_stopped(&mc.name, caller)?;
+        let snapshot = self.alerts.snapshot();
+        let entry = match snapshot.get(id) {
+            Some(a) => a.clone(),
+            // An id the list does not have: asked again only when the list is not fresh (a
+            // caller guessing ids costs no read of the Miniserver each time).
+            None if snapshot
+                .fetched_at
+                .and_then(|t| t.elapsed().ok())
+                .is_none_or(|age| age > ALERTS_FRESH) =>
+            {
+                self.refresh_alerts()?
+                    .get(id)
+                    .cloned()
+                    .ok_or_else(|| ControllerError::NoSuchAlert(id.to_string()))?
+            }
+            None => return Err(ControllerError::NoSuchAlert(id.to_string())),
+        };
+        if op == AlertOp::Confirm && !entry.offers(super::alerts::CONFIRM_ACTION) {
+            return Err(ControllerError::ActionNotOffered {
+                alert: entry.id.clone(),
+                action: "confirm (action 1005)".into(),
+                offered: entry
+                    .actions
+                    .iter()
+                    .map(|a| format!("{} ({})", a.title, a.id))
+                    .collect(),
+            });
+        }
+        self.admit_command(&mc.uuid, &mc.name)?;
+        let result = self.controller.alert_op(mc, &entry.id, op);
+        match &result {
+            Ok(()) => log::info!(
+                "write by {caller}: Message Center entry {} ({}) {} -> ok",
+                entry.title,
+                entry.id,
+                op.as_str()
+            ),
+            Err(e) => log::warn!(
+                "write by {caller}: Message Center entry {} ({}) {} -> {e}",
+                entry.title,
+                entry.id,
+                op.as_str()
+            ),
+        }
+        result?;
+        // The answer to the command carries no entry: read the list again (a failure here
+        // leaves the entry as it was known, the command went through).
+        Ok(match self.refresh_alerts() {
+            Ok(snap) => snap.get(&entry.id).cloned().unwrap_or(entry),
+            Err(_) => entry,
+        })
     }
 
     /// Forgets the remembered primary values a command on `control` may change: its own, its
@@ -744,6 +1062,24 @@ impl House {
             }
         }
         self.refresh(control, Source::Read)
+    }
+}
+
+impl SwitchSource for House {
+    fn model(&self) -> Arc<Home> {
+        self.home()
+    }
+
+    fn link_now(&self) -> LinkSnapshot {
+        self.link.snapshot()
+    }
+
+    fn switch_value(&self, control: &Control) -> Result<StateValue, String> {
+        self.value(control).map_err(|e| e.to_string())
+    }
+
+    fn switch_known(&self, control: &Control) -> Option<StateValue> {
+        self.known_value(control)
     }
 }
 

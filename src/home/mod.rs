@@ -1,8 +1,10 @@
 //! The controller-independent home model: rooms, categories, controls ([`model`]), their live
-//! values ([`state`]) and name resolution ([`resolve`]). This is where tools meet the Loxone
+//! values ([`state`]), name resolution ([`resolve`]), the Miniserver's own alerts ([`alerts`])
+//! and the stop that halts every command ([`stop`]). This is where tools meet the Loxone
 //! adapter; it knows nothing of MCP or HTTP.
 
 pub mod action;
+pub mod alerts;
 pub mod bounds;
 pub mod bus;
 pub mod house;
@@ -15,23 +17,29 @@ pub mod resolve;
 pub mod risk;
 pub mod scope;
 pub mod state;
+pub mod stop;
 pub mod time;
 pub mod words;
 
 pub use action::{Action, OverrideTimer, RoomMode};
+pub use alerts::{
+    Alert, AlertAction, AlertEvent, AlertOp, AlertsSnapshot, Notification, NotificationLevel,
+    Severity,
+};
 pub use bus::{Bus, Change, Event, Subscription};
 pub use house::{
     Command, CommandLimits, Controller, ControllerError, House, Outcome, RejectedStructure, Secret,
 };
 pub use link::{LinkMode, LinkSnapshot, LinkStatus};
 pub use model::{
-    Category, CategoryKind, Control, ControlKind, Family, Home, MsInfo, Room, StateRef,
-    StructureProblem, StructureWarning, TypeFamily,
+    Category, CategoryKind, Control, ControlKind, Family, Home, MessageCenter, MsInfo, Room,
+    StateRef, StructureProblem, StructureWarning, TypeFamily,
 };
 pub use permission::{Permission, Profile, ToolFacts};
 pub use primary::Primary;
 pub use risk::{Risk, RiskRules};
 pub use scope::{Access, Denied, Scope};
 pub use state::{Source, StateStore, StateValue, Value};
+pub use stop::{AdminStop, AdminStops, StopStatus, SwitchReading};
 pub use time::{HouseTime, LOXONE_EPOCH_UNIX};
 pub use words::{UnknownWord, Word};

@@ -27,9 +27,25 @@ pub struct Home {
     pub global_states: BTreeMap<String, String>,
     /// `operatingModes`: id -> name.
     pub operating_modes: BTreeMap<String, String>,
+    /// The top-level `messageCenter` block (firmware 10.0 and later), if the file has one.
+    pub message_center: Option<MessageCenter>,
     /// What the reader skipped or read as empty because the file is not as documented (see
     /// `loxone::structure`), in the order met, at most one per path; empty for a clean file.
     pub warnings: Vec<StructureWarning>,
+}
+
+/// The Miniserver's Message Center (System Status), from the structure file's top-level
+/// `messageCenter` block (`{"<uuid>": {"name", "uuidAction", "states": {"changed"}}}`, per
+/// Loxone structure file docs): the target of its commands (`getEntries`, `readEntry`,
+/// `action`) and the state that changes whenever its entries do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageCenter {
+    /// `uuidAction`, lowercase: `jdev/sps/io/{uuid}/getEntries/2` and the other commands.
+    pub uuid: String,
+    pub name: String,
+    /// The `changed` state's UUID, lowercase, if given: a new value means the entries changed
+    /// (a trigger only; the docs call it a Unix time, clients read it otherwise).
+    pub changed: Option<String>,
 }
 
 /// One place in a structure file that is not as documented and was skipped or read as empty

@@ -13,6 +13,8 @@
 //! | `GET /admin/status` | version, uptime, security level, `services.loxone` (link mode, `connected`, `last_error`, `reconnects`, `events_received`), structure file, key counts, MCP sessions, audit entries |
 //! | `GET /admin/rate-limits` | limits per role and per client, the window, and the current buckets (key ids masked) |
 //! | `GET /admin/api/audit?since=&key_name=&operation=&result=&limit=` | `{"entries": [...]}` newest first (limit 1-1000, default 100) |
+//! | `GET /admin/api/stop` | `{"stop": {...}}`: whether commands are stopped, by what, since when, who lifts it ([`crate::home::StopStatus::to_json`]) |
+//! | `POST /admin/api/stop` | body `{"stopped": true}` stops every command (the admin page's stop, kept in the data directory across restarts), `{"stopped": false}` lifts it (the stop switch in the house is lifted only there): **200** `{"stop": {...}}` |
 //!
 //! A device key's `allowed_devices` (control names, `"name (room)"` or UUIDs) are resolved
 //! against the current structure file on create and update and stored as control UUIDs; an
@@ -36,7 +38,8 @@
 //! | the key store or audit log failed | 500 | `INTERNAL_ERROR` |
 //!
 //! Every key operation is written to the audit log (transport `admin`, operation
-//! `key.create` / `key.update` / `key.delete`, target `name (masked id)`).
+//! `key.create` / `key.update` / `key.delete`, target `name (masked id)`), and so is every
+//! stop and lift (operation `stop.set` / `stop.lift`, target `admin stop`).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -153,6 +156,14 @@ pub(crate) fn handle(
         "/admin/api/audit" => match method {
             Get => audit(&admin, query),
             _ => super::method_not_allowed("GET"),
+        },
+        "/admin/api/stop" => match method {
+            Get => Answer::json(200, &json!({"stop": admin.house.stop_shown().to_json()})),
+            Post => match super::json_body(ctx, request) {
+                Ok(body) => set_stop(&admin, principal, body),
+                Err(a) => a,
+            },
+            _ => super::method_not_allowed("GET, POST"),
         },
         p => {
             let Some(raw) = p
@@ -508,6 +519,54 @@ fn delete_key(admin: &AdminContext, principal: Option<&Principal>, id: &str) -> 
     }
 }
 
+/// `POST /admin/api/stop`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StopBody {
+    stopped: bool,
+}
+
+/// Sets or lifts the admin page's stop for the admin key of the request (audited).
+fn set_stop(admin: &AdminContext, principal: Option<&Principal>, body: Value) -> Answer {
+    let started = Instant::now();
+    let body: StopBody = match serde_json::from_value(body) {
+        Ok(b) => b,
+        Err(e) => {
+            return invalid(format!(
+                "invalid body: {e}; send {{\"stopped\": true|false}}"
+            ))
+        }
+    };
+    let by = principal
+        .map(|p| p.caller().key_name)
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "the admin page".to_string());
+    let stops = admin.house.admin_stop();
+    let (op, result) = if body.stopped {
+        ("stop.set", stops.stop(&by).map(|_| ()))
+    } else {
+        ("stop.lift", stops.lift(&by))
+    };
+    match result {
+        Ok(()) => {
+            record(admin, principal, op, "admin stop", "ok", started);
+            Answer::json(200, &json!({"stop": admin.house.stop_shown().to_json()}))
+        }
+        Err(e) => {
+            let a = api_error(500, "INTERNAL_ERROR", e.to_string(), json!({}));
+            record(
+                admin,
+                principal,
+                op,
+                "admin stop",
+                "INTERNAL_ERROR",
+                started,
+            );
+            a
+        }
+    }
+}
+
 fn status(ctx: &Ctx, admin: &AdminContext) -> Answer {
     let link = admin.house.link().snapshot();
     let home = admin.house.home();
@@ -557,6 +616,7 @@ fn status(ctx: &Ctx, admin: &AdminContext) -> Answer {
             "security_level": format!("{:?}", admin.gate.level()).to_lowercase(),
             "keys_required": admin.gate.required(),
             "services": {"loxone": loxone},
+            "stop": admin.house.stop_shown().to_json(),
             "structure": {
                 "last_modified": home.last_modified,
                 "serial": home.ms_info.serial_nr,

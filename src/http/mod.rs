@@ -13,7 +13,9 @@
 //! ended, else 503), request line/header limits ([`MAX_REQUEST_LINE`], [`MAX_HEADERS`],
 //! [`MAX_HEADER_BYTES`]), bodies read by the connection's thread under
 //! [`HttpConfig::request_deadline`] before a worker sees them (declared bodies above
-//! `max_body_bytes` are not read: 413 at once), ambiguous framing refused (400). An accept
+//! `max_body_bytes` are not read: 413 at once; then tiny_http reads and drops up to 8 MiB
+//! more of them, so that a client that sends first reads the 413), ambiguous framing refused
+//! (400). An accept
 //! error never stops its accept thread (see below for when it dies anyway).
 //!
 //! `SO_RCVTIMEO` also bounds `accept(2)` on the listener (the patched acceptor ignores that
@@ -206,15 +208,26 @@ pub struct HttpConfig {
 }
 
 /// What `GET /metrics` needs besides the router's own state (sessions, streams).
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct MetricsContext {
-    /// The Miniserver link to report (`house.link().clone()`; `home_mcp_miniserver_*`, read
-    /// at scrape time); `None` leaves those metrics out.
-    pub link: Option<Arc<crate::home::link::LinkStatus>>,
+    /// The house to report, read at scrape time: its Miniserver link
+    /// (`home_mcp_miniserver_*`), its active Message Center entries
+    /// (`home_mcp_alerts_active`) and whether it is stopped (`home_mcp_assistant_stopped`);
+    /// `None` leaves those metrics out.
+    pub house: Option<Arc<crate::home::House>>,
     /// `[metrics] public = true`: served without a key. Otherwise the route is gated like the
     /// others and needs the `read` permission (monitor or above; anonymous in development on
     /// loopback).
     pub public: bool,
+}
+
+impl std::fmt::Debug for MetricsContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricsContext")
+            .field("house", &self.house.is_some())
+            .field("public", &self.public)
+            .finish()
+    }
 }
 
 impl Default for HttpConfig {
@@ -1032,8 +1045,9 @@ fn route(ctx: &Arc<Ctx>, mut request: tiny_http::Request, out: Out<'_>) {
     let path = url.split('?').next().unwrap_or("").to_string();
     let limit = ctx.config.max_body_bytes;
     if request.body_length().is_some_and(|n| n > limit) {
-        // tiny_http (patched) read none of it and closes the connection after this answer:
-        // nothing is drained, parked or leaked.
+        // tiny_http (patched) read none of it: after this answer it reads and drops at most
+        // 8 MiB more (keeping the connection, or closing it in stages), so that a client that
+        // sends its body first still reads the 413. Nothing is buffered, parked or leaked.
         let details = format!("request body exceeds the limit of {limit} bytes");
         let answer = match path.as_str() {
             "/mcp" => mcp::too_large(limit),
@@ -1200,9 +1214,10 @@ fn metrics_route(ctx: &Ctx, method: &tiny_http::Method, auth: Option<&Principal>
     if let Err(d) = ctx.authorize(auth, &Action::Method("metrics")) {
         return deny(&d, false, &RequestIds::Unknown);
     }
-    let link = ctx.config.metrics.as_ref().and_then(|m| m.link.as_ref());
+    let house = ctx.config.metrics.as_ref().and_then(|m| m.house.as_ref());
     let scrape = metrics::Scrape {
-        link: link.map(|l| l.snapshot().metrics()),
+        link: house.map(|h| h.link().snapshot().metrics()),
+        house: house.map(|h| h.metrics()),
         sessions: Some(ctx.mcp.sessions().len()),
         streams: Some(ctx.pool.active()),
     };

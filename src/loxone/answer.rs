@@ -172,6 +172,38 @@ pub fn parse_number_prefix(s: &str) -> Option<f64> {
     s[..end].parse().ok()
 }
 
+/// HTML as plain text, for the Miniserver's HTML error pages and the Message Center's entry
+/// descriptions: tags dropped (each one a space, so `<br>` and block ends separate words), the
+/// common entities decoded, whitespace collapsed, at most `max` characters (and no more than
+/// about `8 * max` bytes of the input looked at).
+pub fn plain_text(html: &str, max: usize) -> String {
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => {
+                in_tag = true;
+                out.push(' ');
+            }
+            '>' if in_tag => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+        if out.len() > max.saturating_mul(8) {
+            break;
+        }
+    }
+    let decoded = out
+        .replace("&nbsp;", " ")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&");
+    let words: Vec<&str> = decoded.split_whitespace().collect();
+    words.join(" ").chars().take(max).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

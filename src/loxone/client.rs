@@ -277,8 +277,25 @@ impl Client {
         self.command(target, &[])
     }
 
+    /// Like [`Client::command`], for an answer of at most `max_bytes` (a larger one is
+    /// [`LoxoneError::BadAnswer`], read no further): for answers whose size a stranger's
+    /// Miniserver decides, such as the Message Center's entry list.
+    pub fn command_bounded(
+        &self,
+        target: &str,
+        segments: &[String],
+        max_bytes: u64,
+    ) -> Result<LlAnswer, LoxoneError> {
+        let path = command_path("jdev/sps/io", target, segments)?;
+        self.get_ll_limited(&path, true, max_bytes)
+    }
+
     fn get_ll(&self, path: &str, auth: bool) -> Result<LlAnswer, LoxoneError> {
-        let (status, body) = self.get(path, auth)?;
+        self.get_ll_limited(path, auth, MAX_ANSWER_BYTES)
+    }
+
+    fn get_ll_limited(&self, path: &str, auth: bool, limit: u64) -> Result<LlAnswer, LoxoneError> {
+        let (status, body) = self.get_limited(path, auth, limit)?;
         let shown = redact(path);
         // An authenticated request's 401 was decided in `get`; what is left carried nothing.
         check_status(status, &body, &shown, Presented::Nothing)?;
@@ -436,16 +453,27 @@ impl Client {
     /// did nothing, so sending it again is safe. A token issued for this very request and
     /// refused all the same counts as a refused password (no loop of logins).
     fn get(&self, path: &str, auth: bool) -> Result<(u16, Vec<u8>), LoxoneError> {
+        self.get_limited(path, auth, MAX_ANSWER_BYTES)
+    }
+
+    /// [`Client::get`] for a body of at most `limit` bytes (a larger one is
+    /// [`LoxoneError::BadAnswer`]).
+    fn get_limited(
+        &self,
+        path: &str,
+        auth: bool,
+        limit: u64,
+    ) -> Result<(u16, Vec<u8>), LoxoneError> {
         if !auth {
-            return self.send(path, Carry::Nothing);
+            return self.send(path, Carry::Nothing, limit);
         }
         let mut again = false;
         loop {
             self.check_blocked()?;
             let credential = self.credential()?;
             let (status, body) = match &credential {
-                Credential::Basic => self.send(path, Carry::Header(&self.authorization))?,
-                Credential::Token { query, .. } => self.send(path, Carry::Query(query))?,
+                Credential::Basic => self.send(path, Carry::Header(&self.authorization), limit)?,
+                Credential::Token { query, .. } => self.send(path, Carry::Query(query), limit)?,
             };
             if status != 401 && envelope_code(&body) != Some(401) {
                 if matches!(credential, Credential::Basic) && (200..300).contains(&status) {
@@ -479,9 +507,15 @@ impl Client {
         }
     }
 
-    /// Sends one GET of `path` carrying `carry`. Returns status and body (at most
-    /// [`MAX_ANSWER_BYTES`]). A 403 announcing a lock-out is remembered ([`Client::note`]).
-    fn send(&self, path: &str, carry: Carry<'_>) -> Result<(u16, Vec<u8>), LoxoneError> {
+    /// Sends one GET of `path` carrying `carry`. Returns status and body (at most `limit`
+    /// bytes; a larger body is [`LoxoneError::BadAnswer`], read no further than `limit + 1`).
+    /// A 403 announcing a lock-out is remembered ([`Client::note`]).
+    fn send(
+        &self,
+        path: &str,
+        carry: Carry<'_>,
+        limit: u64,
+    ) -> Result<(u16, Vec<u8>), LoxoneError> {
         self.check_silent()?;
         let url = match carry {
             Carry::Query(q) => {
@@ -511,9 +545,15 @@ impl Client {
         let mut body = Vec::new();
         resp.body_mut()
             .as_reader()
-            .take(MAX_ANSWER_BYTES)
+            .take(limit.saturating_add(1))
             .read_to_end(&mut body)
             .map_err(|e| LoxoneError::Connection(format!("reading the answer: {e}")))?;
+        if body.len() as u64 > limit {
+            return Err(LoxoneError::BadAnswer(format!(
+                "the answer to /{} is larger than {limit} bytes",
+                redact(path)
+            )));
+        }
         log::debug!("GET /{} -> {status} ({} bytes)", redact(path), body.len());
         if status == 403 {
             if let Some(remaining_secs) = lockout_remaining(&body) {
@@ -657,10 +697,10 @@ impl Exchange for HttpExchange<'_> {
             let path = sk
                 .http_command(&pk, cmd, true)
                 .map_err(|e| LoxoneError::BadAnswer(e.to_string()))?;
-            let (status, body) = c.send(&path, Carry::Nothing)?;
+            let (status, body) = c.send(&path, Carry::Nothing, MAX_ANSWER_BYTES)?;
             (status, body, Some(sk))
         } else {
-            let (status, body) = c.send(cmd, Carry::Nothing)?;
+            let (status, body) = c.send(cmd, Carry::Nothing, MAX_ANSWER_BYTES)?;
             (status, body, None)
         };
         let answer = check_status(status, &body, &shown, presented).and_then(|()| {
@@ -826,22 +866,7 @@ fn lockout_remaining(body: &[u8]) -> Option<u64> {
 
 /// The human text of an HTML error body, tags removed, at most 200 characters.
 fn html_error_text(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    let mut out = String::new();
-    let mut in_tag = false;
-    for c in text.chars() {
-        match c {
-            '<' => {
-                in_tag = true;
-                out.push(' ');
-            }
-            '>' => in_tag = false,
-            c if !in_tag => out.push(c),
-            _ => {}
-        }
-    }
-    let words: Vec<&str> = out.split_whitespace().collect();
-    words.join(" ").chars().take(200).collect()
+    super::answer::plain_text(&String::from_utf8_lossy(body), 200)
 }
 
 /// Parses an `{"LL": {...}}` envelope: `Code` or `code`, string or number.

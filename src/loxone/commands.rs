@@ -9,7 +9,10 @@
 //! value (a TextInput's text) is always one segment, whatever characters it holds.
 
 use super::client::{parse_number_prefix, Client, LlAnswer, LoxoneError};
-use crate::home::{Action, Control, ControlKind, Controller, ControllerError, Secret, Value};
+use crate::home::{
+    Action, Alert, AlertOp, Control, ControlKind, Controller, ControllerError, MessageCenter,
+    Secret, Value,
+};
 
 /// LightControllerV2 mood id "Off" (all circuits off), per Loxone clients (PyLoxone, openHAB);
 /// defined once with the primary-state table.
@@ -474,6 +477,21 @@ impl Controller for Client {
             code: 0,
             message: format!("no value in the answer for {}", control.uuid),
         })
+    }
+
+    /// The Message Center's entries ([`super::message_center`]).
+    fn alerts(&self, mc: &MessageCenter) -> Result<Vec<Alert>, ControllerError> {
+        self.message_center_entries(mc)
+    }
+
+    /// `readEntry` or the confirm action ([`super::message_center`]).
+    fn alert_op(
+        &self,
+        mc: &MessageCenter,
+        entry: &str,
+        op: AlertOp,
+    ) -> Result<(), ControllerError> {
+        self.message_center_op(mc, entry, op)
     }
 }
 

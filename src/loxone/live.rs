@@ -58,7 +58,8 @@ pub struct LinkConfig {
     pub keepalive_answer: Duration,
     /// Socket read timeout: how often the thread looks at the stop signal and the keepalive.
     pub poll: Duration,
-    /// Longest a login (key exchange, getkey2, getjwt) may take.
+    /// Longest a login (key exchange, getkey2, getjwt) may take; also bounds the TCP connect
+    /// and the WebSocket upgrade before it.
     pub login_timeout: Duration,
     /// First retry delay and the cap of the backoff.
     pub retry_base: Duration,
@@ -257,7 +258,10 @@ fn session(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiv
     if let Some(e) = client.blocked() {
         return classify(client, cfg.lockout, e);
     }
-    let mut reader = match Reader::connect(&url, cfg.poll) {
+    // The TCP connect and the WebSocket upgrade may take as long as a login may (a busy Pi, a
+    // slow Miniserver: with `poll`, 250 ms, an upgrade answered later failed the session and
+    // cost a retry's backoff); the session's reads then wait at most `poll` (see below).
+    let mut reader = match Reader::connect(&url, cfg.login_timeout) {
         Ok(r) => r,
         Err(WsError::Refused(403)) => {
             return Ended::Held(
@@ -273,6 +277,12 @@ fn session(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiv
         }
         Err(e) => return Ended::Failed(e.to_string()),
     };
+    // Reads (and writes) wait at most `poll`, so that the loop below sees the stop signal and
+    // the keepalive in time; the login and every exchange loop on timeouts until their own
+    // deadline.
+    if let Err(e) = reader.get_ref().get_ref().set_timeout(Some(cfg.poll)) {
+        return Ended::Failed(e.to_string());
+    }
     let pk = match client.public_key() {
         Ok(pk) => pk,
         Err(e) => return classify(client, cfg.lockout, e),

@@ -1,7 +1,8 @@
 //! The Miniserver adapter: reads the structure file into the [`crate::home`] model
 //! ([`structure`]) and talks Loxone HTTP to a Miniserver ([`client`]; secured commands hashed
 //! by [`secured`]); [`ws`] is the WebSocket wire format (headers, event tables) and a
-//! blocking reader. It knows nothing of MCP.
+//! blocking reader; [`message_center`] reads the Message Center and the pushed notifications
+//! into the house's alerts. It knows nothing of MCP.
 
 pub mod answer;
 pub mod backoff;
@@ -11,6 +12,7 @@ pub mod config;
 pub mod crypto;
 pub mod feed;
 pub mod live;
+pub mod message_center;
 pub mod poll;
 pub mod secured;
 pub mod structure;

@@ -46,8 +46,8 @@ use serde_json::{Map, Value};
 
 use crate::home::resolve::fold;
 use crate::home::{
-    Category, CategoryKind, Control, ControlKind, Home, MsInfo, Room, StateRef, StructureProblem,
-    StructureWarning,
+    Category, CategoryKind, Control, ControlKind, Home, MessageCenter, MsInfo, Room, StateRef,
+    StructureProblem, StructureWarning,
 };
 
 /// Path used in errors for the document itself.
@@ -211,6 +211,7 @@ impl Reader {
         let ms_info = self.ms_info(doc);
         let global_states = self.string_map(doc, "globalStates");
         let operating_modes = self.string_map(doc, "operatingModes");
+        let message_center = self.message_center(doc);
 
         let mut rooms = Vec::new();
         if let Some(map) = self.section(doc, "rooms", "rooms") {
@@ -275,6 +276,7 @@ impl Reader {
             controls,
             global_states,
             operating_modes,
+            message_center,
             warnings: self.warnings,
         })
     }
@@ -394,6 +396,30 @@ impl Reader {
             temp_unit: integer(m, "tempUnit"),
             current_user,
         }
+    }
+
+    /// The top-level `messageCenter` block (`{"<uuid>": {"name", "uuidAction", "states":
+    /// {"changed"}}}`, per Loxone structure file docs): its first entry that is an object
+    /// (a Miniserver has one Message Center); `None` when the file has none. Entries of the
+    /// wrong type are skipped with a warning, like the other maps.
+    fn message_center(&mut self, doc: &Map<String, Value>) -> Option<MessageCenter> {
+        let map = self.section(doc, "messageCenter", "messageCenter")?;
+        for (key, v) in map {
+            let Some(obj) = self.entry(v, format!("messageCenter.{key}")) else {
+                continue;
+            };
+            let changed = obj
+                .get("states")
+                .and_then(Value::as_object)
+                .and_then(|states| opt_text(states, "changed"))
+                .filter(|u| !u.is_empty());
+            return Some(MessageCenter {
+                uuid: uuid_of(obj, "uuidAction", key),
+                name: plain_text(obj, "name"),
+                changed,
+            });
+        }
+        None
     }
 
     /// A name -> text map (`globalStates`, `operatingModes`); `null` entries are left out

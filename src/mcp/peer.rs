@@ -138,6 +138,8 @@ pub struct Hub {
     /// Subscriptions of sessions the [`SessionStore`](super::SessionStore) does not hold
     /// (stdio).
     local: Mutex<HashMap<String, BTreeSet<String>>>,
+    /// `logging/setLevel` of sessions the session store does not hold (stdio).
+    local_log: Mutex<HashMap<String, super::LogLevel>>,
     /// Open `subscriptions/listen` streams (MCP 2026-07-28), by a key of their own.
     listeners: Mutex<HashMap<u64, Listener>>,
     next_listener: AtomicU64,
@@ -194,6 +196,25 @@ impl Hub {
     pub fn unregister(&self, key: &str) {
         lock(&self.outlets).remove(key);
         lock(&self.local).remove(key);
+        lock(&self.local_log).remove(key);
+    }
+
+    /// Sets the `logging/setLevel` of a session kept outside the session store (stdio);
+    /// `None` forgets it.
+    pub fn set_local_log_level(&self, key: &str, level: Option<super::LogLevel>) {
+        let mut map = lock(&self.local_log);
+        match level {
+            Some(l) => map.insert(key.to_string(), l),
+            None => map.remove(key),
+        };
+    }
+
+    /// Local sessions with a log level, and the level.
+    pub fn local_log_levels(&self) -> Vec<(String, super::LogLevel)> {
+        lock(&self.local_log)
+            .iter()
+            .map(|(k, l)| (k.clone(), *l))
+            .collect()
     }
 
     /// The outlet of session `key`.

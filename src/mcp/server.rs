@@ -286,6 +286,24 @@ impl McpServer {
             )
     }
 
+    /// Sends `notifications/message {level, logger, data}` to every session (HTTP or local)
+    /// with an outlet whose `logging/setLevel` admits `level` (clients that declared no level
+    /// get none). Returns how many sessions it reached.
+    pub fn notify_log(&self, level: LogLevel, logger: &str, data: Value) -> usize {
+        let message = json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/message",
+            "params": {"level": level.as_str(), "logger": logger, "data": data},
+        })
+        .to_string();
+        let mut targets = self.sessions.log_levels();
+        targets.extend(self.hub.local_log_levels());
+        targets
+            .iter()
+            .filter(|(key, min)| level >= *min && self.hub.send_to(key, &message))
+            .count()
+    }
+
     /// Every URI some session (HTTP or local) is subscribed to: what a notifier that lost
     /// track of changes must announce as updated.
     pub fn subscribed_uris(&self) -> Vec<String> {

@@ -392,6 +392,15 @@ impl SessionStore {
         }
     }
 
+    /// Sessions that asked for log messages (`logging/setLevel`), with the lowest level each
+    /// wants.
+    pub fn log_levels(&self) -> Vec<(String, super::LogLevel)> {
+        self.lock()
+            .iter()
+            .filter_map(|(id, e)| e.log_level.map(|l| (id.clone(), l)))
+            .collect()
+    }
+
     /// Every URI some session is subscribed to.
     pub fn subscribed_uris(&self) -> std::collections::BTreeSet<String> {
         self.lock()

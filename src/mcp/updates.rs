@@ -4,7 +4,9 @@
 //! house's change bus in `crate::app`: each state change becomes the URIs it affects, a
 //! structure reload becomes [`Update::ListChanged`]) and hands them to the [`McpServer`]:
 //! `notifications/resources/updated {uri}` for every subscribed session with an outlet,
-//! `notifications/resources/list_changed` for every session with an outlet. Updates are
+//! `notifications/resources/list_changed` for every session with an outlet, and
+//! `notifications/message` for [`Update::Log`] to every session whose log level admits it.
+//! Resource updates are
 //! coalesced per URI by a [`Coalescer`]: at most one notification per URI per interval; a
 //! burst sends the first at once and one more at the end of the interval.
 
@@ -25,6 +27,13 @@ pub enum Update {
     /// Changes were lost (the source lagged behind): any subscribed URI may have changed, so
     /// each is announced as updated.
     Resync,
+    /// Something worth a log message happened: `notifications/message` to every session
+    /// whose log level admits `level` ([`McpServer::notify_log`]); not coalesced.
+    Log {
+        level: super::LogLevel,
+        logger: String,
+        data: serde_json::Value,
+    },
 }
 
 /// Rate limit per URI.
@@ -85,6 +94,8 @@ impl Coalescer {
 /// What the notifier's source returns for one wait.
 pub enum Next {
     Update(Update),
+    /// Several updates from one event (resource URIs and a log message).
+    Updates(Vec<Update>),
     /// Nothing within the wait.
     Idle,
     /// The source is gone: the notifier ends.
@@ -103,22 +114,35 @@ pub fn spawn_notifier(
             let mut coalescer = Coalescer::new(interval);
             let tick = (interval / 4).max(Duration::from_millis(10));
             loop {
-                match next(tick) {
+                let updates = match next(tick) {
                     Next::Closed => return,
-                    Next::Idle => {}
-                    Next::Update(Update::ListChanged) => {
-                        let n = mcp.notify_list_changed();
-                        log::debug!("resources list_changed sent to {n} sessions");
-                    }
-                    Next::Update(update @ (Update::Uris(_) | Update::Resync)) => {
-                        let uris = match update {
-                            Update::Uris(uris) => uris,
-                            _ => mcp.subscribed_uris(),
-                        };
-                        let now = Instant::now();
-                        for uri in uris {
-                            if let Some(uri) = coalescer.offer(uri, now) {
-                                mcp.notify_resource_updated(&uri);
+                    Next::Idle => Vec::new(),
+                    Next::Update(u) => vec![u],
+                    Next::Updates(list) => list,
+                };
+                for update in updates {
+                    match update {
+                        Update::ListChanged => {
+                            let n = mcp.notify_list_changed();
+                            log::debug!("resources list_changed sent to {n} sessions");
+                        }
+                        Update::Log {
+                            level,
+                            logger,
+                            data,
+                        } => {
+                            mcp.notify_log(level, &logger, data);
+                        }
+                        update @ (Update::Uris(_) | Update::Resync) => {
+                            let uris = match update {
+                                Update::Uris(uris) => uris,
+                                _ => mcp.subscribed_uris(),
+                            };
+                            let now = Instant::now();
+                            for uri in uris {
+                                if let Some(uri) = coalescer.offer(uri, now) {
+                                    mcp.notify_resource_updated(&uri);
+                                }
                             }
                         }
                     }

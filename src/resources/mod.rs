@@ -52,10 +52,11 @@ const LIMIT: i64 = 500;
 
 /// The fixed resources: URI, name, description.
 pub const FIXED: &[(&str, &str, &str)] = &[
+    ("home://alerts", "House alerts", "The Miniserver's own alerts (Message Center / System Status): active entries first, most severe first, with severity, room, affected device, since when, read/confirmed, and the newest notifications (list_alerts)."),
     ("home://summary", "Home summary", "What is on, open, playing, armed: lights on, blinds not open, open windows, temperature against target per room, audio, presence, alarms, alerts (get_home_summary)."),
     ("home://rooms", "Rooms", "All rooms with their number of devices per family (list_rooms)."),
     ("home://devices/all", "All devices", "Every device with type, family, Loxone category, room and current state (list_devices, at most 500)."),
-    ("home://system/status", "System status", "Miniserver identity, structure file version, link status to the Miniserver, counts of rooms, categories, devices and known values."),
+    ("home://system/status", "System status", "Miniserver identity, structure file version, link status to the Miniserver, whether commands are stopped (and since when), counts of rooms, categories, devices and known values."),
     ("home://system/capabilities", "System capabilities", "Device families and control types present, secured controls, the tool, resource and prompt catalogue sizes and the features of this server."),
     ("home://system/categories", "Categories", "Device families and the user's Loxone categories with their number of devices and resource URIs."),
     ("home://sensors", "All sensors", "Every sensor with its reading: temperature, humidity, motion, door/window, brightness, meters, other (get_sensors_status)."),
@@ -280,6 +281,7 @@ pub(crate) fn resolve(home: &Home, uri: &str) -> Result<Resolved, RpcError> {
     };
     match s.as_slice() {
         ["summary"] => fixed(tool("get_home_summary", json!({}))),
+        ["alerts"] => fixed(tool("list_alerts", json!({"limit": LIMIT}))),
         ["rooms"] => fixed(tool("list_rooms", json!({"limit": LIMIT}))),
         ["system", "status"] => fixed(Target::Status),
         ["system", "capabilities"] => fixed(Target::Capabilities),

@@ -26,6 +26,9 @@ pub fn status(ctx: &Ctx, home: &Home) -> Value {
         },
         "structure": {"last_modified": home.last_modified},
         "link": ctx.link().snapshot().to_json(),
+        // Whether commands are stopped (the stop switch in the house, the admin page's stop),
+        // since when and who can lift it.
+        "stop": ctx.stop_shown().to_json(),
         "counts": {
             "rooms": home.rooms.len(),
             "categories": home.categories.len(),

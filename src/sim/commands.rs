@@ -50,6 +50,23 @@ pub(crate) const COMMANDS: &[Command] = &[
         "§2.3",
         super::system::structure_version,
     ),
+    // The Message Center (intercom-alerts §2, §5; before the controls' commands: its UUID is
+    // no control's).
+    Command::new(
+        "sps/io/{mc}/getEntries/{n}",
+        "intercom-alerts §2",
+        super::message_center::get_entries,
+    ),
+    Command::new(
+        "sps/io/{mc}/readEntry/{entry}",
+        "intercom-alerts §2",
+        super::message_center::read_entry,
+    ),
+    Command::new(
+        "sps/io/{mc}/action/{entry}/{action-id}",
+        "intercom-alerts §2 (1005 confirms)",
+        super::message_center::entry_action,
+    ),
     // §2.5 reading values (before the commands of §2.4: the more specific first).
     Command::new("sps/io/{control}", "§2.5", super::http::io_read),
     Command::new("sps/io/{control}/state", "§2.5", super::http::io_read),
@@ -187,6 +204,38 @@ pub(crate) const COMMANDS: &[Command] = &[
     Command::new("bus/frameerrors", "§2.6", super::system::counter),
     Command::new("bus/overruns", "§2.6", super::system::counter),
     Command::new("bus/parityerrors", "§2.6", super::system::counter),
+    // The test drive: what happens in the house, for tests in another process (no Miniserver
+    // has these paths; message_center.rs).
+    Command::new(
+        "sim/drive/messagecenter/raise",
+        "test drive (inferred entry shape, intercom-alerts §5)",
+        super::message_center::drive_raise,
+    )
+    .bare(),
+    Command::new(
+        "sim/drive/messagecenter/clear/{entry}",
+        "test drive",
+        super::message_center::drive_clear,
+    )
+    .bare(),
+    Command::new(
+        "sim/drive/notify",
+        "test drive (intercom-alerts §2 notification shape)",
+        super::message_center::drive_notify,
+    )
+    .bare(),
+    Command::new(
+        "sim/drive/requests/{mark}",
+        "test drive (the request log)",
+        super::message_center::drive_requests,
+    )
+    .bare(),
+    Command::new(
+        "sim/drive/state/{control}/{state}/{value}",
+        "test drive (a Virtual Status or sensor set by the Miniserver's logic)",
+        super::message_center::drive_state,
+    )
+    .bare(),
 ];
 
 /// How a pattern segment matches.

@@ -364,7 +364,7 @@ impl House {
                     }
                 }
                 for n in names {
-                    states.insert(n.clone(), default_value(&kind, &n));
+                    states.insert(n.clone(), default_value(&kind, &n, c.get("details")));
                     state_names.push(n);
                 }
             }
@@ -434,9 +434,16 @@ impl House {
     }
 }
 
-/// Starting value of a state not given in the values file.
-fn default_value(kind: &Kind, state: &str) -> Val {
+/// Starting value of a state not given in the values file (`details`: the control's
+/// structure-file details).
+fn default_value(kind: &Kind, state: &str, details: Option<&Value>) -> Val {
+    let detail = |k: &str| details.and_then(|d| d.get(k)).and_then(Value::as_f64);
     match (kind, state) {
+        // A ValueSelector's range as its commands are clamped to (`bounds` in controls.rs):
+        // the details' min/max, else 0-100. A range of 0 to 0 (a bare default) announced a
+        // block that takes no value but 0, while the simulator took any value up to 100.
+        (Kind::ValueSelector, "min") => Val::Num(detail("min").unwrap_or(0.0)),
+        (Kind::ValueSelector, "max") => Val::Num(detail("max").unwrap_or(100.0)),
         (Kind::LightControllerV2, "activeMoods") => Val::Text("[778]".into()),
         (Kind::LightControllerV2, "moodList") => {
             Val::Text(r#"[{"name":"Viel Licht","shortName":"Hell","id":777,"static":true,"used":0,"t":0},{"name":"Aus","shortName":"Aus","id":778,"static":true,"used":0,"t":0}]"#.into())
@@ -444,9 +451,7 @@ fn default_value(kind: &Kind, state: &str) -> Val {
         (Kind::LightControllerV2, "activeMoodsNum") => Val::Num(778.0),
         (Kind::Dimmer, "max") => Val::Num(100.0),
         (Kind::Dimmer, "step") => Val::Num(1.0),
-        // A ValueSelector always has a range (Loxone Config gives 0..100, step 1, by default);
-        // 0..0 would refuse every value once the live states arrive.
-        (Kind::ValueSelector, "max") => Val::Num(100.0),
+        // Loxone Config gives a ValueSelector step 1 by default.
         (Kind::ValueSelector, "step") => Val::Num(1.0),
         (Kind::IRoomControllerV2, "overrideEntries") => Val::Text("[]".into()),
         (_, "volumeStep") => Val::Num(3.0),

@@ -27,7 +27,11 @@
 //! - token authentication and command encryption (`auth.rs`, §3): getkey2, getjwt and the
 //!   legacy gettoken, refresh/check/kill, `enc`/`fenc` with the paddings clients use;
 //! - diagnostics and version probes (`system.rs`, §2.2, §2.6);
-//! - the fault switch "answer slowly" ([`Simulator::set_delay`]) for HTTP and WebSocket.
+//! - the fault switch "answer slowly" ([`Simulator::set_delay`]) for HTTP and WebSocket;
+//! - the Message Center (`getEntries`, `readEntry`, `action`) and pushed notifications, with a
+//!   test drive under `/sim/drive/` that raises and clears entries, pushes notifications, sets
+//!   states as the Miniserver's own logic would and shows the request log (see
+//!   `message_center.rs`).
 //!
 //! Layout: [`house`] holds the controls and their states, [`controls`] the per-type
 //! behaviour, `commands` the command table and its router, `answer` what handlers answer and
@@ -47,6 +51,7 @@ mod commands;
 mod controls;
 mod house;
 mod http;
+mod message_center;
 mod server;
 pub mod synth;
 mod system;
@@ -242,6 +247,8 @@ pub struct Simulator {
     /// How many requests came in all, and the last [`REQUEST_LOG_LEN`] request lines, oldest
     /// first ([`Simulator::requests`]).
     requests: Mutex<(usize, std::collections::VecDeque<String>)>,
+    /// The Message Center and the notifications (`message_center.rs`).
+    message_center: Mutex<message_center::MessageCenter>,
 }
 
 /// How many request lines [`Simulator::requests`] keeps (older ones are dropped).
@@ -295,6 +302,7 @@ impl Simulator {
             ws: ws::Hub::default(),
             delay_nanos: std::sync::atomic::AtomicU64::new(0),
             requests: Mutex::new((0, std::collections::VecDeque::new())),
+            message_center: Mutex::new(message_center::MessageCenter::new(&doc)),
         })
     }
 

@@ -154,9 +154,12 @@ impl Simulator {
     /// [`EventValue::Number`], texts as [`EventValue::Text`] without icon. States whose UUID
     /// is not 32 hex digits are left out.
     pub fn ws_snapshot(&self) -> Vec<StateEvent> {
+        // The Message Center's states first: `notifications` is also a global state, and
+        // the first of a UUID wins below.
         let mut out: Vec<StateEvent> = self
-            .ws_globals()
+            .message_center_states()
             .into_iter()
+            .chain(self.ws_globals())
             .map(|(uuid, v)| to_event(uuid, &v))
             .collect();
         out.extend(
@@ -498,7 +501,10 @@ impl<'a> Session<'a> {
     /// Sends what changed since the last call (everything after `enablebinstatusupdate`):
     /// a value table, then a text table, each only when non-empty.
     fn push_changes(&mut self) -> Step {
-        let mut current = self.sim.ws_control_states();
+        // The Message Center's `changed` and the notifications text first (the latter is a
+        // global state too; the first value of a UUID counts, below).
+        let mut current = self.sim.message_center_states();
+        current.extend(self.sim.ws_control_states());
         if self.sent.is_empty() {
             current.extend(self.sim.ws_globals());
         }

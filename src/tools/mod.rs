@@ -21,6 +21,7 @@
 //! JSON, including the `timestamp` of the moment it was computed, except that every `age_secs`
 //! (the age of a value) has grown by the time the answer spent in the cache.
 
+mod alerts;
 mod args;
 mod audio;
 mod batch;
@@ -558,6 +559,7 @@ pub fn catalogue() -> Vec<Tool> {
     tools.extend(workflows::tools());
     tools.extend(batch::tools());
     tools.extend(summary::tools());
+    tools.extend(alerts::tools());
     tools.extend(lean::tools());
     tools
 }
@@ -790,6 +792,22 @@ impl HomeTools {
     /// Runs `tool` for `caller` (a device key refused where the declaration says so) and
     /// renders the answer; a call of a tool that writes is recorded in the audit log
     /// ([`HomeTools::with_audit`]) with its typed outcome.
+    /// The stop, for a tool that writes ([`Permission::writes`], the declaration's fact):
+    /// while the house is stopped (the stop switch off or unknown, the admin page's stop;
+    /// [`crate::home::stop`]) every call of it is refused before its arguments are even read,
+    /// so nothing is sent (`ASSISTANT_STOPPED`, saying who can lift it where); the refusal is
+    /// audited like every call of a tool that writes. Reads pass. (The house refuses again at
+    /// the last moment before a command is sent, `House::act`.)
+    fn stopped(&self, tool: &Tool) -> Option<ToolError> {
+        if !tool.permission.writes() {
+            return None;
+        }
+        let status = self.house.stop_status();
+        status
+            .stopped
+            .then(|| ToolError::Controller(ControllerError::Stopped(Box::new(status))))
+    }
+
     fn run(
         &self,
         tool: &Tool,
@@ -799,7 +817,10 @@ impl HomeTools {
         let started = Instant::now();
         let result = match tool.refuses_device_key(&self.tools, caller) {
             Some(refusal) => Err(refusal),
-            None => tool.invoke(&self.ctx(), &arguments, caller),
+            None => match self.stopped(tool) {
+                Some(stop) => Err(stop),
+                None => tool.invoke(&self.ctx(), &arguments, caller),
+            },
         };
         if let (true, Some(log), Some(request)) =
             (tool.permission.writes(), &self.audit, &caller.request)
@@ -1033,6 +1054,10 @@ pub(crate) fn api_error(e: ToolError) -> crate::error::ApiError {
         ),
         ToolError::Controller(c @ ControllerError::LockedOut { remaining_secs }) => {
             (c.to_string(), json!({"retry_after_secs": remaining_secs}))
+        }
+        // Who stopped it, since when, and who can lift it where.
+        ToolError::Controller(ControllerError::Stopped(status)) => {
+            (status.explain(), status.to_json())
         }
         e => (e.to_string(), json!({})),
     };

@@ -33,7 +33,7 @@ pub fn tools() -> Vec<Tool> {
         Tool::new(
             "get_home_summary",
             "Home summary",
-            "What is going on, to read first: lights on, blinds not open, open windows and doors, °C and target per room, audio playing, presence, alarms (armed), alerts (smoke, water). room narrows all but the alarms.",
+            "What is going on, to read first: lights on, blinds not open, open windows and doors, °C and target per room, audio playing, presence, alarms (armed), alerts (the Miniserver's own first). room narrows all but the alarms.",
             get_home_summary,
         )
         .reach(Reach::AllFamilies { room: "room" })
@@ -339,6 +339,25 @@ fn get_home_summary(house: &Ctx, a: SummaryArgs, _: &Caller) -> Result<Value, To
             "which windows are open arrives with the Miniserver's live updates; only the count is known"
         );
     }
+    // The house's own alerts first: the stop, then the Miniserver's Message Center, most
+    // severe first (in a room summary, that room's entries).
+    let mut first = Vec::new();
+    let stop = house.stop_shown();
+    if stop.stopped {
+        first.push(format!(
+            "the assistant is stopped ({}): commands are refused",
+            stop.stopped_by().join(", ")
+        ));
+    }
+    let snapshot = house.alerts();
+    first.extend(
+        snapshot
+            .active()
+            .filter(|a| room_uuid.is_none_or(|r| a.room.as_deref() == Some(r)))
+            .map(|a| a.line(&home)),
+    );
+    first.extend(alerts);
+    let alerts = first;
     let climate = climate(house, &home, room_uuid, &mut values);
     Ok(values.annotate(json!({
         "room": room.map(|r| r.name.as_str()),

@@ -6,6 +6,7 @@ each script stays runnable as `python tests/e2e/NAME.py ...`.
 
 import base64
 import json
+import socket
 import sys
 import urllib.request
 
@@ -35,6 +36,15 @@ def describe(e):
     if subs:
         return "; ".join(describe(x) for x in subs)
     return f"{type(e).__name__}: {e}"
+
+
+def free_port():
+    """A loopback port nothing listens on now."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
 
 
 # ------------------------------------------------------------------ the simulator's HTTP API

@@ -5,8 +5,9 @@
 # ../shared/tools/mcp-client-check.py over stdio, Streamable HTTP and HTTP+SSE (legacy era;
 # 2.x also its mode='auto' connect), a short session (tests/e2e/session.py;
 # E2E_TRANSCRIPT=FILE keeps the 2.x transcript), the human confirmation scenarios of issue 20
-# (tests/e2e/human.py) and a resources/subscribe update after a wall button at the simulator,
-# over HTTP and stdio (tests/e2e/subscribe.py). Once: a control_device call changes the
+# (tests/e2e/human.py), a resources/subscribe update after a wall button at the simulator,
+# over HTTP and stdio (tests/e2e/subscribe.py), and the Message Center's alerts and the stop
+# switch of issue 31 (tests/e2e/alerts.py). Once: a control_device call changes the
 # simulator's state as a following list_devices shows; and mcp 2.x in its modern mode,
 # `Client(mode="2026-07-28")` over HTTP and stdio (tests/e2e/modern.py: lists, a tool call
 # read back at the simulator, subscriptions/listen receiving an update after a wall button, a
@@ -121,6 +122,16 @@ for sdk in "${SDKS[@]}"; do
     ok "python-sdk $sdk subscription update: $(echo "$SUBS" | tail -n1)"
   else
     bad "python-sdk $sdk subscription update ($SDK_PY)"; echo "${SUBS:-}" | sed 's/^/    /'
+  fi
+
+  # 6b. Issue 31 over HTTP and stdio, against a `home-mcp sim` of its own: an entry raised at
+  # the simulator reaches home://alerts, a subscriber and a log message; confirm_alert reaches
+  # the simulator; with the stop switch off or the link down every actuating tool is refused
+  # and the simulator receives nothing; switched on again, commands flow.
+  if [[ -x "$SDK_PY" ]] && ALERTS=$(timeout 600 "$SDK_PY" tests/e2e/alerts.py "$BIN" 2>/dev/null); then
+    ok "python-sdk $sdk alerts and stop: $(echo "$ALERTS" | tail -n1)"
+  else
+    bad "python-sdk $sdk alerts and stop ($SDK_PY)"; echo "${ALERTS:-}" | sed 's/^/    /'
   fi
 done
 

@@ -18,7 +18,6 @@ tests/e2e/python-sdk.sh prepares; node with tests/e2e/browser's packages, chromi
 import base64
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,7 +26,7 @@ import urllib.request
 
 import anyio
 
-from e2e_common import expect, failures, finish
+from e2e_common import expect, failures, finish, free_port
 
 BIN = os.path.abspath(sys.argv[1])
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -42,13 +41,6 @@ def answered(result, seen):
     text = result.content[0].text if result.content else ""
     return text, (json.loads(text) if text.startswith("{") else {})
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def wait_http(url, deadline=30):

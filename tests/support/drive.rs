@@ -147,4 +147,34 @@ impl MiniserverApi {
             .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
             .unwrap_or_else(|| panic!("{uuid}.{state} is not a number: {v}"))
     }
+
+    /// Every entry of the Message Center `mc` as the Miniserver lists them
+    /// (`jdev/sps/io/{mc}/getEntries/2`, whose `LL.value` is a JSON string).
+    pub fn message_center_entries(&self, mc: &str) -> Vec<Value> {
+        let ll = self.get(&format!("/jdev/sps/io/{mc}/getEntries/2"));
+        let text = ll["value"]
+            .as_str()
+            .expect("getEntries answers a JSON string");
+        let doc: Value = serde_json::from_str(text).expect("the string is JSON");
+        doc["entries"].as_array().expect("an entries list").clone()
+    }
+
+    /// The entry `id` of the Message Center `mc` as the Miniserver lists it; fails when it
+    /// lists none.
+    pub fn message_center_entry(&self, mc: &str, id: &str) -> Value {
+        self.message_center_entries(mc)
+            .into_iter()
+            .find(|e| e["entryUuid"] == id)
+            .unwrap_or_else(|| panic!("the Message Center lists no entry {id}"))
+    }
+
+    /// A request of the simulator's test drive (`/sim/drive/{path}`, see `home_mcp::sim`:
+    /// raise and clear Message Center entries, push notifications, set a state as the
+    /// Miniserver's logic would); its `LL.value` (an entry's id, a notification's uid).
+    pub fn drive(&self, path: &str) -> String {
+        match &self.get(&format!("/sim/drive/{path}"))["value"] {
+            Value::String(s) => s.clone(),
+            v => v.to_string(),
+        }
+    }
 }

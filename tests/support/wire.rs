@@ -6,14 +6,21 @@ use home_mcp::sim::Simulator;
 
 /// The commands (not reads) `sim` received for `uuid`: request lines of
 /// `jdev/sps/io/{uuid}/...` or `jdev/sps/ios/{hash}/{uuid}/...` with a command after the
-/// UUID other than `all` or `state`, oldest first, exactly as received.
+/// UUID other than `all`, `state` or `getEntries/{n}`, oldest first, exactly as received.
 pub fn commands_to(sim: &Simulator, uuid: &str) -> Vec<String> {
     sim.requests()
         .into_iter()
-        .filter(|line| {
-            line.contains(uuid) && !matches!(command_of(line, uuid), "" | "all" | "state")
-        })
+        .filter(|line| line.contains(uuid) && !is_read(command_of(line, uuid)))
         .collect()
+}
+
+/// Whether the command part of a request line only reads: none (the primary value), `all`,
+/// `state`, or the Message Center's entry list (`getEntries/{n}`).
+fn is_read(command: &str) -> bool {
+    matches!(command, "" | "all" | "state")
+        || command
+            .get(..11)
+            .is_some_and(|c| c.eq_ignore_ascii_case("getEntries/"))
 }
 
 /// The command part of a request line for `uuid`: the raw (still percent-encoded) path after
@@ -35,7 +42,8 @@ pub fn sent_commands(sim: &Simulator, uuid: &str) -> Vec<String> {
 
 /// The commands (not reads) to any control among the request lines `sim` received after the
 /// first `mark` ([`Simulator::request_count`] taken earlier): `jdev/sps/io/{target}/{command}`
-/// or `jdev/sps/ios/{hash}/{target}/{command}` with a command other than `all` or `state`.
+/// or `jdev/sps/ios/{hash}/{target}/{command}` with a command other than `all`, `state` or
+/// the Message Center's `getEntries/{n}`.
 /// (A sub-control target `{uuid}/{name}` counts as a command to its parent: the check errs
 /// on the side of "something was sent".)
 pub fn commands_since(sim: &Simulator, mark: usize) -> Vec<String> {
@@ -52,7 +60,7 @@ pub fn commands_since(sim: &Simulator, mark: usize) -> Vec<String> {
                 return false;
             };
             let command = rest.split_once('/').map_or("", |(_, c)| c);
-            !matches!(command, "" | "all" | "state")
+            !is_read(command)
         })
         .collect()
 }

@@ -13,9 +13,18 @@ use crate::util::SequentialWriter;
 use crate::util::{SequentialReader, SequentialReaderBuilder, SequentialWriterBuilder};
 use crate::Request;
 
-/// PATCH(limits): a body at most this much over the limit is discarded after its 413 (the
-/// connection stays open); a larger one is not read at all and the connection closes.
-const DISCARD_BYTES: usize = 1024 * 1024;
+/// PATCH(limits): what is read and discarded of a body over the limit, after its 413, so
+/// that a client that sends its whole body before it reads (Python's `http.client`, most
+/// libraries) reads the 413 instead of a reset. A declared body at most this much over the
+/// limit is drained and keep-alive goes on; a larger declared one, or a chunked body over the
+/// limit, ends the connection with a lingering close ([`ClientConnection::linger`]) that reads
+/// at most this much more. Read into a small buffer and dropped, under the request deadline.
+const DISCARD_BYTES: usize = 8 * 1024 * 1024;
+
+/// PATCH(limits): what a lingering close after a refusal of the connection's own (400, 414,
+/// 431, 503) reads at most, and for how long.
+const REFUSAL_LINGER_BYTES: usize = 256 * 1024;
+const REFUSAL_LINGER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// PATCH(limits): the longest chunk-size line (with extensions) of a chunked body.
 /// `chunked_transfer` reads such a line a byte at a time and keeps it whole in memory, without
@@ -84,6 +93,10 @@ pub struct ClientConnection {
     // next request is read (keep-alive goes on).
     discard: Option<(SequentialReader<BufReader<RefinedTcpStream>>, u64)>,
 
+    // PATCH(limits): the last request's body was over the limit and not read to its end: the
+    // connection ends with a lingering close after its answer.
+    linger_after: bool,
+
     // true if the connection goes through SSL
     secure: bool,
 }
@@ -110,10 +123,10 @@ impl ClientConnection {
     ) -> ClientConnection {
         let remote_addr = read_socket.peer_addr();
         let secure = read_socket.secure();
+        // PATCH(limits): without a request deadline it stays unset (upstream's reads) except
+        // while lingering.
         let deadline = std::sync::Arc::new(crate::limits::Deadline::default());
-        if limits.request_deadline.is_some() {
-            read_socket.set_deadline(deadline.clone());
-        }
+        read_socket.set_deadline(deadline.clone());
 
         let mut source = SequentialReaderBuilder::new(BufReader::with_capacity(1024, read_socket));
         let first_header = source.next().unwrap();
@@ -128,6 +141,7 @@ impl ClientConnection {
             next_header_source: first_header,
             no_more_requests: false,
             discard: None,
+            linger_after: false,
             secure,
         }
     }
@@ -307,19 +321,35 @@ impl ClientConnection {
         Ok((Box::new(body), true, close))
     }
 
-    /// PATCH(limits): after a refusal, reads what the client still sends (1 s, 256 KiB at
-    /// most) so that closing does not reset the connection before it read the answer.
-    fn linger(&mut self) {
-        self.deadline
-            .set(Some(std::time::Instant::now() + std::time::Duration::from_secs(1)));
-        let mut sink = [0u8; 4096];
+    /// PATCH(limits): closes in stages (RFC 9112 section 9.6): once the answers before it
+    /// are written (waited for at most `time`), shuts the write side down, so the client reads
+    /// the answer and then EOF, and reads and drops what the client still sends until it
+    /// closes its side, at most `max_bytes` within `time`. Closing a socket with unread data
+    /// sends a reset, which can drop the answer from the client's receive buffer before it
+    /// is read; a client still writing its request sees a broken pipe instead of the answer.
+    fn linger(&mut self, max_bytes: usize, time: std::time::Duration) {
+        let until = std::time::Instant::now() + time;
+        let mut writer = self.sink.next().unwrap();
+        if !writer.wait_turn(until) {
+            return;
+        }
+        writer.with_inner(|w| {
+            use std::io::Write;
+            let _ = w.flush();
+            w.get_mut().shutdown_write();
+        });
+        drop(writer);
+        self.deadline.set(Some(until));
+        let mut sink = [0u8; 8192];
         let mut total = 0;
-        while total < 256 * 1024 {
-            match self.next_header_source.read(&mut sink) {
+        while total < max_bytes {
+            let want = sink.len().min(max_bytes - total);
+            match self.next_header_source.read(&mut sink[..want]) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => total += n,
             }
         }
+        self.deadline.set(None);
     }
 
     /// Reads a request from the stream.
@@ -397,8 +427,9 @@ impl ClientConnection {
         let (data_source, prebuffered, close) = body?;
         if close {
             self.no_more_requests = true;
+            self.linger_after = true;
         }
-        let request = crate::request::new_request_with(
+        let mut request = crate::request::new_request_with(
             self.secure,
             method,
             path,
@@ -418,6 +449,9 @@ impl ClientConnection {
                 }
             }
         })?;
+        if close {
+            request.set_closes();
+        }
         // return the request
         Ok(request)
     }
@@ -434,6 +468,15 @@ impl Iterator for ClientConnection {
         // the client sent a "connection: close" header in this previous request
         //  or is using HTTP 1.0, meaning that no new request will come
         if self.no_more_requests {
+            // PATCH(limits): a body over the limit was left unread: after its answer, read
+            // and drop the rest (bounded) before closing.
+            if std::mem::take(&mut self.linger_after) {
+                let time = self
+                    .limits
+                    .request_deadline
+                    .unwrap_or(REFUSAL_LINGER);
+                self.linger(DISCARD_BYTES, time);
+            }
             return None;
         }
 
@@ -482,13 +525,11 @@ impl Iterator for ClientConnection {
                             crate::Header::from_bytes(&b"Retry-After"[..], &b"1"[..]).unwrap(),
                         );
                     }
-                    response.add_header(
-                        crate::Header::from_bytes(&b"Connection"[..], &b"close"[..]).unwrap(),
-                    );
                     response
+                        .with_connection_close()
                         .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
                         .ok();
-                    self.linger();
+                    self.linger(REFUSAL_LINGER_BYTES, REFUSAL_LINGER);
                     return None;
                 }
 

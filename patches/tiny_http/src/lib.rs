@@ -346,7 +346,7 @@ impl Server {
                             }
                             continue;
                         };
-                        let (read_closable, write_closable) = match ssl {
+                        let pair = match ssl {
                             None => RefinedTcpStream::new(sock),
                             #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
                             Some(ref ssl) => {
@@ -363,12 +363,17 @@ impl Server {
                             Some(ref _ssl) => unreachable!(),
                         };
 
-                        Ok(ClientConnection::with_limits(
-                            write_closable,
-                            read_closable,
-                            Some(slot),
-                            limits.clone(),
-                        ))
+                        // PATCH(limits): no descriptor for the socket's duplicate (EMFILE):
+                        // the connection is dropped (its slot with it) and the error handled as
+                        // an accept error below (logged, a pause), not a panic of this thread.
+                        pair.map(|(read_closable, write_closable)| {
+                            ClientConnection::with_limits(
+                                write_closable,
+                                read_closable,
+                                Some(slot),
+                                limits.clone(),
+                            )
+                        })
                     }
                     Err(e) => Err(e),
                 };

@@ -74,6 +74,9 @@ pub struct Request {
 
     // If Some, a message must be sent after responding
     notify_when_responded: Option<Sender<()>>,
+
+    // PATCH(limits): the connection closes after this answer (it says `Connection: close`).
+    closes: bool,
 }
 
 struct NotifyOnDrop<R> {
@@ -271,6 +274,7 @@ where
         body_length: content_length,
         must_send_continue: expects_continue && !prebuffered,
         notify_when_responded: None,
+        closes: false,
     })
 }
 
@@ -480,6 +484,12 @@ impl Request {
         let mut writer = self.extract_writer_impl();
 
         let do_not_send_body = self.method == Method::Head;
+        // PATCH(limits): say that the connection closes after this answer.
+        let response = if self.closes {
+            response.with_connection_close()
+        } else {
+            response
+        };
 
         Self::ignore_client_closing_errors(response.raw_print(
             writer.by_ref(),
@@ -500,6 +510,11 @@ impl Request {
             ErrorKind::ConnectionReset => Ok(()),
             _ => Err(err),
         })
+    }
+
+    /// PATCH(limits): the connection closes after this answer.
+    pub(crate) fn set_closes(&mut self) {
+        self.closes = true;
     }
 
     pub(crate) fn with_notify_sender(mut self, sender: Sender<()>) -> Self {

@@ -322,6 +322,16 @@ where
         }
     }
 
+    /// PATCH(limits): `Connection: close`, which [`Response::add_header`] ignores, for an
+    /// answer after which the server closes the connection.
+    pub(crate) fn with_connection_close(mut self) -> Self {
+        if !self.headers.iter().any(|h| h.field.equiv("Connection")) {
+            self.headers
+                .push(Header::from_bytes(&b"Connection"[..], &b"close"[..]).unwrap());
+        }
+        self
+    }
+
     /// Prints the HTTP response to a writer.
     ///
     /// This function is the one used to send the response to the client's socket.

@@ -8,8 +8,7 @@
 // Environment (set by browser.sh): HOME_MCP_BIN (the binary), CHROMIUM, E2E_SCREENSHOTS.
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { expect, finish, launch, screenshot, step } from "./lib.mjs";
+import { expect, finish, freePort, launch, screenshot, step } from "./lib.mjs";
 
 const BIN = process.env.HOME_MCP_BIN || "target/debug/home-mcp";
 const WITHIN = 5_000;
@@ -29,16 +28,6 @@ function readmeDemoArgs() {
   const prefix = ["cargo", "run", "--release", "--"];
   if (prefix.some((w, i) => demo[i] !== w)) throw new Error("the README's demo command is not `cargo run --release -- ...`: " + demo.join(" "));
   return demo.slice(prefix.length);
-}
-
-/** A free loopback port. */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    }).on("error", reject);
-  });
 }
 
 /**

@@ -6,6 +6,7 @@
 // CHROMIUM (default /usr/bin/chromium), E2E_SCREENSHOTS (default target/e2e-screenshots).
 import { chromium } from "playwright-core";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -59,9 +60,19 @@ export async function launch({ width = 1280, height = 900, mobile = false } = {}
   };
 }
 
-/** Opens `path` and signs in on the admin key form (#key-form, #api-key). */
-export async function login(page, key = ADMIN_KEY, path = "/admin/keys") {
-  await page.goto(BASE + path);
+/** A free loopback port. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    }).on("error", reject);
+  });
+}
+
+/** Opens `path` (of the server at `base`) and signs in on the admin key form (#key-form, #api-key). */
+export async function login(page, key = ADMIN_KEY, path = "/admin/keys", base = BASE) {
+  await page.goto(base + path);
   await page.fill("#api-key", key);
   await page.click("#key-form button[type=submit]");
 }
@@ -75,14 +86,14 @@ export async function screenshot(page, name) {
   return path;
 }
 
-async function rpc(key, body, session) {
+async function rpc(key, body, session, base = BASE) {
   const headers = {
     "Content-Type": "application/json",
     Accept: "application/json, text/event-stream",
   };
   if (key) headers["X-API-Key"] = key;
   if (session) headers["Mcp-Session-Id"] = session;
-  const res = await fetch(BASE + "/mcp", { method: "POST", headers, body: JSON.stringify(body) });
+  const res = await fetch(base + "/mcp", { method: "POST", headers, body: JSON.stringify(body) });
   const text = await res.text();
   let json = null;
   if ((res.headers.get("content-type") || "").includes("text/event-stream")) {
@@ -96,18 +107,19 @@ async function rpc(key, body, session) {
 
 /**
  * From node, not the browser: MCP initialize + tools/call `tool` with `key` over
- * Streamable HTTP. Returns { status, result } (status of the first refused step, else 200).
+ * Streamable HTTP (of the server at `base`, default HOME_MCP_URL). Returns { status, result }
+ * (status of the first refused step, else 200).
  */
-export async function mcpCall(key, tool, args = {}) {
+export async function mcpCall(key, tool, args = {}, base = BASE) {
   const init = await rpc(key, {
     jsonrpc: "2.0", id: 1, method: "initialize",
     params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "e2e-browser", version: "1" } },
-  });
+  }, null, base);
   if (init.status !== 200) return { status: init.status, result: init.json };
-  await rpc(key, { jsonrpc: "2.0", method: "notifications/initialized" }, init.session);
+  await rpc(key, { jsonrpc: "2.0", method: "notifications/initialized" }, init.session, base);
   const call = await rpc(key, {
     jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: tool, arguments: args },
-  }, init.session);
+  }, init.session, base);
   return { status: call.status, result: call.json && call.json.result };
 }
 

@@ -29,6 +29,16 @@ impl From<Connection> for Stream {
 }
 
 impl Stream {
+    /// PATCH(limits): [`Clone::clone`] without the panic: duplicating a TCP socket needs a
+    /// descriptor, and a server at its `RLIMIT_NOFILE` has none.
+    fn try_clone(&self) -> IoResult<Self> {
+        match self {
+            Stream::Http(tcp_stream) => tcp_stream.try_clone().map(Stream::Http),
+            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Https(ssl_stream) => Ok(Stream::Https(ssl_stream.clone())),
+        }
+    }
+
     fn secure(&self) -> bool {
         match self {
             Stream::Http(_) => false,
@@ -95,13 +105,15 @@ pub struct RefinedTcpStream {
 }
 
 impl RefinedTcpStream {
-    pub(crate) fn new<S>(stream: S) -> (RefinedTcpStream, RefinedTcpStream)
+    /// PATCH(limits): an error instead of a panic when the socket cannot be duplicated (out
+    /// of descriptors): the panic ended the accept thread, and with it the server.
+    pub(crate) fn new<S>(stream: S) -> IoResult<(RefinedTcpStream, RefinedTcpStream)>
     where
         S: Into<Stream>,
     {
         let stream: Stream = stream.into();
 
-        let (read, write) = (stream.clone(), stream);
+        let (read, write) = (stream.try_clone()?, stream);
 
         let read = RefinedTcpStream {
             stream: read,
@@ -121,7 +133,7 @@ impl RefinedTcpStream {
             shortened: false,
         };
 
-        (read, write)
+        Ok((read, write))
     }
 
     /// Returns true if this struct wraps around a secure connection.
@@ -144,6 +156,11 @@ impl RefinedTcpStream {
 
     pub(crate) fn peer_addr(&mut self) -> IoResult<Option<SocketAddr>> {
         self.stream.peer_addr()
+    }
+
+    /// PATCH(limits): sends the end of the stream (FIN) now, for a lingering close.
+    pub(crate) fn shutdown_write(&mut self) {
+        self.stream.shutdown(Shutdown::Write).ok();
     }
 }
 

@@ -144,6 +144,32 @@ impl<W: Write + Send> Write for SequentialWriter<W> {
     }
 }
 
+impl<W: Write + Send> SequentialWriter<W> {
+    /// PATCH(limits): waits until the writers before this one are done, at most until
+    /// `until`; false when they are not by then.
+    pub fn wait_turn(&mut self, until: std::time::Instant) -> bool {
+        use std::sync::mpsc::RecvTimeoutError;
+        if let Some(v) = self.trigger.as_mut() {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            match v.recv_timeout(left) {
+                Ok(()) | Err(RecvTimeoutError::Disconnected) => self.trigger = None,
+                Err(RecvTimeoutError::Timeout) => return false,
+            }
+        }
+        true
+    }
+
+    /// PATCH(limits): runs `f` on the shared writer, once the writers before this one are
+    /// done.
+    pub fn with_inner<T>(&mut self, f: impl FnOnce(&mut W) -> T) -> T {
+        if let Some(v) = self.trigger.take() {
+            let _ = v.recv();
+        }
+        let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut writer)
+    }
+}
+
 impl<R> Drop for SequentialReader<R>
 where
     R: Read + Send,
