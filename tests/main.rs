@@ -34,6 +34,7 @@ mod harness;
 mod health_access;
 mod human;
 mod keys;
+mod lean;
 mod lights;
 mod link;
 mod live;

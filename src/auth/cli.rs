@@ -279,9 +279,10 @@ fn parse_fields(args: &mut pico_args::Arguments) -> Result<Fields, CliError> {
         open_doors: yes_no(args, "--open-doors")?,
         profile: match opt(args, "--profile")? {
             None => None,
-            Some(p) => Some(crate::home::Profile::parse(&p).ok_or_else(|| {
-                usage(format!("--profile: {p:?} is not full or lean"))
-            })?),
+            Some(p) => Some(
+                crate::home::Profile::parse(&p)
+                    .ok_or_else(|| usage(format!("--profile: {p:?} is not full or lean")))?,
+            ),
         },
     };
     check_fields(&fields).map_err(usage)?;

@@ -67,6 +67,13 @@ pub fn tools() -> Vec<Tool> {
         .permission(Permission::Control)
         .repeats(),
         Tool::door(
+            "alerts",
+            "Miniserver alerts",
+            "The Miniserver's own alerts (Loxone Message Center): action list (default; active first, historic adds past ones), confirm an alert by its id (like the Loxone app's OK), or read (mark it read).",
+            alerts,
+        )
+        .permission(Permission::Control),
+        Tool::door(
             "workflows",
             "Stored workflows",
             "The owner's stored workflows (sequences of actions): action list (default), show, run (dry_run previews; house-wide steps are confirmed), delete, or demo (a short tour of the house). A workflow by name or id.",
@@ -308,7 +315,10 @@ fn climate(a: Climate) -> Result<Call, ToolError> {
         (None, None) if a.duration_minutes.is_some() || a.dry_run.is_some() => Err(
             ToolError::InvalidParams("duration_minutes and dry_run go with a mode".into()),
         ),
-        (None, None) => Ok(Call::new("get_zone_temperature", json!({"zone_id": a.room}))),
+        (None, None) => Ok(Call::new(
+            "get_zone_temperature",
+            json!({"zone_id": a.room}),
+        )),
     }
 }
 
@@ -418,6 +428,55 @@ fn audio(a: Audio) -> Result<Call, ToolError> {
     Ok(Call::new(
         "control_audio_zone",
         json!({"zone": zone, "action": action.as_str(), "dry_run": a.dry_run}),
+    ))
+}
+
+words! {
+    /// What `alerts` does.
+    enum AlertsAction {
+        List = "list",
+        Confirm = "confirm",
+        Read = "read",
+    }
+}
+
+tool_args! {
+    /// The arguments of `alerts`.
+    struct Alerts {
+        action: Option<AlertsAction>,
+        alert: Option<String> { about: "confirm, read: the alert's id" },
+        historic: Option<bool>,
+        limit: Option<u32> { range: Range::new(1.0, MAX_LIMIT as f64) },
+    }
+}
+
+fn alerts(a: Alerts) -> Result<Call, ToolError> {
+    let action = a.action.unwrap_or(AlertsAction::List);
+    if action == AlertsAction::List {
+        if a.alert.is_some() {
+            return Err(ToolError::InvalidParams(
+                "alert goes with confirm or read".into(),
+            ));
+        }
+        return Ok(Call::new(
+            "list_alerts",
+            json!({"historic": a.historic, "limit": a.limit}),
+        ));
+    }
+    if a.historic.is_some() || a.limit.is_some() {
+        return Err(ToolError::InvalidParams(
+            "historic and limit go with list".into(),
+        ));
+    }
+    let Some(alert) = a.alert else {
+        return Err(ToolError::InvalidParams(format!(
+            "alert: {} needs the alert's id (alerts list shows it)",
+            action.as_str()
+        )));
+    };
+    Ok(Call::new(
+        "confirm_alert",
+        json!({"alert": alert, "action": action.as_str()}),
     ))
 }
 

@@ -749,7 +749,8 @@ impl HomeTools {
             // a device key's reads): never from or into the shared cache.
             return self.run(tool, arguments, caller).map(SharedResult::new);
         }
-        let key = cache::tool_key(name, &arguments);
+        // The declared tool's name: a door's call shares the answer of the call it stands for.
+        let key = cache::tool_key(tool.name, &arguments);
         let answer = self.tool_cache.get_or_compute_aged(
             &key,
             || self.generation(),
