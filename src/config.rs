@@ -1173,6 +1173,19 @@ mod tests {
     }
 
     #[test]
+    fn the_tool_profile_is_read_and_checked() {
+        use crate::home::Profile;
+        assert_eq!(parse("", &[]).unwrap().profile, Profile::Full);
+        let cfg = parse("[mcp]\nprofile = \"lean\"\n", &[]).unwrap();
+        assert_eq!(cfg.profile, Profile::Lean);
+        let e = parse("[mcp]\nprofile = \"tiny\"\n", &[]).unwrap_err();
+        assert!(
+            e.to_string().contains("mcp.profile") && e.to_string().contains("full or lean"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn invalid_values_name_the_setting() {
         let e = parse("[server]\nworkers = 0\n", &[]).unwrap_err();
         assert!(e.to_string().contains("server.workers"), "{e}");

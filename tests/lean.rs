@@ -670,3 +670,148 @@ fn a_lean_key_sees_only_lean_tools_and_is_refused_a_full_one_by_name() {
         .len();
     assert!(n > 30, "{n}");
 }
+
+/// The names `tools/list` gives a client with `key` (an API key, or with `bearer` an OAuth
+/// access token).
+fn listed(addr: std::net::SocketAddr, key: &str, bearer: bool) -> Vec<String> {
+    let mut c = if bearer {
+        McpHttp::connect_bearer(addr, key)
+    } else {
+        McpHttp::connect(addr, Some(key))
+    };
+    c.rpc("tools/list", json!({}))["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| t["name"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// The names of the tools `profile` lists.
+fn names_in(profile: Profile) -> Vec<String> {
+    home_mcp::tools::catalogue()
+        .iter()
+        .filter(|t| t.in_profile(profile))
+        .map(|t| t.name.to_string())
+        .collect()
+}
+
+#[test]
+fn the_owner_chooses_the_profile_per_key_and_as_the_default() {
+    use support::keys_cli::{generate, keys};
+    use support::net::request_json;
+    use support::oauth::{exchange, register, sign_in, VERIFIER};
+
+    let (lean, full) = (names_in(Profile::Lean), names_in(Profile::Full));
+    let dir = support::server::TempDir::new("lean-keys");
+    let store = dir.join("keys.toml");
+    let owner = generate(&store, "admin", &["--name", "owner"])["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    // The command line: --profile lean is stored with the key; --profile full too; no profile
+    // none (the server's default applies); anything else is refused, naming the choices.
+    let cli_lean = generate(
+        &store,
+        "operator",
+        &["--name", "local model", "--profile", "lean"],
+    );
+    assert_eq!(cli_lean["profile"], "lean", "{cli_lean}");
+    let cli_full = generate(
+        &store,
+        "operator",
+        &["--name", "laptop", "--profile", "full"],
+    );
+    assert_eq!(cli_full["profile"], "full", "{cli_full}");
+    let cli_default = generate(&store, "operator", &["--name", "tablet"]);
+    assert!(cli_default.get("profile").is_none(), "{cli_default}");
+    let bad = keys(
+        &store,
+        &["generate", "--role", "operator", "--profile", "tiny"],
+    );
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        !bad.status.success() && err.contains("--profile") && err.contains("full or lean"),
+        "{err}"
+    );
+
+    // The server's default is lean; a key's own profile wins.
+    let ms = Miniserver::demo();
+    let config = "[auth]\nsecurity_level = \"staging\"\n[mcp]\nprofile = \"lean\"\n";
+    let store_arg = store.display().to_string();
+    let served = Served::start_args(&ms, config, &[], &["--key-store", &store_arg]);
+    let addr = served.addr;
+    let id = |k: &Value| k["id"].as_str().expect("id").to_string();
+    assert_eq!(listed(addr, &id(&cli_lean), false), lean, "a lean key");
+    assert_eq!(
+        listed(addr, &id(&cli_full), false),
+        full,
+        "a full key under a lean default"
+    );
+    assert_eq!(
+        listed(addr, &id(&cli_default), false),
+        lean,
+        "no profile: the default"
+    );
+
+    // The admin page's API.
+    let admin = |method: &str, path: &str, body: Value| {
+        let key = format!("X-API-Key: {owner}");
+        let (status, _, v) = request_json(
+            addr,
+            method,
+            path,
+            &[key.as_str(), "Content-Type: application/json"],
+            &body.to_string(),
+        );
+        (status, v)
+    };
+    let (status, made) = admin(
+        "POST",
+        "/admin/api/keys",
+        json!({"role": "operator", "name": "ollama", "profile": "full"}),
+    );
+    assert_eq!(status, 201, "{made}");
+    assert_eq!(made["record"]["profile"], "full", "{made}");
+    let secret = made["key"].as_str().expect("key").to_string();
+    assert_eq!(listed(addr, &secret, false), full);
+    let masked = made["record"]["id"]
+        .as_str()
+        .expect("id")
+        .replace('*', "%2A");
+    let (status, changed) = admin(
+        "PUT",
+        &format!("/admin/api/keys/{masked}"),
+        json!({"profile": "lean"}),
+    );
+    assert_eq!(status, 200, "{changed}");
+    assert_eq!(
+        listed(addr, &secret, false),
+        lean,
+        "changed on the admin page"
+    );
+    let (status, refused) = admin(
+        "POST",
+        "/admin/api/keys",
+        json!({"role": "operator", "profile": "tiny"}),
+    );
+    assert_eq!(status, 400, "{refused}");
+
+    // The OAuth consent page: the owner picks the tools of the client's key.
+    for (choice, want) in [("full", &full), ("lean", &lean), ("", &lean)] {
+        let client = register(addr, &format!("client {choice:?}"));
+        let mut fields = vec![("role", "operator"), ("days", "1")];
+        if !choice.is_empty() {
+            fields.push(("profile", choice));
+        }
+        let redirect = sign_in(addr, &client, &owner, &fields);
+        let (status, body) = exchange(addr, &client, &redirect["code"], VERIFIER);
+        assert_eq!(status, 200, "{body}");
+        let token = body["access_token"].as_str().expect("access token");
+        assert_eq!(
+            &listed(addr, token, true),
+            want,
+            "consent with tools {choice:?}"
+        );
+    }
+}

@@ -266,8 +266,14 @@ fn the_default_tool_list_fits_the_budget_and_is_portable() {
 fn both_profiles_are_listed_within_their_budgets() {
     let (full_message, full_tools) = tools_list("[mcp]\nprofile = \"full\"\n");
     let (lean_message, lean_tools) = tools_list("[mcp]\nprofile = \"lean\"\n");
-    let full: Vec<&str> = full_tools.iter().filter_map(|t| t["name"].as_str()).collect();
-    let lean: Vec<&str> = lean_tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    let full: Vec<&str> = full_tools
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    let lean: Vec<&str> = lean_tools
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
     assert_eq!(full, names_in(Profile::Full), "[mcp] profile = full");
     assert_eq!(lean, names_in(Profile::Lean), "[mcp] profile = lean");
     assert!(
