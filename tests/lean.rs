@@ -590,8 +590,8 @@ fn every_full_action_is_reachable_through_lean_with_the_same_effect() {
     }
 
     // The same house at the end: every control that got a command reports the same states
-    // (a blind's position while it travels is a matter of when it is read: its target and
-    // direction are compared instead).
+    // (a blind's position while it travels, and the time left of an alarm's arming delay,
+    // are a matter of when they are read: the target, direction and total are compared).
     assert!(!commanded.is_empty());
     // The Message Center reports entries, not states: each entry's id, whether it is
     // historic and whether it was confirmed (not when).
@@ -607,8 +607,14 @@ fn every_full_action_is_reachable_through_lean_with_the_same_effect() {
             return m;
         }
         let mut s = ms.api.states(uuid);
-        s.remove("position");
-        s.remove("positionLamelle");
+        for moving in [
+            "position",
+            "positionLamelle",
+            "armedDelay",
+            "nextLevelDelay",
+        ] {
+            s.remove(moving);
+        }
         s
     };
     for uuid in &commanded {
@@ -669,6 +675,38 @@ fn a_lean_key_sees_only_lean_tools_and_is_refused_a_full_one_by_name() {
         .expect("tools")
         .len();
     assert!(n > 30, "{n}");
+
+    // The instructions of `initialize` name the tools each key has.
+    let instructions = |key: &str| {
+        let r = support::net::request(
+            served.addr,
+            "POST",
+            "/mcp",
+            &[
+                "Content-Type: application/json".to_string(),
+                "Accept: application/json, text/event-stream".to_string(),
+                format!("X-API-Key: {key}"),
+            ],
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "lean test", "version": "1"}}})
+            .to_string(),
+        );
+        support::mcp::answer_of(&r, 1)["result"]["instructions"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let lean_text = instructions(LEAN_KEY);
+    assert!(
+        lean_text.contains("house_status") && !lean_text.contains("get_home_summary"),
+        "{lean_text}"
+    );
+    let full_text = instructions(FULL_KEY);
+    assert!(
+        full_text.contains("get_home_summary") && !full_text.contains("house_status"),
+        "{full_text}"
+    );
 }
 
 /// The names `tools/list` gives a client with `key` (an API key, or with `bearer` an OAuth

@@ -480,6 +480,12 @@ pub trait Handler: Send + Sync {
     fn server_info(&self) -> Implementation;
     /// `instructions` of `initialize` (may be empty).
     fn instructions(&self) -> String;
+    /// `instructions` for a session of `caller` (its tool profile may name other tools;
+    /// default: [`Handler::instructions`]).
+    fn instructions_for(&self, caller: Option<&Caller>) -> String {
+        let _ = caller;
+        self.instructions()
+    }
     /// The full tool catalogue, in display order.
     fn list_tools(&self) -> Vec<ToolDescriptor>;
     /// The tools the caller of `ctx` sees (its tool profile; default: [`Handler::list_tools`]).

@@ -1111,8 +1111,12 @@ impl McpServer {
             }
         };
         let version = ProtocolVersion::negotiate(requested);
-        let (info, instructions) =
-            guarded(|| (self.handler.server_info(), self.handler.instructions()))?;
+        let (info, instructions) = guarded(|| {
+            (
+                self.handler.server_info(),
+                self.handler.instructions_for(state.caller.as_ref()),
+            )
+        })?;
         let mut info = serde_json::to_value(info).map_err(internal)?;
         if version < ProtocolVersion::V2025_06_18 {
             if let Some(obj) = info.as_object_mut() {

@@ -613,12 +613,13 @@ impl HomeTools {
 
     /// The tool profile `caller` sees: its key's, else the server's default.
     pub fn profile_of(&self, caller: &Caller) -> Profile {
-        caller
-            .request
-            .as_ref()
-            .and_then(|r| r.caller.as_ref())
-            .and_then(|c| c.profile)
-            .unwrap_or(self.profile)
+        self.profile_for(caller.request.as_ref().and_then(|r| r.caller.as_ref()))
+    }
+
+    /// The tool profile of a request's `caller` (`None`: no key, e.g. stdio): its key's,
+    /// else the server's default.
+    pub fn profile_for(&self, caller: Option<&crate::mcp::Caller>) -> Profile {
+        caller.and_then(|c| c.profile).unwrap_or(self.profile)
     }
 
     /// The declared tool and arguments a call of `tool` stands for: a front door's route
