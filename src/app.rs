@@ -17,6 +17,7 @@ use crate::loxone::client::{Client, LoxoneError};
 use crate::loxone::feed::HouseFeed;
 use crate::loxone::live::{Link, LinkConfig};
 use crate::loxone::poll::Poller;
+use crate::loxone::stats::MiniserverStatistics;
 use crate::loxone::structure::{log_warnings, parse_structure_bytes, StructureError};
 use crate::mcp::server::McpServer;
 use crate::mcp::updates::{spawn_notifier, Next, Update};
@@ -169,6 +170,10 @@ pub struct App {
     /// The audit log (`[audit]`): `<data_dir>/audit.db`, in memory for `--demo`; `None` when
     /// disabled. Every state-changing tool call through [`App::mcp`] is recorded in it.
     pub audit: Option<Arc<AuditLog>>,
+    /// The server's own record of the house (`<data_dir>/history.db`, in memory for
+    /// `--demo`) and its recorder thread (committed and ended by [`App::shutdown`]).
+    pub record: Arc<crate::dashboard::History>,
+    recorder: Option<std::thread::JoinHandle<()>>,
 }
 
 impl App {
@@ -177,7 +182,13 @@ impl App {
     /// `<data_dir>/workflows.db`; `--demo` keeps them in memory and writes nothing to disk.
     pub fn start(config: &Config, demo: bool) -> Result<App, StartError> {
         let (ms, simulator) = if demo {
-            let sim = Arc::new(Simulator::demo());
+            // The simulated Miniserver keeps the house's time zone when the owner set one (bell
+            // events and statistics on that wall clock), else the demo house's own.
+            let mut sim_config = crate::sim::SimConfig::default();
+            if let Some(tz) = &config.time_zone {
+                sim_config.time_zone = tz.clone();
+            }
+            let sim = Arc::new(Simulator::demo_with(sim_config));
             let server = SimServer::start(sim.clone(), "127.0.0.1:0").map_err(StartError::Io)?;
             let ms = MiniserverConfig {
                 base_url: server.base_url(),
@@ -195,11 +206,10 @@ impl App {
                 None,
             )
         };
-        let client = Arc::new(Client::with_auth(
-            &ms,
-            &config.miniserver_timeouts,
-            config.miniserver_auth,
-        ));
+        let client = Arc::new(
+            Client::with_auth(&ms, &config.miniserver_timeouts, config.miniserver_auth)
+                .with_camera_limits(config.camera_limits),
+        );
         let api = client.api_info().map_err(StartError::Miniserver)?;
         log::info!(
             "Miniserver {} (serial {}, firmware {})",
@@ -241,15 +251,38 @@ impl App {
         } else {
             open_store(&config.server.data_dir)?
         });
+        // The server's own record of the house (dashboard::history), read by the history
+        // tools and the dashboard: <data_dir>/history.db (open_store created the directory).
+        let record = Arc::new(
+            if demo {
+                crate::dashboard::History::in_memory(config.dashboard.history.clone())
+            } else {
+                crate::dashboard::History::open(
+                    &config.server.data_dir.join("history.db"),
+                    config.dashboard.history.clone(),
+                )
+            }
+            .map_err(StartError::History)?,
+        );
+        // The Miniserver's statistics: V2 and V1 files over HTTP, V1 binary over the live
+        // WebSocket once it runs. The demo's clock is its simulated Miniserver's.
+        let statistics = Arc::new(MiniserverStatistics::new(client.clone()));
+        let time_zone = match &simulator {
+            Some((sim, _)) => sim.config().time_zone.clone(),
+            None => config.house_time(),
+        };
         let house = Arc::new(
             House::new(
                 home,
                 client.clone(),
                 config.miniserver_timeouts.value_max_age,
             )
+            .with_statistics(statistics.clone())
+            .with_record(record.clone())
             .with_visu_password(config.visu_password.clone())
             .with_risk_rules(config.risk.clone())
-            .with_time_zone(config.time_zone.clone())
+            .with_time_zone(time_zone)
+            .with_picture_max_side(config.picture_max_side)
             .with_verify_timeout(config.server.verify_timeout)
             .with_command_limits(config.command_limits)
             .with_stop(config.stop_switch.clone(), admin_stops(config, demo)),
@@ -266,6 +299,12 @@ impl App {
                 Arc::new(HouseFeed::new(house.clone())),
             )
         });
+        if let Some(link) = &link {
+            statistics.attach_link(link.commands());
+        }
+        let recorder = record
+            .spawn_recorder(house.clone())
+            .map_err(StartError::Io)?;
         // The metrics registry knows no feature: the wiring names the tools of its label.
         crate::metrics::global().know_tools(crate::tools::catalogue().iter().map(|t| t.name));
         // The demo serves loopback without keys (development level) and writes nothing to
@@ -324,28 +363,27 @@ impl App {
             simulator,
             gate,
             audit,
+            record,
+            recorder: Some(recorder),
         })
     }
 
-    /// Starts the web dashboard over this house: its history in `<data_dir>/history.db` (in
-    /// memory with `demo`), the recorder and WebSocket fan-out threads. Stop it with
+    /// Starts the web dashboard over this house: it shows the app's record
+    /// ([`App::record`]) and runs the WebSocket fan-out thread. Stop it with
     /// [`crate::dashboard::Dashboard::shutdown`] before [`App::shutdown`].
     pub fn start_dashboard(
         &self,
         config: &Config,
         demo: bool,
     ) -> Result<Arc<crate::dashboard::Dashboard>, StartError> {
-        use crate::dashboard::{Dashboard, History};
-        let settings = config.dashboard.clone();
-        let history = if demo {
-            History::in_memory(settings.history)
-        } else {
-            // open_store created the data directory.
-            History::open(&config.server.data_dir.join("history.db"), settings.history)
-        }
-        .map_err(StartError::History)?;
-        let dashboard =
-            Dashboard::start(self.house.clone(), history, settings.ws).map_err(StartError::Io)?;
+        use crate::dashboard::Dashboard;
+        let _ = demo;
+        let dashboard = Dashboard::over(
+            self.house.clone(),
+            self.record.clone(),
+            config.dashboard.ws.clone(),
+        )
+        .map_err(StartError::Io)?;
         // The "AI activity" feed: the newest tool calls of the audit log (what MCP clients
         // did). The dashboard needs only `read`, so key operations (admin API, CLI), masked
         // key ids and client addresses stay in the admin-only audit API.
@@ -403,12 +441,24 @@ impl App {
         if let Some(audit) = self.audit.take() {
             audit.close();
         }
+        self.record.stop();
+        if let Some(t) = self.recorder.take() {
+            let _ = t.join();
+        }
         if self.client.auth_in_use() == "token" {
             match self.client.kill_token() {
                 Ok(()) => log::info!("Miniserver token killed"),
                 Err(e) => log::warn!("killtoken failed: {e}"),
             }
         }
+    }
+}
+
+impl Drop for App {
+    /// Asks the recorder to commit and end (it holds the house; an app dropped without
+    /// [`App::shutdown`], as in tests, must not leave it running).
+    fn drop(&mut self) {
+        self.record.stop();
     }
 }
 

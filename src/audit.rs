@@ -1,9 +1,12 @@
 //! The audit log (issue 6): who changed what in the house, and who changed the keys.
 //!
 //! One row per state-changing tool call (the tool needs `control` or more,
-//! [`crate::home::Permission::writes`]; recorded by the tool catalogue, `tools::HomeTools`, with
-//! the call's typed outcome) on every transport, per call refused for lack of permission (by
-//! the HTTP layer), and per key operation (admin API or CLI). A row ([`Entry`]):
+//! [`crate::home::Permission::writes`]) and per picture handed out (a tool that shows pictures
+//! of people, e.g. `get_camera_image`: the target names the camera and the bytes, never the
+//! picture; and the dashboard's doorbell pictures), recorded by the tool catalogue,
+//! `tools::HomeTools`, with the call's typed outcome, on every transport; per such call refused
+//! for lack of permission (by the HTTP layer); and per key operation (admin API or CLI). A row
+//! ([`Entry`]):
 //!
 //! | field | example | notes |
 //! |---|---|---|
@@ -563,6 +566,13 @@ pub const TARGET_FIELDS: [&str; 9] = [
     "scene",
     "zone",
 ];
+
+/// The target of a picture handed out (a tool that shows pictures, the dashboard's doorbell
+/// picture): `"{camera}: {bytes} bytes"`, `camera` its label (`"Haustür (Außenbereich)"`);
+/// which camera and how much of it left, never the picture.
+pub fn picture_target(camera: &str, bytes: u64) -> String {
+    format!("{camera}: {bytes} bytes")
+}
 
 /// The target summary of a call: the string values of [`TARGET_FIELDS`] (lists joined with
 /// `, `), joined with `; `; empty when none. At most 200 characters.

@@ -81,8 +81,13 @@
 //! retention_days = 90          # older entries are deleted at start and daily (1-36500)
 //! [dashboard]                  # the web dashboard at /dashboard/ (see crate::dashboard)
 //! history_days = 7             # state changes and sensor values kept this long (1-365), in
-//!                              # <data_dir>/history.db (in memory for --demo)
+//!                              # <data_dir>/history.db (in memory for --demo); the history
+//!                              # tools read it for devices without Miniserver statistics
 //! history_flush_secs = 30      # queued history rows are committed this often (1-3600)
+//! history_states = "primary"   # what is recorded: "primary" (each device's primary value
+//!                              # and every value of sensors, meters, alarms) or "all"
+//! history_devices = []         # only these devices (names or UUIDs); empty: every device
+//! history_skip = []            # never these devices
 //! max_ws_clients = 32          # live WebSocket clients at once (1-1024); more get 503
 //! [oauth]                      # OAuth 2.1 sign-in for MCP clients (see crate::auth::oauth)
 //! enabled = true               # /authorize, /token, /register and the metadata documents
@@ -101,6 +106,11 @@
 //!                              # tzdata, or a POSIX TZ rule); default: the system's (TZ,
 //!                              # /etc/localtime), else UTC. Local days, statistics and
 //!                              # bell times are read in it
+//!
+//! [cameras]                    # pictures of intercoms and cameras (get_camera_image)
+//! max_side = 640               # long side of a picture handed out, in pixels (16-4096)
+//! deadline_secs = 8            # a fetch from a camera ends after this (1-60)
+//! max_bytes = 4194304          # a camera answer larger than this is refused (64 KiB-64 MiB)
 //!
 //! [risk]                       # controls added to a risk class (name, UUID, family, category
 //!                              # or type, see crate::home::risk); a human answers before they act
@@ -151,8 +161,13 @@ pub struct Config {
     /// The owner's additions to the risk classes (`[risk]`: `access`, `alarm`, `house_wide`,
     /// lists of control names, UUIDs or category names; see [`crate::home::risk`]).
     pub risk: crate::home::RiskRules,
-    /// The house's time zone (`[home] time_zone`; default: the system's).
-    pub time_zone: crate::home::HouseTime,
+    /// The house's time zone (`[home] time_zone`); `None`: not set, the system's
+    /// ([`Config::house_time`]), and with `--demo` the demo house's own (Europe/Berlin).
+    pub time_zone: Option<crate::home::HouseTime>,
+    /// Pictures of cameras (`[cameras]`): longest side handed out (default 640 px).
+    pub picture_max_side: u32,
+    /// Bounds of a camera fetch (`[cameras] deadline_secs`, `max_bytes`).
+    pub camera_limits: crate::loxone::camera::FetchLimits,
     /// The tool profile of callers whose key names none (`[mcp] profile`, `full` or `lean`;
     /// default `full`; `stdio --profile`). See [`crate::home::Profile`].
     pub profile: crate::home::Profile,
@@ -320,7 +335,9 @@ impl Default for Config {
             log_level: log::LevelFilter::Info,
             visu_password: None,
             risk: crate::home::RiskRules::default(),
-            time_zone: crate::home::HouseTime::system(),
+            time_zone: None,
+            picture_max_side: 640,
+            camera_limits: crate::loxone::camera::FetchLimits::default(),
             profile: crate::home::Profile::Full,
             miniserver_auth: AuthMode::Auto,
             command_limits: crate::home::CommandLimits::default(),
@@ -392,7 +409,17 @@ struct FileConfig {
     #[serde(default)]
     home: FileHome,
     #[serde(default)]
+    cameras: FileCameras,
     mcp: FileMcp,
+}
+
+/// `[cameras]`: `max_side`, `deadline_secs`, `max_bytes`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileCameras {
+    max_side: Option<u32>,
+    deadline_secs: Option<u64>,
+    max_bytes: Option<u64>,
 }
 
 /// `[mcp]`: `profile`.
@@ -453,12 +480,16 @@ struct FileAudit {
     retention_days: Option<u32>,
 }
 
-/// `[dashboard]`: `history_days`, `history_flush_secs`, `max_ws_clients`.
+/// `[dashboard]`: `history_days`, `history_flush_secs`, `history_states`,
+/// `history_devices`, `history_skip`, `max_ws_clients`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileDashboard {
     history_days: Option<u32>,
     history_flush_secs: Option<u64>,
+    history_states: Option<String>,
+    history_devices: Option<Vec<String>>,
+    history_skip: Option<Vec<String>>,
     max_ws_clients: Option<usize>,
 }
 
@@ -537,6 +568,13 @@ struct FileLog {
 }
 
 impl Config {
+    /// The house's clock: `[home] time_zone`, else the system's time zone.
+    pub fn house_time(&self) -> crate::home::HouseTime {
+        self.time_zone
+            .clone()
+            .unwrap_or_else(crate::home::HouseTime::system)
+    }
+
     /// Loads the config: defaults, then `path` (if given), then the environment read through
     /// `env` (a function so tests need not touch the process environment).
     ///
@@ -806,6 +844,27 @@ impl Config {
             cfg.profile = crate::home::Profile::parse(&p)
                 .ok_or_else(|| invalid("mcp.profile", &format!("{p:?} is not full or lean")))?;
         }
+        if let Some(v) = file.cameras.max_side {
+            if !(16..=4096).contains(&v) {
+                return Err(invalid("cameras.max_side", "must be 16-4096 (pixels)"));
+            }
+            cfg.picture_max_side = v;
+        }
+        if let Some(v) = file.cameras.deadline_secs {
+            if !(1..=60).contains(&v) {
+                return Err(invalid("cameras.deadline_secs", "must be 1-60 (seconds)"));
+            }
+            cfg.camera_limits.deadline = Duration::from_secs(v);
+        }
+        if let Some(v) = file.cameras.max_bytes {
+            if !(65_536..=67_108_864).contains(&v) {
+                return Err(invalid(
+                    "cameras.max_bytes",
+                    "must be 65536-67108864 (bytes)",
+                ));
+            }
+            cfg.camera_limits.max_bytes = v;
+        }
         cfg.stop_switch = match file.safety.stop_switch {
             Some(s) if s.trim().is_empty() => {
                 return Err(invalid(
@@ -816,8 +875,10 @@ impl Config {
             other => other.map(|s| s.trim().to_string()),
         };
         if let Some(tz) = file.home.time_zone {
-            cfg.time_zone = crate::home::HouseTime::named(&tz)
-                .map_err(|e| invalid("home.time_zone", &e.to_string()))?;
+            cfg.time_zone = Some(
+                crate::home::HouseTime::named(&tz)
+                    .map_err(|e| invalid("home.time_zone", &e.to_string()))?,
+            );
         }
 
         if let Some(level) = env("SECURITY_LEVEL").or(file.auth.security_level) {
@@ -903,6 +964,34 @@ impl Config {
                 ));
             }
             cfg.dashboard.history.flush_every = Duration::from_secs(n);
+        }
+        if let Some(states) = &d.history_states {
+            cfg.dashboard.history.states = crate::dashboard::history::RecordStates::parse(states)
+                .ok_or_else(|| {
+                invalid("dashboard.history_states", "must be \"primary\" or \"all\"")
+            })?;
+        }
+        for (name, list, slot) in [
+            (
+                "dashboard.history_devices",
+                &d.history_devices,
+                &mut cfg.dashboard.history.devices,
+            ),
+            (
+                "dashboard.history_skip",
+                &d.history_skip,
+                &mut cfg.dashboard.history.skip,
+            ),
+        ] {
+            if let Some(list) = list {
+                if list.len() > 1000 || list.iter().any(|n| n.trim().is_empty() || n.len() > 200) {
+                    return Err(invalid(
+                        name,
+                        "must be at most 1000 device names or UUIDs of 1-200 characters",
+                    ));
+                }
+                *slot = list.clone();
+            }
         }
         if let Some(n) = d.max_ws_clients {
             if !(1..=1024).contains(&n) {
@@ -1163,11 +1252,12 @@ mod tests {
     fn the_house_time_zone_is_read_and_checked() {
         let cfg = parse("[home]\ntime_zone = \"CET-1CEST,M3.5.0,M10.5.0/3\"\n", &[]).unwrap();
         let t: jiff::Timestamp = "2026-07-01T10:00:00Z".parse().unwrap();
-        assert_eq!(cfg.time_zone.format(t), "2026-07-01T12:00:00+02:00");
+        assert_eq!(cfg.house_time().format(t), "2026-07-01T12:00:00+02:00");
         let e = parse("[home]\ntime_zone = \"Nowhere/Atlantis\"\n", &[]).unwrap_err();
         assert!(e.to_string().contains("home.time_zone"), "{e}");
+        assert_eq!(parse("", &[]).unwrap().time_zone, None);
         assert_eq!(
-            parse("", &[]).unwrap().time_zone,
+            parse("", &[]).unwrap().house_time(),
             crate::home::HouseTime::system()
         );
     }
@@ -1473,6 +1563,27 @@ mod tests {
         .unwrap();
         assert_eq!(cfg.dashboard.history.days, 30);
         assert_eq!(cfg.dashboard.history.flush_every, Duration::from_secs(5));
+        assert_eq!(
+            cfg.dashboard.history.states,
+            crate::dashboard::history::RecordStates::Primary
+        );
+        let recorded = parse(
+            "[dashboard]\nhistory_states = \"all\"\nhistory_devices = [\"Stromzähler\"]\nhistory_skip = [\"Partymodus\"]\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            recorded.dashboard.history.states,
+            crate::dashboard::history::RecordStates::All
+        );
+        assert_eq!(
+            recorded.dashboard.history.devices,
+            vec!["Stromzähler".to_string()]
+        );
+        assert_eq!(
+            recorded.dashboard.history.skip,
+            vec!["Partymodus".to_string()]
+        );
         assert_eq!(cfg.dashboard.ws.max_clients, 4);
         for (text, setting) in [
             ("[dashboard]\nhistory_days = 0\n", "dashboard.history_days"),
@@ -1487,6 +1598,14 @@ mod tests {
             (
                 "[dashboard]\nmax_ws_clients = 0\n",
                 "dashboard.max_ws_clients",
+            ),
+            (
+                "[dashboard]\nhistory_states = \"some\"\n",
+                "dashboard.history_states",
+            ),
+            (
+                "[dashboard]\nhistory_skip = [\"\"]\n",
+                "dashboard.history_skip",
             ),
         ] {
             let e = parse(text, &[]).unwrap_err();

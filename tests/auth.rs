@@ -1107,6 +1107,8 @@ enum Needs {
     Read,
     Control,
     Security,
+    /// Pictures of cameras: admin keys, and keys with the `cameras` setting (none here).
+    Cameras,
 }
 
 /// The workflow the workflow tools of [`every_tool`] name (created by the test).
@@ -1127,9 +1129,17 @@ fn every_tool() -> Vec<(&'static str, Needs, Value)> {
         ("discover_rolladen_capabilities", Read, json!({})),
         ("get_blinds_status", Read, json!({})),
         ("get_security_status", Read, json!({})),
+        ("list_doorbell_events", Read, json!({})),
+        ("get_camera_image", Cameras, json!({"device": "Haustür"})),
         ("get_audio_status", Read, json!({})),
         ("get_sensors_status", Read, json!({"room": "Flur"})),
         ("get_home_summary", Read, json!({})),
+        (
+            "get_history",
+            Read,
+            json!({"device": "Stromzähler", "state": "total", "period": "yesterday"}),
+        ),
+        ("get_energy", Read, json!({"period": "today"})),
         ("list_alerts", Read, json!({"historic": true})),
         (
             "confirm_alert",
@@ -1267,7 +1277,7 @@ fn role_by_every_tool() {
         let needs = table.iter().find(|(n, _, _)| *n == t.name).unwrap().1;
         assert_eq!(
             t.annotations.read_only_hint,
-            needs == Needs::Read,
+            matches!(needs, Needs::Read | Needs::Cameras),
             "{}: readOnlyHint against the table",
             t.name
         );

@@ -35,6 +35,7 @@ fn key(role: Role, seq: u64, name: &str) -> ApiKey {
         categories: vec![],
         model_confirms: false,
         open_doors: false,
+        cameras: false,
         profile: None,
         usage: Usage::default(),
     }
@@ -456,9 +457,32 @@ fn cli_generate_list_show_revoke_update() {
     assert_eq!(o.status.code(), Some(2), "a usage error: {}", err(&o));
     assert!(err(&o).contains("--open-doors"), "{}", err(&o));
 
+    // Camera pictures (issue 30): off by default, set and cleared by `update --cameras`; the
+    // other settings stay as they were.
+    assert!(text.contains("\"cameras\": false"), "{text}");
+    assert!(!shown.cameras && !shown.sees_pictures());
+    let o = keys(&store, &["update", &rec.id, "--cameras", "yes"]);
+    assert!(o.status.success(), "{}", err(&o));
+    let shown: ApiKey = serde_json::from_str(&out(&keys(&store, &["show", &rec.id]))).unwrap();
+    assert!(shown.cameras && shown.sees_pictures(), "{shown:?}");
+    assert!(shown.model_confirms && shown.open_doors, "kept");
+    let o = keys(&store, &["update", &rec.id, "--cameras", "no"]);
+    assert!(o.status.success(), "{}", err(&o));
+    let shown: ApiKey = serde_json::from_str(&out(&keys(&store, &["show", &rec.id]))).unwrap();
+    assert!(!shown.cameras && !shown.sees_pictures());
+    let o = keys(&store, &["update", &rec.id, "--cameras", "maybe"]);
+    assert_eq!(o.status.code(), Some(2), "a usage error: {}", err(&o));
+    assert!(err(&o).contains("--cameras"), "{}", err(&o));
+
     // Sequence continues from the largest.
     let o = keys(&store, &["generate", "--role", "monitor"]);
     assert!(secret(&o).starts_with("homekey_monitor_4_"));
+
+    // `generate --cameras yes` makes a key that may see pictures from the start.
+    let made = crate::support::keys_cli::generate(&store, "monitor", &["--cameras", "yes"]);
+    let id = made["id"].as_str().expect("the new key's id");
+    let hall: ApiKey = serde_json::from_str(&out(&keys(&store, &["show", id]))).unwrap();
+    assert!(hall.cameras && hall.sees_pictures() && hall.role == Role::Monitor);
 }
 
 #[test]

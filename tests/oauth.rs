@@ -19,6 +19,7 @@ use crate::support::{wait_until, PATIENCE};
 
 const KITCHEN_LIGHT: &str = "1d5c3a92-0209-520e-ffff504f94d0e5a1"; // Deckenlicht (Küche)
 const LIVING_LIGHT: &str = "1d5c3a2e-0202-4f52-ffff504f94d0e5a1"; // Deckenlicht (Wohnzimmer)
+const INTERCOM: &str = "1d5c3ca0-022a-60b0-ffff504f94d0e5a1"; // Haustür (Außenbereich)
 
 /// The server with an admin key ("owner") and a static operator key in a key store file.
 struct Fixture {
@@ -303,6 +304,75 @@ fn sign_in_grants_a_scoped_key_that_refreshes_and_is_revoked_on_the_admin_page()
         (status, refused["error"].as_str()),
         (400, Some("invalid_grant"))
     );
+}
+
+/// The consent page's cameras box (issue 30): a grant signed in with it ticked gives a key that
+/// sees camera pictures (judged by a `get_camera_image` answer with an image block and by the
+/// admin API's record), one without it a key that is refused before any camera is asked.
+#[test]
+fn the_consent_pages_cameras_box_decides_whether_the_key_sees_pictures() {
+    let f = Fixture::start("");
+    let client_id = register(f.addr(), "Hall Screen");
+    let page = authorize_get(f.addr(), &authorize_query(&client_id, "st-c"));
+    assert_eq!(page.status, 200, "{page:?}");
+    assert!(
+        page.body.contains("name=\"cameras\" value=\"yes\""),
+        "the box to tick: {}",
+        page.body
+    );
+    let token = |cameras: bool| {
+        let mut form = vec![("role", "monitor"), ("days", "7")];
+        if cameras {
+            form.push(("cameras", "yes"));
+        }
+        let redirect = sign_in(f.addr(), &client_id, &f.admin, &form);
+        let (status, tokens) = exchange(f.addr(), &client_id, &redirect["code"], VERIFIER);
+        assert_eq!(status, 200, "{tokens}");
+        tokens["access_token"].as_str().unwrap().to_string()
+    };
+    let with = token(true);
+    let without = token(false);
+    let (status, answer) = call_with(
+        f.addr(),
+        &with,
+        "get_camera_image",
+        json!({"device": "Haustür"}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let blocks = answer["result"]["content"].as_array().expect("content");
+    assert!(
+        blocks.iter().any(|b| b["type"] == "image"),
+        "a picture: {}",
+        answer.to_string().chars().take(300).collect::<String>()
+    );
+    let before = f.ms.sim.camera_requests(INTERCOM);
+    let (status, refused) = call_with(
+        f.addr(),
+        &without,
+        "get_camera_image",
+        json!({"device": "Haustür"}),
+    );
+    assert_eq!(status, 403, "{refused}");
+    assert!(
+        refused.to_string().contains("INSUFFICIENT_PERMISSIONS"),
+        "{refused}"
+    );
+    assert_eq!(
+        f.ms.sim.camera_requests(INTERCOM),
+        before,
+        "no camera asked"
+    );
+    // The admin API shows which key got the setting.
+    let (_, keys) = f.admin_api("GET", "/admin/api/keys", "");
+    let mut cameras: Vec<bool> = keys["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|k| k["name"] == "Hall Screen (OAuth)")
+        .map(|k| k["cameras"].as_bool().unwrap())
+        .collect();
+    cameras.sort();
+    assert_eq!(cameras, [false, true], "{keys}");
 }
 
 #[test]

@@ -82,6 +82,12 @@ fn calls() -> Vec<(&'static str, Value)> {
         ("get_blinds_status", json!({})),
         ("arm_alarm", json!({"confirm": true})),
         ("get_security_status", json!({})),
+        ("list_doorbell_events", json!({})),
+        ("get_camera_image", json!({"device": "Haustür"})),
+        (
+            "get_camera_image",
+            json!({"device": "Haustür", "bell_event": "20261127101500"}),
+        ),
         ("acknowledge_alarm", json!({"confirm": true})),
         ("disarm_alarm", json!({})),
         (
@@ -120,6 +126,18 @@ fn calls() -> Vec<(&'static str, Value)> {
         ("get_home_summary", json!({})),
         ("get_home_summary", json!({"room": "Küche"})),
         ("get_sensors_status", json!({"type": "temperature"})),
+        (
+            "get_history",
+            json!({"device": "Stromzähler", "state": "total", "period": "last 7 days", "resolution": "day"}),
+        ),
+        (
+            "get_history",
+            json!({"device": "Raumtemperatur Wohnzimmer"}),
+        ),
+        (
+            "get_energy",
+            json!({"period": "last month", "compare_with": "this month", "breakdown": "week"}),
+        ),
         ("list_alerts", json!({})),
         ("list_alerts", json!({"historic": true, "limit": 5})),
         // The demo Miniserver's seeded warning (its first entry): read, then confirmed.

@@ -29,6 +29,8 @@ use crate::support::PATIENCE;
 
 /// The demo house's "Partymodus" Switch (not secured).
 const SWITCH: &str = "1d5c3a8f-0208-51f9-ffff504f94d0e5a1";
+/// The demo house's Loxone Intercom (issue 30: `securedDetails`, bell pictures, the bell switch).
+const INTERCOM: &str = "1d5c3ca0-022a-60b0-ffff504f94d0e5a1";
 /// "Alarmanlage Garage", a secured Alarm.
 const SECURED: &str = "1d5c3c68-0226-5ee8-ffff504f94d0e5a1";
 /// The demo house's Message Center.
@@ -236,6 +238,12 @@ enum Expect {
     Code(u16),
     /// The structure file itself.
     File,
+    /// Binary data (statistics records, `application/octet-stream`; over the WebSocket a
+    /// binary file, header id 1), not empty.
+    Data,
+    /// A text file of this content type beginning with this text (statistics XML, the
+    /// `stats` index).
+    Text(&'static str, &'static str),
     /// A header with id 6 only.
     Keepalive,
 }
@@ -373,6 +381,45 @@ fn example(row: &CommandInfo, s: &mut Setup, wrapped: bool) -> Example {
             http_echo: None,
         },
         "sps/LoxAPPversion3" => Example::ok("sps/LoxAPPversion3", Value_::Eq(last_modified())),
+        // Statistics (statistics.md A1, A2; sim/stats.rs): files and data are never carried
+        // inside enc/fenc (CWM "Statistic Files and Data"), info is an LL answer.
+        "sps/getStatisticInfo/{control}" => Example::ok(
+            format!("sps/getStatisticInfo/{GRID_METER}"),
+            Value_::Contains(&["activeSince"]),
+        ),
+        p if p.starts_with("sps/getStatistic/") => {
+            let now = jiff::Timestamp::now().as_second();
+            stats_example(
+                format!(
+                    "sps/getStatistic/{GRID_METER}/raw/{}/{now}/all/2/total",
+                    now - 7200
+                ),
+                Expect::Data,
+                wrapped,
+            )
+        }
+        "stats" => stats_example("stats".into(), Expect::Text("text/html", "<html>"), wrapped),
+        "stats/statisticdata.xml/{uuid}/{date}" => stats_example(
+            format!("stats/statisticdata.xml/{WALLBOX}/{}", this_month()),
+            Expect::Text(
+                "text/xml",
+                "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<Statistics",
+            ),
+            wrapped,
+        ),
+        "stats/{file}" => stats_example(
+            format!("stats/{WALLBOX}.{}.xml", this_month()),
+            Expect::Text(
+                "text/xml",
+                "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<Statistics",
+            ),
+            wrapped,
+        ),
+        "binstatisticdata/{uuid}/{date}" => stats_example(
+            format!("binstatisticdata/{WALLBOX}/{}", this_month()),
+            Expect::Data,
+            wrapped,
+        ),
         "sps/io/{control}" => Example::ok(format!("sps/io/{SWITCH}"), Value_::OneOf(&["0", "1"])),
         // The KB: `dev/sps/io/LivingroomLight/state` answers control="dev/sps/io/LivingroomLight".
         "sps/io/{control}/state" | "sps/io/{control}/astate" => Example {
@@ -493,6 +540,31 @@ fn example(row: &CommandInfo, s: &mut Setup, wrapped: bool) -> Example {
                 keys(&["validUntil", "tokenRights"]),
             )
         }
+        // Issue 30: the intercom's stream data (a JSON string by default), a bell picture (a
+        // binary JPEG, tests/door.rs; here a ring the intercom does not list: 404 in every
+        // flavour and transport), and the simulator's own switches.
+        "sps/io/{control}/securedDetails" => Example::ok(
+            format!("sps/io/{INTERCOM}/securedDetails"),
+            Value_::Contains(&["videoInfo", "alertImage"]),
+        ),
+        "camimage/{control}/{timestamp}" => Example {
+            cmd: format!("camimage/{INTERCOM}/20200101000000"),
+            expect: Expect::Code(404),
+            http_echo: None,
+            rekey: None,
+        },
+        // Bare commands echo the path as sent.
+        "sim/door/{control}/ring" => Example {
+            http_echo: Some(format!("sim/door/{INTERCOM}/ring")),
+            ..Example::ok(format!("sim/door/{INTERCOM}/ring"), Value_::Digits)
+        },
+        "sim/camera/{control}/fault/{fault}" => Example {
+            http_echo: Some(format!("sim/camera/{INTERCOM}/fault/none")),
+            ..Example::ok(
+                format!("sim/camera/{INTERCOM}/fault/none"),
+                Value_::Eq("none".into()),
+            )
+        },
         "sps/enablebinstatusupdate" => {
             Example::ok("sps/enablebinstatusupdate", Value_::Eq("1".into()))
         }
@@ -551,6 +623,29 @@ fn example(row: &CommandInfo, s: &mut Setup, wrapped: bool) -> Example {
 }
 
 // ---- the two transports -------------------------------------------------------------------
+
+/// The demo's grid meter (Statistics V2) and wallbox (V1).
+const GRID_METER: &str = "1d5c3c2e-0222-5d52-ffff504f94d0e5a1";
+const WALLBOX: &str = "1d5c3bfc-021f-5bf4-ffff504f94d0e5a1";
+
+/// `YYYYMM` of the current month in the simulator's zone (Europe/Berlin).
+fn this_month() -> String {
+    let tz = jiff::tz::TimeZone::get("Europe/Berlin")
+        .or_else(|_| jiff::tz::TimeZone::posix("CET-1CEST,M3.5.0,M10.5.0/3"))
+        .unwrap();
+    let d = jiff::Timestamp::now().to_zoned_datetime(tz).date();
+    format!("{:04}{:02}", d.year(), d.month())
+}
+
+/// A statistics example: `expect` when plain, 400 inside enc/fenc.
+fn stats_example(cmd: String, expect: Expect, wrapped: bool) -> Example {
+    Example {
+        cmd,
+        http_echo: None,
+        expect: if wrapped { Expect::Code(400) } else { expect },
+        rekey: None,
+    }
+}
 
 /// An answer as a client sees it: a status code and, for `LL` answers, control and value.
 #[derive(Debug)]
@@ -770,7 +865,8 @@ impl Http {
                 head_len + len
             );
         }
-        (status, ctype, String::from_utf8(body).unwrap())
+        // Binary answers (statistics records) are compared as lossy text.
+        (status, ctype, String::from_utf8_lossy(&body).into_owned())
     }
 }
 
@@ -823,6 +919,34 @@ impl Ws {
                         keepalive: true,
                         raw: "<keepalive>".into(),
                     })
+                }
+                Ok(Incoming::File(bytes)) => {
+                    // A binary file (statistics records).
+                    let t = String::from_utf8_lossy(&bytes).into_owned();
+                    return Ok(Seen {
+                        code: 200,
+                        control: None,
+                        value: Value::Null,
+                        outputs: Vec::new(),
+                        file: Some(t.clone()),
+                        keepalive: false,
+                        raw: t,
+                    });
+                }
+                Ok(Incoming::Text(t))
+                    if t.starts_with("<html")
+                        || (t.starts_with("<?xml") && !t.contains("<LL ")) =>
+                {
+                    // A text file (statistics XML, the stats index).
+                    return Ok(Seen {
+                        code: 200,
+                        control: None,
+                        value: Value::Null,
+                        outputs: Vec::new(),
+                        file: Some(t.clone()),
+                        keepalive: false,
+                        raw: t,
+                    });
                 }
                 Ok(Incoming::Text(t)) => {
                     if t.trim_start().starts_with('{') || t.starts_with("<?xml") {
@@ -997,6 +1121,23 @@ fn send(s: &mut Setup, http: &mut Http, ws: &mut Ws, case: Case, ex: &Example) -
         };
         return (seen, echo);
     }
+    if let Expect::Data | Expect::Text(..) = ex.expect {
+        let want = match ex.expect {
+            Expect::Text(t, _) => t,
+            _ => "application/octet-stream",
+        };
+        assert!(ctype.starts_with(want), "{path}: {ctype}");
+        let seen = Seen {
+            code: 200,
+            control: None,
+            value: Value::Null,
+            outputs: Vec::new(),
+            file: Some(body.clone()),
+            keepalive: false,
+            raw: body,
+        };
+        return (seen, echo);
+    }
     if ex.expect.is_file() {
         assert!(ctype.starts_with("application/json"), "{ctype}");
         let seen = Seen {
@@ -1034,6 +1175,18 @@ fn check(ex: &Example, seen: &Seen, echo: &str, flavour: Flavour, what: &str) {
                 seen.file.as_deref(),
                 Some(DEMO_STRUCTURE),
                 "{what}: not the structure file"
+            );
+        }
+        Expect::Data => {
+            let file = seen.file.as_deref().unwrap_or("");
+            assert!(!file.is_empty(), "{what}: no data: {}", seen.raw);
+        }
+        Expect::Text(_, start) => {
+            let file = seen.file.as_deref().unwrap_or("");
+            assert!(
+                file.starts_with(start),
+                "{what}: {}",
+                &file[..file.len().min(200)]
             );
         }
         Expect::Code(code) => assert_eq!(seen.code, *code, "{what}: {}", seen.raw),

@@ -1,6 +1,6 @@
 //! The tool list an assistant can afford (issue 16): the default `tools/list`, as a 2025-06-18
 //! client reads it over HTTP from the real `serve` binary, lists every tool of the catalogue in
-//! at most 41,000 bytes (about 10k tokens), and its schemas are portable to single-type schema
+//! at most 44,500 bytes (about 11k tokens), and its schemas are portable to single-type schema
 //! dialects: the MCP Inspector's schema-portability rules (2.12, `core/json/schemaLint.ts`:
 //! no `type` lists, no schema that constrains nothing, no bare `true`/`false` in a schema
 //! position, no `$ref` outside the document) find nothing in any input or output schema.
@@ -18,10 +18,15 @@ use support::server::{Miniserver, Served};
 use home_mcp::home::Profile;
 use serde_json::{json, Value};
 
-/// The budget of the whole `tools/list` answer, in bytes: about 10k tokens. (40,000 until
-/// issue 31 added `list_alerts` and `confirm_alert`, each as lean as a tool can be: no output
-/// schema beyond the envelope, one-line descriptions; together about 1.1 kB.)
-const BUDGET_BYTES: usize = 41_000;
+/// The budget of the whole `tools/list` answer, in bytes: about 11k tokens (DESIGN.md). 40,000
+/// until the capability issues each added two tools, each as lean as a tool can be: issue 31
+/// `list_alerts` and `confirm_alert` (no output schema beyond the envelope, one-line
+/// descriptions; together about 1.1 kB), issue 30 `get_camera_image` and `list_doorbell_events`
+/// (1,353 bytes with their descriptions and schemas cut to what a model needs; each tool's
+/// name, title, annotations and envelope alone take about 350), issue 29 `get_history` and
+/// `get_energy` (1.9 kB with their schemas). The lean profile (issue 33) is where the list
+/// shrinks again.
+const BUDGET_BYTES: usize = 44_500;
 
 /// The budget of the lean profile's `tools/list` answer, in bytes, and its most tools.
 const LEAN_BUDGET_BYTES: usize = 16_000;

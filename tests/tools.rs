@@ -20,10 +20,10 @@ use support::server::Miniserver;
 use support::unreachable::{demo_home, quick_timeouts, unreachable_demo, unreachable_miniserver};
 use support::wire::sent_commands;
 
-/// The demo house (assets/demo-house.json): 14 rooms, 68 top-level controls, 7 of them
+/// The demo house (assets/demo-house.json): 14 rooms, 71 top-level controls, 7 of them
 /// Jalousies.
 const DEMO_ROOMS: usize = 14;
-const DEMO_CONTROLS: u64 = 68;
+const DEMO_CONTROLS: u64 = 71;
 const DEMO_JALOUSIES: usize = 7;
 
 #[test]

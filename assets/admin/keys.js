@@ -87,6 +87,7 @@
     if (k.categories && k.categories.length) scope.push("categories: " + k.categories.join(", "));
     if (k.model_confirms) scope.push("model may confirm alarm and house-wide actions");
     if (k.open_doors) scope.push("may open gates and doors (a human confirms)");
+    if (k.cameras) scope.push("may see camera pictures");
     if (k.profile) scope.push("tools: " + k.profile);
     if (k.role === "custom" && k.permissions && k.permissions.length) {
       scope.push("permissions: " + k.permissions.join(", "));
@@ -252,6 +253,7 @@
     $("edit-active").checked = !!k.active;
     $("edit-model-confirms").checked = !!k.model_confirms;
     $("edit-open-doors").checked = !!k.open_doors;
+    $("edit-cameras").checked = !!k.cameras;
     $("edit-profile").value = "";
     $("edit").hidden = false;
     $("edit").scrollIntoView({ block: "nearest" });
@@ -266,6 +268,7 @@
       ip_whitelist: list($("edit-ips").value),
       model_confirms: $("edit-model-confirms").checked,
       open_doors: $("edit-open-doors").checked,
+      cameras: $("edit-cameras").checked,
     };
     if ($("edit-profile").value) body.profile = $("edit-profile").value;
     const days = $("edit-expires").value.trim();

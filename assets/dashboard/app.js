@@ -164,6 +164,82 @@
     });
   }
 
+  // The doorbell card: each intercom or camera with its last ring. The page fetches no picture
+  // by itself (not on load, not on a ring): the person at the dashboard asks with the tile's
+  // buttons, "Last ring" for the Miniserver's picture of the last ring (the camera is not
+  // asked) and "Picture now" for the camera's picture now. Every picture handed out is written
+  // to the audit log. Shown as a data: URL (the page's CSP allows no other image source). A
+  // ring after a ring's picture is shown marks it as old and the button offers the new one. A
+  // key without the cameras setting gets no buttons, fetches nothing and is told so.
+  var bells = {};
+  function showPicture(d, tile, now) {
+    var img = tile.querySelector('img'), note = tile.querySelector('.note');
+    var b = bells[d.uuid], ring = now ? '' : b.ring;
+    var buttons = tile.querySelectorAll('button');
+    var headers = {};
+    if (key()) headers['X-API-Key'] = key();
+    buttons.forEach(function (x) { x.disabled = true; });
+    fetch('/dashboard/api/doorbells/' + d.uuid + '/picture' + (now ? '?of=now' : ''), { headers: headers, cache: 'no-store' })
+      .then(function (r) {
+        if (r.status === 403) { img.removeAttribute('src'); note.textContent = 'This key may not see camera pictures.'; return null; }
+        if (!r.ok) throw new Error('HTTP ' + r.status);
+        return r.arrayBuffer();
+      })
+      .then(function (buf) {
+        if (!buf) return;
+        var bytes = new Uint8Array(buf), bin = '';
+        for (var i = 0; i < bytes.length; i += 8192) bin += String.fromCharCode.apply(null, bytes.subarray(i, i + 8192));
+        img.src = 'data:image/jpeg;base64,' + btoa(bin);
+        img.alt = 'picture of ' + d.name;
+        img.setAttribute('data-ring', ring);
+        img.classList.remove('old');
+        note.textContent = now ? 'now' : 'the last ring';
+        b.shown = ring;
+        markRing(tile, b);
+      })
+      .catch(function (e) { note.textContent = 'No picture: ' + e.message; })
+      .then(function () { buttons.forEach(function (x) { x.disabled = false; }); });
+  }
+  // The "Last ring" button: hidden without a ring; "Show the new ring" (and the shown ring's
+  // picture dimmed) when the bell rang after the picture shown.
+  function markRing(tile, b) {
+    var button = tile.querySelector('button.ring');
+    var newer = !!(b.shown && b.ring && b.shown !== b.ring);
+    button.hidden = !b.pictures || !b.ring;
+    button.textContent = newer ? 'Show the new ring' : 'Last ring';
+    tile.querySelector('img').classList.toggle('old', newer);
+  }
+  function renderDoorbells(list, pictures) {
+    var root = $('doorbells');
+    if (!list.length) { clear(root); root.appendChild(el('p', 'dim', 'No intercoms or cameras')); return; }
+    var empty = root.querySelector('p.dim'); if (empty) root.removeChild(empty);
+    list.forEach(function (d) {
+      var tile = $('bell-' + d.uuid);
+      if (!tile) {
+        tile = el('div', 'tile'); tile.id = 'bell-' + d.uuid;
+        tile.appendChild(el('strong', null, d.name));
+        tile.appendChild(el('div', 'dim'));
+        var ringButton = el('button', 'ring', 'Last ring'); ringButton.type = 'button';
+        var nowButton = el('button', 'now', 'Picture now'); nowButton.type = 'button';
+        nowButton.hidden = !pictures;
+        tile.appendChild(ringButton);
+        tile.appendChild(nowButton);
+        tile.appendChild(el('div', 'dim note', pictures ? '' : 'This key may not see camera pictures.'));
+        var img = el('img'); img.alt = '';
+        tile.appendChild(img);
+        root.appendChild(tile);
+        bells[d.uuid] = { pictures: pictures };
+        ringButton.addEventListener('click', function () { showPicture(bells[d.uuid].d, tile, false); });
+        nowButton.addEventListener('click', function () { showPicture(bells[d.uuid].d, tile, true); });
+      }
+      var b = bells[d.uuid];
+      b.d = d; b.ring = d.last_ring || '';
+      tile.children[1].textContent = (d.ringing ? 'RINGING · ' : '') +
+        (d.last_ring_time ? 'last ring ' + d.last_ring_time.replace('T', ' ').slice(0, 19) : 'no ring');
+      markRing(tile, b);
+    });
+  }
+
   function renderActivity(list) {
     var root = $('activity'); clear(root);
     if (!list.length) root.appendChild(el('li', 'dim', 'No AI activity recorded'));
@@ -174,6 +250,137 @@
         (a.target ? ' ' + a.target : '') + ' → ' + (a.result || '');
       root.appendChild(el('li', a.result === 'ok' ? null : 'warn', text.trim()));
     });
+  }
+
+  // Charts: inline SVG drawn from /dashboard/api/series and /dashboard/api/energy, the
+  // answers of get_history and get_energy. The SVG scales with the page (phones included).
+  var SVG = 'http://www.w3.org/2000/svg';
+  var W = 600, H = 200, PAD = 30;
+  function svgEl(tag, attrs, cls) {
+    var e = document.createElementNS(SVG, tag);
+    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    if (cls) e.setAttribute('class', cls);
+    return e;
+  }
+  function chartFrame(fig, lo, hi, unit) {
+    var old = fig.querySelector('svg'); if (old) fig.removeChild(old);
+    var svg = svgEl('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img', preserveAspectRatio: 'xMidYMid meet' });
+    svg.appendChild(svgEl('line', { x1: PAD, y1: H - PAD, x2: W, y2: H - PAD }, 'axis'));
+    svg.appendChild(svgEl('line', { x1: PAD, y1: 5, x2: PAD, y2: H - PAD }, 'axis'));
+    [lo, hi].forEach(function (v, i) {
+      var t = svgEl('text', { x: 2, y: i ? 14 : H - PAD }, 'label');
+      t.textContent = (Math.round(v * 10) / 10) + (unit ? ' ' + unit : '');
+      svg.appendChild(t);
+    });
+    fig.insertBefore(svg, fig.firstChild);
+    return svg;
+  }
+  function yOf(v, lo, hi) { return H - PAD - (hi > lo ? (v - lo) / (hi - lo) : 0.5) * (H - PAD - 10); }
+  function timeLabel(svg, text, x) {
+    var t = svgEl('text', { x: x, y: H - 8 }, 'label'); t.textContent = text; svg.appendChild(t);
+  }
+  function drawSeries(fig, s) {
+    var pts = s.points || [];
+    var cap = fig.querySelector('figcaption');
+    fig.dataset.points = String(pts.length);
+    fig.dataset.source = s.source || '';
+    fig.dataset.measure = s.measure || '';
+    var col = function (name) { return (s.columns || []).indexOf(name); };
+    var n = Math.max(pts.length, 1), step = (W - PAD) / n;
+    var svg;
+    if (s.measure === 'level') {
+      var iMin = col('min'), iMean = col('mean'), iMax = col('max');
+      var lo = Math.min.apply(null, pts.map(function (p) { return p[iMin]; }));
+      var hi = Math.max.apply(null, pts.map(function (p) { return p[iMax]; }));
+      svg = chartFrame(fig, lo, hi, s.unit);
+      var top = [], bottom = [], line = [];
+      pts.forEach(function (p, i) {
+        var x = PAD + step * (i + 0.5);
+        top.push(x + ',' + yOf(p[iMax], lo, hi));
+        bottom.unshift(x + ',' + yOf(p[iMin], lo, hi));
+        line.push(x + ',' + yOf(p[iMean], lo, hi));
+      });
+      if (pts.length) {
+        svg.appendChild(svgEl('polygon', { points: top.concat(bottom).join(' ') }, 'band'));
+        svg.appendChild(svgEl('polyline', { points: line.join(' ') }, 'line'));
+      }
+    } else {
+      var idx = s.measure === 'switch' ? col('on_seconds') : col('amount');
+      var scale = s.measure === 'switch' ? 1 / 3600 : 1;
+      var vals = pts.map(function (p) { return (p[idx] || 0) * scale; });
+      var max = Math.max.apply(null, vals.concat([0]));
+      svg = chartFrame(fig, 0, max, s.measure === 'switch' ? 'h on' : s.unit);
+      vals.forEach(function (v, i) {
+        var y = yOf(v, 0, max);
+        svg.appendChild(svgEl('rect', { x: PAD + step * i + 1, y: y, width: Math.max(step - 2, 1), height: H - PAD - y },
+          s.measure === 'switch' ? 'bar on' : 'bar'));
+      });
+    }
+    if (pts.length) {
+      timeLabel(svg, pts[0][0].slice(11, 16), PAD);
+      timeLabel(svg, pts[pts.length - 1][0].slice(11, 16), W - 40);
+    }
+    var summary = s.summary || {};
+    var text = s.device.name + (s.device.room ? ' (' + s.device.room + ')' : '') + ' · ' + s.state + ' · ';
+    if (s.measure === 'level') text += 'min ' + summary.min + ', mean ' + summary.mean + ', max ' + summary.max + ' ' + (s.unit || '');
+    else if (s.measure === 'switch') text += 'on ' + summary.on_hours + ' h, went on ' + summary.went_on + ' times';
+    else text += 'total ' + summary.total + ' ' + (s.unit || '');
+    text += ' · source: ' + s.source;
+    if (s.no_data && s.no_data.length) text += ' · no data in part of the range';
+    cap.textContent = text;
+  }
+  function drawEnergy(fig, e) {
+    var b = e.breakdown || { columns: [], rows: [] };
+    var rows = b.rows || [];
+    var iC = b.columns.indexOf('consumption'), iP = b.columns.indexOf('production');
+    fig.dataset.points = String(rows.length);
+    var vals = rows.map(function (r) { return [iC >= 0 ? r[iC] || 0 : 0, iP >= 0 ? r[iP] || 0 : 0]; });
+    var max = Math.max.apply(null, [0].concat(vals.map(function (v) { return Math.max(v[0], v[1]); })));
+    var svg = chartFrame(fig, 0, max, 'kWh');
+    var n = Math.max(rows.length, 1), step = (W - PAD) / n, half = Math.max(step / 2 - 1, 1);
+    vals.forEach(function (v, i) {
+      [0, 1].forEach(function (k) {
+        if (k === 1 && iP < 0) return;
+        var y = yOf(v[k], 0, max);
+        svg.appendChild(svgEl('rect', { x: PAD + step * i + k * half + 1, y: y, width: half, height: H - PAD - y }, k ? 'bar production' : 'bar'));
+      });
+    });
+    if (rows.length) {
+      timeLabel(svg, rows[0][0].slice(5, 10), PAD);
+      timeLabel(svg, rows[rows.length - 1][0].slice(5, 10), W - 40);
+    }
+    var cap = fig.querySelector('figcaption'); clear(cap);
+    var legend = el('div', 'legend');
+    var item = function (cls, text) { var s = el('span'); s.appendChild(el('span', 'swatch ' + cls)); s.appendChild(document.createTextNode(text)); legend.appendChild(s); };
+    var f = e.figures || {};
+    item('', 'consumption ' + (f.consumption !== undefined ? f.consumption + ' kWh' : '–'));
+    if (iP >= 0) item('production', 'production ' + f.production + ' kWh');
+    cap.appendChild(legend);
+  }
+  function loadCharts() {
+    var select = $('chart-device');
+    var day = $('chart-day');
+    var showDevice = function () {
+      if (!select.value) return;
+      api('series?device=' + encodeURIComponent(select.value) + '&period=-24h&resolution=hour')
+        .then(function (s) { drawSeries(day, s); day.setAttribute('data-updated', String(Date.now())); })
+        .catch(function (e) { day.querySelector('figcaption').textContent = 'No history: ' + e.message; });
+    };
+    if (!select.options.length) {
+      api('charts').then(function (c) {
+        clear(select);
+        c.devices.forEach(function (d) {
+          var o = el('option', null, d.name + (d.room ? ' (' + d.room + ')' : ''));
+          o.value = d.uuid; select.appendChild(o);
+        });
+        select.addEventListener('change', showDevice);
+        showDevice();
+      }).catch(function () {});
+    } else { showDevice(); }
+    var en = $('chart-energy');
+    api('energy?period=' + encodeURIComponent('last 30 days') + '&breakdown=day')
+      .then(function (e) { drawEnergy(en, e); en.setAttribute('data-updated', String(Date.now())); })
+      .catch(function (e) { en.querySelector('figcaption').textContent = 'No energy history: ' + e.message; });
   }
 
   function load() {
@@ -200,7 +407,9 @@
       renderClimate(d.climate);
       renderAlarm(d.alarm);
       renderEnergy(d.energy);
+      renderDoorbells(d.doorbells || [], d.pictures !== false);
       renderActivity(d.activity);
+      loadCharts();
       connect();
     }).catch(function (e) {
       if (e.status) {
@@ -263,6 +472,7 @@
       api('data').then(function (d) {
         renderStop(d.status.stop); renderAlerts(d.alerts);
         renderClimate(d.climate); renderAlarm(d.alarm); renderEnergy(d.energy); renderActivity(d.activity);
+        renderDoorbells(d.doorbells || [], d.pictures !== false);
         $('activity').setAttribute('data-updated', String(Date.now()));
       }).catch(function () {});
     }, delay);

@@ -18,13 +18,13 @@
 //! | `GET /health` | nothing (no key) |
 //! | MCP `initialize`, `ping`, notifications, client responses; `GET`/`DELETE /mcp`, `GET /sse` | a valid key |
 //! | MCP `tools/list`, `resources/*`, `prompts/*`, `completion/complete`, `logging/setLevel`; `GET /tools` | [`Permission::Read`] |
-//! | `tools/call` (MCP or REST) | the tool's permission ([`ToolFacts::required_permission`]: its declaration's; for `execute_workflow` the highest of its steps) |
+//! | `tools/call` (MCP or REST) | the tool's permission ([`ToolFacts::required_permission`]: its declaration's; for `execute_workflow` the highest of its steps); for a tool that shows pictures of people ([`ToolFacts::shows_pictures`]) also the key's `cameras` grant ([`ApiKey::sees_pictures`]) |
 //! | `GET /metrics` ([`Action::Method`] `"metrics"`) | [`Permission::Read`] (not gated with `[metrics] public = true`) |
 //! | `/dashboard/api/...`, `WS /dashboard/ws` ([`Action::Method`] `"dashboard"`) | [`Permission::Read`] |
 //! | `/admin/...` (see [`crate::http::admin`]; only from `[auth] admin_networks`) | [`Permission::Admin`] |
 //!
-//! A `tools/call` refused with `INSUFFICIENT_PERMISSIONS` whose tool needs `control` or more is
-//! recorded in the audit log ([`crate::audit`]) by the HTTP layer.
+//! A `tools/call` refused with `INSUFFICIENT_PERMISSIONS` whose tool needs `control` or more, or
+//! shows pictures, is recorded in the audit log ([`crate::audit`]) by the HTTP layer.
 //!
 //! Which controls a `device` key may touch is not decided here: its allow-list is resolved to
 //! control UUIDs and checked per control when a tool lists, reads or operates one
@@ -255,6 +255,14 @@ pub struct Principal {
 }
 
 impl Principal {
+    /// Whether this caller may see pictures of people (tools that show pictures, the
+    /// dashboard's doorbell pictures): a key with the `cameras` grant
+    /// ([`ApiKey::sees_pictures`]), or anonymous (where keys are not required, everything is
+    /// allowed). The gate's one decision of it.
+    pub fn sees_pictures(&self) -> bool {
+        self.key.as_ref().is_none_or(ApiKey::sees_pictures)
+    }
+
     /// Who this is, for the audit log (`anonymous` without a key).
     pub fn caller(&self) -> crate::mcp::Caller {
         crate::mcp::Caller {
@@ -497,6 +505,7 @@ impl Gate {
                 categories: Vec::new(),
                 model_confirms: false,
                 open_doors: false,
+                cameras: false,
                 profile: None,
                 usage: Usage::default(),
             }
@@ -564,6 +573,12 @@ impl Gate {
     /// The permission a tool call needs (`None`: unknown tool).
     pub fn permission_of(&self, name: &str, arguments: &Map<String, Value>) -> Option<Permission> {
         self.tools.required_permission(name, arguments)
+    }
+
+    /// Whether a tool call is recorded in the audit log, refused or not
+    /// ([`ToolFacts::audited`]: it writes or shows pictures).
+    pub fn audited(&self, name: &str, arguments: &Map<String, Value>) -> bool {
+        self.tools.audited(name, arguments)
     }
 
     /// The rate-limit buckets of the current windows, key ids [`mask`]ed
@@ -847,6 +862,14 @@ impl Gate {
                 key.role,
                 needed.as_str()
             )));
+        }
+        if let Action::Tool { name, arguments } = action {
+            if self.tools.shows_pictures(name, arguments) && !principal.sees_pictures() {
+                return Err(deny(format!(
+                    "{name} shows pictures of cameras and intercoms; this key may not see them \
+                     (the owner's cameras setting; admin keys may)"
+                )));
+            }
         }
         if key.role == Role::Device {
             // Which controls a device key may touch is decided per control when a tool lists,

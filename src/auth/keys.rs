@@ -28,6 +28,8 @@ pub struct Fields {
     pub model_confirms: Option<bool>,
     /// Allow opening gates, doors and locks, after a human answer (`--open-doors`).
     pub open_doors: Option<bool>,
+    /// Allow pictures of cameras and intercoms (`--cameras`).
+    pub cameras: Option<bool>,
     /// The tool profile the key sees (`--profile full|lean`; issue 33); `None` on create:
     /// the server's default, on update: unchanged.
     pub profile: Option<crate::home::Profile>,
@@ -231,6 +233,9 @@ pub fn apply_update(key: &mut ApiKey, fields: Fields, active: Option<bool>) -> R
     if let Some(m) = fields.model_confirms {
         key.model_confirms = m;
     }
+    if let Some(c) = fields.cameras {
+        key.cameras = c;
+    }
     if let Some(o) = fields.open_doors {
         key.open_doors = o;
     }
@@ -296,6 +301,7 @@ pub fn create_key(
                 categories: fields.categories.clone(),
                 model_confirms: fields.model_confirms.unwrap_or(false),
                 open_doors: fields.open_doors.unwrap_or(false),
+                cameras: fields.cameras.unwrap_or(false),
                 profile: fields.profile,
                 usage: Usage::default(),
             }

@@ -116,6 +116,10 @@ pub struct ApiKey {
     /// answer; default: closing and stopping only).
     #[serde(default)]
     pub open_doors: bool,
+    /// The owner lets this key see pictures of cameras and intercoms (the `cameras` grant,
+    /// [`ApiKey::sees_pictures`]; admin keys always may). Default: no pictures.
+    #[serde(default)]
+    pub cameras: bool,
     /// The tool profile this key sees (`full`, `lean`; issue 33); `None`: the server's
     /// default (`[mcp] profile`). A key's profile wins over the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -189,6 +193,14 @@ impl ApiKey {
             })
             .collect()
     }
+
+    /// Whether the key holds the `cameras` grant: it may call tools that show pictures of
+    /// people ([`crate::home::ToolFacts::shows_pictures`]) and see the dashboard's doorbell
+    /// pictures. The owner's `cameras` setting, or implicitly a key with the `admin`
+    /// permission (which could give itself the setting anyway).
+    pub fn sees_pictures(&self) -> bool {
+        self.cameras || self.permissions().contains(&Permission::Admin)
+    }
 }
 
 pub use crate::logging::mask_key_id as mask;
@@ -239,6 +251,7 @@ mod tests {
             categories: vec![],
             model_confirms: false,
             open_doors: false,
+            cameras: false,
             profile: None,
             usage: Usage::default(),
         };
@@ -246,5 +259,26 @@ mod tests {
             k.permissions(),
             [Permission::Read, Permission::Security].into()
         );
+        // The cameras grant: the key's setting, or implicitly the admin permission; it adds
+        // no permission.
+        assert!(!k.sees_pictures());
+        let with = ApiKey {
+            cameras: true,
+            ..k.clone()
+        };
+        assert!(with.sees_pictures() && with.permissions() == k.permissions());
+        let custom_admin = ApiKey {
+            permissions: vec!["read".into(), "admin".into()],
+            ..k.clone()
+        };
+        assert!(custom_admin.sees_pictures());
+        for (role, sees) in [
+            (Role::Admin, true),
+            (Role::Operator, false),
+            (Role::Monitor, false),
+            (Role::Device, false),
+        ] {
+            assert_eq!(ApiKey { role, ..k.clone() }.sees_pictures(), sees, "{role}");
+        }
     }
 }

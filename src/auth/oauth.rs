@@ -349,6 +349,8 @@ pub struct Grant {
     pub rooms: Vec<String>,
     /// Families or categories; empty: all.
     pub categories: Vec<String>,
+    /// The owner ticked "may see camera pictures" (the key's `cameras` grant).
+    pub cameras: bool,
     /// The tool profile the key gets (`full`, `lean`; issue 33); `None`: the server's default.
     /// Set from the form's `profile` ([`Grant::with_profile`]).
     pub profile: Option<crate::home::Profile>,
@@ -365,6 +367,7 @@ impl Grant {
         days: &str,
         rooms: Vec<String>,
         categories: Vec<String>,
+        cameras: bool,
         granted_by: &str,
     ) -> Result<Grant, String> {
         let role = Role::parse(role)
@@ -392,6 +395,7 @@ impl Grant {
             days,
             rooms,
             categories,
+            cameras,
             profile: None,
             granted_by: granted_by.to_string(),
         })
@@ -1033,6 +1037,7 @@ impl OAuth {
             "expires_at": expires_at,
             "rooms": grant.rooms,
             "categories": grant.categories,
+            "cameras": grant.cameras,
             "profile": grant.profile,
         }))
         .map_err(|e| err(ErrorCode::ServerError, e.to_string()))?;
@@ -1284,7 +1289,7 @@ mod tests {
         let req = o
             .authorization_request(&Params::parse(&q).unwrap())
             .unwrap();
-        let grant = || Grant::from_form("monitor", "1", vec![], vec![], "owner").unwrap();
+        let grant = || Grant::from_form("monitor", "1", vec![], vec![], false, "owner").unwrap();
         for _ in 0..MAX_PENDING_CODES {
             o.approve(&req, grant()).unwrap();
         }

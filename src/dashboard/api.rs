@@ -47,9 +47,13 @@ pub fn handle(dash: &Dashboard, rest: &str, query: &str) -> ApiAnswer {
             "data" => data(dash),
             "rooms" => ApiAnswer::ok(json!({"rooms": rooms(&dash.house.home(), dash)})),
             "metrics" => ApiAnswer::ok(metrics(dash)),
+            "series" => series(dash, query),
+            "energy" => energy_history(dash, query),
+            "charts" => charts(dash),
             other => not_found(other),
         },
         Some(("history", ty)) => history(dash, ty, query),
+
         Some(("trends", period)) => trends(dash, period, query),
         Some(_) => not_found(rest),
     }
@@ -67,6 +71,162 @@ fn param<'q>(query: &'q str, name: &str) -> Option<&'q str> {
     query
         .split('&')
         .find_map(|p| p.strip_prefix(name)?.strip_prefix('='))
+}
+
+/// A query parameter percent-decoded (`+` as a space, as browsers write forms); `None` when
+/// absent or not UTF-8.
+fn text_param(query: &str, name: &str) -> Option<String> {
+    let raw = param(query, name)?.replace('+', " ");
+    percent_encoding::percent_decode_str(&raw)
+        .decode_utf8()
+        .ok()
+        .map(|c| c.into_owned())
+}
+
+/// A history question's failure as the §7.1 error object: 404 `DEVICE_NOT_FOUND` for an
+/// unknown device, 400 `INVALID_PARAMETERS` for a bad range or a device without history,
+/// 502 for a Miniserver that could not be read.
+fn history_error(e: &crate::home::history::HistoryError) -> ApiAnswer {
+    let status = match e.code() {
+        "DEVICE_NOT_FOUND" => 404,
+        "INVALID_PARAMETERS" => 400,
+        _ => 502,
+    };
+    ApiAnswer::error(status, e.code(), e.to_string())
+}
+
+/// `GET series?device=D&state=S&period=P&from=F&to=T&resolution=R&max_points=N`: the history
+/// of one device as `get_history` answers it (`home::history::Series::to_json`); `device` is
+/// a name, a room-qualified name or a UUID; the range and resolution in the tool's words
+/// (default the last 24 hours, the resolution chosen by the range).
+pub fn series(dash: &Dashboard, query: &str) -> ApiAnswer {
+    use crate::home::history::{range_of, resolution_of, Query};
+    let house = &dash.house;
+    let home = house.home();
+    let Some(device) = text_param(query, "device") else {
+        return ApiAnswer::error(400, "INVALID_PARAMETERS", "device is required");
+    };
+    let control = match home.resolve_control(&device, None, &|_| true) {
+        Ok(c) => c,
+        Err(e) => return ApiAnswer::error(404, "DEVICE_NOT_FOUND", e.to_string()),
+    };
+    let now = jiff::Timestamp::now();
+    let (period, from, to) = (
+        text_param(query, "period"),
+        text_param(query, "from"),
+        text_param(query, "to"),
+    );
+    let range = range_of(
+        house.time(),
+        period.as_deref(),
+        from.as_deref(),
+        to.as_deref(),
+        now,
+    );
+    let resolution = resolution_of(text_param(query, "resolution").as_deref());
+    let (Ok((from, to)), Ok(resolution)) = (range.clone(), resolution.clone()) else {
+        let e = range.err().or(resolution.err()).expect("one failed");
+        return history_error(&e);
+    };
+    let max_points = match param(query, "max_points").map(str::parse::<usize>) {
+        None => None,
+        Some(Ok(n)) if (1..=crate::home::history::MAX_POINTS).contains(&n) => Some(n),
+        Some(_) => {
+            return ApiAnswer::error(
+                400,
+                "INVALID_PARAMETERS",
+                format!(
+                    "max_points must be a whole number from 1 to {}",
+                    crate::home::history::MAX_POINTS
+                ),
+            )
+        }
+    };
+    let q = Query {
+        control: control.uuid.clone(),
+        state: text_param(query, "state").filter(|s| !s.is_empty()),
+        from,
+        to,
+        resolution,
+        max_points,
+    };
+    match house.history_at(&q, now) {
+        Ok(s) => ApiAnswer::ok(s.to_json(house.time())),
+        Err(e) => history_error(&e),
+    }
+}
+
+/// `GET energy?period=P&breakdown=U`: the house's energy as `get_energy` answers it
+/// (`home::energy::Energy::to_json`); default the last 30 days per day.
+pub fn energy_history(dash: &Dashboard, query: &str) -> ApiAnswer {
+    use crate::home::energy::EnergyQuery;
+    let house = &dash.house;
+    let now = jiff::Timestamp::now();
+    let period = text_param(query, "period").unwrap_or_else(|| "last 30 days".into());
+    let (from, to) = match house.time().parse_period(&period, now) {
+        Ok(r) => r,
+        Err(e) => return ApiAnswer::error(400, "INVALID_PARAMETERS", e.to_string()),
+    };
+    let breakdown = match text_param(query, "breakdown").as_deref() {
+        None | Some("") => Some(crate::home::time::Unit::Day),
+        Some("none") => None,
+        Some(u) => match crate::home::time::Unit::parse(u) {
+            Some(u) => Some(u),
+            None => {
+                return ApiAnswer::error(
+                    400,
+                    "INVALID_PARAMETERS",
+                    "breakdown must be hour, day, week, month, year or none",
+                )
+            }
+        },
+    };
+    let q = EnergyQuery {
+        from,
+        to,
+        breakdown,
+        meter: None,
+    };
+    match house.energy_at(&q, now) {
+        Ok(e) => ApiAnswer::ok(e.to_json(house.time())),
+        Err(e) => history_error(&e),
+    }
+}
+
+/// `GET charts`: the devices the dashboard can chart, those the Miniserver keeps statistics
+/// of or this server has recorded: `{"devices": [{"uuid", "name", "room", "state", "measure",
+/// "unit"}]}` (their default state), temperatures first.
+pub fn charts(dash: &Dashboard) -> ApiAnswer {
+    use crate::home::history::{default_state, measure_of};
+    let home = dash.house.home();
+    let record = dash.house.local_record();
+    let mut out: Vec<(u8, Json)> = Vec::new();
+    for c in &home.controls {
+        let recorded = record
+            .and_then(|r| r.first_recorded(&c.uuid, None).ok().flatten())
+            .is_some();
+        if c.statistic.is_empty() && !recorded {
+            continue;
+        }
+        let Some(state) = default_state(c) else {
+            continue;
+        };
+        let unit = c.unit_of(&state);
+        let order = match unit.as_deref() {
+            Some("°C") => 0,
+            Some("kWh") => 1,
+            _ => 2,
+        };
+        out.push((
+            order,
+            json!({
+                "uuid": c.uuid, "name": c.name, "room": view::room_of(&home, c),
+                "state": state, "measure": measure_of(c, &state).as_str(), "unit": unit,
+            }),
+        ));
+    }
+    out.sort_by_key(|(o, _)| *o);
+    ApiAnswer::ok(json!({"devices": out.into_iter().map(|x| x.1).collect::<Vec<_>>()}))
 }
 
 /// `GET status`: `{"version", "uptime_secs", "link": {"mode": "websocket" | "polling" |
@@ -245,8 +405,34 @@ pub fn data(dash: &Dashboard) -> ApiAnswer {
         "climate": climate,
         "alarm": alarms(dash, &home),
         "energy": energy(dash, &home),
+        "doorbells": doorbells(dash, &home),
         "activity": activity,
     }))
+}
+
+/// The intercoms and cameras for the doorbell card: `[{"uuid", "name", "room", "kind",
+/// "ringing", "last_ring": "YYYYMMDDHHMMSS" | null, "last_ring_time": ISO 8601 in the house's
+/// time zone | null}]`. Their pictures come from `GET /dashboard/api/doorbells/{uuid}/picture`
+/// (only when the person at the dashboard asks, with the key's `cameras` grant;
+/// `src/http/dashboard.rs`).
+fn doorbells(dash: &Dashboard, home: &Home) -> Vec<Json> {
+    let time = dash.house.time();
+    home.controls
+        .iter()
+        .filter_map(|c| Some((c, crate::home::camera::camera_kind(c)?)))
+        .map(|(c, kind)| {
+            let last = dash.house.bell_events(c).and_then(|e| e.last().cloned());
+            json!({
+                "uuid": c.uuid,
+                "name": c.name,
+                "room": view::room_of(home, c),
+                "kind": kind.as_str(),
+                "ringing": dash.house.state_text(c, "bell").is_some_and(|b| b.trim() == "1"),
+                "last_ring_time": last.as_deref().and_then(|s| time.parse_compact(s, None)).map(|t| time.format(t)),
+                "last_ring": last,
+            })
+        })
+        .collect()
 }
 
 /// `GET metrics`: `{"uptime_secs", "events_received" (values from the Miniserver),

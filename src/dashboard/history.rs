@@ -1,5 +1,12 @@
-//! The history store: device state changes and sensor values in SQLite
-//! (`<data_dir>/history.db`, mode 0600; in memory for `--demo`).
+//! The history store, the server's own record of the house: device state changes and sensor
+//! values in SQLite (`<data_dir>/history.db`, mode 0600, so it survives restarts; in memory
+//! for `--demo`, which writes nothing to disk). It is the house's [`Record`]: `home::history`
+//! reads it for controls the Miniserver keeps no statistics of, and the dashboard shows it.
+//!
+//! What is recorded is [`HistoryConfig::states`]: by default each control's primary value and
+//! every value of sensors, meters and alarms (`"primary"`), or every state (`"all"`), limited
+//! to [`HistoryConfig::devices`] when given and never of [`HistoryConfig::skip`] (names,
+//! room-qualified names or UUIDs, resolved again when the structure file changes).
 //!
 //! Rows are written by the recorder thread ([`History::spawn_recorder`]), which subscribes to
 //! the house's change bus, classifies each change ([`classify`]) and queues it; the queue is
@@ -19,6 +26,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use rusqlite::{params, Connection};
 use serde_json::{json, Value as Json};
 
+use crate::home::house::Record;
+use crate::home::statistic::Records;
 use crate::home::{Change, Control, ControlKind, Family, Home, House, Value};
 
 /// What a history row records; also the `type` of [`History::history`] queries (see
@@ -237,6 +246,28 @@ impl From<rusqlite::Error> for HistoryError {
     }
 }
 
+/// Which states the recorder keeps (`[dashboard] history_states`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RecordStates {
+    /// `primary` (the default): each control's primary value, and every value of sensors,
+    /// meters, room temperatures and alarms.
+    #[default]
+    Primary,
+    /// `all`: every state of every control.
+    All,
+}
+
+impl RecordStates {
+    /// Parses `primary` or `all`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "primary" => Some(RecordStates::Primary),
+            "all" => Some(RecordStates::All),
+            _ => None,
+        }
+    }
+}
+
 /// Settings of the history store (`[dashboard]` in the config file).
 #[derive(Debug, Clone, PartialEq)]
 pub struct HistoryConfig {
@@ -246,6 +277,13 @@ pub struct HistoryConfig {
     pub flush_every: Duration,
     /// ... or as soon as this many are queued (default 200).
     pub flush_rows: usize,
+    /// Which states are recorded (`history_states`, default `primary`).
+    pub states: RecordStates,
+    /// Only these devices are recorded when not empty (`history_devices`: names,
+    /// room-qualified names or UUIDs).
+    pub devices: Vec<String>,
+    /// These devices are never recorded (`history_skip`).
+    pub skip: Vec<String>,
 }
 
 impl Default for HistoryConfig {
@@ -254,6 +292,50 @@ impl Default for HistoryConfig {
             days: 7,
             flush_every: Duration::from_secs(30),
             flush_rows: 200,
+            states: RecordStates::Primary,
+            devices: Vec::new(),
+            skip: Vec::new(),
+        }
+    }
+}
+
+/// Which controls the recorder keeps, resolved from [`HistoryConfig::devices`] and
+/// [`HistoryConfig::skip`] against one model.
+#[derive(Debug, Default)]
+struct Wanted {
+    only: Option<std::collections::HashSet<String>>,
+    skip: std::collections::HashSet<String>,
+}
+
+impl Wanted {
+    fn new(home: &Home, config: &HistoryConfig) -> Self {
+        let resolve = |names: &[String]| {
+            names
+                .iter()
+                .filter_map(|n| match home.resolve_control(n, None, &|_| true) {
+                    Ok(c) => Some(c.uuid.clone()),
+                    Err(e) => {
+                        log::warn!("history: {n:?} names no one device ({e}); left out");
+                        None
+                    }
+                })
+                .collect::<std::collections::HashSet<_>>()
+        };
+        Wanted {
+            only: (!config.devices.is_empty()).then(|| resolve(&config.devices)),
+            skip: resolve(&config.skip),
+        }
+    }
+
+    /// Whether a classified change is kept under `states`.
+    fn keeps(&self, c: &Classified<'_>, states: RecordStates) -> bool {
+        let uuid = &c.control.uuid;
+        if self.skip.contains(uuid) || self.only.as_ref().is_some_and(|o| !o.contains(uuid)) {
+            return false;
+        }
+        match states {
+            RecordStates::All => true,
+            RecordStates::Primary => c.primary || c.kind != Kind::StateChange,
         }
     }
 }
@@ -305,7 +387,8 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS history (
         text TEXT
     );
     CREATE INDEX IF NOT EXISTS history_kind_at ON history (kind, at_ms);
-    CREATE INDEX IF NOT EXISTS history_at ON history (at_ms);";
+    CREATE INDEX IF NOT EXISTS history_at ON history (at_ms);
+    CREATE INDEX IF NOT EXISTS history_uuid_state_at ON history (uuid, state, at_ms);";
 
 impl History {
     /// Opens (creating if needed, mode 0600 on Unix) the database at `path`; its directory
@@ -551,14 +634,29 @@ impl History {
                 let mut last_flush = Instant::now();
                 let mut last_prune = Instant::now();
                 let tick = Duration::from_millis(200);
+                // The devices to keep, resolved again whenever the model changes.
+                let mut wanted: Option<(Arc<Home>, Wanted)> = None;
                 while !me.stop.load(Ordering::Relaxed) && !sub.is_closed() {
                     if sub.take_lagged() {
                         log::warn!("history: lagged behind the change bus; some rows are missing");
                     }
                     if let Some(crate::home::Event::Change(c)) = sub.recv_timeout(tick) {
-                        if let Some(row) = row_of(&house.home(), &c) {
-                            me.record(row);
+                        let home = house.home();
+                        let current = match wanted.take() {
+                            Some((model, w)) if Arc::ptr_eq(&model, &home) => (model, w),
+                            _ => {
+                                let w = Wanted::new(&home, &me.config);
+                                (home.clone(), w)
+                            }
+                        };
+                        if let Some(class) = classify(&home, &c) {
+                            if current.1.keeps(&class, me.config.states) {
+                                if let Some(row) = row_of(&home, &c) {
+                                    me.record(row);
+                                }
+                            }
                         }
+                        wanted = Some(current);
                     }
                     if me.pending() >= me.config.flush_rows
                         || last_flush.elapsed() >= me.config.flush_every
@@ -586,6 +684,120 @@ impl History {
     /// Asks the recorder to commit and end.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// What [`History::series`] answers: the last value before the range, the values in it
+/// (Unix milliseconds, value), and whether more were cut.
+pub type Series = (Option<(i64, f64)>, Vec<(i64, f64)>, bool);
+
+impl History {
+    /// Numeric values of `uuid`'s `state` in `[from_ms, to_ms)`, oldest first (queued rows
+    /// included), at most `limit`; and the last value before `from_ms`.
+    pub fn series(
+        &self,
+        uuid: &str,
+        state: &str,
+        from_ms: i64,
+        to_ms: i64,
+        limit: usize,
+    ) -> Result<Series, HistoryError> {
+        let conn = lock(&self.conn);
+        let before: Option<(i64, f64)> = conn
+            .prepare_cached(
+                "SELECT at_ms, value FROM history WHERE uuid = ?1 AND state = ?2 AND at_ms < ?3
+                 AND value IS NOT NULL ORDER BY at_ms DESC, rowid DESC LIMIT 1",
+            )?
+            .query_map(params![uuid, state, from_ms], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?
+            .next()
+            .transpose()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT at_ms, value FROM history WHERE uuid = ?1 AND state = ?2 AND at_ms >= ?3
+             AND at_ms < ?4 AND value IS NOT NULL ORDER BY at_ms, rowid LIMIT ?5",
+        )?;
+        let rows = stmt.query_map(
+            params![
+                uuid,
+                state,
+                from_ms,
+                to_ms,
+                (limit as i64).saturating_add(1)
+            ],
+            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?)),
+        )?;
+        let mut out = Vec::new();
+        for r in rows {
+            out.push(r?);
+        }
+        drop(stmt);
+        drop(conn);
+        let mut before = before;
+        for r in lock(&self.pending).iter() {
+            if r.uuid != uuid || r.state != state {
+                continue;
+            }
+            let Some(v) = r.value else { continue };
+            if r.at_ms < from_ms {
+                if before.is_none_or(|b| r.at_ms >= b.0) {
+                    before = Some((r.at_ms, v));
+                }
+            } else if r.at_ms < to_ms {
+                out.push((r.at_ms, v));
+            }
+        }
+        out.sort_by_key(|x| x.0);
+        let cut = out.len() > limit;
+        out.truncate(limit);
+        Ok((before, out, cut))
+    }
+}
+
+impl Record for History {
+    fn series(
+        &self,
+        control: &str,
+        state: &str,
+        from_ms: i64,
+        to_ms: i64,
+        limit: usize,
+    ) -> Result<(Option<(i64, f64)>, Records), String> {
+        let (before, rows, cut) = History::series(self, control, state, from_ms, to_ms, limit)
+            .map_err(|e| e.to_string())?;
+        let mut out = Records::empty(1);
+        for (t, v) in rows {
+            out.push(t, &[v]);
+        }
+        if cut {
+            out.problems.push(format!(
+                "more than {limit} recorded values in the range; the later ones are left out"
+            ));
+        }
+        Ok((before, out))
+    }
+
+    fn first_recorded(&self, control: &str, state: Option<&str>) -> Result<Option<i64>, String> {
+        let committed: Option<i64> = lock(&self.conn)
+            .query_row(
+                "SELECT MIN(at_ms) FROM history WHERE uuid = ?1 AND (?2 IS NULL OR state = ?2)",
+                params![control, state],
+                |r| r.get(0),
+            )
+            .map_err(|e| e.to_string())?;
+        let queued = lock(&self.pending)
+            .iter()
+            .filter(|r| r.uuid == control && state.is_none_or(|s| r.state == s))
+            .map(|r| r.at_ms)
+            .min();
+        Ok(match (committed, queued) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        })
+    }
+
+    fn retention_days(&self) -> u32 {
+        self.config.days.max(1)
     }
 }
 

@@ -56,6 +56,39 @@ impl std::fmt::Debug for Dashboard {
 }
 
 impl Dashboard {
+    /// A picture of the doorbell card for the camera `uuid` with its label: with `now` the
+    /// camera's picture now, else the picture of its last ring (the Miniserver's, the camera
+    /// is not asked; `NotFound` when it keeps none or has not rung). See [`House::picture`].
+    /// Not kept.
+    pub fn doorbell_picture(
+        &self,
+        uuid: &str,
+        now: bool,
+    ) -> Result<(crate::home::CameraPicture, String), crate::home::ControllerError> {
+        use crate::home::{ControllerError, PictureAsk};
+        let home = self.house.home();
+        let c = home
+            .control(uuid)
+            .filter(|c| crate::home::camera::camera_kind(c).is_some())
+            .ok_or_else(|| ControllerError::NotFound(format!("no camera {uuid}")))?;
+        let ask = match (
+            now,
+            self.house.bell_events(c).and_then(|e| e.last().cloned()),
+        ) {
+            (true, _) => PictureAsk::Now,
+            (false, Some(stamp)) => PictureAsk::BellEvent(stamp),
+            (false, None) => {
+                return Err(ControllerError::NotFound(format!(
+                    "a picture of a ring of {} (it has none)",
+                    c.name
+                )))
+            }
+        };
+        let pic = self.house.picture(c, ask)?;
+        let label = crate::tools::view::label(&home, c);
+        Ok((pic, label))
+    }
+
     /// Starts the history recorder and the WebSocket fan-out over `house`'s change bus.
     /// Errors: a thread could not start.
     pub fn start(
@@ -64,11 +97,24 @@ impl Dashboard {
         ws: WsConfig,
     ) -> std::io::Result<Arc<Dashboard>> {
         let history = Arc::new(history);
+        let recorder = history.spawn_recorder(house.clone())?;
+        let dash = Self::over(house, history, ws)?;
+        dash.threads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(recorder);
+        Ok(dash)
+    }
+
+    /// Starts the WebSocket fan-out over `house`'s change bus and shows `history`, whose
+    /// recorder runs elsewhere (the app's, which the history tools read too).
+    pub fn over(
+        house: Arc<House>,
+        history: Arc<History>,
+        ws: WsConfig,
+    ) -> std::io::Result<Arc<Dashboard>> {
         let hub = Hub::new(ws);
-        let threads = vec![
-            history.spawn_recorder(house.clone())?,
-            hub.spawn_fanout(house.clone())?,
-        ];
+        let threads = vec![hub.spawn_fanout(house.clone())?];
         Ok(Arc::new(Dashboard {
             house,
             history,

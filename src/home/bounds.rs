@@ -65,6 +65,9 @@ pub const MOOD: Range = Range::new(0.0, 9999.0);
 /// week.
 pub const OVERRIDE_MINUTES: Range = Range::new(1.0, 10_080.0);
 
+/// Points a history answer holds (`get_history`'s `max_points`, [`super::history`]).
+pub const POINTS: Range = Range::new(1.0, 2000.0);
+
 /// Longest text sent to a TextInput, in characters. 255 is what the Loxone app's text field
 /// takes and what the tools' schemas announce; percent-encoded (up to 12 bytes per character
 /// for 4-byte UTF-8) it stays near 3 KB, under the request-line limits of embedded HTTP

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::alerts::{Alert, AlertEvent, AlertOp, Alerts, AlertsSnapshot, Notification};
 use super::bus::{Bus, Change, Event};
-use super::link::LinkSnapshot;
-use super::link::{LinkMode, LinkStatus};
+use super::camera::{self, CameraFailure, CameraKind, CameraPicture, PictureAsk, PictureRequest};
+use super::link::{LinkMode, LinkSnapshot, LinkStatus};
 use super::model::{Control, Home, MessageCenter};
 use super::primary::Primary;
 use super::risk::{Risk, RiskRules};
@@ -23,6 +23,7 @@ use super::stop::{AdminStops, Look, StopGuard, StopStatus, SwitchSource};
 use crate::ratelimit::RateLimiter;
 
 pub use super::action::{Action, OverrideTimer, RoomMode};
+use super::statistic::{GroupSince, Records, V2Request};
 use super::time::HouseTime;
 
 /// Default of `[server] verify_timeout_ms`: how long control tools wait for a command's effect.
@@ -70,6 +71,12 @@ pub enum ControllerError {
         limit: u32,
         window_secs: u64,
         retry_after_secs: u64,
+    },
+    /// A camera or intercom gave no picture ([`CameraFailure`] says why; the message is for
+    /// the owner and never holds a URL or credentials). `CONNECTION_ERROR`.
+    Camera {
+        failure: CameraFailure,
+        message: String,
     },
     /// The house is stopped (the stop switch is off or unknown, or the admin page's stop
     /// holds; see [`super::stop`]): nothing was sent. `ASSISTANT_STOPPED`.
@@ -183,6 +190,7 @@ impl fmt::Display for ControllerError {
                 "the Miniserver blocks this client after failed logins; retry in {remaining_secs} s"
             ),
             ControllerError::NotFound(m) => write!(f, "the Miniserver does not know {m}"),
+            ControllerError::Camera { message, .. } => f.write_str(message),
             ControllerError::Unsupported(m) | ControllerError::InvalidValue(m) => f.write_str(m),
             ControllerError::Rejected { code, message } => {
                 write!(f, "the Miniserver answered {code}: {message}")
@@ -316,6 +324,21 @@ pub trait Controller: Send + Sync {
         )))
     }
 
+    /// Fetches a picture of the camera or intercom `control` as `request` says (see
+    /// [`super::camera`]), scaled so its long side is at most `request.max_side`. Pictures
+    /// are not kept. Controllers without cameras refuse.
+    fn picture(
+        &self,
+        control: &Control,
+        request: &PictureRequest,
+    ) -> Result<CameraPicture, ControllerError> {
+        let _ = request;
+        Err(ControllerError::Unsupported(format!(
+            "{}: this controller fetches no pictures",
+            control.name
+        )))
+    }
+
     /// Reads every entry of the Message Center `mc` (active and historic). Controllers
     /// without one refuse.
     fn alerts(&self, mc: &MessageCenter) -> Result<Vec<Alert>, ControllerError> {
@@ -339,6 +362,43 @@ pub trait Controller: Send + Sync {
             mc.name
         )))
     }
+}
+
+/// The seam to the Miniserver's statistics (implemented by the Loxone adapter). Every call
+/// is bounded in time and bytes by the implementation; an empty answer is `Ok` with no
+/// records, a Miniserver that cannot be asked is an error.
+pub trait Statistics: Send + Sync {
+    /// `jdev/sps/getStatisticInfo/{uuid}`: the V2 groups with data.
+    fn v2_info(&self, control: &Control) -> Result<Vec<GroupSince>, ControllerError>;
+    /// `dev/sps/getStatistic/...`: the records of one data point (width 1, times Unix UTC).
+    fn v2_data(&self, control: &Control, request: &V2Request) -> Result<Records, ControllerError>;
+    /// One month of the V1 recording (every output, in the order of `statistic.outputs`;
+    /// times are Miniserver-local seconds since 2009-01-01). No file for that month is `Ok`
+    /// with no records.
+    fn v1_month(&self, control: &Control, year: i32, month: u8)
+        -> Result<Records, ControllerError>;
+}
+
+/// The seam to the server's own record of state changes (implemented by the SQLite store of
+/// `record`).
+pub trait Record: Send + Sync {
+    /// The numeric values of `control`'s `state` (`value` for its primary value) recorded in
+    /// `[from_ms, to_ms)` (Unix milliseconds), oldest first, at most `limit` (then a problem
+    /// says so), and the last value before `from_ms` if any (a switch's state when the range
+    /// begins). Width 1, times in Unix milliseconds.
+    fn series(
+        &self,
+        control: &str,
+        state: &str,
+        from_ms: i64,
+        to_ms: i64,
+        limit: usize,
+    ) -> Result<(Option<(i64, f64)>, Records), String>;
+    /// The first time `control`'s `state` (any state with `None`) was recorded (Unix
+    /// milliseconds), if ever.
+    fn first_recorded(&self, control: &str, state: Option<&str>) -> Result<Option<i64>, String>;
+    /// How many days rows are kept.
+    fn retention_days(&self) -> u32;
 }
 
 /// What a command did: the control, the value the controller reported, when.
@@ -381,6 +441,12 @@ pub struct House {
     stop: StopGuard,
     /// The house's clock (`[home] time_zone`).
     time: HouseTime,
+    /// The Miniserver's statistics ([`House::with_statistics`]); `None`: not asked.
+    statistics: Option<Arc<dyn Statistics>>,
+    /// The server's own record of state changes ([`House::with_record`]); `None`: none kept.
+    record: Option<Arc<dyn Record>>,
+    /// Longest side of pictures handed out ([`House::picture`]), in pixels.
+    picture_max_side: u32,
 }
 
 /// A structure file the Miniserver offered on reload that could not be read at all (the
@@ -415,7 +481,44 @@ impl House {
             alerts: Alerts::default(),
             stop: StopGuard::default(),
             time: HouseTime::system(),
+            statistics: None,
+            record: None,
+            picture_max_side: 640,
         }
+    }
+
+    /// Asks `statistics` for the Miniserver's recordings (`home::history`).
+    pub fn with_statistics(mut self, statistics: Arc<dyn Statistics>) -> Self {
+        self.statistics = Some(statistics);
+        self
+    }
+
+    /// Reads the server's own record of state changes through `record` (`home::history`).
+    pub fn with_record(mut self, record: Arc<dyn Record>) -> Self {
+        self.record = Some(record);
+        self
+    }
+
+    /// The Miniserver's statistics, if they are asked.
+    pub fn statistics(&self) -> Option<&Arc<dyn Statistics>> {
+        self.statistics.as_ref()
+    }
+
+    /// The server's own record of state changes, if one is kept.
+    pub fn local_record(&self) -> Option<&Arc<dyn Record>> {
+        self.record.as_ref()
+    }
+
+    /// Pictures of cameras are scaled so their long side is at most `pixels` (default 640;
+    /// at least 16).
+    pub fn with_picture_max_side(mut self, pixels: u32) -> Self {
+        self.picture_max_side = pixels.max(16);
+        self
+    }
+
+    /// Longest side of pictures handed out, in pixels.
+    pub fn picture_max_side(&self) -> u32 {
+        self.picture_max_side
     }
 
     /// The house's time zone (default: the system's, [`HouseTime::system`]).
@@ -995,6 +1098,101 @@ impl House {
             value,
             at: SystemTime::now(),
         })
+    }
+
+    /// A text state of `control` as the Miniserver last pushed it (`lastBellEvents`,
+    /// `address`), `None` when never pushed (an HTTP-only link sees primary values only).
+    pub fn state_text(&self, control: &Control, state: &str) -> Option<String> {
+        match self.states.get(control.state(state)?)?.value {
+            Value::Text(t) => Some(t),
+            Value::Number(n) => Some(n.to_string()),
+        }
+    }
+
+    /// The rings of the intercom `control` with pictures, oldest first (its `lastBellEvents`,
+    /// Miniserver local time `YYYYMMDDHHMMSS`), or `None` when the control is no camera with
+    /// bell pictures or the state has not been pushed yet.
+    pub fn bell_events(&self, control: &Control) -> Option<Vec<String>> {
+        camera::camera_kind(control).filter(|k| k.has_bell_pictures())?;
+        Some(camera::bell_events(
+            &self.state_text(control, "lastBellEvents")?,
+        ))
+    }
+
+    /// A picture of the camera or intercom `control`: `ask` the current one or a ring's,
+    /// scaled so its long side is at most [`House::picture_max_side`] pixels. Refused before
+    /// anything is sent
+    /// ([`ControllerError::Unsupported`], `INVALID_PARAMETERS`) for a control that is no
+    /// camera, a ring's picture of a kind that keeps none, and a ring that is not in the
+    /// Miniserver's `lastBellEvents` (when the live link has pushed it; otherwise the
+    /// Miniserver decides). Otherwise the controller fetches it
+    /// ([`Controller::picture`]); its failures are [`ControllerError::Camera`] or the usual
+    /// Miniserver errors. Nothing of the picture is kept.
+    pub fn picture(
+        &self,
+        control: &Control,
+        ask: PictureAsk,
+    ) -> Result<CameraPicture, ControllerError> {
+        let max_side = self.picture_max_side;
+        let kind = camera::camera_kind(control).ok_or_else(|| {
+            ControllerError::Unsupported(format!(
+                "{} is not a camera or intercom (a {})",
+                control.name, control.kind
+            ))
+        })?;
+        if let PictureAsk::BellEvent(stamp) = &ask {
+            if !kind.has_bell_pictures() {
+                return Err(ControllerError::Unsupported(format!(
+                    "{} ({}) keeps no pictures of rings; ask for its picture now",
+                    control.name,
+                    kind.describe()
+                )));
+            }
+            if let Some(known) = self.bell_events(control) {
+                if !known.contains(stamp) {
+                    let listed: Vec<String> = known
+                        .iter()
+                        .rev()
+                        .take(5)
+                        .map(|s| camera::stamp_text(s))
+                        .collect();
+                    return Err(ControllerError::InvalidValue(format!(
+                        "{} has no ring at {:?} (Miniserver time, YYYYMMDDHHMMSS); {}",
+                        control.name,
+                        stamp,
+                        if listed.is_empty() {
+                            "it lists no rings".to_string()
+                        } else {
+                            format!("its latest rings: {}", listed.join(", "))
+                        }
+                    )));
+                }
+            }
+        }
+        let address = if kind == CameraKind::IntercomV2 {
+            let a = self
+                .state_text(control, "address")
+                .filter(|a| !a.trim().is_empty());
+            if a.is_none() {
+                return Err(ControllerError::Camera {
+                    failure: CameraFailure::NoAddress,
+                    message: format!(
+                        "{} has not reported its address yet (the address state of the Intercom)",
+                        control.name
+                    ),
+                });
+            }
+            a
+        } else {
+            None
+        };
+        let request = PictureRequest {
+            kind,
+            ask,
+            address,
+            max_side: max_side.max(1),
+        };
+        self.controller.picture(control, &request)
     }
 
     /// Whether `control` was commanded within the max age: until then its pushed value may

@@ -7,6 +7,9 @@ pub mod action;
 pub mod alerts;
 pub mod bounds;
 pub mod bus;
+pub mod camera;
+pub mod energy;
+pub mod history;
 pub mod house;
 pub mod link;
 pub mod model;
@@ -17,6 +20,7 @@ pub mod resolve;
 pub mod risk;
 pub mod scope;
 pub mod state;
+pub mod statistic;
 pub mod stop;
 pub mod time;
 pub mod words;
@@ -27,6 +31,7 @@ pub use alerts::{
     Severity,
 };
 pub use bus::{Bus, Change, Event, Subscription};
+pub use camera::{CameraFailure, CameraKind, CameraPicture, Obtained, PictureAsk, PictureRequest};
 pub use house::{
     Command, CommandLimits, Controller, ControllerError, House, Outcome, RejectedStructure, Secret,
 };

@@ -210,6 +210,8 @@ pub struct Control {
     pub details: serde_json::Map<String, serde_json::Value>,
     /// Sub-controls (e.g. ColorPickerV2 or Dimmer circuits of a LightControllerV2), sorted by UUID.
     pub sub_controls: Vec<Control>,
+    /// What the Miniserver records of it (`statistic`, `statisticV2`); empty when nothing.
+    pub statistic: super::statistic::Statistic,
 }
 
 impl Control {
@@ -229,6 +231,7 @@ impl Control {
             states: BTreeMap::new(),
             details: serde_json::Map::new(),
             sub_controls: Vec::new(),
+            statistic: super::statistic::Statistic::default(),
         }
     }
 
@@ -238,6 +241,32 @@ impl Control {
             StateRef::Uuid(u) => Some(u),
             StateRef::Uuids(_) => None,
         }
+    }
+
+    /// The unit of the state `state` as the structure file's formats give it: the details'
+    /// `{state}Format` (a Meter's `actualFormat` `%.2fkW`, `totalFormat` `%.1fkWh`), else
+    /// `format` (see [`unit_of_format`]); `None` when neither names one.
+    pub fn unit_of(&self, state: &str) -> Option<String> {
+        let key = format!("{state}Format");
+        [key.as_str(), "format"]
+            .iter()
+            .filter_map(|k| self.details.get(*k)?.as_str())
+            .find_map(unit_of_format)
+    }
+}
+
+/// The unit a Loxone printf format names after its number: `%.1f°` -> `°C`, `%.2fkW` -> `kW`,
+/// `%.0f%%` -> `%`, `%.0f lx` -> `lx`; `None` for a bare number (`%.1f`).
+pub fn unit_of_format(f: &str) -> Option<String> {
+    let after = match f.find(|ch: char| ch.is_ascii_alphabetic()) {
+        Some(i) if f[..i].contains('%') => &f[i + 1..],
+        _ => f,
+    };
+    let u = after.replace("%%", "%").trim().to_string();
+    match u.as_str() {
+        "" => None,
+        "°" => Some("°C".into()),
+        _ => Some(u),
     }
 }
 
@@ -429,6 +458,7 @@ control_kinds! {
     LoadManager => "LoadManager", Energy;
     CarCharger => "CarCharger", Energy;
     Intercom => "Intercom", Access;
+    IntercomV2 => "IntercomV2", Access;
     NfcCodeTouch => "NfcCodeTouch", Access;
     UpDownDigital => "UpDownDigital", ByCategory;
     LeftRightDigital => "LeftRightDigital", ByCategory;

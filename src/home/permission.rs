@@ -1,7 +1,8 @@
 //! What a caller must be allowed to do ([`Permission`]) and what the auth gate and the audit
-//! log need to know of a tool call ([`ToolFacts`]): each tool declares its permission and what
-//! it reaches, API key roles grant sets of permissions, the gate compares the two and the audit
-//! log tells reads from writes by them. It lives here, below all three, so that none of them
+//! log need to know of a tool call ([`ToolFacts`]): each tool declares its permission, what
+//! it reaches and whether it shows pictures of people, API key roles grant sets of permissions
+//! (and a key the `cameras` grant), the gate compares the two and the audit log tells reads
+//! from writes by them. It lives here, below all three, so that none of them
 //! imports another for it: the tool catalogue (`tools::HomeTools`) implements [`ToolFacts`]
 //! from its declarations, the gate and the audit log read them through it.
 
@@ -102,6 +103,16 @@ pub trait ToolFacts: Send + Sync {
     /// that runs others (`execute_workflow`) the highest among them. `None`: no such tool.
     fn required_permission(&self, tool: &str, arguments: &Map<String, Value>)
         -> Option<Permission>;
+
+    /// Whether a call of `tool` with `arguments` shows pictures of people (camera and intercom
+    /// pictures; for a lean front door, whether the call it stands for does): a key needs the
+    /// `cameras` grant besides the permission (admin keys hold it), else the gate refuses
+    /// with `INSUFFICIENT_PERMISSIONS` before anything reaches a camera.
+    fn shows_pictures(&self, tool: &str, arguments: &Map<String, Value>) -> bool;
+
+    /// Whether a call of `tool` with `arguments` is recorded in the audit log: it writes
+    /// ([`Permission::writes`]) or shows pictures. A refusal of such a call is recorded too.
+    fn audited(&self, tool: &str, arguments: &Map<String, Value>) -> bool;
 
     /// `Ok` when the call stays inside `scope` (a key limited to rooms or categories) as far
     /// as its arguments tell, by what the tool declares it reaches; `Err` with the reason

@@ -127,6 +127,12 @@ impl HouseTime {
         }
     }
 
+    /// The jiff time zone behind it (for code that does its own calendar arithmetic, as the
+    /// simulator's statistics).
+    pub fn time_zone(&self) -> &TimeZone {
+        &self.tz
+    }
+
     /// Coordinated Universal Time (tests, and a house that keeps UTC).
     pub fn utc() -> Self {
         Self { tz: TimeZone::UTC }
@@ -155,7 +161,8 @@ impl HouseTime {
     /// The wall-clock time `local` on the house's clock as an instant. A time in the spring
     /// gap maps forward by the gap (the offset before it); a time in the repeated autumn hour
     /// maps to its first occurrence, or to its second when `after` is given and the first is
-    /// before it (a series read in order: each record passes the previous record's instant).
+    /// not after it (a series read in order: each record passes the previous record's
+    /// instant; an hourly series has 02:00 twice, the second right at the first's instant).
     pub fn from_local(&self, local: DateTime, after: Option<Timestamp>) -> Option<Timestamp> {
         let amb = self.tz.to_ambiguous_timestamp(local);
         match amb.offset() {
@@ -167,7 +174,7 @@ impl HouseTime {
             } => {
                 let first = before.to_timestamp(local).ok()?;
                 match after {
-                    Some(prev) if first < prev => later.to_timestamp(local).ok(),
+                    Some(prev) if first <= prev => later.to_timestamp(local).ok(),
                     _ => Some(first),
                 }
             }
@@ -192,6 +199,14 @@ impl HouseTime {
             .as_secs()
     }
 
+    /// A wall-clock text `YYYY-MM-DD HH:MM:SS` (the `T` of a Statistics V1 row, the structure
+    /// file's `lastModified`) as Miniserver-local seconds since 2009-01-01 00:00; no zone is
+    /// needed (wall clock to wall clock). `None` when it is not one.
+    pub fn local_secs_of_text(s: &str) -> Option<i64> {
+        let local = DateTime::strptime("%Y-%m-%d %H:%M:%S", s.trim()).ok()?;
+        Some(local.duration_since(LOCAL_EPOCH).as_secs())
+    }
+
     /// A compact local time `YYYYMMDDHHMMSS` (intercom `lastBellEvents`) as an instant;
     /// `None` when it is not one.
     pub fn parse_compact(&self, s: &str, after: Option<Timestamp>) -> Option<Timestamp> {
@@ -212,6 +227,12 @@ impl HouseTime {
         )
         .ok()?;
         self.from_local(local, after)
+    }
+
+    /// `t` as a compact local time `YYYYMMDDHHMMSS` on the house's clock, as a Miniserver
+    /// writes intercom bell events (the inverse of [`HouseTime::parse_compact`]).
+    pub fn compact(&self, t: Timestamp) -> String {
+        self.zoned(t).strftime("%Y%m%d%H%M%S").to_string()
     }
 
     /// The start of the local day that contains `t` (midnight, or the first instant of a day
@@ -247,6 +268,321 @@ impl HouseTime {
             .map(|z| z.timestamp())
             .unwrap_or(Timestamp::UNIX_EPOCH)
     }
+
+    /// The start of the local `unit` that contains `t` (an hour begins on the local clock's
+    /// full hour, so in a zone with a half-hour offset too).
+    pub fn start_of(&self, unit: Unit, t: Timestamp) -> Timestamp {
+        match unit {
+            Unit::Hour => {
+                // Whole seconds: `now` carries nanoseconds, an hour begins at :00:00.000.
+                let secs = t.as_second();
+                let local = secs + i64::from(self.tz.to_offset(t).seconds());
+                Timestamp::from_second(secs - local.rem_euclid(3600)).unwrap_or(t)
+            }
+            Unit::Day => self.start_of_day(t),
+            Unit::Week => self.start_of_week(t),
+            Unit::Month => self.start_of_month(t),
+            Unit::Year => self.start_of_year(t),
+        }
+    }
+
+    /// The start of the local `unit` after the one that contains `t`: 23 or 25 hours after a
+    /// day's start on the days the clock changes.
+    pub fn next_start(&self, unit: Unit, t: Timestamp) -> Timestamp {
+        let date = self.zoned(t).date();
+        let span = match unit {
+            Unit::Hour => {
+                let start = self.start_of(Unit::Hour, t);
+                return start
+                    .checked_add(SignedDuration::from_hours(1))
+                    .unwrap_or(Timestamp::MAX);
+            }
+            Unit::Day => jiff::Span::new().days(1),
+            Unit::Week => jiff::Span::new().weeks(1),
+            Unit::Month => jiff::Span::new().months(1),
+            Unit::Year => jiff::Span::new().years(1),
+        };
+        let first = match unit {
+            Unit::Day => date,
+            Unit::Week => {
+                let back = i64::from(date.weekday().to_monday_zero_offset());
+                date.checked_sub(jiff::Span::new().days(back))
+                    .unwrap_or(date)
+            }
+            Unit::Month => date.first_of_month(),
+            _ => date.first_of_year(),
+        };
+        match first.checked_add(span) {
+            Ok(next) => self.start_of_date(next),
+            Err(_) => Timestamp::MAX,
+        }
+    }
+
+    /// An instant in words, relative to `now`: ISO 8601 with an offset
+    /// (`2026-11-01T08:00:00Z`, `...+01:00`), a local date and time without one
+    /// (`2026-11-01T08:00`, `2026-11-01 08:00`), a local date (`2026-11-01`: its midnight),
+    /// `now`, `today` (midnight), `yesterday`, or an offset back from now: `-90min`/`-90m`,
+    /// `-24h`, `-7d`, `-2w`, `-3mo`, `-1y`.
+    pub fn parse_instant(&self, text: &str, now: Timestamp) -> Result<Timestamp, TimeWordError> {
+        let t = text.trim();
+        let lower = t.to_lowercase();
+        let err = || TimeWordError::new(t, INSTANT_WORDS);
+        if lower.is_empty() {
+            return Err(err());
+        }
+        match lower.as_str() {
+            "now" => return Ok(now),
+            "today" => return Ok(self.start_of_day(now)),
+            "yesterday" => {
+                return self
+                    .back(now, jiff::Span::new().days(1))
+                    .map(|y| self.start_of_day(y))
+                    .ok_or_else(err)
+            }
+            _ => {}
+        }
+        if let Some(rel) = lower.strip_prefix('-') {
+            let span = relative_span(rel).ok_or_else(err)?;
+            return self.back(now, span).ok_or_else(err);
+        }
+        if let Ok(ts) = t.parse::<Timestamp>() {
+            return Ok(ts);
+        }
+        let spaced = t.replacen(' ', "T", 1);
+        if let Ok(dt) = spaced.parse::<DateTime>() {
+            return self.from_local(dt, None).ok_or_else(err);
+        }
+        if let Ok(date) = t.parse::<civil::Date>() {
+            return Ok(self.start_of_date(date));
+        }
+        Err(err())
+    }
+
+    /// A period in words, relative to `now`, as `[from, to)`: `today`, `yesterday`,
+    /// `this week`/`last week` (ISO weeks, Monday first), `this month`/`last month`,
+    /// `this year`/`last year`, `last 24 hours`, `last 7 days` (also weeks, months, years; and
+    /// the offsets of [`HouseTime::parse_instant`], `-24h`: from then until now), a month by
+    /// name with or without a year (`October`, `Oktober 2025`; without one the latest that has
+    /// begun), a year `2025`, a month `2026-10`, a day `2026-11-01`, or two instants
+    /// `FROM/TO` (also `FROM..TO`). A current period (`this month`) ends now.
+    pub fn parse_period(
+        &self,
+        text: &str,
+        now: Timestamp,
+    ) -> Result<(Timestamp, Timestamp), TimeWordError> {
+        let t = text.trim();
+        let lower = t.to_lowercase();
+        let words: Vec<&str> = lower.split_whitespace().collect();
+        let err = || TimeWordError::new(t, PERIOD_WORDS);
+        let current = |unit: Unit| (self.start_of(unit, now), now);
+        let previous = |unit: Unit| {
+            let this = self.start_of(unit, now);
+            let before = this
+                .checked_sub(SignedDuration::from_secs(1))
+                .unwrap_or(this);
+            (self.start_of(unit, before), this)
+        };
+        let unit_of = |w: &str| match w.trim_end_matches('s') {
+            "hour" | "stunde" | "stunden" => Some(Unit::Hour),
+            "day" | "tag" | "tage" => Some(Unit::Day),
+            "week" | "woche" | "wochen" => Some(Unit::Week),
+            "month" | "monat" | "monate" => Some(Unit::Month),
+            "year" | "jahr" | "jahre" => Some(Unit::Year),
+            _ => None,
+        };
+        match words.as_slice() {
+            ["today"] | ["heute"] => return Ok(current(Unit::Day)),
+            ["yesterday"] | ["gestern"] => return Ok(previous(Unit::Day)),
+            ["this" | "diese" | "dieser" | "dieses", u] => {
+                if let Some(unit) = unit_of(u) {
+                    return Ok(current(unit));
+                }
+            }
+            ["last" | "previous" | "letzte" | "letzten" | "letzter" | "letztes", u] => {
+                if let Some(unit) = unit_of(u) {
+                    return Ok(previous(unit));
+                }
+            }
+            ["last" | "past" | "letzte" | "letzten", n, u] => {
+                let n: i64 = n.parse().map_err(|_| err())?;
+                let unit = unit_of(u).ok_or_else(err)?;
+                if !(1..=10_000).contains(&n) {
+                    return Err(err());
+                }
+                let span = match unit {
+                    Unit::Hour => jiff::Span::new().hours(n),
+                    Unit::Day => jiff::Span::new().days(n),
+                    Unit::Week => jiff::Span::new().weeks(n),
+                    Unit::Month => jiff::Span::new().months(n),
+                    Unit::Year => jiff::Span::new().years(n),
+                };
+                return Ok((self.back(now, span).ok_or_else(err)?, now));
+            }
+            _ => {}
+        }
+        if let Some((a, b)) = t.split_once('/').or_else(|| t.split_once("..")) {
+            let from = self.parse_instant(a, now)?;
+            let to = self.parse_instant(b, now)?;
+            return Ok((from, to));
+        }
+        if lower.starts_with('-') {
+            return Ok((self.parse_instant(t, now)?, now));
+        }
+        // A month by name, with or without a year.
+        if let Some(month) = words.first().and_then(|w| month_number(w)) {
+            let this = self.zoned(now).date();
+            let year = match words.get(1) {
+                Some(y) if words.len() == 2 => y.parse::<i16>().map_err(|_| err())?,
+                None if month <= this.month() => this.year(),
+                None => this.year() - 1,
+                _ => return Err(err()),
+            };
+            return self.month_period(year, month).ok_or_else(err);
+        }
+        // `2025`, `2026-10`, `2026-11-01`.
+        let digits: Vec<&str> = t.split('-').collect();
+        let num = |s: &str| s.parse::<i32>().ok();
+        match digits.as_slice() {
+            [y] if y.len() == 4 => {
+                let year = num(y).ok_or_else(err)? as i16;
+                let first = civil::Date::new(year, 1, 1).map_err(|_| err())?;
+                let next = civil::Date::new(year.saturating_add(1), 1, 1).map_err(|_| err())?;
+                Ok((self.start_of_date(first), self.start_of_date(next)))
+            }
+            [y, m] if y.len() == 4 => {
+                let (year, month) = (num(y).ok_or_else(err)?, num(m).ok_or_else(err)?);
+                self.month_period(year as i16, month as i8).ok_or_else(err)
+            }
+            [_, _, _] => {
+                let date: civil::Date = t.parse().map_err(|_| err())?;
+                let next = date.tomorrow().map_err(|_| err())?;
+                Ok((self.start_of_date(date), self.start_of_date(next)))
+            }
+            _ => Err(err()),
+        }
+    }
+
+    /// `t` moved back by `span` on the local calendar (a month back from 31 March is the end
+    /// of February).
+    fn back(&self, t: Timestamp, span: jiff::Span) -> Option<Timestamp> {
+        self.zoned(t).checked_sub(span).ok().map(|z| z.timestamp())
+    }
+
+    /// The local month `year`-`month` as `[from, to)`.
+    fn month_period(&self, year: i16, month: i8) -> Option<(Timestamp, Timestamp)> {
+        let first = civil::Date::new(year, month, 1).ok()?;
+        let next = first.last_of_month().tomorrow().ok()?;
+        Some((self.start_of_date(first), self.start_of_date(next)))
+    }
+}
+
+/// A unit of the house's calendar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Unit {
+    Hour,
+    Day,
+    /// An ISO week, Monday to Sunday.
+    Week,
+    Month,
+    Year,
+}
+
+impl Unit {
+    /// `hour`, `day`, `week`, `month`, `year`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unit::Hour => "hour",
+            Unit::Day => "day",
+            Unit::Week => "week",
+            Unit::Month => "month",
+            Unit::Year => "year",
+        }
+    }
+
+    /// Parses [`Unit::as_str`]'s names; `None` otherwise.
+    pub fn parse(s: &str) -> Option<Unit> {
+        [Unit::Hour, Unit::Day, Unit::Week, Unit::Month, Unit::Year]
+            .into_iter()
+            .find(|u| u.as_str() == s)
+    }
+}
+
+/// The instants [`HouseTime::parse_instant`] reads, for error messages.
+const INSTANT_WORDS: &str = "an ISO 8601 time (2026-11-01T08:00:00Z, 2026-11-01T08:00 local, \
+     2026-11-01), now, today, yesterday, or an offset back from now such as -24h, -7d, -2w, \
+     -3mo, -1y";
+
+/// The periods [`HouseTime::parse_period`] reads, for error messages.
+const PERIOD_WORDS: &str = "today, yesterday, this/last week, this/last month, this/last year, \
+     last 7 days (hours, weeks, months, years), -24h, a month (October, October 2025, 2026-10), \
+     a year (2025), a day (2026-11-01) or FROM/TO with two ISO 8601 times";
+
+/// A time in words that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimeWordError {
+    /// What was given.
+    pub text: String,
+    /// What is understood.
+    pub expected: &'static str,
+}
+
+impl TimeWordError {
+    fn new(text: &str, expected: &'static str) -> Self {
+        Self {
+            text: text.chars().take(80).collect(),
+            expected,
+        }
+    }
+}
+
+impl fmt::Display for TimeWordError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:?} is not a time this server reads; use {}",
+            self.text, self.expected
+        )
+    }
+}
+
+impl std::error::Error for TimeWordError {}
+
+/// `24h`, `90min`, `90m`, `7d`, `2w`, `3mo`, `1y` (after the `-`) as a span.
+fn relative_span(rel: &str) -> Option<jiff::Span> {
+    let split = rel.find(|c: char| !c.is_ascii_digit())?;
+    let (n, unit) = rel.split_at(split);
+    let n: i64 = n.parse().ok().filter(|n| (1..=100_000).contains(n))?;
+    Some(match unit.trim() {
+        "m" | "min" | "mins" | "minutes" => jiff::Span::new().minutes(n),
+        "h" | "hour" | "hours" => jiff::Span::new().hours(n),
+        "d" | "day" | "days" => jiff::Span::new().days(n),
+        "w" | "week" | "weeks" => jiff::Span::new().weeks(n),
+        "mo" | "month" | "months" => jiff::Span::new().months(n),
+        "y" | "year" | "years" => jiff::Span::new().years(n),
+        _ => return None,
+    })
+}
+
+/// A month's number from its English or German name or three-letter abbreviation.
+fn month_number(word: &str) -> Option<i8> {
+    const NAMES: [&[&str]; 12] = [
+        &["january", "jan", "januar", "jänner", "jaenner"],
+        &["february", "feb", "februar"],
+        &["march", "mar", "märz", "maerz", "mrz"],
+        &["april", "apr"],
+        &["may", "mai"],
+        &["june", "jun", "juni"],
+        &["july", "jul", "juli"],
+        &["august", "aug"],
+        &["september", "sep", "sept"],
+        &["october", "oct", "oktober", "okt"],
+        &["november", "nov"],
+        &["december", "dec", "dezember", "dez"],
+    ];
+    NAMES
+        .iter()
+        .position(|names| names.contains(&word))
+        .map(|i| i as i8 + 1)
 }
 
 #[cfg(test)]
@@ -348,6 +684,25 @@ mod tests {
             t.from_local_secs(twice, Some(ts("2026-10-25T00:45:00Z"))),
             Some(second)
         );
+        // An hourly series: 02:00 CEST (00:00 UTC), then 02:00 again, which is CET.
+        let two = local("2026-10-25T02:00:00")
+            .duration_since(LOCAL_EPOCH)
+            .as_secs();
+        let first_two = t.from_local_secs(two, Some(ts("2026-10-24T23:00:00Z")));
+        assert_eq!(first_two, Some(ts("2026-10-25T00:00:00Z")));
+        assert_eq!(
+            t.from_local_secs(two, first_two),
+            Some(ts("2026-10-25T01:00:00Z"))
+        );
+        assert_eq!(
+            HouseTime::local_secs_of_text("2026-10-25 02:00:00"),
+            Some(two)
+        );
+        assert_eq!(HouseTime::local_secs_of_text("2026-10-25T02:00"), None);
+        assert_eq!(
+            HouseTime::local_secs_of_text("2009-01-01 00:00:00"),
+            Some(0)
+        );
         // After an earlier record the first occurrence stays.
         assert_eq!(
             t.from_local_secs(twice, Some(ts("2026-10-25T00:15:00Z"))),
@@ -365,6 +720,120 @@ mod tests {
     }
 
     #[test]
+    fn units_begin_on_the_local_calendar() {
+        let t = vienna();
+        // 2026-03-29 has 23 hours, 2026-10-25 has 25.
+        let spring = ts("2026-03-29T10:00:00Z");
+        let day = t.start_of(Unit::Day, spring);
+        assert_eq!(day, ts("2026-03-28T23:00:00Z"));
+        assert_eq!(t.next_start(Unit::Day, spring), ts("2026-03-29T22:00:00Z"));
+        let autumn = ts("2026-10-25T10:00:00Z");
+        assert_eq!(
+            t.next_start(Unit::Day, autumn)
+                .duration_since(t.start_of(Unit::Day, autumn)),
+            SignedDuration::from_hours(25)
+        );
+        assert_eq!(
+            t.start_of(Unit::Hour, ts("2026-10-25T01:30:00Z")),
+            ts("2026-10-25T01:00:00Z")
+        );
+        assert_eq!(
+            t.start_of(Unit::Hour, ts("2026-10-25T01:30:00.123456789Z")),
+            ts("2026-10-25T01:00:00Z"),
+            "the start of an hour has no fraction of a second"
+        );
+        assert_eq!(
+            t.next_start(Unit::Hour, ts("2026-10-25T01:30:00Z")),
+            ts("2026-10-25T02:00:00Z")
+        );
+        assert_eq!(
+            t.next_start(Unit::Month, spring),
+            ts("2026-03-31T22:00:00Z")
+        );
+        assert_eq!(t.next_start(Unit::Year, spring), ts("2026-12-31T23:00:00Z"));
+        assert_eq!(t.next_start(Unit::Week, spring), ts("2026-03-29T22:00:00Z"));
+        // A half-hour zone: hours begin at :30 UTC.
+        let india = HouseTime::named("IST-5:30").unwrap();
+        assert_eq!(
+            india.start_of(Unit::Hour, ts("2026-01-01T10:10:00Z")),
+            ts("2026-01-01T09:30:00Z")
+        );
+        assert_eq!(Unit::parse("week"), Some(Unit::Week));
+        assert_eq!(Unit::parse("fortnight"), None);
+    }
+
+    #[test]
+    fn instants_and_periods_in_words() {
+        let t = vienna();
+        // Friday 2026-11-27 12:00 UTC (13:00 CET).
+        let now = ts("2026-11-27T12:00:00Z");
+        let i = |s: &str| t.parse_instant(s, now).unwrap();
+        assert_eq!(i("now"), now);
+        assert_eq!(i("-24h"), ts("2026-11-26T12:00:00Z"));
+        assert_eq!(i("-90min"), ts("2026-11-27T10:30:00Z"));
+        assert_eq!(i("-1mo"), ts("2026-10-27T12:00:00Z"));
+        assert_eq!(i("today"), ts("2026-11-26T23:00:00Z"));
+        assert_eq!(i("yesterday"), ts("2026-11-25T23:00:00Z"));
+        assert_eq!(i("2026-11-01T08:00:00Z"), ts("2026-11-01T08:00:00Z"));
+        assert_eq!(i("2026-11-01T08:00:00+01:00"), ts("2026-11-01T07:00:00Z"));
+        assert_eq!(i("2026-07-01 08:00"), ts("2026-07-01T06:00:00Z"));
+        assert_eq!(i("2026-11-01"), ts("2026-10-31T23:00:00Z"));
+        for bad in ["", "soon", "-24x", "-0h", "2026-13-01", "-999999999d"] {
+            let e = t.parse_instant(bad, now).unwrap_err();
+            assert!(e.to_string().contains("-24h"), "{e}");
+        }
+        let p = |s: &str| t.parse_period(s, now).unwrap();
+        assert_eq!(p("today"), (ts("2026-11-26T23:00:00Z"), now));
+        assert_eq!(
+            p("Yesterday"),
+            (ts("2026-11-25T23:00:00Z"), ts("2026-11-26T23:00:00Z"))
+        );
+        assert_eq!(
+            p("last month"),
+            (ts("2026-09-30T22:00:00Z"), ts("2026-10-31T23:00:00Z"))
+        );
+        assert_eq!(p("this month"), (ts("2026-10-31T23:00:00Z"), now));
+        assert_eq!(
+            p("last week"),
+            (ts("2026-11-15T23:00:00Z"), ts("2026-11-22T23:00:00Z"))
+        );
+        assert_eq!(p("last year").0, ts("2024-12-31T23:00:00Z"));
+        assert_eq!(p("last 7 days"), (ts("2026-11-20T12:00:00Z"), now));
+        assert_eq!(p("-24h"), (ts("2026-11-26T12:00:00Z"), now));
+        assert_eq!(
+            p("October"),
+            (ts("2026-09-30T22:00:00Z"), ts("2026-10-31T23:00:00Z"))
+        );
+        assert_eq!(
+            p("Dezember").0,
+            ts("2025-11-30T23:00:00Z"),
+            "the latest December that began"
+        );
+        assert_eq!(p("oktober 2025").0, ts("2025-09-30T22:00:00Z"));
+        assert_eq!(p("2026-10"), p("October"));
+        assert_eq!(p("2025").1, ts("2025-12-31T23:00:00Z"));
+        assert_eq!(
+            p("2026-03-29").1.duration_since(p("2026-03-29").0),
+            SignedDuration::from_hours(23)
+        );
+        assert_eq!(
+            p("2026-11-01T00:00:00Z/2026-11-02T00:00:00Z"),
+            (ts("2026-11-01T00:00:00Z"), ts("2026-11-02T00:00:00Z"))
+        );
+        assert_eq!(p("-7d..now"), (ts("2026-11-20T12:00:00Z"), now));
+        for bad in [
+            "someday",
+            "last fortnight",
+            "last 0 days",
+            "October 20x5",
+            "2026-1x",
+        ] {
+            let e = t.parse_period(bad, now).unwrap_err();
+            assert!(e.to_string().contains("last month"), "{e}");
+        }
+    }
+
+    #[test]
     fn bell_times_are_local() {
         let t = vienna();
         assert_eq!(
@@ -374,6 +843,13 @@ mod tests {
         assert_eq!(t.parse_compact("2026112710150", None), None);
         assert_eq!(t.parse_compact("2026112710150x", None), None);
         assert_eq!(t.parse_compact("20261399101500", None), None);
+        // Written as a Miniserver writes them: the wall clock, and back.
+        assert_eq!(t.compact(ts("2026-11-27T09:15:00Z")), "20261127101500");
+        assert_eq!(t.compact(ts("2026-07-01T22:30:05Z")), "20260702003005");
+        assert_eq!(
+            t.parse_compact(&t.compact(ts("2026-07-01T22:30:05Z")), None),
+            Some(ts("2026-07-01T22:30:05Z"))
+        );
     }
 
     #[test]

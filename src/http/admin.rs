@@ -205,6 +205,7 @@ pub fn key_view(k: &ApiKey) -> Value {
         "categories": k.categories,
         "model_confirms": k.model_confirms,
         "open_doors": k.open_doors,
+        "cameras": k.cameras,
         "profile": k.profile,
         "usage": k.usage,
     })
@@ -268,6 +269,7 @@ struct CreateBody {
     categories: Vec<String>,
     model_confirms: Option<bool>,
     open_doors: Option<bool>,
+    cameras: Option<bool>,
     /// `full` or `lean` (issue 33); absent: the server's default (on update: unchanged).
     profile: Option<crate::home::Profile>,
 }
@@ -286,6 +288,7 @@ struct UpdateBody {
     categories: Option<Vec<String>>,
     model_confirms: Option<bool>,
     open_doors: Option<bool>,
+    cameras: Option<bool>,
     /// `full` or `lean` (issue 33); absent: the server's default (on update: unchanged).
     profile: Option<crate::home::Profile>,
 }
@@ -347,6 +350,7 @@ fn create_key(admin: &AdminContext, principal: Option<&Principal>, body: Value) 
         categories: body.categories,
         model_confirms: body.model_confirms,
         open_doors: body.open_doors,
+        cameras: body.cameras,
         profile: body.profile,
     };
     if let Err(m) = keys::check_new(role, &fields) {
@@ -459,6 +463,7 @@ fn update_key(
         categories: body.categories.unwrap_or_default(),
         model_confirms: body.model_confirms,
         open_doors: body.open_doors,
+        cameras: body.cameras,
         profile: body.profile,
     };
     if let Err(m) = keys::apply_update(&mut key, fields, body.active) {

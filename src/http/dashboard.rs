@@ -37,6 +37,59 @@ fn secure(answer: Answer) -> Answer {
         .with_header("Cache-Control", "no-store")
 }
 
+/// `GET /dashboard/api/doorbells/{uuid}/picture`: a picture of the doorbell card as
+/// `image/jpeg`: the last ring's (the Miniserver's picture of it; 404 when there is none), or
+/// with `?of=now` the camera's picture now. The page asks for either only when the person at
+/// the dashboard presses one of the tile's buttons, never by itself. For keys that may see
+/// pictures (what the gate asks of `get_camera_image`: the key's `cameras` grant; otherwise
+/// 403 and nothing is fetched). Written to the audit log like a `get_camera_image` call
+/// (transport `dashboard`; key, camera, bytes). `Cache-Control: no-store` (added by `secure`).
+fn doorbell_picture(
+    ctx: &Arc<Ctx>,
+    dash: &crate::dashboard::Dashboard,
+    uuid: &str,
+    now: bool,
+    auth: Option<&Principal>,
+) -> Answer {
+    const TOOL: &str = "get_camera_image";
+    let arguments: serde_json::Map<String, serde_json::Value> =
+        [("device".to_string(), serde_json::Value::from(uuid))]
+            .into_iter()
+            .collect();
+    if let Err(d) = ctx.authorize_tool(auth, "dashboard", TOOL, &arguments) {
+        return deny(&d, false, &crate::mcp::jsonrpc::RequestIds::Unknown);
+    }
+    let started = std::time::Instant::now();
+    let result = dash.doorbell_picture(uuid, now);
+    if let Some(audit) = &ctx.config.audit {
+        let (target, outcome) = match &result {
+            Ok((pic, label)) => (
+                crate::audit::picture_target(label, pic.jpeg.len() as u64),
+                "ok".to_string(),
+            ),
+            Err(e) => (uuid.to_string(), e.code().to_string()),
+        };
+        audit.record(crate::audit::Entry::new(
+            auth.map(Principal::caller).as_ref(),
+            "dashboard",
+            TOOL,
+            &target,
+            &outcome,
+            started.elapsed(),
+        ));
+    }
+    match result {
+        Ok((pic, _)) => Answer::with_body(200, "image/jpeg", pic.jpeg),
+        Err(e) => {
+            let status = match e {
+                crate::home::ControllerError::NotFound(_) => 404,
+                _ => 502,
+            };
+            Answer::error(status, &crate::tools::api_error(e.into()))
+        }
+    }
+}
+
 /// Serves a `/dashboard...` request.
 pub(crate) fn handle(
     ctx: &Arc<Ctx>,
@@ -110,12 +163,25 @@ pub(crate) fn handle(
             ws::serve(request, slot, hello, port, stop, allowed)
         }));
     }
+    if let Some(uuid) = path
+        .strip_prefix("/dashboard/api/doorbells/")
+        .and_then(|r| r.strip_suffix("/picture"))
+    {
+        let query = url.split_once('?').map_or("", |(_, q)| q);
+        let now = query.split('&').any(|p| p == "of=now");
+        return secure(doorbell_picture(ctx, &dash, uuid, now, auth)).into();
+    }
     if let Some(rest) = path.strip_prefix("/dashboard/api/") {
         let query = url.split_once('?').map_or("", |(_, q)| q);
         let mut a = api::handle(&dash, rest, query);
         if rest.trim_end_matches('/') == "metrics" && a.status == 200 {
             a.body["mcp_sessions"] = ctx.mcp.sessions().len().into();
             a.body["sse_streams"] = ctx.pool.active().into();
+        }
+        if rest.trim_end_matches('/') == "data" && a.status == 200 {
+            // Whether the doorbell card may fetch pictures for this key at all (the gate
+            // decides again for each picture).
+            a.body["pictures"] = auth.is_none_or(Principal::sees_pictures).into();
         }
         return secure(Answer::json(a.status, &a.body)).into();
     }

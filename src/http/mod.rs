@@ -307,8 +307,9 @@ impl Ctx {
         }
     }
 
-    /// [`Ctx::authorize`] for a tool call on `transport`; a state-changing call refused for lack
-    /// of permission is recorded in the audit log ([`HttpConfig::audit`]).
+    /// [`Ctx::authorize`] for a tool call on `transport`; an audited call (state-changing, or
+    /// showing pictures) refused for lack of permission is recorded in the audit log
+    /// ([`HttpConfig::audit`]).
     pub(crate) fn authorize_tool(
         &self,
         principal: Option<&Principal>,
@@ -321,9 +322,7 @@ impl Ctx {
             (&result, &self.config.audit, &self.config.gate, principal)
         {
             if d.code == crate::auth::gate::DenyCode::InsufficientPermissions
-                && gate
-                    .permission_of(name, arguments)
-                    .is_some_and(crate::home::Permission::writes)
+                && gate.audited(name, arguments)
             {
                 audit.record(crate::audit::Entry::new(
                     Some(&p.caller()),

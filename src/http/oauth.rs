@@ -312,6 +312,7 @@ fn consent(ctx: &Ctx, oauth: &OAuth, request: &mut tiny_http::Request, issuer: &
         one("days"),
         params.all("room"),
         params.all("category"),
+        params.one("cameras", 8).ok().flatten() == Some("yes"),
         &admin,
     )
     .and_then(|g| g.with_profile(params.one("profile", 16).ok().flatten()))
@@ -320,10 +321,15 @@ fn consent(ctx: &Ctx, oauth: &OAuth, request: &mut tiny_http::Request, issuer: &
         Err(m) => return consent_page(ctx, &req, 400, &m),
     };
     let summary = format!(
-        "{} as {} for {} days{}{}{}",
+        "{} as {} for {} days{}{}{}{}",
         req.client.name,
         grant.role,
         grant.days,
+        if grant.cameras {
+            ", with camera pictures"
+        } else {
+            ""
+        },
         grant
             .profile
             .map_or_else(String::new, |p| format!(", {p} tools")),

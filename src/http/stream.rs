@@ -13,7 +13,8 @@
 //!   message goes to the newest live stream only (never broadcast). A reader too slow to keep
 //!   its channel from filling up is dropped (its stream ends) without touching the others.
 //!   `Last-Event-ID` on a new GET replays the buffered messages of the named stream after the
-//!   named event.
+//!   named event; a GET without it first gets the standalone messages no stream took yet (a
+//!   `resources/updated` sent between a client's subscribe and its GET is not lost).
 
 use std::collections::{HashMap, VecDeque};
 use std::io::Write;
@@ -197,6 +198,8 @@ struct Buffered {
     stream: u64,
     seq: u64,
     data: String,
+    /// A standalone message that no live stream has taken yet.
+    waiting: bool,
 }
 
 struct Inner {
@@ -254,7 +257,10 @@ impl Outbox {
 
     /// Buffers `data` as the next event of `stream`; returns its event id.
     pub(crate) fn record(&self, stream: u64, data: &str) -> String {
-        let mut inner = lock(&self.inner);
+        self.record_in(&mut lock(&self.inner), stream, data)
+    }
+
+    fn record_in(&self, inner: &mut Inner, stream: u64, data: &str) -> String {
         inner.seq += 1;
         let seq = inner.seq;
         if self.buffer_cap > 0 {
@@ -265,6 +271,7 @@ impl Outbox {
                 stream,
                 seq,
                 data: data.to_string(),
+                waiting: false,
             });
         }
         format!("{stream}-{seq}")
@@ -273,7 +280,10 @@ impl Outbox {
     /// Delivers an already recorded event to the newest live stream. A full queue drops that
     /// stream (slow reader) and tries the next one. `false` when no stream took it.
     pub(crate) fn deliver(&self, id: &str, data: &str) -> bool {
-        let mut inner = lock(&self.inner);
+        self.deliver_in(&mut lock(&self.inner), id, data)
+    }
+
+    fn deliver_in(&self, inner: &mut Inner, id: &str, data: &str) -> bool {
         while let Some(live) = inner.live.last() {
             let frame = Frame {
                 id: id.to_string(),
@@ -301,18 +311,23 @@ impl Outbox {
         let conn = inner.next_conn;
         inner.next_conn += 1;
         inner.live.push(Live { conn, tx });
-        let replay = match last_event_id.and_then(parse_event_id) {
-            Some((stream, after)) => inner
-                .buffer
-                .iter()
-                .filter(|b| b.stream == stream && b.seq > after)
-                .map(|b| Frame {
+        // With Last-Event-ID the named stream's events after it; without, the waiting ones.
+        let wanted = last_event_id.and_then(parse_event_id);
+        let replay = inner
+            .buffer
+            .iter_mut()
+            .filter(|b| match wanted {
+                Some((stream, after)) => b.stream == stream && b.seq > after,
+                None => b.waiting,
+            })
+            .map(|b| {
+                b.waiting = false;
+                Frame {
                     id: format!("{}-{}", b.stream, b.seq),
                     data: b.data.clone(),
-                })
-                .collect(),
-            None => Vec::new(),
-        };
+                }
+            })
+            .collect();
         Attached {
             conn,
             rx,
@@ -346,9 +361,18 @@ impl Outbox {
 
 /// Standalone messages of the session (stream 0).
 impl Outlet for Outbox {
+    /// Records and delivers under one lock, so a stream attaching meanwhile gets the message
+    /// once: live, or as a waiting message when no stream took it.
     fn send(&self, message: &str) -> bool {
-        let id = self.record(0, message);
-        self.deliver(&id, message)
+        let mut inner = lock(&self.inner);
+        let id = self.record_in(&mut inner, 0, message);
+        let taken = self.deliver_in(&mut inner, &id, message);
+        if !taken {
+            if let Some(b) = inner.buffer.back_mut().filter(|b| b.stream == 0) {
+                b.waiting = true;
+            }
+        }
+        taken
     }
 }
 
@@ -431,6 +455,10 @@ mod tests {
         assert_eq!(a.priming_id, "0-2");
         let b = o.attach(Some("0-0"));
         assert_eq!(b.replay[0].data, "b");
+        assert!(
+            o.attach(None).replay.is_empty(),
+            "b was replayed once already"
+        );
         // Newest stream gets the message; fill its queue (2) and it is dropped.
         assert!(o.send("c"));
         assert!(o.send("d"));
@@ -439,6 +467,22 @@ mod tests {
         assert_eq!(b.rx.try_iter().count(), 2);
         assert_eq!(a.rx.try_recv().unwrap().data, "e");
         assert_eq!(o.live_count(), 1);
+    }
+
+    #[test]
+    fn a_message_sent_before_any_stream_reaches_the_first_stream_once() {
+        let o = Outbox::new(8, 4);
+        assert!(!o.send("updated"), "no live stream yet");
+        let first = o.attach(None);
+        let got: Vec<&str> = first.replay.iter().map(|f| f.data.as_str()).collect();
+        assert_eq!(got, ["updated"]);
+        assert_eq!(first.replay[0].id, "0-1");
+        assert!(o.attach(None).replay.is_empty(), "taken once");
+        assert!(o.send("next"));
+        assert!(
+            o.attach(None).replay.is_empty(),
+            "delivered live, not waiting"
+        );
     }
 
     #[test]

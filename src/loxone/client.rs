@@ -49,6 +49,11 @@ const MAX_ENVELOPE_BYTES: usize = 64 * 1024;
 /// Largest answer accepted (structure files are 20-200 KB, at most a few MB).
 const MAX_ANSWER_BYTES: u64 = 16 * 1024 * 1024;
 
+/// Largest data answer read ([`Client::get_data`]: statistics; a month of one-minute V1
+/// records of seven outputs is about 2.6 MB of XML); a larger answer is
+/// [`LoxoneError::BadAnswer`].
+pub const MAX_DATA_BYTES: u64 = 8 * 1024 * 1024;
+
 /// Characters escaped in one path segment of a command (`hsv(20,100,50)` stays readable,
 /// spaces, `/`, `?`, `#`, `%`, `+` (a space to some servers) and non-ASCII are escaped).
 const SEGMENT: &AsciiSet = &CONTROLS
@@ -98,6 +103,8 @@ pub struct Client {
     /// When a request last went unanswered within its timeout (a hung Miniserver keeps its
     /// socket open and answers nothing); cleared by any answer. See [`Client::check_silent`].
     silent_since: Mutex<Option<Instant>>,
+    /// Fetches pictures from the house's cameras (one at a time per camera).
+    cameras: super::camera::Fetcher,
 }
 
 /// Token state of a client.
@@ -185,7 +192,19 @@ impl Client {
             login: Mutex::new(()),
             timeouts: *timeouts,
             silent_since: Mutex::new(None),
+            cameras: super::camera::Fetcher::new(super::camera::FetchLimits::default()),
         }
+    }
+
+    /// This client with other bounds for camera fetches (`[cameras]`).
+    pub fn with_camera_limits(mut self, limits: super::camera::FetchLimits) -> Self {
+        self.cameras = super::camera::Fetcher::new(limits);
+        self
+    }
+
+    /// The camera fetcher (for [`crate::home::Controller::picture`]).
+    pub fn cameras(&self) -> &super::camera::Fetcher {
+        &self.cameras
     }
 
     /// The Miniserver's base URL.
@@ -277,6 +296,20 @@ impl Client {
         self.command(target, &[])
     }
 
+    /// GETs `path` (authenticated) and reads its `LL` answer, checked as every command's.
+    pub(crate) fn get_ll_at(&self, path: &str) -> Result<LlAnswer, LoxoneError> {
+        self.get_ll(path, true)
+    }
+
+    /// GETs `path` (authenticated) for a data answer (statistics): the body, at most
+    /// [`MAX_DATA_BYTES`] (a larger one is [`LoxoneError::BadAnswer`], read no further, as
+    /// every bounded answer); an error status is an error as for every request.
+    pub(crate) fn get_data(&self, path: &str) -> Result<Vec<u8>, LoxoneError> {
+        let (status, body) = self.get_limited(path, true, MAX_DATA_BYTES)?;
+        check_status(status, &body, &redact(path), Presented::Nothing)?;
+        Ok(body)
+    }
+
     /// Like [`Client::command`], for an answer of at most `max_bytes` (a larger one is
     /// [`LoxoneError::BadAnswer`], read no further): for answers whose size a stranger's
     /// Miniserver decides, such as the Message Center's entry list.
@@ -300,6 +333,97 @@ impl Client {
         // An authenticated request's 401 was decided in `get`; what is left carried nothing.
         check_status(status, &body, &shown, Presented::Nothing)?;
         ll_result(parse_ll(&body)?, &shown, Presented::Nothing)
+    }
+
+    /// `jdev/sps/io/{uuid}/securedDetails` (Structure File docs: "a separate, encrypted
+    /// request"; intercom-alerts.md §1): the `value` of the answer, a JSON object or a string
+    /// holding one (see [`super::camera::VideoInfo::parse`]). Sent inside command encryption
+    /// (`jdev/sys/fenc/...`, the token query inside the encrypted command, the answer
+    /// encrypted too) when the Miniserver has a public key; in plain otherwise (firmware
+    /// without encryption answers 404 to `getPublicKey`). The answer carries camera passwords:
+    /// it is never logged.
+    pub fn secured_details(&self, uuid: &str) -> Result<Json, LoxoneError> {
+        let cmd = command_path("jdev/sps/io", uuid, &["securedDetails".to_string()])?;
+        match self.public_key() {
+            Ok(pk) => self.get_ll_encrypted(&cmd, &pk).map(|ll| ll.value),
+            Err(LoxoneError::NotFound(_) | LoxoneError::Status { code: 400, .. }) => {
+                self.get_ll(&cmd, true).map(|ll| ll.value)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `camimage/{uuid}/{timestamp}` (Structure File docs: the picture of a bell event of an
+    /// Intercom, `timestamp` as in `lastBellEvents`, `YYYYMMDDHHMMSS`). Never encrypted (the
+    /// protocol forbids it, "Communicating with the Miniserver" p. 25), authenticated as every
+    /// request. Returns the body as sent (a JPEG when all is well), at most `max_bytes`; an
+    /// unknown timestamp is [`LoxoneError::NotFound`].
+    pub fn camimage(
+        &self,
+        uuid: &str,
+        timestamp: &str,
+        max_bytes: u64,
+    ) -> Result<Vec<u8>, LoxoneError> {
+        let path = command_path("camimage", uuid, &[timestamp.to_string()])?;
+        let (status, body) = self.get_limited(&path, true, max_bytes)?;
+        check_status(status, &body, &path, Presented::Nothing)?;
+        // A Miniserver may answer an unknown picture with an `LL` envelope instead.
+        if body.trim_ascii_start().starts_with(b"{") {
+            if let Ok(ll) = parse_ll(&body) {
+                return match ll_result(ll, &path, Presented::Nothing) {
+                    Ok(_) => Err(LoxoneError::BadAnswer(format!(
+                        "{path}: an LL answer, not a picture"
+                    ))),
+                    Err(e) => Err(e),
+                };
+            }
+        }
+        Ok(body)
+    }
+
+    /// An `LL` request inside command encryption over HTTP: `cmd` with this client's token
+    /// query (if any) is AES-encrypted into `jdev/sys/fenc/{cipher}?sk={key}` and the encrypted
+    /// answer decrypted; with Basic auth the header goes along. A 401 is booked as
+    /// [`Client::get`] books one.
+    fn get_ll_encrypted(&self, cmd: &str, pk: &PublicKey) -> Result<LlAnswer, LoxoneError> {
+        self.check_blocked()?;
+        let credential = self.credential()?;
+        let (inner, carry, presented) = match &credential {
+            Credential::Token { query, .. } => {
+                (format!("{cmd}?{query}"), Carry::Nothing, Presented::Token)
+            }
+            Credential::Basic => (
+                cmd.to_string(),
+                Carry::Header(&self.authorization),
+                Presented::Password,
+            ),
+        };
+        let sk = SessionKey::try_new().map_err(|e| LoxoneError::BadAnswer(e.to_string()))?;
+        let path = sk
+            .http_command(pk, &inner, true)
+            .map_err(|e| LoxoneError::BadAnswer(e.to_string()))?;
+        let shown = redact(cmd);
+        let (status, body) = self.send(&path, carry, MAX_ANSWER_BYTES)?;
+        let answer = check_status(status, &body, &shown, presented).and_then(|()| {
+            let body = if body.trim_ascii_start().starts_with(b"{") {
+                body
+            } else {
+                sk.decrypt_answer(&body)
+                    .map_err(|e| LoxoneError::BadAnswer(format!("{shown}: {e}")))?
+                    .into_bytes()
+            };
+            ll_result(parse_ll(&body)?, &shown, presented)
+        });
+        match &answer {
+            Err(LoxoneError::TokenUnknown) => {
+                if let Credential::Token { query, .. } = &credential {
+                    self.drop_token(query);
+                }
+            }
+            Err(e @ LoxoneError::Unauthorized) => self.note(e),
+            _ => {}
+        }
+        answer
     }
 
     /// Which authentication requests use now: `"token"`, `"basic"`, or `"none"` before the

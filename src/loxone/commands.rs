@@ -1,17 +1,21 @@
 //! Per control type: which Loxone command carries out an [`Action`], as data in one place, and
-//! the Loxone client as the house's [`Controller`] ([`Client`]'s `act`, `act_secured`, `read`
-//! and `command`): actions become these commands, answers become values, and [`LoxoneError`] is
-//! mapped once to the controller-independent [`ControllerError`].
+//! the Loxone client as the house's [`Controller`] ([`Client`]'s `act`, `act_secured`, `read`,
+//! `command` and `picture`): actions become these commands, answers become values, pictures
+//! come from `camimage` or the camera ([`super::camera`]), and [`LoxoneError`] (and a camera's
+//! [`CameraError`]) is mapped once to the controller-independent [`ControllerError`].
 //!
 //! Sources: `loxone-protocol.md` §5.3 (Loxone's structure-file docs and maintained clients).
 //! Commands go to `jdev/sps/io/{target}/{segment}/...`; `target` is the control's `uuidAction`
 //! or a sub-control's (e.g. `<uuid>/masterValue`). A [`Command`] keeps its segments apart, so a
 //! value (a TextInput's text) is always one segment, whatever characters it holds.
 
+use super::camera::{resolve_placeholders, CameraError, CameraSource, Credentials, VideoInfo};
 use super::client::{parse_number_prefix, Client, LlAnswer, LoxoneError};
+use super::picture::{self, PictureError, PictureLimits};
 use crate::home::{
-    Action, Alert, AlertOp, Control, ControlKind, Controller, ControllerError, MessageCenter,
-    Secret, Value,
+    Action, Alert, AlertOp, CameraFailure, CameraKind, CameraPicture, Control, ControlKind,
+    Controller, ControllerError, MessageCenter, Obtained, PictureAsk, PictureRequest, Secret,
+    Value,
 };
 
 /// LightControllerV2 mood id "Off" (all circuits off), per Loxone clients (PyLoxone, openHAB);
@@ -413,6 +417,31 @@ impl From<LoxoneError> for ControllerError {
     }
 }
 
+impl From<CameraError> for ControllerError {
+    fn from(e: CameraError) -> Self {
+        let failure = match &e {
+            CameraError::BadUrl(_) => CameraFailure::NoAddress,
+            CameraError::Busy { .. } => CameraFailure::Busy,
+            CameraError::Connection(_) | CameraError::Status(_) => CameraFailure::Unreachable,
+            CameraError::Timeout { .. } => CameraFailure::Timeout,
+            CameraError::TooLarge { .. } => CameraFailure::TooLarge,
+            CameraError::Unauthorized { .. } => CameraFailure::Unauthorized,
+            CameraError::NotAPicture(_) | CameraError::NoFrame(_) => CameraFailure::NotAPicture,
+            CameraError::Picture(_) => CameraFailure::Undecodable,
+        };
+        ControllerError::Camera {
+            failure,
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<PictureError> for ControllerError {
+    fn from(e: PictureError) -> Self {
+        CameraError::from(e).into()
+    }
+}
+
 /// The answer's value as a number when it is one (units such as `"31.0 Liter"` or `"21.5°"`
 /// are dropped), else as text (`"hsv(20,100,50)"`, dates, names).
 fn answer_value(a: &LlAnswer) -> Option<Value> {
@@ -479,6 +508,63 @@ impl Controller for Client {
         })
     }
 
+    /// Bell pictures come from the Miniserver (`camimage`, bounded like a camera fetch); the
+    /// current picture from the camera itself: an IntercomV2's stream at its `address` with the
+    /// Miniserver user's credentials, otherwise the `alertImage` (a still) or else the
+    /// `streamUrl` of the control's `securedDetails`, with its own credentials (or the
+    /// Miniserver user's when the URL is the Miniserver itself).
+    fn picture(
+        &self,
+        control: &Control,
+        request: &PictureRequest,
+    ) -> Result<CameraPicture, ControllerError> {
+        let limits = PictureLimits {
+            max_side: request.max_side,
+            ..PictureLimits::default()
+        };
+        if let PictureAsk::BellEvent(stamp) = &request.ask {
+            let max = self.cameras().limits().max_bytes;
+            let body = match self.camimage(&control.uuid, stamp, max) {
+                Err(LoxoneError::NotFound(_)) => {
+                    return Err(ControllerError::InvalidValue(format!(
+                        "the Miniserver has no picture of a ring of {} at {stamp:?}",
+                        control.name
+                    )))
+                }
+                Err(LoxoneError::BadAnswer(m)) if m.contains("larger than") => {
+                    return Err(CameraError::TooLarge { limit: max }.into())
+                }
+                other => other?,
+            };
+            let pic = picture::scale_jpeg(&body, &limits)?;
+            return Ok(CameraPicture {
+                bytes_read: body.len() as u64,
+                jpeg: pic.jpeg,
+                width: pic.width,
+                height: pic.height,
+                source_width: pic.source_width,
+                source_height: pic.source_height,
+                obtained: Obtained::BellPicture,
+            });
+        }
+        let source = camera_source(self, control, request)?;
+        let (pic, fetched) = self
+            .cameras()
+            .fetch_picture(&control.uuid, &source, &limits)?;
+        Ok(CameraPicture {
+            jpeg: pic.jpeg,
+            width: pic.width,
+            height: pic.height,
+            source_width: pic.source_width,
+            source_height: pic.source_height,
+            obtained: match fetched.obtained {
+                super::camera::Obtained::Still => Obtained::Still,
+                super::camera::Obtained::StreamFrame => Obtained::StreamFrame,
+            },
+            bytes_read: fetched.bytes_read,
+        })
+    }
+
     /// The Message Center's entries ([`super::message_center`]).
     fn alerts(&self, mc: &MessageCenter) -> Result<Vec<Alert>, ControllerError> {
         self.message_center_entries(mc)
@@ -493,6 +579,48 @@ impl Controller for Client {
     ) -> Result<(), ControllerError> {
         self.message_center_op(mc, entry, op)
     }
+}
+
+/// Where the current picture of `control` comes from; only the Miniserver's own data (the
+/// V2's `address` state, `securedDetails`) name it.
+fn camera_source(
+    client: &Client,
+    control: &Control,
+    request: &PictureRequest,
+) -> Result<CameraSource, ControllerError> {
+    let miniserver = Credentials {
+        user: client.user().to_string(),
+        password: client.password().to_string(),
+    };
+    let no_address = |why: String| ControllerError::Camera {
+        failure: CameraFailure::NoAddress,
+        message: format!("{}: {why}", control.name),
+    };
+    if request.kind == CameraKind::IntercomV2 {
+        let address = request
+            .address
+            .as_deref()
+            .ok_or_else(|| no_address("no address reported".into()))?;
+        let url = format!("http://{}/mjpg/video.mjpg", address.trim());
+        return Ok(CameraSource::new(&url, Some(miniserver))?);
+    }
+    let details = client.secured_details(&control.uuid)?;
+    let video = VideoInfo::parse(&details).map_err(no_address)?;
+    let url = video
+        .alert_image
+        .clone()
+        .or_else(|| video.stream_url.clone())
+        .ok_or_else(|| {
+            no_address("Loxone Config gives it no picture or stream URL (videoInfo)".into())
+        })?;
+    let url = resolve_placeholders(&url, client.base_url());
+    let source = CameraSource::new(&url, video.credentials)?;
+    let on_miniserver = source.origin().eq_ignore_ascii_case(client.base_url());
+    Ok(if on_miniserver {
+        source.or_credentials(Some(miniserver))
+    } else {
+        source
+    })
 }
 
 #[cfg(test)]

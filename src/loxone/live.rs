@@ -99,6 +99,78 @@ const UNSUPPORTED_RETRY: Duration = Duration::from_secs(60);
 pub struct Link {
     stop: Option<Sender<()>>,
     thread: Option<JoinHandle<()>>,
+    commands: LinkCommands,
+}
+
+/// Where the answer to an [`Ask`] goes: the file's bytes, or the answer's text.
+type Reply = Sender<Result<Vec<u8>, String>>;
+
+/// One request another thread sends over the live WebSocket, and where its answer goes.
+struct Ask {
+    command: String,
+    reply: Reply,
+    /// When the asker stops waiting.
+    deadline: Instant,
+}
+
+/// Requests other threads send over the live link's WebSocket and whose answer is a file
+/// (`binstatisticdata/...`, statistics.md A1: served over the WebSocket only). One at a time:
+/// the link thread sends it between its own work and hands back the next answer that is not
+/// an event table. Cheap to clone.
+#[derive(Clone)]
+pub struct LinkCommands {
+    tx: Sender<Ask>,
+    connected: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl std::fmt::Debug for LinkCommands {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LinkCommands")
+            .field("connected", &self.is_connected())
+            .finish()
+    }
+}
+
+impl LinkCommands {
+    /// Whether a WebSocket session is up now.
+    pub fn is_connected(&self) -> bool {
+        self.connected.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Sends `command` over the WebSocket and waits at most `timeout` for its answer: the
+    /// file's bytes (at most `max`; an empty answer is no bytes). `Ok(None)` when no session is
+    /// up or another request is waiting; `Err` with the answer's text when the Miniserver
+    /// answered with an `LL` text (an error) instead of a file, or when none came in time.
+    pub fn ask_file(
+        &self,
+        command: &str,
+        timeout: Duration,
+        max: usize,
+    ) -> Result<Option<Vec<u8>>, String> {
+        if !self.is_connected() {
+            return Ok(None);
+        }
+        let (reply, answer) = bounded(1);
+        let ask = Ask {
+            command: command.to_string(),
+            reply,
+            deadline: Instant::now() + timeout,
+        };
+        if self.tx.try_send(ask).is_err() {
+            return Ok(None);
+        }
+        match answer.recv_timeout(timeout) {
+            Ok(Ok(mut bytes)) => {
+                bytes.truncate(max);
+                Ok(Some(bytes))
+            }
+            Ok(Err(text)) => Err(text),
+            Err(RecvTimeoutError::Timeout) => {
+                Err(format!("no answer within {} s", timeout.as_secs_f64()))
+            }
+            Err(RecvTimeoutError::Disconnected) => Err("the WebSocket session ended".into()),
+        }
+    }
 }
 
 impl Link {
@@ -107,14 +179,29 @@ impl Link {
     /// `https://` reports [`LinkEvent::Unsupported`]).
     pub fn spawn(client: Arc<Client>, config: LinkConfig, sink: Arc<dyn LinkSink>) -> Link {
         let (stop_tx, stop_rx) = bounded::<()>(1);
+        let (ask_tx, ask_rx) = bounded::<Ask>(1);
+        let commands = LinkCommands {
+            tx: ask_tx,
+            connected: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        };
+        let asks = Asks {
+            rx: ask_rx,
+            connected: commands.connected.clone(),
+        };
         let thread = std::thread::Builder::new()
             .name("miniserver-link".into())
-            .spawn(move || run(&client, &config, sink.as_ref(), &stop_rx))
+            .spawn(move || run(&client, &config, sink.as_ref(), &stop_rx, &asks))
             .expect("spawning the link thread");
         Link {
             stop: Some(stop_tx),
             thread: Some(thread),
+            commands,
         }
+    }
+
+    /// A handle for sending requests over this link's WebSocket (see [`LinkCommands`]).
+    pub fn commands(&self) -> LinkCommands {
+        self.commands.clone()
     }
 
     /// Stops the thread (kills the token, closes the socket) and waits for it.
@@ -154,14 +241,23 @@ enum Ended {
     Unsupported(String),
 }
 
-fn run(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiver<()>) {
+/// The link thread's end of [`LinkCommands`].
+struct Asks {
+    rx: Receiver<Ask>,
+    connected: Arc<std::sync::atomic::AtomicBool>,
+}
+
+fn run(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiver<()>, asks: &Asks) {
     let mut backoff = Backoff::new(cfg.retry_base, cfg.retry_max);
     // Once a session has run, this Miniserver has the WebSocket: a "not supported" answer
     // later (a Miniserver restarting answers 404 or 400 before its WebSocket is up) is a
     // failure to retry with the backoff, not a reason to wait [`UNSUPPORTED_RETRY`].
     let mut connected_once = false;
     loop {
-        let ended = match session(client, cfg, sink, stop) {
+        let ended = session(client, cfg, sink, stop, asks);
+        asks.connected
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        let ended = match ended {
             Ended::Unsupported(error) if connected_once => Ended::Failed(error),
             ended => ended,
         };
@@ -249,7 +345,13 @@ fn classify(client: &Client, lockout: Duration, e: LoxoneError) -> Ended {
     }
 }
 
-fn session(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiver<()>) -> Ended {
+fn session(
+    client: &Client,
+    cfg: &LinkConfig,
+    sink: &dyn LinkSink,
+    stop: &Receiver<()>,
+    asks: &Asks,
+) -> Ended {
     let url = match ws_url(client.base_url()) {
         Ok(u) => u,
         Err(e) => return Ended::Unsupported(e),
@@ -334,6 +436,10 @@ fn session(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiv
     let mut last_sent = Instant::now();
     // When the oldest unanswered keepalive went out; any message from the Miniserver answers.
     let mut unanswered: Option<Instant> = None;
+    // A request of another thread waiting for its answer (LinkCommands, one at a time).
+    let mut asked: Option<(Reply, Instant)> = None;
+    asks.connected
+        .store(true, std::sync::atomic::Ordering::SeqCst);
     let ended = loop {
         if stop.try_recv().is_ok()
             || matches!(
@@ -356,7 +462,24 @@ fn session(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiv
             last_sent = Instant::now();
             unanswered.get_or_insert(last_sent);
         }
-        if token.needs_refresh(loxone_now()) {
+        if asked
+            .as_ref()
+            .is_some_and(|(_, deadline)| Instant::now() > *deadline)
+        {
+            // The asker gave up: its answer, when it comes, is logged and dropped below.
+            asked = None;
+        }
+        if asked.is_none() {
+            if let Ok(ask) = asks.rx.try_recv() {
+                if let Err(e) = reader.send_text(&ask.command) {
+                    break Ended::Dropped(e.to_string());
+                }
+                last_sent = Instant::now();
+                asked = Some((ask.reply, ask.deadline));
+            }
+        }
+        // The token is refreshed between requests, so that no answer goes to the wrong one.
+        if asked.is_none() && token.needs_refresh(loxone_now()) {
             let mut ex = WsExchange {
                 reader: &mut reader,
                 key: &key,
@@ -379,8 +502,22 @@ fn session(client: &Client, cfg: &LinkConfig, sink: &dyn LinkSink, stop: &Receiv
         }
         match message {
             Ok(Incoming::Events(ev)) => sink.report(LinkEvent::Events(ev)),
-            Ok(Incoming::Text(t)) => log::debug!("Miniserver link: answer {t}"),
-            Ok(Incoming::Keepalive) | Ok(Incoming::File(_)) => {}
+            Ok(Incoming::Text(t)) => match asked.take() {
+                // An empty answer is an empty file.
+                Some((reply, _)) if t.is_empty() => {
+                    let _ = reply.try_send(Ok(Vec::new()));
+                }
+                Some((reply, _)) => {
+                    let _ = reply.try_send(Err(t.chars().take(200).collect()));
+                }
+                None => log::debug!("Miniserver link: answer {t}"),
+            },
+            Ok(Incoming::File(bytes)) => {
+                if let Some((reply, _)) = asked.take() {
+                    let _ = reply.try_send(Ok(bytes));
+                }
+            }
+            Ok(Incoming::Keepalive) => {}
             Ok(Incoming::OutOfService) => {
                 break Ended::Dropped(
                     "the Miniserver went out of service (firmware update?)".into(),

@@ -6,6 +6,7 @@
 
 pub mod answer;
 pub mod backoff;
+pub mod camera;
 pub mod client;
 pub mod commands;
 pub mod config;
@@ -13,8 +14,10 @@ pub mod crypto;
 pub mod feed;
 pub mod live;
 pub mod message_center;
+pub mod picture;
 pub mod poll;
 pub mod secured;
+pub mod stats;
 pub mod structure;
 pub mod token;
 pub mod ws;

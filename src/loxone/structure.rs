@@ -360,7 +360,9 @@ impl Reader {
         }
         sub_controls.sort_by(|a, b| a.uuid.cmp(&b.uuid));
 
+        let statistic = statistic_of(obj);
         Some(Control {
+            statistic,
             uuid,
             name,
             kind,
@@ -543,6 +545,68 @@ impl Reader {
 }
 
 /// The JSON type of `v`, as a warning names it.
+/// A control's `statistic` (V1) and `statisticV2` (per Loxone structure file docs,
+/// statistics.md A1, A2), read leniently: ids and modes as numbers or numeric strings, an
+/// output or data point without what identifies it (a V2 point without `output`) left out, a
+/// V1 `statistic` without outputs or with frequency 0 (none) read as absent.
+fn statistic_of(obj: &Map<String, Value>) -> crate::home::statistic::Statistic {
+    use crate::home::statistic::{
+        Statistic, StatisticGroup, StatisticOutput, StatisticPoint, StatisticV1,
+    };
+    let v1 = match obj.get("statistic") {
+        Some(Value::Object(s)) => {
+            let outputs: Vec<StatisticOutput> = match s.get("outputs") {
+                Some(Value::Array(list)) => list
+                    .iter()
+                    .filter_map(Value::as_object)
+                    .enumerate()
+                    .map(|(i, o)| StatisticOutput {
+                        id: integer(o, "id").unwrap_or(i as i64),
+                        name: plain_text(o, "name"),
+                        format: opt_text(o, "format"),
+                        visu_type: integer(o, "visuType").unwrap_or(0),
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let frequency = integer(s, "frequency").unwrap_or(0);
+            (!outputs.is_empty() && frequency != 0).then_some(StatisticV1 { frequency, outputs })
+        }
+        _ => None,
+    };
+    let v2 = match obj.get("statisticV2").and_then(|s| s.get("groups")) {
+        Some(Value::Array(groups)) => groups
+            .iter()
+            .filter_map(Value::as_object)
+            .filter_map(|g| {
+                let points: Vec<StatisticPoint> = match g.get("dataPoints") {
+                    Some(Value::Array(list)) => list
+                        .iter()
+                        .filter_map(Value::as_object)
+                        .filter_map(|p| {
+                            Some(StatisticPoint {
+                                title: plain_text(p, "title"),
+                                format: opt_text(p, "format"),
+                                output: opt_text(p, "output").filter(|o| !o.is_empty())?,
+                            })
+                        })
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                let mode = integer(g, "mode").unwrap_or(0);
+                (!points.is_empty() && mode != 0).then_some(StatisticGroup {
+                    id: integer(g, "id")?,
+                    mode,
+                    accumulated: boolean(g, "accumulated"),
+                    points,
+                })
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    Statistic { v1, v2 }
+}
+
 fn json_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",

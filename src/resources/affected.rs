@@ -13,7 +13,7 @@
 //! shows, `home://rooms/{room}/overview`; the family resource (`home://lighting`,
 //! `home://blinds`, `home://climate` + `home://climate/{room}`, `home://audio`,
 //! `home://security`, `home://energy`); for sensors `home://sensors` and the sensor kind's
-//! resource; `home://weather` for weather sources; `home://summary` when the summary shows
+//! resource; `home://doorbells` for intercoms and cameras; `home://weather` for weather sources; `home://summary` when the summary shows
 //! the family. An alarm affects every room overview (room summaries show alarms); a window
 //! monitor the overviews of the rooms of its windows.
 //!
@@ -139,6 +139,9 @@ fn control_uris(home: &Home, c: &Control) -> BTreeSet<String> {
         Family::Security => add("home://security".into()),
         Family::Energy => add("home://energy".into()),
         _ => {}
+    }
+    if crate::home::camera::camera_kind(c).is_some() {
+        add("home://doorbells".into());
     }
     if let Some(kind) = sensor_type(c) {
         add("home://sensors".into());

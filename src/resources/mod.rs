@@ -70,8 +70,9 @@ pub const FIXED: &[(&str, &str, &str)] = &[
     ("home://climate", "Climate", "Room climate controllers: temperature, target, mode (get_climate_status)."),
     ("home://audio", "Audio", "Audio zones: play state, volume, source (get_audio_status)."),
     ("home://security", "Security", "Alarm systems and safety sensors: armed, alarm levels (get_security_status)."),
-    ("home://energy", "Energy", "Meters and energy managers with their current values."),
+    ("home://energy", "Energy", "Meters and energy managers with their current values, and the kWh of today and this month (get_energy)."),
     ("home://weather", "Weather", "Weather station and outdoor sensors with their readings; an empty list when the house has none."),
+    ("home://doorbells", "Doorbells", "Intercoms and cameras: ringing or not, and their unanswered rings with times in the owner's time zone (list_doorbell_events); updated when someone rings."),
     ("home://workflows", "Workflows", "Stored workflows with their steps (list_workflows)."),
 ];
 
@@ -84,6 +85,7 @@ pub const TEMPLATES: &[(&str, &str, &str)] = &[
     ("home://devices/category/{category}", "Devices by category", "Devices of a family (lighting, blinds, climate, audio, security, access, sensors, energy, other) or of one of the user's Loxone categories."),
     ("home://devices/type/{type}", "Devices by type", "Devices of one Loxone control type present in the house (Jalousie, LightControllerV2, ...)."),
     ("home://climate/{room}", "Climate of a room", "The climate controllers of one room (get_climate_status for that room)."),
+    ("home://history/{device}{?state,period,from,to,resolution}", "History of a device", "What get_history answers for the device (name or UUID) and the query's state, period or from/to and resolution; default the last 24 hours."),
 ];
 
 /// What a URI names, resolved against the house.
@@ -99,6 +101,8 @@ pub(crate) enum Target {
     Capabilities,
     Categories,
     Weather,
+    /// `home://energy`: the energy devices, and today's and this month's kWh.
+    Energy,
 }
 
 /// A URI resolved: what it names and its canonical form.
@@ -173,7 +177,22 @@ fn compute(ctx: &Ctx, home: &Home, r: &Resolved, prompts: &[&str]) -> Result<Val
         Target::Capabilities => Ok(system::capabilities(ctx, home, prompts)),
         Target::Categories => Ok(system::categories(home)),
         Target::Weather => Ok(detail::weather(ctx, home)),
+        Target::Energy => energy(ctx),
     }
+}
+
+/// `home://energy`: `list_devices` of the energy family, plus `today` and `this_month`, the
+/// answers of `get_energy` for those periods (`null` when the house has no meter).
+fn energy(ctx: &Ctx) -> Result<Value, RpcError> {
+    let mut data = run_tool(
+        ctx,
+        "list_devices",
+        &json!({"category": "energy", "limit": LIMIT}),
+    )?;
+    for (key, period) in [("today", "today"), ("this_month", "this month")] {
+        data[key] = run_tool(ctx, "get_energy", &json!({"period": period})).unwrap_or(Value::Null);
+    }
+    Ok(data)
 }
 
 /// Whether `uri` names a resource (for `resources/subscribe`): exactly the readable URIs.
@@ -232,9 +251,14 @@ fn segments(uri: &str) -> Result<Vec<String>, RpcError> {
             vec!["home://summary".into()],
         ));
     }
-    if rest.contains(['?', '#']) {
-        return Err(malformed(uri, "query and fragment are not supported"));
-    }
+    // Only the history template takes a query (RFC 6570 form-style `{?...}`).
+    let rest = match rest.split_once('?') {
+        Some((path, _)) if path.starts_with("history/") && !rest.contains('#') => path,
+        _ if rest.contains(['?', '#']) => {
+            return Err(malformed(uri, "query and fragment are not supported"));
+        }
+        _ => rest,
+    };
     if rest.is_empty() {
         return Err(malformed(uri, "no path"));
     }
@@ -297,10 +321,9 @@ pub(crate) fn resolve(home: &Home, uri: &str) -> Result<Resolved, RpcError> {
         ["climate"] => fixed(tool("get_climate_status", json!({"limit": LIMIT}))),
         ["audio"] => fixed(tool("get_audio_status", json!({"limit": LIMIT}))),
         ["security"] => fixed(tool("get_security_status", json!({"limit": LIMIT}))),
-        ["energy"] => fixed(tool(
-            "list_devices",
-            json!({"category": "energy", "limit": LIMIT}),
-        )),
+        ["doorbells"] => fixed(tool("list_doorbell_events", json!({"limit": 50}))),
+        ["energy"] => fixed(Target::Energy),
+        ["history", device] => history(home, uri, device),
         ["weather"] => fixed(Target::Weather),
         ["workflows"] => fixed(tool("list_workflows", json!({"limit": LIMIT}))),
         ["devices", "all"] => fixed(tool("list_devices", json!({"limit": LIMIT}))),
@@ -370,6 +393,51 @@ pub(crate) fn resolve(home: &Home, uri: &str) -> Result<Resolved, RpcError> {
             Vec::new(),
         )),
     }
+}
+
+/// The parameters `home://history/{device}{?state,period,from,to,resolution}` takes.
+const HISTORY_PARAMS: [&str; 5] = ["state", "period", "from", "to", "resolution"];
+
+/// `home://history/{device}{?...}`: `get_history` with the device (a name, decoded, or a
+/// UUID) and the query's parameters (percent-decoded, `+` as a space). Canonical: the device's
+/// UUID and the parameters in template order.
+fn history(home: &Home, uri: &str, device: &str) -> Result<Resolved, RpcError> {
+    let query = uri.split_once('?').map_or("", |(_, q)| q);
+    let mut args = json!({});
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        if !HISTORY_PARAMS.contains(&k) {
+            return Err(malformed(
+                uri,
+                &format!("unknown parameter {k:?}; use {}", HISTORY_PARAMS.join(", ")),
+            ));
+        }
+        let v = percent_decode(&v.replace('+', " "))
+            .ok_or_else(|| malformed(uri, "bad percent-encoding"))?;
+        args[k] = json!(v);
+    }
+    let c = home
+        .resolve_control(device, None, &|_| true)
+        .map_err(|e| not_found(uri, &e.to_string(), Vec::new()))?;
+    args["device"] = json!(c.uuid);
+    let shown: Vec<String> = HISTORY_PARAMS
+        .iter()
+        .filter_map(|k| {
+            let v = args.get(*k)?.as_str()?;
+            Some(format!(
+                "{k}={}",
+                percent_encoding::utf8_percent_encode(v, percent_encoding::NON_ALPHANUMERIC)
+            ))
+        })
+        .collect();
+    let canonical = match shown.is_empty() {
+        true => format!("home://history/{}", c.uuid),
+        false => format!("home://history/{}?{}", c.uuid, shown.join("&")),
+    };
+    Ok(Resolved {
+        canonical,
+        target: Target::Tool("get_history", args),
+    })
 }
 
 fn room_devices(r: &Room) -> Target {
@@ -495,6 +563,19 @@ pub(crate) fn run_tool(ctx: &Ctx, name: &str, args: &Value) -> Result<Value, Rpc
         ToolError::Controller(e) => {
             RpcError::internal(format!("the house could not be read: {e}")).with_details(e.code())
         }
+        // A question the house cannot answer as asked (a history's range or state).
+        ToolError::Refused {
+            code: "INVALID_PARAMETERS",
+            message,
+        } => RpcError::invalid_params(message),
+        ToolError::Refused {
+            code: "DEVICE_NOT_FOUND",
+            message,
+        } => RpcError {
+            code: RpcError::RESOURCE_NOT_FOUND,
+            message: "Resource not found".into(),
+            details: Some(message),
+        },
         ToolError::Refused { code, message } => RpcError::internal(message).with_details(code),
         // Resources run read-only tools, which never ask.
         ToolError::InputRequired(e) => e,

@@ -214,6 +214,13 @@ pub(crate) enum Answer {
     Page(SimResponse),
     /// A file, not wrapped (the structure file); over the WebSocket header id 1 and the text.
     File(String),
+    /// Binary data (statistics records, `stats.rs`; a bell picture, `camimage`) of this content
+    /// type, over HTTP without a charset; over the WebSocket
+    /// header id 1 and a binary frame.
+    Data(&'static str, Vec<u8>),
+    /// A text file of this content type (the V1 XML files, the `stats` index); over the
+    /// WebSocket header id 1 and the text.
+    Text(&'static str, String),
     /// `keepalive`: a header with id 6 and nothing else (§4.1).
     Keepalive,
     /// `enablebinstatusupdate`: code 200, then the event tables (§4.1 step 5).
@@ -265,6 +272,7 @@ impl Simulator {
                 status: 200,
                 content_type: mime(reply.flavour),
                 body: self.ll_body(reply, ll, Transport::Http),
+                data: None,
             },
             Answer::Error(code, detail) => {
                 if self.config.not_found_in_envelope {
@@ -273,6 +281,7 @@ impl Simulator {
                         status: 200,
                         content_type: mime(reply.flavour),
                         body: self.ll_body(reply, &ll, Transport::Http),
+                        data: None,
                     }
                 } else {
                     html_error(*code, detail)
@@ -283,6 +292,19 @@ impl Simulator {
                 status: 200,
                 content_type: "application/json",
                 body: text.clone(),
+                data: None,
+            },
+            Answer::Data(content_type, bytes) => SimResponse {
+                status: 200,
+                content_type,
+                body: String::new(),
+                data: Some(bytes.clone()),
+            },
+            Answer::Text(content_type, text) => SimResponse {
+                status: 200,
+                content_type,
+                body: text.clone(),
+                data: None,
             },
             // Not reachable over HTTP (WebSocket-only rows answer 400 there).
             Answer::Keepalive | Answer::EnableUpdates | Answer::Decrypted { .. } => {
@@ -429,6 +451,7 @@ pub(crate) fn html_error(status: u16, detail: &str) -> SimResponse {
             "<html><head><title>error</title></head><body><errorcode>{status}</errorcode> \
              <errordetail>{detail}</errordetail></body></html>"
         ),
+        data: None,
     }
 }
 

@@ -72,6 +72,19 @@ pub(crate) const COMMANDS: &[Command] = &[
     Command::new("sps/io/{control}/state", "§2.5", super::http::io_read),
     Command::new("sps/io/{control}/astate", "§2.5", super::http::io_read),
     Command::new("sps/io/{control}/all", "§2.5", super::http::io_all),
+    // Intercoms and cameras (door.rs, issue 30): the stream data of a Door Controller,
+    // asked in plain or inside enc/fenc, and the pictures of its rings.
+    Command::new(
+        "sps/io/{control}/securedDetails",
+        "§2.4; intercom-alerts.md §1",
+        super::door::secured_details,
+    ),
+    Command::new(
+        "camimage/{control}/{timestamp}",
+        "intercom-alerts.md §1 (never encrypted)",
+        super::door::camimage,
+    )
+    .bare(),
     // §2.4 commands, secured commands.
     Command::new(
         "sps/io/{control}/{command...}",
@@ -164,6 +177,42 @@ pub(crate) const COMMANDS: &[Command] = &[
     )
     .open()
     .ws_only(),
+    // Statistics (statistics.md A1, A2, A4; sim/stats.rs).
+    Command::new(
+        "sps/getStatisticInfo/{control}",
+        "statistics.md A2 (V2, firmware 13.1+)",
+        super::stats::info,
+    ),
+    Command::new(
+        "sps/getStatistic/{control}/{mode-from-until-unit-group-output...}",
+        "statistics.md A2 (V2 records: u32 Unix UTC + f64 per output)",
+        super::stats::data,
+    ),
+    Command::new(
+        "stats",
+        "statistics.md A1 (index, inferred HTML)",
+        super::stats::index,
+    )
+    .bare(),
+    Command::new(
+        "stats/statisticdata.xml/{uuid}/{date}",
+        "statistics.md A1 (V1 month or day, XML)",
+        super::stats::statisticdata,
+    )
+    .bare(),
+    Command::new(
+        "stats/{file}",
+        "statistics.md A1 ({uuid}.{YYYYMM}.xml, {uuid}_{group}.{YYYYMM}.xml)",
+        super::stats::file,
+    )
+    .bare(),
+    Command::new(
+        "binstatisticdata/{uuid}/{date}",
+        "statistics.md A1 (V1 binary: u32 local seconds since 2009 + f64 per output)",
+        super::stats::binstat,
+    )
+    .bare()
+    .ws_only(),
     // §4 the WebSocket session.
     Command::new(
         "sps/enablebinstatusupdate",
@@ -175,6 +224,20 @@ pub(crate) const COMMANDS: &[Command] = &[
         .open()
         .ws_only()
         .bare(),
+    // The simulator's own switches (not Loxone commands; issue 30): the doorbell button and
+    // the camera fault switches.
+    Command::new(
+        "sim/door/{control}/ring",
+        "simulator switch (door.rs)",
+        super::door::ring_switch,
+    )
+    .bare(),
+    Command::new(
+        "sim/camera/{control}/fault/{fault}",
+        "simulator switch (door.rs)",
+        super::door::fault_switch,
+    )
+    .bare(),
     // §2.6 diagnostics (loxone-java's command list) and the PLC state.
     Command::new(
         "sps/state",

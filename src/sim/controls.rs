@@ -71,6 +71,12 @@ pub(crate) fn settle(c: &mut Ctl, now: Instant) {
             Kind::TimedSwitch => c.set("deactivationDelay", remaining),
             Kind::IRoomController if remaining <= 0.0 => irc_v1_stop_timer(c),
             Kind::IRoomController => c.set("override", remaining),
+            // A ring (door.rs) ends: `bell` back to 0.
+            Kind::Intercom | Kind::IntercomV2 if remaining <= 0.0 => {
+                c.set("bell", 0.0);
+                c.deadline = None;
+            }
+            Kind::Intercom | Kind::IntercomV2 => {}
             _ => c.deadline = None,
         }
     }
@@ -159,6 +165,7 @@ pub(crate) fn primary(c: &Ctl) -> (Val, bool) {
         Kind::Meter => (n("actual"), false),
         Kind::Radio => (n("activeOutput"), false),
         Kind::TextInput => (Val::Text(c.text("text")), false),
+        Kind::Intercom | Kind::IntercomV2 => (n("bell"), true),
         Kind::UpDownDigital => (Val::Num(c.get("up") - c.get("down")), true),
         Kind::CentralLightController
         | Kind::CentralJalousie
@@ -427,6 +434,7 @@ fn single(c: &mut Ctl, word: &str, cmd: &[String], ctx: &Ctx) -> CmdResult {
             Ok(None)
         }
         Kind::Radio => radio(c, word),
+        Kind::Intercom | Kind::IntercomV2 => intercom(c, word, cmd),
         // TextInput (§5.3): the rest of the path, URL-decoded, is the new text.
         Kind::TextInput => {
             c.set_text("text", cmd.join("/"));
@@ -1032,6 +1040,28 @@ fn alarm(c: &mut Ctl, word: &str, cmd: &[String], ctx: &Ctx) -> CmdResult {
 
 /// Radio (§5.3): `{id}` selects an output from `details.outputs` (0 = all off, unknown ids
 /// 400), `reset` = 0, `next`/`prev` cycle through 0 and the outputs.
+/// Intercom and IntercomV2 (Structure File docs): `answer` ends a ring (`bell` 0; rings come
+/// from door.rs); IntercomV2 `mute/{0|1}` sets `muted`. Output sub-controls are Pushbuttons.
+fn intercom(c: &mut Ctl, word: &str, cmd: &[String]) -> CmdResult {
+    match word {
+        "answer" => {
+            c.set("bell", 0.0);
+            c.deadline = None;
+            Ok(None)
+        }
+        "mute" if c.kind == Kind::IntercomV2 => {
+            let v = match cmd.get(1).map(String::as_str) {
+                Some("1") => 1.0,
+                Some("0") => 0.0,
+                _ => return Err(CmdError::BadRequest("mute takes 0 or 1".into())),
+            };
+            c.set("muted", v);
+            Ok(None)
+        }
+        _ => Err(CmdError::NotFound),
+    }
+}
+
 fn radio(c: &mut Ctl, word: &str) -> CmdResult {
     let mut ids: Vec<i64> = c
         .details

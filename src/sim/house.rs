@@ -72,6 +72,9 @@ pub(crate) enum Kind {
     ValueSelector,
     Radio,
     TextInput,
+    /// Door Controller (Loxone Intercom, custom camera): see `door.rs`.
+    Intercom,
+    IntercomV2,
     Other(String),
 }
 
@@ -110,6 +113,8 @@ impl Kind {
             "ValueSelector" => Kind::ValueSelector,
             "Radio" => Kind::Radio,
             "TextInput" => Kind::TextInput,
+            "Intercom" => Kind::Intercom,
+            "IntercomV2" => Kind::IntercomV2,
             other => Kind::Other(other.to_string()),
         }
     }
@@ -256,6 +261,12 @@ const TEXT_STATES: &[&str] = &[
     "temperatureBoundaryInfo",
     "favorites",
     "entries",
+    "lastBellEvents",
+    "lastBellTimestamp",
+    "address",
+    "answers",
+    "videoSettingsIntern",
+    "videoSettingsExtern",
 ];
 
 impl House {

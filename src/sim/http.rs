@@ -130,6 +130,7 @@ impl Simulator {
                          temporarily blocked, too many failed login attempts;</description> \
                          <remaining>{remaining}</remaining></errordetail></body></html>"
                     ),
+                    data: None,
                 });
             }
             *entry = Login::default();

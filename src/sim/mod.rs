@@ -49,10 +49,13 @@ mod answer;
 mod auth;
 mod commands;
 mod controls;
+mod door;
+pub mod frame;
 mod house;
 mod http;
 mod message_center;
 mod server;
+mod stats;
 pub mod synth;
 mod system;
 mod ws;
@@ -66,8 +69,13 @@ use serde_json::Value;
 
 pub use auth::{sim_rsa, SimCryptoError, SimRsa, SimSessionKey, SIM_RSA_KEY_PEM};
 pub use commands::{command_table, markdown_table as command_table_markdown, CommandInfo};
+pub use door::{
+    CameraFault, CameraServers, DetailsForm, Served, CAMERA_CREDENTIALS, HUGE_BYTES,
+    INTERCOM_CREDENTIALS, MAX_BELL_EVENTS, RING_SECS,
+};
 pub use http::FIRMWARE_VERSION;
 pub use server::SimServer;
+pub use stats::{Calendar as StatsCalendar, StatsFault};
 pub use ws::MAX_SESSIONS;
 
 use house::{House, Val};
@@ -142,6 +150,12 @@ pub struct SimConfig {
     /// user without enough rights: the structure file is served and `enablebinstatusupdate`
     /// answers 200, but no event table is ever pushed over the WebSocket.
     pub state_updates: bool,
+    /// The Miniserver's time zone (default `Europe/Berlin`, where the demo house stands;
+    /// `serve --demo` gives it the house's `[home] time_zone` when one is set): the local time
+    /// of its statistics (`stats.rs`), bell events (`lastBellEvents`, `YYYYMMDDHHMMSS`), the
+    /// time the cameras draw into their pictures and `miniserverTime` are on its wall clock,
+    /// as a real Miniserver writes them.
+    pub time_zone: crate::home::HouseTime,
 }
 
 impl Default for SimConfig {
@@ -161,6 +175,9 @@ impl Default for SimConfig {
             token_lifetime: Duration::from_secs(3600),
             temp_drift_per_minute: 0.5,
             state_updates: true,
+            time_zone: crate::home::HouseTime::named("Europe/Berlin")
+                .or_else(|_| crate::home::HouseTime::named("CET-1CEST,M3.5.0,M10.5.0/3"))
+                .unwrap_or_else(|_| crate::home::HouseTime::utc()),
         }
     }
 }
@@ -221,6 +238,8 @@ pub struct SimResponse {
     /// `application/json` or `text/html`.
     pub content_type: &'static str,
     pub body: String,
+    /// A binary body (statistics records), sent instead of `body` when present.
+    pub data: Option<Vec<u8>>,
 }
 
 /// A simulated Miniserver: the structure text, live per-control state behind a mutex, and
@@ -235,6 +254,8 @@ pub struct Simulator {
     /// `msInfo.localUrl`, reported as `address` by `/jdev/cfg/apiKey`.
     address: String,
     house: Mutex<House>,
+    /// Intercoms and cameras (`door.rs`).
+    door: Mutex<door::Door>,
     logins: Mutex<http::Logins>,
     /// Outstanding one-time `getvisusalt` keys.
     visu_keys: Mutex<http::VisuKeys>,
@@ -247,6 +268,8 @@ pub struct Simulator {
     /// How many requests came in all, and the last [`REQUEST_LOG_LEN`] request lines, oldest
     /// first ([`Simulator::requests`]).
     requests: Mutex<(usize, std::collections::VecDeque<String>)>,
+    /// The recorded history of the controls with statistics (`stats.rs`).
+    stats: stats::Stats,
     /// The Message Center and the notifications (`message_center.rs`).
     message_center: Mutex<message_center::MessageCenter>,
 }
@@ -280,6 +303,16 @@ impl Simulator {
             .map_err(|e| SimError::Values(e.to_string()))?;
         let mut house = House::new(&doc, values.as_ref())?;
         house.start_drift(config.temp_drift_per_minute, std::time::Instant::now());
+        let now = jiff::Timestamp::now().as_second();
+        let stats = stats::Stats::new(&doc, config.time_zone.time_zone().clone(), now);
+        // A meter's live readings are where its history ends.
+        for ctl in house.ctls.iter_mut() {
+            let names: Vec<String> = ctl.state_uuids.iter().map(|(n, _)| n.clone()).collect();
+            for (name, v) in stats.meter_states(&ctl.uuid, &names, now) {
+                ctl.set(&name, v);
+            }
+        }
+        let door = door::Door::of(&house.ctls);
         let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
         let ms_info = doc.get("msInfo");
         let serial = serial_of(&text(ms_info.and_then(|m| m.get("serialNr"))))?;
@@ -296,12 +329,14 @@ impl Simulator {
             serial,
             address,
             house: Mutex::new(house),
+            door: Mutex::new(door),
             logins: Mutex::new(http::Logins::default()),
             visu_keys: Mutex::new(http::VisuKeys::default()),
             tokens: Mutex::new(auth::Tokens::default()),
             ws: ws::Hub::default(),
             delay_nanos: std::sync::atomic::AtomicU64::new(0),
             requests: Mutex::new((0, std::collections::VecDeque::new())),
+            stats,
             message_center: Mutex::new(message_center::MessageCenter::new(&doc)),
         })
     }

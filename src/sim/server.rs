@@ -31,6 +31,8 @@ pub struct SimServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     workers: Vec<JoinHandle<()>>,
+    /// The cameras of the house's intercoms, each on a port of its own (`door.rs`).
+    _cameras: super::CameraServers,
 }
 
 impl SimServer {
@@ -42,6 +44,7 @@ impl SimServer {
             .server_addr()
             .to_ip()
             .ok_or_else(|| std::io::Error::other("not an IP listener"))?;
+        let cameras = super::door::start(&sim, addr.ip())?;
         let server = Arc::new(server);
         let stop = Arc::new(AtomicBool::new(false));
         let mut workers = Vec::with_capacity(WORKERS);
@@ -60,6 +63,7 @@ impl SimServer {
             addr,
             stop,
             workers,
+            _cameras: cameras,
         })
     }
 
@@ -144,18 +148,23 @@ fn bind(listen: &str) -> std::io::Result<std::net::TcpListener> {
     Ok(socket.into())
 }
 
-/// The whole HTTP answer as one buffer: status line, `Content-Type` (with `charset=utf-8`),
-/// `Content-Length`, `WWW-Authenticate` on 401 (lets browsers prompt for credentials;
+/// The whole HTTP answer as one buffer: status line, `Content-Type` (with `charset=utf-8` for
+/// text), `Content-Length`, `WWW-Authenticate` on 401 (lets browsers prompt for credentials;
 /// *inferred*, no capture shows the realm), then the body (none for `HEAD`).
 pub(crate) fn http_bytes(resp: &SimResponse, version: &HTTPVersion, head_only: bool) -> Vec<u8> {
     let reason = tiny_http::StatusCode(resp.status).default_reason_phrase();
+    // Binary data (statistics records) has no charset.
+    let (body, charset) = match &resp.data {
+        Some(data) => (data.as_slice(), ""),
+        None => (resp.body.as_bytes(), "; charset=utf-8"),
+    };
     let mut head = format!(
-        "HTTP/{}.{} {} {reason}\r\nContent-Type: {}; charset=utf-8\r\nContent-Length: {}\r\n",
+        "HTTP/{}.{} {} {reason}\r\nContent-Type: {}{charset}\r\nContent-Length: {}\r\n",
         version.0,
         version.1,
         resp.status,
         resp.content_type,
-        resp.body.len()
+        body.len()
     );
     if resp.status == 401 {
         head.push_str("WWW-Authenticate: Basic realm=\"Loxone\"\r\n");
@@ -163,7 +172,7 @@ pub(crate) fn http_bytes(resp: &SimResponse, version: &HTTPVersion, head_only: b
     head.push_str("\r\n");
     let mut bytes = head.into_bytes();
     if !head_only {
-        bytes.extend_from_slice(resp.body.as_bytes());
+        bytes.extend_from_slice(body);
     }
     bytes
 }

@@ -37,7 +37,7 @@ use std::io::ErrorKind;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use log::{debug, info, warn};
@@ -206,7 +206,7 @@ impl Simulator {
                 let uuid = uuid.as_str()?.to_lowercase();
                 uuid_to_bytes(&uuid).ok()?;
                 let v = match name.as_str() {
-                    "miniserverTime" => Val::Text(miniserver_time()),
+                    "miniserverTime" => Val::Text(miniserver_time(&self.config().time_zone)),
                     n if GLOBAL_TEXT.contains(&n) => Val::Text("[]".into()),
                     "sunrise" => Val::Num(420.0),
                     "sunset" => Val::Num(1140.0),
@@ -225,13 +225,19 @@ fn to_event(uuid: String, v: &Val) -> StateEvent {
     }
 }
 
-/// `YYYY-MM-DD HH:MM:SS +00:00:00` (UTC), the `miniserverTime` text format.
-fn miniserver_time() -> String {
-    let s = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    // "2026-11-21T09:17:31Z"
+/// Now on the Miniserver's clock in the `miniserverTime` text format,
+/// `YYYY-MM-DD HH:MM:SS +01:00:00` (the local time and its offset from UTC).
+fn miniserver_time(time: &crate::home::HouseTime) -> String {
+    let now = time.zoned(crate::home::time::now());
+    let offset = now.offset().seconds();
+    let sign = if offset < 0 { '-' } else { '+' };
+    let offset = offset.unsigned_abs();
     format!(
-        "{} +00:00:00",
-        s.trim_end_matches('Z').replacen('T', " ", 1)
+        "{} {sign}{:02}:{:02}:{:02}",
+        now.strftime("%Y-%m-%d %H:%M:%S"),
+        offset / 3600,
+        offset / 60 % 60,
+        offset % 60
     )
 }
 
@@ -476,9 +482,20 @@ impl<'a> Session<'a> {
         });
         match &reply.answer {
             Answer::Keepalive => self.header(Header::new(Identifier::Keepalive, 0)),
-            Answer::File(text) => {
+            Answer::File(text) | Answer::Text(_, text) => {
                 let text = text.clone();
                 self.reply_text(reply.fenc.as_ref(), Identifier::BinaryFile, text)
+            }
+            Answer::Data(_, bytes) => {
+                // Statistics records: header id 1 and a binary frame (statistics.md A1).
+                let bytes = bytes.clone();
+                self.queue(Message::binary(
+                    Header::new(Identifier::BinaryFile, bytes.len() as u32)
+                        .encode()
+                        .to_vec(),
+                ))?;
+                self.queue(Message::binary(bytes))?;
+                self.flush()
             }
             Answer::EnableUpdates => {
                 let text = self.sim.ws_text(&reply).unwrap_or_default();

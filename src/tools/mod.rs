@@ -28,8 +28,10 @@ mod batch;
 mod blinds;
 pub mod cache;
 pub mod caller;
+mod cameras;
 mod climate;
 mod devices;
+mod history;
 mod lean;
 mod lights;
 pub mod schema;
@@ -230,6 +232,12 @@ pub struct Tool {
     /// `idempotentHint`: calling it twice does what calling it once does (not so for steps of
     /// a volume, next track, or creating and running workflows).
     pub idempotent: bool,
+    /// It shows pictures of people (camera and intercom pictures, issue 30): a key needs the
+    /// `cameras` grant besides the permission ([`ToolFacts::shows_pictures`]; the gate
+    /// refuses otherwise, before anything reaches a camera); every call is audited although it
+    /// only reads ([`Tool::audited`]); its answers are never cached, and it is never a workflow
+    /// step. It stays `readOnlyHint`.
+    pub pictures: bool,
     /// The tool profiles whose catalogue lists it ([`Profile`]; default `full` only): a
     /// caller sees and may call only the tools of its profile.
     pub profiles: &'static [Profile],
@@ -272,6 +280,7 @@ impl Tool {
             workflow: false,
             destructive: false,
             idempotent: true,
+            pictures: false,
             profiles: &[Profile::Full],
             route: None,
             input_schema: A::schema(),
@@ -404,6 +413,18 @@ impl Tool {
     pub fn repeats(mut self) -> Tool {
         self.idempotent = false;
         self
+    }
+
+    /// It shows pictures of people ([`Tool::pictures`]).
+    pub fn shows_pictures(mut self) -> Tool {
+        self.pictures = true;
+        self
+    }
+
+    /// Whether calls are recorded in the audit log: those that write ([`Permission::writes`])
+    /// and those that show pictures ([`Tool::pictures`]). The one place this is decided.
+    pub fn audited(&self) -> bool {
+        self.permission.writes() || self.pictures
     }
 
     /// The JSON Schema of its `data`.
@@ -556,9 +577,11 @@ pub fn catalogue() -> Vec<Tool> {
     tools.extend(blinds::tools());
     tools.extend(security::tools());
     tools.extend(audio::tools());
+    tools.extend(cameras::tools());
     tools.extend(workflows::tools());
     tools.extend(batch::tools());
     tools.extend(summary::tools());
+    tools.extend(history::tools());
     tools.extend(alerts::tools());
     tools.extend(lean::tools());
     tools
@@ -622,6 +645,14 @@ impl HomeTools {
         caller.and_then(|c| c.profile).unwrap_or(self.profile)
     }
 
+    /// The declared tool a call of `name` with `arguments` runs (a front door resolved);
+    /// `None` for an unknown tool or a door's arguments that make no call.
+    fn declared(&self, name: &str, arguments: &Map<String, Value>) -> Option<&Tool> {
+        self.resolve(self.tool(name)?, arguments.clone())
+            .ok()
+            .map(|(t, _)| t)
+    }
+
     /// The declared tool and arguments a call of `tool` stands for: a front door's route
     /// ([`Tool::door`]) resolved, every other tool as it is. `Err`: the door's arguments
     /// do not make a call (its schema, or what its route refuses), or the route names no
@@ -646,9 +677,9 @@ impl HomeTools {
         }
     }
 
-    /// Records every MCP call of a tool that writes ([`Permission::writes`]) in `log`: who
-    /// (the request's caller and transport), what (the tool and [`target_of`] its
-    /// arguments), the outcome (`ok` or the error code of the typed result, never read back
+    /// Records every MCP call of an audited tool ([`Tool::audited`]: it writes or shows
+    /// pictures) in `log`: who (the request's caller and transport), what (the tool and
+    /// [`target_of`] its arguments; for a picture its camera and size), the outcome (`ok` or the error code of the typed result, never read back
     /// from the rendered answer), the latency and who confirmed it.
     pub fn with_audit(mut self, log: Arc<AuditLog>) -> Self {
         self.audit = Some(log);
@@ -745,9 +776,11 @@ impl HomeTools {
             self.resource_cache.clear();
             return result.map(SharedResult::new);
         }
-        if caller.access().is_some_and(|a| a.is_limited()) {
-            // The answer may be filtered to this key's rooms, categories or controls (list_rooms,
-            // a device key's reads): never from or into the shared cache.
+        if tool.pictures || caller.access().is_some_and(|a| a.is_limited()) {
+            // Pictures of people are never kept beyond the request (no cache, no coalescing).
+
+            // An answer filtered to this key's rooms, categories or controls (list_rooms, a
+            // device key's reads) never goes from or into the shared cache either.
             return self.run(tool, arguments, caller).map(SharedResult::new);
         }
         // The declared tool's name: a door's call shares the answer of the call it stands for.
@@ -824,9 +857,7 @@ impl HomeTools {
                 None => tool.invoke(&self.ctx(), &arguments, caller),
             },
         };
-        if let (true, Some(log), Some(request)) =
-            (tool.permission.writes(), &self.audit, &caller.request)
-        {
+        if let (true, Some(log), Some(request)) = (tool.audited(), &self.audit, &caller.request) {
             let (outcome, confirmed_by) = match &result {
                 Ok(data) => ("ok", data.get("confirmed_by").and_then(Value::as_str)),
                 // A 2026-07-28 client is asked first (multi round-trip request): nothing was
@@ -834,11 +865,16 @@ impl HomeTools {
                 Err(ToolError::InputRequired(_)) => ("INPUT_REQUIRED", None),
                 Err(e) => (e.code(), None),
             };
+            // A picture handed out names its camera and bytes, never the picture.
+            let picture = match &result {
+                Ok(data) if tool.pictures => cameras::audit_target(data),
+                _ => None,
+            };
             let entry = Entry::new(
                 request.caller.as_ref(),
                 request.transport,
                 tool.name,
-                &target_of(&arguments),
+                &picture.unwrap_or_else(|| target_of(&arguments)),
                 outcome,
                 started.elapsed(),
             );
@@ -859,7 +895,16 @@ fn render(
     result: Result<Value, ToolError>,
 ) -> Result<CallToolResult, RpcError> {
     match result {
-        Ok(data) => Ok(success(data)),
+        Ok(mut data) => {
+            // A picture leaves `data` for an `image` block of its own.
+            let image = match tool.pictures {
+                true => cameras::take_image(&mut data),
+                false => None,
+            };
+            let mut answer = success(data);
+            answer.content.extend(image);
+            Ok(answer)
+        }
         Err(
             ToolError::InvalidParams(m) | ToolError::Controller(ControllerError::InvalidValue(m)),
         ) => {
@@ -886,6 +931,17 @@ impl ToolFacts for HomeTools {
         arguments: &Map<String, Value>,
     ) -> Option<Permission> {
         HomeTools::required_permission(self, name, arguments)
+    }
+
+    fn shows_pictures(&self, name: &str, arguments: &Map<String, Value>) -> bool {
+        self.declared(name, arguments).is_some_and(|t| t.pictures)
+    }
+
+    fn audited(&self, name: &str, arguments: &Map<String, Value>) -> bool {
+        self.declared(name, arguments).is_some_and(Tool::audited)
+            || self
+                .required_permission(name, arguments)
+                .is_some_and(Permission::writes)
     }
 
     /// What the tool declares it reaches ([`Reach::check`]); an unknown tool is refused. A
@@ -936,8 +992,8 @@ impl HomeTools {
     }
 
     /// `tools/list` for `profile`: every tool of the catalogue its profile lists, its
-    /// description ending in the permission it needs, its output schema the envelope around
-    /// its `data` schema.
+    /// description ending in the permission it needs (and `cameras` for a tool that shows
+    /// pictures), its output schema the envelope around its `data` schema.
     pub fn list_for(&self, profile: Profile) -> Vec<ToolDescriptor> {
         self.tools
             .iter()
@@ -953,7 +1009,12 @@ impl HomeTools {
                         t.permission.as_str()
                     )
                 } else {
-                    format!("{} (permission: {})", t.description, t.permission.as_str())
+                    format!(
+                        "{} (permission: {}{})",
+                        t.description,
+                        t.permission.as_str(),
+                        if t.pictures { ", cameras" } else { "" }
+                    )
                 },
                 input_schema: t.input_schema.clone(),
                 output_schema: Some(envelope_schema((t.data_schema)())),
@@ -1056,6 +1117,9 @@ pub(crate) fn api_error(e: ToolError) -> crate::error::ApiError {
         ),
         ToolError::Controller(c @ ControllerError::LockedOut { remaining_secs }) => {
             (c.to_string(), json!({"retry_after_secs": remaining_secs}))
+        }
+        ToolError::Controller(ControllerError::Camera { failure, message }) => {
+            (message, json!({"reason": failure.as_str()}))
         }
         // Who stopped it, since when, and who can lift it where.
         ToolError::Controller(ControllerError::Stopped(status)) => {

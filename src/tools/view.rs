@@ -56,17 +56,7 @@ pub fn named_state(house: &House, c: &Control, name: &str) -> Option<Value> {
 /// The unit of an analog value from its `details.format` (`"%.1f°"` -> `"°C"`,
 /// `"%.0f%%"` -> `"%"`, `"%.1f kW"` -> `"kW"`), if any.
 pub fn unit(c: &Control) -> Option<String> {
-    let f = c.details.get("format")?.as_str()?;
-    let after = match f.find(|ch: char| ch.is_ascii_alphabetic()) {
-        Some(i) if f[..i].contains('%') => &f[i + 1..],
-        _ => f,
-    };
-    let u = after.replace("%%", "%").trim().to_string();
-    match u.as_str() {
-        "" => None,
-        "°" => Some("°C".into()),
-        _ => Some(u),
-    }
+    crate::home::model::unit_of_format(c.details.get("format")?.as_str()?)
 }
 
 /// Whether an analog sensor measures temperature (by unit, else by name).

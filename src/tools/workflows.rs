@@ -281,6 +281,12 @@ fn check_step<'a>(catalogue: &'a [Tool], step: &Step) -> Result<&'a Tool, String
             step.tool
         ));
     }
+    if tool.pictures {
+        return Err(format!(
+            "tool: {:?} returns pictures, which a workflow cannot pass on",
+            step.tool
+        ));
+    }
     tool.parse(&step.arguments, "arguments")
         .map_err(|e| format!("{e} (tool {})", tool.name))?;
     Ok(tool)

@@ -37,6 +37,7 @@ fn key(i: usize, role: Role) -> ApiKey {
         categories: vec![],
         model_confirms: false,
         open_doors: false,
+        cameras: false,
         profile: None,
         usage: Usage::default(),
     }

@@ -32,7 +32,9 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
-export HOME_MCP_URL="http://127.0.0.1:$PORT" HOME_MCP_ADMIN_KEY="$ADMIN_KEY" HOME_MCP_BIN="$BIN"
+# The simulated Miniserver of the demo (doorbell.mjs rings its bell).
+HOME_MCP_SIM=$(grep -o 'demo: simulated Miniserver at http://[0-9.:]*' "$TMP/server.log" | head -1 | sed 's/.* at //')
+export HOME_MCP_URL="http://127.0.0.1:$PORT" HOME_MCP_ADMIN_KEY="$ADMIN_KEY" HOME_MCP_BIN="$BIN" HOME_MCP_SIM
 export E2E_SCREENSHOTS="${E2E_SCREENSHOTS:-$PWD/target/e2e-screenshots}"
 if [[ $# -eq 0 ]]; then
   set -- $(cd "$DIR" && ls *.mjs | grep -v -e '^lib\.mjs$' -e '^visu-page\.mjs$')

@@ -5,10 +5,13 @@
 # ../shared/tools/mcp-client-check.py over stdio, Streamable HTTP and HTTP+SSE (legacy era;
 # 2.x also its mode='auto' connect), a short session (tests/e2e/session.py;
 # E2E_TRANSCRIPT=FILE keeps the 2.x transcript), the human confirmation scenarios of issue 20
-# (tests/e2e/human.py), a resources/subscribe update after a wall button at the simulator,
-# over HTTP and stdio (tests/e2e/subscribe.py), and the Message Center's alerts and the stop
-# switch of issue 31 (tests/e2e/alerts.py), the lean tool profile of issue 33 (tests/e2e/lean.py).
-# Once: a control_device call changes the
+# (tests/e2e/human.py), history and energy judged against the simulator's own series
+# (tests/e2e/history.py), a resources/subscribe update after a wall button at the simulator,
+# over HTTP and stdio (tests/e2e/subscribe.py), issue 30's doorbell: a ring as a resource
+# update and its picture as an image block (tests/e2e/door.py, Pillow installed into the venv),
+# the Message Center's alerts and the stop switch of issue 31 (tests/e2e/alerts.py), and the
+# lean tool profile of issue 33 (tests/e2e/lean.py). Once:
+# a control_device call changes the
 # simulator's state as a following list_devices shows; and mcp 2.x in its modern mode,
 # `Client(mode="2026-07-28")` over HTTP and stdio (tests/e2e/modern.py: lists, a tool call
 # read back at the simulator, subscriptions/listen receiving an update after a wall button, a
@@ -117,6 +120,38 @@ for sdk in "${SDKS[@]}"; do
   else
     bad "python-sdk $sdk human confirmation ($SDK_PY)"; echo "${HUMAN:-}" | sed 's/^/    /'
   fi
+
+  # 6a. Issue 29: history, statistics and energy over HTTP and stdio, judged against the
+  # simulator's own series read over its HTTP API.
+  if [[ -x "$SDK_PY" ]] && HIST=$(timeout 600 "$SDK_PY" tests/e2e/history.py "$BIN" "$URL" "$SIM" 2>/dev/null); then
+    ok "python-sdk $sdk history and energy: $(echo "$HIST" | tail -n1)"
+  else
+    bad "python-sdk $sdk history and energy ($SDK_PY)"; echo "${HIST:-}" | sed 's/^/    /'
+  fi
+  # 5b. Issue 30: a ring reaches a home://doorbells subscriber, and get_camera_image answers an
+  # image block whose pixels show the ring's time (decoded with Pillow, installed into the venv).
+  # On a `serve --demo` of its own: its rings, pictures and subscriptions would take from the
+  # shared server's budget of requests without a key per address (100 a minute), which the
+  # subscription check right after it needs (a 429 there otherwise).
+  DOOR_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+  DOOR_LOG=$(mktemp)
+  SHARED_PID=$PID
+  "$BIN" serve --demo --listen "127.0.0.1:$DOOR_PORT" 2>"$DOOR_LOG" &
+  PID=$!
+  DOOR_PID=$PID
+  trap 'kill $SHARED_PID $DOOR_PID 2>/dev/null || true; rm -f "$LOG" "$DOOR_LOG"' EXIT
+  DOOR_SIM=$(e2e_demo_up "$DOOR_PORT" "$DOOR_LOG" || true)
+  PID=$SHARED_PID
+  if [[ -n $DOOR_SIM && -x "$SDK_PY" ]] && { "$SDK_PY" -c "import PIL" 2>/dev/null || "$SDK_PY" -m pip install -q pillow >/dev/null 2>&1; } \
+    && DOOR=$(timeout 300 "$SDK_PY" tests/e2e/door.py "$BIN" "http://127.0.0.1:$DOOR_PORT/mcp" "$DOOR_SIM" 2>/dev/null); then
+    ok "python-sdk $sdk who is at the door: $(echo "$DOOR" | tail -n1)"
+  else
+    bad "python-sdk $sdk who is at the door ($SDK_PY)"; echo "${DOOR:-}" | sed 's/^/    /'
+  fi
+  kill "$DOOR_PID" 2>/dev/null || true
+  wait "$DOOR_PID" 2>/dev/null || true
+  rm -f "$DOOR_LOG"
+  trap 'kill $SHARED_PID 2>/dev/null || true; rm -f "$LOG"' EXIT
 
   # 6. resources/subscribe over HTTP and stdio: an update after a wall button at the simulator.
   if [[ -x "$SDK_PY" ]] && SUBS=$(timeout 300 "$SDK_PY" tests/e2e/subscribe.py "$BIN" "$URL" "$SIM" 2>/dev/null); then

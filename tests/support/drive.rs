@@ -67,6 +67,20 @@ impl MiniserverApi {
         }
     }
 
+    /// Rings the bell of the intercom `uuid` with the simulator's switch
+    /// (`GET /sim/door/{uuid}/ring`, the doorbell button of issue 30); returns the ring's time
+    /// as the Miniserver writes it into `lastBellEvents` (`YYYYMMDDHHMMSS`, its local time).
+    pub fn ring(&self, uuid: &str) -> String {
+        let ll = self.get(&format!("/sim/door/{uuid}/ring"));
+        ll["value"].as_str().expect("the ring's time").to_string()
+    }
+
+    /// Sets the fault switch of the camera of `uuid` (`GET /sim/camera/{uuid}/fault/{fault}`:
+    /// `none`, `silent`, `huge`, `html`, `wrongpassword`).
+    pub fn camera_fault(&self, uuid: &str, fault: &str) {
+        self.get(&format!("/sim/camera/{uuid}/fault/{fault}"));
+    }
+
     /// Sends `command` to the secured control `uuid` as the Loxone app or a keypad does
     /// (loxone-protocol.md §2.4): a one-time key and salt from `jdev/sys/getvisusalt/{user}`,
     /// then `GET /jdev/sps/ios/{hash}/{uuid}/{command}` with `hash` =

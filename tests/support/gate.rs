@@ -17,6 +17,7 @@ pub fn key(id: &str, role: home_mcp::auth::Role) -> home_mcp::auth::ApiKey {
         categories: vec![],
         model_confirms: false,
         open_doors: false,
+        cameras: false,
         profile: None,
         usage: home_mcp::auth::Usage::default(),
     }

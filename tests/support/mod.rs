@@ -30,6 +30,8 @@
 //! - [`conn`]: a keep-alive HTTP/1.1 connection, several requests on one socket.
 //! - [`between`]: a drifting value shown by a tool, between the simulator's readings
 //!   before and after the call.
+//! - [`picture`]: what a simulated camera drew into a picture (its timestamp), read back
+//!   from the pixels after scaling.
 //! - [`find`]: controls of a `Home` by name and room, a room's room controller, one device's
 //!   entry in what `list_devices` answers.
 
@@ -49,9 +51,11 @@ pub mod live;
 pub mod mcp;
 pub mod net;
 pub mod oauth;
+pub mod picture;
 pub mod process;
 pub mod server;
 pub mod sse;
+pub mod stats;
 /// An HTTPS listener for `home-mcp check`'s certificate test (rustls comes with the `tls`
 /// feature only).
 #[cfg(feature = "tls")]

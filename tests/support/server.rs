@@ -92,6 +92,19 @@ pub struct Served {
     /// sent by [`Served::wait_link`] and [`Served::wait_states`]: at staging and production
     /// `/health` without a key says its status alone.
     health_key: Option<String>,
+    /// How it was started, for [`Served::restart`].
+    launch: Launch,
+}
+
+/// What [`Served::restart`] starts again: the Miniserver, the config file (in the data
+/// directory), the environment and the arguments.
+#[derive(Clone)]
+struct Launch {
+    miniserver: MiniserverApi,
+    config_path: PathBuf,
+    env: Vec<(String, String)>,
+    args: Vec<String>,
+    nofile: Option<u32>,
 }
 
 impl Served {
@@ -194,6 +207,28 @@ impl Served {
             format!("{text}\n[auth.rate_limits]\nper_client = 1000000\n")
         };
         std::fs::write(&config_path, text).expect("write the config");
+        let launch = Launch {
+            miniserver: miniserver.clone(),
+            config_path,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            nofile,
+        };
+        Served::launch(launch, data)
+    }
+
+    /// Starts the process `launch` describes, its data directory in `data`.
+    fn launch(launch: Launch, data: TempDir) -> Served {
+        let Launch {
+            miniserver,
+            config_path,
+            env,
+            args,
+            nofile,
+        } = launch.clone();
         let mut cmd = match nofile {
             None => bin(),
             Some(n) => {
@@ -217,7 +252,7 @@ impl Served {
             .env("HOME_LOG_LEVEL", "info")
             // As the packaged unit runs it (src/memory.rs).
             .env("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0");
-        for (k, v) in env {
+        for (k, v) in &env {
             cmd.env(k, v);
         }
         let child = Logged::spawn(cmd);
@@ -229,7 +264,7 @@ impl Served {
         });
         let health_key = env
             .iter()
-            .find(|(k, _)| *k == "HOME_API_KEYS")
+            .find(|(k, _)| k == "HOME_API_KEYS")
             .and_then(|(_, v)| serde_json::from_str::<Vec<serde_json::Value>>(v).ok())
             .and_then(|keys| {
                 keys.into_iter()
@@ -241,6 +276,7 @@ impl Served {
             child,
             _data: data,
             health_key,
+            launch,
         };
         wait_until("/health answers", PATIENCE, || {
             match try_request::<&str>(addr, "GET", "/health", &[], "") {
@@ -249,6 +285,32 @@ impl Served {
             }
         });
         served
+    }
+
+    /// Stops the server as systemd does (SIGTERM: it commits its records and ends) and starts
+    /// it again with the same data directory, configuration and environment, on a new port.
+    pub fn restart(self) -> Served {
+        let Served {
+            mut child,
+            _data: data,
+            launch,
+            ..
+        } = self;
+        child.signal("TERM");
+        let stopped = wait_until("the server to end after SIGTERM", PATIENCE, || match child
+            .child
+            .0
+            .try_wait()
+        {
+            Ok(Some(status)) => Ok(status),
+            other => Err(format!("{other:?}")),
+        });
+        assert!(
+            stopped.success(),
+            "a clean stop: {stopped:?}; log: {:#?}",
+            child.lines_so_far()
+        );
+        Served::launch(launch, data)
     }
 
     /// Every line the server logged so far (its start-up lines are all there once

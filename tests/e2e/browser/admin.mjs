@@ -1,6 +1,7 @@
 // The admin key page (/admin/keys) as an admin uses it, in a real chromium: sign in with the
 // key, see the keys, create an operator key and use its secret over MCP from node, deactivate
-// and delete it in the page and see the same request refused (401), a key named like an XSS
+// and delete it in the page and see the same request refused (401), its safety settings and its
+// cameras setting edited (a camera picture over MCP refused, allowed, refused), a key named like an XSS
 // payload shown as text, API errors shown inline, a device key's ambiguous name refused and its
 // resolved control shown, forget the key, and the page on a phone.
 import { ADMIN_KEY, BASE, expect, finish, launch, login, mcpCall, screenshot, step } from "./lib.mjs";
@@ -120,6 +121,46 @@ try {
     await page.waitForFunction(() => !/model may confirm/.test(document.getElementById("keys").textContent));
     const off = await fromApi();
     expect(off.model_confirms === false && off.open_doors === true, "model confirms off again: " + JSON.stringify(off));
+  });
+
+  await step("the cameras setting of a key (issue 30) is edited in the page and lets it see pictures", async () => {
+    const name = "e2e operator (edited)";
+    const fromApi = async () => {
+      const r = await fetch(BASE + "/admin/api/keys", { headers: { "X-API-Key": ADMIN_KEY } });
+      const body = await r.json();
+      return (body.keys || body).find((k) => k.name === name);
+    };
+    // What the key may do is judged by the server: the picture tool over MCP with its secret.
+    const picture = async () => {
+      const r = await mcpCall(secret, "get_camera_image", { device: "Haustür" });
+      const blocks = (r.result && r.result.content) || [];
+      return { status: r.status, image: blocks.some((b) => b.type === "image"), text: JSON.stringify(r).slice(0, 200) };
+    };
+    const before = await fromApi();
+    expect(before && before.cameras === false, "off at first: " + JSON.stringify(before));
+    const refused = await picture();
+    expect(refused.status === 403 && !refused.image, "no pictures without it: " + JSON.stringify(refused));
+    await rowNamed(name).locator("button[data-action=edit]").click();
+    await page.waitForSelector("#edit:visible");
+    expect(!(await page.isChecked("#edit-cameras")), "the box shows the key's setting");
+    await page.check("#edit-cameras");
+    await page.click("#edit-form button[type=submit]");
+    // (Other keys may show the setting too: wait for this key's row.)
+    await rowNamed(name).filter({ hasText: "may see camera pictures" }).waitFor();
+    const on = await fromApi();
+    expect(on.cameras === true && on.open_doors === true, "saved, the other settings kept: " + JSON.stringify(on));
+    const allowed = await picture();
+    expect(allowed.status === 200 && allowed.image, "a picture with it: " + JSON.stringify(allowed));
+    await screenshot(page, "admin-04c-cameras");
+    await rowNamed(name).locator("button[data-action=edit]").click();
+    await page.waitForSelector("#edit:visible");
+    expect(await page.isChecked("#edit-cameras"), "cameras shown checked");
+    await page.uncheck("#edit-cameras");
+    await page.click("#edit-form button[type=submit]");
+    await rowNamed(name).filter({ hasText: "may see camera pictures" }).waitFor({ state: "detached" });
+    const off = await fromApi();
+    expect(off.cameras === false, "off again: " + JSON.stringify(off));
+    expect((await picture()).status === 403, "and no pictures again");
   });
 
   await step("API errors show inline (device key without devices)", async () => {
