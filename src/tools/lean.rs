@@ -67,6 +67,12 @@ pub fn tools() -> Vec<Tool> {
         .permission(Permission::Control)
         .repeats(),
         Tool::door(
+            "history",
+            "History and energy",
+            "The past, in local time: with device, what it did (min/mean/max per bucket, a meter's kWh, time on or open; state picks one of its values); without, the house's energy (kWh used, produced, imported, exported, stored; breakdown per unit; compare_with another period). period defaults to the last 24 h (device) or this month (energy).",
+            history,
+        ),
+        Tool::door(
             "alerts",
             "Miniserver alerts",
             "The Miniserver's own alerts (Loxone Message Center): action list (default; active first, historic adds past ones), confirm an alert by its id (like the Loxone app's OK), or read (mark it read).",
@@ -429,6 +435,63 @@ fn audio(a: Audio) -> Result<Call, ToolError> {
         "control_audio_zone",
         json!({"zone": zone, "action": action.as_str(), "dry_run": a.dry_run}),
     ))
+}
+
+tool_args! {
+    /// The arguments of `history`.
+    struct History {
+        device: Option<String> { about: "A device's past; without: the house's energy" },
+        room: Option<String>,
+        state: Option<String>,
+        period: Option<String> { about: "yesterday, last month, last 30 days, 2026-10, -24h" },
+        from: Option<String>,
+        to: Option<String>,
+        resolution: Option<String> { about: "device: auto, raw, hour, day, week, month, year" },
+        compare_with: Option<String> { about: "energy: another period" },
+        breakdown: Option<String> { about: "energy: hour, day, week, month, year" },
+        meter: Option<String> { about: "energy: one meter" },
+    }
+}
+
+fn history(a: History) -> Result<Call, ToolError> {
+    match a.device {
+        Some(device) => {
+            let energy = [
+                ("compare_with", a.compare_with.is_some()),
+                ("breakdown", a.breakdown.is_some()),
+                ("meter", a.meter.is_some()),
+            ];
+            if let Some((field, _)) = energy.iter().find(|(_, g)| *g) {
+                return Err(ToolError::InvalidParams(format!(
+                    "{field} goes with the energy (no device)"
+                )));
+            }
+            Ok(Call::new(
+                "get_history",
+                json!({"device": device, "room": a.room, "state": a.state, "period": a.period,
+                       "from": a.from, "to": a.to, "resolution": a.resolution}),
+            ))
+        }
+        None => {
+            let device = [
+                ("room", a.room.is_some()),
+                ("state", a.state.is_some()),
+                ("from", a.from.is_some()),
+                ("to", a.to.is_some()),
+                ("resolution", a.resolution.is_some()),
+            ];
+            if let Some((field, _)) = device.iter().find(|(_, g)| *g) {
+                return Err(ToolError::InvalidParams(format!(
+                    "{field} goes with a device's history (device)"
+                )));
+            }
+            Ok(Call::new(
+                "get_energy",
+                json!({"period": a.period, "compare_with": a.compare_with,
+                       "breakdown": a.breakdown, "meter": a.meter}),
+            ))
+        }
+    }
 }
 
 words! {
