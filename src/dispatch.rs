@@ -45,7 +45,8 @@ security, sensors) or find_devices. Devices and rooms are named as in the Loxone
 or English, accents optional) or by UUID; add the room when a name exists in several. control \
 does one action on a device, or with scope on a room, a category or the whole house \
 (dry_run: true previews the commands); climate sets a room's temperature or mode; audio plays \
-music; alarm arms, disarms and acknowledges; alerts lists and confirms the Miniserver's \
+music; alarm arms, disarms and acknowledges; history tells a device's past or the house's \
+energy (kWh) over a period; alerts lists and confirms the Miniserver's \
 alerts; workflows runs the owner's stored ones. House-wide actions, the alarm, gates and doors \
 are confirmed by the user, whom the server asks itself; nothing is sent without that answer. \
 Values the Miniserver has not reported are null, never guessed.";

@@ -118,6 +118,31 @@ fn pairs() -> Vec<Pair> {
             "workflows",
             json!({"action": "demo", "dry_run": true}),
         ),
+        // History and energy (closed periods: the two houses started a moment apart).
+        pair(
+            "get_history",
+            json!({"device": "Stromzähler", "period": "yesterday"}),
+            "history",
+            json!({"device": "Stromzähler", "period": "yesterday"}),
+        ),
+        pair(
+            "get_history",
+            json!({"device": "Raumregelung", "room": "Bad", "period": "yesterday", "resolution": "hour"}),
+            "history",
+            json!({"device": "Raumregelung", "room": "Bad", "period": "yesterday", "resolution": "hour"}),
+        ),
+        pair(
+            "get_energy",
+            json!({"period": "last month", "compare_with": "2026-09"}),
+            "history",
+            json!({"period": "last month", "compare_with": "2026-09"}),
+        ),
+        pair(
+            "get_energy",
+            json!({"period": "yesterday", "breakdown": "hour"}),
+            "history",
+            json!({"period": "yesterday", "breakdown": "hour"}),
+        ),
         // Finding devices.
         pair(
             "list_rooms",
