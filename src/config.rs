@@ -410,6 +410,7 @@ struct FileConfig {
     home: FileHome,
     #[serde(default)]
     cameras: FileCameras,
+    #[serde(default)]
     mcp: FileMcp,
 }
 

@@ -46,7 +46,8 @@ or English, accents optional) or by UUID; add the room when a name exists in sev
 does one action on a device, or with scope on a room, a category or the whole house \
 (dry_run: true previews the commands); climate sets a room's temperature or mode; audio plays \
 music; alarm arms, disarms and acknowledges; history tells a device's past or the house's \
-energy (kWh) over a period; alerts lists and confirms the Miniserver's \
+energy (kWh) over a period; door lists the doorbell's rings and shows who is at the door; \
+alerts lists and confirms the Miniserver's \
 alerts; workflows runs the owner's stored ones. House-wide actions, the alarm, gates and doors \
 are confirmed by the user, whom the server asks itself; nothing is sent without that answer. \
 Values the Miniserver has not reported are null, never guessed.";

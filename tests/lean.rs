@@ -34,6 +34,8 @@ const MESSAGE_CENTER: &str = "1d5c3cf2-0230-600e-ffff504f94d0e5a1";
 
 const FULL_KEY: &str = "homekey_admin_1_00000000000000000000000000000001";
 const LEAN_KEY: &str = "homekey_admin_2_00000000000000000000000000000002";
+/// A lean operator key without the cameras grant.
+const LEAN_OPERATOR: &str = "homekey_operator_3_00000000000000000000000000000003";
 
 /// An admin key whose owner lets the model confirm (so house-wide and alarm actions run with
 /// `confirm: true` and reach the simulator) with tool profile `profile`.
@@ -49,8 +51,16 @@ fn key(id: &str, profile: Profile) -> home_mcp::auth::ApiKey {
 /// A demo house behind `serve` that knows both keys.
 fn house() -> (Miniserver, Served) {
     let ms = Miniserver::demo();
-    let keys = serde_json::to_string(&[key(FULL_KEY, Profile::Full), key(LEAN_KEY, Profile::Lean)])
-        .expect("key records");
+    let operator = home_mcp::auth::ApiKey {
+        profile: Some(Profile::Lean),
+        ..support::gate::key(LEAN_OPERATOR, Role::Operator)
+    };
+    let keys = serde_json::to_string(&[
+        key(FULL_KEY, Profile::Full),
+        key(LEAN_KEY, Profile::Lean),
+        operator,
+    ])
+    .expect("key records");
     let served = Served::start(
         &ms,
         "[auth]\nsecurity_level = \"staging\"\n",
@@ -142,6 +152,20 @@ fn pairs() -> Vec<Pair> {
             json!({"period": "yesterday", "breakdown": "hour"}),
             "history",
             json!({"period": "yesterday", "breakdown": "hour"}),
+        ),
+        // Who is at the door.
+        pair("list_doorbell_events", json!({}), "door", json!({})),
+        pair(
+            "list_doorbell_events",
+            json!({"room": "Außenbereich"}),
+            "door",
+            json!({"action": "rings", "room": "Außenbereich"}),
+        ),
+        pair(
+            "get_camera_image",
+            json!({"device": "Haustür"}),
+            "door",
+            json!({"action": "picture", "device": "Haustür"}),
         ),
         // Finding devices.
         pair(
@@ -693,6 +717,19 @@ fn a_lean_key_sees_only_lean_tools_and_is_refused_a_full_one_by_name() {
         message.contains("control_room_lights") && message.contains("lean profile"),
         "{answer}"
     );
+    // The door's picture needs the cameras grant, as get_camera_image does; its rings do not.
+    let mut operator = McpHttp::connect(served.addr, Some(LEAN_OPERATOR));
+    let (status, refused) =
+        operator.try_call("door", json!({"action": "picture", "device": "Haustür"}));
+    assert!(
+        refused.to_string().contains("INSUFFICIENT_PERMISSIONS")
+            || refused.to_string().contains("may not see them"),
+        "{status} {refused}"
+    );
+    let (status, rings) = operator.try_call("door", json!({}));
+    assert_eq!(status, 200, "{rings}");
+    assert_eq!(rings["result"]["isError"], false, "{rings}");
+
     // The full key of the same server sees the full catalogue.
     let mut full = McpHttp::connect(served.addr, Some(FULL_KEY));
     let n = full.rpc("tools/list", json!({}))["result"]["tools"]

@@ -73,6 +73,12 @@ pub fn tools() -> Vec<Tool> {
             history,
         ),
         Tool::door(
+            "door",
+            "Who is at the door",
+            "Intercoms and cameras: action rings (default; ringing now, unanswered rings, newest first) or picture (device: the intercom or camera; now, or of a ring: bell_event YYYYMMDDHHMMSS or latest).",
+            door,
+        ),
+        Tool::door(
             "alerts",
             "Miniserver alerts",
             "The Miniserver's own alerts (Loxone Message Center): action list (default; active first, historic adds past ones), confirm an alert by its id (like the Loxone app's OK), or read (mark it read).",
@@ -489,6 +495,51 @@ fn history(a: History) -> Result<Call, ToolError> {
                 "get_energy",
                 json!({"period": a.period, "compare_with": a.compare_with,
                        "breakdown": a.breakdown, "meter": a.meter}),
+            ))
+        }
+    }
+}
+
+words! {
+    /// What `door` does.
+    enum DoorAction {
+        Rings = "rings",
+        Picture = "picture",
+    }
+}
+
+tool_args! {
+    /// The arguments of `door`.
+    struct Door {
+        action: Option<DoorAction>,
+        device: Option<String> { about: "The intercom or camera (name, room or UUID)" },
+        room: Option<String>,
+        bell_event: Option<String> { about: "picture: of a ring (YYYYMMDDHHMMSS or latest)" },
+    }
+}
+
+fn door(a: Door) -> Result<Call, ToolError> {
+    match a.action.unwrap_or(DoorAction::Rings) {
+        DoorAction::Rings => {
+            if a.bell_event.is_some() {
+                return Err(ToolError::InvalidParams(
+                    "bell_event goes with picture".into(),
+                ));
+            }
+            Ok(Call::new(
+                "list_doorbell_events",
+                json!({"device": a.device, "room": a.room}),
+            ))
+        }
+        DoorAction::Picture => {
+            let Some(device) = a.device else {
+                return Err(ToolError::InvalidParams(
+                    "device: picture needs the intercom or camera (its name or room)".into(),
+                ));
+            };
+            Ok(Call::new(
+                "get_camera_image",
+                json!({"device": device, "room": a.room, "bell_event": a.bell_event}),
             ))
         }
     }
