@@ -717,6 +717,17 @@ fn a_lean_key_sees_only_lean_tools_and_is_refused_a_full_one_by_name() {
         message.contains("control_room_lights") && message.contains("lean profile"),
         "{answer}"
     );
+    // A word the full tool does not take: the message names the door and the tool behind it.
+    let answer = lean.rpc(
+        "tools/call",
+        json!({"name": "control", "arguments": {"target": "Deckenlicht Küche", "action": "fly"}}),
+    );
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("control (control_device): action must be one of"),
+        "{answer}"
+    );
+
     // The door's picture needs the cameras grant, as get_camera_image does; its rings do not.
     let mut operator = McpHttp::connect(served.addr, Some(LEAN_OPERATOR));
     let (status, refused) =

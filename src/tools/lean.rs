@@ -75,7 +75,7 @@ pub fn tools() -> Vec<Tool> {
         Tool::door(
             "door",
             "Who is at the door",
-            "Intercoms and cameras: action rings (default; ringing now, unanswered rings, newest first) or picture (device: the intercom or camera; now, or of a ring: bell_event YYYYMMDDHHMMSS or latest).",
+            "Intercoms and cameras: action rings (default; ringing now, unanswered rings, newest first) or picture (for keys with the cameras grant; device: the intercom or camera; now, or of a ring: bell_event YYYYMMDDHHMMSS or latest).",
             door,
         ),
         Tool::door(

@@ -764,12 +764,14 @@ impl HomeTools {
                 self.names_in(profile).len()
             )));
         }
+        // Messages about arguments name the door the caller used, and the tool it stands for.
+        let door = tool.is_door().then_some(tool.name);
         let (tool, arguments) = match self.resolve(tool, arguments) {
             Ok(resolved) => resolved,
-            Err(e) => return render(tool, caller, Err(e)).map(SharedResult::new),
+            Err(e) => return render(tool, None, caller, Err(e)).map(SharedResult::new),
         };
         if tool.permission.writes() {
-            let result = self.run(tool, arguments, caller);
+            let result = self.run(tool, door, arguments, caller);
             // Whatever it did, nobody may read an answer from before it.
             self.writes.fetch_add(1, Ordering::SeqCst);
             self.tool_cache.clear();
@@ -781,7 +783,9 @@ impl HomeTools {
 
             // An answer filtered to this key's rooms, categories or controls (list_rooms, a
             // device key's reads) never goes from or into the shared cache either.
-            return self.run(tool, arguments, caller).map(SharedResult::new);
+            return self
+                .run(tool, door, arguments, caller)
+                .map(SharedResult::new);
         }
         // The declared tool's name: a door's call shares the answer of the call it stands for.
         let key = cache::tool_key(tool.name, &arguments);
@@ -789,7 +793,7 @@ impl HomeTools {
             &key,
             || self.generation(),
             || {
-                let result = self.run(tool, arguments, caller).map(|r| {
+                let result = self.run(tool, door, arguments, caller).map(|r| {
                     // Whether it says how old its values are (most listings do not): only
                     // then does a cached copy change with time.
                     let ages = r.structured_content.as_ref().is_some_and(cache::has_age);
@@ -846,6 +850,7 @@ impl HomeTools {
     fn run(
         &self,
         tool: &Tool,
+        door: Option<&str>,
         arguments: Map<String, Value>,
         caller: &Caller,
     ) -> Result<CallToolResult, RpcError> {
@@ -880,7 +885,7 @@ impl HomeTools {
             );
             log.record(entry.confirmed_by(confirmed_by.map(str::to_string)));
         }
-        render(tool, caller, result)
+        render(tool, door, caller, result)
     }
 }
 
@@ -888,9 +893,11 @@ impl HomeTools {
 /// outside the schema (or a value outside the control's range found when the command was about
 /// to be sent) JSON-RPC -32602 (spec §7.2), or a tool execution error the model can read for
 /// clients at 2025-11-25 and later; a question to the user (2026-07-28) goes to the MCP core,
-/// which turns it into `input_required`.
+/// which turns it into `input_required`. Messages name the tool (and the lean `door` the
+/// caller used: `control (control_device): ...`).
 fn render(
     tool: &Tool,
+    door: Option<&str>,
     caller: &Caller,
     result: Result<Value, ToolError>,
 ) -> Result<CallToolResult, RpcError> {
@@ -908,7 +915,10 @@ fn render(
         Err(
             ToolError::InvalidParams(m) | ToolError::Controller(ControllerError::InvalidValue(m)),
         ) => {
-            let message = format!("{}: {m}", tool.name);
+            let message = match door {
+                Some(door) => format!("{door} ({}): {m}", tool.name),
+                None => format!("{}: {m}", tool.name),
+            };
             if caller
                 .request
                 .as_ref()
