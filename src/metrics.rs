@@ -26,6 +26,9 @@
 //! | `home_mcp_auth_failures_total` | counter | `reason` | gate refusals: `invalid_api_key`, `insufficient_permissions`, `ip_not_whitelisted`, `rate_limited` |
 //! | `home_mcp_rate_limit_rejections_total` | counter | `bucket` (`key`, `client`, `anonymous`) | requests over a rate limit |
 //! | `home_mcp_cache_hits_total`, `home_mcp_cache_misses_total` | counter | `cache` (`tool`, `resource`) | response cache lookups (a request joining an identical one in flight is a hit) |
+//! | `home_mcp_visu_password_wrong_total` | counter | `source` (`page`, `configured`) | visualisation passwords the Miniserver refused |
+//! | `home_mcp_visu_password_pauses_total` | counter | `scope` (`key`, `house`, `configured`) | runs of wrong visualisation passwords that started a pause (a key's, the house-wide one for the page, the configured password's; who: the audit log and the dashboard) |
+//! | `home_mcp_visu_password_refused_total` | counter | | secured commands refused during a pause (nothing sent) |
 //! | `home_mcp_miniserver_link_state` | gauge | `mode` (`websocket`, `polling`, `disconnected`) | 1 for the current mode, else 0 |
 //! | `home_mcp_miniserver_reconnects_total` | counter | | times the link came back |
 //! | `home_mcp_miniserver_events_received_total` | counter | | state values received |
@@ -50,6 +53,9 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The `scope` label values of `home_mcp_visu_password_pauses_total`.
+const VISU_SCOPES: [&str; 3] = ["key", "house", "configured"];
 
 /// The `Content-Type` of the exposition.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -352,6 +358,11 @@ pub struct Metrics {
     rate_limited: [AtomicU64; 3],
     /// `[cache][hit, miss]`
     cache: [[AtomicU64; 2]; 2],
+    /// `[page, configured]`
+    visu_wrong: [AtomicU64; 2],
+    /// `[key, house, configured]`
+    visu_pauses: [AtomicU64; 3],
+    visu_refused: AtomicU64,
     /// Connected dashboard WebSocket clients: the dashboard sets it (`inc` on connect, `dec`
     /// on disconnect); exported as `home_mcp_dashboard_clients`.
     pub dashboard_clients: Gauge,
@@ -457,6 +468,9 @@ impl Metrics {
             auth_failures: Default::default(),
             rate_limited: Default::default(),
             cache: Default::default(),
+            visu_wrong: Default::default(),
+            visu_pauses: Default::default(),
+            visu_refused: AtomicU64::new(0),
             dashboard_clients: Gauge::default(),
         }
     }
@@ -533,6 +547,25 @@ impl Metrics {
     /// One lookup in a response cache.
     pub fn cache(&self, kind: CacheKind, hit: bool) {
         self.cache[kind as usize][usize::from(!hit)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One visualisation password the Miniserver refused; `source` is `page` or
+    /// `configured` (anything else counts as `page`).
+    pub fn visu_password_wrong(&self, source: &str) {
+        let i = usize::from(source == "configured");
+        self.visu_wrong[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One run of wrong visualisation passwords that started a pause; `scope` is `key`,
+    /// `house` or `configured` (anything else counts as `key`).
+    pub fn visu_password_pause(&self, scope: &str) {
+        let i = VISU_SCOPES.iter().position(|s| *s == scope).unwrap_or(0);
+        self.visu_pauses[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One secured command refused during a pause.
+    pub fn visu_password_refused(&self) {
+        self.visu_refused.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Calls of `tool` so far with `outcome`, over all transports (for tests and `/health`).
@@ -700,6 +733,49 @@ impl Metrics {
                 sample(w, name, &[("cache", k.as_str())], v);
             }
         }
+
+        family(
+            w,
+            "home_mcp_visu_password_wrong_total",
+            "counter",
+            "Visualisation passwords the Miniserver refused, by where they came from.",
+        );
+        for (i, source) in ["page", "configured"].iter().enumerate() {
+            let v = self.visu_wrong[i].load(Ordering::Relaxed);
+            sample(
+                w,
+                "home_mcp_visu_password_wrong_total",
+                &[("source", source)],
+                v,
+            );
+        }
+        family(
+            w,
+            "home_mcp_visu_password_pauses_total",
+            "counter",
+            "Runs of wrong visualisation passwords that started a pause, by ledger.",
+        );
+        for (i, scope) in VISU_SCOPES.iter().enumerate() {
+            let v = self.visu_pauses[i].load(Ordering::Relaxed);
+            sample(
+                w,
+                "home_mcp_visu_password_pauses_total",
+                &[("scope", scope)],
+                v,
+            );
+        }
+        family(
+            w,
+            "home_mcp_visu_password_refused_total",
+            "counter",
+            "Secured commands refused during a pause after wrong visualisation passwords.",
+        );
+        sample(
+            w,
+            "home_mcp_visu_password_refused_total",
+            &[],
+            self.visu_refused.load(Ordering::Relaxed),
+        );
 
         if let Some(link) = &scrape.link {
             family(

@@ -401,7 +401,7 @@ fn bad_inputs() {
         "control_all_rolladen",
         json!({"confirm": true, "action": "up", "position": 10}),
     );
-    assert!(m.contains("position only applies"), "{m}");
+    assert!(m.contains("position does not go with action up"), "{m}");
     // unknown action; slats is not a room action
     let m = invalid_params(
         &tools,

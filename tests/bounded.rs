@@ -152,3 +152,50 @@ fn json_that_expands_in_memory_is_refused_before_it_is_parsed() {
         back as i64 - idle as i64
     );
 }
+
+/// Issue 28: `inputResponses` nested deeper than the parser allows, in a 2026-07-28 request
+/// with the right headers and `_meta`, get the nesting error (-32600, naming the depth), not
+/// "unsupported protocol version" (-32022): the version was never the problem. The same body
+/// nested within the bound is read as an answer (-32602 for an answer to nothing asked).
+#[test]
+fn nested_input_responses_get_the_nesting_error() {
+    let ms = Miniserver::demo();
+    let served = edge::start_with_keys(
+        &ms,
+        "[auth.rate_limits]\nmonitor = 100000\n",
+        &[key(MONITOR, home_mcp::auth::Role::Monitor)],
+    );
+    let addr = served.addr;
+    let send = |levels: usize| {
+        let mut params = with_modern_meta(json!({"name": "list_devices", "arguments": {}}));
+        // Built as text: serde_json itself refuses to build more than 128 levels.
+        let headers = {
+            let mut h = McpModern::headers("tools/call", &params);
+            h.push(format!("X-API-Key: {MONITOR}"));
+            h
+        };
+        params["inputResponses"] = json!("HOLE");
+        let body = json!({"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": params})
+            .to_string()
+            .replace(
+                r#""HOLE""#,
+                &format!(r#"{{"confirm":{}}}"#, nested_objects(levels)),
+            );
+        let r = request(addr, "POST", "/mcp", &headers, &body);
+        (r.status, r.json())
+    };
+    for levels in [40, 1000, 45_000] {
+        let (status, v) = send(levels);
+        assert_eq!(status, 400, "{levels} levels: {v}");
+        assert_eq!(v["error"]["code"], -32600, "{levels} levels: {v}");
+        assert!(
+            v.to_string().contains("nests deeper than 32 levels"),
+            "{levels} levels: {v}"
+        );
+        assert_eq!(v["id"], 11, "the refusal names the request: {v}");
+    }
+    let (status, v) = send(3);
+    assert_eq!(status, 200, "{v}");
+    assert_ne!(v["error"]["code"], -32022, "{v}");
+    assert_ne!(v["error"]["code"], -32600, "{v}");
+}

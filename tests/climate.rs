@@ -362,7 +362,10 @@ fn room_mode_bad_inputs() {
         "set_room_mode",
         json!({"room": "Küche", "mode": "auto", "duration_minutes": 30}),
     );
-    assert!(m.contains("duration_minutes applies only"), "{m}");
+    assert!(
+        m.contains("duration_minutes does not go with mode auto"),
+        "{m}"
+    );
     let m = invalid_params(
         &tools,
         "set_room_mode",

@@ -15,6 +15,7 @@ use crate::support::net::request;
 use crate::support::server::{Miniserver, Served};
 use crate::support::sse::{send, Http, BOTH};
 use crate::support::wire::sent_commands;
+use crate::support::{wait_until, PATIENCE};
 
 const GATE: &str = "1d5c3bf3-021f-5bb5-ffff504f94d0e5a1";
 const DRIVEWAY: &str = "1d5c3c20-0222-5cf0-ffff504f94d0e5a1";
@@ -745,7 +746,8 @@ fn a_2026_client_opens_a_gate_only_after_an_input_required_answer() {
     assert!(sent(&ms, GATE).is_empty());
     assert!(sent(&ms, DRIVEWAY).is_empty());
 
-    // An answer without the state is no confirmation: the question is asked again.
+    // An answer without the state is no confirmation: the question is asked again (and the
+    // new question replaces every older one of the same command).
     let a = modern_call(
         &served,
         DOORS,
@@ -754,7 +756,7 @@ fn a_2026_client_opens_a_gate_only_after_an_input_required_answer() {
         args.clone(),
         Some((&Value::Null, responses(Reply::Accept))),
     );
-    asked_to_confirm(&a, "Open Garagentor (Garage)?");
+    let state = asked_to_confirm(&a, "Open Garagentor (Garage)?");
     assert!(sent(&ms, GATE).is_empty());
 
     // Accepted with its own state: sent once.
@@ -785,6 +787,69 @@ fn a_2026_client_opens_a_gate_only_after_an_input_required_answer() {
     assert!(outcomes.contains(&"INPUT_REQUIRED"), "{rows:?}");
     let confirmed = confirmed_by(&rows);
     assert_eq!(confirmed, [&json!("user (elicitation)")], "{rows:?}");
+}
+
+#[test]
+fn a_newer_question_for_the_same_command_replaces_the_older() {
+    let (ms, served) = serve(120);
+    let args = json!({"device": GATE, "action": "on"});
+    let ask = || {
+        modern_call(
+            &served,
+            DOORS,
+            ELICIT(),
+            "control_device",
+            args.clone(),
+            None,
+        )
+    };
+    let older = asked_to_confirm(&ask(), "Open Garagentor (Garage)?");
+    let newer = asked_to_confirm(&ask(), "Open Garagentor (Garage)?");
+    // Another command of the same key stays answerable beside it.
+    let driveway = json!({"device": DRIVEWAY, "action": "on"});
+    let beside = asked_to_confirm(
+        &modern_call(
+            &served,
+            DOORS,
+            ELICIT(),
+            "control_device",
+            driveway.clone(),
+            None,
+        ),
+        "Open Einfahrtstor (Außenbereich)?",
+    );
+    let answer = |args: &Value, state: &Value| {
+        modern_call(
+            &served,
+            DOORS,
+            ELICIT(),
+            "control_device",
+            args.clone(),
+            Some((state, responses(Reply::Accept))),
+        )
+    };
+    // The older question was replaced: its yes sends nothing.
+    let a = answer(&args, &older);
+    assert_eq!(envelope_of(&a)["data"]["cancelled"], true, "{a}");
+    assert!(
+        sent(&ms, GATE).is_empty(),
+        "the replaced question sent nothing"
+    );
+    // The newer one opens the gate once.
+    let a = answer(&args, &newer);
+    assert_eq!(
+        envelope_of(&a)["data"]["confirmed_by"],
+        "user (elicitation)",
+        "{a}"
+    );
+    assert_eq!(sent(&ms, GATE), ["open"]);
+    let a = answer(&driveway, &beside);
+    assert_eq!(
+        envelope_of(&a)["data"]["confirmed_by"],
+        "user (elicitation)",
+        "{a}"
+    );
+    assert_eq!(sent(&ms, DRIVEWAY), ["open"]);
 }
 
 #[test]
@@ -986,12 +1051,24 @@ fn serve_unconfigured(lifetime_secs: u64) -> (Miniserver, Served) {
         )
         .expect("simulator"),
     );
-    let keys =
-        serde_json::to_string(&[operator(PLAIN, false, false), key(ADMIN, Role::Admin)]).unwrap();
+    let keys = serde_json::to_string(&[
+        ApiKey {
+            name: "guesser".into(),
+            ..operator(PLAIN, false, false)
+        },
+        ApiKey {
+            name: "owner phone".into(),
+            ..operator(DOORS, false, false)
+        },
+        key(ADMIN, Role::Admin),
+    ])
+    .unwrap();
+    // Room for a hundred page calls a minute per key (two MCP requests each), and for as
+    // many tries at the alarm (the outbound command limit would pause them too).
     let served = Served::start(
         &ms,
         &format!(
-            "[server]\nconfirmation_lifetime_secs = {lifetime_secs}\n[auth]\nsecurity_level = \"staging\"\n"
+            "[server]\nconfirmation_lifetime_secs = {lifetime_secs}\n[auth]\nsecurity_level = \"staging\"\n[auth.rate_limits]\ncustom = 2000\nadmin = 2000\n[miniserver]\nmax_commands_per_control = 1000\n"
         ),
         &[("HOME_KEY_BACKEND", "env"), ("HOME_API_KEYS", &keys)],
     );
@@ -1000,9 +1077,14 @@ fn serve_unconfigured(lifetime_secs: u64) -> (Miniserver, Served) {
 
 /// A session of [`PLAIN`] declaring form and URL-mode elicitation.
 fn url_client(served: &Served) -> McpHttp {
+    url_client_of(served, PLAIN)
+}
+
+/// A session of `key` declaring form and URL-mode elicitation.
+fn url_client_of(served: &Served, key: &str) -> McpHttp {
     McpHttp::connect_with(
         served.addr,
-        Some(PLAIN),
+        Some(key),
         "2025-11-25",
         json!({"elicitation": {"form": {}, "url": {}}}),
     )
@@ -1302,7 +1384,7 @@ fn wrong_passwords_on_the_page_are_refused_then_paused() {
     let (ms, served) = serve_unconfigured(120);
     let c = url_client(&served);
     let arm = json!({"alarm": ALARM, "delayed": false});
-    for id in 1..=home_mcp::home::house::PIN_ATTEMPTS as u64 {
+    for id in 1..=home_mcp::home::pin::RUN as u64 {
         let r = page_call(
             &served,
             &c,
@@ -1335,6 +1417,268 @@ fn wrong_passwords_on_the_page_are_refused_then_paused() {
         r.answer
     );
     assert_eq!(secured(), before, "nothing sent");
+    assert_eq!(ms.sim.state(ALARM, "armed"), Some(0.0));
+}
+
+/// GET `path` with the admin key; the JSON answer.
+fn admin_get(served: &Served, path: &str) -> Value {
+    let r = request(
+        served.addr,
+        "GET",
+        path,
+        &[format!("X-API-Key: {ADMIN}")],
+        "",
+    );
+    assert_eq!(r.status, 200, "{path}: {}", r.body);
+    serde_json::from_str(&r.body).unwrap()
+}
+
+#[test]
+fn one_keys_wrong_passwords_pause_only_that_key_and_the_owner_sees_which() {
+    let (ms, served) = serve_unconfigured(120);
+    let (guesser, owner) = (url_client(&served), url_client_of(&served, DOORS));
+    let arm = json!({"alarm": ALARM, "delayed": false});
+    let runs = home_mcp::home::pin::RUN as u64;
+    for id in 1..=runs {
+        let r = page_call(
+            &served,
+            &guesser,
+            id,
+            "arm_alarm",
+            arm.clone(),
+            true,
+            OnPage::Type("0000"),
+        );
+        let e = &r.envelope()["error"];
+        assert_eq!(e["code"], "INVALID_PARAMETERS", "{}", r.answer);
+        if id < runs {
+            assert!(e["details"].get("pause_secs").is_none(), "{e}");
+        } else {
+            // The wrong password that ends the run says so, and for how long.
+            assert_eq!(e["details"]["pause_secs"], 60, "{e}");
+            assert_eq!(e["details"]["retry_after_secs"], 60, "{e}");
+            assert_eq!(e["details"]["run"], 1, "{e}");
+            assert!(e["message"].as_str().unwrap().contains("pause"), "{e}");
+        }
+    }
+    // The guessing key, even with the right password: refused before any page opens.
+    let secured = || crate::support::wire::secured_requests(&ms.sim);
+    let before = secured();
+    let r = page_call(
+        &served,
+        &guesser,
+        9,
+        "arm_alarm",
+        arm.clone(),
+        true,
+        OnPage::Type(PAGE_PASSWORD),
+    );
+    let e = &r.envelope()["error"];
+    assert_eq!(e["code"], "RATE_LIMIT_EXCEEDED", "{}", r.answer);
+    assert!(
+        e["details"]["retry_after_secs"]
+            .as_u64()
+            .is_some_and(|s| s > 0 && s <= 60),
+        "{e}"
+    );
+    assert!(r.asked.is_empty(), "no page was offered: {:?}", r.asked);
+    assert_eq!(secured(), before, "nothing sent");
+    assert_eq!(ms.sim.state(ALARM, "armed"), Some(0.0));
+
+    // Another key with the right password: armed at once.
+    let r = page_call(
+        &served,
+        &owner,
+        1,
+        "arm_alarm",
+        arm,
+        true,
+        OnPage::Type(PAGE_PASSWORD),
+    );
+    assert_eq!(
+        r.envelope()["data"]["confirmed_by"],
+        "user (password page)",
+        "{}",
+        r.answer
+    );
+    assert_eq!(ms.sim.state(ALARM, "armed"), Some(1.0));
+
+    // The owner sees which key: the audit log, the dashboard, the admin API; /metrics counts.
+    let rows = wait_until("the run in the audit log", PATIENCE, || {
+        let rows = audit(&served, "visu_password.pause");
+        if rows.is_empty() {
+            Err(rows)
+        } else {
+            Ok(rows)
+        }
+    });
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["key_name"], "guesser", "{rows:?}");
+    assert_eq!(rows[0]["result"], "RATE_LIMIT_EXCEEDED", "{rows:?}");
+    assert!(
+        rows[0]["target"].as_str().unwrap().contains("run 1"),
+        "{rows:?}"
+    );
+    let dash = admin_get(&served, "/dashboard/api/data");
+    let typists = dash["passwords"]["typists"].as_array().unwrap();
+    assert_eq!(typists.len(), 1, "only the guessing key: {dash}");
+    assert!(
+        typists[0]["key"].as_str().unwrap().starts_with("guesser"),
+        "{dash}"
+    );
+    assert!(typists[0]["paused_secs"].as_u64().is_some(), "{dash}");
+    assert_eq!(dash["passwords"]["runs"][0]["pause_secs"], 60, "{dash}");
+    let listed = admin_get(&served, "/admin/api/visu-password");
+    assert_eq!(listed["typists"], dash["passwords"]["typists"]);
+    let metrics = request(
+        served.addr,
+        "GET",
+        "/metrics",
+        &[format!("X-API-Key: {ADMIN}")],
+        "",
+    );
+    assert_eq!(metrics.status, 200);
+    for line in [
+        "home_mcp_visu_password_wrong_total{source=\"page\"} 3",
+        "home_mcp_visu_password_pauses_total{scope=\"key\"} 1",
+        "home_mcp_visu_password_refused_total 1",
+    ] {
+        assert!(
+            metrics.body.lines().any(|l| l == line),
+            "{line}:\n{}",
+            metrics.body
+        );
+    }
+}
+
+/// Issue 28, the house-wide ledger of the page: after one key's run of wrong passwords, a
+/// second key's first wrong password ends its own run at once (one guess per pause, not three,
+/// however many keys guess). (A key that types nothing wrong is not stopped by the house-wide
+/// pause: `one_keys_wrong_passwords_pause_only_that_key_and_the_owner_sees_which` arms during
+/// it.) The dashboard shows the house-wide run and `/metrics` counts it.
+#[test]
+fn during_the_house_wide_pause_another_keys_first_wrong_password_ends_its_run() {
+    let (ms, served) = serve_unconfigured(120);
+    let (first, second) = (url_client(&served), url_client_of(&served, DOORS));
+    let arm = json!({"alarm": ALARM, "delayed": false});
+    let wrong = |c: &McpHttp, id: u64| {
+        let r = page_call(
+            &served,
+            c,
+            id,
+            "arm_alarm",
+            arm.clone(),
+            true,
+            OnPage::Type("0000"),
+        );
+        let e = r.envelope()["error"].clone();
+        assert_eq!(e["code"], "INVALID_PARAMETERS", "{}", r.answer);
+        e
+    };
+    let runs = home_mcp::home::pin::RUN as u64;
+    for id in 1..=runs {
+        wrong(&first, id);
+    }
+    let dash = admin_get(&served, "/dashboard/api/data");
+    assert_eq!(dash["passwords"]["house"]["runs"], 1, "{dash}");
+    assert!(
+        dash["passwords"]["house"]["paused_secs"].as_u64().is_some(),
+        "{dash}"
+    );
+    // The second key: its first wrong password ends its run.
+    let e = wrong(&second, 1);
+    assert_eq!(e["details"]["pause_secs"], 60, "{e}");
+    assert_eq!(e["details"]["run"], 1, "{e}");
+    let dash = admin_get(&served, "/dashboard/api/data");
+    let typists = dash["passwords"]["typists"].as_array().unwrap();
+    assert_eq!(typists.len(), 2, "{dash}");
+    assert!(
+        typists.iter().all(|t| t["paused_secs"].as_u64().is_some()),
+        "{dash}"
+    );
+    assert_eq!(
+        dash["passwords"]["runs"].as_array().unwrap().len(),
+        2,
+        "{dash}"
+    );
+    assert_eq!(ms.sim.state(ALARM, "armed"), Some(0.0));
+    let metrics = request(
+        served.addr,
+        "GET",
+        "/metrics",
+        &[format!("X-API-Key: {ADMIN}")],
+        "",
+    );
+    for line in [
+        "home_mcp_visu_password_wrong_total{source=\"page\"} 4",
+        "home_mcp_visu_password_pauses_total{scope=\"key\"} 2",
+        "home_mcp_visu_password_pauses_total{scope=\"house\"} 1",
+    ] {
+        assert!(
+            metrics.body.lines().any(|l| l == line),
+            "{line}:\n{}",
+            metrics.body
+        );
+    }
+}
+
+#[test]
+fn a_hundred_wrong_passwords_from_one_key_take_more_than_an_hour_of_pauses() {
+    let (ms, served) = serve_unconfigured(120);
+    let c = url_client(&served);
+    let arm = json!({"alarm": ALARM, "delayed": false});
+    let (mut typed, mut paused_secs, mut last_pause, mut runs) = (0, 0u64, 0u64, 0);
+    let mut id = 0;
+    while typed < 100 {
+        id += 1;
+        let r = page_call(
+            &served,
+            &c,
+            id,
+            "arm_alarm",
+            arm.clone(),
+            true,
+            OnPage::Type("0000"),
+        );
+        let e = r.envelope()["error"].clone();
+        match e["code"].as_str() {
+            Some("INVALID_PARAMETERS") => {
+                typed += 1;
+                let Some(pause) = e["details"]["pause_secs"].as_u64() else {
+                    continue;
+                };
+                // A run ended: the pause the server announces grows (or stays at its
+                // longest); the owner lifts it so the test does not wait it out (its run
+                // count stays).
+                assert!(
+                    pause >= last_pause,
+                    "pauses only grow: {last_pause} then {pause}"
+                );
+                last_pause = pause;
+                paused_secs += pause;
+                runs += 1;
+                let listed = admin_get(&served, "/admin/api/visu-password");
+                let key_id = listed["typists"][0]["key_id"].as_str().unwrap().to_string();
+                let lifted = request(
+                    served.addr,
+                    "POST",
+                    "/admin/api/visu-password/lift",
+                    &[
+                        format!("X-API-Key: {ADMIN}"),
+                        "Content-Type: application/json".into(),
+                    ],
+                    &json!({"key_id": key_id}).to_string(),
+                );
+                assert_eq!(lifted.status, 200, "{}", lifted.body);
+            }
+            _ => panic!("wrong password {typed}: {}", r.answer),
+        }
+    }
+    assert!(
+        paused_secs > 3600,
+        "100 wrong passwords cost {paused_secs} s of pauses in {runs} runs"
+    );
+    println!("100 wrong passwords: {runs} runs, {paused_secs} s of pauses announced (longest {last_pause} s)");
     assert_eq!(ms.sim.state(ALARM, "armed"), Some(0.0));
 }
 
@@ -1632,14 +1976,34 @@ fn a_2026_password_page_serves_only_its_own_request_and_a_no_sends_nothing() {
     );
     assert!(ms.commands_to(ALARM).is_empty(), "nothing sent");
 
-    // The first page still belongs to its own request: that retry arms.
+    // The later pages for the same command replaced the first one: its retry sends nothing,
+    // though the password was typed there.
+    let a = modern_call(
+        &served,
+        PLAIN,
+        URL_CAPS(),
+        "arm_alarm",
+        arm.clone(),
+        Some((&page.state, accept())),
+    );
+    assert_eq!(
+        a["result"]["structuredContent"]["data"]["cancelled"], true,
+        "{a}"
+    );
+    assert!(ms.commands_to(ALARM).is_empty(), "nothing sent");
+    // A page of its own, typed, then its retry: armed.
+    let a = modern_call(&served, PLAIN, URL_CAPS(), "arm_alarm", arm.clone(), None);
+    let p = offered_page(&a, &served);
+    on_page(&served, &p.url, |token| {
+        format!("token={token}&password={PAGE_PASSWORD}&answer=confirm")
+    });
     let a = modern_call(
         &served,
         PLAIN,
         URL_CAPS(),
         "arm_alarm",
         arm,
-        Some((&page.state, accept())),
+        Some((&p.state, accept())),
     );
     assert_eq!(
         a["result"]["structuredContent"]["data"]["confirmed_by"], "user (password page)",

@@ -36,6 +36,7 @@ fn key(role: Role, seq: u64, name: &str) -> ApiKey {
         model_confirms: false,
         open_doors: false,
         cameras: false,
+        grant: None,
         profile: None,
         usage: Usage::default(),
     }

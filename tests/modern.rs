@@ -39,6 +39,29 @@ fn assert_cacheable(result: &Value, what: &str) {
     );
 }
 
+/// Issue 28: `server/discover` and `subscriptions/listen` exist only in 2026-07-28. Inside a
+/// session negotiated at 2025-06-18 (no `_meta`, the session's headers) they are unknown
+/// methods (-32601, as a 2025-06-18 server answers), not held to the new era's headers
+/// (-32020); the session goes on, and a 2026-07-28 discovery beside it still works.
+#[test]
+fn server_discover_inside_a_2025_06_18_session_is_method_not_found() {
+    let ms = Miniserver::demo();
+    let served = Served::start(&ms, "", &[]);
+    let mut session = McpHttp::connect(served.addr, None);
+    for method in ["server/discover", "subscriptions/listen"] {
+        let r = session.rpc(method, json!({}));
+        assert_eq!(
+            r["error"]["code"], -32601,
+            "{method} in a 2025-06-18 session: {r}"
+        );
+        assert!(r.get("result").is_none(), "{r}");
+    }
+    let listed = session.rpc("tools/list", json!({}));
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    let d = McpModern::new(served.addr).result("server/discover", json!({}));
+    assert_eq!(d["supportedVersions"], json!(VERSIONS), "{d}");
+}
+
 #[test]
 fn discover_then_sessionless_list_call_and_read() {
     let ms = Miniserver::demo();

@@ -787,3 +787,68 @@ fn a_client_registered_without_refresh_gets_no_refresh_token() {
         "{body}"
     );
 }
+
+#[test]
+fn what_is_bound_to_a_grant_outlives_a_refresh() {
+    let f = Fixture::start("");
+    let client_id = register(f.addr(), "Task Client");
+    let redirect = sign_in(
+        f.addr(),
+        &client_id,
+        &f.admin,
+        &[("role", "operator"), ("days", "7")],
+    );
+    let (status, tokens) = exchange(f.addr(), &client_id, &redirect["code"], VERIFIER);
+    assert_eq!(status, 200, "{tokens}");
+    let access = tokens["access_token"].as_str().unwrap().to_string();
+    // A 2026-07-28 task of the grant, created with the first token.
+    let task = grant_rpc(
+        &f,
+        &access,
+        "tools/call",
+        json!({"name": "execute_workflow_demo", "arguments": {"dry_run": true}}),
+    );
+    let task = task["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {task}"))
+        .to_string();
+    let (status, renewed) = refresh(
+        f.addr(),
+        &client_id,
+        tokens["refresh_token"].as_str().unwrap(),
+    );
+    assert_eq!(status, 200, "{renewed}");
+    let access2 = renewed["access_token"].as_str().unwrap().to_string();
+    assert_ne!(access2, access);
+    // The task is the grant's (its shares and its password pause count per grant too): the
+    // refreshed token reads it; a static key does not.
+    let got = wait_until(
+        "the grant's task, read with the refreshed token",
+        PATIENCE,
+        || {
+            let got = grant_rpc(&f, &access2, "tasks/get", json!({"taskId": task}));
+            match got["result"]["status"].as_str() {
+                Some("completed") => Ok(got),
+                _ => Err(got),
+            }
+        },
+    );
+    assert_ne!(got["result"]["result"]["isError"], true, "{got}");
+    let other = grant_rpc(&f, &f.operator, "tasks/get", json!({"taskId": task}));
+    assert_eq!(other["error"]["code"], -32602, "{other}");
+}
+
+/// One 2026-07-28 request with the token `key`, declaring the tasks extension.
+fn grant_rpc(f: &Fixture, key: &str, method: &str, params: Value) -> Value {
+    let mut params = crate::support::mcp::with_modern_meta(params);
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let mut h = crate::support::mcp::McpModern::headers(method, &params);
+    h[1] = "Accept: application/json".into();
+    if let Some(id) = params["taskId"].as_str() {
+        h.push(format!("Mcp-Name: {id}"));
+    }
+    h.push(format!("Authorization: Bearer {key}"));
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    request(f.addr(), "POST", "/mcp", &h, &body.to_string()).json()
+}

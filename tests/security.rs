@@ -646,7 +646,7 @@ fn control_device_still_refuses_secured_alarms() {
 fn repeated_wrong_pins_pause_secured_commands() {
     // The owner configured a wrong PIN (a person typing wrong ones on the page: human.rs).
     let r = demo_rig(Some("0000"));
-    for _ in 0..home_mcp::home::house::PIN_ATTEMPTS {
+    for _ in 0..home_mcp::home::pin::RUN {
         let e = tool_error(
             &r.tools,
             "arm_alarm",

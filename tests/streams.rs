@@ -760,3 +760,60 @@ fn plain_calls_are_answered_as_json() {
     drop(r);
     server.stop();
 }
+
+/// Issue 28: a session replaced by a newer one of the same client over the per-address cap
+/// ends its GET stream at once (the last chunk, a clean end), and the replaced session is 404
+/// from then on; the stream did not go silent until a keep-alive tick found it gone. Keep-alive
+/// comments come once an hour here, so only the replacement can end the stream in time.
+#[test]
+fn a_replaced_sessions_stream_ends_at_once() {
+    let mcp = Arc::new(McpServer::new(
+        Arc::new(FakeHandler::default()),
+        McpConfig {
+            max_sessions_per_client: 1,
+            ..McpConfig::default()
+        },
+    ));
+    let config = HttpConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        workers: 2,
+        keep_alive: Duration::from_secs(3600),
+        ..HttpConfig::default()
+    };
+    let http = HttpServer::start(config, mcp, Arc::new(|| json!({"status": "ok"}))).expect("start");
+    let addr = http.addr();
+    let old = initialize(addr);
+    let mut g = open_get(addr, &old, None);
+    assert_eq!(g.status, 200);
+    expect_prelude(&mut g);
+    let events = g.events();
+    // The new session: `initialize` alone (its client has not yet sent anything else, so
+    // nothing else of the server's runs that could notice the old session gone).
+    let r = post(
+        addr,
+        None,
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "home-mcp tests", "version": "1"}}}),
+    );
+    assert_eq!(r.status, 200);
+    let new = r
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_string();
+    assert_ne!(new, old);
+    wait_ended(&events, "the replaced session's GET stream ends");
+    let r = post_json(
+        addr,
+        &old,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    );
+    assert_eq!(r.status, 404, "the replaced session");
+    let r = post_json(
+        addr,
+        &new,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    );
+    assert_eq!(r.status, 200, "the new session");
+    http.shutdown();
+}

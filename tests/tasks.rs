@@ -442,7 +442,7 @@ fn cancelling_a_waiting_workflow_frees_its_task_slot_at_once() {
             )),
         )
     };
-    // Runs start until the server's limit of running tasks (8) refuses one.
+    // Runs start until this caller's share of running tasks (4 of the server's 8) refuses one.
     let mut tasks = Vec::new();
     let refusal = loop {
         let r = run();
@@ -450,10 +450,19 @@ fn cancelling_a_waiting_workflow_frees_its_task_slot_at_once() {
             Some(t) => tasks.push(t.to_string()),
             None => break r,
         }
-        assert!(tasks.len() <= 8, "more than 8 tasks run at once");
+        assert!(
+            tasks.len() <= 4,
+            "more than 4 tasks of one caller run at once"
+        );
     };
-    assert_eq!(tasks.len(), 8, "{refusal}");
+    assert_eq!(tasks.len(), 4, "{refusal}");
     assert_eq!(refusal["error"]["message"], "Too many tasks", "{refusal}");
+    assert!(
+        refusal["error"]["data"]["details"]
+            .as_str()
+            .is_some_and(|d| d.contains("per caller")),
+        "{refusal}"
+    );
     assert_eq!(
         ms.api.state(KITCHEN_LIGHT, "active"),
         1.0,
@@ -481,4 +490,107 @@ fn cancelling_a_waiting_workflow_frees_its_task_slot_at_once() {
     rpc(&served, None, "tasks/cancel", p);
     // The off step of the cancelled runs never ran.
     assert_eq!(ms.api.state(KITCHEN_LIGHT, "active"), 1.0);
+}
+
+#[test]
+fn one_key_with_every_task_slot_busy_and_a_flood_leaves_another_key_its_share() {
+    use crate::support::gate::key;
+    use home_mcp::auth::Role;
+    let ms = Miniserver::demo();
+    let busy = key(
+        &format!("homekey_operator_6_{}", "a1".repeat(16)),
+        Role::Operator,
+    );
+    let other = key(
+        &format!("homekey_operator_7_{}", "b2".repeat(16)),
+        Role::Operator,
+    );
+    let served = Served::start_with_keys(
+        &ms,
+        &[busy.clone(), other.clone()],
+        "[auth]\nsecurity_level = \"staging\"\n",
+    );
+    let (busy, other) = (Some(busy.id.as_str()), Some(other.id.as_str()));
+    let call = |key, name: &str, arguments: Value| {
+        rpc(
+            &served,
+            key,
+            "tools/call",
+            with_tasks(with_modern_meta(
+                json!({"name": name, "arguments": arguments}),
+            )),
+        )
+    };
+    let quick = |key| call(key, "execute_workflow_demo", json!({"dry_run": true}));
+    // The other key's finished task, before the flood.
+    let before = quick(other);
+    let before = before["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {before}"))
+        .to_string();
+    let done = until_terminal(&served, other, &before, Duration::from_secs(30));
+    assert_eq!(done["status"], "completed", "{done}");
+
+    // One key: a workflow that waits an hour, run until its share of task threads is busy.
+    let created = rpc(
+        &served,
+        busy,
+        "tools/call",
+        with_modern_meta(json!({"name": "create_workflow", "arguments": {
+        "name": "Lange",
+        "steps": [
+            {"tool": "control_room_lights", "arguments": {"room": "Küche", "action": "on"}},
+            {"tool": "control_room_lights", "arguments": {"room": "Küche", "action": "off"},
+             "delay_seconds": 3600}
+        ]}})),
+    );
+    assert_ne!(created["result"]["isError"], true, "{created}");
+    let long = |key| call(key, "execute_workflow", json!({"name": "Lange"}));
+    let mut running = Vec::new();
+    let refusal = loop {
+        let r = long(busy);
+        match r["result"]["taskId"].as_str() {
+            Some(t) => running.push(t.to_string()),
+            None => break r,
+        }
+        assert!(
+            running.len() <= 8,
+            "one key ran more than the server's 8 tasks"
+        );
+    };
+    assert!(!running.is_empty(), "{refusal}");
+    assert_eq!(refusal["error"]["message"], "Too many tasks", "{refusal}");
+    // ...and a flood of its tasks, long and quick: every one refused, nothing kept for them.
+    for i in 0..40 {
+        let r = if i % 2 == 0 { long(busy) } else { quick(busy) };
+        assert_eq!(r["error"]["message"], "Too many tasks", "flood {i}: {r}");
+    }
+
+    // The other key: its finished result is still there, and a new task runs and is read.
+    let still = rpc(
+        &served,
+        other,
+        "tasks/get",
+        with_tasks(with_modern_meta(json!({"taskId": before}))),
+    );
+    assert_eq!(still["result"]["status"], "completed", "{still}");
+    assert_ne!(still["result"]["result"]["isError"], true, "{still}");
+    let mine = quick(other);
+    assert_eq!(mine["result"]["resultType"], "task", "{mine}");
+    let task = mine["result"]["taskId"].as_str().unwrap().to_string();
+    let done = until_terminal(&served, other, &task, Duration::from_secs(30));
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_ne!(done["result"]["isError"], true, "{done}");
+    assert!(
+        done["result"]["structuredContent"].is_object(),
+        "the finished result: {done}"
+    );
+    for t in &running {
+        rpc(
+            &served,
+            busy,
+            "tasks/cancel",
+            with_tasks(with_modern_meta(json!({"taskId": t}))),
+        );
+    }
 }

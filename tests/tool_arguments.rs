@@ -264,7 +264,8 @@ fn clients_at_2025_11_25_get_bad_arguments_as_tool_errors() {
 
 /// The issue's case, one call from each client: brightness 150 on a light. The older client
 /// gets -32602, the newer a tool result with `isError` naming the field and its range; the
-/// unknown action likewise; nothing is switched.
+/// unknown action, a number `on` does not use (1e308) and an unknown argument likewise;
+/// nothing is switched.
 #[test]
 fn the_same_bad_call_by_protocol_version() {
     let ms = Miniserver::demo();
@@ -279,6 +280,16 @@ fn the_same_bad_call_by_protocol_version() {
         (
             json!({"device": "Deckenlicht", "room": "Küche", "action": "explode"}),
             vec!["action", "must be one of", "on"],
+        ),
+        // Issue 28: a number the action does not use is refused naming both, not accepted
+        // and echoed; an argument the tool does not have is refused by name.
+        (
+            json!({"device": "Deckenlicht", "room": "Küche", "action": "on", "number": 1e308}),
+            vec!["number", "does not go with action on"],
+        ),
+        (
+            json!({"device": "Deckenlicht", "room": "Küche", "action": "on", "colour": "red"}),
+            vec!["unknown field `colour`"],
         ),
     ];
     for version in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
@@ -295,6 +306,10 @@ fn the_same_bad_call_by_protocol_version() {
             for n in needles {
                 assert!(message.contains(n), "{version}: {n:?} in {message:?}");
             }
+            assert!(
+                !message.contains("e308") && !message.contains("e+308"),
+                "{version}: {message:?}"
+            );
         }
     }
     assert_eq!(commands_since(&ms.sim, mark), Vec::<String>::new());

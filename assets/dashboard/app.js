@@ -156,6 +156,28 @@
     });
   }
 
+  // Wrong visualisation passwords: which key typed them, the runs and the pauses (the owner
+  // sees who is guessing). Nothing shows while nobody typed a wrong one.
+  function renderPasswords(p) {
+    var root = $('passwords'); clear(root);
+    if (!p) return;
+    var paused = (p.typists || []).filter(function (t) { return t.paused_secs !== null; });
+    if (p.configured && p.configured.paused_secs !== null) paused.push(p.configured);
+    paused.forEach(function (t) {
+      root.appendChild(el('p', 'error', 'Secured commands of ' + t.key + ' pause ' +
+        t.paused_secs + ' s more (run ' + t.runs + ')'));
+    });
+    if (p.house && p.house.paused_secs !== null) {
+      root.appendChild(el('p', 'warn', 'Wrong passwords from several keys: each further wrong one pauses its key at once (' +
+        p.house.paused_secs + ' s more)'));
+    }
+    (p.runs || []).slice(0, 5).forEach(function (r) {
+      var when = (r.at || '').replace('T', ' ').slice(0, 19);
+      root.appendChild(el('p', 'dim', when + ' ' + r.key + ': ' + r.wrong + ' wrong password(s), run ' +
+        r.run + ', paused ' + r.pause_secs + ' s'));
+    });
+  }
+
   function renderEnergy(list) {
     var root = $('energy'); clear(root);
     if (!list.length) root.appendChild(el('p', 'dim', 'No meters'));
@@ -406,6 +428,7 @@
       renderChanges();
       renderClimate(d.climate);
       renderAlarm(d.alarm);
+      renderPasswords(d.passwords);
       renderEnergy(d.energy);
       renderDoorbells(d.doorbells || [], d.pictures !== false);
       renderActivity(d.activity);
@@ -471,7 +494,8 @@
       refreshedAt = Date.now();
       api('data').then(function (d) {
         renderStop(d.status.stop); renderAlerts(d.alerts);
-        renderClimate(d.climate); renderAlarm(d.alarm); renderEnergy(d.energy); renderActivity(d.activity);
+        renderClimate(d.climate); renderAlarm(d.alarm); renderPasswords(d.passwords);
+        renderEnergy(d.energy); renderActivity(d.activity);
         renderDoorbells(d.doorbells || [], d.pictures !== false);
         $('activity').setAttribute('data-updated', String(Date.now()));
       }).catch(function () {});

@@ -272,10 +272,7 @@ impl Principal {
                 .map_or_else(|| "anonymous".into(), |k| k.name.clone()),
             // Masked here: the caller travels through requests, logs and the audit log.
             key_id: self.key.as_ref().map(|k| mask(&k.id)),
-            principal: self
-                .key
-                .as_ref()
-                .map(|k| hex::encode(&Sha256::digest(k.id.as_bytes())[..16])),
+            principal: self.key.as_ref().map(ApiKey::principal),
             ip: self.ip,
             access: self
                 .key
@@ -506,6 +503,7 @@ impl Gate {
                 model_confirms: false,
                 open_doors: false,
                 cameras: false,
+                grant: None,
                 profile: None,
                 usage: Usage::default(),
             }

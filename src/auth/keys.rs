@@ -302,6 +302,7 @@ pub fn create_key(
                 model_confirms: fields.model_confirms.unwrap_or(false),
                 open_doors: fields.open_doors.unwrap_or(false),
                 cameras: fields.cameras.unwrap_or(false),
+                grant: None,
                 profile: fields.profile,
                 usage: Usage::default(),
             }

@@ -120,6 +120,12 @@ pub struct ApiKey {
     /// [`ApiKey::sees_pictures`]; admin keys always may). Default: no pictures.
     #[serde(default)]
     pub cameras: bool,
+    /// The OAuth grant this access key belongs to: a random id drawn at sign-in and kept by
+    /// every key a refresh issues (`None` for keys the owner made). What the key's fair shares
+    /// (tasks, confirmations) and its visualisation password pause count for
+    /// ([`ApiKey::principal`]), so that a refresh does not start them afresh.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<String>,
     /// The tool profile this key sees (`full`, `lean`; issue 33); `None`: the server's
     /// default (`[mcp] profile`). A key's profile wins over the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -164,6 +170,19 @@ pub struct Usage {
 }
 
 impl ApiKey {
+    /// What tells this key (or its OAuth grant, which outlives each refreshed key) from every
+    /// other one without revealing it: 16 bytes of the SHA-256 of the grant id, else of the
+    /// key id, hex. What confirmations, multi round-trip states, tasks and the visualisation
+    /// password pause are bound to ([`crate::mcp::Caller::principal`]).
+    pub fn principal(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let id = match &self.grant {
+            Some(g) => format!("grant:{g}"),
+            None => self.id.clone(),
+        };
+        hex::encode(&Sha256::digest(id.as_bytes())[..16])
+    }
+
     /// The key's room and category scope (`None`: the whole house).
     pub fn scope(&self) -> Option<crate::home::Scope> {
         crate::home::Scope::of(&self.rooms, &self.categories)
@@ -252,6 +271,7 @@ mod tests {
             model_confirms: false,
             open_doors: false,
             cameras: false,
+            grant: None,
             profile: None,
             usage: Usage::default(),
         };

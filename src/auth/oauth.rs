@@ -1041,12 +1041,15 @@ impl OAuth {
             "profile": grant.profile,
         }))
         .map_err(|e| err(ErrorCode::ServerError, e.to_string()))?;
+        // The grant outlives each access key (a refresh issues a new one): its own random id.
+        let grant_id = random_hex()?;
         self.store
             .insert_new(&mut |keys| ApiKey {
                 id: format!(
                     "homekey_{role}_{}_{random}",
                     super::keys::next_sequence(keys)
                 ),
+                grant: Some(grant_id.clone()),
                 ..template.clone()
             })
             .map_err(store_error)

@@ -387,7 +387,9 @@ pub fn alerts(dash: &Dashboard, home: &Home) -> Json {
 /// `GET data`, the whole page: `{"status": <status>, "alerts": <alerts>, "rooms": <rooms>, "changes": [history
 /// row, newest first, at most 10: {"at", "at_ms", "kind", "uuid", "name", "room", "state",
 /// "value", "text"}], "climate": [{"room", "temperature": °C | null, "target": °C | null}],
-/// "alarm": <alarms>, "energy": <meters>, "activity": [audit entries, newest first]}`.
+/// "alarm": <alarms>, "energy": <meters>, "activity": [audit entries, newest first],
+/// "passwords": <wrong visualisation passwords: who, runs, pauses>}` (the last as
+/// [`crate::home::pin::PinGuard::snapshot`] shows it).
 pub fn data(dash: &Dashboard) -> ApiAnswer {
     let home = dash.house.home();
     let changes = match dash.history.recent_changes(RECENT_CHANGES) {
@@ -407,6 +409,7 @@ pub fn data(dash: &Dashboard) -> ApiAnswer {
         "energy": energy(dash, &home),
         "doorbells": doorbells(dash, &home),
         "activity": activity,
+        "passwords": dash.house.pins().snapshot(std::time::Instant::now()),
     }))
 }
 

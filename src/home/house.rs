@@ -16,6 +16,7 @@ use super::bus::{Bus, Change, Event};
 use super::camera::{self, CameraFailure, CameraKind, CameraPicture, PictureAsk, PictureRequest};
 use super::link::{LinkMode, LinkSnapshot, LinkStatus};
 use super::model::{Control, Home, MessageCenter};
+use super::pin::{PinGuard, PinSource, Typist};
 use super::primary::Primary;
 use super::risk::{Risk, RiskRules};
 use super::state::{Source, StateStore, StateValue, Value};
@@ -55,9 +56,19 @@ pub enum ControllerError {
     /// The Miniserver refused the visualisation password (Loxone code 500).
     /// `INVALID_PARAMETERS`. Never carries the password.
     VisuPasswordWrong,
-    /// Too many wrong visualisation passwords in a row: secured commands are refused for
-    /// `remaining_secs` (see [`PIN_ATTEMPTS`]). `RATE_LIMIT_EXCEEDED`.
-    VisuPasswordBlocked { remaining_secs: u64 },
+    /// The Miniserver refused the visualisation password, and that ended a run of wrong ones
+    /// ([`super::pin`]): secured commands of whoever typed it (or with the configured
+    /// password) now pause. `INVALID_PARAMETERS`, the details say how long.
+    VisuPasswordWrongPaused(super::pin::Run),
+    /// Secured commands of this caller (or with the configured password) pause after wrong
+    /// visualisation passwords ([`super::pin`]); nothing was sent. `RATE_LIMIT_EXCEEDED`.
+    VisuPasswordBlocked {
+        remaining_secs: u64,
+        /// The whole pause, and the run of wrong passwords that started it.
+        pause_secs: u64,
+        run: u32,
+        source: super::pin::PinSource,
+    },
     /// The caller may not touch the control ([`Access::permits`](super::Access::permits): the
     /// API key is limited to some rooms or categories, or to its devices); the message
     /// ([`Denied`](super::Denied)'s) names the control and its room. Nothing was sent.
@@ -126,12 +137,6 @@ impl Default for CommandLimits {
 /// without reading the list again ([`House::act_on_alert`]).
 pub const ALERTS_FRESH: Duration = Duration::from_secs(2);
 
-/// Wrong visualisation passwords in a row before secured commands pause for [`PIN_PAUSE`], so a
-/// caller cannot try PINs quickly.
-pub const PIN_ATTEMPTS: u32 = 3;
-/// How long secured commands pause after [`PIN_ATTEMPTS`] wrong passwords.
-pub const PIN_PAUSE: Duration = Duration::from_secs(60);
-
 impl ControllerError {
     /// Whether the Miniserver is out of reach for every further request (unreachable, our
     /// credentials rejected, locked out): batch operations stop asking after the first such
@@ -165,6 +170,7 @@ impl ControllerError {
             | ControllerError::InvalidValue(_)
             | ControllerError::VisuPasswordMissing(_)
             | ControllerError::VisuPasswordWrong
+            | ControllerError::VisuPasswordWrongPaused(_)
             | ControllerError::NoSuchAlert(_)
             | ControllerError::ActionNotOffered { .. } => "INVALID_PARAMETERS",
             ControllerError::OutOfScope(_) | ControllerError::StopSwitchReserved(_) => {
@@ -207,10 +213,40 @@ impl fmt::Display for ControllerError {
             ControllerError::VisuPasswordWrong => f.write_str(
                 "the Miniserver refused the visualisation password (code 500): the code is wrong",
             ),
-            ControllerError::VisuPasswordBlocked { remaining_secs } => write!(
+            ControllerError::VisuPasswordWrongPaused(run) => write!(
                 f,
-                "too many wrong visualisation passwords; secured commands pause for \
-                 {remaining_secs} s"
+                "the Miniserver refused the visualisation password (code 500): the code is \
+                 wrong; that ends run {} of wrong passwords {}: secured commands {} pause for \
+                 {} s (each further run pauses twice as long, up to a day)",
+                run.run,
+                match run.source {
+                    super::pin::PinSource::Page => "typed by this key",
+                    super::pin::PinSource::Configured => "with the configured password",
+                },
+                match run.source {
+                    super::pin::PinSource::Page => "of this key",
+                    super::pin::PinSource::Configured => "with it",
+                },
+                run.pause_secs
+            ),
+            ControllerError::VisuPasswordBlocked {
+                remaining_secs,
+                pause_secs,
+                run,
+                source,
+            } => write!(
+                f,
+                "too many wrong visualisation passwords {}: secured commands {} pause for \
+                 {remaining_secs} s more (a pause of {pause_secs} s after run {run}); nothing \
+                 was sent",
+                match source {
+                    super::pin::PinSource::Page => "typed by this key",
+                    super::pin::PinSource::Configured => "configured on the server",
+                },
+                match source {
+                    super::pin::PinSource::Page => "of this key",
+                    super::pin::PinSource::Configured => "with it",
+                },
             ),
             ControllerError::OutOfScope(why) => f.write_str(why),
             ControllerError::Stopped(status) => f.write_str(&status.explain()),
@@ -418,8 +454,8 @@ pub struct House {
     visu_password: Option<Secret>,
     /// The owner's additions to the risk classes ([`super::risk`]).
     risk_rules: RiskRules,
-    /// Wrong visualisation passwords in a row, and the end of the pause they caused.
-    pin_failures: Mutex<(u32, Option<Instant>)>,
+    /// Wrong visualisation passwords and the pauses they earned ([`super::pin`]).
+    pins: PinGuard,
     bus: Arc<Bus>,
     link: Arc<LinkStatus>,
     verify_timeout: Duration,
@@ -470,7 +506,7 @@ impl House {
             value_max_age,
             visu_password: None,
             risk_rules: RiskRules::default(),
-            pin_failures: Mutex::new((0, None)),
+            pins: PinGuard::default(),
             bus: Arc::new(Bus::default()),
             link: Arc::new(LinkStatus::new()),
             verify_timeout: DEFAULT_VERIFY_TIMEOUT,
@@ -779,54 +815,70 @@ impl House {
     }
 
     /// Like [`House::act`], for controls that may be secured (alarms, doors): a secured control
-    /// gets the command with the visualisation password `visu_password`, else the configured
-    /// one, else [`ControllerError::VisuPasswordMissing`]; an unsecured control gets a plain
-    /// command (the password is not used). The password is never logged. After
-    /// [`PIN_ATTEMPTS`] wrong passwords in a row, secured commands are refused for
-    /// [`PIN_PAUSE`] ([`ControllerError::VisuPasswordBlocked`]).
+    /// gets the command with the visualisation password `typed` on this server's page by
+    /// `typist`, else the configured one, else [`ControllerError::VisuPasswordMissing`]; an
+    /// unsecured control gets a plain command (the password is not used). The password is
+    /// never logged. Wrong passwords are counted and pause secured commands ([`super::pin`]:
+    /// the typist's for a typed password, everybody's for the configured one): refused then
+    /// with [`ControllerError::VisuPasswordBlocked`] before anything is sent; the wrong
+    /// password that ends a run is [`ControllerError::VisuPasswordWrongPaused`].
     pub fn act_secured(
         &self,
         control: &Control,
         action: &Action,
-        visu_password: Option<&Secret>,
+        typed: Option<&Secret>,
+        typist: &Typist,
         caller: &str,
     ) -> Result<Outcome, ControllerError> {
         if !control.is_secured {
             return self.act(control, action, caller);
         }
         self.check_stop(control, caller)?;
-        let mut failures = self.pin_failures.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(until) = failures.1 {
-            let now = Instant::now();
-            if now < until {
-                let remaining_secs = (until - now).as_secs_f64().ceil() as u64;
-                return Err(ControllerError::VisuPasswordBlocked { remaining_secs });
-            }
-            *failures = (0, None);
-        }
+        let source = match typed {
+            Some(_) => PinSource::Page,
+            None => PinSource::Configured,
+        };
+        let _one_at_a_time = self.pins.sending();
+        self.pin_admit(typist, source)?;
         self.check_values(control, action)?;
         self.admit_command(&control.uuid, &control.name)?;
-        let result = match visu_password.or(self.visu_password.as_ref()) {
+        let result = match typed.or(self.visu_password.as_ref()) {
             Some(pw) => self.controller.act_secured(control, action, pw),
             None => Err(ControllerError::VisuPasswordMissing(control.name.clone())),
         };
-        match &result {
+        let result = match result {
             Err(ControllerError::VisuPasswordWrong) => {
-                failures.0 += 1;
-                if failures.0 >= PIN_ATTEMPTS {
-                    log::warn!(
-                        "{} wrong visualisation passwords in a row; secured commands pause for {} s",
-                        failures.0,
-                        PIN_PAUSE.as_secs()
-                    );
-                    failures.1 = Some(Instant::now() + PIN_PAUSE);
+                match self.pins.wrong(typist, source, Instant::now()) {
+                    Some(run) => Err(ControllerError::VisuPasswordWrongPaused(run)),
+                    None => Err(ControllerError::VisuPasswordWrong),
                 }
             }
-            Ok(_) => *failures = (0, None),
-            Err(_) => {}
-        }
-        drop(failures);
+            Ok(v) => {
+                self.pins.right(typist, source);
+                Ok(v)
+            }
+            Err(e) => Err(e),
+        };
         self.finish(control, action, &format!("{caller} (secured)"), result)
+    }
+
+    /// Whether a secured command of `typist` with a password from `source` may be tried now
+    /// ([`super::pin::PinGuard::admit`]): tools ask before they open the password page, so a
+    /// paused key is not even asked.
+    pub fn pin_admit(&self, typist: &Typist, source: PinSource) -> Result<(), ControllerError> {
+        self.pins
+            .admit(typist, source, Instant::now())
+            .map_err(|p| ControllerError::VisuPasswordBlocked {
+                remaining_secs: p.remaining_secs,
+                pause_secs: p.pause_secs,
+                run: p.run,
+                source,
+            })
+    }
+
+    /// The ledgers of wrong visualisation passwords (dashboard, admin API).
+    pub fn pins(&self) -> &PinGuard {
+        &self.pins
     }
 
     /// Configures the stop switch (`[safety] stop_switch`: a name or UUID, see

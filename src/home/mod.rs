@@ -15,6 +15,7 @@ pub mod link;
 pub mod model;
 pub mod names;
 pub mod permission;
+pub mod pin;
 pub mod primary;
 pub mod resolve;
 pub mod risk;
@@ -41,6 +42,7 @@ pub use model::{
     StateRef, StructureProblem, StructureWarning, TypeFamily,
 };
 pub use permission::{Permission, Profile, ToolFacts};
+pub use pin::{PinSource, Typist};
 pub use primary::Primary;
 pub use risk::{Risk, RiskRules};
 pub use scope::{Access, Denied, Scope};

@@ -13,6 +13,8 @@
 //! | `GET /admin/status` | version, uptime, security level, `services.loxone` (link mode, `connected`, `last_error`, `reconnects`, `events_received`), structure file, key counts, MCP sessions, audit entries |
 //! | `GET /admin/rate-limits` | limits per role and per client, the window, and the current buckets (key ids masked) |
 //! | `GET /admin/api/audit?since=&key_name=&operation=&result=&limit=` | `{"entries": [...]}` newest first (limit 1-1000, default 100) |
+//! | `GET /admin/api/visu-password` | wrong visualisation passwords: who typed them, their runs and pauses ([`crate::home::pin::PinGuard::snapshot`]) |
+//! | `POST /admin/api/visu-password/lift` | body `{"key_id"}` (a `key_id` of the listing, or `configured`): ends that pause now, its run count stays (the next run pauses longer); **200** `{"lifted": key_id}`, **404** when it is not paused |
 //! | `GET /admin/api/stop` | `{"stop": {...}}`: whether commands are stopped, by what, since when, who lifts it ([`crate::home::StopStatus::to_json`]) |
 //! | `POST /admin/api/stop` | body `{"stopped": true}` stops every command (the admin page's stop, kept in the data directory across restarts), `{"stopped": false}` lifts it (the stop switch in the house is lifted only there): **200** `{"stop": {...}}` |
 //!
@@ -156,6 +158,17 @@ pub(crate) fn handle(
         "/admin/api/audit" => match method {
             Get => audit(&admin, query),
             _ => super::method_not_allowed("GET"),
+        },
+        "/admin/api/visu-password" => match method {
+            Get => Answer::json(200, &admin.house.pins().snapshot(Instant::now())),
+            _ => super::method_not_allowed("GET"),
+        },
+        "/admin/api/visu-password/lift" => match method {
+            Post => match super::json_body(ctx, request) {
+                Ok(body) => lift_pause(&admin, principal, body),
+                Err(a) => a,
+            },
+            _ => super::method_not_allowed("POST"),
         },
         "/admin/api/stop" => match method {
             Get => Answer::json(200, &json!({"stop": admin.house.stop_shown().to_json()})),
@@ -380,6 +393,41 @@ fn create_key(admin: &AdminContext, principal: Option<&Principal>, body: Value) 
             a
         }
     }
+}
+
+/// `POST /admin/api/visu-password/lift`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LiftBody {
+    key_id: String,
+}
+
+/// Ends the pause of one typist (or of the configured password); recorded in the audit log
+/// (`visu_password.lift`).
+fn lift_pause(admin: &AdminContext, principal: Option<&Principal>, body: Value) -> Answer {
+    let started = Instant::now();
+    let body: LiftBody = match serde_json::from_value(body) {
+        Ok(b) => b,
+        Err(e) => return invalid(format!("invalid body: {e}")),
+    };
+    if !admin.house.pins().lift(&body.key_id, Instant::now()) {
+        return api_error(
+            404,
+            "NOT_FOUND",
+            format!("{} is not paused", body.key_id),
+            json!({"key_id": body.key_id}),
+        );
+    }
+    record(
+        admin,
+        principal,
+        "visu_password.lift",
+        &body.key_id,
+        "ok",
+        started,
+    );
+    log::info!("admin API: lifted the password pause of {}", body.key_id);
+    Answer::json(200, &json!({"lifted": body.key_id}))
 }
 
 /// The key `id` names, or the error answer (404, 409 ambiguous, 500).

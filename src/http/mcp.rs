@@ -284,6 +284,9 @@ fn exchange(
                 Ok(id) => {
                     state.id = Some(id.clone());
                     created = Some(id);
+                    // A session this one replaced (over the address's or key's cap) ends
+                    // its streams now.
+                    ctx.drop_ended_outboxes();
                 }
                 Err(e @ crate::mcp::SessionError::TooMany(_)) => {
                     log::info!("initialize from {client:?} refused: {e}");
@@ -360,17 +363,21 @@ impl Post {
         if let Some(v) = declared.as_deref() {
             let version = ProtocolVersion::parse(v);
             if version.is_none_or(ProtocolVersion::is_modern) {
-                let notification = matches!(
-                    &incoming,
-                    Ok(Incoming::Single(Ok(Message::Notification(_))))
-                );
+                // A body that is no message (too deep, too many values, not JSON) gets that
+                // error, not one about its version: the version was not the problem.
+                let incoming = match incoming {
+                    Err(invalid) => return Err(refused(400, invalid)),
+                    Ok(incoming) => incoming,
+                };
+                let notification =
+                    matches!(&incoming, Incoming::Single(Ok(Message::Notification(_))));
                 if version.is_some() && matches!(session, Ok(None)) && notification {
                     // 2026-07-28 defines no client notifications over HTTP: accepted and
                     // dropped.
                     return Err(Answer::empty(202));
                 }
                 let id = match &incoming {
-                    Ok(Incoming::Single(Ok(Message::Request(r)))) => Some(r.id.clone()),
+                    Incoming::Single(Ok(Message::Request(r))) => Some(r.id.clone()),
                     _ => None,
                 };
                 return Err(refused(400, modern::unsupported_version(id, v)));
@@ -841,9 +848,12 @@ pub(crate) fn pump(
                 if w.comment("keep-alive").is_err() {
                     return;
                 }
-                // An open stream keeps its session from expiring.
+                // An open stream keeps its session from expiring; a session that is gone
+                // (replaced, deleted) ends its stream.
                 if let Some(id) = session {
-                    ctx.mcp.sessions().keep_alive(id);
+                    if !ctx.mcp.sessions().keep_alive(id) {
+                        return;
+                    }
                 }
             }
             Err(RecvTimeoutError::Disconnected) => return,

@@ -344,13 +344,19 @@ impl Ctx {
         });
         if new {
             self.mcp.hub().register(id, outbox.clone());
-            // Forget the outboxes of sessions that expired meanwhile.
-            let sessions = self.mcp.sessions();
-            for gone in self.outboxes.prune(|k| sessions.contains(k)) {
-                self.mcp.hub().unregister(&gone);
-            }
+            self.drop_ended_outboxes();
         }
         outbox
+    }
+
+    /// Ends the streams and forgets the outboxes of sessions that are gone (expired, or
+    /// replaced by a new session over a cap): their clients see the stream end at once (and
+    /// a 404 for the session next), not a silent stream.
+    pub(crate) fn drop_ended_outboxes(&self) {
+        let sessions = self.mcp.sessions();
+        for gone in self.outboxes.prune(|k| sessions.contains(k)) {
+            self.mcp.hub().unregister(&gone);
+        }
     }
 
     /// Ends session `id`'s streams and forgets its outbox.

@@ -7,6 +7,12 @@
 //! 2025-11-25 the elicitation answers within the same request; a 2026-07-28 client answers an
 //! `input_required` result, and its retry redeems the id named in the sealed `requestState`
 //! (`crate::mcp::input`); the URL-mode page can redeem the same store by id.
+//!
+//! Fair shares: one key (or OAuth grant: [`Binding::key`]) keeps at most [`PER_KEY`] pending
+//! confirmations of the store's [`CAPACITY`], so that a key asking and never answering fills
+//! only its own share. A new confirmation for the same binding (the same key, tool, controls
+//! and command) replaces the older one, which can no longer be redeemed ([`Pending::file`]):
+//! one open question per command.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -17,8 +23,12 @@ use crate::home::Risk;
 /// How long a pending confirmation can be redeemed.
 pub const LIFETIME: Duration = Duration::from_secs(120);
 
-/// Most pending confirmations kept at once; a full store refuses new ones (nothing is sent).
+/// Most pending confirmations kept at once, of all keys; a full store refuses new ones
+/// (nothing is sent).
 pub const CAPACITY: usize = 256;
+
+/// Most pending confirmations of one key (or OAuth grant) at once.
+pub const PER_KEY: usize = 16;
 
 /// Who confirmed a command, for the result and the audit log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +83,8 @@ pub enum Refusal {
     Expired,
     /// [`CAPACITY`] pending confirmations are waiting.
     Full,
+    /// The key's own share ([`PER_KEY`]) is waiting.
+    KeyFull,
 }
 
 impl std::fmt::Display for Refusal {
@@ -82,6 +94,9 @@ impl std::fmt::Display for Refusal {
             Refusal::Mismatch => "the confirmation was given for another command",
             Refusal::Expired => "the confirmation expired",
             Refusal::Full => "too many confirmations are waiting",
+            Refusal::KeyFull => {
+                "too many confirmations of this key are waiting; answer or let them expire first"
+            }
         })
     }
 }
@@ -108,12 +123,16 @@ impl Pending {
         }
     }
 
-    /// Files a confirmation for `binding` at `now`; returns its id. Expired entries go first;
-    /// a store still full refuses ([`Refusal::Full`]).
+    /// Files a confirmation for `binding` at `now`; returns its id. Expired entries go first,
+    /// and a pending one for the same binding is replaced (it can no longer be redeemed); the
+    /// key's share full ([`Refusal::KeyFull`]) or the store full ([`Refusal::Full`]) refuses.
     pub fn file(&self, binding: Binding, now: Instant) -> Result<String, Refusal> {
         let mut e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let lifetime = self.lifetime;
-        e.retain(|_, (_, at)| now.saturating_duration_since(*at) < lifetime);
+        e.retain(|_, (b, at)| now.saturating_duration_since(*at) < lifetime && *b != binding);
+        if e.values().filter(|(b, _)| b.key == binding.key).count() >= PER_KEY {
+            return Err(Refusal::KeyFull);
+        }
         if e.len() >= CAPACITY {
             return Err(Refusal::Full);
         }
@@ -217,15 +236,55 @@ mod tests {
     }
 
     #[test]
-    fn the_store_is_bounded() {
+    fn the_store_is_bounded_per_key_and_in_all() {
         let p = Pending::default();
         let t0 = Instant::now();
-        for _ in 0..CAPACITY {
-            p.file(binding("gate", "open", "k"), t0).unwrap();
+        // One key fills its own share only.
+        for i in 0..PER_KEY {
+            p.file(binding(&format!("gate{i}"), "open", "k"), t0)
+                .unwrap();
         }
-        assert_eq!(p.file(binding("gate", "open", "k"), t0), Err(Refusal::Full));
+        assert_eq!(
+            p.file(binding("door", "open", "k"), t0),
+            Err(Refusal::KeyFull)
+        );
+        // Other keys fill the rest of the store.
+        let keys = (CAPACITY - PER_KEY) / PER_KEY;
+        for k in 0..keys {
+            for i in 0..PER_KEY {
+                p.file(binding(&format!("gate{i}"), "open", &format!("k{k}")), t0)
+                    .unwrap();
+            }
+        }
+        assert_eq!(p.len(), CAPACITY);
+        assert_eq!(
+            p.file(binding("gate", "open", "newcomer"), t0),
+            Err(Refusal::Full)
+        );
         // Expired entries make room.
         assert!(p.file(binding("gate", "open", "k"), t0 + LIFETIME).is_ok());
         assert_eq!(p.len(), 1);
+    }
+
+    #[test]
+    fn a_newer_confirmation_of_the_same_command_replaces_the_older() {
+        let p = Pending::default();
+        let t0 = Instant::now();
+        let b = binding("gate", "open", "k1");
+        let older = p.file(b.clone(), t0).unwrap();
+        let other_key = p.file(binding("gate", "open", "k2"), t0).unwrap();
+        let other_command = p.file(binding("gate", "close", "k1"), t0).unwrap();
+        let newer = p.file(b.clone(), t0).unwrap();
+        assert_eq!(p.redeem(&older, &b, t0), Err(Refusal::Unknown), "replaced");
+        assert_eq!(p.redeem(&newer, &b, t0), Ok(()));
+        // Other keys' and other commands' confirmations stay.
+        assert_eq!(
+            p.redeem(&other_key, &binding("gate", "open", "k2"), t0),
+            Ok(())
+        );
+        assert_eq!(
+            p.redeem(&other_command, &binding("gate", "close", "k1"), t0),
+            Ok(())
+        );
     }
 }

@@ -18,6 +18,10 @@
 //! ([`PasswordPages::wait`]), or the 2026-07-28 retry that names the page in its sealed
 //! `requestState` ([`PasswordPages::take`], which never waits). The password is held in memory
 //! only until then, never logged, never in a result.
+//!
+//! Like the pending confirmations ([`super::confirm`]), one key keeps at most [`PER_KEY`] pages
+//! of the store's [`CAPACITY`], and a new page for the same binding replaces the older one
+//! (its waiting request is told at once).
 
 use std::collections::HashMap;
 use std::sync::{Condvar, Mutex};
@@ -31,8 +35,11 @@ use crate::home::Secret;
 /// How long a page can be answered (and the request waits for it).
 pub const LIFETIME: Duration = confirm::LIFETIME;
 
-/// Most pages open at once; a full store refuses new ones (nothing is sent).
+/// Most pages open at once, of all keys; a full store refuses new ones (nothing is sent).
 pub const CAPACITY: usize = 64;
+
+/// Most pages of one key (or OAuth grant) open at once.
+pub const PER_KEY: usize = 4;
 
 /// Longest password the page takes (bytes).
 pub const MAX_PASSWORD: usize = 256;
@@ -232,8 +239,9 @@ impl PasswordPages {
 
     /// Files a page for `binding` showing `question`, and returns the URL-mode request that
     /// opens it: `elicitationId` and `{origin}/confirm/{id}` (`origin` is `scheme://host[:port]`
-    /// as the client reached this server). Expired pages go first; a store still full
-    /// refuses ([`Refusal::Full`]).
+    /// as the client reached this server). Expired pages go first, and an open page for the
+    /// same binding is replaced (the request waiting for it ends); the key's share full
+    /// ([`Refusal::KeyFull`]) or the store full ([`Refusal::Full`]) refuses.
     pub fn url_request(
         &self,
         origin: &str,
@@ -243,7 +251,14 @@ impl PasswordPages {
     ) -> Result<UrlRequest, Refusal> {
         let mut e = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let lifetime = self.lifetime;
-        e.retain(|_, p| now.saturating_duration_since(p.filed) < lifetime);
+        let before = e.len();
+        e.retain(|_, p| now.saturating_duration_since(p.filed) < lifetime && p.binding != binding);
+        if e.len() < before {
+            self.answered.notify_all();
+        }
+        if e.values().filter(|p| p.binding.key == binding.key).count() >= PER_KEY {
+            return Err(Refusal::KeyFull);
+        }
         if e.len() >= CAPACITY {
             return Err(Refusal::Full);
         }
@@ -563,6 +578,39 @@ mod tests {
     }
 
     #[test]
+    fn a_newer_page_for_the_same_command_replaces_the_older_and_ends_its_wait() {
+        let p = std::sync::Arc::new(PasswordPages::with_lifetime(Duration::from_secs(60)));
+        let t0 = Instant::now();
+        let older = p
+            .url_request("http://pi", binding("Disarm"), "q", t0)
+            .unwrap()
+            .elicitation_id;
+        let waiting = {
+            let (p, id) = (p.clone(), older.clone());
+            std::thread::spawn(move || p.wait(&id, &binding("Disarm")))
+        };
+        let other = p
+            .url_request("http://pi", binding("Arm"), "q", t0)
+            .unwrap()
+            .elicitation_id;
+        let newer = p
+            .url_request("http://pi", binding("Disarm"), "q", Instant::now())
+            .unwrap()
+            .elicitation_id;
+        // The older page's request ends at once (not after the page's minute).
+        assert_eq!(waiting.join().unwrap().unwrap_err(), NoPassword::Unknown);
+        assert_eq!(
+            p.view(&older, Instant::now()).unwrap_err(),
+            PageError::Unknown
+        );
+        assert!(p.view(&newer, Instant::now()).is_ok());
+        assert!(
+            p.view(&other, Instant::now()).is_ok(),
+            "another command's page stays"
+        );
+    }
+
+    #[test]
     fn an_unanswered_page_expires_and_the_store_is_bounded() {
         let p = PasswordPages::with_lifetime(Duration::from_millis(50));
         let t0 = Instant::now();
@@ -574,15 +622,29 @@ mod tests {
             NoPassword::Expired
         );
         let p = PasswordPages::default();
-        for _ in 0..CAPACITY {
-            p.url_request("http://pi", binding("x"), "q", t0).unwrap();
+        let of = |key: usize, command: usize| Binding {
+            key: format!("k{key}"),
+            ..binding(&format!("c{command}"))
+        };
+        for i in 0..PER_KEY {
+            p.url_request("http://pi", of(0, i), "q", t0).unwrap();
         }
         assert_eq!(
-            p.url_request("http://pi", binding("x"), "q", t0),
+            p.url_request("http://pi", of(0, PER_KEY), "q", t0),
+            Err(Refusal::KeyFull),
+            "one key fills its own share only"
+        );
+        for k in 1..CAPACITY / PER_KEY {
+            for i in 0..PER_KEY {
+                p.url_request("http://pi", of(k, i), "q", t0).unwrap();
+            }
+        }
+        assert_eq!(
+            p.url_request("http://pi", of(CAPACITY, 0), "q", t0),
             Err(Refusal::Full)
         );
         assert!(p
-            .url_request("http://pi", binding("x"), "q", t0 + LIFETIME)
+            .url_request("http://pi", of(0, 0), "q", t0 + LIFETIME)
             .is_ok());
     }
 }

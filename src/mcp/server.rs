@@ -541,7 +541,8 @@ impl McpServer {
     }
 
     /// The era `request` is served in, read from it once: [`Era::Stateless`] with its `_meta`
-    /// when it names its version in `_meta`, its method exists only in 2026-07-28, or it comes
+    /// when it names its version in `_meta`, its method exists only in 2026-07-28 (outside a
+    /// session negotiated at an older version, where it is -32601), or it comes
     /// without a negotiated session and the transport declared a version the handshake does
     /// not know (`state.declared_version`); else [`Era::Session`]. `Err` is the answer to a
     /// stateless request whose `params` or `_meta` are not valid (-32602, -32022).
@@ -550,7 +551,11 @@ impl McpServer {
             Some(Params::Object(p)) => Some(p),
             _ => None,
         };
-        let stateless = modern::modern_only(&request.method)
+        // Inside a negotiated session of an older version, a method of 2026-07-28 alone
+        // (`server/discover`) does not exist: the session answers it -32601, as a server of
+        // that version would, instead of holding it to the new era's headers (-32020).
+        let in_legacy_session = state.version.is_some_and(|v| !v.is_modern());
+        let stateless = (modern::modern_only(&request.method) && !in_legacy_session)
             || modern::meta_version(params).is_some()
             || (state.version.is_none()
                 && state.declared_version.as_deref().is_some_and(|v| {

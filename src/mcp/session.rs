@@ -426,10 +426,15 @@ impl SessionStore {
             .is_some_and(|e| now.duration_since(e.last_seen) < self.idle_timeout)
     }
 
-    /// Marks session `id` as active now (an open stream keeps its session alive).
-    pub fn keep_alive(&self, id: &str) {
-        if let Some(e) = self.lock().get_mut(id) {
-            e.last_seen = Instant::now();
+    /// Marks session `id` as active now (an open stream keeps its session alive); `false`
+    /// when the store no longer holds it (deleted, or replaced over a cap): its streams end.
+    pub fn keep_alive(&self, id: &str) -> bool {
+        match self.lock().get_mut(id) {
+            Some(e) => {
+                e.last_seen = Instant::now();
+                true
+            }
+            None => false,
         }
     }
 
@@ -492,6 +497,9 @@ mod tests {
         let _c = store.create(ProtocolVersion::LATEST).unwrap();
         assert!(store.touch(&a, "http").is_none(), "oldest evicted");
         assert!(store.touch(&b, "http").is_some());
+        // A stream's keep-alive tells whether its session is still held.
+        assert!(!store.keep_alive(&a), "an evicted session's streams end");
+        assert!(store.keep_alive(&b));
     }
 
     #[test]

@@ -12,14 +12,18 @@
 //! ([`missing_extension`]); so are `tasks/get`, `tasks/update` and `tasks/cancel`.
 //! `tasks/result` and `tasks/list` (the 2025-11-25 core tasks) do not exist: -32601.
 //!
-//! Bounds ([`TaskLimits`]): at most `max_running` task threads at once, at most
-//! `max_tasks` kept in all and `max_per_caller` per caller (a finished task makes room for a
-//! new one, oldest first; when every kept task still runs the call is refused), every task
-//! kept at most `ttl` from its creation (`ttlMs`; one still running then is cancelled and
-//! reported `failed`), every wait for client input bounded by the tool's own timeout and the
-//! task's time to live. Task ids are 128 random bits, and a task is bound to the caller that
-//! created it ([`owner_of`]: the API key, else the client's address): for anybody else it does
-//! not exist (-32602, the same answer as an unknown id).
+//! Bounds ([`TaskLimits`]), fair shares per caller under house-wide caps, so that one caller
+//! can use up only its own share: at most `max_running_per_caller` task threads of one caller
+//! and `max_running` in all at once; at most `max_per_caller` tasks of one caller kept and
+//! `max_tasks` in all. A kept task is never dropped to make room (not even for its own
+//! caller): a finished task's result stays readable by its owner for the whole of its stated
+//! `ttlMs`, and a call over a cap is refused (-32600 "Too many tasks", saying which cap and
+//! when the oldest kept task expires). Every task is kept at most `ttl` from its creation (one
+//! still running then is cancelled and reported `failed`), every wait for client input bounded
+//! by the tool's own timeout and the task's time to live. Task ids are 128 random bits, and a
+//! task is bound to the caller that created it ([`owner_of`]: the API key or OAuth grant,
+//! else the client's address): for anybody else it does not exist (-32602, the same answer as
+//! an unknown id).
 //!
 //! A running task talks to the client through its [`TaskPeer`]: progress becomes the task's
 //! `statusMessage`; a request to the client (elicitation) parks the task in
@@ -27,7 +31,7 @@
 //! `tasks/update` delivers its answer, the task is cancelled or the wait's deadline passes.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -48,12 +52,15 @@ pub use super::handler::TaskSupport;
 /// Bounds of the task store (see the module doc).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskLimits {
-    /// Tasks kept at once, running or finished (default 64).
+    /// Tasks kept at once, running or finished, of all callers (default 64).
     pub max_tasks: usize,
     /// Tasks kept per caller (default 16).
     pub max_per_caller: usize,
-    /// Task threads running at once (default 8).
+    /// Task threads running at once, of all callers (default 8).
     pub max_running: usize,
+    /// Task threads of one caller running at once (default 4: one caller leaves the other
+    /// half of [`TaskLimits::max_running`] to the others).
+    pub max_running_per_caller: usize,
     /// How long a task is kept from its creation (`ttlMs`; default 10 min).
     pub ttl: Duration,
     /// The polling interval suggested to clients (`pollIntervalMs`; default 1 s).
@@ -69,6 +76,7 @@ impl Default for TaskLimits {
             max_tasks: 64,
             max_per_caller: 16,
             max_running: 8,
+            max_running_per_caller: 4,
             ttl: Duration::from_secs(600),
             poll_interval: Duration::from_secs(1),
             first_step_wait: Duration::from_secs(3),
@@ -170,11 +178,18 @@ struct Entry {
     first: Option<crossbeam_channel::Sender<Option<RpcError>>>,
 }
 
+/// The task threads running, in all and by owner.
+#[derive(Default)]
+struct Slots {
+    total: usize,
+    by_owner: HashMap<String, usize>,
+}
+
 /// The tasks of one server (`Send + Sync`; shared as an `Arc` with the task threads).
 pub struct TaskStore {
     tasks: Mutex<HashMap<String, Entry>>,
     changed: Condvar,
-    running: AtomicUsize,
+    running: Mutex<Slots>,
     limits: TaskLimits,
     hub: Arc<Hub>,
 }
@@ -210,7 +225,7 @@ impl TaskStore {
         Self {
             tasks: Mutex::new(HashMap::new()),
             changed: Condvar::new(),
-            running: AtomicUsize::new(0),
+            running: Mutex::new(Slots::default()),
             limits,
             hub,
         }
@@ -280,45 +295,90 @@ impl TaskStore {
         announce
     }
 
-    /// Makes room for one more task of `owner`: drops the oldest finished task of the owner
-    /// (then of anybody) while a cap is reached; `Err` when only running tasks fill it.
-    fn make_room(&self, tasks: &mut HashMap<String, Entry>, owner: &str) -> Result<(), RpcError> {
+    /// Whether one more task of `owner` may be kept: its share ([`TaskLimits::max_per_caller`])
+    /// and the house's ([`TaskLimits::max_tasks`]) both have room. Nothing kept is dropped for
+    /// it (a finished task stays readable for its time to live); `Err` says which cap is
+    /// reached and when the oldest task under it expires.
+    fn room_for(&self, tasks: &HashMap<String, Entry>, owner: &str) -> Result<(), RpcError> {
         let full = |detail: String| RpcError {
             code: RpcError::INVALID_REQUEST,
             message: "Too many tasks".into(),
             details: Some(detail),
         };
-        loop {
-            let mine = tasks.values().filter(|e| e.owner == owner).count();
-            let cap_mine = mine >= self.limits.max_per_caller;
-            let cap_all = tasks.len() >= self.limits.max_tasks;
-            if !cap_mine && !cap_all {
-                return Ok(());
-            }
-            let oldest = tasks
-                .iter()
-                .filter(|(_, e)| e.status.terminal() && (!cap_mine || e.owner == owner))
-                .min_by_key(|(_, e)| e.born)
-                .map(|(id, _)| id.clone());
-            match oldest {
-                Some(id) => {
-                    tasks.remove(&id);
-                }
-                None if cap_mine => {
-                    return Err(full(format!(
-                        "{mine} of your tasks are still running (at most {} per caller); \
-                         wait for one to finish or cancel one",
-                        self.limits.max_per_caller
-                    )))
-                }
-                None => {
-                    return Err(full(format!(
-                        "the server runs {} tasks already; retry later",
-                        tasks.len()
-                    )))
-                }
+        let ttl = self.limits.ttl;
+        let frees_in = |mine: bool| {
+            tasks
+                .values()
+                .filter(|e| !mine || e.owner == owner)
+                .map(|e| ttl.saturating_sub(e.born.elapsed()))
+                .min()
+                .map_or(0, |d| d.as_secs_f64().ceil() as u64)
+        };
+        let mine = tasks.values().filter(|e| e.owner == owner).count();
+        if mine >= self.limits.max_per_caller {
+            return Err(full(format!(
+                "you have {mine} tasks kept (at most {} per caller; each is kept for its ttlMs \
+                 so its result stays readable); the oldest expires in {} s",
+                self.limits.max_per_caller,
+                frees_in(true)
+            )));
+        }
+        if tasks.len() >= self.limits.max_tasks {
+            return Err(full(format!(
+                "the server keeps {} tasks (its limit); retry in {} s",
+                tasks.len(),
+                frees_in(false)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Takes a task thread slot for `owner` within its share and the house's; `Err` names the
+    /// cap that is reached.
+    fn take_slot(&self, owner: &str) -> Result<(), RpcError> {
+        let mut slots = lock(&self.running);
+        let mine = slots.by_owner.get(owner).copied().unwrap_or(0);
+        let refused = if mine >= self.limits.max_running_per_caller {
+            Some(format!(
+                "{mine} of your tasks are running (at most {} per caller); wait for one to \
+                 finish or cancel one",
+                self.limits.max_running_per_caller
+            ))
+        } else if slots.total >= self.limits.max_running {
+            Some(format!(
+                "{} tasks are running (the server's limit); retry later",
+                slots.total
+            ))
+        } else {
+            None
+        };
+        if let Some(detail) = refused {
+            return Err(RpcError {
+                code: RpcError::INVALID_REQUEST,
+                message: "Too many tasks".into(),
+                details: Some(detail),
+            });
+        }
+        slots.total += 1;
+        *slots.by_owner.entry(owner.to_string()).or_default() += 1;
+        Ok(())
+    }
+
+    /// Gives `owner`'s task thread slot back.
+    fn free_slot(&self, owner: &str) {
+        let mut slots = lock(&self.running);
+        slots.total = slots.total.saturating_sub(1);
+        if let Some(n) = slots.by_owner.get_mut(owner) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                slots.by_owner.remove(owner);
             }
         }
+    }
+
+    /// Task threads running now, of all callers.
+    pub fn running(&self) -> usize {
+        lock(&self.running).total
     }
 
     /// Creates a task of `owner` and runs `job` on a thread of its own; the task ends with
@@ -337,21 +397,11 @@ impl TaskStore {
         owner: &str,
         job: impl FnOnce(PeerHandle) -> Result<Value, RpcError> + Send + 'static,
     ) -> Result<Spawned, RpcError> {
-        if self.running.fetch_add(1, Ordering::SeqCst) >= self.limits.max_running {
-            self.running.fetch_sub(1, Ordering::SeqCst);
-            return Err(RpcError {
-                code: RpcError::INVALID_REQUEST,
-                message: "Too many tasks".into(),
-                details: Some(format!(
-                    "{} tasks are running (the server's limit); retry later",
-                    self.limits.max_running
-                )),
-            });
-        }
+        self.take_slot(owner)?;
         let id = match new_task_id() {
             Ok(id) => id,
             Err(e) => {
-                self.running.fetch_sub(1, Ordering::SeqCst);
+                self.free_slot(owner);
                 return Err(e);
             }
         };
@@ -359,8 +409,8 @@ impl TaskStore {
         let announce = {
             let mut tasks = lock(&self.tasks);
             let announce = self.sweep(&mut tasks);
-            if let Err(e) = self.make_room(&mut tasks, owner) {
-                self.running.fetch_sub(1, Ordering::SeqCst);
+            if let Err(e) = self.room_for(&tasks, owner) {
+                self.free_slot(owner);
                 drop(tasks);
                 announce.into_iter().for_each(|s| self.announce(s));
                 return Err(e);
@@ -389,6 +439,7 @@ impl TaskStore {
         }));
         let store = self.clone();
         let task = id.clone();
+        let slot_owner = owner.to_string();
         let spawned = std::thread::Builder::new()
             .name("mcp-task".into())
             .spawn(move || {
@@ -399,10 +450,10 @@ impl TaskStore {
                             .with_details("the task's handler failed"))
                     });
                 store.finish(&task, outcome);
-                store.running.fetch_sub(1, Ordering::SeqCst);
+                store.free_slot(&slot_owner);
             });
         if let Err(e) = spawned {
-            self.running.fetch_sub(1, Ordering::SeqCst);
+            self.free_slot(owner);
             self.finish(
                 &id,
                 Err(RpcError::internal("Internal error")
@@ -867,7 +918,7 @@ mod tests {
             .contains("time to live"));
         gate.store(true, Ordering::SeqCst);
         let deadline = Instant::now() + Duration::from_secs(10);
-        while s.running.load(Ordering::SeqCst) > 0 {
+        while s.running() > 0 {
             assert!(Instant::now() < deadline, "task threads never ended");
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -881,6 +932,53 @@ mod tests {
             assert!(Instant::now() < deadline, "expired task still kept");
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    #[test]
+    fn each_caller_has_its_share_and_nothing_kept_is_dropped_for_another() {
+        let s = store(TaskLimits {
+            max_tasks: 4,
+            max_per_caller: 3,
+            max_running: 3,
+            max_running_per_caller: 2,
+            ..TaskLimits::default()
+        });
+        let gate = Arc::new(AtomicBool::new(false));
+        let hold = |g: Arc<AtomicBool>| {
+            move |peer: PeerHandle| {
+                while !g.load(Ordering::SeqCst) && !peer.0.cancelled() {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Ok(json!({"held": true}))
+            }
+        };
+        // `a` fills its share of threads; `b` still runs one.
+        task(s.spawn("a", hold(gate.clone())));
+        task(s.spawn("a", hold(gate.clone())));
+        let e = s.spawn("a", |_| Ok(json!({}))).unwrap_err();
+        assert!(e.details.unwrap().contains("per caller"));
+        let b = task(s.spawn("b", |_| Ok(json!({"b": 1}))));
+        let b = b["taskId"].as_str().unwrap().to_string();
+        wait_status(&s, &b, "b", "completed");
+        gate.store(true, Ordering::SeqCst);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while s.running() > 0 {
+            assert!(Instant::now() < deadline, "task threads never ended");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // `a` may keep one more (3 of its own), then its share is full: refused, and `b`'s
+        // finished result is not dropped to make room, nor are `a`'s own.
+        task(s.spawn("a", |_| Ok(json!({}))));
+        let e = s.spawn("a", |_| Ok(json!({}))).unwrap_err();
+        assert!(e.details.unwrap().contains("kept"), "own share full");
+        assert_eq!(s.len(), 4);
+        // The house is full: `c` is refused, and nothing of `a` or `b` is gone.
+        let e = s.spawn("c", |_| Ok(json!({}))).unwrap_err();
+        assert!(e.details.unwrap().contains("server keeps"));
+        let t = s
+            .handle("tasks/get", Some(&params(json!({"taskId": b}))), "b")
+            .unwrap();
+        assert_eq!(t["result"], json!({"b": 1}));
     }
 
     #[test]

@@ -131,7 +131,7 @@ tool_args! {
     /// The arguments of `control_room_devices`.
     struct RoomDevices {
         room: String,
-        action: Verb,
+        action: Verb { selects: &["value"] },
         value: Option<f64> { range: PERCENT, about: "%: brightness or blind closed" },
         device_type: Option<String>,
         device_types: Option<Vec<String>> { min_items: 1 },

@@ -182,7 +182,7 @@ words! {
         Down = "down",
         Stop = "stop",
         Shade = "shade",
-        Position = "position",
+        Position = "position" => ["position"],
     }
 }
 
@@ -199,8 +199,8 @@ words! {
         Down = "down",
         Stop = "stop",
         Shade = "shade",
-        Position = "position",
-        Slats = "slats",
+        Position = "position" => ["value"],
+        Slats = "slats" => ["value"],
     }
 }
 
@@ -217,7 +217,7 @@ impl From<RoomAction> for UnifiedAction {
 }
 
 /// The [`Action`] for `action` with the percent `value` (named `field` in errors): required
-/// for position and slats, refused for the others.
+/// for position and slats (the declarations refuse it with the others, `selects`).
 fn to_action(action: UnifiedAction, value: Option<f64>, field: &str) -> Result<Action, ToolError> {
     let needs = |v: Option<f64>| {
         v.ok_or_else(|| {
@@ -230,15 +230,10 @@ fn to_action(action: UnifiedAction, value: Option<f64>, field: &str) -> Result<A
     match (action, value) {
         (UnifiedAction::Position, v) => Ok(Action::Level(needs(v)?)),
         (UnifiedAction::Slats, v) => Ok(Action::Slats(needs(v)?)),
-        (_, Some(_)) => Err(ToolError::InvalidParams(format!(
-            "{field} only applies to action position{}, not {}",
-            if field == "value" { " or slats" } else { "" },
-            action.as_str()
-        ))),
-        (UnifiedAction::Up, None) => Ok(Action::Up),
-        (UnifiedAction::Down, None) => Ok(Action::Down),
-        (UnifiedAction::Stop, None) => Ok(Action::Stop),
-        (UnifiedAction::Shade, None) => Ok(Action::Shade),
+        (UnifiedAction::Up, _) => Ok(Action::Up),
+        (UnifiedAction::Down, _) => Ok(Action::Down),
+        (UnifiedAction::Stop, _) => Ok(Action::Stop),
+        (UnifiedAction::Shade, _) => Ok(Action::Shade),
     }
 }
 
@@ -330,7 +325,7 @@ tool_args! {
     /// The arguments of `control_room_rolladen`.
     struct RoomArgs {
         room: String,
-        action: RoomAction,
+        action: RoomAction { selects: &["position"] },
         position: Option<f64> { range: PERCENT, about: POSITION },
         dry_run: DryRun,
     }
@@ -354,7 +349,7 @@ fn control_room(house: &Ctx, a: RoomArgs, caller: &Caller) -> Result<Value, Tool
 tool_args! {
     /// The arguments of `control_all_rolladen`.
     struct AllArgs {
-        action: RoomAction,
+        action: RoomAction { selects: &["position"] },
         position: Option<f64> { range: PERCENT, about: POSITION },
         dry_run: DryRun,
         confirm: Confirm,
@@ -379,7 +374,7 @@ tool_args! {
     struct UnifiedArgs {
         scope: Scope,
         target: Option<Names> { about: batch::TARGET },
-        action: UnifiedAction,
+        action: UnifiedAction { selects: &["value"] },
         value: Option<f64> { range: PERCENT },
         dry_run: DryRun,
         confirm: Confirm,

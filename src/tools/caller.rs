@@ -8,7 +8,7 @@
 use serde_json::{json, Value};
 
 use super::{action_label, confirm, password, ToolError};
-use crate::home::{Action, Control, ControllerError, House, Outcome, Secret};
+use crate::home::{Action, Control, ControllerError, House, Outcome, Secret, Typist};
 use crate::mcp::person::{Answer, Person, Unasked};
 use crate::mcp::{LogLevel, RequestContext};
 
@@ -129,6 +129,35 @@ impl Caller {
         r
     }
 
+    /// Who types a visualisation password on the page for this caller: the ledger its wrong
+    /// passwords count in ([`crate::home::pin`]; the identity requests are bound to,
+    /// [`crate::mcp::input::caller_identity`]: the key or OAuth grant, else the client) and
+    /// the name the owner sees (the key's name, masked id and address).
+    pub fn typist(&self) -> Typist {
+        let Some(r) = &self.request else {
+            return Typist {
+                id: format!("in-process {}", self.label),
+                name: self.label.clone(),
+            };
+        };
+        let c = r.caller.as_ref();
+        Typist {
+            id: crate::mcp::input::caller_identity(r.transport, c),
+            name: match c {
+                Some(c) => format!(
+                    "{}{}{}",
+                    c.key_name,
+                    c.key_id
+                        .as_deref()
+                        .map(|k| format!(" ({k})"))
+                        .unwrap_or_default(),
+                    c.ip.map(|ip| format!(" from {ip}")).unwrap_or_default()
+                ),
+                None => r.transport.to_string(),
+            },
+        }
+    }
+
     /// What the request's API key may see and operate (`None`: the whole house).
     pub fn access(&self) -> Option<&crate::home::Access> {
         self.request
@@ -173,7 +202,8 @@ impl Caller {
         }
     }
 
-    /// [`House::act_secured`] as this caller, logged like [`Caller::act`] (never the code).
+    /// [`House::act_secured`] as this caller, logged like [`Caller::act`] (never the code); a
+    /// password typed on the page counts for this caller's [`Caller::typist`].
     pub fn act_secured(
         &self,
         house: &House,
@@ -182,7 +212,7 @@ impl Caller {
         code: Option<&Secret>,
     ) -> Result<Outcome, ControllerError> {
         self.check_access(house, c)?;
-        let r = house.act_secured(c, action, code, &self.label);
+        let r = house.act_secured(c, action, code, &self.typist(), &self.label);
         self.log_write(house, c, action, &r);
         r
     }

@@ -269,9 +269,9 @@ words! {
         Auto = "auto",
         Heating = "heating",
         Cooling = "cooling",
-        Comfort = "comfort",
-        Eco = "eco",
-        Off = "off",
+        Comfort = "comfort" => ["duration_minutes"],
+        Eco = "eco" => ["duration_minutes"],
+        Off = "off" => ["duration_minutes"],
     }
 }
 
@@ -279,7 +279,7 @@ tool_args! {
     /// The arguments of `set_room_mode`.
     struct SetMode {
         room: String,
-        mode: Mode,
+        mode: Mode { selects: &["duration_minutes"] },
         duration_minutes: Option<u32> {
             range: OVERRIDE_MINUTES,
             about: "comfort, eco, off: minutes until the schedule resumes",
@@ -357,14 +357,8 @@ fn controllers_in<'h>(
 /// controllers; `INVALID_PARAMETERS` when no controller of the room can take the mode;
 /// `CONNECTION_ERROR` when nothing was done because the Miniserver is out of reach.
 fn set_room_mode(house: &Ctx, a: SetMode, caller: &Caller) -> Result<Value, ToolError> {
-    let minutes = match a.duration_minutes {
-        Some(_) if matches!(a.mode, Mode::Auto | Mode::Heating | Mode::Cooling) => {
-            return Err(ToolError::InvalidParams(
-                "duration_minutes applies only to mode comfort, eco or off".into(),
-            ))
-        }
-        m => m,
-    };
+    // A duration with auto, heating or cooling is refused by the declaration (`selects`).
+    let minutes = a.duration_minutes;
     let mode_word = a.mode.as_str();
     let home = house.home();
     let (room, controllers) = controllers_in(&home, &a.room, true)?;

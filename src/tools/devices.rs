@@ -159,24 +159,24 @@ fn list_devices(house: &Ctx, a: ListDevices, caller: &Caller) -> Result<Value, T
 words! {
     /// What `control_device` can be asked to do: the English words and the German ones people
     /// say to a Loxone house (ein/aus, hoch/runter, auf/zu, an/aus); the first of each is the
-    /// name results report.
+    /// name results report. Each names the values it uses ([`ACTION_VALUES`]).
     pub(crate) enum Verb {
-        On = "on" | "ein" | "an",
+        On = "on" | "ein" | "an" => ["value"],
         Off = "off" | "aus",
-        Up = "up" | "open" | "hoch" | "auf",
-        Down = "down" | "close" | "runter" | "ab" | "zu",
+        Up = "up" | "open" | "hoch" | "auf" => ["value"],
+        Down = "down" | "close" | "runter" | "ab" | "zu" => ["value"],
         Stop = "stop" | "stopp",
-        Dim = "dim" | "dimmen" | "dunkler",
-        Bright = "bright" | "hell" | "heller",
+        Dim = "dim" | "dimmen" | "dunkler" => ["value"],
+        Bright = "bright" | "hell" | "heller" => ["value"],
         Pulse = "pulse" | "impuls",
         Shade = "shade" | "beschatten",
-        Slats = "slats" | "lamellen",
-        Mood = "mood" | "scene" | "stimmung" | "szene",
-        Color = "color" | "colour" | "farbe",
-        White = "white" | "weiss" | "weiß",
-        Set = "set" | "setzen",
-        Select = "select" | "auswählen",
-        Text = "text",
+        Slats = "slats" | "lamellen" => ["value"],
+        Mood = "mood" | "scene" | "stimmung" | "szene" => ["scene", "mood"],
+        Color = "color" | "colour" | "farbe" => ["hue", "saturation", "value"],
+        White = "white" | "weiss" | "weiß" => ["value", "kelvin"],
+        Set = "set" | "setzen" => ["number"],
+        Select = "select" | "auswählen" => ["number"],
+        Text = "text" => ["text"],
         Play = "play" | "abspielen",
         Pause = "pause",
         Next = "next" | "weiter",
@@ -191,6 +191,19 @@ impl Verb {
     }
 }
 
+/// The values of `control_device` an action word decides: one its word does not use is
+/// refused ([`super::schema::Selects`]).
+pub(crate) const ACTION_VALUES: &[&str] = &[
+    "value",
+    "scene",
+    "mood",
+    "hue",
+    "saturation",
+    "kelvin",
+    "number",
+    "text",
+];
+
 /// Saturation of `color` and colour temperature of `white` when not given.
 const SATURATION_DEFAULT: f64 = 100.0;
 const KELVIN_DEFAULT: f64 = KELVIN.min;
@@ -200,7 +213,7 @@ tool_args! {
     pub(crate) struct ControlDevice {
         device: String { about: "Name, \"Name Room\" or UUID" },
         room: Option<String>,
-        action: Verb,
+        action: Verb { selects: ACTION_VALUES },
         /// Percent 0-100: brightness, blind position (% closed), slat angle.
         value: Option<f64> { range: PERCENT, about: "%: brightness, blind closed, slat angle" },
         /// Mood id (LightControllerV2) or scene number 0-9 (LightController).

@@ -86,7 +86,7 @@ pub fn tools() -> Vec<Tool> {
 words! {
     /// On or off: the action of the room and house switches, and a state to list.
     enum OnOff {
-        On = "on",
+        On = "on" => ["brightness"],
         Off = "off",
     }
 }
@@ -94,11 +94,11 @@ words! {
 words! {
     /// The actions of `control_lights_unified`.
     enum LightAction {
-        On = "on",
+        On = "on" => ["value"],
         Off = "off",
-        Dim = "dim",
-        Bright = "bright",
-        Brightness = "brightness",
+        Dim = "dim" => ["value"],
+        Bright = "bright" => ["value"],
+        Brightness = "brightness" => ["value"],
     }
 }
 
@@ -202,7 +202,7 @@ tool_args! {
     /// The arguments of `control_room_lights`.
     struct RoomLights {
         room: String,
-        action: OnOff,
+        action: OnOff { selects: &["brightness"] },
         brightness: Option<f64> { range: PERCENT },
         dry_run: DryRun,
     }
@@ -212,12 +212,8 @@ fn control_room_lights(house: &Ctx, a: RoomLights, caller: &Caller) -> Result<Va
     let intent = match (a.action, a.brightness) {
         (OnOff::On, Some(b)) => Intent::Level(b),
         (OnOff::On, None) => Intent::On,
-        (OnOff::Off, None) => Intent::Off,
-        (OnOff::Off, Some(_)) => {
-            return Err(ToolError::InvalidParams(
-                "brightness only goes with action on".into(),
-            ))
-        }
+        // A brightness with off is refused by the declaration (`selects`).
+        (OnOff::Off, _) => Intent::Off,
     };
     let room = Which {
         scope: Scope::Room,
@@ -267,7 +263,7 @@ tool_args! {
         scope: Scope,
         target: Option<Names> { about: batch::TARGET },
         room: Option<String>,
-        action: LightAction,
+        action: LightAction { selects: &["value"] },
         value: Option<f64> { range: PERCENT },
         dry_run: DryRun,
         confirm: Confirm,

@@ -587,6 +587,10 @@ pub fn catalogue() -> Vec<Tool> {
     tools
 }
 
+/// The audit log's operation for a run of wrong visualisation passwords that started a pause
+/// ([`crate::home::pin`]); its target says which run and how long.
+pub const PIN_PAUSE_OPERATION: &str = "visu_password.pause";
+
 /// The catalogue bound to a house, with the response caches. It is the MCP handler of the
 /// home server; the `dispatch` module above tools, resources and prompts implements that.
 pub struct HomeTools {
@@ -884,6 +888,20 @@ impl HomeTools {
                 started.elapsed(),
             );
             log.record(entry.confirmed_by(confirmed_by.map(str::to_string)));
+            // A run of wrong visualisation passwords that started a pause: a row of its own,
+            // naming the key (the owner sees who is guessing).
+            if let Err(ToolError::Controller(ControllerError::VisuPasswordWrongPaused(run))) =
+                &result
+            {
+                log.record(Entry::new(
+                    request.caller.as_ref(),
+                    request.transport,
+                    PIN_PAUSE_OPERATION,
+                    &run.summary(),
+                    "RATE_LIMIT_EXCEEDED",
+                    Duration::ZERO,
+                ));
+            }
         }
         render(tool, door, caller, result)
     }
@@ -1131,6 +1149,22 @@ pub(crate) fn api_error(e: ToolError) -> crate::error::ApiError {
         ToolError::Controller(ControllerError::Camera { failure, message }) => {
             (message, json!({"reason": failure.as_str()}))
         }
+        ToolError::Controller(
+            c @ ControllerError::VisuPasswordBlocked {
+                remaining_secs,
+                pause_secs,
+                run,
+                ..
+            },
+        ) => (
+            c.to_string(),
+            json!({"retry_after_secs": remaining_secs, "pause_secs": pause_secs, "run": run}),
+        ),
+        ToolError::Controller(ControllerError::VisuPasswordWrongPaused(ref run)) => (
+            e.to_string(),
+            json!({"retry_after_secs": run.pause_secs, "pause_secs": run.pause_secs,
+                   "run": run.run, "wrong": run.wrong}),
+        ),
         // Who stopped it, since when, and who can lift it where.
         ToolError::Controller(ControllerError::Stopped(status)) => {
             (status.explain(), status.to_json())
@@ -1273,6 +1307,136 @@ mod tests {
         }
     }
 
+    /// Every `(field, word)` of the word fields (`enum`) of an object schema.
+    fn words_of(schema: &Value) -> Vec<(String, Value)> {
+        schema["properties"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .flat_map(|(k, p)| {
+                p["enum"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(move |w| (k.clone(), w.clone()))
+            })
+            .collect()
+    }
+
+    /// `base`, or `base` with another word (`action`, `mode`) where the word in `base` does not
+    /// use `key` (a field the word decides, [`schema::Selects`]): the arguments that give
+    /// `key` with `value` parse.
+    fn with_word_using(
+        tool: &Tool,
+        schema: &Value,
+        base: &Map<String, Value>,
+        key: &str,
+        value: Value,
+    ) -> Map<String, Value> {
+        let parses = |b: &Map<String, Value>| {
+            let mut args = b.clone();
+            args.insert(key.into(), value.clone());
+            tool.parse(&args, "").is_ok()
+        };
+        if parses(base) {
+            return base.clone();
+        }
+        words_of(schema)
+            .into_iter()
+            .filter(|(k, _)| k != key)
+            .map(|(k, w)| {
+                let mut b = base.clone();
+                b.insert(k, w);
+                b
+            })
+            .find(parses)
+            .unwrap_or_else(|| base.clone())
+    }
+
+    /// A field a word does not use is refused, naming the field and the word; with a word
+    /// that uses it, it is taken (the declarations' `selects`, one rule for every tool).
+    #[test]
+    fn a_value_the_word_does_not_use_is_refused_not_ignored() {
+        let tools = catalogue();
+        let tool = |name: &str| tools.iter().find(|t| t.name == name).unwrap();
+        let args = |v: Value| v.as_object().cloned().unwrap();
+        let refused = |name: &str, v: Value, field: &str, word: &str| match tool(name)
+            .parse(&args(v.clone()), "")
+        {
+            Err(ToolError::InvalidParams(m)) => assert!(
+                m.contains(field) && m.contains(word) && m.contains("does not go with"),
+                "{name} {v}: {m}"
+            ),
+            other => panic!("{name} {v}: {other:?}"),
+        };
+        refused(
+            "control_device",
+            json!({"device": "x", "action": "on", "number": 1e308}),
+            "number",
+            "on",
+        );
+        refused(
+            "control_device",
+            json!({"device": "x", "action": "aus", "value": 50}),
+            "value",
+            "off",
+        );
+        refused(
+            "control_multiple_devices",
+            json!({"operations": [{"device": "x", "action": "stop", "hue": 5}]}),
+            "hue",
+            "stop",
+        );
+        refused(
+            "control_room_lights",
+            json!({"room": "x", "action": "off", "brightness": 20}),
+            "brightness",
+            "off",
+        );
+        refused(
+            "control_lights_unified",
+            json!({"scope": "room", "target": "x", "action": "off", "value": 20}),
+            "value",
+            "off",
+        );
+        refused(
+            "control_all_rolladen",
+            json!({"action": "up", "position": 20}),
+            "position",
+            "up",
+        );
+        refused(
+            "set_room_mode",
+            json!({"room": "x", "mode": "auto", "duration_minutes": 30}),
+            "duration_minutes",
+            "auto",
+        );
+        for (name, v) in [
+            (
+                "control_device",
+                json!({"device": "x", "action": "set", "number": 5}),
+            ),
+            (
+                "control_device",
+                json!({"device": "x", "action": "ein", "value": 50}),
+            ),
+            (
+                "control_device",
+                json!({"device": "x", "action": "white", "kelvin": 3000}),
+            ),
+            (
+                "control_room_lights",
+                json!({"room": "x", "action": "on", "brightness": 20}),
+            ),
+            (
+                "set_room_mode",
+                json!({"room": "x", "mode": "eco", "duration_minutes": 30}),
+            ),
+        ] {
+            assert!(tool(name).parse(&args(v.clone()), "").is_ok(), "{name} {v}");
+        }
+    }
+
     /// Every tool's generated schema and its parser agree at the schema's boundaries: what the
     /// schema admits parses, what it refuses is refused naming the field (issue 27).
     #[test]
@@ -1300,6 +1464,7 @@ mod tests {
             }
             let properties = schema["properties"].as_object().expect("properties");
             for (key, p) in properties {
+                let base = with_word_using(&tool, schema, &base, key, sample(p));
                 for (v, admit) in boundaries(p) {
                     let mut args = base.clone();
                     args.insert(key.clone(), v);
@@ -1311,13 +1476,34 @@ mod tests {
                     continue;
                 };
                 for (inner, q) in item_props {
-                    for (v, admit) in boundaries(q) {
-                        let mut item = sample(&p["items"]);
-                        item[inner] = v;
-                        let mut args = base.clone();
+                    let Value::Object(item_base) = sample(&p["items"]) else {
+                        continue;
+                    };
+                    let in_list = |item: Map<String, Value>| {
                         let mut list = sample(p);
-                        list[0] = item;
+                        list[0] = Value::Object(item);
+                        let mut args = base.clone();
                         args.insert(key.clone(), list);
+                        args
+                    };
+                    // The entry's word that uses `inner`, found as for the top level.
+                    let item_base = [item_base.clone()]
+                        .into_iter()
+                        .chain(words_of(&p["items"]).into_iter().map(|(k, w)| {
+                            let mut b = item_base.clone();
+                            b.insert(k, w);
+                            b
+                        }))
+                        .find(|b| {
+                            let mut item = b.clone();
+                            item.insert(inner.clone(), sample(q));
+                            tool.parse(&in_list(item), "").is_ok()
+                        })
+                        .unwrap_or(item_base);
+                    for (v, admit) in boundaries(q) {
+                        let mut item = item_base.clone();
+                        item.insert(inner.clone(), v);
+                        let args = in_list(item);
                         feed(&tool, &args, &format!("{key}[0].{inner}"), admit);
                         fed += 1;
                     }

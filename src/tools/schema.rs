@@ -33,6 +33,14 @@
 //! tool schema uses a keyword outside this list). Handlers still check what a schema cannot say
 //! (a control's own range, a room that exists).
 //!
+//! ## Arguments a word does not use
+//! Where a word argument (`action`, `mode`) decides which other arguments apply, the word
+//! declares the fields it uses (`Set = "set" => ["number"]` in [`words!`]) and the argument
+//! struct names the fields the word decides (`action: Verb { selects: &["value", "number"] }`
+//! in [`tool_args!`]). A call that gives one of those fields with a word that does not use it
+//! is refused (-32602, naming the field and the word): nothing a call says is silently
+//! ignored or echoed back. One rule for every tool, decided here ([`Field::selects`]).
+//!
 //! Errors carry the path of the offending value (`action`, `devices[0]`, `room`) and name it
 //! with what it allows, in the words of the tools' own checks (`value must be between 0 and
 //! 100 (got 150)`), as spec §7.2 wants for -32602.
@@ -66,6 +74,15 @@ pub trait ArgType: Sized {
     }
 }
 
+/// A word argument that decides which of a tool's other arguments apply (see the module docs):
+/// implemented by every [`words!`] enum.
+pub trait Selects {
+    /// The word as results name it (its first).
+    fn word(&self) -> &'static str;
+    /// The fields this word uses (declared after the word: `=> ["value"]`).
+    fn uses(&self) -> &'static [&'static str];
+}
+
 /// A number as a schema shows it: whole numbers without a fraction (`5`, not `5.0`).
 pub fn number(v: f64) -> Value {
     if v.fract() == 0.0 && v.abs() < 1e15 {
@@ -82,7 +99,12 @@ pub struct Field<T> {
     schema: Value,
     required: bool,
     default: Option<T>,
+    /// The fields this word decides, and how to read which it uses ([`Field::selects`]).
+    selects: Option<(&'static [&'static str], WordUses<T>)>,
 }
+
+/// How a field of type `T` names its word and the fields that word uses ([`Selects`]).
+type WordUses<T> = fn(&T) -> (&'static str, &'static [&'static str]);
 
 impl<T: ArgType> Field<T> {
     pub fn new(key: &'static str) -> Self {
@@ -91,7 +113,18 @@ impl<T: ArgType> Field<T> {
             schema: T::schema(),
             required: T::REQUIRED,
             default: None,
+            selects: None,
         }
+    }
+
+    /// The word decides whether `fields` apply: a call giving one of them with a word that
+    /// does not use it ([`Selects::uses`]) is refused, naming the field and the word.
+    pub fn selects(mut self, fields: &'static [&'static str]) -> Self
+    where
+        T: Selects,
+    {
+        self.selects = Some((fields, |w: &T| (w.word(), w.uses())));
+        self
     }
 
     /// Its name in the arguments, when it is not the Rust field's (`type`).
@@ -171,11 +204,37 @@ impl<T: ArgType> Field<T> {
         properties.insert(self.key.into(), self.schema);
     }
 
-    /// The field's value in `args`: an error names the field.
+    /// The field's value in `args`: an error names the field (or, for a word that decides
+    /// other fields, the field it does not use).
     pub fn take(self, args: &Map<String, Value>) -> Result<T, ToolError> {
         match args.get(self.key) {
             Some(v) => {
-                T::from_json(v).map_err(|m| ToolError::InvalidParams(format!("{} {m}", self.key)))
+                let value = T::from_json(v)
+                    .map_err(|m| ToolError::InvalidParams(format!("{} {m}", self.key)))?;
+                if let Some((fields, uses_of)) = self.selects {
+                    let (word, uses) = uses_of(&value);
+                    if let Some(unused) = fields
+                        .iter()
+                        .find(|f| args.contains_key(**f) && !uses.contains(f))
+                    {
+                        return Err(ToolError::InvalidParams(format!(
+                            "{unused} does not go with {} {word} ({})",
+                            self.key,
+                            match uses.iter().filter(|u| fields.contains(u)).count() {
+                                0 => format!("{word} takes none of {}", fields.join(", ")),
+                                _ => format!(
+                                    "{word} takes {}",
+                                    uses.iter()
+                                        .filter(|u| fields.contains(u))
+                                        .copied()
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
+                                ),
+                            }
+                        )));
+                    }
+                }
+                Ok(value)
             }
             None => self
                 .default
@@ -202,7 +261,7 @@ pub fn closed(properties: Map<String, Value>, required: Vec<&'static str>) -> Va
 /// Declares a tool's arguments: a struct whose fields are both its JSON Schema ([`Args`]) and
 /// its parser. Each field is `name: Type`, optionally followed by `{option: value, ...}` with
 /// the options of [`Field`] (`key`, `about`, `range`, `min`, `min_chars`, `max_chars`,
-/// `min_items`, `max_items`, `default`, `otherwise`). The order of the fields is the order of
+/// `min_items`, `max_items`, `default`, `otherwise`, `selects`). The order of the fields is the order of
 /// `required`.
 macro_rules! tool_args {
     (
@@ -262,13 +321,17 @@ macro_rules! tool_args {
 pub(crate) use tool_args;
 
 /// Declares an enum of words (a tool's `action`, `mode`, `state`): each variant is one word or
-/// several (`On = "on" | "ein" | "an"`, synonyms after the first); the schema is a string of
-/// those words (`enum`, in declaration order), the parser takes them exactly.
+/// several (`On = "on" | "ein" | "an"`, synonyms after the first), optionally followed by the
+/// fields it uses (`=> ["value"]`, see [`Selects`]); the schema is a string of those words
+/// (`enum`, in declaration order), the parser takes them exactly.
 macro_rules! words {
     (
         $(#[$meta:meta])*
         $vis:vis enum $name:ident {
-            $( $(#[$vmeta:meta])* $variant:ident = $word:literal $(| $alias:literal)* ),* $(,)?
+            $(
+                $(#[$vmeta:meta])* $variant:ident = $word:literal $(| $alias:literal)*
+                $(=> [$($uses:literal),* $(,)?])?
+            ),* $(,)?
         }
     ) => {
         $(#[$meta])*
@@ -294,6 +357,18 @@ macro_rules! words {
                 match word {
                     $( $word $(| $alias)* => Some($name::$variant), )*
                     _ => None,
+                }
+            }
+        }
+
+        impl $crate::tools::schema::Selects for $name {
+            fn word(&self) -> &'static str {
+                self.as_str()
+            }
+
+            fn uses(&self) -> &'static [&'static str] {
+                match self {
+                    $( $name::$variant => &[$($($uses),*)?], )*
                 }
             }
         }

@@ -8,8 +8,9 @@
 //! decides which); it is never logged, echoed or put into an error message. A wrong PIN is an
 //! `INVALID_PARAMETERS` tool error ("the code is wrong"), a missing one (no configuration, a
 //! client without URL-mode elicitation) an `INVALID_PARAMETERS` tool error saying how the
-//! owner configures it; after 3 wrong PINs in a row, secured commands pause for 60 s
-//! (`RATE_LIMIT_EXCEEDED`).
+//! owner configures it. Wrong PINs pause secured commands of the key that typed them (or, for
+//! a wrong configured PIN, everybody's), longer with each run ([`crate::home::pin`]); a paused
+//! caller gets `RATE_LIMIT_EXCEEDED` before anybody is asked.
 
 use serde_json::{json, Value};
 
@@ -22,7 +23,7 @@ use super::{
     Tool, ToolError,
 };
 use crate::home::resolve::{Candidate, ResolveError};
-use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, Secret};
+use crate::home::{Action, Control, ControlKind, ControllerError, Family, Home, PinSource, Secret};
 
 /// The description of the alarm tools' `alarm`.
 const ALARM: &str = "Default: the only or the central alarm";
@@ -277,20 +278,29 @@ fn guarded(
     };
     // Where the visualisation password comes from decides who confirms: a person typing it
     // on the page has confirmed; otherwise the usual question (or nothing can be sent).
+    // A caller whose secured commands pause after wrong passwords is told so before anybody
+    // is asked (and no page is opened).
     let (outcome, code) = match caller.password_source(ctx, c) {
-        Source::NotNeeded | Source::Configured => (caller.confirm(confirm, &ask)?, None),
+        Source::NotNeeded => (caller.confirm(confirm, &ask)?, None),
+        Source::Configured => {
+            ctx.pin_admit(&caller.typist(), PinSource::Configured)?;
+            (caller.confirm(confirm, &ask)?, None)
+        }
         Source::Unavailable => {
             return Err(ToolError::Controller(ControllerError::VisuPasswordMissing(
                 c.name.clone(),
             )))
         }
-        Source::Page(opener) => match caller.ask_password(&ask, opener)? {
-            Ok(pw) => (
-                Confirmation::Go(super::confirm::ConfirmedBy::Page),
-                Some(pw),
-            ),
-            Err(reason) => (Confirmation::Cancelled(reason), None),
-        },
+        Source::Page(opener) => {
+            ctx.pin_admit(&caller.typist(), PinSource::Page)?;
+            match caller.ask_password(&ask, opener)? {
+                Ok(pw) => (
+                    Confirmation::Go(super::confirm::ConfirmedBy::Page),
+                    Some(pw),
+                ),
+                Err(reason) => (Confirmation::Cancelled(reason), None),
+            }
+        }
     };
     if let Confirmation::Go(by) = outcome {
         let mut out = send(ctx, c, action, code.as_ref(), caller, extra)?;

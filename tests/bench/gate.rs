@@ -38,6 +38,7 @@ fn key(i: usize, role: Role) -> ApiKey {
         model_confirms: false,
         open_doors: false,
         cameras: false,
+        grant: None,
         profile: None,
         usage: Usage::default(),
     }

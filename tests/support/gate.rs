@@ -18,6 +18,7 @@ pub fn key(id: &str, role: home_mcp::auth::Role) -> home_mcp::auth::ApiKey {
         model_confirms: false,
         open_doors: false,
         cameras: false,
+        grant: None,
         profile: None,
         usage: home_mcp::auth::Usage::default(),
     }
