@@ -281,6 +281,42 @@ fn pairs() -> Vec<Pair> {
             json!({"target": "Garagenlicht", "action": "ein", "dry_run": true}),
         ),
         pair(
+            "control_device",
+            json!({"device": "LED-Streifen", "action": "color", "hue": 120, "saturation": 80, "value": 70}),
+            "control",
+            json!({"target": "LED-Streifen", "action": "color", "hue": 120, "saturation": 80, "value": 70}),
+        ),
+        pair(
+            "control_device",
+            json!({"device": "LED-Streifen", "action": "white", "kelvin": 3000}),
+            "control",
+            json!({"target": "LED-Streifen", "action": "white", "kelvin": 3000}),
+        ),
+        pair(
+            "control_device",
+            json!({"device": "Lichtszenen", "action": "mood", "scene": 2}),
+            "control",
+            json!({"target": "Lichtszenen", "action": "mood", "scene": 2}),
+        ),
+        pair(
+            "control_device",
+            json!({"device": "Bewässerungsdauer", "action": "set", "number": 10}),
+            "control",
+            json!({"target": "Bewässerungsdauer", "action": "set", "number": 10}),
+        ),
+        pair(
+            "control_device",
+            json!({"device": "Lüftungsstufe", "action": "select", "number": 1}),
+            "control",
+            json!({"target": "Lüftungsstufe", "action": "select", "number": 1}),
+        ),
+        pair(
+            "control_device",
+            json!({"device": "Notiz", "action": "text", "text": "Milch kaufen"}),
+            "control",
+            json!({"target": "Notiz", "action": "text", "text": "Milch kaufen"}),
+        ),
+        pair(
             "set_dimmer",
             json!({"device_id": "Spiegelleuchte", "level": 60}),
             "control",

@@ -6,8 +6,8 @@
 //! permission, reach, confirmation, dry run, caches and audit entry ([`super::HomeTools`]
 //! resolves the door before anything else), so there is no second implementation of any
 //! action. What lean leaves out on purpose: `create_workflow` (writing a program of tool calls
-//! is not for a small model; running, showing and deleting stored ones is), and
-//! `control_multiple_devices` (one `control` call per device does the same).
+//! is not for a small model; running, showing and deleting stored ones is); what
+//! `control_multiple_devices` does takes one `control` call per device.
 //!
 //! Which family a room, category or house-wide `control` means is the family word of its
 //! `family` argument ([`Family::parse`]) or, without one, the family whose tool takes the
@@ -38,7 +38,7 @@ pub fn tools() -> Vec<Tool> {
         Tool::door(
             "control",
             "Control a device, a room, a category or the house",
-            "One action on a target. scope device (default): target is a device name or UUID (room for equal names); action on, off, dim, bright, up, down, stop, shade, slats, pulse, mood (mood: its name), set, play, pause (German words too); value 0-100 %. scope room / category / house: target is the room or category; family picks which devices (lights, blinds, or another family or Loxone type; default: lights for on, off, dim, bright, brightness; blinds for up, down, stop, shade, position, slats). House-wide actions are confirmed by the user; dry_run shows the commands.",
+            "One action on a target. scope device (default): target is a device name or UUID (room for equal names); action on, off, dim, bright, up, down, stop, shade, slats, pulse, mood (mood: its name), color, white, set, select, text, play, pause (German words too); value 0-100 %. scope room / category / house: target is the room or category; family picks which devices (lights, blinds, or another family or Loxone type; default: lights for on, off, dim, bright, brightness; blinds for up, down, stop, shade, position, slats). House-wide actions are confirmed by the user; dry_run shows the commands.",
             control,
         )
         .permission(Permission::Control)
@@ -236,6 +236,12 @@ tool_args! {
         family: Option<String> { about: "room, category, house: which devices" },
         room: Option<String> { about: "The room of a device name found in several" },
         mood: Option<String> { min_chars: 1, about: "action mood: the mood's name" },
+        scene: Option<u32> { about: "action mood: its id instead" },
+        hue: Option<f64> { about: "color: 0-360" },
+        saturation: Option<f64> { about: "color: %" },
+        kelvin: Option<f64> { about: "white: 2700-6500" },
+        number: Option<f64> { about: "set: a value; select: an output" },
+        text: Option<String> { about: "text: the text" },
         dry_run: Option<bool>,
         confirm: Option<bool>,
     }
@@ -252,12 +258,24 @@ fn control(a: Control) -> Result<Call, ToolError> {
         return Ok(Call::new(
             "control_device",
             json!({"device": a.target, "room": a.room, "action": a.action, "value": a.value,
-                   "mood": a.mood, "dry_run": a.dry_run, "confirm": a.confirm}),
+                   "mood": a.mood, "scene": a.scene, "hue": a.hue, "saturation": a.saturation,
+                   "kelvin": a.kelvin, "number": a.number, "text": a.text,
+                   "dry_run": a.dry_run, "confirm": a.confirm}),
         ));
     }
-    if a.room.is_some() || a.mood.is_some() {
+    let device_only = [
+        ("room", a.room.is_some()),
+        ("mood", a.mood.is_some()),
+        ("scene", a.scene.is_some()),
+        ("hue", a.hue.is_some()),
+        ("saturation", a.saturation.is_some()),
+        ("kelvin", a.kelvin.is_some()),
+        ("number", a.number.is_some()),
+        ("text", a.text.is_some()),
+    ];
+    if let Some((field, _)) = device_only.iter().find(|(_, g)| *g) {
         return Err(ToolError::InvalidParams(format!(
-            "room and mood go with scope device; scope {} names its target",
+            "{field} goes with scope device; scope {} names its target",
             scope.as_str()
         )));
     }
@@ -693,6 +711,12 @@ mod tests {
                 family: None,
                 room: None,
                 mood: None,
+                scene: None,
+                hue: None,
+                saturation: None,
+                kelvin: None,
+                number: None,
+                text: None,
                 dry_run: Some(true),
                 confirm: None,
             }),
@@ -704,6 +728,12 @@ mod tests {
                 family: None,
                 room: None,
                 mood: None,
+                scene: None,
+                hue: None,
+                saturation: None,
+                kelvin: None,
+                number: None,
+                text: None,
                 dry_run: None,
                 confirm: None,
             }),
