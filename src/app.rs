@@ -331,7 +331,8 @@ impl App {
             Some(log)
         };
         let mut tools = HomeTools::with_store(house.clone(), workflows.clone())
-            .with_caches(config.server.caches);
+            .with_caches(config.server.caches)
+            .with_profile(config.profile);
         if let Some(log) = &audit {
             tools = tools.with_audit(log.clone());
         }

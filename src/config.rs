@@ -96,6 +96,11 @@
 //! code_lifetime_secs = 300     # authorization codes are valid this long (1-600)
 //! access_token_lifetime_secs = 3600 # access tokens (API keys) last this long (60-86400)
 //!
+//! [mcp]
+//! profile = "full"             # the tools clients see: "full" (every tool, the default)
+//!                              # or "lean" (at most 10 general tools for small local
+//!                              # models); a key's own profile wins; stdio --profile
+//!
 //! [home]                       # the house (see crate::home::time)
 //! time_zone = "Europe/Vienna"  # the Miniserver's time zone (IANA name from the system's
 //!                              # tzdata, or a POSIX TZ rule); default: the system's (TZ,
@@ -162,6 +167,9 @@ pub struct Config {
     pub picture_max_side: u32,
     /// Bounds of a camera fetch (`[cameras] deadline_secs`, `max_bytes`).
     pub camera_limits: crate::loxone::camera::FetchLimits,
+    /// The tool profile of callers whose key names none (`[mcp] profile`, `full` or `lean`;
+    /// default `full`; `stdio --profile`). See [`crate::home::Profile`].
+    pub profile: crate::home::Profile,
     /// How HTTP requests authenticate (`[miniserver] auth`, default [`AuthMode::Auto`]).
     pub miniserver_auth: AuthMode,
     /// WebSocket event stream (default) or polling only.
@@ -285,6 +293,7 @@ impl Default for Config {
             time_zone: None,
             picture_max_side: 640,
             camera_limits: crate::loxone::camera::FetchLimits::default(),
+            profile: crate::home::Profile::Full,
             miniserver_auth: AuthMode::Auto,
             command_limits: crate::home::CommandLimits::default(),
             miniserver_live: LiveMode::WebSocket,
@@ -356,6 +365,8 @@ struct FileConfig {
     home: FileHome,
     #[serde(default)]
     cameras: FileCameras,
+    #[serde(default)]
+    mcp: FileMcp,
 }
 
 /// `[cameras]`: `max_side`, `deadline_secs`, `max_bytes`.
@@ -365,6 +376,13 @@ struct FileCameras {
     max_side: Option<u32>,
     deadline_secs: Option<u64>,
     max_bytes: Option<u64>,
+}
+
+/// `[mcp]`: `profile`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileMcp {
+    profile: Option<String>,
 }
 
 /// `[safety]`: the stop switch.
@@ -636,6 +654,10 @@ impl Config {
             alarm: file.risk.alarm,
             house_wide: file.risk.house_wide,
         };
+        if let Some(p) = file.mcp.profile {
+            cfg.profile = crate::home::Profile::parse(&p)
+                .ok_or_else(|| invalid("mcp.profile", &format!("{p:?} is not full or lean")))?;
+        }
         if let Some(v) = file.cameras.max_side {
             if !(16..=4096).contains(&v) {
                 return Err(invalid("cameras.max_side", "must be 16-4096 (pixels)"));
@@ -1008,6 +1030,19 @@ mod tests {
         assert_eq!(
             parse("", &[]).unwrap().house_time(),
             crate::home::HouseTime::system()
+        );
+    }
+
+    #[test]
+    fn the_tool_profile_is_read_and_checked() {
+        use crate::home::Profile;
+        assert_eq!(parse("", &[]).unwrap().profile, Profile::Full);
+        let cfg = parse("[mcp]\nprofile = \"lean\"\n", &[]).unwrap();
+        assert_eq!(cfg.profile, Profile::Lean);
+        let e = parse("[mcp]\nprofile = \"tiny\"\n", &[]).unwrap_err();
+        assert!(
+            e.to_string().contains("mcp.profile") && e.to_string().contains("full or lean"),
+            "{e}"
         );
     }
 

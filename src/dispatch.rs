@@ -11,6 +11,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::home::Profile;
 use crate::mcp::modern::CacheHint;
 use crate::mcp::{
     CallToolResult, Completion, CompletionRef, GetPromptResult, Handler, Implementation,
@@ -37,6 +38,20 @@ acknowledge_alarm; gates and doors are opened only for keys whose owner allows i
 get_climate_status, get_audio_status, get_security_status, get_sensors_status. Values the \
 Miniserver has not reported are null, never guessed.";
 
+/// The instructions of the lean profile (issue 33): its tools only, for small models.
+const LEAN_INSTRUCTIONS: &str = "home-mcp controls a Loxone smart home. Start with \
+house_status (what is on, open, playing, armed; about: lights, blinds, climate, audio, \
+security, sensors) or find_devices. Devices and rooms are named as in the Loxone app (German \
+or English, accents optional) or by UUID; add the room when a name exists in several. control \
+does one action on a device, or with scope on a room, a category or the whole house \
+(dry_run: true previews the commands); climate sets a room's temperature or mode; audio plays \
+music; alarm arms, disarms and acknowledges; history tells a device's past or the house's \
+energy (kWh) over a period; door lists the doorbell's rings and shows who is at the door; \
+alerts lists and confirms the Miniserver's \
+alerts; workflows runs the owner's stored ones. House-wide actions, the alarm, gates and doors \
+are confirmed by the user, whom the server asks itself; nothing is sent without that answer. \
+Values the Miniserver has not reported are null, never guessed.";
+
 impl Handler for HomeTools {
     fn server_info(&self) -> Implementation {
         Implementation {
@@ -47,11 +62,21 @@ impl Handler for HomeTools {
     }
 
     fn instructions(&self) -> String {
-        INSTRUCTIONS.to_string()
+        self.instructions_for(None)
+    }
+
+    /// The instructions name the tools of the caller's profile.
+    fn instructions_for(&self, caller: Option<&crate::mcp::Caller>) -> String {
+        match self.profile_for(caller) {
+            Profile::Full => INSTRUCTIONS,
+            Profile::Lean => LEAN_INSTRUCTIONS,
+        }
+        .to_string()
     }
 
     /// The catalogues (tools, prompts, templates, the server's description) change only with
-    /// the binary: public, an hour. The resource list and contents are the house's (private)
+    /// the binary: an hour; public, except the tool list, which depends on the caller's tool
+    /// profile (its key's). The resource list and contents are the house's (private)
     /// and live as long as the resource cache keeps them (0 when it is off); the cache drops
     /// them at every change of the house and structure reload, so a client re-reading after
     /// the hint sees at most what the server would serve itself.
@@ -60,7 +85,7 @@ impl Handler for HomeTools {
             "server/discover" | "tools/list" | "prompts/list" | "resources/templates/list" => {
                 CacheHint {
                     ttl_ms: 3_600_000,
-                    public: true,
+                    public: method != "tools/list",
                 }
             }
             _ => CacheHint {
@@ -83,6 +108,11 @@ impl Handler for HomeTools {
 
     fn list_tools(&self) -> Vec<ToolDescriptor> {
         self.list()
+    }
+
+    /// The tools of the caller's profile: its key's, else the server's default.
+    fn list_tools_for(&self, ctx: &RequestContext) -> Vec<ToolDescriptor> {
+        self.list_for(self.profile_of(&self.caller_of(ctx)))
     }
 
     fn call_tool(

@@ -20,7 +20,7 @@ const HELP: &str = "home-mcp: an MCP server for the Loxone Miniserver
 
 USAGE:
   home-mcp serve [--demo] [--listen ADDR] [--config FILE] [--workers N]
-  home-mcp stdio [--demo] [--config FILE]
+  home-mcp stdio [--demo] [--config FILE] [--profile full|lean]
   home-mcp sim --structure FILE [--listen ADDR] [--user U --password P] [--visu-password V]
   home-mcp check [--config FILE] [--key-store PATH]
   home-mcp keys generate|list|show|revoke|update|export|import ... [--key-store PATH]
@@ -61,12 +61,15 @@ const STDIO_HELP: &str =
     "home-mcp stdio: MCP over stdin/stdout (one JSON-RPC message per line); logs go to stderr
 
 USAGE:
-  home-mcp stdio [--demo] [--config FILE] [--key-store PATH]
+  home-mcp stdio [--demo] [--config FILE] [--key-store PATH] [--profile full|lean]
 
 OPTIONS:
   --demo            use the built-in simulated Miniserver with the demo house
   --config FILE     TOML config file (see README)
   --key-store PATH  the API key store HOME_STDIO_KEY is looked up in
+  --profile P       the tools the client sees: full (every tool) or lean (at most 10
+                    general tools, for small local models); default [mcp] profile, else
+                    full; a HOME_STDIO_KEY with its own profile keeps it
   -h, --help        this help
   -V, --version     print the version
 
@@ -519,12 +522,22 @@ fn stdio(mut args: pico_args::Arguments) -> Result<ExitCode, Usage> {
     let demo = args.contains("--demo");
     let config_path: Option<PathBuf> = opt_string(&mut args, "--config")?.map(PathBuf::from);
     let key_store: Option<PathBuf> = opt_string(&mut args, "--key-store")?.map(PathBuf::from);
+    let profile = match opt_string(&mut args, "--profile")? {
+        None => None,
+        Some(p) => Some(
+            home_mcp::home::Profile::parse(&p)
+                .ok_or_else(|| Usage(format!("--profile: {p:?} is not full or lean")))?,
+        ),
+    };
     finish(args)?;
     let mut config = match load_config(config_path) {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
     config.key_store = key_store;
+    if let Some(p) = profile {
+        config.profile = p;
+    }
     init_logging(config.log_level);
     let app = match start_app(&config, demo) {
         Ok(a) => a,

@@ -27,6 +27,7 @@ fn operator(id: &str, doors: bool, model: bool) -> ApiKey {
     ApiKey {
         permissions: vec!["read".into(), "control".into(), "security".into()],
         open_doors: doors,
+        profile: None,
         model_confirms: model,
         ..key(id, Role::Custom)
     }

@@ -37,6 +37,7 @@ fn key(role: Role, seq: u64, name: &str) -> ApiKey {
         open_doors: false,
         cameras: false,
         grant: None,
+        profile: None,
         usage: Usage::default(),
     }
 }

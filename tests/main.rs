@@ -36,6 +36,7 @@ mod health_access;
 mod history;
 mod human;
 mod keys;
+mod lean;
 mod lights;
 mod link;
 mod live;

@@ -5,13 +5,17 @@
 //! no `type` lists, no schema that constrains nothing, no bare `true`/`false` in a schema
 //! position, no `$ref` outside the document) find nothing in any input or output schema.
 //!
-//! The figure in docs/tools.md comes from here:
-//! `cargo test --test integration tool_list:: -- --nocapture` prints the size.
+//! Both tool profiles (issue 33): `full`, the default, and `lean` (`[mcp] profile = "lean"`,
+//! or a key's own profile), at most 10 tools in at most 16,000 bytes (about 4,000 tokens).
+//!
+//! The figures in docs/tools.md come from here:
+//! `cargo test --test integration tool_list:: -- --nocapture` prints the sizes.
 
 use crate::support;
 use support::mcp::{answer_of, McpHttp};
 use support::server::{Miniserver, Served};
 
+use home_mcp::home::Profile;
 use serde_json::{json, Value};
 
 /// The budget of the whole `tools/list` answer, in bytes: about 11k tokens (DESIGN.md). 40,000
@@ -23,6 +27,10 @@ use serde_json::{json, Value};
 /// `get_energy` (1.9 kB with their schemas). The lean profile (issue 33) is where the list
 /// shrinks again.
 const BUDGET_BYTES: usize = 44_500;
+
+/// The budget of the lean profile's `tools/list` answer, in bytes, and its most tools.
+const LEAN_BUDGET_BYTES: usize = 16_000;
+const LEAN_MAX_TOOLS: usize = 10;
 
 /// Keywords that hold one schema, a map of schemas, or a list of schemas.
 const SUBSCHEMA: [&str; 11] = [
@@ -170,14 +178,14 @@ fn the_portability_check_finds_what_it_looks_for() {
     assert!(found.iter().any(|f| f.contains("list.items: bare `true`")));
 }
 
-#[test]
-fn the_default_tool_list_fits_the_budget_and_is_portable() {
+/// The `tools/list` answer a 2025-06-18 client reads over HTTP from a `serve` with `config`:
+/// the JSON-RPC message (the body, or the data of its SSE event) and its tools.
+fn tools_list(config: &str) -> (String, Vec<Value>) {
     let ms = Miniserver::demo();
-    let served = Served::start(&ms, "", &[]);
+    let served = Served::start(&ms, config, &[]);
     let mcp = McpHttp::connect(served.addr, None);
     let reply = mcp.post(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}));
     assert_eq!(reply.status, 200, "{reply:?}");
-    // What the client reads: the JSON-RPC answer (the body, or the data of its SSE event).
     let message = if reply.body.trim_start().starts_with('{') {
         reply.body.trim().to_string()
     } else {
@@ -190,20 +198,17 @@ fn the_default_tool_list_fits_the_budget_and_is_portable() {
     };
     let answer = answer_of(&reply, 7);
     let tools = answer["result"]["tools"].as_array().expect("tools").clone();
+    (message, tools)
+}
 
-    // Every tool is kept.
-    let listed: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-    let catalogue: Vec<&str> = home_mcp::tools::catalogue()
-        .iter()
-        .map(|t| t.name)
-        .collect();
-    assert_eq!(listed, catalogue, "tools/list lists the whole catalogue");
-
+/// Prints the size of a profile's list (the figures of docs/tools.md; for lean each tool's)
+/// and checks that its schemas are portable; returns the size in bytes.
+fn measure(profile: &str, message: &str, tools: &[Value]) -> usize {
     let part = |key: &str| tools.iter().map(|t| bytes(&t[key])).sum::<usize>();
     let size = message.len();
     println!(
-        "tools/list: {} tools, {size} bytes, about {} tokens (bytes / 4); descriptions {}, \
-         input schemas {}, output schemas {}, annotations {} bytes",
+        "tools/list ({profile}): {} tools, {size} bytes, about {} tokens (bytes / 4); \
+         descriptions {}, input schemas {}, output schemas {}, annotations {} bytes",
         tools.len(),
         size / 4,
         part("description"),
@@ -211,13 +216,17 @@ fn the_default_tool_list_fits_the_budget_and_is_portable() {
         part("outputSchema"),
         part("annotations"),
     );
-    assert!(
-        size <= BUDGET_BYTES,
-        "tools/list is {size} bytes, over the budget of {BUDGET_BYTES}"
-    );
-
+    if profile == "lean" {
+        for t in tools {
+            println!(
+                "  {}: {} bytes",
+                t["name"].as_str().unwrap_or_default(),
+                bytes(t)
+            );
+        }
+    }
     let mut findings = Vec::new();
-    for t in &tools {
+    for t in tools {
         let name = t["name"].as_str().unwrap_or_default();
         for key in ["inputSchema", "outputSchema"] {
             unportable(&t[key], &format!("{name}.{key}"), None, &mut findings);
@@ -225,7 +234,70 @@ fn the_default_tool_list_fits_the_budget_and_is_portable() {
     }
     assert!(
         findings.is_empty(),
-        "unportable schemas:\n{}",
+        "unportable schemas ({profile}):\n{}",
         findings.join("\n")
     );
+    size
+}
+
+/// The names of the tools `profile` lists, in the catalogue's order.
+fn names_in(profile: Profile) -> Vec<&'static str> {
+    home_mcp::tools::catalogue()
+        .iter()
+        .filter(|t| t.in_profile(profile))
+        .map(|t| t.name)
+        .collect()
+}
+
+#[test]
+fn the_default_tool_list_fits_the_budget_and_is_portable() {
+    let (message, tools) = tools_list("");
+
+    // Every tool of the full profile is kept.
+    let listed: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(
+        listed,
+        names_in(Profile::Full),
+        "tools/list lists the whole full catalogue"
+    );
+    let size = measure("full", &message, &tools);
+    assert!(
+        size <= BUDGET_BYTES,
+        "tools/list is {size} bytes, over the budget of {BUDGET_BYTES}"
+    );
+}
+
+#[test]
+fn both_profiles_are_listed_within_their_budgets() {
+    let (full_message, full_tools) = tools_list("[mcp]\nprofile = \"full\"\n");
+    let (lean_message, lean_tools) = tools_list("[mcp]\nprofile = \"lean\"\n");
+    let full: Vec<&str> = full_tools
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    let lean: Vec<&str> = lean_tools
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(full, names_in(Profile::Full), "[mcp] profile = full");
+    assert_eq!(lean, names_in(Profile::Lean), "[mcp] profile = lean");
+    assert!(
+        !lean.is_empty() && lean.iter().all(|t| !full.contains(t)),
+        "the lean tools are front doors of their own: {lean:?}"
+    );
+    let full_size = measure("full", &full_message, &full_tools);
+    let lean_size = measure("lean", &lean_message, &lean_tools);
+    assert!(full_size <= BUDGET_BYTES, "full: {full_size} bytes");
+    assert!(
+        lean.len() <= LEAN_MAX_TOOLS,
+        "lean lists {} tools: {lean:?}",
+        lean.len()
+    );
+    assert!(
+        lean_size <= LEAN_BUDGET_BYTES,
+        "lean tools/list is {lean_size} bytes, over its budget of {LEAN_BUDGET_BYTES}"
+    );
+    // `[mcp] profile = full` is the default, byte for byte.
+    let (default_message, _) = tools_list("");
+    assert_eq!(default_message, full_message, "full is the default");
 }

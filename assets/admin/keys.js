@@ -88,6 +88,7 @@
     if (k.model_confirms) scope.push("model may confirm alarm and house-wide actions");
     if (k.open_doors) scope.push("may open gates and doors (a human confirms)");
     if (k.cameras) scope.push("may see camera pictures");
+    if (k.profile) scope.push("tools: " + k.profile);
     if (k.role === "custom" && k.permissions && k.permissions.length) {
       scope.push("permissions: " + k.permissions.join(", "));
     }
@@ -205,6 +206,7 @@
     if (days) body.expires_days = Number(days);
     if (role === "device") body.allowed_devices = list($("new-devices").value);
     if (role === "custom") body.permissions = list($("new-permissions").value);
+    if ($("new-profile").value) body.profile = $("new-profile").value;
     try {
       const data = await api("POST", "/admin/api/keys", body);
       $("new-secret").textContent = data.key;
@@ -252,6 +254,7 @@
     $("edit-model-confirms").checked = !!k.model_confirms;
     $("edit-open-doors").checked = !!k.open_doors;
     $("edit-cameras").checked = !!k.cameras;
+    $("edit-profile").value = "";
     $("edit").hidden = false;
     $("edit").scrollIntoView({ block: "nearest" });
   }
@@ -267,6 +270,7 @@
       open_doors: $("edit-open-doors").checked,
       cameras: $("edit-cameras").checked,
     };
+    if ($("edit-profile").value) body.profile = $("edit-profile").value;
     const days = $("edit-expires").value.trim();
     if (days) body.expires_days = Number(days);
     try {

@@ -25,14 +25,14 @@ USAGE:
   home-mcp keys generate --role ROLE [--name N] [--expires-days D] [--ip CIDR]...
                          [--device D]... [--structure FILE] [--permission P]... [--room R]...
                          [--category C]... [--model-confirms yes|no] [--open-doors yes|no]
-                         [--cameras yes|no] [--json] [--key-store PATH]
+                         [--cameras yes|no] [--profile full|lean] [--json] [--key-store PATH]
   home-mcp keys list [--active] [--json] [--key-store PATH]
   home-mcp keys show ID [--key-store PATH]
   home-mcp keys revoke ID [--key-store PATH]
   home-mcp keys update ID [--name N] [--expires-days D] [--active true|false] [--ip CIDR]...
                           [--device D]... [--structure FILE] [--permission P]...
                           [--model-confirms yes|no] [--open-doors yes|no] [--cameras yes|no]
-                          [--key-store PATH]
+                          [--profile full|lean] [--key-store PATH]
   home-mcp keys export [FILE] [--key-store PATH]
   home-mcp keys import FILE [--key-store PATH]
 
@@ -46,7 +46,9 @@ control (else the command fails, listing the candidates and their rooms) and the
 the control UUIDs; without it the names are stored as given and resolved by the server, where
 an entry that does not name exactly one control grants nothing (the admin page shows it).
 --cameras yes lets the key see pictures of cameras and intercoms (get_camera_image); only
-admin keys may by default. --expires-days 0 on update removes the expiry. --ip, --device and --permission on update
+admin keys may by default. --profile lean gives the key the lean tool catalogue (at most 10
+general tools, for small local models); without it the key sees the server's default ([mcp]
+profile, else full). --expires-days 0 on update removes the expiry. --ip, --device and --permission on update
 replace the key's list.
 
 ENVIRONMENT:
@@ -277,6 +279,13 @@ fn parse_fields(args: &mut pico_args::Arguments) -> Result<Fields, CliError> {
         model_confirms: yes_no(args, "--model-confirms")?,
         open_doors: yes_no(args, "--open-doors")?,
         cameras: yes_no(args, "--cameras")?,
+        profile: match opt(args, "--profile")? {
+            None => None,
+            Some(p) => Some(
+                crate::home::Profile::parse(&p)
+                    .ok_or_else(|| usage(format!("--profile: {p:?} is not full or lean")))?,
+            ),
+        },
     };
     check_fields(&fields).map_err(usage)?;
     let mut fields = fields;

@@ -282,6 +282,7 @@ impl Principal {
                 .map(Arc::new),
             model_confirms: self.key.as_ref().is_some_and(|k| k.model_confirms),
             open_doors: self.key.as_ref().is_some_and(|k| k.open_doors),
+            profile: self.key.as_ref().and_then(|k| k.profile),
         }
     }
 }
@@ -496,6 +497,7 @@ impl Gate {
                 open_doors: false,
                 cameras: false,
                 grant: None,
+                profile: None,
                 usage: Usage::default(),
             }
         });
@@ -852,8 +854,8 @@ impl Gate {
                 needed.as_str()
             )));
         }
-        if let Action::Tool { name, .. } = action {
-            if self.tools.shows_pictures(name) && !principal.sees_pictures() {
+        if let Action::Tool { name, arguments } = action {
+            if self.tools.shows_pictures(name, arguments) && !principal.sees_pictures() {
                 return Err(deny(format!(
                     "{name} shows pictures of cameras and intercoms; this key may not see them \
                      (the owner's cameras setting; admin keys may)"

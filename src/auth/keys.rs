@@ -30,6 +30,9 @@ pub struct Fields {
     pub open_doors: Option<bool>,
     /// Allow pictures of cameras and intercoms (`--cameras`).
     pub cameras: Option<bool>,
+    /// The tool profile the key sees (`--profile full|lean`; issue 33); `None` on create:
+    /// the server's default, on update: unchanged.
+    pub profile: Option<crate::home::Profile>,
 }
 
 /// The longest accepted expiry in days (100 years).
@@ -236,6 +239,9 @@ pub fn apply_update(key: &mut ApiKey, fields: Fields, active: Option<bool>) -> R
     if let Some(o) = fields.open_doors {
         key.open_doors = o;
     }
+    if let Some(p) = fields.profile {
+        key.profile = Some(p);
+    }
     Ok(())
 }
 
@@ -297,6 +303,7 @@ pub fn create_key(
                 open_doors: fields.open_doors.unwrap_or(false),
                 cameras: fields.cameras.unwrap_or(false),
                 grant: None,
+                profile: fields.profile,
                 usage: Usage::default(),
             }
         })

@@ -126,6 +126,10 @@ pub struct ApiKey {
     /// ([`ApiKey::principal`]), so that a refresh does not start them afresh.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grant: Option<String>,
+    /// The tool profile this key sees (`full`, `lean`; issue 33); `None`: the server's
+    /// default (`[mcp] profile`). A key's profile wins over the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::home::Profile>,
     #[serde(default)]
     pub usage: Usage,
 }
@@ -268,6 +272,7 @@ mod tests {
             open_doors: false,
             cameras: false,
             grant: None,
+            profile: None,
             usage: Usage::default(),
         };
         assert_eq!(

@@ -351,6 +351,9 @@ pub struct Grant {
     pub categories: Vec<String>,
     /// The owner ticked "may see camera pictures" (the key's `cameras` grant).
     pub cameras: bool,
+    /// The tool profile the key gets (`full`, `lean`; issue 33); `None`: the server's default.
+    /// Set from the form's `profile` ([`Grant::with_profile`]).
+    pub profile: Option<crate::home::Profile>,
     /// The name of the admin key that approved it.
     pub granted_by: String,
 }
@@ -393,8 +396,22 @@ impl Grant {
             rooms,
             categories,
             cameras,
+            profile: None,
             granted_by: granted_by.to_string(),
         })
+    }
+
+    /// The grant with the consent form's `profile` (`full`, `lean`; empty or absent: the
+    /// server's default). Errors: a message for the page.
+    pub fn with_profile(mut self, profile: Option<&str>) -> Result<Grant, String> {
+        self.profile = match profile.map(str::trim).filter(|p| !p.is_empty()) {
+            None => None,
+            Some(p) => Some(
+                crate::home::Profile::parse(p)
+                    .ok_or_else(|| format!("tools {p:?} is not full or lean"))?,
+            ),
+        };
+        Ok(self)
     }
 }
 
@@ -1021,6 +1038,7 @@ impl OAuth {
             "rooms": grant.rooms,
             "categories": grant.categories,
             "cameras": grant.cameras,
+            "profile": grant.profile,
         }))
         .map_err(|e| err(ErrorCode::ServerError, e.to_string()))?;
         // The grant outlives each access key (a refresh issues a new one): its own random id.
@@ -1125,6 +1143,7 @@ impl OAuth {
                 expires_at: Some(expires_at.clone()),
                 model_confirms: false,
                 open_doors: false,
+                profile: None,
                 usage: Usage::default(),
                 ..old.clone()
             })

@@ -41,7 +41,7 @@ pub use model::{
     Category, CategoryKind, Control, ControlKind, Family, Home, MessageCenter, MsInfo, Room,
     StateRef, StructureProblem, StructureWarning, TypeFamily,
 };
-pub use permission::{Permission, ToolFacts};
+pub use permission::{Permission, Profile, ToolFacts};
 pub use pin::{PinSource, Typist};
 pub use primary::Primary;
 pub use risk::{Risk, RiskRules};

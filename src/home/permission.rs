@@ -55,6 +55,47 @@ impl Permission {
     }
 }
 
+/// Which catalogue a caller sees (issue 33): `full`, every tool the spec names (the default),
+/// or `lean`, a handful of general tools for small local models, each a front door over the
+/// full tools' declarations. Chosen by the configuration (`[mcp] profile`), `stdio --profile`
+/// and per API key (a key's profile wins over the server's default); each tool declares the
+/// profiles that list it, and a caller is refused a tool its profile does not list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// Every tool of the spec's catalogue.
+    #[default]
+    Full,
+    /// At most 10 general tools (`tools/list` at most 16,000 bytes).
+    Lean,
+}
+
+impl Profile {
+    /// Both profiles, the default first.
+    pub const ALL: [Profile; 2] = [Profile::Full, Profile::Lean];
+
+    /// `full` or `lean`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::Full => "full",
+            Profile::Lean => "lean",
+        }
+    }
+
+    /// The profile named `s` (`full`, `lean`; case ignored).
+    pub fn parse(s: &str) -> Option<Profile> {
+        Profile::ALL
+            .into_iter()
+            .find(|p| p.as_str().eq_ignore_ascii_case(s.trim()))
+    }
+}
+
+impl std::fmt::Display for Profile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The facts of a tool call the auth gate and the audit log need, as the tool's declaration
 /// in the catalogue gives them (implemented by `tools::HomeTools`).
 pub trait ToolFacts: Send + Sync {
@@ -63,10 +104,11 @@ pub trait ToolFacts: Send + Sync {
     fn required_permission(&self, tool: &str, arguments: &Map<String, Value>)
         -> Option<Permission>;
 
-    /// Whether `tool` shows pictures of people (camera and intercom pictures): a key needs the
+    /// Whether a call of `tool` with `arguments` shows pictures of people (camera and intercom
+    /// pictures; for a lean front door, whether the call it stands for does): a key needs the
     /// `cameras` grant besides the permission (admin keys hold it), else the gate refuses
     /// with `INSUFFICIENT_PERMISSIONS` before anything reaches a camera.
-    fn shows_pictures(&self, tool: &str) -> bool;
+    fn shows_pictures(&self, tool: &str, arguments: &Map<String, Value>) -> bool;
 
     /// Whether a call of `tool` with `arguments` is recorded in the audit log: it writes
     /// ([`Permission::writes`]) or shows pictures. A refusal of such a call is recorded too.

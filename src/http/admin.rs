@@ -219,6 +219,7 @@ pub fn key_view(k: &ApiKey) -> Value {
         "model_confirms": k.model_confirms,
         "open_doors": k.open_doors,
         "cameras": k.cameras,
+        "profile": k.profile,
         "usage": k.usage,
     })
 }
@@ -282,6 +283,8 @@ struct CreateBody {
     model_confirms: Option<bool>,
     open_doors: Option<bool>,
     cameras: Option<bool>,
+    /// `full` or `lean` (issue 33); absent: the server's default (on update: unchanged).
+    profile: Option<crate::home::Profile>,
 }
 
 /// `PUT /admin/api/keys/:id`.
@@ -299,6 +302,8 @@ struct UpdateBody {
     model_confirms: Option<bool>,
     open_doors: Option<bool>,
     cameras: Option<bool>,
+    /// `full` or `lean` (issue 33); absent: the server's default (on update: unchanged).
+    profile: Option<crate::home::Profile>,
 }
 
 fn record(
@@ -359,6 +364,7 @@ fn create_key(admin: &AdminContext, principal: Option<&Principal>, body: Value) 
         model_confirms: body.model_confirms,
         open_doors: body.open_doors,
         cameras: body.cameras,
+        profile: body.profile,
     };
     if let Err(m) = keys::check_new(role, &fields) {
         return invalid(m);
@@ -506,6 +512,7 @@ fn update_key(
         model_confirms: body.model_confirms,
         open_doors: body.open_doors,
         cameras: body.cameras,
+        profile: body.profile,
     };
     if let Err(m) = keys::apply_update(&mut key, fields, body.active) {
         return invalid(m);

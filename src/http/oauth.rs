@@ -314,12 +314,14 @@ fn consent(ctx: &Ctx, oauth: &OAuth, request: &mut tiny_http::Request, issuer: &
         params.all("category"),
         params.one("cameras", 8).ok().flatten() == Some("yes"),
         &admin,
-    ) {
+    )
+    .and_then(|g| g.with_profile(params.one("profile", 16).ok().flatten()))
+    {
         Ok(g) => g,
         Err(m) => return consent_page(ctx, &req, 400, &m),
     };
     let summary = format!(
-        "{} as {} for {} days{}{}{}",
+        "{} as {} for {} days{}{}{}{}",
         req.client.name,
         grant.role,
         grant.days,
@@ -328,6 +330,9 @@ fn consent(ctx: &Ctx, oauth: &OAuth, request: &mut tiny_http::Request, issuer: &
         } else {
             ""
         },
+        grant
+            .profile
+            .map_or_else(String::new, |p| format!(", {p} tools")),
         if grant.rooms.is_empty() {
             String::new()
         } else {

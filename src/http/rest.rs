@@ -111,7 +111,7 @@ pub(crate) fn handle(
             ) {
                 return a;
             }
-            return list_tools(ctx);
+            return list_tools(ctx, principal);
         }
         Route::CallTool => {
             let body = match super::json_body(ctx, request) {
@@ -279,7 +279,8 @@ fn rpc_failure(e: ErrorObject) -> Answer {
     }
 }
 
-fn list_tools(ctx: &Ctx) -> Answer {
+/// `GET /tools`: the tools the caller's profile lists (its key's, else the server's).
+fn list_tools(ctx: &Ctx, principal: Option<&Principal>) -> Answer {
     let mut tools = Vec::new();
     let mut cursor: Option<Value> = None;
     // Bounded: a core that keeps returning cursors cannot loop us forever.
@@ -288,7 +289,7 @@ fn list_tools(ctx: &Ctx) -> Answer {
         if let Some(c) = &cursor {
             params.insert("cursor".into(), c.clone());
         }
-        let mut page = match rpc(ctx, "tools/list", params, None) {
+        let mut page = match rpc(ctx, "tools/list", params, principal) {
             Ok(p) => p,
             Err(e) => return rpc_failure(e),
         };

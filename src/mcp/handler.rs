@@ -374,6 +374,9 @@ pub struct Caller {
     pub model_confirms: bool,
     /// The key's owner allows opening gates, doors and locks (after a human answer).
     pub open_doors: bool,
+    /// The tool profile the key's owner chose for it (`None`: the server's default,
+    /// `[mcp] profile`); see [`crate::home::Profile`].
+    pub profile: Option<crate::home::Profile>,
 }
 
 /// What a handler knows about the caller of one request.
@@ -477,8 +480,19 @@ pub trait Handler: Send + Sync {
     fn server_info(&self) -> Implementation;
     /// `instructions` of `initialize` (may be empty).
     fn instructions(&self) -> String;
+    /// `instructions` for a session of `caller` (its tool profile may name other tools;
+    /// default: [`Handler::instructions`]).
+    fn instructions_for(&self, caller: Option<&Caller>) -> String {
+        let _ = caller;
+        self.instructions()
+    }
     /// The full tool catalogue, in display order.
     fn list_tools(&self) -> Vec<ToolDescriptor>;
+    /// The tools the caller of `ctx` sees (its tool profile; default: [`Handler::list_tools`]).
+    fn list_tools_for(&self, ctx: &RequestContext) -> Vec<ToolDescriptor> {
+        let _ = ctx;
+        self.list_tools()
+    }
     /// Runs one tool. `Err` becomes a JSON-RPC error (e.g. -32602 for an unknown tool, or for
     /// bad arguments where [`RequestContext::argument_errors_as_tool_results`] is false);
     /// failures of the house itself come back as `Ok` with `is_error: true`.

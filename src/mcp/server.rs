@@ -945,7 +945,7 @@ impl McpServer {
         }
         let value = match method {
             "tools/list" => {
-                let all = guarded(|| self.handler.list_tools())?;
+                let all = guarded(|| self.handler.list_tools_for(&ctx))?;
                 paginate("tools", &all, &params, self.page_size, version)
             }
             "resources/list" => {
@@ -1073,8 +1073,12 @@ impl McpServer {
         }
         let params = object_params(params)?;
         let version = ProtocolVersion::negotiate(&string_param(&params, "protocolVersion")?);
-        let (info, instructions) =
-            guarded(|| (self.handler.server_info(), self.handler.instructions()))?;
+        let (info, instructions) = guarded(|| {
+            (
+                self.handler.server_info(),
+                self.handler.instructions_for(state.caller.as_ref()),
+            )
+        })?;
         let mut info = serde_json::to_value(info).map_err(internal)?;
         if version < ProtocolVersion::V2025_06_18 {
             if let Some(obj) = info.as_object_mut() {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use super::{FIXED, TEMPLATES};
-use crate::home::{Family, Home};
+use crate::home::{Family, Home, Profile};
 use crate::tools::Ctx;
 
 /// `home://system/status`.
@@ -72,13 +72,22 @@ pub fn capabilities(ctx: &Ctx, home: &Home, prompts: &[&str]) -> Value {
         .filter(|c| c.is_secured)
         .map(|c| crate::tools::view::device(home, c))
         .collect();
+    let in_profile = |p: Profile| -> Vec<&str> {
+        ctx.catalogue
+            .iter()
+            .filter(|t| t.in_profile(p))
+            .map(|t| t.name)
+            .collect()
+    };
     json!({
         "families": families(home).iter().map(|(f, n)| json!({"family": f.as_str(), "count": n})).collect::<Vec<_>>(),
         "control_types": types.iter().map(|(t, (f, n))| json!({"type": t, "family": f.as_str(), "count": n})).collect::<Vec<_>>(),
         "secured_controls": secured,
+        // The full profile's tools; the lean profile's front doors apart (issue 33).
         "tools": {
-            "count": ctx.catalogue.len(),
-            "names": ctx.catalogue.iter().map(|t| t.name).collect::<Vec<_>>(),
+            "count": in_profile(Profile::Full).len(),
+            "names": in_profile(Profile::Full),
+            "lean": in_profile(Profile::Lean),
         },
         "resources": {"fixed": FIXED.len(), "templates": TEMPLATES.len()},
         "prompts": prompts,

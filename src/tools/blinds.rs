@@ -186,6 +186,12 @@ words! {
     }
 }
 
+/// Whether `word` is an action of `control_rolladen_unified` (the lean `control` sends its
+/// room, category and house-wide calls with such a word there).
+pub(crate) fn takes_action(word: &str) -> bool {
+    UnifiedAction::from_word(word).is_some()
+}
+
 words! {
     /// The actions of `control_rolladen_unified`.
     enum UnifiedAction {

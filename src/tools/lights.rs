@@ -102,6 +102,12 @@ words! {
     }
 }
 
+/// Whether `word` is an action of `control_lights_unified` (the lean `control` sends its room,
+/// category and house-wide calls with such a word there).
+pub(crate) fn takes_action(word: &str) -> bool {
+    LightAction::from_word(word).is_some()
+}
+
 /// What the caller wants every light to do.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Intent {

@@ -32,6 +32,7 @@ mod cameras;
 mod climate;
 mod devices;
 mod history;
+mod lean;
 mod lights;
 pub mod schema;
 pub mod scope;
@@ -50,7 +51,7 @@ use serde_json::{json, Map, Value};
 
 use crate::audit::{target_of, AuditLog, Entry};
 use crate::home::resolve::ResolveError;
-use crate::home::{Action, ControllerError, House, ToolFacts};
+use crate::home::{Action, ControllerError, House, Profile, ToolFacts};
 use crate::mcp::{
     CallToolResult, Content, RequestContext, ResourceContents, RpcError, SharedResult,
     ToolAnnotations, ToolDescriptor,
@@ -140,6 +141,30 @@ pub(crate) fn action_label(a: &Action) -> String {
 type Run =
     Box<dyn Fn(&Ctx, &Map<String, Value>, &Caller) -> Result<Value, ToolError> + Send + Sync>;
 
+/// A front door's route ([`Tool::door`]): the call of a declared tool its (schema-checked)
+/// arguments stand for.
+type Route = Box<dyn Fn(&Map<String, Value>) -> Result<Call, ToolError> + Send + Sync>;
+
+/// The call of a declared tool a front door's arguments stand for ([`Tool::door`]): the tool
+/// by name and its arguments, checked against that tool's own schema when it runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    pub tool: &'static str,
+    pub arguments: Map<String, Value>,
+}
+
+impl Call {
+    /// The call of `tool` with `arguments` (a JSON object; anything else gives no arguments),
+    /// the fields whose value is `null` left out (an absent optional argument of the door).
+    pub fn new(tool: &'static str, arguments: Value) -> Call {
+        let arguments = match arguments {
+            Value::Object(m) => m.into_iter().filter(|(_, v)| !v.is_null()).collect(),
+            _ => Map::new(),
+        };
+        Call { tool, arguments }
+    }
+}
+
 /// What raises the permission a call needs above its tool's own ([`Tool::raises`]).
 pub type Raises = fn(&WorkflowStore, &Map<String, Value>) -> Permission;
 
@@ -213,6 +238,13 @@ pub struct Tool {
     /// only reads ([`Tool::audited`]); its answers are never cached, and it is never a workflow
     /// step. It stays `readOnlyHint`.
     pub pictures: bool,
+    /// The tool profiles whose catalogue lists it ([`Profile`]; default `full` only): a
+    /// caller sees and may call only the tools of its profile.
+    pub profiles: &'static [Profile],
+    /// For a front door of the lean profile ([`Tool::door`]): the call of a declared tool
+    /// its arguments stand for. The call is then that tool's in every respect (permission,
+    /// reach, device keys, confirmation, dry run, caches, audit); the door only translates.
+    route: Option<Route>,
     /// JSON Schema of the arguments, generated from the handler's argument type ([`Args`]).
     pub input_schema: Value,
     /// JSON Schema of the envelope's `data`.
@@ -249,11 +281,71 @@ impl Tool {
             destructive: false,
             idempotent: true,
             pictures: false,
+            profiles: &[Profile::Full],
+            route: None,
             input_schema: A::schema(),
             data_schema: || json!({"type": "object"}),
             take: takes::<A>,
             run: Box::new(move |ctx, arguments, caller| run(ctx, A::take(arguments)?, caller)),
         }
+    }
+
+    /// A front door of the lean profile (issue 33): its arguments `A` stand for the call of a
+    /// declared tool that `route` picks (typically a full tool with the same words), which
+    /// then runs as if called by name: the same permission, reach, device-key rule,
+    /// confirmations, dry runs, caches and audit entry ([`HomeTools::call`] resolves the door
+    /// first, [`ToolFacts`] too). The door itself only declares what `tools/list` shows: its
+    /// schema, and annotations as the highest of its targets (set with
+    /// [`Tool::permission`], [`Tool::destructive`], [`Tool::repeats`]). Listed in the lean
+    /// profile only; never a workflow step.
+    pub fn door<A: Args + 'static>(
+        name: &'static str,
+        title: &'static str,
+        description: &'static str,
+        route: fn(A) -> Result<Call, ToolError>,
+    ) -> Tool {
+        let mut tool = Tool::new(name, title, description, |_: &Ctx, _: A, _: &Caller| {
+            Ok(Value::Null)
+        });
+        tool.profiles = &[Profile::Lean];
+        // Run outside `HomeTools::call` (which resolves doors first), the door hands its call
+        // to the declared tool of the catalogue all the same.
+        tool.run = Box::new(move |ctx, arguments, caller| {
+            let call = route(A::take(arguments)?)?;
+            ctx.catalogue
+                .iter()
+                .find(|t| t.name == call.tool && !t.is_door())
+                .ok_or_else(|| ToolError::InvalidParams(format!("no tool {}", call.tool)))?
+                .invoke(ctx, &call.arguments, caller)
+        });
+        tool.route = Some(Box::new(move |arguments| route(A::take(arguments)?)));
+        tool
+    }
+
+    /// The profiles whose catalogue lists it (default: `full` only).
+    pub fn in_profiles(mut self, profiles: &'static [Profile]) -> Tool {
+        self.profiles = profiles;
+        self
+    }
+
+    /// Whether `profile`'s catalogue lists it.
+    pub fn in_profile(&self, profile: Profile) -> bool {
+        self.profiles.contains(&profile)
+    }
+
+    /// Whether it is a front door ([`Tool::door`]).
+    pub fn is_door(&self) -> bool {
+        self.route.is_some()
+    }
+
+    /// For a front door: the call its `arguments` stand for (they are checked against the
+    /// door's own schema first, for messages naming its fields); `None` for every other tool.
+    pub fn route(&self, arguments: &Map<String, Value>) -> Option<Result<Call, ToolError>> {
+        let route = self.route.as_ref()?;
+        Some(
+            self.check_arguments(arguments)
+                .and_then(|()| route(arguments)),
+        )
     }
 
     /// The permission a call needs (default `read`).
@@ -491,6 +583,7 @@ pub fn catalogue() -> Vec<Tool> {
     tools.extend(summary::tools());
     tools.extend(history::tools());
     tools.extend(alerts::tools());
+    tools.extend(lean::tools());
     tools
 }
 
@@ -513,6 +606,8 @@ pub struct HomeTools {
     writes: AtomicU64,
     /// Where every call of a tool that writes is recorded ([`HomeTools::with_audit`]).
     audit: Option<Arc<AuditLog>>,
+    /// The tool profile of callers whose key names none ([`HomeTools::with_profile`]).
+    profile: Profile,
 }
 
 impl HomeTools {
@@ -532,6 +627,57 @@ impl HomeTools {
             resource_cache: Cache::new(Duration::ZERO, 1),
             writes: AtomicU64::new(0),
             audit: None,
+            profile: Profile::Full,
+        }
+    }
+
+    /// The tool profile of callers whose API key names none (`[mcp] profile`,
+    /// `stdio --profile`; default `full`).
+    pub fn with_profile(mut self, profile: Profile) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    /// The tool profile `caller` sees: its key's, else the server's default.
+    pub fn profile_of(&self, caller: &Caller) -> Profile {
+        self.profile_for(caller.request.as_ref().and_then(|r| r.caller.as_ref()))
+    }
+
+    /// The tool profile of a request's `caller` (`None`: no key, e.g. stdio): its key's,
+    /// else the server's default.
+    pub fn profile_for(&self, caller: Option<&crate::mcp::Caller>) -> Profile {
+        caller.and_then(|c| c.profile).unwrap_or(self.profile)
+    }
+
+    /// The declared tool a call of `name` with `arguments` runs (a front door resolved);
+    /// `None` for an unknown tool or a door's arguments that make no call.
+    fn declared(&self, name: &str, arguments: &Map<String, Value>) -> Option<&Tool> {
+        self.resolve(self.tool(name)?, arguments.clone())
+            .ok()
+            .map(|(t, _)| t)
+    }
+
+    /// The declared tool and arguments a call of `tool` stands for: a front door's route
+    /// ([`Tool::door`]) resolved, every other tool as it is. `Err`: the door's arguments
+    /// do not make a call (its schema, or what its route refuses), or the route names no
+    /// declared tool.
+    fn resolve<'t>(
+        &'t self,
+        tool: &'t Tool,
+        arguments: Map<String, Value>,
+    ) -> Result<(&'t Tool, Map<String, Value>), ToolError> {
+        match tool.route(&arguments) {
+            None => Ok((tool, arguments)),
+            Some(call) => {
+                let call = call?;
+                let target = self
+                    .tool(call.tool)
+                    .filter(|t| !t.is_door())
+                    .ok_or_else(|| {
+                        ToolError::InvalidParams(format!("{} names no tool", call.tool))
+                    })?;
+                Ok((target, call.arguments))
+            }
         }
     }
 
@@ -561,7 +707,13 @@ impl HomeTools {
         name: &str,
         arguments: &Map<String, Value>,
     ) -> Option<Permission> {
-        let tool = self.tool(name)?;
+        let door = self.tool(name)?;
+        // A front door needs what the call it stands for needs; arguments that make no call
+        // need `read`, and the call answers why.
+        let Ok((tool, arguments)) = self.resolve(door, arguments.clone()) else {
+            return Some(Permission::Read);
+        };
+        let arguments = &arguments;
         Some(match tool.raises {
             Some(raises) => tool.permission.max(raises(&self.workflows, arguments)),
             None => tool.permission,
@@ -604,8 +756,26 @@ impl HomeTools {
             RpcError::invalid_params(format!("unknown tool {name:?}"))
                 .with_details("call tools/list for the available tools")
         })?;
+        let profile = self.profile_of(caller);
+        if !tool.in_profile(profile) {
+            return Err(RpcError::invalid_params(format!(
+                "{name} is not a tool of the {profile} profile this caller uses; its tools are {}",
+                self.names_in(profile).join(", ")
+            ))
+            .with_details(format!(
+                "the {profile} profile lists {} tools (tools/list); the owner chooses a key's \
+                 profile (keys update --profile, the admin page)",
+                self.names_in(profile).len()
+            )));
+        }
+        // Messages about arguments name the door the caller used, and the tool it stands for.
+        let door = tool.is_door().then_some(tool.name);
+        let (tool, arguments) = match self.resolve(tool, arguments) {
+            Ok(resolved) => resolved,
+            Err(e) => return render(tool, None, caller, Err(e)).map(SharedResult::new),
+        };
         if tool.permission.writes() {
-            let result = self.run(tool, arguments, caller);
+            let result = self.run(tool, door, arguments, caller);
             // Whatever it did, nobody may read an answer from before it.
             self.writes.fetch_add(1, Ordering::SeqCst);
             self.tool_cache.clear();
@@ -617,14 +787,17 @@ impl HomeTools {
 
             // An answer filtered to this key's rooms, categories or controls (list_rooms, a
             // device key's reads) never goes from or into the shared cache either.
-            return self.run(tool, arguments, caller).map(SharedResult::new);
+            return self
+                .run(tool, door, arguments, caller)
+                .map(SharedResult::new);
         }
-        let key = cache::tool_key(name, &arguments);
+        // The declared tool's name: a door's call shares the answer of the call it stands for.
+        let key = cache::tool_key(tool.name, &arguments);
         let answer = self.tool_cache.get_or_compute_aged(
             &key,
             || self.generation(),
             || {
-                let result = self.run(tool, arguments, caller).map(|r| {
+                let result = self.run(tool, door, arguments, caller).map(|r| {
                     // Whether it says how old its values are (most listings do not): only
                     // then does a cached copy change with time.
                     let ages = r.structured_content.as_ref().is_some_and(cache::has_age);
@@ -681,6 +854,7 @@ impl HomeTools {
     fn run(
         &self,
         tool: &Tool,
+        door: Option<&str>,
         arguments: Map<String, Value>,
         caller: &Caller,
     ) -> Result<CallToolResult, RpcError> {
@@ -729,7 +903,7 @@ impl HomeTools {
                 ));
             }
         }
-        render(tool, caller, result)
+        render(tool, door, caller, result)
     }
 }
 
@@ -737,9 +911,11 @@ impl HomeTools {
 /// outside the schema (or a value outside the control's range found when the command was about
 /// to be sent) JSON-RPC -32602 (spec §7.2), or a tool execution error the model can read for
 /// clients at 2025-11-25 and later; a question to the user (2026-07-28) goes to the MCP core,
-/// which turns it into `input_required`.
+/// which turns it into `input_required`. Messages name the tool (and the lean `door` the
+/// caller used: `control (control_device): ...`).
 fn render(
     tool: &Tool,
+    door: Option<&str>,
     caller: &Caller,
     result: Result<Value, ToolError>,
 ) -> Result<CallToolResult, RpcError> {
@@ -757,7 +933,10 @@ fn render(
         Err(
             ToolError::InvalidParams(m) | ToolError::Controller(ControllerError::InvalidValue(m)),
         ) => {
-            let message = format!("{}: {m}", tool.name);
+            let message = match door {
+                Some(door) => format!("{door} ({}): {m}", tool.name),
+                None => format!("{}: {m}", tool.name),
+            };
             if caller
                 .request
                 .as_ref()
@@ -782,29 +961,33 @@ impl ToolFacts for HomeTools {
         HomeTools::required_permission(self, name, arguments)
     }
 
-    fn shows_pictures(&self, name: &str) -> bool {
-        self.tool(name).is_some_and(|t| t.pictures)
+    fn shows_pictures(&self, name: &str, arguments: &Map<String, Value>) -> bool {
+        self.declared(name, arguments).is_some_and(|t| t.pictures)
     }
 
     fn audited(&self, name: &str, arguments: &Map<String, Value>) -> bool {
-        self.tool(name).is_some_and(Tool::audited)
+        self.declared(name, arguments).is_some_and(Tool::audited)
             || self
                 .required_permission(name, arguments)
                 .is_some_and(Permission::writes)
     }
 
-    /// What the tool declares it reaches ([`Reach::check`]); an unknown tool is refused.
+    /// What the tool declares it reaches ([`Reach::check`]); an unknown tool is refused. A
+    /// front door reaches what the call it stands for reaches; arguments that make no call
+    /// pass (the call answers why).
     fn check_scope(
         &self,
         name: &str,
         arguments: &Map<String, Value>,
         scope: &crate::home::Scope,
     ) -> Result<(), String> {
-        self.tool(name).map_or(Reach::Refused, |t| t.reach).check(
-            &self.house.home(),
-            arguments,
-            scope,
-        )
+        let Some(door) = self.tool(name) else {
+            return Reach::Refused.check(&self.house.home(), arguments, scope);
+        };
+        match self.resolve(door, arguments.clone()) {
+            Ok((tool, arguments)) => tool.reach.check(&self.house.home(), &arguments, scope),
+            Err(_) => Ok(()),
+        }
     }
 }
 
@@ -820,21 +1003,45 @@ impl HomeTools {
         }
     }
 
-    /// `tools/list`: every tool of the catalogue, its description ending in the permission
-    /// it needs (and `cameras` for a tool that shows pictures), its output schema the envelope
-    /// around its `data` schema.
+    /// `tools/list` of the server's default profile ([`HomeTools::list_for`]).
     pub fn list(&self) -> Vec<ToolDescriptor> {
+        self.list_for(self.profile)
+    }
+
+    /// The names of the tools `profile` lists, in display order.
+    pub fn names_in(&self, profile: Profile) -> Vec<&'static str> {
         self.tools
             .iter()
+            .filter(|t| t.in_profile(profile))
+            .map(|t| t.name)
+            .collect()
+    }
+
+    /// `tools/list` for `profile`: every tool of the catalogue its profile lists, its
+    /// description ending in the permission it needs (and `cameras` for a tool that shows
+    /// pictures), its output schema the envelope around its `data` schema.
+    pub fn list_for(&self, profile: Profile) -> Vec<ToolDescriptor> {
+        self.tools
+            .iter()
+            .filter(|t| t.in_profile(profile))
             .map(|t| ToolDescriptor {
                 name: t.name.into(),
                 title: Some(t.title.into()),
-                description: format!(
-                    "{} (permission: {}{})",
-                    t.description,
-                    t.permission.as_str(),
-                    if t.pictures { ", cameras" } else { "" }
-                ),
+                description: if t.is_door() && t.permission.writes() {
+                    // A door needs what the call it stands for needs.
+                    format!(
+                        "{} (permission: read to look, {} to act)",
+                        t.description,
+                        t.permission.as_str()
+                    )
+                } else {
+                    format!(
+                        "{} (permission: {}{})",
+                        t.description,
+                        t.permission.as_str(),
+                        if t.pictures { ", cameras" } else { "" }
+                    )
+                },
                 input_schema: t.input_schema.clone(),
                 output_schema: Some(envelope_schema((t.data_schema)())),
                 annotations: t.annotations(),

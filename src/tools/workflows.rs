@@ -263,6 +263,12 @@ fn check_step<'a>(catalogue: &'a [Tool], step: &Step) -> Result<&'a Tool, String
                 step.tool
             )
         })?;
+    if tool.is_door() {
+        return Err(format!(
+            "tool: {:?} is a front door of the lean profile; a step names the tool it stands for",
+            step.tool
+        ));
+    }
     if tool.workflow {
         return Err(format!(
             "tool: {:?} is a workflow tool; a workflow cannot run workflow tools",

@@ -39,6 +39,7 @@ fn key(i: usize, role: Role) -> ApiKey {
         open_doors: false,
         cameras: false,
         grant: None,
+        profile: None,
         usage: Usage::default(),
     }
 }

@@ -9,7 +9,8 @@
 # (tests/e2e/history.py), a resources/subscribe update after a wall button at the simulator,
 # over HTTP and stdio (tests/e2e/subscribe.py), issue 30's doorbell: a ring as a resource
 # update and its picture as an image block (tests/e2e/door.py, Pillow installed into the venv),
-# and the Message Center's alerts and the stop switch of issue 31 (tests/e2e/alerts.py). Once:
+# the Message Center's alerts and the stop switch of issue 31 (tests/e2e/alerts.py), and the
+# lean tool profile of issue 33 (tests/e2e/lean.py). Once:
 # a control_device call changes the
 # simulator's state as a following list_devices shows; and mcp 2.x in its modern mode,
 # `Client(mode="2026-07-28")` over HTTP and stdio (tests/e2e/modern.py: lists, a tool call
@@ -167,6 +168,15 @@ for sdk in "${SDKS[@]}"; do
     ok "python-sdk $sdk alerts and stop: $(echo "$ALERTS" | tail -n1)"
   else
     bad "python-sdk $sdk alerts and stop ($SDK_PY)"; echo "${ALERTS:-}" | sed 's/^/    /'
+  fi
+
+  # 6c. Issue 33: a key made with `keys generate --profile lean` sees only the lean tools over
+  # Streamable HTTP, is refused a full tool by name (nothing reaches the simulator), and its
+  # `control` switches a light at the simulator; `stdio --profile lean` lists the same tools.
+  if [[ -x "$SDK_PY" ]] && LEAN=$(timeout 300 "$SDK_PY" tests/e2e/lean.py "$BIN" 2>/dev/null); then
+    ok "python-sdk $sdk lean profile: $(echo "$LEAN" | tail -n1)"
+  else
+    bad "python-sdk $sdk lean profile ($SDK_PY)"; echo "${LEAN:-}" | sed 's/^/    /'
   fi
 done
 

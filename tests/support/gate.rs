@@ -19,6 +19,7 @@ pub fn key(id: &str, role: home_mcp::auth::Role) -> home_mcp::auth::ApiKey {
         open_doors: false,
         cameras: false,
         grant: None,
+        profile: None,
         usage: home_mcp::auth::Usage::default(),
     }
 }
