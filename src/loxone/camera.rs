@@ -448,7 +448,7 @@ impl Fetcher {
     /// A fetcher with these limits: no proxy from the environment, no redirects followed (a
     /// redirect would take the credentials elsewhere).
     pub fn new(limits: FetchLimits) -> Fetcher {
-        let agent = super::client::agent(None, limits.deadline);
+        let agent = super::agent(None, limits.deadline);
         Fetcher {
             agent,
             limits,

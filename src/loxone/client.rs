@@ -158,21 +158,6 @@ impl fmt::Debug for Client {
     }
 }
 
-/// The HTTP agent of every request to the Miniserver and its cameras: these deadlines, statuses
-/// as answers (not errors), no redirects followed (a redirect would take the credentials
-/// elsewhere), no proxy from the environment, our user agent.
-pub(crate) fn agent(connect: Option<Duration>, whole: Duration) -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .timeout_connect(connect)
-        .timeout_global(Some(whole))
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .proxy(None)
-        .user_agent(concat!("home-mcp/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .into()
-}
-
 impl Client {
     /// A client for `ms` with the given timeouts. Proxies from the environment are ignored (a
     /// Miniserver sits on the LAN) and redirects are not followed (ureq would drop the
@@ -183,7 +168,7 @@ impl Client {
 
     /// [`Client::new`] with an explicit [`AuthMode`] (`[miniserver] auth`).
     pub fn with_auth(ms: &MiniserverConfig, timeouts: &Timeouts, mode: AuthMode) -> Self {
-        let agent = agent(Some(timeouts.connect), timeouts.request);
+        let agent = super::agent(Some(timeouts.connect), timeouts.request);
         let token = base64::engine::general_purpose::STANDARD
             .encode(format!("{}:{}", ms.user, ms.password).as_bytes());
         Self {

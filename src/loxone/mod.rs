@@ -21,3 +21,21 @@ pub mod stats;
 pub mod structure;
 pub mod token;
 pub mod ws;
+
+/// The HTTP agent of every request to the Miniserver and its cameras: these deadlines, statuses
+/// as answers (not errors), no redirects followed (a redirect would take the credentials
+/// elsewhere), no proxy from the environment, our user agent.
+pub(crate) fn agent(
+    connect: Option<std::time::Duration>,
+    whole: std::time::Duration,
+) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .timeout_connect(connect)
+        .timeout_global(Some(whole))
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .proxy(None)
+        .user_agent(concat!("home-mcp/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .into()
+}
