@@ -48,9 +48,15 @@ fn key(id: &str, profile: Profile) -> home_mcp::auth::ApiKey {
     }
 }
 
-/// A demo house behind `serve` that knows both keys.
+/// A demo house behind `serve` that knows both keys. Its room temperatures stay still (no
+/// drift toward the targets): two houses started apart must answer reads alike.
 fn house() -> (Miniserver, Served) {
-    let ms = Miniserver::demo();
+    let ms = Miniserver::serve(home_mcp::sim::Simulator::demo_with(
+        home_mcp::sim::SimConfig {
+            temp_drift_per_minute: 0.0,
+            ..home_mcp::sim::SimConfig::default()
+        },
+    ));
     let operator = home_mcp::auth::ApiKey {
         profile: Some(Profile::Lean),
         ..support::gate::key(LEAN_OPERATOR, Role::Operator)
