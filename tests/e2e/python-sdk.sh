@@ -64,9 +64,14 @@ done
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
 LOG=$(mktemp)
 # The demo's visualisation password is configured (the alarm tools take none), as on a Pi.
-HOME_VISU_PASS=1234 "$BIN" serve --demo --listen "127.0.0.1:$PORT" 2>"$LOG" &
+# Every script below shares this server from one address: its budget of requests without a
+# key (100 a minute by default) is raised so that the scripts together do not run into it
+# (the budgets themselves are tested in tests/rate_budgets.rs).
+E2E_CONFIG=$(mktemp)
+printf '[auth.rate_limits]\nper_client = 100000\n' >"$E2E_CONFIG"
+HOME_VISU_PASS=1234 "$BIN" serve --demo --listen "127.0.0.1:$PORT" --config "$E2E_CONFIG" 2>"$LOG" &
 PID=$!
-trap 'kill $PID 2>/dev/null || true; rm -f "$LOG"' EXIT
+trap 'kill $PID 2>/dev/null || true; rm -f "$LOG" "$E2E_CONFIG"' EXIT
 source tests/e2e/lib.sh
 SIM=$(e2e_demo_up "$PORT" "$LOG")
 URL="http://127.0.0.1:$PORT/mcp"
@@ -139,7 +144,7 @@ for sdk in "${SDKS[@]}"; do
   "$BIN" serve --demo --listen "127.0.0.1:$DOOR_PORT" 2>"$DOOR_LOG" &
   PID=$!
   DOOR_PID=$PID
-  trap 'kill $SHARED_PID $DOOR_PID 2>/dev/null || true; rm -f "$LOG" "$DOOR_LOG"' EXIT
+  trap 'kill $SHARED_PID $DOOR_PID 2>/dev/null || true; rm -f "$LOG" "$DOOR_LOG" "$E2E_CONFIG"' EXIT
   DOOR_SIM=$(e2e_demo_up "$DOOR_PORT" "$DOOR_LOG" || true)
   PID=$SHARED_PID
   if [[ -n $DOOR_SIM && -x "$SDK_PY" ]] && { "$SDK_PY" -c "import PIL" 2>/dev/null || "$SDK_PY" -m pip install -q pillow >/dev/null 2>&1; } \
@@ -151,7 +156,7 @@ for sdk in "${SDKS[@]}"; do
   kill "$DOOR_PID" 2>/dev/null || true
   wait "$DOOR_PID" 2>/dev/null || true
   rm -f "$DOOR_LOG"
-  trap 'kill $SHARED_PID 2>/dev/null || true; rm -f "$LOG"' EXIT
+  trap 'kill $SHARED_PID 2>/dev/null || true; rm -f "$LOG" "$E2E_CONFIG"' EXIT
 
   # 6. resources/subscribe over HTTP and stdio: an update after a wall button at the simulator.
   if [[ -x "$SDK_PY" ]] && SUBS=$(timeout 300 "$SDK_PY" tests/e2e/subscribe.py "$BIN" "$URL" "$SIM" 2>/dev/null); then
