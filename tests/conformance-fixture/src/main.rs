@@ -61,9 +61,18 @@ fn main() -> ExitCode {
         .with_module_level("tiny_http", log::LevelFilter::Warn)
         .init();
 
+    // The suite runs every scenario as one caller without a key, and each task it creates is
+    // kept for its time to live: the house-wide cap is that caller's share here (with keys,
+    // each caller has its own share; tests/tasks.rs).
+    let defaults = McpConfig::default();
+    let tasks = home_mcp::mcp::TaskLimits {
+        max_per_caller: defaults.tasks.max_tasks,
+        max_running_per_caller: defaults.tasks.max_running,
+        ..defaults.tasks.clone()
+    };
     let mcp = Arc::new(McpServer::new(
         Arc::new(ConformanceFixture),
-        McpConfig::default(),
+        McpConfig { tasks, ..defaults },
     ));
     let config = HttpConfig {
         listen,
